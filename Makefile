@@ -1,0 +1,38 @@
+# Thin wrapper around CMake. The real build lives in CMakeLists.txt.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test demo asan clean help
+
+all: build
+
+help:
+	@echo "make deps     install missing system packages (apt-get as root; else prints the list)"
+	@echo "make build    configure and build into $(BUILD)/"
+	@echo "make test     deps, -Werror build, the whole ctest suite (starts its own servers)"
+	@echo "make demo     deps, build, run the demo campaign locally (kb-launch --local)"
+	@echo "make asan     ASan+UBSan build into build-asan/ and run the tests there"
+
+deps:
+	@sh scripts/install-deps.sh
+
+configure:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	cmake -S . -B $(BUILD) -DKB_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+demo: deps build
+	$(BUILD)/bin/kb-launch --local examples/demo/campaign.json
+
+asan: deps
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,93 @@
+/* Evaluation results: one candidate at one tier, as the runner publishes it to the results
+ * stream and the scheduler stores it. Spec: schemas/result.schema.json.
+ *
+ * JSON form: {"schema": "kernelbrain.result/1", "campaign", "task", "candidate": 64 hex,
+ *   "tier": int, "tier_name": string, "attempt": int>=1, "charge_id": string, "runner": string,
+ *   "backend": "host"|"cuda", "device": string, "status": see kb_status, "reason": string,
+ *   "compile": {"seconds": number, "cached": bool, "registers": int, "spills": int,
+ *               "shared_bytes": int, "log": string},
+ *   "check": {"sets": int, "max_abs_err": number, "max_rel_err": number},
+ *   "timing": {"median_us", "p10_us", "p90_us", "mean_us", "min_us", "noise": number,
+ *              "samples": int, "warmup": int}    (absent when not timed)
+ *   "cost_ms": int>=0 (what to settle), "started": number, "finished": number (unix seconds)}
+ * Numbers that are unknown are omitted rather than sent as NaN (JSON has no NaN).
+ */
+#ifndef KB_RESULT_H
+#define KB_RESULT_H
+
+#include <stdint.h>
+
+#include "kb/candidate.h"
+#include "kb/task.h"
+
+struct kb_error;
+
+/* X(name-in-C, "name in JSON and HDF5") */
+#define KB_STATUS_MAP(X)                                                                       \
+  X(OK, "ok")                                                                                  \
+  X(COMPILE_ERROR, "compile_error")                                                            \
+  X(WRONG_OUTPUT, "wrong_output")                                                              \
+  X(CRASH, "crash")                                                                            \
+  X(TIMEOUT, "timeout")                                                                        \
+  X(REJECTED, "rejected")                                                                      \
+  X(INFRA_ERROR, "infra_error")
+
+enum kb_status {
+#define KB_STATUS_ENUM(n, s) KB_STATUS_##n,
+  KB_STATUS_MAP(KB_STATUS_ENUM)
+#undef KB_STATUS_ENUM
+  KB_STATUS_COUNT
+};
+
+const char *kb_status_name(int status); /* "ok"; "unknown" for bad values */
+int kb_status_from_name(const char *name); /* -1 when unknown */
+
+struct kb_timing {
+  int samples;      /* timed calls; 0 = not timed */
+  int warmup;       /* untimed calls before */
+  double median_us; /* microseconds */
+  double p10_us;    /* microseconds */
+  double p90_us;    /* microseconds */
+  double mean_us;   /* microseconds */
+  double min_us;    /* microseconds */
+  double noise;     /* relative: standard deviation / mean */
+};
+
+struct kb_result {
+  char campaign[KB_ID_MAX];
+  char task[KB_ID_MAX];
+  char candidate[KB_CAND_ID_LEN + 1];
+  int tier;                  /* index into the campaign's ladder */
+  char tier_name[KB_ID_MAX];
+  int attempt;               /* 1 for the first try */
+  char charge_id[160];       /* idempotency key of the ledger charge: "<item>#<attempt>" */
+  char runner[KB_ID_MAX];    /* runner name, "host:pid" style */
+  int backend;               /* enum kb_backend */
+  char device[KB_ID_MAX];    /* "cpu", "NVIDIA H200" */
+  int status;                /* enum kb_status */
+  char reason[256];          /* why, for any status but ok; "" for ok */
+  double compile_s;          /* seconds; 0 when cached */
+  int compile_cached;        /* 1 when the library came from the cache */
+  int registers;             /* per thread, -1 unknown */
+  int spills;                /* bytes, -1 unknown */
+  int shared_bytes;          /* static shared memory, -1 unknown */
+  char *compile_log;         /* trimmed compiler output (owned; NULL when none) */
+  int sets_checked;          /* input sets verified */
+  double max_abs_err;        /* over all checked outputs; NAN when not checked */
+  double max_rel_err;        /* NAN when not checked */
+  struct kb_timing timing;
+  int64_t cost_ms;           /* GPU (or CPU, host backend) milliseconds to settle */
+  double started;            /* unix seconds */
+  double finished;           /* unix seconds */
+};
+
+/* Sets every field to its "unknown" value (-1, NAN, "", 0 samples). */
+void kb_result_init(struct kb_result *r);
+/* Encodes `r` into `*out` (new, compact JSON). Errors: KB_ENOMEM. */
+int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *err);
+/* Decodes and validates `text`. `where` names the origin for messages. Errors: KB_EPARSE. */
+int kb_result_from_json(const char *text, const char *where, struct kb_result *r,
+                        struct kb_error *err);
+void kb_result_release(struct kb_result *r);
+
+#endif

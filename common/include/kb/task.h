@@ -1,0 +1,102 @@
+/* Task bundles: a folder holding task.json, the oracle, the reference source and seed
+ * candidates. Spec: schemas/task.schema.json. Example: tasks/host/sum/.
+ *
+ * task.json fields (all required unless marked optional):
+ *   "schema": "kernelbrain.task/1"
+ *   "id": "[a-z0-9][a-z0-9_.-]{0,62}"         unique within a campaign
+ *   "name": string, "category": string (optional, default "other")
+ *   "backend": "host" | "cuda"
+ *   "oracle": {"kind": "c" | "cuda" | "pytorch" | "data", "source": relative path}
+ *   "reference": relative path (optional; source shown to the LLM; defaults to the oracle source)
+ *   "inputs":  [{"name", "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool", "shape": [int>0,...]}] (1..16)
+ *   "outputs": same form (1..16)
+ *   "tolerance": {"atol": number>=0, "rtol": number>=0}  (optional; defaults by the widest output
+ *                dtype: 1e-4 for f32/f64, 1e-2 for f16/bf16, 0 for integers)
+ *   "input_sets": [{"seed": int>=0, "distribution": "uniform"|"normal"|"integers",
+ *                   "low": number, "high": number}]  (1..32; for normal, low=mean high=stddev)
+ *   "seeds": [{"name": "[a-z0-9_.-]+", "source": relative path, "flags": string (optional)}]
+ *   "baseline": name of one of "seeds" that speedups are measured against (optional)
+ *   "knobs" are not here: they live in the candidate sources as `// kb:param` lines.
+ * Unknown fields are errors (strict), so a typo never silently becomes a default.
+ */
+#ifndef KB_TASK_H
+#define KB_TASK_H
+
+#include <stdint.h>
+
+#include "kb_kernel.h"
+
+#define KB_ID_MAX 64       /* ids: up to 63 chars + NUL */
+#define KB_MAX_TENSORS 16
+#define KB_MAX_SETS 32
+#define KB_MAX_SEEDS 32
+
+struct kb_error;
+
+enum kb_backend { KB_BACKEND_HOST = 0, KB_BACKEND_CUDA = 1 };
+enum kb_oracle_kind { KB_ORACLE_C = 0, KB_ORACLE_CUDA, KB_ORACLE_PYTORCH, KB_ORACLE_DATA };
+enum kb_dist { KB_DIST_UNIFORM = 0, KB_DIST_NORMAL, KB_DIST_INTEGERS };
+
+struct kb_tensor_spec {
+  char name[KB_ID_MAX];        /* argument name */
+  int dtype;                   /* enum kb_dtype */
+  int ndim;                    /* 0..KB_MAX_DIMS */
+  int64_t shape[KB_MAX_DIMS];  /* elements per dimension */
+};
+
+struct kb_input_set {
+  uint64_t seed; /* PRNG seed */
+  int dist;      /* enum kb_dist */
+  double low;    /* uniform/integers: lower bound; normal: mean */
+  double high;   /* uniform/integers: upper bound (exclusive); normal: standard deviation */
+};
+
+struct kb_seed_source {
+  char name[KB_ID_MAX]; /* "naive", "blocked", ... */
+  char *path;           /* absolute path of the source file (owned) */
+  char *flags;          /* extra compile flags, "" when none (owned) */
+};
+
+struct kb_task {
+  char id[KB_ID_MAX];
+  char *name;            /* owned */
+  char *category;        /* owned */
+  char *dir;             /* absolute path of the bundle folder (owned) */
+  char *json_path;       /* absolute path of task.json, used in messages (owned) */
+  int backend;           /* enum kb_backend */
+  int oracle_kind;       /* enum kb_oracle_kind */
+  char *oracle_path;     /* absolute (owned) */
+  char *reference_path;  /* absolute (owned) */
+  struct kb_tensor_spec inputs[KB_MAX_TENSORS];
+  int n_inputs;
+  struct kb_tensor_spec outputs[KB_MAX_TENSORS];
+  int n_outputs;
+  double atol;           /* absolute tolerance */
+  double rtol;           /* relative tolerance */
+  struct kb_input_set sets[KB_MAX_SETS];
+  int n_sets;
+  struct kb_seed_source seeds[KB_MAX_SEEDS];
+  int n_seeds;
+  int baseline;          /* index into seeds, -1 when none */
+  char *spec_json;       /* the task.json text exactly as read (owned), stored in HDF5 /task */
+};
+
+/* Loads and validates `dir`/task.json into `task` (caller-owned, filled on success; released on
+ * failure). Checks that every referenced file exists and is readable. Errors: KB_EPARSE with
+ * "path/task.json:line:col: what is wrong", KB_EIO when a file cannot be read, KB_ENOMEM. */
+int kb_task_load(const char *dir, struct kb_task *task, struct kb_error *err);
+/* Same as kb_task_load, from task.json `text` already in memory; `name` is used in messages and
+ * relative paths resolve against `dir`. With `check_files` = 0 referenced files need not exist
+ * (a runner that received the spec through Redis materializes only what it needs). */
+int kb_task_parse(const char *name, const char *text, const char *dir, int check_files,
+                  struct kb_task *task, struct kb_error *err);
+/* Frees the contents of `task`; NULL is fine. */
+void kb_task_release(struct kb_task *task);
+
+/* Name of a dtype ("f32"), or NULL; and back (-1 when unknown). */
+const char *kb_dtype_name(int dtype);
+int kb_dtype_from_name(const char *name);
+const char *kb_backend_name(int backend);
+int kb_backend_from_name(const char *name);
+
+#endif

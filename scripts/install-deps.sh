@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian/Ubuntu packages kernelbrain needs to build, test and run its demo.
+# As root it runs apt-get; otherwise it prints the exact command and stops with exit code 1.
+set -eu
+pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
+libhdf5-dev hdf5-tools libzstd-dev libssl-dev libcmocka-dev redis-server redis-tools
+python3 python3-jsonschema python3-h5py python3-numpy"
+missing=""
+for p in $pkgs; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing packages:$missing" >&2
+  echo "install them with: sudo apt-get install -y$missing" >&2
+  exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing
