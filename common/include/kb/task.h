@@ -1,22 +1,28 @@
 /* Task bundles: a folder holding task.json, the oracle, the reference source and seed
  * candidates. Spec: schemas/task.schema.json. Example: tasks/host/sum/.
  *
- * task.json fields (all required unless marked optional):
+ * task.json fields (all required unless marked optional; user docs: docs/task-bundle.md):
  *   "schema": "kernelbrain.task/1"
  *   "id": "[a-z0-9][a-z0-9_.-]{0,62}"         unique within a campaign
- *   "name": string, "category": string (optional, default "other")
+ *   "name": non-empty string, "category": non-empty string (optional, default "other")
  *   "backend": "host" | "cuda"
  *   "oracle": {"kind": "c" | "cuda" | "pytorch" | "data", "source": relative path}
  *   "reference": relative path (optional; source shown to the LLM; defaults to the oracle source)
- *   "inputs":  [{"name", "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool", "shape": [int>0,...]}] (1..16)
+ *   "inputs":  [{"name": C identifier (1..63 chars, unique across inputs and outputs),
+ *                "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool",
+ *                "shape": [int 1..2^31-1, ...] (0..8 dims)}] (1..16)
  *   "outputs": same form (1..16)
- *   "tolerance": {"atol": number>=0, "rtol": number>=0}  (optional; defaults by the widest output
- *                dtype: 1e-4 for f32/f64, 1e-2 for f16/bf16, 0 for integers)
+ *   "tolerance": {"atol": number>=0, "rtol": number>=0}  (optional, each field too; a missing one
+ *                is the loosest default among the outputs' dtypes: 1e-4 for f32/f64, 1e-2 for
+ *                f16/bf16, 0 for integers and bool)
  *   "input_sets": [{"seed": int>=0, "distribution": "uniform"|"normal"|"integers",
- *                   "low": number, "high": number}]  (1..32; for normal, low=mean high=stddev)
- *   "seeds": [{"name": "[a-z0-9_.-]+", "source": relative path, "flags": string (optional)}]
+ *                   "low": number, "high": number}]  (1..32; for normal, low=mean high=stddev>0;
+ *                   otherwise high > low)
+ *   "seeds": [{"name": "[a-z0-9_.-]{1,63}" (unique), "source": relative path,
+ *              "flags": string (optional, default "")}]  (1..32)
  *   "baseline": name of one of "seeds" that speedups are measured against (optional)
  *   "knobs" are not here: they live in the candidate sources as `// kb:param` lines.
+ * Relative paths must stay inside the bundle: not absolute, no ".." component.
  * Unknown fields are errors (strict), so a typo never silently becomes a default.
  */
 #ifndef KB_TASK_H
@@ -58,45 +64,59 @@ struct kb_seed_source {
 };
 
 struct kb_task {
-  char id[KB_ID_MAX];
-  char *name;            /* owned */
-  char *category;        /* owned */
+  char id[KB_ID_MAX];    /* task id */
+  char *name;            /* human name (owned) */
+  char *category;        /* "other" when not given (owned) */
   char *dir;             /* absolute path of the bundle folder (owned) */
   char *json_path;       /* absolute path of task.json, used in messages (owned) */
   int backend;           /* enum kb_backend */
   int oracle_kind;       /* enum kb_oracle_kind */
   char *oracle_path;     /* absolute (owned) */
   char *reference_path;  /* absolute (owned) */
-  struct kb_tensor_spec inputs[KB_MAX_TENSORS];
-  int n_inputs;
-  struct kb_tensor_spec outputs[KB_MAX_TENSORS];
-  int n_outputs;
+  struct kb_tensor_spec inputs[KB_MAX_TENSORS];  /* in kb_forward argument order */
+  int n_inputs;          /* 1..KB_MAX_TENSORS */
+  struct kb_tensor_spec outputs[KB_MAX_TENSORS]; /* in kb_forward argument order */
+  int n_outputs;         /* 1..KB_MAX_TENSORS */
   double atol;           /* absolute tolerance */
   double rtol;           /* relative tolerance */
   struct kb_input_set sets[KB_MAX_SETS];
-  int n_sets;
+  int n_sets;            /* 1..KB_MAX_SETS */
   struct kb_seed_source seeds[KB_MAX_SEEDS];
-  int n_seeds;
+  int n_seeds;           /* 1..KB_MAX_SEEDS */
   int baseline;          /* index into seeds, -1 when none */
   char *spec_json;       /* the task.json text exactly as read (owned), stored in HDF5 /task */
 };
 
-/* Loads and validates `dir`/task.json into `task` (caller-owned, filled on success; released on
- * failure). Checks that every referenced file exists and is readable. Errors: KB_EPARSE with
- * "path/task.json:line:col: what is wrong", KB_EIO when a file cannot be read, KB_ENOMEM. */
+/* Loads and validates `dir`/task.json into `task` (caller-owned, zeroed first, filled on
+ * success; released on failure). Relative paths in the file resolve against `dir`; they must
+ * stay inside the bundle (no absolute paths, no ".." component). Checks that every referenced
+ * file exists and is a readable regular file. Messages name the file as `dir`/task.json.
+ * Errors: KB_EPARSE with "dir/task.json:line:col: what is wrong" (also for a referenced file
+ * that is missing or unreadable: that is a malformed bundle), KB_EIO when task.json itself
+ * cannot be read, KB_ENOMEM. `dir` is borrowed. */
 int kb_task_load(const char *dir, struct kb_task *task, struct kb_error *err);
 /* Same as kb_task_load, from task.json `text` already in memory; `name` is used in messages and
  * relative paths resolve against `dir`. With `check_files` = 0 referenced files need not exist
- * (a runner that received the spec through Redis materializes only what it needs). */
+ * (a runner that received the spec through Redis materializes only what it needs). All string
+ * arguments are borrowed; `task->spec_json` gets a copy of `text`. */
 int kb_task_parse(const char *name, const char *text, const char *dir, int check_files,
                   struct kb_task *task, struct kb_error *err);
 /* Frees the contents of `task`; NULL is fine. */
 void kb_task_release(struct kb_task *task);
 
-/* Name of a dtype ("f32"), or NULL; and back (-1 when unknown). */
+/* Name of a dtype ("f32"; static), or NULL when unknown; and back (-1 when unknown). */
 const char *kb_dtype_name(int dtype);
 int kb_dtype_from_name(const char *name);
+/* Name of a backend ("host", "cuda"; static), or NULL when unknown; and back (-1). */
 const char *kb_backend_name(int backend);
 int kb_backend_from_name(const char *name);
+
+/* 1 when `s` is a valid task or campaign id: [a-z0-9][a-z0-9_.-]{0,62}, else 0. */
+int kb_id_valid(const char *s);
+/* Returns `rel` made absolute against folder `base` (NULL: the current directory) and
+ * lexically normalized ("." and ".." components and repeated slashes removed; symbolic links
+ * are not resolved). An absolute `rel` ignores `base`. Returns a new string, or NULL on ENOMEM
+ * or when the current directory is unknown. Both arguments are borrowed. */
+char *kb_path_resolve(const char *base, const char *rel);
 
 #endif

@@ -1,0 +1,40 @@
+/* Tasks and candidates of a campaign as stored in Redis, so that runners on compute nodes need
+ * nothing but Redis: the task spec and oracle source travel with the campaign.
+ *   kb:{cid}:task:<id>  hash: spec (task.json text), oracle (source), reference (source),
+ *                       oracle_name (file name of the oracle)
+ *   kb:{cid}:cand:<id>  hash: task, name, json (zstd-compressed candidate JSON)
+ *   kb:{cid}:meta       field "tasks": JSON array of task ids in campaign order
+ */
+#ifndef KB_CATALOG_H
+#define KB_CATALOG_H
+
+#include "kb/candidate.h"
+#include "kb/queue.h"
+#include "kb/task.h"
+
+struct kb_error;
+
+/* Stores `task` (its spec and the texts of its oracle and reference). Overwrites. */
+int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err);
+/* Loads task `task_id` from Redis into `task` (caller-owned; released on failure): writes the
+ * spec and oracle under `work_dir`/<cid>/<task id>/ (created) and parses it from there.
+ * Errors: KB_ENOTFOUND, KB_EPARSE (a corrupt spec), KB_EIO, KB_ENOMEM. */
+int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *work_dir,
+                        struct kb_task *task, struct kb_error *err);
+/* Reads the reference source text of `task_id` into `*out` (new). */
+int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out,
+                             struct kb_error *err);
+/* Stores candidate `c` once (HSETNX semantics on its json field). */
+int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
+                             struct kb_error *err);
+/* Loads candidate `id` into `c` (caller-owned; released on failure) and verifies its id.
+ * Errors: KB_ENOTFOUND, KB_EPARSE, KB_ENOMEM. */
+int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candidate *c,
+                             struct kb_error *err);
+
+/* Creates `path` and its missing parents with mode 0755 (like mkdir -p). */
+int kb_mkdirs(const char *path, struct kb_error *err);
+/* Writes `len` bytes to `path` atomically (temp file in the same folder, then rename). */
+int kb_write_file_atomic(const char *path, const void *data, size_t len, struct kb_error *err);
+
+#endif

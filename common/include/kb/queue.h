@@ -1,0 +1,108 @@
+/* The tiered work queue and budget ledger of one campaign in Redis. Every state change is one
+ * Lua script from common/lua/ (see the comment at the top of each for its keys and replies);
+ * this module builds the keys and decodes the replies.
+ *
+ * Keys, all with the hash tag {cid} so a campaign lives on one Redis Cluster slot:
+ *   kb:{cid}:meta        hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead
+ *   kb:{cid}:items       hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost,
+ *                        priority, attempt, claims, state, token, runner}
+ *   kb:{cid}:q:<tier>    zset: ready items by priority (lower first)
+ *   kb:{cid}:lease       zset: leased items by deadline (Redis TIME, milliseconds)
+ *   kb:{cid}:ledger      hash: <currency>:total|available|held|spent (integers)
+ *   kb:{cid}:charges     hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>"
+ *   kb:{cid}:ledger:log  stream: one JSON "entry" per ledger change (ledger-entry schema)
+ *   kb:{cid}:results     stream: "item", "result" (result schema); group "scheduler"
+ *   kb:{cid}:dead        hash: item id -> reason
+ *   kb:{cid}:runners     hash: runner -> last heartbeat (ms)
+ *   kb:{cid}:events      stream: state changes, for watchers
+ *   kb:{cid}:task:<id>   hash: spec, oracle, reference (texts)
+ *   kb:{cid}:tasks       list: task ids in campaign order
+ *   kb:{cid}:cand:<id>   hash: task, json (zstd-compressed candidate JSON)
+ */
+#ifndef KB_QUEUE_H
+#define KB_QUEUE_H
+
+#include <stdint.h>
+
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+#include "kb/redis.h"
+
+struct kb_error;
+
+#define KB_ITEM_ID_MAX (KB_CAND_ID_LEN + 8)
+#define KB_CHARGE_ID_MAX (KB_ITEM_ID_MAX + 16)
+
+struct kb_queue {
+  struct kb_redis *redis; /* borrowed */
+  char cid[KB_ID_MAX];    /* campaign id */
+  int n_tiers;            /* ladder length, from meta */
+  struct kb_tier tiers[KB_MAX_TIERS]; /* the ladder, from meta */
+  int backend;            /* enum kb_backend, from meta */
+};
+
+/* A leased item, as claim returns it. */
+struct kb_claim {
+  char item[KB_ITEM_ID_MAX];          /* "<candidate>:<tier>" */
+  char candidate[KB_CAND_ID_LEN + 1];
+  char task[KB_ID_MAX];
+  int tier;
+  int attempt;                        /* 1 for the first try */
+  char charge_id[KB_CHARGE_ID_MAX];   /* idempotency key for complete */
+  char token[33];                     /* lease token, proves ownership */
+  int64_t cost_ms;                    /* reserved */
+  int64_t deadline_ms;                /* lease deadline, Redis clock */
+};
+
+/* Campaign snapshot from the status script. */
+struct kb_queue_status {
+  char state[16];        /* submitting, running, draining, done, cancelled */
+  int64_t open;          /* items enqueued and not yet done or dead */
+  int64_t done;
+  int64_t dead;
+  int64_t leased;
+  int64_t gpu_total, gpu_available, gpu_held, gpu_spent;     /* milliseconds */
+  int64_t llm_total, llm_available, llm_held, llm_spent;     /* tokens */
+  int64_t cheapest_ready; /* cost of the cheapest ready queue head, -1 when none is ready */
+  int64_t ready[8];       /* ready items per tier */
+  int n_tiers;
+};
+
+/* Attaches to campaign `cid` (reads the ladder and backend from meta). `redis` is borrowed.
+ * Errors: KB_ENOTFOUND when the campaign does not exist, KB_ECONN, KB_EREDIS. */
+int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
+                  struct kb_error *err);
+/* Builds the key "kb:{cid}:<suffix>" into `out`. */
+int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix);
+
+/* Adds (candidate, tier) to its tier's queue with `priority` (lower first), once.
+ * `*added` (may be NULL) is 1 when new. Errors: KB_ESTATE when the campaign is closed. */
+int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task, int tier,
+                     int64_t cost_ms, double priority, int *added, struct kb_error *err);
+/* Leases the best ready item among tiers [min_tier, max_tier], highest tier first.
+ * Returns KB_OK with `*c` filled, KB_EEMPTY (nothing ready), KB_EBUDGET (ready items cost more
+ * than the budget left) or KB_ESTATE (campaign not running; `state` gets it when not NULL). */
+int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max_tier,
+                   struct kb_claim *c, char state[16], struct kb_error *err);
+/* Extends the leases in `claims` (n may be 0) and records the runner alive. `*extended` and
+ * `state` (16 bytes) may be NULL. */
+int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_claim *claims,
+                       int n, int *extended, char state[16], struct kb_error *err);
+/* Settles the claim at `cost_ms`, appends `result_json` to the results stream, ends the lease.
+ * Idempotent: `*duplicate` (may be NULL) is 1 when this charge had already been posted.
+ * Errors: KB_ELEASE when the lease was lost (the item was requeued by the reaper). */
+int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
+                      const char *result_json, const char *runner, int *duplicate,
+                      struct kb_error *err);
+/* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
+int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
+                     int *released, struct kb_error *err);
+/* Requeues or dead-letters up to `max` expired leases. Counts may be NULL. */
+int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, int *dead,
+                  struct kb_error *err);
+/* Moves the campaign to `to` when its state is one of `from` ("a,b" or "*"). */
+int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
+                       const char *who, struct kb_error *err);
+int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* A Redis connection with reconnect, authentication and embedded Lua scripts.
+ *
+ * Addresses: "host:port", "unix:/path/to/socket" or "/path/to/socket". The address comes from the
+ * caller (a --redis option) or, when NULL, from the KB_REDIS environment variable, else
+ * "127.0.0.1:6379". A password is never taken from the command line: it comes from the
+ * KB_REDIS_PASSWORD environment variable or from the file named by KB_REDIS_PASSWORD_FILE
+ * (which must not be readable by group or others); KB_REDIS_USER names an ACL user.
+ *
+ * Commands that fail because the connection broke are retried after reconnecting with capped
+ * exponential backoff and jitter, up to `retry_ms` in total. Every kernelbrain script is
+ * idempotent or safe to retry (see common/lua/), which is what makes that retry correct.
+ */
+#ifndef KB_REDIS_H
+#define KB_REDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+struct kb_error;
+struct kb_redis; /* opaque */
+
+struct kb_redis_opts {
+  const char *addr;      /* see above; NULL = $KB_REDIS or 127.0.0.1:6379 (borrowed) */
+  int connect_timeout_ms; /* per connection attempt; 0 = 2000 */
+  int command_timeout_ms; /* per command; 0 = none (blocking reads need none) */
+  int retry_ms;          /* total reconnect budget for one command; 0 = 10000 */
+};
+
+/* Connects and authenticates. Sets SIGPIPE to ignored when it has its default action, so a
+ * connection the server dropped is an error to handle, not the death of the process. Returns the connection in `*out` (new; kb_redis_free).
+ * Errors: KB_ECONN "cannot connect to redis at ADDR: why", KB_EAUTH, KB_EINVAL (bad address or
+ * an unsafe password file), KB_ENOMEM. */
+int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
+                     struct kb_error *err);
+void kb_redis_free(struct kb_redis *r);
+/* The address in use, for messages (borrowed from `r`). */
+const char *kb_redis_addr(const struct kb_redis *r);
+
+/* Runs one command given as an argument vector. On success `*reply` is the reply (new; free with
+ * freeReplyObject), which may be a Redis error reply: kb_redis_command maps those to
+ * KB_EREDIS with the server's text, except when `allow_error` is set. `lens` may be NULL for
+ * NUL-terminated args. Errors: KB_ECONN after the retry budget, KB_EREDIS, KB_ENOMEM. */
+int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
+                     int allow_error, redisReply **reply, struct kb_error *err);
+/* printf-style convenience for fixed commands (hiredis format: %s, %b, %lld). */
+int kb_redis_commandf(struct kb_redis *r, redisReply **reply, struct kb_error *err,
+                      const char *fmt, ...);
+
+/* Runs the embedded script `name` (common/lua/<name>.lua) with EVALSHA, loading it on NOSCRIPT.
+ * `keys` and `args` are NUL-terminated strings unless `arg_lens` is given (args only).
+ * A script error "KB_<CODE> detail" becomes that code with "detail" as the message.
+ * `*reply` (new) holds the script's return value on success. */
+int kb_redis_script(struct kb_redis *r, const char *name, int nkeys, const char **keys,
+                    int nargs, const char **args, const size_t *arg_lens, redisReply **reply,
+                    struct kb_error *err);
+
+/* Builds the key "kb:{<cid>}:<suffix>" into `out` (`size` bytes). Returns KB_OK or KB_EINVAL
+ * when it does not fit. */
+int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Sets the reconnect budget in milliseconds for later commands. */
+void kb_redis_set_retry(struct kb_redis *r, int retry_ms);
+
+#endif

@@ -1,0 +1,21 @@
+-- heartbeat: extend the caller's own leases and report the campaign state.
+-- KEYS: 1 meta, 2 lease, 3 items, 4 runners
+-- ARGV: 1 runner name, then pairs of (item id, lease token)
+-- Returns {extended count, campaign state}. Leases whose token does not match (the item was
+-- reaped and maybe claimed by another runner) are left alone.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease_ms = tonumber(redis.call('HGET', KEYS[1], 'lease_ms') or '0')
+redis.call('HSET', KEYS[4], ARGV[1], now)
+local n = 0
+for i = 2, #ARGV - 1, 2 do
+  local raw = redis.call('HGET', KEYS[3], ARGV[i])
+  if raw then
+    local item = cjson.decode(raw)
+    if item.state == 'leased' and item.token == ARGV[i + 1] then
+      redis.call('ZADD', KEYS[2], 'XX', now + lease_ms, ARGV[i])
+      n = n + 1
+    end
+  end
+end
+return {n, tostring(redis.call('HGET', KEYS[1], 'state') or 'missing')}

@@ -1,0 +1,57 @@
+-- reap: leases past their deadline (by Redis's clock) go back to their queue with the
+-- reservation refunded; an item that has used max_attempts goes to the dead-letter hash instead,
+-- and a result with status "infra_error" is appended so the scheduler records it.
+-- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 dead, 8 results,
+--       9.. queues by tier index (tier 0 first)
+-- ARGV: 1 campaign id, 2 most items to reap in this call, 3 who
+-- Returns {requeued, dead}.
+local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
+                                                KEYS[6]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expired = redis.call('ZRANGEBYSCORE', lease, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local max_attempts = tonumber(redis.call('HGET', meta, 'max_attempts'))
+local tiers = cjson.decode(redis.call('HGET', meta, 'tiers'))
+local backend = redis.call('HGET', meta, 'backend')
+local requeued, dead = 0, 0
+for _, id in ipairs(expired) do
+  local item = cjson.decode(redis.call('HGET', items, id))
+  local charge = id .. '#' .. item.claims
+  local ch = redis.call('HGET', charges, charge)
+  if ch and string.sub(ch, 1, 1) == 'H' then
+    local reserved = tonumber(string.sub(ch, 3))
+    local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -reserved)))
+    local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved))
+    redis.call('HSET', charges, charge, 'V:' .. reserved)
+    redis.call('XADD', log, '*', 'entry', cjson.encode({
+      schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'void', currency = 'gpu_ms',
+      amount = reserved, charge_id = charge, who = ARGV[3], available = available, held = held,
+      spent = tonumber(redis.call('HGET', ledger, 'gpu_ms:spent')),
+      total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))}))
+  end
+  redis.call('ZREM', lease, id)
+  local runner = item.runner or ''
+  item.token = nil
+  item.runner = nil
+  if item.attempt >= max_attempts then
+    item.state = 'dead'
+    local reason = 'lease expired ' .. item.attempt .. ' times (last runner ' .. runner .. ')'
+    redis.call('HSET', KEYS[7], id, reason)
+    redis.call('HINCRBY', meta, 'open', -1)
+    redis.call('HINCRBY', meta, 'dead', 1)
+    local tier = tiers[item.tier + 1] or {name = 'tier' .. item.tier}
+    redis.call('XADD', KEYS[8], '*', 'item', id, 'result', cjson.encode({
+      schema = 'kernelbrain.result/1', campaign = ARGV[1], task = item.task,
+      candidate = item.cand, tier = item.tier, tier_name = tier.name, attempt = item.attempt,
+      charge_id = charge, runner = runner, backend = backend, device = '',
+      status = 'infra_error', reason = reason, cost_ms = 0, started = now / 1000,
+      finished = now / 1000}))
+    dead = dead + 1
+  else
+    item.state = 'queued'
+    redis.call('ZADD', KEYS[9 + item.tier], item.priority, id)
+    requeued = requeued + 1
+  end
+  redis.call('HSET', items, id, cjson.encode(item))
+end
+return {requeued, dead}

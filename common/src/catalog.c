@@ -1,0 +1,248 @@
+/* Tasks and candidates in Redis (see kb/catalog.h). */
+#include "kb/catalog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kb/alloc.h"
+#include "kb/buf.h"
+#include "kb/compress.h"
+#include "kb/error.h"
+
+#define MAX_CANDIDATE_JSON (16u << 20) /* bytes; a sane upper bound for one source */
+
+int kb_mkdirs(const char *path, struct kb_error *err) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+    return kb_error_set(err, KB_EINVAL, "path too long: \"%.60s...\"", path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+      return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
+  return KB_OK;
+}
+
+int kb_write_file_atomic(const char *path, const void *data, size_t len, struct kb_error *err) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    return kb_error_set(err, KB_EINVAL, "path too long: \"%.60s...\"", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  if (close(fd) != 0 || rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(e));
+  }
+  return KB_OK;
+}
+
+static int read_text(const char *path, char **out, struct kb_error *err) {
+  struct kb_buf b;
+  kb_buf_init(&b);
+  int rc = kb_buf_read_file(&b, path, err);
+  if (rc) {
+    kb_buf_release(&b);
+    return rc;
+  }
+  *out = kb_buf_detach(&b);
+  return *out ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err) {
+  char key[200];
+  char suffix[100];
+  snprintf(suffix, sizeof suffix, "task:%s", task->id);
+  if (kb_queue_key(q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "task id too long");
+  char *oracle = NULL, *reference = NULL;
+  int rc = read_text(task->oracle_path, &oracle, err);
+  if (rc == KB_OK)
+    rc = read_text(task->reference_path, &reference, err);
+  if (rc == KB_OK) {
+    const char *argv[] = {"HSET", key, "spec", task->spec_json, "oracle", oracle,
+                          "reference", reference, "oracle_name", base_name(task->oracle_path)};
+    redisReply *rep = NULL;
+    rc = kb_redis_command(q->redis, 10, argv, NULL, 0, &rep, err);
+    if (rep)
+      freeReplyObject(rep);
+  }
+  kb_free(oracle);
+  kb_free(reference);
+  return rc;
+}
+
+/* HMGET of string fields of `key`; each value copied into out[i] (new) or NULL when absent. */
+static int hmget(struct kb_queue *q, const char *key, int n, const char **fields, char **out,
+                 size_t *lens, struct kb_error *err) {
+  const char *argv[8];
+  argv[0] = "HMGET";
+  argv[1] = key;
+  for (int i = 0; i < n; i++)
+    argv[2 + i] = fields[i];
+  redisReply *rep = NULL;
+  int rc = kb_redis_command(q->redis, 2 + n, argv, NULL, 0, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)n) {
+    freeReplyObject(rep);
+    return kb_error_set(err, KB_EREDIS, "HMGET %s: unexpected reply", key);
+  }
+  for (int i = 0; i < n; i++) {
+    out[i] = NULL;
+    if (rep->element[i]->type != REDIS_REPLY_STRING)
+      continue;
+    out[i] = kb_malloc(rep->element[i]->len + 1);
+    if (out[i] == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+      continue;
+    }
+    memcpy(out[i], rep->element[i]->str, rep->element[i]->len);
+    out[i][rep->element[i]->len] = '\0';
+    if (lens)
+      lens[i] = rep->element[i]->len;
+  }
+  freeReplyObject(rep);
+  return rc;
+}
+
+int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *work_dir,
+                        struct kb_task *task, struct kb_error *err) {
+  char key[200], suffix[100];
+  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  if (kb_queue_key(q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "task id too long");
+  const char *fields[] = {"spec", "oracle", "oracle_name"};
+  char *v[3] = {NULL, NULL, NULL};
+  struct kb_buf dir, path;
+  kb_buf_init(&dir);
+  kb_buf_init(&path);
+  int rc = hmget(q, key, 3, fields, v, NULL, err);
+  if (rc == KB_OK && (v[0] == NULL || v[1] == NULL || v[2] == NULL))
+    rc = kb_error_set(err, KB_ENOTFOUND, "task \"%s\" of campaign \"%s\" is not in redis",
+                      task_id, q->cid);
+  if (rc == KB_OK && (strchr(v[2], '/') || strcmp(v[2], "..") == 0 || v[2][0] == '\0'))
+    rc = kb_error_set(err, KB_EPARSE, "%s: bad oracle_name", key);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&dir, "%s/%s/%s", work_dir, q->cid, task_id);
+  if (rc == KB_OK)
+    rc = kb_mkdirs(dir.data, err);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&path, "%s/%s", dir.data, v[2]);
+  if (rc == KB_OK)
+    rc = kb_write_file_atomic(path.data, v[1], strlen(v[1]), err);
+  if (rc == KB_OK)
+    rc = kb_task_parse(key, v[0], dir.data, 0, task, err);
+  if (rc == KB_OK) {
+    char *p = kb_strdup(path.data);
+    if (p == NULL) {
+      kb_task_release(task);
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    } else {
+      kb_free(task->oracle_path);
+      task->oracle_path = p;
+    }
+  }
+  if (rc == KB_ENOMEM)
+    kb_error_set(err, rc, "out of memory");
+  for (int i = 0; i < 3; i++)
+    kb_free(v[i]);
+  kb_buf_release(&dir);
+  kb_buf_release(&path);
+  return rc;
+}
+
+int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out,
+                             struct kb_error *err) {
+  char key[200], suffix[100];
+  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  if (kb_queue_key(q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "task id too long");
+  const char *fields[] = {"reference"};
+  int rc = hmget(q, key, 1, fields, out, NULL, err);
+  if (rc == KB_OK && *out == NULL)
+    rc = kb_error_set(err, KB_ENOTFOUND, "task \"%s\" has no reference in redis", task_id);
+  return rc;
+}
+
+int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
+                             struct kb_error *err) {
+  char key[200], suffix[100];
+  snprintf(suffix, sizeof suffix, "cand:%s", c->id);
+  if (kb_queue_key(q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "candidate key too long");
+  char *json = NULL;
+  void *z = NULL;
+  size_t zlen = 0;
+  int rc = kb_candidate_to_json(c, &json, err);
+  if (rc == KB_OK)
+    rc = kb_compress(json, strlen(json), &z, &zlen, err);
+  if (rc == KB_OK) {
+    const char *argv[] = {"HSET", key, "task", c->task, "name", c->name, "json", z};
+    size_t lens[] = {4, strlen(key), 4, strlen(c->task), 4, strlen(c->name), 4, zlen};
+    redisReply *rep = NULL;
+    rc = kb_redis_command(q->redis, 8, argv, lens, 0, &rep, err);
+    if (rep)
+      freeReplyObject(rep);
+  }
+  kb_free(json);
+  kb_free(z);
+  return rc;
+}
+
+int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candidate *c,
+                             struct kb_error *err) {
+  char key[200], suffix[100];
+  snprintf(suffix, sizeof suffix, "cand:%s", id);
+  if (kb_queue_key(q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "candidate key too long");
+  const char *fields[] = {"json"};
+  char *z = NULL;
+  size_t zlen = 0;
+  int rc = hmget(q, key, 1, fields, &z, &zlen, err);
+  if (rc == KB_OK && z == NULL)
+    rc = kb_error_set(err, KB_ENOTFOUND, "candidate %s is not in redis", id);
+  char *json = NULL;
+  size_t jlen = 0;
+  if (rc == KB_OK)
+    rc = kb_decompress(z, zlen, MAX_CANDIDATE_JSON, &json, &jlen, err);
+  if (rc == KB_OK)
+    rc = kb_candidate_from_json(json, key, c, err);
+  if (rc == KB_OK && strcmp(c->id, id) != 0) {
+    rc = kb_error_set(err, KB_EPARSE, "%s: holds candidate %s", key, c->id);
+    kb_candidate_release(c);
+  }
+  kb_free(z);
+  kb_free(json);
+  return rc;
+}

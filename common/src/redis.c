@@ -1,0 +1,414 @@
+/* Redis connection, reconnects and embedded scripts (see kb/redis.h). */
+#include "kb/redis.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kb/alloc.h"
+#include "kb/buf.h"
+#include "kb/error.h"
+#include "kb/log.h"
+#include "lua_scripts.h"
+
+#define MAX_SCRIPTS 64
+
+struct kb_redis {
+  redisContext *ctx;              /* NULL while disconnected */
+  char addr[512];                 /* as given, for messages */
+  char host[256];                 /* TCP host, "" for a unix socket */
+  int port;                       /* TCP port */
+  char path[512];                 /* unix socket path, "" for TCP */
+  int connect_timeout_ms;
+  int command_timeout_ms;
+  int retry_ms;                   /* reconnect budget per command */
+  char *user;                     /* ACL user or NULL (owned) */
+  char *password;                 /* or NULL (owned, wiped on free) */
+  char shas[MAX_SCRIPTS][41];     /* SHA-1 of each embedded script, by table index */
+  unsigned rng;                   /* jitter state */
+};
+
+static int parse_addr(struct kb_redis *r, const char *addr, struct kb_error *err) {
+  if (snprintf(r->addr, sizeof r->addr, "%s", addr) >= (int)sizeof r->addr)
+    return kb_error_set(err, KB_EINVAL, "redis address too long: \"%.40s...\"", addr);
+  const char *path = NULL;
+  if (strncmp(addr, "unix:", 5) == 0)
+    path = addr + 5;
+  else if (addr[0] == '/' || addr[0] == '.')
+    path = addr;
+  if (path) {
+    if (snprintf(r->path, sizeof r->path, "%s", path) >= (int)sizeof r->path || !path[0])
+      return kb_error_set(err, KB_EINVAL, "bad redis socket path \"%s\"", path);
+    return KB_OK;
+  }
+  const char *colon = strrchr(addr, ':');
+  if (colon == NULL || colon == addr)
+    return kb_error_set(err, KB_EINVAL, "bad redis address \"%s\": expected HOST:PORT or "
+                        "unix:PATH", addr);
+  char *end = NULL;
+  errno = 0;
+  long port = strtol(colon + 1, &end, 10);
+  if (errno || end == colon + 1 || *end != '\0' || port < 1 || port > 65535)
+    return kb_error_set(err, KB_EINVAL, "bad port in redis address \"%s\"", addr);
+  size_t hlen = (size_t)(colon - addr);
+  if (hlen >= sizeof r->host)
+    return kb_error_set(err, KB_EINVAL, "redis host name too long in \"%s\"", addr);
+  memcpy(r->host, addr, hlen);
+  r->host[hlen] = '\0';
+  r->port = (int)port;
+  return KB_OK;
+}
+
+/* Reads the password from $KB_REDIS_PASSWORD or the 0600 file $KB_REDIS_PASSWORD_FILE. */
+static int load_credentials(struct kb_redis *r, struct kb_error *err) {
+  const char *user = getenv("KB_REDIS_USER");
+  if (user && *user && (r->user = kb_strdup(user)) == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  const char *pw = getenv("KB_REDIS_PASSWORD");
+  if (pw && *pw) {
+    r->password = kb_strdup(pw);
+    return r->password ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  const char *file = getenv("KB_REDIS_PASSWORD_FILE");
+  if (file == NULL || *file == '\0')
+    return KB_OK;
+  struct stat st;
+  if (stat(file, &st) != 0)
+    return kb_error_set(err, KB_EINVAL, "cannot read redis password file \"%s\": %s", file,
+                        strerror(errno));
+  if (st.st_mode & (S_IRWXG | S_IRWXO))
+    return kb_error_set(err, KB_EINVAL, "redis password file \"%s\" is readable by others: "
+                        "chmod 600 it", file);
+  struct kb_buf b;
+  kb_buf_init(&b);
+  int rc = kb_buf_read_file(&b, file, err);
+  if (rc)
+    return rc;
+  while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+    b.data[--b.len] = '\0';
+  r->password = kb_buf_detach(&b);
+  return r->password ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+}
+
+static int connect_once(struct kb_redis *r, struct kb_error *err) {
+  struct timeval tv = {r->connect_timeout_ms / 1000, (r->connect_timeout_ms % 1000) * 1000};
+  redisContext *c = r->path[0] ? redisConnectUnixWithTimeout(r->path, tv)
+                               : redisConnectWithTimeout(r->host, r->port, tv);
+  if (c == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory connecting to redis");
+  if (c->err) {
+    kb_error_set(err, KB_ECONN, "cannot connect to redis at %s: %s", r->addr, c->errstr);
+    redisFree(c);
+    return KB_ECONN;
+  }
+  if (r->command_timeout_ms > 0) {
+    struct timeval ct = {r->command_timeout_ms / 1000, (r->command_timeout_ms % 1000) * 1000};
+    redisSetTimeout(c, ct);
+  }
+  if (!r->path[0])
+    redisEnableKeepAlive(c);
+  if (r->password) {
+    redisReply *rep = r->user ? redisCommand(c, "AUTH %s %s", r->user, r->password)
+                              : redisCommand(c, "AUTH %s", r->password);
+    int bad = rep == NULL || rep->type == REDIS_REPLY_ERROR;
+    if (bad) {
+      kb_error_set(err, rep ? KB_EAUTH : KB_ECONN, "redis at %s refused authentication%s%s",
+                   r->addr, rep ? ": " : "", rep ? rep->str : "");
+      if (rep)
+        freeReplyObject(rep);
+      redisFree(c);
+      return err ? err->code : KB_EAUTH;
+    }
+    freeReplyObject(rep);
+  }
+  r->ctx = c;
+  return KB_OK;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Reconnects with capped exponential backoff (50 ms doubling to 2 s, full jitter) until
+ * `deadline` (monotonic ms). */
+static int reconnect(struct kb_redis *r, long deadline, struct kb_error *err) {
+  long delay = 50;
+  for (;;) {
+    struct kb_error attempt = {0};
+    if (r->ctx) {
+      redisFree(r->ctx);
+      r->ctx = NULL;
+    }
+    int rc = connect_once(r, &attempt);
+    if (rc == KB_OK)
+      return KB_OK;
+    if (rc != KB_ECONN || now_ms() >= deadline) {
+      kb_error_set(err, rc, "%s", attempt.msg);
+      return rc;
+    }
+    long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
+    if (now_ms() + wait > deadline)
+      wait = deadline - now_ms() > 0 ? deadline - now_ms() : 1;
+    kb_debug("redis at %s unreachable, retrying in %ld ms", r->addr, wait);
+    sleep_ms(wait);
+    delay = delay * 2 > 2000 ? 2000 : delay * 2;
+  }
+}
+
+/* A write to a connection the server dropped raises SIGPIPE, whose default action kills the
+ * process; a dropped connection must be an error that the reconnect logic handles instead. */
+static void ignore_sigpipe(void) {
+  struct sigaction old;
+  if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL);
+  }
+}
+
+int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
+                     struct kb_error *err) {
+  *out = NULL;
+  ignore_sigpipe();
+  struct kb_redis *r = kb_calloc(1, sizeof *r);
+  if (r == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  const char *addr = opts && opts->addr ? opts->addr : getenv("KB_REDIS");
+  if (addr == NULL || *addr == '\0')
+    addr = "127.0.0.1:6379";
+  r->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
+  r->command_timeout_ms = opts ? opts->command_timeout_ms : 0;
+  r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
+  r->rng = (unsigned)now_ms() ^ (unsigned)(uintptr_t)r;
+  int rc = parse_addr(r, addr, err);
+  if (rc == KB_OK)
+    rc = load_credentials(r, err);
+  if (rc == KB_OK)
+    rc = connect_once(r, err);
+  if (rc) {
+    kb_redis_free(r);
+    return rc;
+  }
+  *out = r;
+  return KB_OK;
+}
+
+void kb_redis_free(struct kb_redis *r) {
+  if (r == NULL)
+    return;
+  if (r->ctx)
+    redisFree(r->ctx);
+  if (r->password) {
+    memset(r->password, 0, strlen(r->password));
+    kb_free(r->password);
+  }
+  kb_free(r->user);
+  kb_free(r);
+}
+
+const char *kb_redis_addr(const struct kb_redis *r) { return r->addr; }
+
+void kb_redis_set_retry(struct kb_redis *r, int retry_ms) { r->retry_ms = retry_ms; }
+
+/* Sends one command, reconnecting on I/O errors within the retry budget. A reply is NULL only
+ * when the connection failed for good. */
+static int send_argv(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
+                     redisReply **reply, struct kb_error *err) {
+  long deadline = now_ms() + r->retry_ms;
+  for (;;) {
+    if (r->ctx == NULL) {
+      int rc = reconnect(r, deadline, err);
+      if (rc)
+        return rc;
+    }
+    redisReply *rep = redisCommandArgv(r->ctx, argc, argv, lens);
+    if (rep) {
+      *reply = rep;
+      return KB_OK;
+    }
+    if (r->ctx->err == REDIS_ERR_OOM)
+      return kb_error_set(err, KB_ENOMEM, "out of memory talking to redis");
+    kb_warn("redis at %s: %s; reconnecting", r->addr, r->ctx->errstr);
+    redisFree(r->ctx);
+    r->ctx = NULL;
+    if (now_ms() >= deadline)
+      return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
+  }
+}
+
+int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
+                     int allow_error, redisReply **reply, struct kb_error *err) {
+  *reply = NULL;
+  redisReply *rep = NULL;
+  int rc = send_argv(r, argc, argv, lens, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type == REDIS_REPLY_ERROR && !allow_error) {
+    kb_error_set(err, KB_EREDIS, "redis %s: %s", argv[0], rep->str);
+    freeReplyObject(rep);
+    return KB_EREDIS;
+  }
+  *reply = rep;
+  return KB_OK;
+}
+
+int kb_redis_commandf(struct kb_redis *r, redisReply **reply, struct kb_error *err,
+                      const char *fmt, ...) {
+  *reply = NULL;
+  long deadline = now_ms() + r->retry_ms;
+  for (;;) {
+    if (r->ctx == NULL) {
+      int rc = reconnect(r, deadline, err);
+      if (rc)
+        return rc;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *rep = redisvCommand(r->ctx, fmt, ap);
+    va_end(ap);
+    if (rep) {
+      if (rep->type == REDIS_REPLY_ERROR) {
+        kb_error_set(err, KB_EREDIS, "redis: %s", rep->str);
+        freeReplyObject(rep);
+        return KB_EREDIS;
+      }
+      *reply = rep;
+      return KB_OK;
+    }
+    kb_warn("redis at %s: %s; reconnecting", r->addr, r->ctx->errstr);
+    redisFree(r->ctx);
+    r->ctx = NULL;
+    if (now_ms() >= deadline)
+      return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
+  }
+}
+
+static int find_script(const char *name) {
+  for (int i = 0; kb_lua_scripts[i].name; i++)
+    if (strcmp(kb_lua_scripts[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+static int load_script(struct kb_redis *r, int idx, struct kb_error *err) {
+  const char *argv[3] = {"SCRIPT", "LOAD", kb_lua_scripts[idx].text};
+  size_t lens[3] = {6, 4, kb_lua_scripts[idx].len};
+  redisReply *rep = NULL;
+  int rc = kb_redis_command(r, 3, argv, lens, 0, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
+    freeReplyObject(rep);
+    return kb_error_set(err, KB_EREDIS, "SCRIPT LOAD of \"%s\" gave an unexpected reply",
+                        kb_lua_scripts[idx].name);
+  }
+  memcpy(r->shas[idx], rep->str, 40);
+  r->shas[idx][40] = '\0';
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+/* Maps "KB_<CODE> detail" to the code and message. */
+static int script_error(const char *name, const char *text, struct kb_error *err) {
+  if (strncmp(text, "KB_", 3) == 0) {
+    char code[32];
+    size_t n = strcspn(text + 3, " ");
+    if (n < sizeof code) {
+      memcpy(code, text + 3, n);
+      code[n] = '\0';
+      const char *detail = text + 3 + n;
+      while (*detail == ' ')
+        detail++;
+      return kb_error_set(err, kb_err_from_name(code), "%s", detail);
+    }
+  }
+  return kb_error_set(err, KB_EREDIS, "script %s: %s", name, text);
+}
+
+int kb_redis_script(struct kb_redis *r, const char *name, int nkeys, const char **keys,
+                    int nargs, const char **args, const size_t *arg_lens, redisReply **reply,
+                    struct kb_error *err) {
+  *reply = NULL;
+  int idx = find_script(name);
+  if (idx < 0 || idx >= MAX_SCRIPTS)
+    return kb_error_set(err, KB_EINTERNAL, "no embedded script \"%s\"", name);
+  int argc = 3 + nkeys + nargs;
+  const char **argv = kb_calloc((size_t)argc, sizeof *argv);
+  size_t *lens = kb_calloc((size_t)argc, sizeof *lens);
+  char nk[16];
+  int rc = KB_OK;
+  if (argv == NULL || lens == NULL) {
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    goto out;
+  }
+  snprintf(nk, sizeof nk, "%d", nkeys);
+  argv[0] = "EVALSHA";
+  argv[2] = nk;
+  for (int i = 0; i < nkeys; i++)
+    argv[3 + i] = keys[i];
+  for (int i = 0; i < nargs; i++) {
+    argv[3 + nkeys + i] = args[i];
+    lens[3 + nkeys + i] = arg_lens ? arg_lens[i] : strlen(args[i]);
+  }
+  for (int i = 0; i < 3 + nkeys; i++)
+    lens[i] = i == 1 ? 40 : strlen(argv[i]);
+  /* Two rounds: the second after (re)loading the script on NOSCRIPT, e.g. after a restart. */
+  for (int round = 0; round < 2; round++) {
+    if (r->shas[idx][0] == '\0') {
+      rc = load_script(r, idx, err);
+      if (rc)
+        goto out;
+    }
+    argv[1] = r->shas[idx];
+    redisReply *rep = NULL;
+    rc = kb_redis_command(r, argc, argv, lens, 1, &rep, err);
+    if (rc)
+      goto out;
+    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+      freeReplyObject(rep);
+      r->shas[idx][0] = '\0';
+      continue;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+      rc = script_error(name, rep->str, err);
+      freeReplyObject(rep);
+      goto out;
+    }
+    *reply = rep;
+    goto out;
+  }
+  rc = kb_error_set(err, KB_EREDIS, "script %s: NOSCRIPT after loading it", name);
+out:
+  kb_free(argv);
+  kb_free(lens);
+  return rc;
+}
+
+int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...) {
+  int n = snprintf(out, size, "kb:{%s}:", cid);
+  if (n < 0 || (size_t)n >= size)
+    return KB_EINVAL;
+  va_list ap;
+  va_start(ap, suffix_fmt);
+  int m = vsnprintf(out + n, size - (size_t)n, suffix_fmt, ap);
+  va_end(ap);
+  if (m < 0 || (size_t)m >= size - (size_t)n)
+    return KB_EINVAL;
+  return KB_OK;
+}

@@ -1,0 +1,95 @@
+/* kb-scheduler: the brain of one campaign (see sched.h). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/error.h"
+#include "kb/log.h"
+#include "sched.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static void usage(FILE *out) {
+  fputs("usage: kb-scheduler --campaign ID [options]\n"
+        "\n"
+        "Consumes a campaign's results, writes one HDF5 file per task, promotes candidates up\n"
+        "the ladder, reaps expired leases, and ends the campaign when everything is evaluated,\n"
+        "the budget is spent or the deadline passed. SIGTERM/SIGINT: leave; a restart resumes.\n"
+        "\n"
+        "options:\n"
+        "  -c, --campaign ID    campaign (required)\n"
+        "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS)\n"
+        "  -o, --results DIR    results folder (default: the campaign's results_dir)\n"
+        "  -C, --cache DIR      working folder for task files (default /tmp/kb-sched-$USER)\n"
+        "      --eta N          promotion keeps the top 1/N of each tier (default 3)\n"
+        "      --wait SECONDS   wait this long for redis and the campaign (default 60)\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  kb_log_init("kb-scheduler");
+  static char work_default[256];
+  const char *user = getenv("USER");
+  snprintf(work_default, sizeof work_default, "/tmp/kb-sched-%s", user ? user : "user");
+  struct kb_sched_opts o = {.work_dir = work_default, .wait_s = 60, .eta = 3,
+                            .stop = &stop_requested};
+  enum { OPT_ETA = 1000, OPT_WAIT };
+  static const struct option longopts[] = {
+      {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
+      {"results", required_argument, NULL, 'o'},  {"cache", required_argument, NULL, 'C'},
+      {"eta", required_argument, NULL, OPT_ETA},  {"wait", required_argument, NULL, OPT_WAIT},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "c:r:o:C:h", longopts, NULL)) != -1) {
+    char *end = NULL;
+    long v = 0;
+    switch (ch) {
+    case 'c': o.campaign = optarg; break;
+    case 'r': o.redis = optarg; break;
+    case 'o': o.results_dir = optarg; break;
+    case 'C': o.work_dir = optarg; break;
+    case OPT_ETA:
+    case OPT_WAIT:
+      v = strtol(optarg, &end, 10);
+      if (end == optarg || *end != '\0' || v < (ch == OPT_ETA ? 2 : 0) || v > 86400) {
+        fprintf(stderr, "kb-scheduler: bad value \"%s\" for --%s\n", optarg,
+                ch == OPT_ETA ? "eta" : "wait");
+        return KB_EXIT_USAGE;
+      }
+      if (ch == OPT_ETA)
+        o.eta = (int)v;
+      else
+        o.wait_s = (int)v;
+      break;
+    case 'h': usage(stdout); return KB_EXIT_OK;
+    default: usage(stderr); return KB_EXIT_USAGE;
+    }
+  }
+  if (o.campaign == NULL || optind != argc) {
+    usage(stderr);
+    return KB_EXIT_USAGE;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  struct kb_error err = {0};
+  int finished = 0;
+  if (kb_sched_run(&o, &finished, &err)) {
+    fprintf(stderr, "kb-scheduler: %s\n", err.msg);
+    return kb_exit_code(err.code);
+  }
+  return KB_EXIT_OK;
+}

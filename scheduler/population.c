@@ -1,0 +1,105 @@
+/* Per-task populations (see population.h). */
+#include "population.h"
+
+#include <string.h>
+
+#include "kb/alloc.h"
+
+void kb_population_init(struct kb_population *p, int n_tiers) {
+  memset(p, 0, sizeof *p);
+  p->n_tiers = n_tiers;
+}
+
+void kb_population_release(struct kb_population *p) {
+  if (p == NULL)
+    return;
+  for (int i = 0; i < p->n; i++)
+    kb_free(p->tasks[i].members);
+  kb_free(p->tasks);
+  memset(p, 0, sizeof *p);
+}
+
+struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task) {
+  for (int i = 0; i < p->n; i++)
+    if (strcmp(p->tasks[i].task, task) == 0)
+      return &p->tasks[i];
+  if (p->n == p->cap) {
+    int cap = p->cap ? p->cap * 2 : 16;
+    struct kb_task_pop *t = kb_reallocarray(p->tasks, (size_t)cap, sizeof *t);
+    if (t == NULL)
+      return NULL;
+    p->tasks = t;
+    p->cap = cap;
+  }
+  struct kb_task_pop *t = &p->tasks[p->n++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->task, sizeof t->task, "%s", task);
+  return t;
+}
+
+struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, const char *name,
+                                       const char *generator) {
+  for (int i = 0; i < t->n; i++)
+    if (strcmp(t->members[i].id, id) == 0)
+      return &t->members[i];
+  if (t->n == t->cap) {
+    int cap = t->cap ? t->cap * 2 : 16;
+    struct kb_member *m = kb_reallocarray(t->members, (size_t)cap, sizeof *m);
+    if (m == NULL)
+      return NULL;
+    t->members = m;
+    t->cap = cap;
+  }
+  struct kb_member *m = &t->members[t->n++];
+  memset(m, 0, sizeof *m);
+  snprintf(m->id, sizeof m->id, "%s", id);
+  snprintf(m->name, sizeof m->name, "%s", name ? name : "");
+  snprintf(m->generator, sizeof m->generator, "%s", generator ? generator : "");
+  return m;
+}
+
+struct kb_member *kb_population_add(struct kb_population *p, const struct kb_result *r,
+                                    const char *name, const char *generator) {
+  struct kb_task_pop *t = kb_population_task(p, r->task);
+  struct kb_member *m = t ? kb_population_member(t, r->candidate, name, generator) : NULL;
+  if (m == NULL || r->tier < 0 || r->tier >= KB_MAX_TIERS)
+    return m;
+  struct kb_member_tier *mt = &m->tiers[r->tier];
+  mt->evaluated = 1;
+  mt->status = r->status;
+  mt->median_us = r->timing.samples > 0 ? r->timing.median_us : 0;
+  mt->noise = r->timing.noise;
+  mt->samples = r->timing.samples;
+  if (r->tier > m->promoted_to)
+    m->promoted_to = r->tier;
+  t->evaluations++;
+  return m;
+}
+
+const struct kb_member *kb_population_baseline(const struct kb_task_pop *t) {
+  if (t->baseline[0] == '\0')
+    return NULL;
+  for (int i = 0; i < t->n; i++)
+    if (strcmp(t->members[i].generator, "seed") == 0 &&
+        strcmp(t->members[i].name, t->baseline) == 0)
+      return &t->members[i];
+  return NULL;
+}
+
+const struct kb_member *kb_population_best(const struct kb_task_pop *t, int *tier) {
+  for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
+    const struct kb_member *best = NULL;
+    for (int i = 0; i < t->n; i++) {
+      const struct kb_member_tier *mt = &t->members[i].tiers[k];
+      if (!mt->evaluated || mt->status != KB_STATUS_OK || mt->samples == 0)
+        continue;
+      if (best == NULL || mt->median_us < best->tiers[k].median_us)
+        best = &t->members[i];
+    }
+    if (best) {
+      *tier = k;
+      return best;
+    }
+  }
+  return NULL;
+}

@@ -1,0 +1,61 @@
+/* What the scheduler knows about each task's candidates: per tier, the latest verdict and time.
+ * Rebuilt from the results stream on restart; feeds the promotion policy and the leaderboard.
+ */
+#ifndef KB_SCHED_POPULATION_H
+#define KB_SCHED_POPULATION_H
+
+#include <stdio.h>
+
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+#include "kb/result.h"
+
+struct kb_error;
+
+struct kb_member_tier {
+  int evaluated;     /* 1 once a result arrived for this tier */
+  int status;        /* enum kb_status of the latest result */
+  double median_us;  /* microseconds; 0 when not timed */
+  double noise;      /* relative */
+  int samples;
+};
+
+struct kb_member {
+  char id[KB_CAND_ID_LEN + 1];
+  char name[KB_ID_MAX];
+  char generator[16];
+  int promoted_to;   /* highest tier this candidate was enqueued at */
+  struct kb_member_tier tiers[KB_MAX_TIERS];
+};
+
+struct kb_task_pop {
+  char task[KB_ID_MAX];
+  char baseline[KB_ID_MAX];  /* seed name speedups are measured against ("" = none) */
+  struct kb_member *members; /* owned */
+  int n, cap;
+  long evaluations;          /* results seen */
+  int loaded;                /* 1 once the task's spec (baseline) was read */
+};
+
+struct kb_population {
+  struct kb_task_pop *tasks; /* owned */
+  int n, cap;
+  int n_tiers;
+};
+
+void kb_population_init(struct kb_population *p, int n_tiers);
+void kb_population_release(struct kb_population *p);
+/* The population of `task`, created when absent (NULL on ENOMEM). */
+struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task);
+/* The member `id` of `t`, created with `name`/`generator` when absent (NULL on ENOMEM). */
+struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, const char *name,
+                                       const char *generator);
+/* Records a result. Returns the member, or NULL on ENOMEM. */
+struct kb_member *kb_population_add(struct kb_population *p, const struct kb_result *r,
+                                    const char *name, const char *generator);
+/* The baseline member of `t` (by seed name), or NULL. */
+const struct kb_member *kb_population_baseline(const struct kb_task_pop *t);
+/* The best ok member at the highest tier any ok member of `t` reached, or NULL. `*tier` gets it. */
+const struct kb_member *kb_population_best(const struct kb_task_pop *t, int *tier);
+
+#endif

@@ -1,0 +1,474 @@
+/* Scheduler loop (see sched.h). */
+#include "sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kb/alloc.h"
+#include "kb/buf.h"
+#include "kb/catalog.h"
+#include "kb/error.h"
+#include "kb/log.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "kb/result.h"
+#include "kb/store.h"
+#include "policy.h"
+#include "population.h"
+#include "summary.h"
+
+#define GROUP "scheduler"
+#define BATCH 128
+#define MAX_FILES 1024
+
+struct open_store {
+  char task[KB_ID_MAX];
+  struct kb_store *store;
+  int dirty;
+};
+
+struct sched {
+  const struct kb_sched_opts *opts;
+  char who[KB_ID_MAX];
+  struct kb_redis *redis;
+  struct kb_queue q;
+  char results_dir[1024];     /* <results>/<campaign> */
+  char key_results[200];
+  struct kb_population pop;
+  struct kb_policy policy;
+  struct open_store *stores;  /* MAX_FILES */
+  int n_stores;
+  double deadline;            /* unix seconds, 0 = none */
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* Reads a string field of the campaign's meta hash into `out` ("" when absent). */
+static int meta_field(struct sched *s, const char *field, char *out, size_t size,
+                      struct kb_error *err) {
+  char key[200];
+  kb_queue_key(&s->q, key, sizeof key, "meta");
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err, "HGET %s %s", key, field);
+  if (rc)
+    return rc;
+  out[0] = '\0';
+  if (rep->type == REDIS_REPLY_STRING)
+    snprintf(out, size, "%s", rep->str);
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+/* Loads what the scheduler needs about `task` from Redis: the baseline seed's name. */
+static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct kb_error *err) {
+  struct kb_task_pop *t = kb_population_task(&s->pop, task_id);
+  if (t == NULL) {
+    kb_error_set(err, KB_ENOMEM, "out of memory");
+    return NULL;
+  }
+  if (t->loaded)
+    return t;
+  struct kb_task task;
+  if (kb_catalog_get_task(&s->q, task_id, s->opts->work_dir, &task, err))
+    return NULL;
+  if (task.baseline >= 0)
+    snprintf(t->baseline, sizeof t->baseline, "%s", task.seeds[task.baseline].name);
+  t->loaded = 1;
+  kb_task_release(&task);
+  return t;
+}
+
+static struct open_store *get_store(struct sched *s, const char *task_id, struct kb_error *err) {
+  for (int i = 0; i < s->n_stores; i++)
+    if (strcmp(s->stores[i].task, task_id) == 0)
+      return &s->stores[i];
+  if (s->n_stores >= MAX_FILES) {
+    kb_error_set(err, KB_EINTERNAL, "more than %d task files open", MAX_FILES);
+    return NULL;
+  }
+  char key[200], suffix[100], path[1200];
+  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  kb_queue_key(&s->q, key, sizeof key, suffix);
+  redisReply *rep = NULL;
+  if (kb_redis_commandf(s->redis, &rep, err, "HMGET %s spec reference", key))
+    return NULL;
+  struct open_store *os = NULL;
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+      rep->element[0]->type != REDIS_REPLY_STRING || rep->element[1]->type != REDIS_REPLY_STRING) {
+    kb_error_set(err, KB_ENOTFOUND, "task \"%s\" is not in redis", task_id);
+    goto out;
+  }
+  snprintf(path, sizeof path, "%s/%s.h5", s->results_dir, task_id);
+  struct kb_store_task_info info = {.campaign = s->q.cid, .task = task_id,
+                                    .spec_json = rep->element[0]->str,
+                                    .reference = rep->element[1]->str};
+  struct kb_store *store = NULL;
+  if (kb_store_open(path, &info, &store, err))
+    goto out;
+  os = &s->stores[s->n_stores++];
+  snprintf(os->task, sizeof os->task, "%s", task_id);
+  os->store = store;
+  os->dirty = 0;
+out:
+  freeReplyObject(rep);
+  return os;
+}
+
+/* Writes one result to its task's file (and the candidate, once). Does not flush. */
+static int store_result(struct sched *s, const struct kb_result *r, struct kb_candidate *cand,
+                        struct kb_error *err) {
+  struct open_store *os = get_store(s, r->task, err);
+  if (os == NULL)
+    return err->code;
+  int rc = KB_OK;
+  if (!kb_store_has_candidate(os->store, r->candidate))
+    rc = kb_store_add_candidate(os->store, cand, NULL, err);
+  int added = 0;
+  if (rc == KB_OK)
+    rc = kb_store_add_evaluation(os->store, r, &added, err);
+  if (rc == KB_OK)
+    os->dirty = 1;
+  return rc;
+}
+
+static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *err) {
+  int tier = 0;
+  const struct kb_member *best = kb_population_best(t, &tier);
+  if (best == NULL)
+    return KB_OK;
+  const struct kb_member *base = kb_population_baseline(t);
+  double speedup = 0;
+  if (base && base->tiers[tier].samples > 0 && best->tiers[tier].median_us > 0)
+    speedup = base->tiers[tier].median_us / best->tiers[tier].median_us;
+  struct open_store *os = get_store(s, t->task, err);
+  if (os == NULL)
+    return err->code;
+  os->dirty = 1;
+  return kb_store_set_best(os->store, best->id, best->name, tier, best->tiers[tier].median_us,
+                           speedup, err);
+}
+
+/* One stream entry, decoded. */
+struct entry {
+  char id[48];             /* stream entry id */
+  struct kb_result result;
+  int valid;               /* 0 when the entry was malformed (acked and logged, not stored) */
+};
+
+static int handle_batch(struct sched *s, struct entry *e, int n, int write, struct kb_error *err) {
+  int rc = KB_OK;
+  /* 1. Store every valid result and update the population. */
+  for (int i = 0; rc == KB_OK && i < n; i++) {
+    if (!e[i].valid)
+      continue;
+    const struct kb_result *r = &e[i].result;
+    struct kb_candidate cand;
+    rc = kb_catalog_get_candidate(&s->q, r->candidate, &cand, err);
+    if (rc)
+      break;
+    struct kb_task_pop *t = task_pop(s, r->task, err);
+    if (t == NULL)
+      rc = err->code;
+    if (rc == KB_OK && write)
+      rc = store_result(s, r, &cand, err);
+    if (rc == KB_OK && kb_population_add(&s->pop, r, cand.name, cand.generator) == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    if (rc == KB_OK && write)
+      kb_info("%s/%s (%s) tier %s: %s%s%s", r->task, cand.name, r->candidate, r->tier_name,
+              kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason);
+    kb_candidate_release(&cand);
+  }
+  if (rc || !write)
+    return rc;
+  /* 2. Best candidate per task, then flush every touched file. */
+  for (int i = 0; rc == KB_OK && i < s->pop.n; i++)
+    rc = update_best(s, &s->pop.tasks[i], err);
+  for (int i = 0; rc == KB_OK && i < s->n_stores; i++)
+    if (s->stores[i].dirty) {
+      rc = kb_store_flush(s->stores[i].store, err);
+      s->stores[i].dirty = 0;
+    }
+  /* 3. Promotions (idempotent enqueues), only after the files are durable. */
+  for (int i = 0; rc == KB_OK && i < n; i++) {
+    if (!e[i].valid)
+      continue;
+    const struct kb_result *r = &e[i].result;
+    struct kb_task_pop *t = kb_population_task(&s->pop, r->task);
+    struct kb_member *m = t ? kb_population_member(t, r->candidate, NULL, NULL) : NULL;
+    if (m == NULL || !kb_policy_promote(&s->policy, t, m, r->tier))
+      continue;
+    int next = r->tier + 1, added = 0;
+    rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next, s->q.tiers[next].cost_ms,
+                          kb_policy_priority(t, m, r->tier), &added, err);
+    if (rc == KB_ESTATE) { /* campaign ended meanwhile: nothing more to run */
+      kb_error_clear(err);
+      rc = KB_OK;
+    }
+  }
+  return rc;
+}
+
+/* Parses the entries of an XREAD/XRANGE reply array into `e`. */
+static int decode_entries(const redisReply *arr, struct entry *e, int *n) {
+  *n = 0;
+  for (size_t i = 0; i < arr->elements && *n < BATCH; i++) {
+    const redisReply *ent = arr->element[i];
+    if (ent->type != REDIS_REPLY_ARRAY || ent->elements != 2)
+      continue;
+    struct entry *x = &e[(*n)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->id, sizeof x->id, "%s", ent->element[0]->str);
+    const redisReply *fields = ent->element[1];
+    const char *json = NULL;
+    for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2)
+      if (strcmp(fields->element[f]->str, "result") == 0)
+        json = fields->element[f + 1]->str;
+    struct kb_error perr = {0};
+    char where[96];
+    snprintf(where, sizeof where, "results stream entry %s", x->id);
+    if (json && kb_result_from_json(json, where, &x->result, &perr) == KB_OK)
+      x->valid = 1;
+    else
+      kb_errlog("%s", json ? perr.msg : "result entry without a \"result\" field");
+  }
+  return KB_OK;
+}
+
+static void release_entries(struct entry *e, int n) {
+  for (int i = 0; i < n; i++)
+    if (e[i].valid)
+      kb_result_release(&e[i].result);
+}
+
+/* Rebuilds the population from the whole stream, writing nothing. */
+static int rebuild(struct sched *s, struct entry *e, struct kb_error *err) {
+  char start[64] = "-";
+  long total = 0;
+  for (;;) {
+    redisReply *rep = NULL;
+    int rc = kb_redis_commandf(s->redis, &rep, err, "XRANGE %s %s + COUNT %d", s->key_results,
+                               start, BATCH);
+    if (rc)
+      return rc;
+    int n = 0;
+    decode_entries(rep, e, &n);
+    if (n > 0)
+      snprintf(start, sizeof start, "(%s", e[n - 1].id);
+    size_t got = rep->elements;
+    freeReplyObject(rep);
+    rc = handle_batch(s, e, n, 0, err);
+    release_entries(e, n);
+    if (rc)
+      return rc;
+    total += n;
+    if (got < BATCH)
+      break;
+  }
+  if (total)
+    kb_info("rebuilt state from %ld results", total);
+  return KB_OK;
+}
+
+static int ack(struct sched *s, struct entry *e, int n, struct kb_error *err) {
+  if (n == 0)
+    return KB_OK;
+  const char *argv[3 + BATCH];
+  argv[0] = "XACK";
+  argv[1] = s->key_results;
+  argv[2] = GROUP;
+  for (int i = 0; i < n; i++)
+    argv[3 + i] = e[i].id;
+  redisReply *rep = NULL;
+  int rc = kb_redis_command(s->redis, 3 + n, argv, NULL, 0, &rep, err);
+  if (rep)
+    freeReplyObject(rep);
+  return rc;
+}
+
+/* Reads one batch from the group: pending entries first ("0"), then new ones (">"). */
+static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *n,
+                      struct kb_error *err) {
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err,
+                             "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
+                             s->who, BATCH, *pending_mode ? 0 : 500, s->key_results,
+                             *pending_mode ? "0" : ">");
+  if (rc)
+    return rc;
+  *n = 0;
+  if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
+      rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements == 2)
+    decode_entries(rep->element[0]->element[1], e, n);
+  freeReplyObject(rep);
+  if (*pending_mode && *n == 0)
+    *pending_mode = 0;
+  return KB_OK;
+}
+
+static int finish(struct sched *s, const char *reason, struct kb_error *err) {
+  int rc = kb_queue_set_state(&s->q, "running,draining", "done", reason, s->who, err);
+  if (rc == KB_ESTATE) { /* cancelled meanwhile: keep that state */
+    kb_error_clear(err);
+    rc = KB_OK;
+  }
+  struct kb_queue_status st;
+  if (rc == KB_OK)
+    rc = kb_queue_status(&s->q, &st, err);
+  if (rc == KB_OK)
+    rc = kb_summary_write(s->results_dir, &s->q, &st, &s->pop, reason, err);
+  if (rc == KB_OK)
+    kb_info("campaign %s %s: %s; summary in %s/summary.json", s->q.cid, st.state, reason,
+            s->results_dir);
+  return rc;
+}
+
+/* Decides whether the campaign is over. Returns a reason, or NULL to go on. */
+static const char *over(struct sched *s, const struct kb_queue_status *st) {
+  if (strcmp(st->state, "cancelled") == 0)
+    return "cancelled";
+  if (strcmp(st->state, "done") == 0)
+    return "done";
+  if (strcmp(st->state, "running") != 0)
+    return NULL;
+  if (st->open == 0)
+    return "every candidate evaluated";
+  if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
+    return "budget exhausted";
+  if (s->deadline > 0 && now_s() > s->deadline)
+    return "deadline passed";
+  return NULL;
+}
+
+static int create_group(struct sched *s, struct kb_error *err) {
+  const char *argv[] = {"XGROUP", "CREATE", s->key_results, GROUP, "0", "MKSTREAM"};
+  redisReply *rep = NULL;
+  int rc = kb_redis_command(s->redis, 6, argv, NULL, 1, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0)
+    rc = kb_error_set(err, KB_EREDIS, "XGROUP CREATE %s: %s", s->key_results, rep->str);
+  freeReplyObject(rep);
+  return rc;
+}
+
+static int attach(struct sched *s, struct kb_error *err) {
+  double give_up = now_s() + s->opts->wait_s;
+  for (;;) {
+    struct kb_error e = {0};
+    int rc = kb_queue_open(&s->q, s->redis, s->opts->campaign, &e);
+    if (rc == KB_OK)
+      break;
+    if (rc != KB_ENOTFOUND || now_s() >= give_up || *s->opts->stop)
+      return kb_error_set(err, rc, "%s", e.msg);
+    sleep_ms(500);
+  }
+  char dir[1024] = "", deadline[32] = "";
+  int rc = meta_field(s, "results_dir", dir, sizeof dir, err);
+  if (rc == KB_OK)
+    rc = meta_field(s, "deadline", deadline, sizeof deadline, err);
+  if (rc)
+    return rc;
+  s->deadline = deadline[0] ? strtod(deadline, NULL) : 0;
+  const char *base = s->opts->results_dir ? s->opts->results_dir : dir;
+  if (base[0] == '\0')
+    base = "results";
+  if (snprintf(s->results_dir, sizeof s->results_dir, "%s/%s", base, s->q.cid) >=
+      (int)sizeof s->results_dir)
+    return kb_error_set(err, KB_EINVAL, "results folder path too long");
+  kb_queue_key(&s->q, s->key_results, sizeof s->key_results, "results");
+  rc = kb_mkdirs(s->results_dir, err);
+  if (rc == KB_OK)
+    rc = create_group(s, err);
+  return rc;
+}
+
+static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error *err) {
+  int pending_mode = 1;
+  double next_reap = 0;
+  while (!*s->opts->stop) {
+    struct kb_queue_status st;
+    int rc = kb_queue_status(&s->q, &st, err); /* before reading: see over() below */
+    int n = 0;
+    if (rc == KB_OK)
+      rc = read_batch(s, &pending_mode, e, &n, err);
+    if (rc == KB_OK && n > 0)
+      rc = handle_batch(s, e, n, 1, err);
+    if (rc == KB_OK)
+      rc = ack(s, e, n, err);
+    release_entries(e, n);
+    if (rc)
+      return rc;
+    if (now_s() >= next_reap) {
+      int requeued = 0, dead = 0;
+      rc = kb_queue_reap(&s->q, 100, s->who, &requeued, &dead, err);
+      if (rc)
+        return rc;
+      if (requeued || dead)
+        kb_warn("reaped expired leases: %d requeued, %d dead-lettered", requeued, dead);
+      next_reap = now_s() + 1.0;
+      if (requeued || dead)
+        continue;
+    }
+    /* The status was read before the stream: if nothing was open then and the read found
+     * nothing new, every result is in the files. */
+    const char *why = n == 0 && !pending_mode ? over(s, &st) : NULL;
+    if (why) {
+      *finished = 1;
+      return finish(s, why, err);
+    }
+  }
+  return KB_OK;
+}
+
+int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_error *err) {
+  *finished = 0;
+  struct sched s;
+  memset(&s, 0, sizeof s);
+  s.opts = opts;
+  char host[40] = "host";
+  gethostname(host, sizeof host - 1);
+  snprintf(s.who, sizeof s.who, "scheduler:%s:%ld", host, (long)getpid());
+  struct entry *e = kb_calloc(BATCH, sizeof *e);
+  s.stores = kb_calloc(MAX_FILES, sizeof *s.stores);
+  if (e == NULL || s.stores == NULL) {
+    kb_free(e);
+    kb_free(s.stores);
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000};
+  int rc = kb_redis_connect(&ro, &s.redis, err);
+  if (rc == KB_OK)
+    rc = attach(&s, err);
+  if (rc == KB_OK) {
+    kb_population_init(&s.pop, s.q.n_tiers);
+    s.policy.eta = opts->eta;
+    s.policy.n_tiers = s.q.n_tiers;
+    kb_info("scheduler for campaign %s at %s, results in %s", s.q.cid, kb_redis_addr(s.redis),
+            s.results_dir);
+    rc = rebuild(&s, e, err);
+  }
+  if (rc == KB_OK)
+    rc = loop(&s, e, finished, err);
+  for (int i = 0; i < s.n_stores; i++)
+    kb_store_close(s.stores[i].store);
+  kb_population_release(&s.pop);
+  kb_redis_free(s.redis);
+  kb_free(s.stores);
+  kb_free(e);
+  return rc;
+}

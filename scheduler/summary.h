@@ -1,0 +1,16 @@
+/* The campaign summary, <results>/<campaign>/summary.json, written when a campaign ends:
+ * state, reason, ledger, and per task its file and leaderboard (speedups over the baseline seed
+ * at the same tier). kb-launch and kb-submit print it with kb_leaderboard_print(). */
+#ifndef KB_SCHED_SUMMARY_H
+#define KB_SCHED_SUMMARY_H
+
+#include "kb/queue.h"
+#include "population.h"
+
+struct kb_error;
+
+/* Writes `dir`/summary.json atomically. Errors: KB_EIO, KB_ENOMEM. */
+int kb_summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
+                     const struct kb_population *pop, const char *reason, struct kb_error *err);
+
+#endif

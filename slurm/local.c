@@ -1,0 +1,307 @@
+/* Local launcher (see local.h). */
+#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
+#include "local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kb/catalog.h"
+#include "kb/error.h"
+#include "kb/leaderboard.h"
+#include "kb/log.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "kb/submit.h"
+
+extern char **environ;
+
+#define MAX_RUNNERS 64
+
+struct local {
+  const struct kb_local_opts *o;
+  struct kb_submission sub;
+  char dir[2048];        /* <results>/<campaign> */
+  char redis_dir[2100];  /* <dir>/redis: AOF and log */
+  char sock[108];        /* unix socket path (sun_path limit) */
+  char addr[200];        /* "unix:<sock>" or the given address */
+  char tmp_sock_dir[64]; /* mkdtemp folder when the socket path would be too long */
+  pid_t redis_pid;
+  pid_t sched_pid;
+  pid_t runner_pids[MAX_RUNNERS];
+  int n_runners;
+};
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* Starts `argv` with stdout and stderr appended to `log_path`. */
+static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb_error *err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return kb_error_set(err, KB_ECHILD, "cannot start %s: %s", argv[0], strerror(rc));
+  return KB_OK;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static int prepare_dirs(struct local *l, struct kb_error *err) {
+  const struct kb_campaign *c = &l->sub.campaign;
+  if (snprintf(l->dir, sizeof l->dir, "%s/%s", c->results_dir, c->id) >= (int)sizeof l->dir)
+    return kb_error_set(err, KB_EINVAL, "results path too long");
+  snprintf(l->redis_dir, sizeof l->redis_dir, "%s/redis", l->dir);
+  if (l->o->restart && nftw(l->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
+      errno != ENOENT)
+    return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", l->dir, strerror(errno));
+  int rc = kb_mkdirs(l->redis_dir, err);
+  if (rc)
+    return rc;
+  if (snprintf(l->sock, sizeof l->sock, "%s/redis.sock", l->redis_dir) >= (int)sizeof l->sock) {
+    snprintf(l->tmp_sock_dir, sizeof l->tmp_sock_dir, "/tmp/kb-launch-XXXXXX");
+    if (mkdtemp(l->tmp_sock_dir) == NULL)
+      return kb_error_set(err, KB_EIO, "cannot create a socket folder in /tmp: %s",
+                          strerror(errno));
+    snprintf(l->sock, sizeof l->sock, "%s/redis.sock", l->tmp_sock_dir);
+  }
+  return KB_OK;
+}
+
+/* redis-server with the settings the design asks for: AOF every second, no eviction. */
+static int start_redis(struct local *l, struct kb_error *err) {
+  char log[2200];
+  snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
+  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", l->sock, "--unixsocketperm",
+                  "700", "--dir", l->redis_dir, "--appendonly", "yes", "--appendfsync",
+                  "everysec", "--maxmemory-policy", "noeviction", "--save", "",
+                  "--daemonize", "no", NULL};
+  int rc = spawn(argv, log, &l->redis_pid, err);
+  if (rc)
+    return rc;
+  snprintf(l->addr, sizeof l->addr, "unix:%s", l->sock);
+  for (int i = 0; i < 200; i++) {
+    struct kb_redis *r = NULL;
+    struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1};
+    if (kb_redis_connect(&ro, &r, NULL) == KB_OK) {
+      kb_redis_free(r);
+      return KB_OK;
+    }
+    int status;
+    if (waitpid(l->redis_pid, &status, WNOHANG) == l->redis_pid) {
+      l->redis_pid = 0;
+      return kb_error_set(err, KB_ECONN, "redis-server exited at start; see %s", log);
+    }
+    sleep_ms(50);
+  }
+  return kb_error_set(err, KB_ECONN, "redis-server did not accept connections within 10 s; "
+                      "see %s", log);
+}
+
+static void stop_redis(struct local *l) {
+  if (l->redis_pid <= 0)
+    return;
+  struct kb_redis *r = NULL;
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1};
+  if (kb_redis_connect(&ro, &r, NULL) == KB_OK) {
+    redisReply *rep = NULL;
+    /* SHUTDOWN fsyncs the AOF; its connection drops without a reply. */
+    kb_redis_commandf(r, &rep, NULL, "SHUTDOWN");
+    if (rep)
+      freeReplyObject(rep);
+    kb_redis_free(r);
+  } else {
+    kill(l->redis_pid, SIGTERM);
+  }
+  waitpid(l->redis_pid, NULL, 0);
+  l->redis_pid = 0;
+  if (l->tmp_sock_dir[0])
+    rmdir(l->tmp_sock_dir);
+}
+
+/* Submits, or finds the campaign already there (resumed from the AOF). */
+static int submit(struct local *l, struct kb_queue_status *st, struct kb_error *err) {
+  struct kb_redis *r = NULL;
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 3000};
+  int rc = kb_redis_connect(&ro, &r, err);
+  if (rc)
+    return rc;
+  struct kb_queue q;
+  struct kb_error e = {0};
+  rc = kb_queue_open(&q, r, l->sub.campaign.id, &e);
+  if (rc == KB_ENOTFOUND) {
+    rc = kb_submission_register(&l->sub, r, "kb-launch", NULL, err);
+    if (rc == KB_OK)
+      rc = kb_queue_open(&q, r, l->sub.campaign.id, err);
+    if (rc == KB_OK)
+      printf("submitted campaign \"%s\": %d tasks, %d seed candidates\n", l->sub.campaign.id,
+             l->sub.n_tasks, l->sub.n_candidates);
+  } else if (rc) {
+    kb_error_set(err, rc, "%s", e.msg);
+  } else {
+    printf("resuming campaign \"%s\" from %s\n", l->sub.campaign.id, l->addr);
+  }
+  if (rc == KB_OK)
+    rc = kb_queue_status(&q, st, err);
+  kb_redis_free(r);
+  fflush(stdout);
+  return rc;
+}
+
+static int start_processes(struct local *l, struct kb_error *err) {
+  const char *bin = l->o->bin_dir;
+  char sched[1200], runner[1200], log[2200], cache[2200], name[64];
+  snprintf(sched, sizeof sched, "%s/kb-scheduler", bin);
+  snprintf(runner, sizeof runner, "%s/kb-runner", bin);
+  snprintf(log, sizeof log, "%s/scheduler.log", l->redis_dir);
+  snprintf(cache, sizeof cache, "%s/cache", l->redis_dir);
+  char *sargv[] = {sched, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
+                   cache, NULL};
+  int rc = spawn(sargv, log, &l->sched_pid, err);
+  int n = l->o->runners > 0 ? l->o->runners : 1;
+  for (int i = 0; rc == KB_OK && i < n && i < MAX_RUNNERS; i++) {
+    snprintf(log, sizeof log, "%s/runner-%d.log", l->redis_dir, i);
+    snprintf(name, sizeof name, "local-%d", i);
+    char *rargv[] = {runner, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
+                     cache, "--name", name, NULL};
+    rc = spawn(rargv, log, &l->runner_pids[i], err);
+    if (rc == KB_OK)
+      l->n_runners++;
+  }
+  if (rc == KB_OK)
+    printf("started kb-scheduler and %d runner%s; logs in %s\n", l->n_runners,
+           l->n_runners == 1 ? "" : "s", l->redis_dir);
+  fflush(stdout);
+  return rc;
+}
+
+/* Signals every child still running and waits for it. */
+static void stop_processes(struct local *l, int sig) {
+  for (int i = 0; i < l->n_runners; i++)
+    if (l->runner_pids[i] > 0)
+      kill(l->runner_pids[i], sig);
+  if (l->sched_pid > 0)
+    kill(l->sched_pid, sig);
+  for (int i = 0; i < l->n_runners; i++)
+    if (l->runner_pids[i] > 0) {
+      waitpid(l->runner_pids[i], NULL, 0);
+      l->runner_pids[i] = 0;
+    }
+  if (l->sched_pid > 0) {
+    waitpid(l->sched_pid, NULL, 0);
+    l->sched_pid = 0;
+  }
+}
+
+static void show_progress(struct local *l, struct kb_redis *r, int tty) {
+  struct kb_queue q;
+  struct kb_queue_status st;
+  if (!tty || kb_queue_open(&q, r, l->sub.campaign.id, NULL) ||
+      kb_queue_status(&q, &st, NULL))
+    return;
+  fprintf(stderr, "\r\033[K%s: %s, %lld done, %lld leased, %lld open, GPU %lld/%lld ms",
+          q.cid, st.state, (long long)st.done, (long long)st.leased, (long long)st.open,
+          (long long)st.gpu_spent, (long long)st.gpu_total);
+  fflush(stderr);
+}
+
+/* Waits for the scheduler to end the campaign. */
+static int wait_scheduler(struct local *l, struct kb_error *err) {
+  int tty = isatty(STDERR_FILENO);
+  struct kb_redis *r = NULL;
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1000};
+  kb_redis_connect(&ro, &r, NULL);
+  int rc = KB_OK;
+  for (long tick = 0;; tick++) {
+    if (*l->o->stop) {
+      rc = kb_error_set(err, KB_EINTERRUPTED, "interrupted; run the same command to resume");
+      break;
+    }
+    int status = 0;
+    pid_t p = waitpid(l->sched_pid, &status, WNOHANG);
+    if (p == l->sched_pid) {
+      l->sched_pid = 0;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        rc = kb_error_set(err, KB_ECHILD, "kb-scheduler failed (%s %d); see %s/scheduler.log",
+                          WIFEXITED(status) ? "exit code" : "signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                          l->redis_dir);
+      break;
+    }
+    if (r && tick % 5 == 0)
+      show_progress(l, r, tty);
+    sleep_ms(100);
+  }
+  if (tty)
+    fprintf(stderr, "\n");
+  kb_redis_free(r);
+  return rc;
+}
+
+static int print_result(struct local *l, struct kb_error *err) {
+  char path[2200];
+  snprintf(path, sizeof path, "%s/summary.json", l->dir);
+  if (l->o->json) {
+    struct kb_buf b;
+    kb_buf_init(&b);
+    int rc = kb_buf_read_file(&b, path, err);
+    if (rc == KB_OK)
+      fputs(b.data, stdout);
+    kb_buf_release(&b);
+    return rc;
+  }
+  printf("\n");
+  return kb_leaderboard_print(path, stdout, 0, err);
+}
+
+int kb_local_run(const struct kb_local_opts *o, struct kb_error *err) {
+  struct local l;
+  memset(&l, 0, sizeof l);
+  l.o = o;
+  int rc = kb_submission_load(o->campaign_path, &l.sub, err);
+  if (rc)
+    return rc;
+  struct kb_queue_status st;
+  rc = prepare_dirs(&l, err);
+  if (rc == KB_OK && o->redis)
+    snprintf(l.addr, sizeof l.addr, "%s", o->redis);
+  else if (rc == KB_OK)
+    rc = start_redis(&l, err);
+  if (rc == KB_OK)
+    rc = submit(&l, &st, err);
+  int over = rc == KB_OK && (strcmp(st.state, "done") == 0 || strcmp(st.state, "cancelled") == 0);
+  if (rc == KB_OK && !over) {
+    rc = start_processes(&l, err);
+    if (rc == KB_OK)
+      rc = wait_scheduler(&l, err);
+    /* Runners leave by themselves once the campaign is over; SIGTERM makes them release
+     * whatever they hold when we were interrupted. */
+    stop_processes(&l, SIGTERM);
+  }
+  if (!o->redis)
+    stop_redis(&l);
+  if (rc == KB_OK)
+    rc = print_result(&l, err);
+  kb_submission_release(&l.sub);
+  return rc;
+}

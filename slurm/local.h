@@ -1,0 +1,30 @@
+/* kb-launch --local: a whole campaign on this machine. Starts its own redis-server (unix socket
+ * and AOF in the campaign's results folder) unless one is given, submits the campaign (or
+ * resumes it from the AOF), starts one kb-scheduler and the runners, shows progress on a
+ * terminal, and when the campaign ends stops everything and prints the leaderboard.
+ * Ctrl-C (SIGINT) or SIGTERM: runners release their leases, everything stops, the campaign can
+ * be resumed by running the same command again.
+ */
+#ifndef KB_SLURM_LOCAL_H
+#define KB_SLURM_LOCAL_H
+
+#include <signal.h>
+
+struct kb_error;
+
+struct kb_local_opts {
+  const char *campaign_path; /* campaign.json (borrowed) */
+  const char *redis;         /* use this redis instead of starting one, or NULL */
+  const char *bin_dir;       /* folder of kb-scheduler and kb-runner (borrowed) */
+  int runners;               /* host-backend runners to start; 0 = 1 */
+  int restart;               /* 1: delete the campaign's previous results and redis data */
+  int json;                  /* 1: print the summary JSON instead of the table */
+  volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM handlers */
+};
+
+/* Runs the campaign to its end. Returns KB_OK when it finished (leaderboard printed on stdout);
+ * KB_EINTERRUPTED when stopped by a signal; KB_EPARSE for a bad campaign; KB_ECHILD when a
+ * process it started failed; KB_ECONN when redis did not come up. */
+int kb_local_run(const struct kb_local_opts *o, struct kb_error *err);
+
+#endif

@@ -1,0 +1,192 @@
+/* kb-submit subcommands (see commands.h). */
+#include "commands.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "kb/submit.h"
+
+static int fail(const struct kb_error *err) {
+  fprintf(stderr, "kb-submit: %s\n", err->msg);
+  return kb_exit_code(err->code);
+}
+
+static void who_am_i(char *out, size_t size) {
+  char host[128] = "localhost";
+  gethostname(host, sizeof host - 1);
+  const char *user = getenv("USER");
+  snprintf(out, size, "kb-submit:%s@%s", user ? user : "unknown", host);
+}
+
+static void print_json(json_t *obj) {
+  char *text = json_dumps(obj, JSON_COMPACT);
+  if (text)
+    printf("%s\n", text);
+  free(text);
+  json_decref(obj);
+}
+
+static json_t *summary_json(const struct kb_submission *s) {
+  const struct kb_campaign *c = &s->campaign;
+  json_t *tasks = json_array();
+  for (int i = 0; i < s->n_tasks; i++)
+    json_array_append_new(tasks, json_pack("{s:s, s:i}", "id", s->tasks[i].id, "seeds",
+                                           s->tasks[i].n_seeds));
+  return json_pack("{s:s, s:s, s:o, s:i, s:i, s:I, s:I}", "campaign", c->id, "backend",
+                   kb_backend_name(c->backend), "tasks", tasks, "candidates", s->n_candidates,
+                   "tiers", c->n_tiers, "gpu_ms", (json_int_t)c->budget_gpu_ms, "llm_tokens",
+                   (json_int_t)c->budget_llm_tokens);
+}
+
+int kb_cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) {
+  struct kb_error err = {0};
+  struct kb_submission s;
+  if (kb_submission_load(campaign_path, &s, &err))
+    return fail(&err);
+  if (o->json) {
+    json_t *j = summary_json(&s);
+    json_object_set_new(j, "valid", json_true());
+    print_json(j);
+  } else {
+    printf("%s: campaign \"%s\" is valid: %d tasks, %d seed candidates, %d tiers\n",
+           campaign_path, s.campaign.id, s.n_tasks, s.n_candidates, s.campaign.n_tiers);
+  }
+  kb_submission_release(&s);
+  return KB_EXIT_OK;
+}
+
+static int connect_redis(const struct kb_submit_opts *o, struct kb_redis **r,
+                         struct kb_error *err) {
+  struct kb_redis_opts ro = {.addr = o->redis, .retry_ms = 3000};
+  return kb_redis_connect(&ro, r, err);
+}
+
+int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
+  struct kb_error err = {0};
+  struct kb_submission s;
+  if (kb_submission_load(campaign_path, &s, &err))
+    return fail(&err);
+  struct kb_redis *r = NULL;
+  char who[256];
+  who_am_i(who, sizeof who);
+  int resumed = 0;
+  int rc = connect_redis(o, &r, &err);
+  if (rc == KB_OK)
+    rc = kb_submission_register(&s, r, who, &resumed, &err);
+  if (rc == KB_OK) {
+    if (o->json) {
+      json_t *j = summary_json(&s);
+      json_object_set_new(j, "submitted", json_true());
+      json_object_set_new(j, "resumed", json_boolean(resumed));
+      json_object_set_new(j, "redis", json_string(kb_redis_addr(r)));
+      print_json(j);
+    } else {
+      printf("%s campaign \"%s\" at %s: %d tasks, %d seed candidates enqueued\n",
+             resumed ? "resumed" : "submitted", s.campaign.id, kb_redis_addr(r), s.n_tasks,
+             s.n_candidates);
+    }
+  }
+  kb_redis_free(r);
+  kb_submission_release(&s);
+  return rc ? fail(&err) : KB_EXIT_OK;
+}
+
+/* An argument naming an existing .json file is a campaign file: its id is used. */
+static int resolve_id(const char *arg, char *id, size_t size, struct kb_error *err) {
+  size_t n = strlen(arg);
+  struct stat st;
+  if (n > 5 && strcmp(arg + n - 5, ".json") == 0 && stat(arg, &st) == 0) {
+    struct kb_campaign c;
+    int rc = kb_campaign_load(arg, &c, err);
+    if (rc)
+      return rc;
+    snprintf(id, size, "%s", c.id);
+    kb_campaign_release(&c);
+    return KB_OK;
+  }
+  if (snprintf(id, size, "%s", arg) >= (int)size)
+    return kb_error_set(err, KB_EINVAL, "campaign id \"%s\" is too long", arg);
+  return KB_OK;
+}
+
+static void print_status(const char *id, const struct kb_queue_status *st) {
+  printf("campaign %s: %s\n", id, st->state);
+  printf("  items     %lld open, %lld done, %lld dead, %lld leased\n", (long long)st->open,
+         (long long)st->done, (long long)st->dead, (long long)st->leased);
+  printf("  ready    ");
+  for (int t = 0; t < st->n_tiers; t++)
+    printf(" tier%d=%lld", t, (long long)st->ready[t]);
+  printf("\n");
+  printf("  gpu ms    %lld total, %lld available, %lld held, %lld spent\n",
+         (long long)st->gpu_total, (long long)st->gpu_available, (long long)st->gpu_held,
+         (long long)st->gpu_spent);
+  printf("  llm tok   %lld total, %lld available, %lld held, %lld spent\n",
+         (long long)st->llm_total, (long long)st->llm_available, (long long)st->llm_held,
+         (long long)st->llm_spent);
+}
+
+static json_t *status_json(const char *id, const struct kb_queue_status *st) {
+  json_t *ready = json_array();
+  for (int t = 0; t < st->n_tiers; t++)
+    json_array_append_new(ready, json_integer(st->ready[t]));
+  return json_pack(
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
+      "campaign", id, "state", st->state, "open", (json_int_t)st->open, "done",
+      (json_int_t)st->done, "dead", (json_int_t)st->dead, "leased", (json_int_t)st->leased,
+      "ready", ready, "gpu_ms", "total", (json_int_t)st->gpu_total, "available",
+      (json_int_t)st->gpu_available, "held", (json_int_t)st->gpu_held, "spent",
+      (json_int_t)st->gpu_spent, "llm_tokens", "total", (json_int_t)st->llm_total, "available",
+      (json_int_t)st->llm_available, "held", (json_int_t)st->llm_held, "spent",
+      (json_int_t)st->llm_spent);
+}
+
+int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
+  struct kb_error err = {0};
+  char id[KB_ID_MAX];
+  struct kb_redis *r = NULL;
+  struct kb_queue q;
+  struct kb_queue_status st;
+  int rc = resolve_id(id_or_path, id, sizeof id, &err);
+  if (rc == KB_OK)
+    rc = connect_redis(o, &r, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(&q, r, id, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_status(&q, &st, &err);
+  if (rc == KB_OK) {
+    if (o->json)
+      print_json(status_json(id, &st));
+    else
+      print_status(id, &st);
+  }
+  kb_redis_free(r);
+  return rc ? fail(&err) : KB_EXIT_OK;
+}
+
+int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
+  struct kb_error err = {0};
+  char id[KB_ID_MAX], who[256];
+  struct kb_redis *r = NULL;
+  struct kb_queue q;
+  who_am_i(who, sizeof who);
+  int rc = resolve_id(id_or_path, id, sizeof id, &err);
+  if (rc == KB_OK)
+    rc = connect_redis(o, &r, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(&q, r, id, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_set_state(&q, "submitting,running,draining", "cancelled", "cancelled by user",
+                            who, &err);
+  if (rc == KB_OK && !o->quiet)
+    printf("campaign \"%s\" cancelled\n", id);
+  kb_redis_free(r);
+  return rc ? fail(&err) : KB_EXIT_OK;
+}

@@ -1,0 +1,411 @@
+/* The queue and ledger scripts against a real redis-server: each script's happy path and error
+ * codes, the ledger invariant, idempotent completes, reaping, and many processes at once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "kb/ladder.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "redis_fixture.h"
+
+static struct kbt_redis server;
+
+static struct kb_redis *connect_or_die(void) {
+  struct kb_redis *r = NULL;
+  struct kb_error err = {0};
+  struct kb_redis_opts ro = {.addr = server.addr, .retry_ms = 5000};
+  if (kb_redis_connect(&ro, &r, &err))
+    fail_msg("connect: %s", err.msg);
+  return r;
+}
+
+/* Registers campaign `cid` with a 3-tier ladder costing 0/10/100 ms and opens it. */
+static void make_campaign(struct kb_redis *r, const char *cid, long gpu_ms, long lease_ms,
+                          int max_attempts) {
+  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
+                             {.name = "smoke", .cost_ms = 10},
+                             {.name = "full", .cost_ms = 100}};
+  for (int i = 0; i < 3; i++) {
+    tiers[i].min_samples = 1;
+    tiers[i].max_samples = 1;
+    tiers[i].max_seconds = 1;
+    tiers[i].noise = 1;
+    tiers[i].timeout_s = 1;
+  }
+  char *ladder = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb_ladder_to_json(tiers, 3, &ladder, &err), KB_OK);
+  char keys[4][128];
+  const char *kp[4];
+  const char *names[] = {"meta", "ledger", "ledger:log", "events"};
+  for (int i = 0; i < 4; i++) {
+    kb_key(keys[i], sizeof keys[i], cid, "%s", names[i]);
+    kp[i] = keys[i];
+  }
+  char gpu[32], lease[32], att[16];
+  snprintf(gpu, sizeof gpu, "%ld", gpu_ms);
+  snprintf(lease, sizeof lease, "%ld", lease_ms);
+  snprintf(att, sizeof att, "%d", max_attempts);
+  const char *args[] = {cid, "{}", "sha", "3", ladder, att, lease, "host", gpu, "0", "test"};
+  redisReply *rep = NULL;
+  if (kb_redis_script(r, "register", 4, kp, 11, args, NULL, &rep, &err))
+    fail_msg("register: %s", err.msg);
+  assert_string_equal(rep->str, "created");
+  freeReplyObject(rep);
+  free(ladder);
+  struct kb_queue q;
+  assert_int_equal(kb_queue_open(&q, r, cid, &err), KB_OK);
+  assert_int_equal(kb_queue_set_state(&q, "submitting", "running", "test", "test", &err), KB_OK);
+}
+
+static void assert_ledger_exact(struct kb_queue *q) {
+  struct kb_queue_status st;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_status(q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_available + st.gpu_held + st.gpu_spent, st.gpu_total);
+  assert_true(st.gpu_available >= 0 && st.gpu_held >= 0 && st.gpu_spent >= 0);
+}
+
+static char cand_id(int i, char out[65]) {
+  snprintf(out, 65, "%064x", i + 1);
+  return out[0];
+}
+
+static void test_enqueue_claim_complete(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "c1", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "c1", &err), KB_OK);
+  assert_int_equal(q.n_tiers, 3);
+  assert_string_equal(q.tiers[2].name, "full");
+  char id[65];
+  cand_id(0, id);
+  int added = -1;
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, &added, &err), KB_OK);
+  assert_int_equal(added, 1);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, &added, &err), KB_OK);
+  assert_int_equal(added, 0); /* idempotent on (candidate, tier) */
+
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_string_equal(c.candidate, id);
+  assert_int_equal(c.tier, 1);
+  assert_int_equal(c.attempt, 1);
+  assert_int_equal(c.cost_ms, 10);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_held, 10);
+  assert_int_equal(st.leased, 1);
+  assert_ledger_exact(&q);
+
+  struct kb_claim none;
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &none, NULL, &err), KB_EEMPTY);
+
+  int dup = -1;
+  assert_int_equal(kb_queue_complete(&q, &c, 7, "{\"x\":1}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 7);
+  assert_int_equal(st.gpu_held, 0);
+  assert_int_equal(st.gpu_available, 993);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.done, 1);
+  /* A retry after a lost reply changes nothing. */
+  assert_int_equal(kb_queue_complete(&q, &c, 7, "{\"x\":1}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 7);
+  assert_int_equal(st.done, 1);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XLEN kb:{c1}:results"), KB_OK);
+  assert_int_equal(rep->integer, 1);
+  freeReplyObject(rep);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+static void test_cost_capped_at_reservation(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "cap", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "cap", &err), KB_OK);
+  char id[65];
+  cand_id(1, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 2, 100, 1.0, NULL, &err), KB_OK);
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_complete(&q, &c, 5000, "{}", "r1", NULL, &err), KB_OK);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 100);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+static void test_budget_distinct_from_empty(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "poor", 50, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "poor", &err), KB_OK);
+  char id[65];
+  cand_id(2, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 2, 100, 1.0, NULL, &err), KB_OK);
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_EBUDGET);
+  kb_error_clear(&err);
+  /* A cheaper item in a lower tier is still claimable: all or nothing per item. */
+  char id2[65];
+  cand_id(3, id2);
+  assert_int_equal(kb_queue_enqueue(&q, id2, "t", 1, 10, 1.0, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_string_equal(c.candidate, id2);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.cheapest_ready, 100);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+static void test_state_and_missing(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "nope", &err), KB_ENOTFOUND);
+  assert_non_null(strstr(err.msg, "nope"));
+  make_campaign(r, "st", 1000, 60000, 3);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_open(&q, r, "st", &err), KB_OK);
+  assert_int_equal(kb_queue_set_state(&q, "running", "cancelled", "t", "t", &err), KB_OK);
+  struct kb_claim c;
+  char st_name[16] = "";
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, st_name, &err), KB_ESTATE);
+  assert_string_equal(st_name, "cancelled");
+  kb_error_clear(&err);
+  char id[65];
+  cand_id(4, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_ESTATE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_set_state(&q, "running", "done", "t", "t", &err), KB_ESTATE);
+  /* register refuses an existing campaign */
+  kb_error_clear(&err);
+  const char *kp[] = {"kb:{st}:meta", "kb:{st}:ledger", "kb:{st}:ledger:log", "kb:{st}:events"};
+  const char *args[] = {"st", "{}", "other", "3", "[]", "3", "1000", "host", "1", "0", "t"};
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_script(r, "register", 4, kp, 11, args, NULL, &rep, &err), KB_EEXISTS);
+  assert_non_null(strstr(err.msg, "already exists"));
+  kb_redis_free(r);
+}
+
+static void test_release_is_not_an_attempt(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "rel", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "rel", &err), KB_OK);
+  char id[65];
+  cand_id(5, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_OK);
+  struct kb_claim c;
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+    assert_int_equal(c.attempt, 1);
+    int released = 0;
+    assert_int_equal(kb_queue_release(&q, &c, "r1", &released, &err), KB_OK);
+    assert_int_equal(released, 1);
+    assert_int_equal(kb_queue_release(&q, &c, "r1", &released, &err), KB_OK);
+    assert_int_equal(released, 0); /* second release: no-op */
+    assert_ledger_exact(&q);
+  }
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_available, 1000);
+  assert_int_equal(st.ready[1], 1);
+  /* A completion with a released claim is refused: the lease is gone. */
+  assert_int_equal(kb_queue_complete(&q, &c, 1, "{}", "r1", NULL, &err), KB_ELEASE);
+  kb_redis_free(r);
+}
+
+static void test_reap_requeues_then_dead_letters(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "reap", 1000, 100, 2);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "reap", &err), KB_OK);
+  char id[65];
+  cand_id(6, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_OK);
+  struct kb_claim c1, c2;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c1, NULL, &err), KB_OK);
+  /* heartbeat with a wrong token extends nothing */
+  struct kb_claim forged = c1;
+  snprintf(forged.token, sizeof forged.token, "%s", "00000000000000000000000000000000");
+  int extended = -1;
+  assert_int_equal(kb_queue_heartbeat(&q, "r9", &forged, 1, &extended, NULL, &err), KB_OK);
+  assert_int_equal(extended, 0);
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &c1, 1, &extended, NULL, &err), KB_OK);
+  assert_int_equal(extended, 1);
+  usleep(250 * 1000);
+  int requeued = 0, dead = 0;
+  assert_int_equal(kb_queue_reap(&q, 10, "t", &requeued, &dead, &err), KB_OK);
+  assert_int_equal(requeued, 1);
+  assert_int_equal(dead, 0);
+  assert_ledger_exact(&q);
+  /* the lost runner's late completion is refused and charges nothing */
+  assert_int_equal(kb_queue_complete(&q, &c1, 10, "{}", "r1", NULL, &err), KB_ELEASE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c2, NULL, &err), KB_OK);
+  assert_int_equal(c2.attempt, 2);
+  assert_string_not_equal(c2.charge_id, c1.charge_id);
+  usleep(250 * 1000);
+  assert_int_equal(kb_queue_reap(&q, 10, "t", &requeued, &dead, &err), KB_OK);
+  assert_int_equal(dead, 1);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.dead, 1);
+  assert_int_equal(st.gpu_available, 1000);
+  assert_ledger_exact(&q);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE kb:{reap}:results - +"), KB_OK);
+  assert_int_equal(rep->elements, 1);
+  assert_non_null(strstr(rep->element[0]->element[1]->element[3]->str, "infra_error"));
+  freeReplyObject(rep);
+  kb_redis_free(r);
+}
+
+static void test_scripts_reload_after_restart(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "rs", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "rs", &err), KB_OK);
+  char id[65];
+  cand_id(7, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_OK);
+  /* Restart from the AOF: the connection drops and the script cache is empty. */
+  assert_int_equal(kbt_redis_restart(&server), 0);
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_string_equal(c.candidate, id);
+  kb_redis_free(r);
+}
+
+static void test_unreachable_names_address(void **state) {
+  (void)state;
+  struct kb_redis *r = NULL;
+  struct kb_error err = {0};
+  struct kb_redis_opts ro = {.addr = "127.0.0.1:1", .retry_ms = 1};
+  assert_int_equal(kb_redis_connect(&ro, &r, &err), KB_ECONN);
+  assert_non_null(strstr(err.msg, "127.0.0.1:1"));
+  assert_int_equal(kb_exit_code(err.code), KB_EXIT_REDIS);
+  kb_error_clear(&err);
+  ro.addr = "nohost";
+  assert_int_equal(kb_redis_connect(&ro, &r, &err), KB_EINVAL);
+}
+
+/* 16 processes claim and complete until nothing is left: every item done exactly once. */
+static void test_many_processes(void **state) {
+  (void)state;
+  enum { ITEMS = 400, PROCS = 16 };
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "many", 1000000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "many", &err), KB_OK);
+  for (int i = 0; i < ITEMS; i++) {
+    char id[65];
+    cand_id(1000 + i, id);
+    assert_int_equal(kb_queue_enqueue(&q, id, "t", i % 3, q.tiers[i % 3].cost_ms, i, NULL, &err),
+                     KB_OK);
+  }
+  pid_t pids[PROCS];
+  for (int p = 0; p < PROCS; p++) {
+    pids[p] = fork();
+    if (pids[p] == 0) {
+      struct kb_redis *cr = connect_or_die();
+      struct kb_queue cq;
+      struct kb_error e = {0};
+      if (kb_queue_open(&cq, cr, "many", &e))
+        _exit(2);
+      char name[16];
+      snprintf(name, sizeof name, "p%d", p);
+      for (;;) {
+        struct kb_claim c;
+        int rc = kb_queue_claim(&cq, name, 0, -1, &c, NULL, &e);
+        if (rc == KB_EEMPTY)
+          _exit(0);
+        if (rc == KB_OK)
+          rc = kb_queue_complete(&cq, &c, c.cost_ms / 2, c.item, name, NULL, &e);
+        if (rc) {
+          fprintf(stderr, "%s: %s\n", name, e.msg);
+          _exit(3);
+        }
+      }
+    }
+  }
+  for (int p = 0; p < PROCS; p++) {
+    int status = 0;
+    waitpid(pids[p], &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, ITEMS);
+  assert_int_equal(st.open, 0);
+  assert_ledger_exact(&q);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XLEN kb:{many}:results"), KB_OK);
+  assert_int_equal(rep->integer, ITEMS);
+  freeReplyObject(rep);
+  kb_redis_free(r);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return kbt_redis_start(&server);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kbt_redis_destroy(&server);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_enqueue_claim_complete),
+      cmocka_unit_test(test_cost_capped_at_reservation),
+      cmocka_unit_test(test_budget_distinct_from_empty),
+      cmocka_unit_test(test_state_and_missing),
+      cmocka_unit_test(test_release_is_not_an_attempt),
+      cmocka_unit_test(test_reap_requeues_then_dead_letters),
+      cmocka_unit_test(test_scripts_reload_after_restart),
+      cmocka_unit_test(test_unreachable_names_address),
+      cmocka_unit_test(test_many_processes),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
