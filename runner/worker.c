@@ -159,7 +159,7 @@ static int process(struct worker *w, const struct kb_claim *c, struct kb_error *
       kb_error_clear(err);
       rc = KB_OK;
     } else if (rc == KB_OK) {
-      kb_info("%s %s tier %d (%s): %s%s%s %.3f ms", c->task, c->candidate, c->tier,
+      kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", c->task, c->candidate, c->tier,
               r.tier_name, kb_status_name(r.status), r.reason[0] ? ": " : "", r.reason,
               r.timing.samples ? r.timing.median_us / 1000.0 : 0.0);
     }

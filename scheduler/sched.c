@@ -189,7 +189,7 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     if (rc == KB_OK && kb_population_add(&s->pop, r, cand.name, cand.generator) == NULL)
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     if (rc == KB_OK && write)
-      kb_info("%s/%s (%s) tier %s: %s%s%s", r->task, cand.name, r->candidate, r->tier_name,
+      kb_info("%s/%s (%.12s) tier %s: %s%s%s", r->task, cand.name, r->candidate, r->tier_name,
               kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason);
     kb_candidate_release(&cand);
   }

@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and stops with exit code 1.
 set -eu
 pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
-libhdf5-dev hdf5-tools libzstd-dev libssl-dev libcmocka-dev redis-server redis-tools
+libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev redis-server redis-tools
 python3 python3-jsonschema python3-h5py python3-numpy"
 missing=""
 for p in $pkgs; do

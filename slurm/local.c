@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
 #include "kb/leaderboard.h"
@@ -124,11 +125,7 @@ static void stop_redis(struct local *l) {
   struct kb_redis *r = NULL;
   struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1};
   if (kb_redis_connect(&ro, &r, NULL) == KB_OK) {
-    redisReply *rep = NULL;
-    /* SHUTDOWN fsyncs the AOF; its connection drops without a reply. */
-    kb_redis_commandf(r, &rep, NULL, "SHUTDOWN");
-    if (rep)
-      freeReplyObject(rep);
+    kb_redis_shutdown(r, NULL);
     kb_redis_free(r);
   } else {
     kill(l->redis_pid, SIGTERM);

@@ -412,3 +412,17 @@ int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...)
     return KB_EINVAL;
   return KB_OK;
 }
+
+int kb_redis_shutdown(struct kb_redis *r, struct kb_error *err) {
+  if (r->ctx == NULL)
+    return kb_error_set(err, KB_ECONN, "not connected to redis at %s", r->addr);
+  redisReply *rep = redisCommand(r->ctx, "SHUTDOWN");
+  int rc = KB_OK;
+  if (rep && rep->type == REDIS_REPLY_ERROR)
+    rc = kb_error_set(err, KB_EREDIS, "redis at %s refused SHUTDOWN: %s", r->addr, rep->str);
+  if (rep)
+    freeReplyObject(rep);
+  redisFree(r->ctx);
+  r->ctx = NULL;
+  return rc;
+}

@@ -59,6 +59,10 @@ int kb_redis_script(struct kb_redis *r, const char *name, int nkeys, const char 
 int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Asks the server to shut down (SHUTDOWN: the AOF is fsynced first) without reconnecting when
+ * it drops the connection, as it does. Errors: KB_EREDIS when the server refused. */
+int kb_redis_shutdown(struct kb_redis *r, struct kb_error *err);
+
 /* Sets the reconnect budget in milliseconds for later commands. */
 void kb_redis_set_retry(struct kb_redis *r, int retry_ms);
 

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# kb-launch --local end to end, as `make demo` runs it: its own redis-server, the scheduler and a
+# runner; the leaderboard and the HDF5 paths at the end; h5dump reads the files it names. Then
+# Ctrl-C mid-run stops everything with exit 130, and the same command resumes to the end.
+BIN=$1
+source "$(dirname "$0")/../lib/common.sh"
+unset KB_REDIS
+make_campaign launch
+
+note "a whole campaign"
+"$BIN/kb-launch" --local "$T/launch.json" > "$T/out.txt" 2> "$T/err.txt" ||
+  fail "kb-launch failed: $(tail -5 "$T/err.txt")"
+cat "$T/out.txt" >&2
+grep -q "campaign launch: done" "$T/out.txt" || fail "no final state line"
+grep -Eq "^  1 +(unrolled|naive) " "$T/out.txt" || fail "no leaderboard for sum"
+files=$(grep -E '^  /.*\.h5$' "$T/out.txt")
+[ "$(echo "$files" | wc -l)" -eq 2 ] || fail "expected 2 HDF5 paths, got: $files"
+for f in $files; do
+  rows=$(h5dump -d /evaluations "$f" | grep -c '"ok"' || true)
+  [ "$rows" -ge 2 ] || fail "$f: h5dump shows $rows ok evaluations, want at least 2"
+done
+[ ! -e "$T/results/launch/redis/redis.sock" ] || fail "redis socket left behind"
+pgrep -f "$T/results/launch/redis" > /dev/null && fail "processes left running"
+
+note "the same command again: the campaign is resumed from the AOF, already done"
+"$BIN/kb-launch" --local "$T/launch.json" > "$T/again.txt" 2>&1 || fail "rerun failed"
+grep -q "resuming campaign" "$T/again.txt" || fail "rerun did not resume: $(cat "$T/again.txt")"
+grep -q "campaign launch: done" "$T/again.txt" || fail "rerun printed no leaderboard"
+
+note "Ctrl-C mid-run, then resume"
+"$BIN/kb-launch" --local --restart "$T/launch.json" > "$T/int.txt" 2>&1 &
+L=$!; BG_PIDS+=($L)
+for _ in $(seq 200); do
+  grep -q "started kb-scheduler" "$T/int.txt" 2>/dev/null && break; sleep 0.05
+done
+sleep 1.5
+kill -INT $L
+rc=0; wait_pid $L 60 || rc=$?
+[ $rc -eq 130 ] || fail "interrupted kb-launch exit $rc, want 130: $(cat "$T/int.txt")"
+pgrep -f "$T/results/launch/redis" > /dev/null && fail "processes left running after Ctrl-C"
+"$BIN/kb-launch" --local --json "$T/launch.json" > "$T/resume.json" 2> "$T/resume.err" ||
+  fail "resume failed: $(tail -5 "$T/resume.err")"
+grep -q '"state": "done"' "$T/resume.json" || fail "resumed campaign did not finish"
+$KB_PY "$TESTS_DIR/e2e/check_results.py" "$T/results/launch" --campaign launch \
+  --tasks sum matmul --min-evaluations 8 --all-ok
+echo "PASS"

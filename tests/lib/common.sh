@@ -1,0 +1,89 @@
+# Shared shell helpers for the integration tests. Source it; set BIN to the build's bin folder.
+# Every test gets its own temp folder and redis-server, and cleans both up on exit.
+set -euo pipefail
+
+KB_PY=${KB_PY:-/usr/bin/python3}
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO_DIR=$(cd "$TESTS_DIR/.." && pwd)
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "--- $*" >&2; }
+
+T=$(mktemp -d /tmp/kbt-XXXXXX)
+REDIS_PID=""
+BG_PIDS=()
+cleanup() {
+  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  if [ -n "$REDIS_PID" ]; then kill -9 "$REDIS_PID" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  if [ -z "${KBT_KEEP:-}" ]; then rm -rf "$T"; else echo "kept $T" >&2; fi
+}
+trap cleanup EXIT
+
+# start_redis: redis-server on a unix socket in $T/redis with AOF, as kb-launch runs it.
+start_redis() {
+  mkdir -p "$T/redis"
+  redis-server --port 0 --unixsocket "$T/redis/redis.sock" --unixsocketperm 700 \
+    --dir "$T/redis" --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+    --save "" --logfile "$T/redis/redis.log" </dev/null >/dev/null 2>&1 &
+  REDIS_PID=$!
+  export KB_REDIS="unix:$T/redis/redis.sock"
+  for _ in $(seq 200); do
+    if redis-cli -s "$T/redis/redis.sock" ping 2>/dev/null | grep -q PONG; then return 0; fi
+    sleep 0.05
+  done
+  fail "redis-server did not start (see $T/redis/redis.log)"
+}
+
+rcli() { redis-cli -s "$T/redis/redis.sock" "$@"; }
+
+# make_campaign ID [extra JSON members]: writes $T/ID.json over the built-in host tasks, results
+# in $T/results, leases of 5 s so lost runners are noticed quickly.
+make_campaign() {
+  local id=$1 extra=${2:-}
+  cat > "$T/$id.json" <<JSON
+{
+  "schema": "kernelbrain.campaign/1",
+  "id": "$id",
+  "backend": "host",
+  "tasks": ["$REPO_DIR/tasks/host/sum", "$REPO_DIR/tasks/host/matmul"],
+  "budget": {"gpu_seconds": 600},
+  "lease_seconds": 5,
+  "results_dir": "$T/results"${extra:+,
+  $extra}
+}
+JSON
+}
+
+# wait_pid PID SECONDS: waits for a background process; fails on timeout. Returns its exit code.
+wait_pid() {
+  local pid=$1 secs=$2
+  for _ in $(seq $((secs * 10))); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      local rc=0
+      wait "$pid" || rc=$?
+      return $rc
+    fi
+    sleep 0.1
+  done
+  fail "process $pid still running after ${secs}s"
+}
+
+# ledger_exact CID: available + held + spent == total, held == 0 at rest.
+ledger_exact() {
+  local cid=$1 total avail held spent
+  total=$(rcli HGET "kb:{$cid}:ledger" gpu_ms:total)
+  avail=$(rcli HGET "kb:{$cid}:ledger" gpu_ms:available)
+  held=$(rcli HGET "kb:{$cid}:ledger" gpu_ms:held)
+  spent=$(rcli HGET "kb:{$cid}:ledger" gpu_ms:spent)
+  [ $((avail + held + spent)) -eq "$total" ] ||
+    fail "ledger of $cid: $avail + $held + $spent != $total"
+  [ "$held" -eq 0 ] || fail "ledger of $cid still holds $held ms at rest"
+  echo "ledger $cid: total=$total available=$avail spent=$spent" >&2
+}
+
+# stream_json KEY FIELD OUT: writes the FIELD of every entry of stream KEY, one per line.
+stream_json() {
+  local key=$1 field=$2 out=$3
+  rcli --raw XRANGE "$key" - + | awk -v f="$field" 'prev == f { print } { prev = $0 }' > "$out"
+}
