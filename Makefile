@@ -29,7 +29,7 @@ test: deps
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 demo: deps build
-	$(BUILD)/bin/kb-launch --local examples/demo/campaign.json
+	$(BUILD)/bin/kb-launch --local --restart examples/demo/campaign.json
 
 asan: deps
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"

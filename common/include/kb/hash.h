@@ -8,10 +8,13 @@ struct kb_error;
 
 /* Incremental SHA-256; the context is opaque and heap-allocated. */
 struct kb_sha256;
-/* Returns a new context or NULL on ENOMEM/libcrypto failure. */
+/* Returns a new context (free with kb_sha256_final_hex or kb_sha256_free) or NULL on
+ * ENOMEM/libcrypto failure. */
 struct kb_sha256 *kb_sha256_new(void);
+/* Adds `len` bytes of `data` (borrowed) to `h` (borrowed). Returns KB_OK or KB_EINTERNAL. */
 int kb_sha256_update(struct kb_sha256 *h, const void *data, size_t len);
-/* Writes 64 lowercase hex chars and a NUL into `hex` and frees `h`. */
+/* Writes 64 lowercase hex chars and a NUL into `hex` (caller-owned) and frees `h` (stolen), also
+ * on failure. Returns KB_OK or KB_EINTERNAL (then `hex` is ""). */
 int kb_sha256_final_hex(struct kb_sha256 *h, char hex[65]);
 /* Frees an unfinished context; NULL is fine. */
 void kb_sha256_free(struct kb_sha256 *h);

@@ -13,6 +13,7 @@
 #define KB_JSONFILE_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct kb_error;
@@ -25,12 +26,17 @@ struct kb_jsonfile {
   struct kb_jsonpos *pos; /* positions by path (owned) */
 };
 
-/* Reads and parses `path`. On a syntax error: KB_EPARSE "path:line:col: <jansson's message>".
- * KB_EIO when unreadable. `f` is caller-owned; release it with kb_jsonfile_release. */
+/* Reads and parses `path` (borrowed; also the name in messages) as one strict JSON document:
+ * duplicate keys are errors and nothing may follow the top-level object or array. On a syntax
+ * error: KB_EPARSE "path:line:col: <jansson's message>". KB_EIO when unreadable, KB_ENOMEM.
+ * `f` is caller-owned and zeroed first; on success release it with kb_jsonfile_release (on
+ * failure it is already released). */
 int kb_jsonfile_load(struct kb_jsonfile *f, const char *path, struct kb_error *err);
-/* Same, from text in memory; `name` is used in messages. */
+/* Same, from NUL-terminated `text` in memory (borrowed; copied); `name` (borrowed; copied) is
+ * used in messages. */
 int kb_jsonfile_parse(struct kb_jsonfile *f, const char *name, const char *text,
                       struct kb_error *err);
+/* Frees the contents of `f` and zeroes it; NULL and a zeroed struct are fine. */
 void kb_jsonfile_release(struct kb_jsonfile *f);
 
 /* Records KB_EPARSE "name:line:col: <msg>" where line:col is the position of the value at
@@ -38,9 +44,32 @@ void kb_jsonfile_release(struct kb_jsonfile *f);
 int kb_jsonfile_fail(const struct kb_jsonfile *f, struct kb_error *err, const char *path,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Field getters on object `obj` whose own path is `path` ("" for the root). Each checks type
- * and range and reports `"<path>.<key>" must be ...` at the right position. `required` = 0 means
- * a missing key leaves *out untouched and returns KB_OK. Strings are borrowed from the tree. */
+/* Same as kb_jsonfile_fail, but points at the key of the member at `path` rather than at its
+ * value (used for "unknown field"). Falls back to the value position for non-members. */
+int kb_jsonfile_fail_key(const struct kb_jsonfile *f, struct kb_error *err, const char *path,
+                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Writes into *line and *col (1-based) the position of the value at `path` or, when `at_key`,
+ * of its key; a missing path gives its closest recorded parent's value position. Returns 1 when
+ * `path` itself was found, 0 when a parent stood in (0:0 when nothing is recorded). */
+int kb_jsonfile_position(const struct kb_jsonfile *f, const char *path, int at_key, int *line,
+                         int *col);
+
+/* Longest path the getters build; longer ones are truncated in messages. */
+#define KB_JSON_PATH_MAX 512
+/* Writes `path`.`key` (or `key` when `path` is "") into `out` (caller-owned, `size` bytes). */
+void kb_json_path(char *out, size_t size, const char *path, const char *key);
+/* Writes `path`[`index`] into `out` (caller-owned, `size` bytes). */
+void kb_json_index_path(char *out, size_t size, const char *path, size_t index);
+
+/* Field getters on object `obj` (borrowed) whose own path is `path` ("" for the root). Each
+ * checks type and range and reports KB_EPARSE `"<path>.<key>" must be ...` at the value's
+ * position, or `"<path>.<key>" is required` at the object's position. `required` = 0 means a
+ * missing key leaves *out untouched and returns KB_OK. Strings and json_t results are borrowed
+ * from the tree (valid while `f` is). Ranges are inclusive; messages name them: for numbers a
+ * `min` of 0 reads "a non-negative number", a `min` of DBL_MIN (from <float.h>) "a positive
+ * number" (effectively min > 0), and -DBL_MAX/DBL_MAX mean unbounded; for integers min 0 and 1
+ * read "non-negative" and "positive", INT64_MIN/INT64_MAX unbounded. An integer field also
+ * accepts a real with no fractional part (3.0), as JSON Schema does. */
 int kb_json_get_string(const struct kb_jsonfile *f, json_t *obj, const char *path,
                        const char *key, int required, const char **out, struct kb_error *err);
 int kb_json_get_int(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
@@ -56,8 +85,24 @@ int kb_json_get_array(const struct kb_jsonfile *f, json_t *obj, const char *path
                       json_t **out, struct kb_error *err);
 int kb_json_get_object(const struct kb_jsonfile *f, json_t *obj, const char *path,
                        const char *key, int required, json_t **out, struct kb_error *err);
-/* Fails on the first key of `obj` not in the NULL-terminated `allowed` list. */
+/* A string field that must be one of the NULL-terminated `names` (borrowed); `*out` is its
+ * index. Reports `"<path>.<key>" must be one of "a", "b"`. */
+int kb_json_get_enum(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
+                     int required, const char *const *names, int *out, struct kb_error *err);
+/* Fails with KB_EPARSE `unknown field "<path>.<key>"`, pointing at the key, on the key of `obj`
+ * that comes first in the file among those not in the NULL-terminated `allowed` list. */
 int kb_jsonfile_check_unknown(const struct kb_jsonfile *f, json_t *obj, const char *path,
                               const char *const *allowed, struct kb_error *err);
+
+/* Encodes `v` (borrowed) as compact one-line JSON, keys in insertion order, into `*out` (new,
+ * free with kb_free). Returns KB_OK or KB_ENOMEM. */
+int kb_json_dump_compact(const json_t *v, char **out);
+
+/* 1 when `len` bytes of `s` (borrowed) are valid UTF-8 that jansson accepts in a string (no NUL,
+ * no overlong forms, no surrogates), else 0. */
+int kb_json_utf8_valid(const char *s, size_t len);
+/* Returns a copy of NUL-terminated `s` (borrowed) with every byte that is not part of a valid
+ * UTF-8 sequence replaced by '?', so it can go into a JSON string (new), or NULL on ENOMEM. */
+char *kb_json_utf8_sanitize(const char *s);
 
 #endif

@@ -10,7 +10,13 @@
  *   "timing": {"median_us", "p10_us", "p90_us", "mean_us", "min_us", "noise": number,
  *              "samples": int, "warmup": int}    (absent when not timed)
  *   "cost_ms": int>=0 (what to settle), "started": number, "finished": number (unix seconds)}
- * Numbers that are unknown are omitted rather than sent as NaN (JSON has no NaN).
+ * Numbers that are unknown are omitted rather than sent as NaN (JSON has no NaN): every member of
+ * "compile", "check" (but "sets"), "timing" (but "samples" and "warmup"), and "started" and
+ * "finished" are optional; "compile" is absent when nothing about compiling is known, "check"
+ * when no set was checked, "timing" when samples is 0. Required: schema, campaign, task,
+ * candidate, tier (0..7), tier_name, attempt (1..1000), charge_id (1..159 printable ASCII), runner
+ * (1..63 printable ASCII), backend, device (0..63 printable ASCII), status, reason, cost_ms.
+ * "reason" and "compile.log" are free text; a reason longer than 255 bytes is cut on decoding.
  */
 #ifndef KB_RESULT_H
 #define KB_RESULT_H
@@ -81,13 +87,22 @@ struct kb_result {
   double finished;           /* unix seconds */
 };
 
-/* Sets every field to its "unknown" value (-1, NAN, "", 0 samples). */
+/* Sets every field of `r` (caller-owned) to its "unknown" value: -1 for tier, attempt, backend,
+ * status, registers, spills and shared_bytes; NAN for every double; "" for strings; 0 samples,
+ * 0 sets, 0 cost_ms; compile_log NULL. Does not free anything (see kb_result_release). */
 void kb_result_init(struct kb_result *r);
-/* Encodes `r` into `*out` (new, compact JSON). Errors: KB_ENOMEM. */
+/* Encodes `r` (borrowed) into `*out` (new compact one-line JSON, free with kb_free; NULL on
+ * failure). Free text (reason, compile log) is made valid UTF-8 first. Emits only what
+ * kb_result_from_json accepts: KB_EINVAL, with its reason, for a result that would not pass
+ * (e.g. an unset status or tier). KB_ENOMEM. */
 int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *err);
-/* Decodes and validates `text`. `where` names the origin for messages. Errors: KB_EPARSE. */
+/* Decodes and validates `text` (borrowed) into `r` (caller-owned; initialized first with
+ * kb_result_init, so release an earlier content before). Unknown fields are errors. `where`
+ * (borrowed) names the origin for messages. Errors: KB_EPARSE "where:line:col: what is wrong",
+ * KB_ENOMEM; on failure `r` holds nothing to release. */
 int kb_result_from_json(const char *text, const char *where, struct kb_result *r,
                         struct kb_error *err);
+/* Frees the contents of `r` (the compile log); NULL is fine. */
 void kb_result_release(struct kb_result *r);
 
 #endif

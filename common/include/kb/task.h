@@ -22,7 +22,8 @@
  *              "flags": string (optional, default "")}]  (1..32)
  *   "baseline": name of one of "seeds" that speedups are measured against (optional)
  *   "knobs" are not here: they live in the candidate sources as `// kb:param` lines.
- * Relative paths must stay inside the bundle: not absolute, no ".." component.
+ * Relative paths must stay inside the bundle: not absolute, no ".." component, no control
+ * characters.
  * Unknown fields are errors (strict), so a typo never silently becomes a default.
  */
 #ifndef KB_TASK_H
