@@ -65,7 +65,10 @@ struct kb_member *kb_population_add(struct kb_population *p, const struct kb_res
   if (m == NULL || r->tier < 0 || r->tier >= KB_MAX_TIERS)
     return m;
   struct kb_member_tier *mt = &m->tiers[r->tier];
+  if (mt->evaluated && mt->attempt == r->attempt)
+    return m;
   mt->evaluated = 1;
+  mt->attempt = r->attempt;
   mt->status = r->status;
   mt->median_us = r->timing.samples > 0 ? r->timing.median_us : 0;
   mt->noise = r->timing.noise;

@@ -18,6 +18,7 @@ struct kb_member_tier {
   double median_us;  /* microseconds; 0 when not timed */
   double noise;      /* relative */
   int samples;
+  int attempt;       /* attempt of the latest result */
 };
 
 struct kb_member {
@@ -50,7 +51,8 @@ struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task
 /* The member `id` of `t`, created with `name`/`generator` when absent (NULL on ENOMEM). */
 struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, const char *name,
                                        const char *generator);
-/* Records a result. Returns the member, or NULL on ENOMEM. */
+/* Records a result; the same (candidate, tier, attempt) again changes nothing (a restarted
+ * scheduler sees results twice). Returns the member, or NULL on ENOMEM. */
 struct kb_member *kb_population_add(struct kb_population *p, const struct kb_result *r,
                                     const char *name, const char *generator);
 /* The baseline member of `t` (by seed name), or NULL. */

@@ -403,6 +403,7 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
   while (!*s->opts->stop) {
     struct kb_queue_status st;
     int rc = kb_queue_status(&s->q, &st, err); /* before reading: see over() below */
+    int read_new = !pending_mode;
     int n = 0;
     if (rc == KB_OK)
       rc = read_batch(s, &pending_mode, e, &n, err);
@@ -424,9 +425,9 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
       if (requeued || dead)
         continue;
     }
-    /* The status was read before the stream: if nothing was open then and the read found
-     * nothing new, every result is in the files. */
-    const char *why = n == 0 && !pending_mode ? over(s, &st) : NULL;
+    /* The status was read before the stream: if nothing was open then and a read of new
+     * entries (not of our pending ones) found nothing, every result is in the files. */
+    const char *why = n == 0 && read_new ? over(s, &st) : NULL;
     if (why) {
       *finished = 1;
       return finish(s, why, err);

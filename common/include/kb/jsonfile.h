@@ -6,8 +6,14 @@
  * JSON path ("budget.gpu_seconds", "tasks[2]"). Written by hand because no packaged library
  * gives value positions; the scanner relies on jansson having validated the syntax first.
  *
- * Typical use: kb_jsonfile_load(); then the kb_json_get_*() helpers, which check presence and
- * type and report with the position; then kb_jsonfile_check_unknown() per object for strictness.
+ * Lines and columns are 1-based; a column counts characters (UTF-8 sequences), as jansson's
+ * own error positions do. Values point at their first character, unknown fields at their key,
+ * missing fields at the object that lacks them. The top level must be an object or an array.
+ *
+ * Typical use: kb_jsonfile_load(); kb_jsonfile_check_unknown() on each object first, so a typo
+ * is reported as such rather than as a missing field; then the kb_json_get_*() helpers, which
+ * check presence, type and range and report with the position. When jansson runs out of memory
+ * it sometimes reports a syntax error instead; callers cannot tell these apart.
  */
 #ifndef KB_JSONFILE_H
 #define KB_JSONFILE_H

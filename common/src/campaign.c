@@ -1,0 +1,463 @@
+/* Campaign files: loading and validating campaign.json (see kb/campaign.h and
+ * schemas/campaign.schema.json). The schema says the same as the checks here, except what JSON
+ * Schema cannot say: unique task folders after resolving paths, the folders existing, unique
+ * tier names, min_samples <= max_samples, real calendar dates.
+ */
+#include "kb/campaign.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+#include "kb/jsonfile.h"
+
+#define CAMPAIGN_SCHEMA "kernelbrain.campaign/1"
+#define GPU_SECONDS_MAX 1e9 /* about 31 years; keeps milliseconds far inside int64 */
+#define SAMPLES_MAX 1000000
+
+/* The default ladder (docs/campaign.md has the same table). */
+static const struct kb_tier default_tiers[] = {
+    {.name = "compile", .cost_ms = 0, .timeout_s = 120},
+    {.name = "smoke",
+     .cost_ms = 50,
+     .input_sets = 1,
+     .warmup = 1,
+     .min_samples = 3,
+     .max_samples = 5,
+     .max_seconds = 0.5,
+     .noise = 1.0,
+     .timeout_s = 10},
+    {.name = "screen",
+     .cost_ms = 200,
+     .input_sets = 0,
+     .warmup = 2,
+     .min_samples = 10,
+     .max_samples = 50,
+     .max_seconds = 1.0,
+     .noise = 0.05,
+     .timeout_s = 30},
+    {.name = "full",
+     .cost_ms = 1000,
+     .input_sets = 0,
+     .warmup = 3,
+     .min_samples = 20,
+     .max_samples = 200,
+     .max_seconds = 3.0,
+     .noise = 0.01,
+     .timeout_s = 60},
+};
+#define N_DEFAULT_TIERS ((int)(sizeof default_tiers / sizeof default_tiers[0]))
+
+void kb_campaign_default_ladder(struct kb_campaign *c) {
+  for (int i = 0; i < N_DEFAULT_TIERS; i++)
+    c->tiers[i] = default_tiers[i];
+  c->n_tiers = N_DEFAULT_TIERS;
+}
+
+void kb_campaign_release(struct kb_campaign *c) {
+  if (c == NULL)
+    return;
+  kb_free(c->name);
+  kb_free(c->path);
+  kb_free(c->dir);
+  if (c->task_dirs != NULL)
+    for (int i = 0; i < c->n_tasks; i++)
+      kb_free(c->task_dirs[i]);
+  kb_free(c->task_dirs);
+  kb_free(c->results_dir);
+  kb_free(c->spec_json);
+  memset(c, 0, sizeof *c);
+}
+
+/* Parses "YYYY-MM-DDTHH:MM:SS[.fraction]Z" into unix seconds (the fraction is dropped).
+ * Returns 1 on success, 0 when the text is not such a time or not a real calendar date. */
+static int parse_rfc3339(const char *s, int64_t *out) {
+  static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+  size_t n = strlen(s);
+  size_t fixed = sizeof shape - 1;
+  if (n < fixed + 1)
+    return 0;
+  for (size_t i = 0; i < fixed; i++) {
+    if (shape[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != shape[i])
+      return 0;
+  }
+  size_t i = fixed;
+  if (s[i] == '.') {
+    size_t digits = 0;
+    for (i++; s[i] >= '0' && s[i] <= '9'; i++)
+      digits++;
+    if (digits < 1 || digits > 9)
+      return 0;
+  }
+  if (s[i] != 'Z' || s[i + 1] != '\0')
+    return 0;
+#define NUM2(p) ((s[(p)] - '0') * 10 + (s[(p) + 1] - '0'))
+  int year = NUM2(0) * 100 + NUM2(2);
+  int month = NUM2(5);
+  int day = NUM2(8);
+  int hour = NUM2(11);
+  int minute = NUM2(14);
+  int second = NUM2(17);
+#undef NUM2
+  static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12)
+    return 0;
+  int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  int dmax = mdays[month - 1] + (month == 2 && leap);
+  if (day < 1 || day > dmax || hour > 23 || minute > 59 || second > 60)
+    return 0;
+  struct tm tm = {0};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second; /* 60, a leap second, rolls into the next minute */
+  time_t t = timegm(&tm);
+  *out = (int64_t)t;
+  return 1;
+}
+
+struct ctx {
+  const struct kb_jsonfile *f; /* the document (borrowed) */
+  struct kb_campaign *c;       /* being filled (borrowed) */
+  struct kb_error *err;        /* first error goes here (borrowed) */
+};
+
+static int nomem(struct ctx *x) {
+  return kb_error_set(x->err, KB_ENOMEM, "%s: out of memory", x->f->name);
+}
+
+static const char *const tier_fields[] = {"name",        "cost_ms",     "input_sets",
+                                          "warmup",      "min_samples", "max_samples",
+                                          "max_seconds", "noise",       "timeout_seconds",
+                                          NULL};
+
+static int parse_tier(struct ctx *x, json_t *item, const char *path, int index) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_tier *t = &x->c->tiers[index];
+  if (!json_is_object(item))
+    return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be an object", path);
+  int rc = kb_jsonfile_check_unknown(f, item, path, tier_fields, x->err);
+  if (rc)
+    return rc;
+  const char *name = NULL;
+  rc = kb_json_get_string(f, item, path, "name", 1, &name, x->err);
+  if (rc)
+    return rc;
+  char full[KB_JSON_PATH_MAX];
+  kb_json_path(full, sizeof full, path, "name");
+  if (!kb_id_valid(name))
+    return kb_jsonfile_fail(f, x->err, full,
+                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
+                            "starting with a letter or digit",
+                            full);
+  if (index == 0 && strcmp(name, "compile") != 0)
+    return kb_jsonfile_fail(f, x->err, full,
+                            "\"%s\" must be \"compile\": the first tier is the compile tier",
+                            full);
+  for (int j = 0; j < index; j++)
+    if (strcmp(x->c->tiers[j].name, name) == 0)
+      return kb_jsonfile_fail(f, x->err, full, "\"%s\" repeats the tier name \"%s\"", full,
+                              name);
+  /* a tier named like a default one starts from its values; any other needs every field */
+  int required = 1;
+  memset(t, 0, sizeof *t);
+  for (int d = 0; d < N_DEFAULT_TIERS; d++) {
+    if (strcmp(default_tiers[d].name, name) == 0) {
+      *t = default_tiers[d];
+      required = 0;
+    }
+  }
+  snprintf(t->name, sizeof t->name, "%s", name);
+  int64_t v;
+  v = t->cost_ms;
+  rc = kb_json_get_int(f, item, path, "cost_ms", required, 0, INT64_MAX, &v, x->err);
+  t->cost_ms = v;
+  v = t->input_sets;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, item, path, "input_sets", required, 0, KB_MAX_SETS, &v, x->err);
+  t->input_sets = (int)v;
+  v = t->warmup;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, item, path, "warmup", required, 0, SAMPLES_MAX, &v, x->err);
+  t->warmup = (int)v;
+  v = t->min_samples;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, item, path, "min_samples", required, 1, SAMPLES_MAX, &v, x->err);
+  t->min_samples = (int)v;
+  v = t->max_samples;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, item, path, "max_samples", required, 1, SAMPLES_MAX, &v, x->err);
+  t->max_samples = (int)v;
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, item, path, "max_seconds", required, DBL_MIN, DBL_MAX,
+                            &t->max_seconds, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, item, path, "noise", required, DBL_MIN, DBL_MAX, &t->noise,
+                            x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, item, path, "timeout_seconds", required, DBL_MIN, DBL_MAX,
+                            &t->timeout_s, x->err);
+  if (rc)
+    return rc;
+  /* the compile tier does not time, so its sample counts are not checked against each other */
+  if (index > 0 && t->min_samples > t->max_samples) {
+    kb_json_path(full, sizeof full, path, "min_samples");
+    return kb_jsonfile_fail(f, x->err, full,
+                            "\"%s\" (%d) must not exceed \"%s.max_samples\" (%d)", full,
+                            t->min_samples, path, t->max_samples);
+  }
+  return KB_OK;
+}
+
+static int parse_ladder(struct ctx *x, json_t *root) {
+  json_t *arr = NULL;
+  int rc = kb_json_get_array(x->f, root, "", "ladder", 0, 1, KB_MAX_TIERS, &arr, x->err);
+  if (rc || arr == NULL)
+    return rc;
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    char path[KB_JSON_PATH_MAX];
+    kb_json_index_path(path, sizeof path, "ladder", i);
+    rc = parse_tier(x, json_array_get(arr, i), path, (int)i);
+    if (rc)
+      return rc;
+  }
+  x->c->n_tiers = (int)json_array_size(arr);
+  return KB_OK;
+}
+
+static const char *const budget_fields[] = {"gpu_seconds", "llm_tokens", NULL};
+
+static int parse_budget(struct ctx *x, json_t *root) {
+  json_t *budget = NULL;
+  int rc = kb_json_get_object(x->f, root, "", "budget", 1, &budget, x->err);
+  if (rc == KB_OK)
+    rc = kb_jsonfile_check_unknown(x->f, budget, "budget", budget_fields, x->err);
+  double seconds = 0;
+  if (rc == KB_OK)
+    rc = kb_json_get_number(x->f, budget, "budget", "gpu_seconds", 1, DBL_MIN, GPU_SECONDS_MAX,
+                            &seconds, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(x->f, budget, "budget", "llm_tokens", 0, 0, INT64_MAX,
+                         &x->c->budget_llm_tokens, x->err);
+  if (rc)
+    return rc;
+  x->c->budget_gpu_ms = llround(seconds * 1000.0);
+  if (x->c->budget_gpu_ms < 1)
+    x->c->budget_gpu_ms = 1; /* a positive budget never rounds down to nothing */
+  return KB_OK;
+}
+
+static const char *const generator_fields[] = {"seed", NULL};
+
+static int parse_generators(struct ctx *x, json_t *root) {
+  json_t *gen = NULL;
+  int rc = kb_json_get_object(x->f, root, "", "generators", 0, &gen, x->err);
+  if (rc || gen == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(x->f, gen, "generators", generator_fields, x->err);
+  int seed = 1;
+  if (rc == KB_OK)
+    rc = kb_json_get_bool(x->f, gen, "generators", "seed", 0, &seed, x->err);
+  return rc;
+}
+
+/* Checks the task folders exist and hold a task.json, and that no two entries name the same
+ * folder once paths are resolved (the schema only sees equal strings). */
+static int resolve_tasks(struct ctx *x, json_t *tasks) {
+  struct kb_campaign *c = x->c;
+  size_t n = json_array_size(tasks);
+  c->task_dirs = kb_calloc(n, sizeof *c->task_dirs);
+  if (c->task_dirs == NULL)
+    return nomem(x);
+  for (size_t i = 0; i < n; i++) {
+    char path[KB_JSON_PATH_MAX];
+    kb_json_index_path(path, sizeof path, "tasks", i);
+    const char *rel = json_string_value(json_array_get(tasks, i));
+    char *abs = kb_path_resolve(c->dir, rel);
+    if (abs == NULL)
+      return nomem(x);
+    struct stat st;
+    const char *why = NULL;
+    if (stat(abs, &st) != 0)
+      why = strerror(errno);
+    else if (!S_ISDIR(st.st_mode))
+      why = "not a folder";
+    if (why != NULL) {
+      kb_free(abs);
+      return kb_jsonfile_fail(x->f, x->err, path, "\"%s\": no task folder \"%s\": %s", path, rel,
+                              why);
+    }
+    char real[PATH_MAX];
+    int have_real = realpath(abs, real) != NULL;
+    kb_free(abs);
+    if (!have_real)
+      return kb_jsonfile_fail(x->f, x->err, path, "\"%s\": cannot resolve \"%s\": %s", path,
+                              rel, strerror(errno));
+    char json_path[PATH_MAX + 16];
+    int len = snprintf(json_path, sizeof json_path, "%s/task.json", real);
+    if (len < 0 || (size_t)len >= sizeof json_path || access(json_path, R_OK) != 0)
+      return kb_jsonfile_fail(x->f, x->err, path,
+                              "\"%s\": task folder \"%s\" has no readable task.json", path, rel);
+    for (int j = 0; j < c->n_tasks; j++) {
+      if (strcmp(c->task_dirs[j], real) == 0) {
+        char other[KB_JSON_PATH_MAX];
+        kb_json_index_path(other, sizeof other, "tasks", (size_t)j);
+        return kb_jsonfile_fail(x->f, x->err, path,
+                                "\"%s\" names the same task folder as \"%s\"", path, other);
+      }
+    }
+    c->task_dirs[i] = kb_strdup(real);
+    if (c->task_dirs[i] == NULL)
+      return nomem(x);
+    c->n_tasks = (int)i + 1;
+  }
+  return KB_OK;
+}
+
+static const char *const campaign_fields[] = {
+    "schema",        "id",          "name",   "backend",    "tasks",          "budget",
+    "deadline",      "max_attempts", "lease_seconds", "results_dir", "ladder", "generators",
+    "target_speedup", NULL};
+
+static int parse_campaign(struct ctx *x) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_campaign *c = x->c;
+  json_t *root = f->root;
+  if (!json_is_object(root))
+    return kb_jsonfile_fail(f, x->err, "", "a campaign must be a JSON object");
+  int rc = kb_jsonfile_check_unknown(f, root, "", campaign_fields, x->err);
+  if (rc)
+    return rc;
+  const char *s = NULL;
+  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (strcmp(s, CAMPAIGN_SCHEMA) != 0)
+    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" CAMPAIGN_SCHEMA "\"");
+  rc = kb_json_get_string(f, root, "", "id", 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (!kb_id_valid(s))
+    return kb_jsonfile_fail(f, x->err, "id",
+                            "\"id\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
+                            "starting with a letter or digit");
+  snprintf(c->id, sizeof c->id, "%s", s);
+  const char *name = c->id;
+  rc = kb_json_get_string(f, root, "", "name", 0, &name, x->err);
+  if (rc)
+    return rc;
+  if (name[0] == '\0')
+    return kb_jsonfile_fail(f, x->err, "name", "\"name\" must be a non-empty string");
+  c->name = kb_strdup(name);
+  if (c->name == NULL)
+    return nomem(x);
+  static const char *const backends[] = {"host", "cuda", NULL};
+  rc = kb_json_get_enum(f, root, "", "backend", 1, backends, &c->backend, x->err);
+  if (rc)
+    return rc;
+
+  json_t *tasks = NULL;
+  rc = kb_json_get_array(f, root, "", "tasks", 1, 1, KB_MAX_TASKS, &tasks, x->err);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < json_array_size(tasks); i++) {
+    char path[KB_JSON_PATH_MAX];
+    kb_json_index_path(path, sizeof path, "tasks", i);
+    json_t *t = json_array_get(tasks, i);
+    if (!json_is_string(t) || json_string_length(t) == 0)
+      return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be a non-empty string", path);
+    for (size_t j = 0; j < i; j++) {
+      if (strcmp(json_string_value(json_array_get(tasks, j)), json_string_value(t)) == 0) {
+        char other[KB_JSON_PATH_MAX];
+        kb_json_index_path(other, sizeof other, "tasks", j);
+        return kb_jsonfile_fail(f, x->err, path, "\"%s\" names the same task folder as \"%s\"",
+                                path, other);
+      }
+    }
+  }
+
+  rc = parse_budget(x, root);
+  if (rc)
+    return rc;
+  const char *deadline = NULL;
+  rc = kb_json_get_string(f, root, "", "deadline", 0, &deadline, x->err);
+  if (rc)
+    return rc;
+  if (deadline != NULL && !parse_rfc3339(deadline, &c->deadline))
+    return kb_jsonfile_fail(f, x->err, "deadline",
+                            "\"deadline\" must be an RFC 3339 UTC time like "
+                            "\"2026-12-01T08:00:00Z\": \"%s\"",
+                            deadline);
+  int64_t v = 3;
+  rc = kb_json_get_int(f, root, "", "max_attempts", 0, 1, 20, &v, x->err);
+  if (rc)
+    return rc;
+  c->max_attempts = (int)v;
+  v = 120;
+  rc = kb_json_get_int(f, root, "", "lease_seconds", 0, 5, 86400, &v, x->err);
+  if (rc)
+    return rc;
+  c->lease_seconds = (int)v;
+  const char *results = "results";
+  rc = kb_json_get_string(f, root, "", "results_dir", 0, &results, x->err);
+  if (rc)
+    return rc;
+  if (results[0] == '\0')
+    return kb_jsonfile_fail(f, x->err, "results_dir", "\"results_dir\" must be a non-empty string");
+  c->results_dir = kb_path_resolve(c->dir, results);
+  if (c->results_dir == NULL)
+    return nomem(x);
+  kb_campaign_default_ladder(c);
+  rc = parse_ladder(x, root);
+  if (rc == KB_OK)
+    rc = parse_generators(x, root);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, root, "", "target_speedup", 0, DBL_MIN, DBL_MAX,
+                            &c->target_speedup, x->err);
+  /* the file system last: every check of the text itself comes first */
+  if (rc == KB_OK)
+    rc = resolve_tasks(x, tasks);
+  return rc;
+}
+
+int kb_campaign_load(const char *path, struct kb_campaign *c, struct kb_error *err) {
+  memset(c, 0, sizeof *c);
+  struct kb_jsonfile f;
+  int rc = kb_jsonfile_load(&f, path, err);
+  if (rc)
+    return rc;
+  struct ctx x = {.f = &f, .c = c, .err = err};
+  char real[PATH_MAX];
+  if (realpath(path, real) != NULL)
+    c->path = kb_strdup(real);
+  else
+    c->path = kb_path_resolve(NULL, path);
+  if (c->path != NULL) {
+    char *slash = strrchr(c->path, '/');
+    size_t len = slash != NULL && slash != c->path ? (size_t)(slash - c->path) : 1;
+    c->dir = kb_strndup(c->path, len);
+  }
+  if (c->path == NULL || c->dir == NULL)
+    rc = nomem(&x);
+  if (rc == KB_OK)
+    rc = parse_campaign(&x);
+  if (rc == KB_OK) {
+    c->spec_json = f.text;
+    f.text = NULL;
+  }
+  kb_jsonfile_release(&f);
+  if (rc)
+    kb_campaign_release(c);
+  return rc;
+}

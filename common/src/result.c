@@ -1,0 +1,411 @@
+/* Evaluation results and their JSON form (see kb/result.h and schemas/result.schema.json; keep
+ * the checks here and the schema agreeing).
+ */
+#include "kb/result.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kb/alloc.h"
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "kb/jsonfile.h"
+
+#define RESULT_SCHEMA "kernelbrain.result/1"
+#define ATTEMPT_MAX 1000
+
+static const char *const status_names[] = {
+#define KB_STATUS_NAME(n, s) s,
+    KB_STATUS_MAP(KB_STATUS_NAME)
+#undef KB_STATUS_NAME
+        NULL};
+static const char *const backend_names[] = {"host", "cuda", NULL};
+
+const char *kb_status_name(int status) {
+  if (status < 0 || status >= KB_STATUS_COUNT)
+    return "unknown";
+  return status_names[status];
+}
+
+int kb_status_from_name(const char *name) {
+  for (int i = 0; i < KB_STATUS_COUNT; i++)
+    if (strcmp(name, status_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+void kb_result_init(struct kb_result *r) {
+  memset(r, 0, sizeof *r);
+  r->tier = -1;
+  r->attempt = -1;
+  r->backend = -1;
+  r->status = -1;
+  r->compile_s = NAN;
+  r->registers = -1;
+  r->spills = -1;
+  r->shared_bytes = -1;
+  r->max_abs_err = NAN;
+  r->max_rel_err = NAN;
+  r->timing.median_us = NAN;
+  r->timing.p10_us = NAN;
+  r->timing.p90_us = NAN;
+  r->timing.mean_us = NAN;
+  r->timing.min_us = NAN;
+  r->timing.noise = NAN;
+  r->started = NAN;
+  r->finished = NAN;
+}
+
+void kb_result_release(struct kb_result *r) {
+  if (r == NULL)
+    return;
+  kb_free(r->compile_log);
+  r->compile_log = NULL;
+}
+
+/* 1 when `s` is `min`..`max` printable ASCII characters. */
+static int printable(const char *s, size_t min, size_t max) {
+  size_t n = strlen(s);
+  if (n < min || n > max)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] > 0x7E)
+      return 0;
+  return 1;
+}
+
+/* --- decoding ------------------------------------------------------------------------------ */
+
+struct ctx {
+  const struct kb_jsonfile *f; /* the document (borrowed) */
+  struct kb_result *r;         /* being filled (borrowed) */
+  struct kb_error *err;        /* first error goes here (borrowed) */
+};
+
+/* A required string field of 1..63 id characters, copied into `out` (KB_ID_MAX bytes). */
+static int get_id(struct ctx *x, json_t *obj, const char *key, char *out) {
+  const char *s = NULL;
+  int rc = kb_json_get_string(x->f, obj, "", key, 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (!kb_id_valid(s))
+    return kb_jsonfile_fail(x->f, x->err, key,
+                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
+                            "starting with a letter or digit",
+                            key);
+  snprintf(out, KB_ID_MAX, "%s", s);
+  return KB_OK;
+}
+
+/* A required string of `min`..`size`-1 printable ASCII characters, copied into `out`. */
+static int get_printable(struct ctx *x, json_t *obj, const char *key, size_t min, char *out,
+                         size_t size) {
+  const char *s = NULL;
+  int rc = kb_json_get_string(x->f, obj, "", key, 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (!printable(s, min, size - 1))
+    return kb_jsonfile_fail(x->f, x->err, key,
+                            "\"%s\" must be %zu to %zu printable ascii characters", key, min,
+                            size - 1);
+  snprintf(out, size, "%s", s);
+  return KB_OK;
+}
+
+/* An optional int field in 0..INT_MAX stored into an int. */
+static int get_count(struct ctx *x, json_t *obj, const char *path, const char *key, int required,
+                     int64_t min, int64_t max, int *out) {
+  int64_t v = *out;
+  int rc = kb_json_get_int(x->f, obj, path, key, required, min, max, &v, x->err);
+  if (rc == KB_OK)
+    *out = (int)v;
+  return rc;
+}
+
+static const char *const compile_fields[] = {"seconds",      "cached", "registers", "spills",
+                                             "shared_bytes", "log",    NULL};
+static const char *const check_fields[] = {"sets", "max_abs_err", "max_rel_err", NULL};
+static const char *const timing_fields[] = {"median_us", "p10_us", "p90_us",  "mean_us", "min_us",
+                                            "noise",     "samples", "warmup", NULL};
+static const char *const result_fields[] = {
+    "schema",  "campaign", "task",    "candidate", "tier",     "tier_name", "attempt",
+    "charge_id", "runner", "backend", "device",    "status",   "reason",    "compile",
+    "check",   "timing",   "cost_ms", "started",   "finished", NULL};
+
+static int parse_compile(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_result *r = x->r;
+  json_t *o = NULL;
+  int rc = kb_json_get_object(f, root, "", "compile", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(f, o, "compile", compile_fields, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, "compile", "seconds", 0, 0, DBL_MAX, &r->compile_s, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_bool(f, o, "compile", "cached", 0, &r->compile_cached, x->err);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "compile", "registers", 0, 0, INT_MAX, &r->registers);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "compile", "spills", 0, 0, INT_MAX, &r->spills);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "compile", "shared_bytes", 0, 0, INT_MAX, &r->shared_bytes);
+  const char *log = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_string(f, o, "compile", "log", 0, &log, x->err);
+  if (rc == KB_OK && log != NULL) {
+    r->compile_log = kb_strdup(log);
+    if (r->compile_log == NULL)
+      rc = kb_error_set(x->err, KB_ENOMEM, "%s: out of memory", f->name);
+  }
+  return rc;
+}
+
+static int parse_check(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_result *r = x->r;
+  json_t *o = NULL;
+  int rc = kb_json_get_object(f, root, "", "check", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(f, o, "check", check_fields, x->err);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "check", "sets", 1, 0, KB_MAX_SETS, &r->sets_checked);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, "check", "max_abs_err", 0, 0, DBL_MAX, &r->max_abs_err,
+                            x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, "check", "max_rel_err", 0, 0, DBL_MAX, &r->max_rel_err,
+                            x->err);
+  return rc;
+}
+
+static int parse_timing(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_timing *t = &x->r->timing;
+  json_t *o = NULL;
+  int rc = kb_json_get_object(f, root, "", "timing", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(f, o, "timing", timing_fields, x->err);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "timing", "samples", 1, 1, INT_MAX, &t->samples);
+  if (rc == KB_OK)
+    rc = get_count(x, o, "timing", "warmup", 1, 0, INT_MAX, &t->warmup);
+  struct {
+    const char *key;
+    double *out;
+  } nums[] = {{"median_us", &t->median_us}, {"p10_us", &t->p10_us}, {"p90_us", &t->p90_us},
+              {"mean_us", &t->mean_us},     {"min_us", &t->min_us}, {"noise", &t->noise}};
+  for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
+    rc = kb_json_get_number(f, o, "timing", nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
+  return rc;
+}
+
+static int parse_result(struct ctx *x) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_result *r = x->r;
+  json_t *root = f->root;
+  if (!json_is_object(root))
+    return kb_jsonfile_fail(f, x->err, "", "a result must be a JSON object");
+  int rc = kb_jsonfile_check_unknown(f, root, "", result_fields, x->err);
+  if (rc)
+    return rc;
+  const char *s = NULL;
+  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (strcmp(s, RESULT_SCHEMA) != 0)
+    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" RESULT_SCHEMA "\"");
+  rc = get_id(x, root, "campaign", r->campaign);
+  if (rc == KB_OK)
+    rc = get_id(x, root, "task", r->task);
+  if (rc == KB_OK)
+    rc = kb_json_get_string(f, root, "", "candidate", 1, &s, x->err);
+  if (rc)
+    return rc;
+  if (!kb_candidate_id_valid(s))
+    return kb_jsonfile_fail(f, x->err, "candidate", "\"candidate\" must be 64 lowercase hex digits");
+  snprintf(r->candidate, sizeof r->candidate, "%s", s);
+  rc = get_count(x, root, "", "tier", 1, 0, KB_MAX_TIERS - 1, &r->tier);
+  if (rc == KB_OK)
+    rc = get_id(x, root, "tier_name", r->tier_name);
+  if (rc == KB_OK)
+    rc = get_count(x, root, "", "attempt", 1, 1, ATTEMPT_MAX, &r->attempt);
+  if (rc == KB_OK)
+    rc = get_printable(x, root, "charge_id", 1, r->charge_id, sizeof r->charge_id);
+  if (rc == KB_OK)
+    rc = get_printable(x, root, "runner", 1, r->runner, sizeof r->runner);
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, root, "", "backend", 1, backend_names, &r->backend, x->err);
+  if (rc == KB_OK)
+    rc = get_printable(x, root, "device", 0, r->device, sizeof r->device);
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, root, "", "status", 1, status_names, &r->status, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_string(f, root, "", "reason", 1, &s, x->err);
+  if (rc)
+    return rc;
+  /* free text: keep what fits, cut at a character boundary */
+  size_t n = strlen(s);
+  if (n > sizeof r->reason - 1) {
+    n = sizeof r->reason - 1;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+      n--;
+  }
+  memcpy(r->reason, s, n);
+  r->reason[n] = '\0';
+  rc = parse_compile(x, root);
+  if (rc == KB_OK)
+    rc = parse_check(x, root);
+  if (rc == KB_OK)
+    rc = parse_timing(x, root);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, root, "", "cost_ms", 1, 0, INT64_MAX, &r->cost_ms, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, root, "", "started", 0, 0, DBL_MAX, &r->started, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, root, "", "finished", 0, 0, DBL_MAX, &r->finished, x->err);
+  return rc;
+}
+
+int kb_result_from_json(const char *text, const char *where, struct kb_result *r,
+                        struct kb_error *err) {
+  kb_result_init(r);
+  struct kb_jsonfile f;
+  int rc = kb_jsonfile_parse(&f, where, text, err);
+  if (rc)
+    return rc;
+  struct ctx x = {.f = &f, .r = r, .err = err};
+  rc = parse_result(&x);
+  kb_jsonfile_release(&f);
+  if (rc) {
+    kb_result_release(r);
+    kb_result_init(r);
+  }
+  return rc;
+}
+
+/* --- encoding ------------------------------------------------------------------------------ */
+
+/* Sets key to a real when `v` is known (finite), else leaves it out. Returns 0 or -1. */
+static int set_real(json_t *o, const char *key, double v) {
+  if (!isfinite(v))
+    return 0;
+  return json_object_set_new(o, key, json_real(v));
+}
+
+/* Sets key to an integer when `v` is known (>= 0), else leaves it out. */
+static int set_count(json_t *o, const char *key, int v) {
+  if (v < 0)
+    return 0;
+  return json_object_set_new(o, key, json_integer(v));
+}
+
+/* Sets key to free text made valid UTF-8 (a runner may have cut a character in half). */
+static int set_text(json_t *o, const char *key, const char *s) {
+  char *clean = kb_json_utf8_sanitize(s);
+  if (clean == NULL)
+    return -1;
+  int rc = json_object_set_new(o, key, json_string(clean));
+  kb_free(clean);
+  return rc;
+}
+
+static json_t *encode(const struct kb_result *r) {
+  json_t *o = json_object();
+  if (o == NULL)
+    return NULL;
+  int bad = 0;
+  bad |= json_object_set_new(o, "schema", json_string(RESULT_SCHEMA));
+  bad |= set_text(o, "campaign", r->campaign);
+  bad |= set_text(o, "task", r->task);
+  bad |= set_text(o, "candidate", r->candidate);
+  bad |= json_object_set_new(o, "tier", json_integer(r->tier));
+  bad |= set_text(o, "tier_name", r->tier_name);
+  bad |= json_object_set_new(o, "attempt", json_integer(r->attempt));
+  bad |= set_text(o, "charge_id", r->charge_id);
+  bad |= set_text(o, "runner", r->runner);
+  bad |= json_object_set_new(o, "backend", json_string(kb_backend_name(r->backend)
+                                                           ? kb_backend_name(r->backend)
+                                                           : "unknown"));
+  bad |= set_text(o, "device", r->device);
+  bad |= json_object_set_new(o, "status", json_string(kb_status_name(r->status)));
+  bad |= set_text(o, "reason", r->reason);
+  /* each part is filled before it is attached: a failed set frees the value it was given */
+  int has_compile = isfinite(r->compile_s) || r->compile_cached || r->registers >= 0 ||
+                    r->spills >= 0 || r->shared_bytes >= 0 || r->compile_log != NULL;
+  if (has_compile) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "seconds", r->compile_s);
+      bad |= json_object_set_new(c, "cached", json_boolean(r->compile_cached));
+      bad |= set_count(c, "registers", r->registers);
+      bad |= set_count(c, "spills", r->spills);
+      bad |= set_count(c, "shared_bytes", r->shared_bytes);
+      if (r->compile_log != NULL)
+        bad |= set_text(c, "log", r->compile_log);
+    }
+    bad |= json_object_set_new(o, "compile", c);
+  }
+  if (r->sets_checked != 0 || isfinite(r->max_abs_err) || isfinite(r->max_rel_err)) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= json_object_set_new(c, "sets", json_integer(r->sets_checked));
+      bad |= set_real(c, "max_abs_err", r->max_abs_err);
+      bad |= set_real(c, "max_rel_err", r->max_rel_err);
+    }
+    bad |= json_object_set_new(o, "check", c);
+  }
+  if (r->timing.samples != 0) {
+    const struct kb_timing *t = &r->timing;
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "median_us", t->median_us);
+      bad |= set_real(c, "p10_us", t->p10_us);
+      bad |= set_real(c, "p90_us", t->p90_us);
+      bad |= set_real(c, "mean_us", t->mean_us);
+      bad |= set_real(c, "min_us", t->min_us);
+      bad |= set_real(c, "noise", t->noise);
+      bad |= json_object_set_new(c, "samples", json_integer(t->samples));
+      bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
+    }
+    bad |= json_object_set_new(o, "timing", c);
+  }
+  bad |= json_object_set_new(o, "cost_ms", json_integer(r->cost_ms));
+  bad |= set_real(o, "started", r->started);
+  bad |= set_real(o, "finished", r->finished);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *err) {
+  *out = NULL;
+  json_t *o = encode(r);
+  if (o == NULL)
+    return kb_error_set(err, KB_ENOMEM, "result of %s: out of memory", r->candidate);
+  char *text = NULL;
+  int rc = kb_json_dump_compact(o, &text);
+  json_decref(o);
+  if (rc)
+    return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
+  /* emit only what kb_result_from_json (and so the schema) accepts */
+  struct kb_result check;
+  struct kb_error why = {0};
+  rc = kb_result_from_json(text, "result", &check, &why);
+  kb_result_release(&check);
+  if (rc) {
+    kb_free(text);
+    if (rc == KB_ENOMEM)
+      return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
+    return kb_error_set(err, KB_EINVAL, "cannot encode result of %s: %s", r->candidate, why.msg);
+  }
+  *out = text;
+  return KB_OK;
+}

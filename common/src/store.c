@@ -1,0 +1,1626 @@
+/* The HDF5 result store (see kb/store.h; the file layout is schemas/hdf5-layout.md).
+ *
+ * Design, in short:
+ * - SWMR. The file is created complete (every group, dataset and attribute it will ever hold) in
+ *   "<path>.tmp" and renamed into place, then opened with H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE and
+ *   the latest format, so it is never open for writing outside SWMR mode. HDF5 1.10 forbids creating objects or attributes in SWMR write mode, so the
+ *   variable-sized texts (sources, compile logs) go to extendible 1-D uint8 "heaps"
+ *   (/sources/data, /compile_logs/data) addressed by (offset, length) columns of the tables.
+ * - Commit point. Rows and heap bytes are appended at any time; kb_store_flush() flushes them,
+ *   and only then writes the root attribute "commit" (row and byte counts) and flushes again. On
+ *   open, anything past the committed counts (half-written by a killed writer) is cut off, and
+ *   the per-candidate columns that evaluations update in place are recomputed from the committed
+ *   evaluations, so a crash at any moment leaves exactly the flushed state.
+ * - Recovery. A writer killed in SWMR mode leaves the superblock status flags set, and H5Fopen
+ *   refuses the file. HDF5 1.10.8 has no public call to clear them (h5clear uses the private
+ *   file-access property "clear_status_flags", which is not in the installed headers), so the
+ *   store runs the h5clear tool: `h5clear -s`, then `h5clear -s --increment=0` (also repairs a
+ *   stored end-of-allocation past the end of the file), reopening after each.
+ * - A lock. The store holds flock() on "<path>.lock" while open. HDF5 drops its own file lock in
+ *   SWMR write mode, so without this a second writer could h5clear a file that is in use.
+ * - Dedup. On open the candidate ids and (candidate, tier, attempt) keys are read into two
+ *   open-addressing hash sets. Not hsearch_r(): it is a GNU extension (this is strict C11 +
+ *   POSIX), its table cannot grow after hcreate_r(), and it keeps pointers to keys the caller
+ *   must keep alive; these sets grow, and store row indices into s->cands instead of keys.
+ * - Errors. HDF5's automatic error printing is switched off for the duration of each call (and
+ *   restored after), and the innermost HDF5 error description goes into struct kb_error with
+ *   the path and the operation.
+ */
+#include "kb/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+
+extern char **environ;
+
+#define STORE_FORMAT "kernelbrain.h5/1"
+#define ID_SIZE (KB_CAND_ID_LEN + 1) /* fixed string size of a candidate id column */
+#define STATUS_SIZE 16               /* fixed string size of a status column */
+#define TEXT_SIZE 256                /* fixed string size of knobs, flags, reason */
+#define CAND_CHUNK 32                /* rows per chunk of /candidates */
+#define EVAL_CHUNK 64                /* rows per chunk of /evaluations */
+#define HEAP_CHUNK 16384             /* bytes per chunk of the uint8 heaps */
+#define READ_BATCH 1024              /* rows read at a time on open */
+
+_Static_assert(sizeof(int) == 4, "int columns are stored as 32-bit integers");
+
+/* ---- rows as they are in memory; the file types are packed little-endian versions ---------- */
+
+struct cand_row {
+  char id[ID_SIZE];
+  char task[KB_ID_MAX];
+  char name[KB_ID_MAX];
+  char generator[16];
+  char parent0[ID_SIZE];
+  char parent1[ID_SIZE];
+  char knobs[TEXT_SIZE];
+  char flags[TEXT_SIZE];
+  double created;            /* unix seconds */
+  int best_tier;             /* -1 until evaluated */
+  char status[STATUS_SIZE];  /* status of the best evaluation; "" until evaluated */
+  int n_evaluations;
+  int64_t source_offset;     /* bytes into /sources/data */
+  int64_t source_len;        /* bytes */
+};
+
+struct eval_row {
+  char candidate[ID_SIZE];
+  int tier;
+  char tier_name[KB_ID_MAX];
+  int attempt;
+  char status[STATUS_SIZE];
+  char reason[TEXT_SIZE];
+  char runner[KB_ID_MAX];
+  char device[KB_ID_MAX];
+  char charge_id[160];
+  double started;            /* unix seconds */
+  double finished;           /* unix seconds */
+  double compile_s;          /* seconds */
+  int compile_cached;
+  int registers;
+  int spills;                /* bytes */
+  int shared_bytes;          /* bytes */
+  int sets_checked;
+  double max_abs_err;
+  double max_rel_err;
+  int samples;
+  int warmup;
+  double median_us;          /* microseconds */
+  double p10_us;
+  double p90_us;
+  double mean_us;
+  double min_us;
+  double noise;              /* relative */
+  int64_t cost_ms;           /* milliseconds */
+  int64_t compile_log_offset; /* bytes into /compile_logs/data */
+  int64_t compile_log_len;   /* bytes; 0 when there is no log */
+};
+
+/* The candidate columns an evaluation updates in place (a partial compound write). */
+struct agg_row {
+  int best_tier;
+  char status[STATUS_SIZE];
+  int n_evaluations;
+};
+
+/* What open reads back from /candidates (a partial compound read). */
+struct cand_key_row {
+  char id[ID_SIZE];
+  struct agg_row agg;
+};
+
+/* What open reads back from /evaluations. */
+struct eval_key_row {
+  char candidate[ID_SIZE];
+  int tier;
+  int attempt;
+  char status[STATUS_SIZE];
+};
+
+/* The root attribute "commit": everything below these counts is flushed. */
+struct commit_rec {
+  int64_t candidates;
+  int64_t evaluations;
+  int64_t source_bytes;
+  int64_t compile_log_bytes;
+};
+
+enum ftype { FT_STR, FT_I32, FT_I64, FT_F64 };
+
+struct field {
+  const char *name; /* member name in the file */
+  size_t offset;    /* in the memory struct */
+  size_t size;      /* bytes, in memory and in the file */
+  enum ftype type;
+};
+
+#define MSIZE(st, m) sizeof(((struct st *)0)->m)
+#define F_STR(st, m) {#m, offsetof(struct st, m), MSIZE(st, m), FT_STR}
+#define F_I32(st, m) {#m, offsetof(struct st, m), 4, FT_I32}
+#define F_I64(st, m) {#m, offsetof(struct st, m), 8, FT_I64}
+#define F_F64(st, m) {#m, offsetof(struct st, m), 8, FT_F64}
+#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct field cand_fields[] = {
+    F_STR(cand_row, id),          F_STR(cand_row, task),          F_STR(cand_row, name),
+    F_STR(cand_row, generator),   F_STR(cand_row, parent0),       F_STR(cand_row, parent1),
+    F_STR(cand_row, knobs),       F_STR(cand_row, flags),         F_F64(cand_row, created),
+    F_I32(cand_row, best_tier),   F_STR(cand_row, status),        F_I32(cand_row, n_evaluations),
+    F_I64(cand_row, source_offset), F_I64(cand_row, source_len),
+};
+
+static const struct field eval_fields[] = {
+    F_STR(eval_row, candidate),   F_I32(eval_row, tier),          F_STR(eval_row, tier_name),
+    F_I32(eval_row, attempt),     F_STR(eval_row, status),        F_STR(eval_row, reason),
+    F_STR(eval_row, runner),      F_STR(eval_row, device),        F_STR(eval_row, charge_id),
+    F_F64(eval_row, started),     F_F64(eval_row, finished),      F_F64(eval_row, compile_s),
+    F_I32(eval_row, compile_cached), F_I32(eval_row, registers),  F_I32(eval_row, spills),
+    F_I32(eval_row, shared_bytes), F_I32(eval_row, sets_checked), F_F64(eval_row, max_abs_err),
+    F_F64(eval_row, max_rel_err), F_I32(eval_row, samples),       F_I32(eval_row, warmup),
+    F_F64(eval_row, median_us),   F_F64(eval_row, p10_us),        F_F64(eval_row, p90_us),
+    F_F64(eval_row, mean_us),     F_F64(eval_row, min_us),        F_F64(eval_row, noise),
+    F_I64(eval_row, cost_ms),     F_I64(eval_row, compile_log_offset),
+    F_I64(eval_row, compile_log_len),
+};
+
+static const struct field agg_fields[] = {
+    F_I32(agg_row, best_tier), F_STR(agg_row, status), F_I32(agg_row, n_evaluations),
+};
+
+static const struct field cand_key_fields[] = {
+    F_STR(cand_key_row, id),
+    {"best_tier", offsetof(struct cand_key_row, agg.best_tier), 4, FT_I32},
+    {"status", offsetof(struct cand_key_row, agg.status), STATUS_SIZE, FT_STR},
+    {"n_evaluations", offsetof(struct cand_key_row, agg.n_evaluations), 4, FT_I32},
+};
+
+static const struct field eval_key_fields[] = {
+    F_STR(eval_key_row, candidate), F_I32(eval_key_row, tier), F_I32(eval_key_row, attempt),
+    F_STR(eval_key_row, status),
+};
+
+static const struct field commit_fields[] = {
+    F_I64(commit_rec, candidates), F_I64(commit_rec, evaluations),
+    F_I64(commit_rec, source_bytes), F_I64(commit_rec, compile_log_bytes),
+};
+
+/* Status names from the same X-macro as kb_status_name(), kept here so that the store does not
+ * depend on result.c. */
+static const char *const status_names[] = {
+#define KB_STORE_STATUS_NAME(n, s) s,
+    KB_STATUS_MAP(KB_STORE_STATUS_NAME)
+#undef KB_STORE_STATUS_NAME
+};
+
+/* ---- hash sets ------------------------------------------------------------------------------ */
+
+/* What the store remembers per candidate row (index = row in /candidates). */
+struct cand_mem {
+  char id[ID_SIZE];
+  int best_tier;            /* -1 until evaluated */
+  int best_attempt;         /* attempt of the best evaluation; 0 until evaluated */
+  char status[STATUS_SIZE]; /* status of the best evaluation; "" until evaluated */
+  int n_evaluations;
+};
+
+/* Open addressing, linear probing, at most half full. Slots hold row indices, -1 when empty. */
+struct cand_set {
+  int64_t *slots; /* owned */
+  size_t cap;     /* a power of two, or 0 */
+  size_t n;
+};
+
+struct eval_key {
+  int64_t cand; /* candidate row; -1 marks an empty slot */
+  int tier;
+  int attempt;
+};
+
+struct eval_set {
+  struct eval_key *slots; /* owned */
+  size_t cap;             /* a power of two, or 0 */
+  size_t n;
+};
+
+/* FNV-1a over at most `max` bytes of `s`. */
+static uint64_t hash_str(const char *s, size_t max) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < max && s[i] != '\0'; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* splitmix64's finalizer: spreads every input bit over the result. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+static uint64_t hash_key(const struct eval_key *k) {
+  return mix64((uint64_t)k->cand * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uint32_t)k->tier << 32 ^
+               (uint32_t)k->attempt);
+}
+
+/* Returns the row of candidate `id` in `set` (rows' ids in `cands`), or -1. */
+static int64_t cand_set_find(const struct cand_set *set, const struct cand_mem *cands,
+                             const char *id) {
+  if (set->cap == 0)
+    return -1;
+  size_t mask = set->cap - 1;
+  for (size_t i = hash_str(id, ID_SIZE) & mask;; i = (i + 1) & mask) {
+    int64_t row = set->slots[i];
+    if (row < 0)
+      return -1;
+    if (strncmp(cands[row].id, id, ID_SIZE) == 0)
+      return row;
+  }
+}
+
+/* Inserts `row` (known absent; capacity reserved). */
+static void cand_set_put(struct cand_set *set, const struct cand_mem *cands, int64_t row) {
+  size_t mask = set->cap - 1;
+  size_t i = hash_str(cands[row].id, ID_SIZE) & mask;
+  while (set->slots[i] >= 0)
+    i = (i + 1) & mask;
+  set->slots[i] = row;
+  set->n++;
+}
+
+/* Makes room for `want` entries. Errors: KB_ENOMEM, with the set unchanged. */
+static int cand_set_reserve(struct cand_set *set, const struct cand_mem *cands, size_t want) {
+  if (want <= set->cap / 2)
+    return KB_OK;
+  size_t cap = set->cap ? set->cap : 64;
+  while (want > cap / 2)
+    cap *= 2;
+  int64_t *slots = kb_calloc(cap, sizeof *slots);
+  if (slots == NULL)
+    return KB_ENOMEM;
+  for (size_t i = 0; i < cap; i++)
+    slots[i] = -1;
+  struct cand_set grown = {slots, cap, 0};
+  for (size_t i = 0; i < set->cap; i++)
+    if (set->slots[i] >= 0)
+      cand_set_put(&grown, cands, set->slots[i]);
+  kb_free(set->slots);
+  *set = grown;
+  return KB_OK;
+}
+
+static int eval_set_has(const struct eval_set *set, const struct eval_key *k) {
+  if (set->cap == 0)
+    return 0;
+  size_t mask = set->cap - 1;
+  for (size_t i = hash_key(k) & mask;; i = (i + 1) & mask) {
+    const struct eval_key *e = &set->slots[i];
+    if (e->cand < 0)
+      return 0;
+    if (e->cand == k->cand && e->tier == k->tier && e->attempt == k->attempt)
+      return 1;
+  }
+}
+
+/* Inserts `k` (known absent; capacity reserved). */
+static void eval_set_put(struct eval_set *set, const struct eval_key *k) {
+  size_t mask = set->cap - 1;
+  size_t i = hash_key(k) & mask;
+  while (set->slots[i].cand >= 0)
+    i = (i + 1) & mask;
+  set->slots[i] = *k;
+  set->n++;
+}
+
+/* Makes room for `want` entries. Errors: KB_ENOMEM, with the set unchanged. */
+static int eval_set_reserve(struct eval_set *set, size_t want) {
+  if (want <= set->cap / 2)
+    return KB_OK;
+  size_t cap = set->cap ? set->cap : 64;
+  while (want > cap / 2)
+    cap *= 2;
+  struct eval_key *slots = kb_calloc(cap, sizeof *slots);
+  if (slots == NULL)
+    return KB_ENOMEM;
+  for (size_t i = 0; i < cap; i++)
+    slots[i].cand = -1;
+  struct eval_set grown = {slots, cap, 0};
+  for (size_t i = 0; i < set->cap; i++)
+    if (set->slots[i].cand >= 0)
+      eval_set_put(&grown, &set->slots[i]);
+  kb_free(set->slots);
+  *set = grown;
+  return KB_OK;
+}
+
+/* ---- the store ------------------------------------------------------------------------------ */
+
+struct kb_store {
+  char *path;                /* owned */
+  char task[KB_ID_MAX];      /* root attribute "task" */
+  int lock_fd;               /* "<path>.lock", flock()ed; -1 when not open */
+  int data_fd;               /* HDF5's own descriptor (borrowed), for fsync; -1 when unknown */
+  hid_t file;
+  hid_t cand_ds, eval_ds, src_ds, log_ds;
+  hid_t cand_mt, eval_mt, agg_mt, commit_mt; /* memory types */
+  struct cand_mem *cands;    /* one per /candidates row (owned) */
+  size_t n_cands, cap_cands;
+  struct cand_set cset;
+  struct eval_set eset;
+  int64_t n_evals;           /* rows in /evaluations */
+  int64_t src_bytes;         /* bytes in /sources/data */
+  int64_t log_bytes;         /* bytes in /compile_logs/data */
+  int dirty;                 /* something was written since the last flush */
+  int failed;                /* a write failed half-way; the file must be reopened */
+  int recovered;             /* KB_STORE_RECOVERED_* bits */
+};
+
+/* Saves HDF5's automatic error printing and switches it off; quiet_end() restores it. */
+struct quiet {
+  H5E_auto2_t func;
+  void *data;
+};
+
+static void quiet_begin(struct quiet *q) {
+  q->func = NULL;
+  q->data = NULL;
+  H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void quiet_end(const struct quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func, q->data); }
+
+struct h5detail {
+  char text[240];
+};
+
+static herr_t h5walk(unsigned n, const H5E_error2_t *e, void *data) {
+  struct h5detail *d = data;
+  if (n != 0)
+    return 0;
+  if (e->desc != NULL && e->desc[0] != '\0') {
+    snprintf(d->text, sizeof d->text, "%s", e->desc);
+  } else {
+    char minor[128];
+    if (H5Eget_msg(e->min_num, NULL, minor, sizeof minor) > 0)
+      snprintf(d->text, sizeof d->text, "%s", minor);
+  }
+  return 0;
+}
+
+/* Records KB_EHDF5: "<path>: cannot <op>: <innermost hdf5 error>". Call it right after the
+ * failing HDF5 call, before any other HDF5 call replaces the error stack. Returns KB_EHDF5. */
+static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) {
+  struct h5detail d = {""};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5walk, &d);
+  char op[200];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(op, sizeof op, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    op[0] = '\0';
+  if (d.text[0] != '\0')
+    return kb_error_set(err, KB_EHDF5, "%s: cannot %s: %s", path, op, d.text);
+  return kb_error_set(err, KB_EHDF5, "%s: cannot %s", path, op);
+}
+
+static int nomem(struct kb_error *err, const char *path) {
+  return kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+}
+
+static double now_unix(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+    return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Copies at most `cap - 1` bytes of `src` (reading at most `max` bytes of it) into `dst`,
+ * NUL-terminated and NUL-padded. A cut never splits a UTF-8 sequence. */
+static void copy_text(char *dst, size_t cap, const char *src, size_t max) {
+  memset(dst, 0, cap);
+  if (src == NULL)
+    return;
+  size_t len = strnlen(src, max);
+  size_t n = len < cap - 1 ? len : cap - 1;
+  if (n < len)
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+      n--;
+  memcpy(dst, src, n);
+}
+
+/* 1 when `s` is exactly 64 lowercase hex digits (read at most ID_SIZE bytes). */
+static int is_hex_id(const char *s) {
+  if (strnlen(s, ID_SIZE) != KB_CAND_ID_LEN)
+    return 0;
+  for (size_t i = 0; i < KB_CAND_ID_LEN; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return 0;
+  return 1;
+}
+
+static const char *status_name(int status) {
+  if (status < 0 || status >= KB_STATUS_COUNT)
+    return NULL;
+  return status_names[status];
+}
+
+/* ---- HDF5 types and small helpers ----------------------------------------------------------- */
+
+/* A fixed-length, NUL-terminated UTF-8 string type of `size` bytes (new), or -1. */
+static hid_t str_type(size_t size) {
+  hid_t t = H5Tcopy(H5T_C_S1);
+  if (t < 0)
+    return t;
+  if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+      H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+    H5Tclose(t);
+    return H5I_INVALID_HID;
+  }
+  return t;
+}
+
+/* A compound type for `fields` (new), or -1. The memory type uses native types at the struct's
+ * offsets (`mem_size` bytes); the file type is packed, little-endian, in the same member order. */
+static hid_t compound_type(const struct field *f, size_t n, size_t mem_size, int file) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += f[i].size;
+  hid_t t = H5Tcreate(H5T_COMPOUND, file ? total : mem_size);
+  if (t < 0)
+    return t;
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    hid_t mt = H5I_INVALID_HID;
+    int own = 0;
+    switch (f[i].type) {
+    case FT_STR:
+      mt = str_type(f[i].size);
+      own = 1;
+      break;
+    case FT_I32:
+      mt = file ? H5T_STD_I32LE : H5T_NATIVE_INT;
+      break;
+    case FT_I64:
+      mt = file ? H5T_STD_I64LE : H5T_NATIVE_INT64;
+      break;
+    case FT_F64:
+      mt = file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE;
+      break;
+    }
+    herr_t rc = mt < 0 ? -1 : H5Tinsert(t, f[i].name, file ? off : f[i].offset, mt);
+    if (own && mt >= 0)
+      H5Tclose(mt);
+    if (rc < 0) {
+      H5Tclose(t);
+      return H5I_INVALID_HID;
+    }
+    off += f[i].size;
+  }
+  return t;
+}
+
+static void close_id(hid_t *id, herr_t (*closer)(hid_t)) {
+  if (*id >= 0)
+    closer(*id);
+  *id = H5I_INVALID_HID;
+}
+
+/* File access: latest format (SWMR needs it). New, or -1. */
+static hid_t make_fapl(void) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0)
+    return fapl;
+  if (H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
+    H5Pclose(fapl);
+    return H5I_INVALID_HID;
+  }
+  return fapl;
+}
+
+/* With `create`, creates scalar attribute `name` on `loc` with file type `type`; else opens the
+ * existing one. Then writes `buf` (memory type `type`) into it. */
+static herr_t put_attr(hid_t loc, const char *name, hid_t type, const void *buf, int create) {
+  hid_t sp = H5I_INVALID_HID, a = H5I_INVALID_HID;
+  herr_t rc = -1;
+  if (create) {
+    sp = H5Screate(H5S_SCALAR);
+    if (sp < 0)
+      goto out;
+    a = H5Acreate2(loc, name, type, sp, H5P_DEFAULT, H5P_DEFAULT);
+  } else {
+    a = H5Aopen(loc, name, H5P_DEFAULT);
+  }
+  if (a < 0)
+    goto out;
+  rc = H5Awrite(a, type, buf);
+out:
+  close_id(&a, H5Aclose);
+  close_id(&sp, H5Sclose);
+  return rc;
+}
+
+#define ATTR_STR_MAX 256 /* longest string attribute the store writes or reads, with its NUL */
+
+/* A string attribute: fixed `size` bytes, or strlen(value) + 1 when `size` is 0. `value` is cut
+ * to fit ATTR_STR_MAX. */
+static herr_t put_str_attr(hid_t loc, const char *name, const char *value, size_t size,
+                           int create) {
+  char buf[ATTR_STR_MAX];
+  size_t len = strnlen(value, ATTR_STR_MAX - 1);
+  if (size == 0 || size > ATTR_STR_MAX)
+    size = len + 1;
+  copy_text(buf, size, value, len);
+  hid_t t = str_type(size);
+  herr_t rc = t < 0 ? -1 : put_attr(loc, name, t, buf, create);
+  close_id(&t, H5Tclose);
+  return rc;
+}
+
+/* Reads string attribute `name` of `loc` into `out` (`cap` bytes, always terminated). Fails on
+ * a variable-length or longer than ATTR_STR_MAX string. */
+static herr_t get_str_attr(hid_t loc, const char *name, char *out, size_t cap) {
+  hid_t a = H5I_INVALID_HID, ft = H5I_INVALID_HID, mt = H5I_INVALID_HID;
+  char buf[ATTR_STR_MAX + 1];
+  herr_t rc = -1;
+  out[0] = '\0';
+  a = H5Aopen(loc, name, H5P_DEFAULT);
+  if (a < 0)
+    goto out;
+  ft = H5Aget_type(a);
+  if (ft < 0 || H5Tget_class(ft) != H5T_STRING || H5Tis_variable_str(ft) != 0)
+    goto out;
+  size_t size = H5Tget_size(ft);
+  if (size == 0 || size > ATTR_STR_MAX)
+    goto out;
+  mt = str_type(size);
+  memset(buf, 0, sizeof buf);
+  if (mt < 0 || H5Aread(a, mt, buf) < 0)
+    goto out;
+  copy_text(out, cap, buf, size);
+  rc = 0;
+out:
+  close_id(&mt, H5Tclose);
+  close_id(&ft, H5Tclose);
+  close_id(&a, H5Aclose);
+  return rc;
+}
+
+/* A 1-D dataset `name` under `loc`: `n` bytes of `data` (fixed size, contiguous). */
+static herr_t put_bytes(hid_t loc, const char *name, const char *data, size_t n) {
+  hsize_t dims[1] = {n};
+  hid_t sp = H5Screate_simple(1, dims, NULL);
+  if (sp < 0)
+    return -1;
+  hid_t ds = H5Dcreate2(loc, name, H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t rc = ds < 0 ? -1 : 0;
+  if (rc == 0 && n > 0)
+    rc = H5Dwrite(ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  close_id(&ds, H5Dclose);
+  close_id(&sp, H5Sclose);
+  return rc;
+}
+
+/* An empty extendible chunked 1-D dataset `name` under `loc`. */
+static herr_t make_table(hid_t loc, const char *name, hid_t type, hsize_t chunk) {
+  hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, cdims[1] = {chunk};
+  hid_t sp = H5Screate_simple(1, dims, maxdims);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  herr_t rc = -1;
+  if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, cdims) < 0)
+    goto out;
+  hid_t ds = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  if (ds < 0)
+    goto out;
+  H5Dclose(ds);
+  rc = 0;
+out:
+  close_id(&dcpl, H5Pclose);
+  close_id(&sp, H5Sclose);
+  return rc;
+}
+
+/* Current number of elements of 1-D dataset `ds`, or -1. */
+static int64_t extent_of(hid_t ds) {
+  hid_t sp = H5Dget_space(ds);
+  if (sp < 0)
+    return -1;
+  hsize_t dims[1] = {0};
+  int nd = H5Sget_simple_extent_dims(sp, dims, NULL);
+  H5Sclose(sp);
+  return nd == 1 ? (int64_t)dims[0] : -1;
+}
+
+/* Writes `n` elements of `mtype` from `buf` at element `at` of 1-D dataset `ds`; with `grow`,
+ * first sets the extent to `at + n`. */
+static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64_t n, int grow) {
+  hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n}, end[1] = {(hsize_t)(at + n)};
+  if (grow && H5Dset_extent(ds, end) < 0)
+    return -1;
+  hid_t fsp = H5Dget_space(ds);
+  hid_t msp = H5Screate_simple(1, count, NULL);
+  herr_t rc = -1;
+  if (fsp < 0 || msp < 0)
+    goto out;
+  if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
+    goto out;
+  rc = H5Dwrite(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
+out:
+  close_id(&msp, H5Sclose);
+  close_id(&fsp, H5Sclose);
+  return rc;
+}
+
+/* Reads `n` elements of `mtype` at element `at` of `ds` into `buf`. */
+static herr_t read_at(hid_t ds, hid_t mtype, int64_t at, void *buf, int64_t n) {
+  hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n};
+  hid_t fsp = H5Dget_space(ds);
+  hid_t msp = H5Screate_simple(1, count, NULL);
+  herr_t rc = -1;
+  if (fsp < 0 || msp < 0)
+    goto out;
+  if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
+    goto out;
+  rc = H5Dread(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
+out:
+  close_id(&msp, H5Sclose);
+  close_id(&fsp, H5Sclose);
+  return rc;
+}
+
+/* ---- creating a file ------------------------------------------------------------------------ */
+
+/* Writes the /best attributes: `create` them, or rewrite them in place. */
+static herr_t put_best(hid_t file, const char *candidate, const char *name, int tier,
+                       double median_us, double speedup, double updated, int create) {
+  hid_t g = H5Gopen2(file, "best", H5P_DEFAULT);
+  if (g < 0)
+    return -1;
+  herr_t rc = -1;
+  if (put_str_attr(g, "candidate", candidate, ID_SIZE, create) < 0 ||
+      put_str_attr(g, "name", name, KB_ID_MAX, create) < 0 ||
+      put_attr(g, "tier", H5T_NATIVE_INT, &tier, create) < 0 ||
+      put_attr(g, "median_us", H5T_NATIVE_DOUBLE, &median_us, create) < 0 ||
+      put_attr(g, "speedup", H5T_NATIVE_DOUBLE, &speedup, create) < 0 ||
+      put_attr(g, "updated", H5T_NATIVE_DOUBLE, &updated, create) < 0)
+    goto out;
+  rc = 0;
+out:
+  H5Gclose(g);
+  return rc;
+}
+
+/* Creates `g` under `file`, and closes it. */
+static herr_t make_group(hid_t file, const char *name) {
+  hid_t g = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0)
+    return -1;
+  return H5Gclose(g);
+}
+
+/* Durably syncs file or directory `path`. Errors: KB_EIO. */
+static int sync_path(const char *path, int dir, struct kb_error *err) {
+  int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0)
+    return kb_error_set(err, KB_EIO, "%s: cannot open to sync: %s", path, strerror(errno));
+  int rc = fsync(fd);
+  int e = errno;
+  close(fd);
+  if (rc != 0)
+    return kb_error_set(err, KB_EIO, "%s: cannot sync: %s", path, strerror(e));
+  return KB_OK;
+}
+
+/* Builds the whole file in "<path>.tmp" and renames it to `path`, so that `path` never holds a
+ * half-made file. Every object the store will ever write is created here: SWMR write mode
+ * cannot create objects. Errors: KB_EHDF5, KB_EIO, KB_ENOMEM. */
+static int create_file(struct kb_store *s, const struct kb_store_task_info *info,
+                       struct kb_error *err) {
+  int rc = KB_OK;
+  char *tmp = NULL, *dir = NULL;
+  hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, g = H5I_INVALID_HID;
+  hid_t cft = H5I_INVALID_HID, eft = H5I_INVALID_HID, kft = H5I_INVALID_HID;
+  hid_t kmt = H5I_INVALID_HID;
+  int made = 0; /* tmp exists and must go on failure */
+  size_t plen = strlen(s->path);
+  tmp = kb_malloc(plen + sizeof ".tmp");
+  dir = kb_strdup(s->path);
+  if (tmp == NULL || dir == NULL) {
+    rc = nomem(err, s->path);
+    goto out;
+  }
+  memcpy(tmp, s->path, plen);
+  memcpy(tmp + plen, ".tmp", sizeof ".tmp");
+
+  fapl = make_fapl();
+  if (fapl < 0) {
+    rc = h5fail(err, s->path, "make a file access property list");
+    goto out;
+  }
+  f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (f < 0) {
+    rc = h5fail(err, tmp, "create file");
+    goto out;
+  }
+  made = 1;
+  double created = now_unix();
+  struct commit_rec zero = {0, 0, 0, 0};
+  cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
+  eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
+  kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
+  kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  if (cft < 0 || eft < 0 || kft < 0 || kmt < 0) {
+    rc = h5fail(err, tmp, "make the table types");
+    goto out;
+  }
+  if (put_str_attr(f, "format", STORE_FORMAT, 0, 1) < 0 ||
+      put_str_attr(f, "campaign", info->campaign, 0, 1) < 0 ||
+      put_str_attr(f, "task", info->task, 0, 1) < 0 ||
+      put_attr(f, "created", H5T_NATIVE_DOUBLE, &created, 1) < 0) {
+    rc = h5fail(err, tmp, "write the root attributes");
+    goto out;
+  }
+  /* "commit" is created with the file type and written through the memory type. */
+  {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? H5I_INVALID_HID : H5Acreate2(f, "commit", kft, sp, H5P_DEFAULT,
+                                                    H5P_DEFAULT);
+    herr_t w = a < 0 ? -1 : H5Awrite(a, kmt, &zero);
+    if (w < 0)
+      rc = h5fail(err, tmp, "write the root attribute \"commit\"");
+    close_id(&a, H5Aclose);
+    close_id(&sp, H5Sclose);
+    if (rc)
+      goto out;
+  }
+  const char *spec = info->spec_json ? info->spec_json : "";
+  const char *ref = info->reference ? info->reference : "";
+  g = H5Gcreate2(f, "task", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0 || put_bytes(g, "spec_json", spec, strlen(spec)) < 0 ||
+      put_bytes(g, "reference", ref, strlen(ref)) < 0) {
+    rc = h5fail(err, tmp, "write /task");
+    goto out;
+  }
+  close_id(&g, H5Gclose);
+  if (make_table(f, "candidates", cft, CAND_CHUNK) < 0 ||
+      make_table(f, "evaluations", eft, EVAL_CHUNK) < 0) {
+    rc = h5fail(err, tmp, "create the tables");
+    goto out;
+  }
+  if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
+      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 ||
+      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK) < 0 ||
+      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK) < 0) {
+    rc = h5fail(err, tmp, "create the groups");
+    goto out;
+  }
+  if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0) {
+    rc = h5fail(err, tmp, "write /best");
+    goto out;
+  }
+  herr_t closed = H5Fclose(f);
+  f = H5I_INVALID_HID;
+  if (closed < 0) {
+    rc = h5fail(err, tmp, "close file");
+    goto out;
+  }
+  rc = sync_path(tmp, 0, err);
+  if (rc)
+    goto out;
+  if (rename(tmp, s->path) != 0) {
+    rc = kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", s->path, tmp,
+                      strerror(errno));
+    goto out;
+  }
+  made = 0;
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  rc = sync_path(slash != NULL ? dir : ".", 1, err);
+out:
+  close_id(&g, H5Gclose);
+  close_id(&f, H5Fclose);
+  close_id(&kmt, H5Tclose);
+  close_id(&kft, H5Tclose);
+  close_id(&eft, H5Tclose);
+  close_id(&cft, H5Tclose);
+  close_id(&fapl, H5Pclose);
+  if (rc && made)
+    unlink(tmp);
+  kb_free(dir);
+  kb_free(tmp);
+  return rc;
+}
+
+/* ---- opening and recovery ------------------------------------------------------------------- */
+
+/* Takes flock() on "<path>.lock" (created when absent). Errors: KB_ESTATE when another process
+ * (or another open store) holds it, KB_EIO, KB_ENOMEM. */
+static int take_lock(struct kb_store *s, struct kb_error *err) {
+  size_t plen = strlen(s->path);
+  char *lock = kb_malloc(plen + sizeof ".lock");
+  if (lock == NULL)
+    return nomem(err, s->path);
+  memcpy(lock, s->path, plen);
+  memcpy(lock + plen, ".lock", sizeof ".lock");
+  int rc = KB_OK;
+  s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->lock_fd < 0) {
+    rc = kb_error_set(err, KB_EIO, "%s: cannot open lock file: %s", lock, strerror(errno));
+    goto out;
+  }
+  int r;
+  do
+    r = flock(s->lock_fd, LOCK_EX | LOCK_NB);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    if (errno == EWOULDBLOCK)
+      rc = kb_error_set(err, KB_ESTATE, "%s: already open for writing by another store", s->path);
+    else
+      rc = kb_error_set(err, KB_EIO, "%s: cannot lock: %s", lock, strerror(errno));
+    close(s->lock_fd);
+    s->lock_fd = -1;
+  }
+out:
+  kb_free(lock);
+  return rc;
+}
+
+/* Runs `h5clear -s [--increment=0] <path>` with its output thrown away and waits for it. Writes
+ * what happened into `note`. Returns 0 when it exited 0. */
+static int run_h5clear(const char *path, int increment, char *note, size_t cap) {
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa) != 0) {
+    snprintf(note, cap, "h5clear not run: out of memory");
+    return -1;
+  }
+  int rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  char *argv[5];
+  int argc = 0;
+  argv[argc++] = "h5clear";
+  argv[argc++] = "-s";
+  if (increment)
+    argv[argc++] = "--increment=0";
+  argv[argc++] = (char *)path;
+  argv[argc] = NULL;
+  pid_t pid = -1;
+  if (rc == 0)
+    rc = posix_spawnp(&pid, "h5clear", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    if (rc == ENOENT)
+      snprintf(note, cap, "h5clear is not on PATH");
+    else
+      snprintf(note, cap, "cannot run h5clear: %s", strerror(rc));
+    return -1;
+  }
+  int status = 0;
+  pid_t w;
+  do
+    w = waitpid(pid, &status, 0);
+  while (w < 0 && errno == EINTR);
+  if (w < 0) {
+    snprintf(note, cap, "h5clear ran, its status is unknown: %s", strerror(errno));
+    return -1;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    snprintf(note, cap, "h5clear succeeded");
+    return 0;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) /* exec failed after the fork */
+    snprintf(note, cap, "h5clear is not on PATH or cannot be run");
+  else if (WIFEXITED(status))
+    snprintf(note, cap, "h5clear exited with status %d", WEXITSTATUS(status));
+  else
+    snprintf(note, cap, "h5clear died of signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return -1;
+}
+
+/* Opens the file read-write, clearing a killed writer's status flags when needed.
+ * Errors: KB_EHDF5 naming the path. */
+static int open_file(struct kb_store *s, struct kb_error *err) {
+  hid_t fapl = make_fapl();
+  if (fapl < 0)
+    return h5fail(err, s->path, "make a file access property list");
+  int rc = KB_OK;
+  /* SWMR from the first moment: a writer killed even during open leaves a file that SWMR
+   * readers accept. Recovery below only changes extents and rewrites values, which SWMR
+   * allows. */
+  unsigned flags = H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE;
+  s->file = H5Fopen(s->path, flags, fapl);
+  char note[160] = "";
+  for (int step = 0; s->file < 0 && step < 2; step++) {
+    run_h5clear(s->path, step, note, sizeof note);
+    s->file = H5Fopen(s->path, flags, fapl);
+    if (s->file >= 0)
+      s->recovered |= KB_STORE_RECOVERED_FLAGS;
+  }
+  if (s->file < 0)
+    rc = h5fail(err, s->path, "open for writing (%s)", note);
+  H5Pclose(fapl);
+  return rc;
+}
+
+static void close_datasets(struct kb_store *s) {
+  close_id(&s->cand_ds, H5Dclose);
+  close_id(&s->eval_ds, H5Dclose);
+  close_id(&s->src_ds, H5Dclose);
+  close_id(&s->log_ds, H5Dclose);
+}
+
+static int open_datasets(struct kb_store *s, struct kb_error *err) {
+  static const char *const names[] = {"candidates", "evaluations", "sources/data",
+                                      "compile_logs/data"};
+  hid_t *ids[] = {&s->cand_ds, &s->eval_ds, &s->src_ds, &s->log_ds};
+  for (size_t i = 0; i < 4; i++) {
+    *ids[i] = H5Dopen2(s->file, names[i], H5P_DEFAULT);
+    if (*ids[i] < 0)
+      return h5fail(err, s->path, "open /%s", names[i]);
+  }
+  return KB_OK;
+}
+
+/* Checks the root attributes: the format, and the task when `info` names one. Sets s->task.
+ * Errors: KB_EHDF5 (not a store), KB_EINVAL (another campaign or task). */
+static int check_root(struct kb_store *s, const struct kb_store_task_info *info,
+                      struct kb_error *err) {
+  char format[64], campaign[KB_ID_MAX];
+  if (get_str_attr(s->file, "format", format, sizeof format) < 0)
+    return h5fail(err, s->path, "read the root attribute \"format\"");
+  if (strcmp(format, STORE_FORMAT) != 0)
+    return kb_error_set(err, KB_EHDF5, "%s: format is \"%s\", expected \"%s\"", s->path, format,
+                        STORE_FORMAT);
+  if (get_str_attr(s->file, "campaign", campaign, sizeof campaign) < 0 ||
+      get_str_attr(s->file, "task", s->task, sizeof s->task) < 0)
+    return h5fail(err, s->path, "read the root attributes \"campaign\" and \"task\"");
+  if (info != NULL && strcmp(info->campaign, campaign) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: holds campaign \"%s\", not \"%s\"", s->path,
+                        campaign, info->campaign);
+  if (info != NULL && strcmp(info->task, s->task) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: holds task \"%s\", not \"%s\"", s->path, s->task,
+                        info->task);
+  return KB_OK;
+}
+
+/* Cuts `ds` (named `name`) back to `keep` elements when a killed writer left more. */
+static int cut_to(struct kb_store *s, hid_t ds, const char *name, int64_t keep,
+                  struct kb_error *err) {
+  int64_t have = extent_of(ds);
+  if (have < 0)
+    return h5fail(err, s->path, "read the extent of /%s", name);
+  if (have < keep)
+    return kb_error_set(err, KB_EHDF5, "%s: /%s holds %lld elements, %lld were committed",
+                        s->path, name, (long long)have, (long long)keep);
+  if (have == keep)
+    return KB_OK;
+  hsize_t dims[1] = {(hsize_t)keep};
+  if (H5Dset_extent(ds, dims) < 0)
+    return h5fail(err, s->path, "drop uncommitted elements of /%s", name);
+  s->recovered |= KB_STORE_RECOVERED_DROPPED;
+  return KB_OK;
+}
+
+/* Folds evaluation (tier, attempt, status) into candidate `c`: the best evaluation is the one at
+ * the highest tier, the latest attempt among equals. */
+static void agg_apply(struct cand_mem *c, int tier, int attempt, const char *status) {
+  c->n_evaluations++;
+  if (tier > c->best_tier || (tier == c->best_tier && attempt > c->best_attempt)) {
+    c->best_tier = tier;
+    c->best_attempt = attempt;
+    copy_text(c->status, sizeof c->status, status, STATUS_SIZE);
+  }
+}
+
+static void agg_row_of(const struct cand_mem *c, struct agg_row *a) {
+  memset(a, 0, sizeof *a);
+  a->best_tier = c->best_tier;
+  memcpy(a->status, c->status, sizeof a->status);
+  a->n_evaluations = c->n_evaluations;
+}
+
+/* Grows s->cands to hold `want` rows. Errors: KB_ENOMEM. */
+static int reserve_cands(struct kb_store *s, size_t want, struct kb_error *err) {
+  if (want > s->cap_cands) {
+    size_t cap = s->cap_cands ? s->cap_cands * 2 : 64;
+    while (cap < want)
+      cap *= 2;
+    struct cand_mem *c = kb_reallocarray(s->cands, cap, sizeof *c);
+    if (c == NULL)
+      return nomem(err, s->path);
+    s->cands = c;
+    s->cap_cands = cap;
+  }
+  if (cand_set_reserve(&s->cset, s->cands, want) != KB_OK)
+    return nomem(err, s->path);
+  return KB_OK;
+}
+
+/* Reads the committed state: cuts off uncommitted rows and bytes, fills the hash sets, and
+ * repairs the candidate columns and /best where they ran ahead of the commit. */
+static int load(struct kb_store *s, struct kb_error *err) {
+  int rc = KB_OK;
+  hid_t ckt = H5I_INVALID_HID, ekt = H5I_INVALID_HID, a = H5I_INVALID_HID;
+  struct cand_key_row *crows = NULL;
+  struct eval_key_row *erows = NULL;
+  struct agg_row *stored = NULL;
+  struct commit_rec c;
+  memset(&c, 0, sizeof c);
+
+  a = H5Aopen(s->file, "commit", H5P_DEFAULT);
+  if (a < 0 || H5Aread(a, s->commit_mt, &c) < 0) {
+    rc = h5fail(err, s->path, "read the root attribute \"commit\"");
+    goto out;
+  }
+  if (c.candidates < 0 || c.evaluations < 0 || c.source_bytes < 0 || c.compile_log_bytes < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: the root attribute \"commit\" is negative", s->path);
+    goto out;
+  }
+  rc = cut_to(s, s->cand_ds, "candidates", c.candidates, err);
+  if (!rc)
+    rc = cut_to(s, s->eval_ds, "evaluations", c.evaluations, err);
+  if (!rc)
+    rc = cut_to(s, s->src_ds, "sources/data", c.source_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->log_ds, "compile_logs/data", c.compile_log_bytes, err);
+  if (rc)
+    goto out;
+
+  ckt = compound_type(cand_key_fields, NFIELDS(cand_key_fields), sizeof *crows, 0);
+  ekt = compound_type(eval_key_fields, NFIELDS(eval_key_fields), sizeof *erows, 0);
+  if (ckt < 0 || ekt < 0) {
+    rc = h5fail(err, s->path, "make the key types");
+    goto out;
+  }
+  crows = kb_calloc(READ_BATCH, sizeof *crows);
+  erows = kb_calloc(READ_BATCH, sizeof *erows);
+  stored = kb_calloc((size_t)c.candidates, sizeof *stored);
+  if (crows == NULL || erows == NULL || stored == NULL) {
+    rc = nomem(err, s->path);
+    goto out;
+  }
+  rc = reserve_cands(s, (size_t)c.candidates, err);
+  if (rc)
+    goto out;
+  for (int64_t at = 0; at < c.candidates; at += READ_BATCH) {
+    int64_t n = c.candidates - at < READ_BATCH ? c.candidates - at : READ_BATCH;
+    if (read_at(s->cand_ds, ckt, at, crows, n) < 0) {
+      rc = h5fail(err, s->path, "read /candidates rows %lld..%lld", (long long)at,
+                  (long long)(at + n - 1));
+      goto out;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      struct cand_mem *m = &s->cands[s->n_cands];
+      memset(m, 0, sizeof *m);
+      copy_text(m->id, sizeof m->id, crows[i].id, ID_SIZE);
+      m->best_tier = -1;
+      stored[s->n_cands] = crows[i].agg;
+      stored[s->n_cands].status[STATUS_SIZE - 1] = '\0';
+      /* A duplicate id (never written by this code) keeps its row but not a set entry. */
+      if (cand_set_find(&s->cset, s->cands, m->id) < 0)
+        cand_set_put(&s->cset, s->cands, (int64_t)s->n_cands);
+      s->n_cands++;
+    }
+  }
+
+  if (eval_set_reserve(&s->eset, (size_t)c.evaluations) != KB_OK) {
+    rc = nomem(err, s->path);
+    goto out;
+  }
+  for (int64_t at = 0; at < c.evaluations; at += READ_BATCH) {
+    int64_t n = c.evaluations - at < READ_BATCH ? c.evaluations - at : READ_BATCH;
+    if (read_at(s->eval_ds, ekt, at, erows, n) < 0) {
+      rc = h5fail(err, s->path, "read /evaluations rows %lld..%lld", (long long)at,
+                  (long long)(at + n - 1));
+      goto out;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      struct eval_key_row *e = &erows[i];
+      e->candidate[ID_SIZE - 1] = '\0';
+      e->status[STATUS_SIZE - 1] = '\0';
+      int64_t row = cand_set_find(&s->cset, s->cands, e->candidate);
+      if (row < 0) {
+        rc = kb_error_set(err, KB_EHDF5,
+                          "%s: /evaluations row %lld names candidate \"%s\" that is not in "
+                          "/candidates",
+                          s->path, (long long)(at + i), e->candidate);
+        goto out;
+      }
+      struct eval_key k = {row, e->tier, e->attempt};
+      if (eval_set_has(&s->eset, &k))
+        continue;
+      eval_set_put(&s->eset, &k);
+      agg_apply(&s->cands[row], e->tier, e->attempt, e->status);
+    }
+  }
+  s->n_evals = c.evaluations;
+  s->src_bytes = c.source_bytes;
+  s->log_bytes = c.compile_log_bytes;
+
+  /* In-place updates may have landed for evaluations that were not committed. */
+  for (size_t i = 0; i < s->n_cands; i++) {
+    struct agg_row want;
+    agg_row_of(&s->cands[i], &want);
+    if (want.best_tier == stored[i].best_tier && want.n_evaluations == stored[i].n_evaluations &&
+        strcmp(want.status, stored[i].status) == 0)
+      continue;
+    if (write_at(s->cand_ds, s->agg_mt, (int64_t)i, &want, 1, 0) < 0) {
+      rc = h5fail(err, s->path, "repair /candidates row %zu", i);
+      goto out;
+    }
+    s->recovered |= KB_STORE_RECOVERED_REPAIRED;
+  }
+
+  /* /best may name a candidate whose row was not committed. */
+  {
+    hid_t g = H5Gopen2(s->file, "best", H5P_DEFAULT);
+    char best[ID_SIZE];
+    herr_t r = g < 0 ? -1 : get_str_attr(g, "candidate", best, sizeof best);
+    close_id(&g, H5Gclose);
+    if (r < 0) {
+      rc = h5fail(err, s->path, "read /best");
+      goto out;
+    }
+    if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, best) < 0) {
+      if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0) {
+        rc = h5fail(err, s->path, "reset /best");
+        goto out;
+      }
+      s->recovered |= KB_STORE_RECOVERED_REPAIRED;
+    }
+  }
+out:
+  kb_free(stored);
+  kb_free(erows);
+  kb_free(crows);
+  close_id(&ekt, H5Tclose);
+  close_id(&ckt, H5Tclose);
+  close_id(&a, H5Aclose);
+  return rc;
+}
+
+/* Closes every HDF5 handle and frees `s`, without flushing. */
+static void destroy(struct kb_store *s) {
+  if (s == NULL)
+    return;
+  close_datasets(s);
+  close_id(&s->cand_mt, H5Tclose);
+  close_id(&s->eval_mt, H5Tclose);
+  close_id(&s->agg_mt, H5Tclose);
+  close_id(&s->commit_mt, H5Tclose);
+  close_id(&s->file, H5Fclose);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd);
+  kb_free(s->cset.slots);
+  kb_free(s->eset.slots);
+  kb_free(s->cands);
+  kb_free(s->path);
+  kb_free(s);
+}
+
+/* kb_store_open() with HDF5 printing off: lock, create when absent, open (recovering), check
+ * the root attributes, load the committed state. */
+static int open_impl(const char *path, const struct kb_store_task_info *info,
+                     struct kb_store **out, struct kb_error *err) {
+  if (out == NULL || path == NULL || path[0] == '\0')
+    return kb_error_set(err, KB_EINVAL, "kb_store_open: no path");
+  *out = NULL;
+  if (info != NULL && (info->campaign == NULL || info->task == NULL))
+    return kb_error_set(err, KB_EINVAL, "%s: task info without campaign or task", path);
+  if (info != NULL && (strnlen(info->campaign, KB_ID_MAX) >= KB_ID_MAX ||
+                       strnlen(info->task, KB_ID_MAX) >= KB_ID_MAX || info->campaign[0] == '\0' ||
+                       info->task[0] == '\0'))
+    return kb_error_set(err, KB_EINVAL, "%s: campaign and task ids must have 1 to %d characters",
+                        path, KB_ID_MAX - 1);
+  struct kb_store *s = kb_calloc(1, sizeof *s);
+  if (s == NULL)
+    return nomem(err, path);
+  s->lock_fd = -1;
+  s->data_fd = -1;
+  s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
+  s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
+  int rc = KB_OK;
+  s->path = kb_strdup(path);
+  if (s->path == NULL) {
+    rc = nomem(err, path);
+    goto out;
+  }
+  s->cand_mt = compound_type(cand_fields, NFIELDS(cand_fields), sizeof(struct cand_row), 0);
+  s->eval_mt = compound_type(eval_fields, NFIELDS(eval_fields), sizeof(struct eval_row), 0);
+  s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
+  s->commit_mt =
+      compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0) {
+    rc = h5fail(err, path, "make the table types");
+    goto out;
+  }
+  rc = take_lock(s, err);
+  if (rc)
+    goto out;
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno != ENOENT) {
+      rc = kb_error_set(err, KB_EIO, "%s: %s", path, strerror(errno));
+      goto out;
+    }
+    if (info == NULL) {
+      rc = kb_error_set(err, KB_ENOTFOUND, "%s: no such store, and no task info to create it",
+                        path);
+      goto out;
+    }
+    rc = create_file(s, info, err);
+    if (rc)
+      goto out;
+  }
+  rc = open_file(s, err);
+  if (!rc)
+    rc = check_root(s, info, err);
+  if (!rc)
+    rc = open_datasets(s, err);
+  if (!rc)
+    rc = load(s, err);
+  if (!rc && s->recovered && H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0)
+    rc = h5fail(err, path, "flush the recovered file");
+  if (rc)
+    goto out;
+  /* For fsync in kb_store_flush: the handle is an int * only with the sec2 (default) driver. */
+  hid_t fapl = H5Fget_access_plist(s->file);
+  void *handle = NULL;
+  if (fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 &&
+      H5Fget_vfd_handle(s->file, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
+    s->data_fd = *(int *)handle;
+  close_id(&fapl, H5Pclose);
+  *out = s;
+  return KB_OK;
+out:
+  destroy(s);
+  return rc;
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+/* KB_EHDF5 once a write failed half-way: in-memory counts may no longer match the file. */
+static int check_usable(const struct kb_store *s, struct kb_error *err) {
+  if (s->failed)
+    return kb_error_set(err, KB_EHDF5, "%s: store unusable after an earlier write error; reopen",
+                        s->path);
+  return KB_OK;
+}
+
+/* kb_store_add_candidate(): validate, dedup, allocate, then write source bytes and the row;
+ * memory is updated only after both writes succeeded. */
+static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, int *added,
+                              struct kb_error *err) {
+  if (added != NULL)
+    *added = 0;
+  if (s == NULL || c == NULL)
+    return kb_error_set(err, KB_EINVAL, "kb_store_add_candidate: no store or candidate");
+  int rc = check_usable(s, err);
+  if (rc)
+    return rc;
+  if (!is_hex_id(c->id))
+    return kb_error_set(err, KB_EINVAL, "%s: candidate id \"%.*s\" is not 64 hex digits",
+                        s->path, (int)strnlen(c->id, ID_SIZE), c->id);
+  if (strncmp(c->task, s->task, sizeof c->task) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s is for task \"%.*s\", not \"%s\"",
+                        s->path, c->id, (int)strnlen(c->task, sizeof c->task), c->task, s->task);
+  for (int p = 0; p < 2; p++)
+    if (c->parents[p][0] != '\0' && !is_hex_id(c->parents[p]))
+      return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s: parent %d is not 64 hex digits",
+                          s->path, c->id, p);
+  if (c->source == NULL)
+    return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s has no source", s->path, c->id);
+  if (cand_set_find(&s->cset, s->cands, c->id) >= 0)
+    return KB_OK;
+  /* Allocate first: a failure here leaves the store as it was. */
+  rc = reserve_cands(s, s->n_cands + 1, err);
+  if (rc)
+    return rc;
+
+  size_t len = strlen(c->source);
+  struct cand_row row;
+  memset(&row, 0, sizeof row);
+  copy_text(row.id, sizeof row.id, c->id, ID_SIZE);
+  copy_text(row.task, sizeof row.task, c->task, sizeof c->task);
+  copy_text(row.name, sizeof row.name, c->name, sizeof c->name);
+  copy_text(row.generator, sizeof row.generator, c->generator, sizeof c->generator);
+  copy_text(row.parent0, sizeof row.parent0, c->parents[0], ID_SIZE);
+  copy_text(row.parent1, sizeof row.parent1, c->parents[1], ID_SIZE);
+  copy_text(row.knobs, sizeof row.knobs, c->knobs, SIZE_MAX);
+  copy_text(row.flags, sizeof row.flags, c->flags, SIZE_MAX);
+  row.created = c->created;
+  row.best_tier = -1;
+  row.n_evaluations = 0;
+  row.source_offset = s->src_bytes;
+  row.source_len = (int64_t)len;
+
+  if (len > 0 && write_at(s->src_ds, H5T_NATIVE_UINT8, s->src_bytes, c->source, (int64_t)len,
+                          1) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append the source of candidate %.12s to /sources/data", c->id);
+  }
+  if (write_at(s->cand_ds, s->cand_mt, (int64_t)s->n_cands, &row, 1, 1) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append candidate %.12s to /candidates", c->id);
+  }
+  struct cand_mem *m = &s->cands[s->n_cands];
+  memset(m, 0, sizeof *m);
+  memcpy(m->id, row.id, sizeof m->id);
+  m->best_tier = -1;
+  cand_set_put(&s->cset, s->cands, (int64_t)s->n_cands);
+  s->n_cands++;
+  s->src_bytes += (int64_t)len;
+  s->dirty = 1;
+  if (added != NULL)
+    *added = 1;
+  return KB_OK;
+}
+
+/* Copies `r` into the file row (texts cut to their columns); `status` is its status name. */
+static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const char *status) {
+  memset(row, 0, sizeof *row);
+  copy_text(row->candidate, sizeof row->candidate, r->candidate, ID_SIZE);
+  row->tier = r->tier;
+  copy_text(row->tier_name, sizeof row->tier_name, r->tier_name, sizeof r->tier_name);
+  row->attempt = r->attempt;
+  copy_text(row->status, sizeof row->status, status, STATUS_SIZE);
+  copy_text(row->reason, sizeof row->reason, r->reason, sizeof r->reason);
+  copy_text(row->runner, sizeof row->runner, r->runner, sizeof r->runner);
+  copy_text(row->device, sizeof row->device, r->device, sizeof r->device);
+  copy_text(row->charge_id, sizeof row->charge_id, r->charge_id, sizeof r->charge_id);
+  row->started = r->started;
+  row->finished = r->finished;
+  row->compile_s = r->compile_s;
+  row->compile_cached = r->compile_cached;
+  row->registers = r->registers;
+  row->spills = r->spills;
+  row->shared_bytes = r->shared_bytes;
+  row->sets_checked = r->sets_checked;
+  row->max_abs_err = r->max_abs_err;
+  row->max_rel_err = r->max_rel_err;
+  row->samples = r->timing.samples;
+  row->warmup = r->timing.warmup;
+  row->median_us = r->timing.median_us;
+  row->p10_us = r->timing.p10_us;
+  row->p90_us = r->timing.p90_us;
+  row->mean_us = r->timing.mean_us;
+  row->min_us = r->timing.min_us;
+  row->noise = r->timing.noise;
+  row->cost_ms = r->cost_ms;
+}
+
+/* kb_store_add_evaluation(): validate, dedup, allocate, then write the log bytes, the row and
+ * the candidate's columns; memory is updated only after all writes succeeded. */
+static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, int *added,
+                               struct kb_error *err) {
+  if (added != NULL)
+    *added = 0;
+  if (s == NULL || r == NULL)
+    return kb_error_set(err, KB_EINVAL, "kb_store_add_evaluation: no store or result");
+  int rc = check_usable(s, err);
+  if (rc)
+    return rc;
+  if (!is_hex_id(r->candidate))
+    return kb_error_set(err, KB_EINVAL, "%s: result candidate \"%.*s\" is not 64 hex digits",
+                        s->path, (int)strnlen(r->candidate, ID_SIZE), r->candidate);
+  if (strncmp(r->task, s->task, sizeof r->task) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: result for %.12s is for task \"%.*s\", not \"%s\"",
+                        s->path, r->candidate, (int)strnlen(r->task, sizeof r->task), r->task,
+                        s->task);
+  const char *status = status_name(r->status);
+  if (status == NULL)
+    return kb_error_set(err, KB_EINVAL, "%s: result for %.12s has unknown status %d", s->path,
+                        r->candidate, r->status);
+  if (r->tier < 0 || r->attempt < 1)
+    return kb_error_set(err, KB_EINVAL, "%s: result for %.12s has tier %d attempt %d", s->path,
+                        r->candidate, r->tier, r->attempt);
+  int64_t crow = cand_set_find(&s->cset, s->cands, r->candidate);
+  if (crow < 0)
+    return kb_error_set(err, KB_ENOTFOUND, "%s: result for candidate %.12s that is not stored",
+                        s->path, r->candidate);
+  struct eval_key k = {crow, r->tier, r->attempt};
+  if (eval_set_has(&s->eset, &k))
+    return KB_OK;
+  if (eval_set_reserve(&s->eset, s->eset.n + 1) != KB_OK)
+    return nomem(err, s->path);
+
+  struct eval_row row;
+  fill_eval_row(&row, r, status);
+  size_t loglen = r->compile_log != NULL ? strlen(r->compile_log) : 0;
+  row.compile_log_offset = loglen > 0 ? s->log_bytes : 0;
+  row.compile_log_len = (int64_t)loglen;
+  if (loglen > 0 && write_at(s->log_ds, H5T_NATIVE_UINT8, s->log_bytes, r->compile_log,
+                             (int64_t)loglen, 1) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append the compile log of %.12s tier %d to /compile_logs/data",
+                  r->candidate, r->tier);
+  }
+  if (write_at(s->eval_ds, s->eval_mt, s->n_evals, &row, 1, 1) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append %.12s tier %d attempt %d to /evaluations", r->candidate,
+                  r->tier, r->attempt);
+  }
+  struct cand_mem next = s->cands[crow];
+  agg_apply(&next, r->tier, r->attempt, status);
+  struct agg_row agg;
+  agg_row_of(&next, &agg);
+  if (write_at(s->cand_ds, s->agg_mt, crow, &agg, 1, 0) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "update /candidates row %lld", (long long)crow);
+  }
+  s->cands[crow] = next;
+  eval_set_put(&s->eset, &k);
+  s->n_evals++;
+  s->log_bytes += (int64_t)loglen;
+  s->dirty = 1;
+  if (added != NULL)
+    *added = 1;
+  return KB_OK;
+}
+
+/* kb_store_set_best(): rewrites the /best attributes in place. */
+static int set_best_impl(struct kb_store *s, const char *candidate, const char *name, int tier,
+                         double median_us, double speedup, struct kb_error *err) {
+  if (s == NULL || candidate == NULL)
+    return kb_error_set(err, KB_EINVAL, "kb_store_set_best: no store or candidate");
+  int rc = check_usable(s, err);
+  if (rc)
+    return rc;
+  if (cand_set_find(&s->cset, s->cands, candidate) < 0)
+    return kb_error_set(err, KB_ENOTFOUND, "%s: best candidate \"%.64s\" is not stored", s->path,
+                        candidate);
+  if (put_best(s->file, candidate, name != NULL ? name : "", tier, median_us, speedup,
+               now_unix(), 0) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "write /best");
+  }
+  s->dirty = 1;
+  return KB_OK;
+}
+
+/* H5Fflush, then fsync HDF5's descriptor. */
+static int flush_sync(struct kb_store *s, struct kb_error *err) {
+  if (H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0)
+    return h5fail(err, s->path, "flush");
+  if (s->data_fd >= 0 && fsync(s->data_fd) != 0)
+    return kb_error_set(err, KB_EIO, "%s: cannot sync: %s", s->path, strerror(errno));
+  return KB_OK;
+}
+
+/* kb_store_flush(): the two-phase commit described at the top of this file. */
+static int flush_impl(struct kb_store *s, struct kb_error *err) {
+  if (s == NULL)
+    return kb_error_set(err, KB_EINVAL, "kb_store_flush: no store");
+  int rc = check_usable(s, err);
+  if (rc || !s->dirty)
+    return rc;
+  /* Data first, then the commit that makes it count: a crash in between loses nothing that
+   * was acknowledged, and open cuts off what was not. */
+  rc = flush_sync(s, err);
+  if (!rc) {
+    struct commit_rec c = {(int64_t)s->n_cands, s->n_evals, s->src_bytes, s->log_bytes};
+    if (put_attr(s->file, "commit", s->commit_mt, &c, 0) < 0)
+      rc = h5fail(err, s->path, "write the root attribute \"commit\"");
+  }
+  if (!rc)
+    rc = flush_sync(s, err);
+  if (rc) {
+    s->failed = 1;
+    return rc;
+  }
+  s->dirty = 0;
+  return KB_OK;
+}
+
+/* ---- public entry points: HDF5 error printing is off inside each -------------------------- */
+
+int kb_store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
+                  struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = open_impl(path, info, out, err);
+  quiet_end(&q);
+  return rc;
+}
+
+int kb_store_has_candidate(const struct kb_store *s, const char *id) {
+  if (s == NULL || id == NULL)
+    return 0;
+  return cand_set_find(&s->cset, s->cands, id) >= 0;
+}
+
+int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
+                            int attempt) {
+  if (s == NULL || candidate == NULL)
+    return 0;
+  int64_t row = cand_set_find(&s->cset, s->cands, candidate);
+  if (row < 0)
+    return 0;
+  struct eval_key k = {row, tier, attempt};
+  return eval_set_has(&s->eset, &k);
+}
+
+int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
+                           struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = add_candidate_impl(s, c, added, err);
+  quiet_end(&q);
+  return rc;
+}
+
+int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
+                            struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = add_evaluation_impl(s, r, added, err);
+  quiet_end(&q);
+  return rc;
+}
+
+int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
+                      double median_us, double speedup, struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = set_best_impl(s, candidate, name, tier, median_us, speedup, err);
+  quiet_end(&q);
+  return rc;
+}
+
+int kb_store_flush(struct kb_store *s, struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = flush_impl(s, err);
+  quiet_end(&q);
+  return rc;
+}
+
+long kb_store_evaluation_count(const struct kb_store *s) {
+  return s != NULL ? (long)s->n_evals : 0;
+}
+
+long kb_store_candidate_count(const struct kb_store *s) {
+  return s != NULL ? (long)s->n_cands : 0;
+}
+
+int kb_store_recovered(const struct kb_store *s) { return s != NULL ? s->recovered : 0; }
+
+void kb_store_close(struct kb_store *s) {
+  if (s == NULL)
+    return;
+  struct quiet q;
+  quiet_begin(&q);
+  if (!s->failed)
+    flush_impl(s, NULL);
+  destroy(s);
+  quiet_end(&q);
+}

@@ -1,0 +1,123 @@
+/* Output verification and poisoning (see kb/verify.h). */
+#include "kb/verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kb/inputs.h"
+#include "kb_kernel.h"
+
+/* Quiet NaNs with a recognisable payload ("bad"), one per float width. */
+#define POISON_F32 UINT32_C(0x7fcbadad)
+#define POISON_F64 UINT64_C(0x7ff8badbadbadbad)
+#define POISON_F16 UINT16_C(0x7ead)
+#define POISON_BF16 UINT16_C(0x7fed)
+#define POISON_BYTE 0xa5
+
+static int is_integer_dtype(int dtype) {
+  return dtype == KB_I32 || dtype == KB_I64 || dtype == KB_U8 || dtype == KB_BOOL;
+}
+
+/* Absolute difference of two integer elements, exact up to the double's precision and never 0
+ * for different values. */
+static double int_abs_err(int dtype, const void *got, const void *expected, int64_t i) {
+  if (dtype == KB_I64) {
+    int64_t g, e;
+    memcpy(&g, (const unsigned char *)got + i * 8, sizeof g);
+    memcpy(&e, (const unsigned char *)expected + i * 8, sizeof e);
+    if (g == e)
+      return 0;
+    double d = fabs((double)g - (double)e);
+    return d > 0 ? d : 1;
+  }
+  return fabs(kb_dtype_load(dtype, got, i) - kb_dtype_load(dtype, expected, i));
+}
+
+int kb_verify(int dtype, const void *got, const void *expected, int64_t n, double atol,
+              double rtol, struct kb_verify_report *rep) {
+  memset(rep, 0, sizeof *rep);
+  rep->first_bad = -1;
+  if (kb_dtype_size(dtype) == 0) {
+    rep->first_bad = 0;
+    rep->got = NAN;
+    rep->expected = NAN;
+    return 0;
+  }
+  int integer = is_integer_dtype(dtype);
+  for (int64_t i = 0; i < n; i++) {
+    double g = kb_dtype_load(dtype, got, i);
+    double e = kb_dtype_load(dtype, expected, i);
+    int ok = isfinite(g) && isfinite(e);
+    if (ok) {
+      double abs_err = integer ? int_abs_err(dtype, got, expected, i) : fabs(g - e);
+      if (abs_err > rep->max_abs_err)
+        rep->max_abs_err = abs_err;
+      if (e != 0 && abs_err / fabs(e) > rep->max_rel_err)
+        rep->max_rel_err = abs_err / fabs(e);
+      ok = abs_err <= atol + rtol * fabs(e);
+      if (dtype == KB_BOOL && g != 0 && g != 1)
+        ok = 0;
+    }
+    rep->checked++;
+    if (!ok) {
+      if (rep->bad == 0) {
+        rep->first_bad = i;
+        rep->got = g;
+        rep->expected = e;
+      }
+      rep->bad++;
+    }
+  }
+  return rep->bad == 0;
+}
+
+void kb_poison(int dtype, void *data, int64_t n) {
+  unsigned char *p = data;
+  switch ((enum kb_dtype)dtype) {
+  case KB_F32: {
+    uint32_t v = POISON_F32;
+    for (int64_t i = 0; i < n; i++)
+      memcpy(p + i * 4, &v, sizeof v);
+    return;
+  }
+  case KB_F64: {
+    uint64_t v = POISON_F64;
+    for (int64_t i = 0; i < n; i++)
+      memcpy(p + i * 8, &v, sizeof v);
+    return;
+  }
+  case KB_F16: {
+    uint16_t v = POISON_F16;
+    for (int64_t i = 0; i < n; i++)
+      memcpy(p + i * 2, &v, sizeof v);
+    return;
+  }
+  case KB_BF16: {
+    uint16_t v = POISON_BF16;
+    for (int64_t i = 0; i < n; i++)
+      memcpy(p + i * 2, &v, sizeof v);
+    return;
+  }
+  case KB_I32:
+  case KB_I64:
+  case KB_U8:
+  case KB_BOOL:
+    memset(p, POISON_BYTE, (size_t)n * (size_t)kb_dtype_size(dtype));
+    return;
+  }
+}
+
+void kb_verify_describe(const struct kb_verify_report *rep, char *out, size_t size) {
+  if (size == 0)
+    return;
+  out[0] = '\0';
+  if (rep->first_bad < 0)
+    return;
+  /* snprintf truncation is acceptable here: the text is a diagnostic */
+  int n = snprintf(out, size, "element %lld is %.9g, expected %.9g (%lld of %lld bad)",
+                   (long long)rep->first_bad, rep->got, rep->expected, (long long)rep->bad,
+                   (long long)rep->checked);
+  if (n < 0)
+    out[0] = '\0';
+}

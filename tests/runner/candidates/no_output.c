@@ -1,0 +1,11 @@
+/* Returns success without writing its output. */
+#include "kb_kernel.h"
+
+int kb_forward(const kb_tensor *in, int n_in, kb_tensor *out, int n_out, void *stream) {
+  (void)in;
+  (void)n_in;
+  (void)out;
+  (void)n_out;
+  (void)stream;
+  return 0;
+}

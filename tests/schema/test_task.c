@@ -1,0 +1,344 @@
+/* kb/task.h: loading task bundles, defaults, paths, and the checks beyond the schema. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "fixture.h"
+#include "kb/alloc.h"
+#include "kb/error.h"
+#include "kb/task.h"
+
+struct fx {
+  char dir[PATH_MAX];      /* temporary folder holding bundle "t1" */
+  char t1[PATH_MAX + 8];   /* its bundle folder */
+};
+
+static int setup(void **state) {
+  struct fx *x = calloc(1, sizeof *x);
+  fx_tmpdir(x->dir);
+  snprintf(x->t1, sizeof x->t1, "%s/t1", x->dir);
+  fx_bundle(x->dir, "t1", FX_TASK_JSON);
+  *state = x;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fx *x = *state;
+  fx_rmtree(x->dir);
+  free(x);
+  return 0;
+}
+
+/* Loads bundle t1 after replacing `from` by `to` in FX_TASK_JSON; returns the code. */
+static int load_edit(struct fx *x, const char *from, const char *to, struct kb_task *t,
+                     struct kb_error *err) {
+  char *json = fx_replace(FX_TASK_JSON, from, to);
+  fx_write(x->t1, "task.json", json);
+  free(json);
+  return kb_task_load(x->t1, t, err);
+}
+
+static void expect_error(struct fx *x, const char *from, const char *to, const char *want) {
+  struct kb_task t;
+  struct kb_error err = {0};
+  int rc = load_edit(x, from, to, &t, &err);
+  if (rc != KB_EPARSE || strstr(err.msg, want) == NULL)
+    fail_msg("edit \"%s\" -> \"%s\": rc %d \"%s\", want KB_EPARSE \"%s\"", from, to, rc, err.msg,
+             want);
+  /* released on failure: nothing left to free, and release again is harmless */
+  assert_null(t.name);
+  kb_task_release(&t);
+}
+
+static void test_defaults(void **state) {
+  struct fx *x = *state;
+  struct kb_task t;
+  struct kb_error err = {0};
+  assert_int_equal(kb_task_load(x->t1, &t, &err), KB_OK);
+  char real[PATH_MAX];
+  assert_non_null(realpath(x->t1, real));
+  assert_string_equal(t.id, "t1");
+  assert_string_equal(t.name, "test task");
+  assert_string_equal(t.category, "other");
+  assert_string_equal(t.dir, real);
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof want, "%s/task.json", real);
+  assert_string_equal(t.json_path, want);
+  assert_int_equal(t.backend, KB_BACKEND_HOST);
+  assert_int_equal(t.oracle_kind, KB_ORACLE_C);
+  snprintf(want, sizeof want, "%s/oracle.c", real);
+  assert_string_equal(t.oracle_path, want);
+  assert_string_equal(t.reference_path, want); /* defaults to the oracle source */
+  assert_int_equal(t.n_inputs, 1);
+  assert_string_equal(t.inputs[0].name, "x");
+  assert_int_equal(t.inputs[0].dtype, KB_F32);
+  assert_int_equal(t.inputs[0].ndim, 1);
+  assert_int_equal(t.inputs[0].shape[0], 16);
+  assert_int_equal(t.n_outputs, 1);
+  assert_true(t.atol == 1e-4 && t.rtol == 1e-4);
+  assert_int_equal(t.n_sets, 1);
+  assert_int_equal(t.sets[0].seed, 1);
+  assert_int_equal(t.sets[0].dist, KB_DIST_UNIFORM);
+  assert_true(t.sets[0].low == -1 && t.sets[0].high == 1);
+  assert_int_equal(t.n_seeds, 1);
+  assert_string_equal(t.seeds[0].name, "naive");
+  snprintf(want, sizeof want, "%s/seeds/naive.c", real);
+  assert_string_equal(t.seeds[0].path, want);
+  assert_string_equal(t.seeds[0].flags, "");
+  assert_int_equal(t.baseline, -1);
+  assert_string_equal(t.spec_json, FX_TASK_JSON);
+  kb_task_release(&t);
+  kb_task_release(&t);
+  kb_task_release(NULL);
+}
+
+static void test_all_fields(void **state) {
+  struct fx *x = *state;
+  static const char json[] =
+      "{\"schema\": \"kernelbrain.task/1\", \"id\": \"mm.v2-x_1\", \"name\": \"n\",\n"
+      " \"category\": \"gemm\", \"backend\": \"cuda\",\n"
+      " \"oracle\": {\"kind\": \"pytorch\", \"source\": \"./oracle.c\"},\n"
+      " \"reference\": \"reference.c\",\n"
+      " \"inputs\": [{\"name\": \"A\", \"dtype\": \"bf16\", \"shape\": [2, 3.0, 4]},\n"
+      "            {\"name\": \"_s\", \"dtype\": \"i64\", \"shape\": []}],\n"
+      " \"outputs\": [{\"name\": \"C\", \"dtype\": \"f16\", \"shape\": [2, 4]},\n"
+      "             {\"name\": \"idx\", \"dtype\": \"i32\", \"shape\": [2]}],\n"
+      " \"tolerance\": {\"atol\": 0.5},\n"
+      " \"input_sets\": [{\"seed\": 0, \"distribution\": \"normal\", \"low\": 3, \"high\": 0.5},\n"
+      "                {\"seed\": 9, \"distribution\": \"integers\", \"low\": -4, \"high\": 4}],\n"
+      " \"seeds\": [{\"name\": \"naive\", \"source\": \"seeds/naive.c\"},\n"
+      "           {\"name\": \"fast\", \"source\": \"seeds//fast.c\", \"flags\": \"-O3\"}],\n"
+      " \"baseline\": \"fast\"}\n";
+  fx_write(x->t1, "task.json", json);
+  struct kb_task t;
+  struct kb_error err = {0};
+  assert_int_equal(kb_task_load(x->t1, &t, &err), KB_OK);
+  assert_string_equal(t.id, "mm.v2-x_1");
+  assert_string_equal(t.category, "gemm");
+  assert_int_equal(t.backend, KB_BACKEND_CUDA);
+  assert_int_equal(t.oracle_kind, KB_ORACLE_PYTORCH);
+  assert_non_null(strstr(t.oracle_path, "/t1/oracle.c"));
+  assert_non_null(strstr(t.reference_path, "/t1/reference.c"));
+  assert_int_equal(t.n_inputs, 2);
+  assert_int_equal(t.inputs[0].dtype, KB_BF16);
+  assert_int_equal(t.inputs[0].ndim, 3);
+  assert_int_equal(t.inputs[0].shape[1], 3);
+  assert_int_equal(t.inputs[1].ndim, 0);
+  /* atol given, rtol from the loosest output dtype (f16) */
+  assert_true(t.atol == 0.5);
+  assert_true(t.rtol == 1e-2);
+  assert_int_equal(t.sets[0].dist, KB_DIST_NORMAL);
+  assert_int_equal(t.sets[1].dist, KB_DIST_INTEGERS);
+  assert_int_equal(t.n_seeds, 2);
+  assert_string_equal(t.seeds[1].flags, "-O3");
+  assert_non_null(strstr(t.seeds[1].path, "/t1/seeds/fast.c"));
+  assert_int_equal(t.baseline, 1);
+  kb_task_release(&t);
+}
+
+static void test_tolerance_defaults(void **state) {
+  struct fx *x = *state;
+  struct kb_task t;
+  struct kb_error err = {0};
+  static const struct {
+    const char *dtype;
+    double tol;
+  } cases[] = {{"f32", 1e-4}, {"f64", 1e-4}, {"f16", 1e-2}, {"bf16", 1e-2},
+               {"i32", 0},    {"i64", 0},    {"u8", 0},     {"bool", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char to[128];
+    snprintf(to, sizeof to, "{\"name\": \"y\", \"dtype\": \"%s\"", cases[i].dtype);
+    assert_int_equal(load_edit(x, "{\"name\": \"y\", \"dtype\": \"f32\"", to, &t, &err), KB_OK);
+    if (t.atol != cases[i].tol || t.rtol != cases[i].tol)
+      fail_msg("%s: atol %g rtol %g, want %g", cases[i].dtype, t.atol, t.rtol, cases[i].tol);
+    kb_task_release(&t);
+  }
+}
+
+static void test_bad_fields(void **state) {
+  struct fx *x = *state;
+  expect_error(x, "\"name\": \"test task\",", "\"name\": \"test task\", \"inptus\": 1,",
+               "task.json:4:24: unknown field \"inptus\"");
+  expect_error(x, "\"kernelbrain.task/1\"", "\"kernelbrain.task/2\"",
+               "task.json:2:13: \"schema\" must be \"kernelbrain.task/1\"");
+  expect_error(x, "\"id\": \"t1\"", "\"id\": \"T1\"", "task.json:3:9: \"id\" must be 1 to 63");
+  expect_error(x, "\"name\": \"test task\",", "", "task.json:1:1: \"name\" is required");
+  expect_error(x, "\"dtype\": \"f32\", \"shape\": [16]}]", "\"dtype\": \"f31\", \"shape\": [16]}]",
+               "task.json:7:37: \"inputs[0].dtype\" must be one of \"f32\", \"f16\", \"bf16\", "
+               "\"f64\", \"i32\", \"i64\", \"u8\", \"bool\"");
+  expect_error(x, "\"shape\": [16]", "\"shape\": [16, 0]",
+               "task.json:7:58: \"inputs[0].shape[1]\" must be a positive integer");
+  expect_error(x, "\"shape\": [16]", "\"shape\": [-2]",
+               "\"inputs[0].shape[0]\" must be a positive integer");
+  expect_error(x, "\"shape\": [16]", "\"shape\": [1,1,1,1,1,1,1,1,1]",
+               "task.json:7:53: \"inputs[0].shape\" must have at most 8 items");
+  expect_error(x, "\"shape\": [16]", "\"shape\": [2147483647,2147483647,2147483647]",
+               "\"inputs[0].shape\" is too large");
+  expect_error(x, "\"uniform\"", "\"gaussian\"",
+               "\"input_sets[0].distribution\" must be one of \"uniform\", \"normal\", "
+               "\"integers\"");
+  expect_error(x, "\"low\": -1, \"high\": 1", "\"low\": 1, \"high\": 1",
+               "\"input_sets[0].high\" must be greater than \"input_sets[0].low\"");
+  expect_error(x, "\"uniform\", \"low\": -1, \"high\": 1", "\"normal\", \"low\": -1, \"high\": 0",
+               "\"input_sets[0].high\" must be a positive number");
+  expect_error(x, "\"seed\": 1,", "\"seed\": -1,", "\"input_sets[0].seed\" must be a non-negative");
+  expect_error(x, "\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"y\"",
+               "\"outputs[0].name\" repeats the tensor name \"y\"");
+  expect_error(x, "\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"1x\"",
+               "\"inputs[0].name\" must be a C identifier");
+  expect_error(x, "\"outputs\": [{", "\"outputs\": [], \"x\": [{", "unknown field \"x\"");
+  expect_error(x, "\"outputs\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [16]}]",
+               "\"outputs\": []", "\"outputs\" must have at least 1 item");
+  expect_error(x, "\"source\": \"seeds/naive.c\"}]",
+               "\"source\": \"seeds/naive.c\"}], \"baseline\": \"turbo\"",
+               "\"baseline\" must name one of \"seeds\": no seed \"turbo\"");
+  expect_error(x, "\"source\": \"seeds/naive.c\"}]",
+               "\"source\": \"seeds/naive.c\"}, {\"name\": \"naive\", \"source\": \"oracle.c\"}]",
+               "\"seeds[1].name\" repeats the seed name \"naive\"");
+  expect_error(x, "\"backend\": \"host\"", "\"backend\": \"gpu\"",
+               "task.json:5:14: \"backend\" must be one of \"host\", \"cuda\"");
+  expect_error(x, "\"kind\": \"c\"", "\"kind\": \"python\"", "\"oracle.kind\" must be one of");
+  expect_error(x, "\"seeds\": [", "\"tolerance\": {\"atol\": -1}, \"seeds\": [",
+               "\"tolerance.atol\" must be a non-negative number");
+  expect_error(x, "\"seeds\": [", "\"tolerance\": {\"abs\": 1}, \"seeds\": [",
+               "unknown field \"tolerance.abs\"");
+}
+
+static void test_paths_stay_inside(void **state) {
+  struct fx *x = *state;
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"../oracle.c\"",
+               "task.json:6:37: \"oracle.source\" must be a relative path inside the task "
+               "bundle, without \"..\": \"../oracle.c\"");
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"seeds/../oracle.c\"",
+               "\"oracle.source\" must be a relative path inside the task bundle");
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"/etc/hostname\"",
+               "\"oracle.source\" must be a relative path inside the task bundle");
+  expect_error(x, "\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/..\"",
+               "\"seeds[0].source\" must be a relative path inside the task bundle");
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"\"",
+               "\"oracle.source\" must be a relative path inside the task bundle");
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"oracle.c\\n\"",
+               "task.json:6:37: \"oracle.source\" must not contain control characters");
+  /* ".." inside a name is no parent folder */
+  struct kb_task t;
+  struct kb_error err = {0};
+  fx_write(x->t1, "a..b.c", "/* odd name */\n");
+  assert_int_equal(load_edit(x, "\"source\": \"oracle.c\"", "\"source\": \"a..b.c\"", &t, &err),
+                   KB_OK);
+  kb_task_release(&t);
+}
+
+static void test_missing_files(void **state) {
+  struct fx *x = *state;
+  expect_error(x, "\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/gone.c\"",
+               "task.json:10:41: \"seeds[0].source\": cannot read \"seeds/gone.c\": No such file");
+  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"seeds\"",
+               "\"oracle.source\": cannot read \"seeds\": not a regular file");
+  /* without checking files, kb_task_parse takes the spec alone */
+  struct kb_task t;
+  struct kb_error err = {0};
+  char *json = fx_replace(FX_TASK_JSON, "\"seeds/naive.c\"", "\"seeds/gone.c\"");
+  assert_int_equal(kb_task_parse("spec", json, "/nowhere/t1", 0, &t, &err), KB_OK);
+  assert_string_equal(t.dir, "/nowhere/t1");
+  assert_string_equal(t.seeds[0].path, "/nowhere/t1/seeds/gone.c");
+  kb_task_release(&t);
+  assert_int_equal(kb_task_parse("spec", json, x->t1, 1, &t, &err), KB_EPARSE);
+  assert_non_null(strstr(err.msg, "spec:10:"));
+  free(json);
+  /* no task.json at all is an I/O error, not a parse error */
+  kb_error_clear(&err);
+  assert_int_equal(kb_task_load(x->dir, &t, &err), KB_EIO);
+  assert_non_null(strstr(err.msg, "task.json"));
+}
+
+static void test_messages_name_path_as_given(void **state) {
+  struct fx *x = *state;
+  char *json = fx_replace(FX_TASK_JSON, "\"id\": \"t1\"", "\"id\": \"\"");
+  fx_write(x->t1, "task.json", json);
+  free(json);
+  char given[PATH_MAX + 8];
+  snprintf(given, sizeof given, "%s/./t1/", x->dir);
+  struct kb_task t;
+  struct kb_error err = {0};
+  assert_int_equal(kb_task_load(given, &t, &err), KB_EPARSE);
+  char want[PATH_MAX + 64];
+  snprintf(want, sizeof want, "%s/./t1/task.json:3:9: \"id\" must be", x->dir);
+  assert_non_null(strstr(err.msg, want));
+}
+
+static void test_names(void **state) {
+  (void)state;
+  static const char *const dtypes[] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8", "bool"};
+  for (int i = 0; i < 8; i++) {
+    assert_string_equal(kb_dtype_name(i), dtypes[i]);
+    assert_int_equal(kb_dtype_from_name(dtypes[i]), i);
+  }
+  assert_int_equal(KB_BOOL, 7);
+  assert_null(kb_dtype_name(8));
+  assert_null(kb_dtype_name(-1));
+  assert_int_equal(kb_dtype_from_name("f8"), -1);
+  assert_string_equal(kb_backend_name(KB_BACKEND_HOST), "host");
+  assert_string_equal(kb_backend_name(KB_BACKEND_CUDA), "cuda");
+  assert_null(kb_backend_name(2));
+  assert_int_equal(kb_backend_from_name("cuda"), KB_BACKEND_CUDA);
+  assert_int_equal(kb_backend_from_name("rocm"), -1);
+}
+
+static void test_ids(void **state) {
+  (void)state;
+  assert_true(kb_id_valid("a"));
+  assert_true(kb_id_valid("0a.b-c_d"));
+  assert_false(kb_id_valid(""));
+  assert_false(kb_id_valid("-a"));
+  assert_false(kb_id_valid(".a"));
+  assert_false(kb_id_valid("A"));
+  assert_false(kb_id_valid("a b"));
+  char longest[64];
+  memset(longest, 'a', 63);
+  longest[63] = '\0';
+  assert_true(kb_id_valid(longest));
+  char too_long[65];
+  memset(too_long, 'a', 64);
+  too_long[64] = '\0';
+  assert_false(kb_id_valid(too_long));
+}
+
+static void test_path_resolve(void **state) {
+  (void)state;
+  static const struct {
+    const char *base, *rel, *want;
+  } cases[] = {
+      {"/a/b", "c", "/a/b/c"},       {"/a/b", "../c", "/a/c"},     {"/a/b/", "./c//d/", "/a/b/c/d"},
+      {"/a", "../../..", "/"},       {"/a", "/x/./y/../z", "/x/z"}, {"/", ".", "/"},
+      {"/a/b", "..", "/a"},          {"/a", "b/..c", "/a/b/..c"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *p = kb_path_resolve(cases[i].base, cases[i].rel);
+    assert_non_null(p);
+    if (strcmp(p, cases[i].want) != 0)
+      fail_msg("resolve(%s, %s) = %s, want %s", cases[i].base, cases[i].rel, p, cases[i].want);
+    kb_free(p);
+  }
+  char cwd[PATH_MAX];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  char *p = kb_path_resolve(NULL, "x");
+  char want[PATH_MAX + 4];
+  snprintf(want, sizeof want, "%s/x", strcmp(cwd, "/") == 0 ? "" : cwd);
+  assert_string_equal(p, want);
+  kb_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_all_fields, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tolerance_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_fields, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_paths_stay_inside, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_messages_name_path_as_given, setup, teardown),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_ids),
+      cmocka_unit_test(test_path_resolve),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
