@@ -101,21 +101,13 @@ static void read_device(char *out, size_t size) {
   kb_buf_release(&info);
 }
 
-/* Folder of kb_kernel.h: $KB_INCLUDE_DIR, else the build's KB_ABI_INCLUDE_DIR, else the
- * source tree this file was compiled from (runner/../common/include). */
+/* Folder of kb_kernel.h: $KB_INCLUDE_DIR, else the build's KB_ABI_INCLUDE_DIR (the source
+ * tree's common/include, set by runner/CMakeLists.txt). */
 static int include_dir(struct kb_buf *out) {
   const char *env = getenv("KB_INCLUDE_DIR");
   if (env != NULL && *env)
     return kb_buf_adds(out, env);
-#ifdef KB_ABI_INCLUDE_DIR
   return kb_buf_adds(out, KB_ABI_INCLUDE_DIR);
-#else
-  const char *file = __FILE__;
-  const char *slash = strrchr(file, '/');
-  if (slash == NULL)
-    return kb_buf_adds(out, "../common/include");
-  return kb_buf_addf(out, "%.*s/../common/include", (int)(slash - file), file);
-#endif
 }
 
 int kb_host_backend_new(const char *cache_dir, const char *cc, struct kb_host_backend **out,
