@@ -4,7 +4,9 @@ usage: check_results.py RESULTS_DIR --campaign ID --tasks T... [--min-evaluation
                         [--done N] [--all-ok]
 Checks, per task file: format and ids; every (candidate, tier, attempt) once; every evaluation's
 candidate in /candidates with its source; candidate summary columns agree with the rows; /best
-names a stored candidate; summary.json agrees. --done: total evaluation rows across the files
+names a stored candidate; summary.json agrees. Tests ask for at least 6 evaluations per task of
+two seeds: both compile and smoke, the baseline climbs to full; the other seed climbs only when
+the promotion policy ranks it in the top third, which depends on timings. --done: total evaluation rows across the files
 equals the number of items redis counted done plus dead-lettered (nothing lost, nothing twice).
 Prints one JSON line of counts.
 """
@@ -26,7 +28,7 @@ def fail(msg):
     sys.exit(1)
 
 
-def check_file(path, campaign, task, all_ok):
+def check_file(path, campaign, task, all_ok, baseline_tier):
     with h5py.File(path, "r") as f:
         if s(f.attrs["format"]) != "kernelbrain.h5/1":
             fail(f"{path}: format {f.attrs['format']!r}")
@@ -74,6 +76,11 @@ def check_file(path, campaign, task, all_ok):
                 best = max(rows, key=lambda r: (int(r["tier"]), int(r["attempt"])))
                 if int(c["best_tier"]) != int(best["tier"]) or s(c["status"]) != s(best["status"]):
                     fail(f"{path}: {cid} best_tier/status disagree with its rows")
+        if baseline_tier is not None and spec.get("baseline"):
+            base = [cid for cid, c in ids.items() if s(c["name"]) == spec["baseline"]]
+            if not any(int(e["tier"]) == baseline_tier and s(e["status"]) == "ok"
+                       for cid in base for e in per_cand.get(cid, [])):
+                fail(f"{path}: baseline {spec['baseline']} never passed tier {baseline_tier}")
         b = f["best"].attrs
         if s(b["candidate"]) and s(b["candidate"]) not in ids:
             fail(f"{path}: /best names an unknown candidate")
@@ -89,12 +96,14 @@ def main():
     ap.add_argument("--min-evaluations", type=int, default=1)
     ap.add_argument("--done", type=int)
     ap.add_argument("--all-ok", action="store_true")
+    ap.add_argument("--baseline-tier", type=int,
+                    help="the baseline seed must have passed this tier (it always climbs)")
     a = ap.parse_args()
     total = 0
     out = {}
     for task in a.tasks:
         path = os.path.join(a.dir, f"{task}.h5")
-        n_c, n_e, best, speedup = check_file(path, a.campaign, task, a.all_ok)
+        n_c, n_e, best, speedup = check_file(path, a.campaign, task, a.all_ok, a.baseline_tier)
         if n_e < a.min_evaluations:
             fail(f"{path}: {n_e} evaluations, want at least {a.min_evaluations}")
         total += n_e
