@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kb/error.h"
+#include "devices.h"
 #include "kb/log.h"
 #include "worker.h"
 
@@ -18,6 +19,7 @@ static void on_signal(int sig) {
 
 static void usage(FILE *out) {
   fputs("usage: kb-runner --campaign ID [options]\n"
+        "       kb-runner --list-devices [--json]\n"
         "\n"
         "Claims candidates of a campaign from redis, evaluates them on the fidelity ladder and\n"
         "publishes the results. SIGUSR1, SIGTERM or SIGINT (Slurm's warning before the time\n"
@@ -34,6 +36,8 @@ static void usage(FILE *out) {
         "      --max-tier N     highest tier served (default all)\n"
         "      --wait SECONDS   wait this long for redis and the campaign (default 60)\n"
         "      --max-items N    leave after N evaluations (default no limit)\n"
+        "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
+        "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
         "\n"
         "environment: KB_REDIS, KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE, KB_LOG\n"
@@ -69,10 +73,11 @@ int main(int argc, char **argv) {
       {"name", required_argument, NULL, 'n'},     {"min-tier", required_argument, NULL, OPT_MIN},
       {"max-tier", required_argument, NULL, OPT_MAX}, {"wait", required_argument, NULL, OPT_WAIT},
       {"max-items", required_argument, NULL, OPT_ITEMS}, {"help", no_argument, NULL, 'h'},
+      {"list-devices", no_argument, NULL, 'L'}, {"json", no_argument, NULL, 'j'},
       {NULL, 0, NULL, 0}};
-  int ch;
+  int ch, list = 0, json = 0;
   long v;
-  while ((ch = getopt_long(argc, argv, "c:r:b:C:n:h", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "c:r:b:C:n:hLj", longopts, NULL)) != -1) {
     switch (ch) {
     case 'c': o.campaign = optarg; break;
     case 'r': o.redis = optarg; break;
@@ -95,9 +100,17 @@ int main(int argc, char **argv) {
       if (parse_int(optarg, "--max-items", 0, 1000000000L, &v)) return KB_EXIT_USAGE;
       o.max_items = v;
       break;
+    case 'L': list = 1; break;
+    case 'j': json = 1; break;
     case 'h': usage(stdout); return KB_EXIT_OK;
     default: usage(stderr); return KB_EXIT_USAGE;
     }
+  }
+  if (list && optind == argc) {
+    struct kb_device_list devices;
+    kb_devices_probe(&devices);
+    kb_devices_print(&devices, stdout, json);
+    return KB_EXIT_OK;
   }
   if (o.campaign == NULL || optind != argc) {
     usage(stderr);

@@ -12,6 +12,9 @@ for p in kb-submit kb-scheduler kb-runner kb-launch; do
   [ $rc -eq 2 ] || fail "$p with a bad option: exit $rc, want 2"
   [ ! -s "$T/out.txt" ] || fail "$p usage error wrote to stdout"
 done
+"$BIN/kb-runner" --list-devices --json > "$T/dev.json" || fail "--list-devices failed"
+$KB_PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["devices"] or d["why_none"], d' \
+  "$T/dev.json" || fail "--list-devices --json: $(cat "$T/dev.json")"
 make_campaign cli
 "$BIN/kb-submit" validate "$T/cli.json" > "$T/v.txt" || fail "validate failed"
 grep -q 'is valid: 2 tasks, 4 seed candidates' "$T/v.txt" || fail "validate: $(cat "$T/v.txt")"
