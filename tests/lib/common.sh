@@ -14,7 +14,9 @@ REDIS_PID=""
 BG_PIDS=()
 cleanup() {
   for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  if [ -n "$REDIS_PID" ]; then kill -9 "$REDIS_PID" 2>/dev/null || true; fi
+  if [ -n "$REDIS_PID" ]; then
+    redis-cli -s "$T/redis/redis.sock" shutdown nosave > /dev/null 2>&1 || kill -9 "$REDIS_PID" 2>/dev/null || true
+  fi
   wait 2>/dev/null || true
   if [ -z "${KBT_KEEP:-}" ]; then rm -rf "$T"; else echo "kept $T" >&2; fi
 }
