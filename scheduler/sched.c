@@ -339,10 +339,13 @@ static int finish(struct sched *s, const char *reason, struct kb_error *err) {
 
 /* Decides whether the campaign is over. Returns a reason, or NULL to go on. */
 static const char *over(struct sched *s, const struct kb_queue_status *st) {
+  /* Cancelled or draining: nothing new starts; evaluations under way are still recorded. */
   if (strcmp(st->state, "cancelled") == 0)
-    return "cancelled";
+    return st->leased == 0 ? "cancelled" : NULL;
   if (strcmp(st->state, "done") == 0)
     return "done";
+  if (strcmp(st->state, "draining") == 0)
+    return st->leased == 0 ? "drained: no new evaluations started, the last ones finished" : NULL;
   if (strcmp(st->state, "running") != 0)
     return NULL;
   if (st->open == 0)

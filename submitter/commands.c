@@ -171,7 +171,9 @@ int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
   return rc ? fail(&err) : KB_EXIT_OK;
 }
 
-int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
+/* Moves the campaign to `to` from any of `from`, as the user `who_am_i()` names. */
+static int change_state(const struct kb_submit_opts *o, const char *id_or_path, const char *from,
+                        const char *to, const char *reason) {
   struct kb_error err = {0};
   char id[KB_ID_MAX], who[256];
   struct kb_redis *r = NULL;
@@ -183,10 +185,18 @@ int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
   if (rc == KB_OK)
     rc = kb_queue_open(&q, r, id, &err);
   if (rc == KB_OK)
-    rc = kb_queue_set_state(&q, "submitting,running,draining", "cancelled", "cancelled by user",
-                            who, &err);
+    rc = kb_queue_set_state(&q, from, to, reason, who, &err);
   if (rc == KB_OK && !o->quiet)
-    printf("campaign \"%s\" cancelled\n", id);
+    printf("campaign \"%s\" %s\n", id, to);
   kb_redis_free(r);
   return rc ? fail(&err) : KB_EXIT_OK;
+}
+
+int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
+  return change_state(o, id_or_path, "submitting,running,draining", "cancelled",
+                      "cancelled by user");
+}
+
+int kb_cmd_drain(const struct kb_submit_opts *o, const char *id_or_path) {
+  return change_state(o, id_or_path, "running", "draining", "drained by user");
 }

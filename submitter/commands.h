@@ -15,6 +15,9 @@ int kb_cmd_validate(const struct kb_submit_opts *o, const char *campaign_path);
 int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path);
 /* Prints the state, queue, ledger and runners of campaign `id_or_path`. */
 int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path);
+/* Drains campaign `id_or_path`: no new claims; evaluations under way finish and are recorded,
+ * then the scheduler ends the campaign. */
+int kb_cmd_drain(const struct kb_submit_opts *o, const char *id_or_path);
 /* Cancels campaign `id_or_path`: no further claims; running leases end or expire. */
 int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path);
 

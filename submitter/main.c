@@ -14,7 +14,8 @@ static void usage(FILE *out) {
         "  validate CAMPAIGN.json   check the campaign and every task bundle; write nothing\n"
         "  submit CAMPAIGN.json     validate, register in redis, enqueue the seed candidates\n"
         "  status ID|CAMPAIGN.json  state, queue, budget and runners of a campaign\n"
-        "  cancel ID|CAMPAIGN.json  stop a campaign: no new claims\n"
+        "  drain ID|CAMPAIGN.json   no new evaluations; those under way finish, then it ends\n"
+        "  cancel ID|CAMPAIGN.json  stop a campaign: no new claims; results under way are recorded\n"
         "\n"
         "options:\n"
         "  -r, --redis ADDR   redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
@@ -69,6 +70,8 @@ int main(int argc, char **argv) {
     return kb_cmd_submit(&o, arg);
   if (strcmp(cmd, "status") == 0)
     return kb_cmd_status(&o, arg);
+  if (strcmp(cmd, "drain") == 0)
+    return kb_cmd_drain(&o, arg);
   if (strcmp(cmd, "cancel") == 0)
     return kb_cmd_cancel(&o, arg);
   fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);

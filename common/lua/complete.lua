@@ -1,6 +1,6 @@
 -- complete: settle an item's charge, record its result and end its lease. Idempotent by charge
 -- id: a retry after a lost reply returns {"dup"} and changes nothing.
--- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 results
+-- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 results, 8 taskbudget
 -- ARGV: 1 item id, 2 lease token, 3 charge id, 4 actual cost_ms, 5 result JSON, 6 runner
 -- The actual cost is capped at the reservation; the remainder returns to "available".
 -- Returns {"ok", open items left} or {"dup"}.
@@ -31,6 +31,8 @@ local spent = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:spent', actual))
 local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved - actual))
 local total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))
 redis.call('HSET', charges, charge, 'P:' .. actual)
+redis.call('HINCRBY', KEYS[8], item.task .. ':held', string.format('%d', -reserved))
+redis.call('HINCRBY', KEYS[8], item.task .. ':spent', string.format('%d', actual))
 redis.call('XADD', log, '*', 'entry', cjson.encode({
   schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'post', currency = 'gpu_ms',
   amount = actual, charge_id = charge, who = ARGV[6], available = available, held = held,

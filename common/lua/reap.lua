@@ -2,7 +2,7 @@
 -- reservation refunded; an item that has used max_attempts goes to the dead-letter hash instead,
 -- and a result with status "infra_error" is appended so the scheduler records it.
 -- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 dead, 8 results,
---       9.. queues by tier index (tier 0 first)
+--       9 taskbudget, 10.. queues by tier index (tier 0 first)
 -- ARGV: 1 campaign id, 2 most items to reap in this call, 3 who
 -- Returns {requeued, dead}.
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
@@ -23,6 +23,7 @@ for _, id in ipairs(expired) do
     local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -reserved)))
     local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved))
     redis.call('HSET', charges, charge, 'V:' .. reserved)
+    redis.call('HINCRBY', KEYS[9], item.task .. ':held', string.format('%d', -reserved))
     redis.call('XADD', log, '*', 'entry', cjson.encode({
       schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'void', currency = 'gpu_ms',
       amount = reserved, charge_id = charge, who = ARGV[3], available = available, held = held,
@@ -49,7 +50,7 @@ for _, id in ipairs(expired) do
     dead = dead + 1
   else
     item.state = 'queued'
-    redis.call('ZADD', KEYS[9 + item.tier], item.priority, id)
+    redis.call('ZADD', KEYS[10 + item.tier], item.priority, id)
     requeued = requeued + 1
   end
   redis.call('HSET', items, id, cjson.encode(item))

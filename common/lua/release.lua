@@ -1,6 +1,7 @@
 -- release: a runner that leaves (Slurm warning, preemption, Ctrl-C) gives an item back. The
 -- reservation is voided and the item requeued; this does not count as an attempt.
--- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 queue of the item's tier
+-- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 queue of the item's tier,
+--       8 taskbudget
 -- ARGV: 1 item id, 2 lease token, 3 charge id, 4 runner
 -- Returns "released", or "noop" when the caller no longer holds the lease (nothing changes).
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
@@ -21,6 +22,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -reserved)))
 local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved))
 redis.call('HSET', charges, charge, 'V:' .. reserved)
+redis.call('HINCRBY', KEYS[8], item.task .. ':held', string.format('%d', -reserved))
 redis.call('XADD', log, '*', 'entry', cjson.encode({
   schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'void', currency = 'gpu_ms',
   amount = reserved, charge_id = charge, who = ARGV[4], available = available, held = held,

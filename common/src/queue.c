@@ -158,7 +158,7 @@ int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", NULL});
+                                          "charges", "taskbudget", NULL});
   for (int t = max_tier; rc == KB_OK && t >= min_tier; t--)
     rc = add_queue_key(&ks, q, t, err);
   if (rc == KB_OK)
@@ -241,7 +241,7 @@ int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "results", NULL});
+                                          "charges", "results", "taskbudget", NULL});
   if (rc)
     return rc;
   char cost_s[32];
@@ -268,6 +268,8 @@ int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *r
                                           "charges", NULL});
   if (rc == KB_OK)
     rc = add_queue_key(&ks, q, c->tier, err);
+  if (rc == KB_OK)
+    rc = add_key(&ks, q, "taskbudget", err);
   if (rc)
     return rc;
   const char *args[] = {c->item, c->token, c->charge_id, runner};
@@ -286,7 +288,7 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "dead", "results", NULL});
+                                          "charges", "dead", "results", "taskbudget", NULL});
   for (int t = 0; rc == KB_OK && t < q->n_tiers; t++)
     rc = add_queue_key(&ks, q, t, err);
   if (rc)
@@ -353,6 +355,43 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
   st->n_tiers = q->n_tiers;
   for (int t = 0; t < q->n_tiers; t++)
     parse_i64(e[14 + t], &st->ready[t]);
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
+                          struct kb_error *err) {
+  char key[KEY_MAX], field[KB_ID_MAX + 8];
+  kb_queue_key(q, key, sizeof key, "taskbudget");
+  snprintf(field, sizeof field, "%s:cap", task);
+  redisReply *rep = NULL;
+  int rc = cap_ms < 0 ? kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, field)
+                      : kb_redis_commandf(q->redis, &rep, err, "HSET %s %s %lld", key, field,
+                                          (long long)cap_ms);
+  if (rep)
+    freeReplyObject(rep);
+  return rc;
+}
+
+int kb_queue_task_budget(struct kb_queue *q, const char *task, int64_t *cap_ms, int64_t *held_ms,
+                         int64_t *spent_ms, struct kb_error *err) {
+  char key[KEY_MAX], f_cap[KB_ID_MAX + 8], f_held[KB_ID_MAX + 8], f_spent[KB_ID_MAX + 8];
+  kb_queue_key(q, key, sizeof key, "taskbudget");
+  snprintf(f_cap, sizeof f_cap, "%s:cap", task);
+  snprintf(f_held, sizeof f_held, "%s:held", task);
+  snprintf(f_spent, sizeof f_spent, "%s:spent", task);
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(q->redis, &rep, err, "HMGET %s %s %s %s", key, f_cap, f_held,
+                             f_spent);
+  if (rc)
+    return rc;
+  int64_t *out[3] = {cap_ms, held_ms, spent_ms};
+  for (size_t i = 0; i < 3; i++) {
+    *out[i] = i == 0 ? -1 : 0;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 3 &&
+        rep->element[i]->type == REDIS_REPLY_STRING)
+      parse_i64(rep->element[i], out[i]);
+  }
   freeReplyObject(rep);
   return KB_OK;
 }

@@ -17,6 +17,7 @@
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
+#include "kb/ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "redis_fixture.h"
@@ -384,6 +385,94 @@ static void test_many_processes(void **state) {
   kb_redis_free(r);
 }
 
+
+static void test_task_cap(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "caps", 10000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "caps", &err), KB_OK);
+  assert_int_equal(kb_queue_set_task_cap(&q, "a", 150, &err), KB_OK);
+  char id[65];
+  for (int i = 0; i < 3; i++) {
+    cand_id(20 + i, id);
+    assert_int_equal(kb_queue_enqueue(&q, id, "a", 2, 100, i, NULL, &err), KB_OK);
+  }
+  cand_id(30, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "b", 2, 100, 10, NULL, &err), KB_OK);
+  struct kb_claim c1, c2, c3;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c1, NULL, &err), KB_OK);
+  assert_string_equal(c1.task, "a");
+  /* a's next item would take it to 200 > 150: the scan skips to task b */
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c2, NULL, &err), KB_OK);
+  assert_string_equal(c2.task, "b");
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c3, NULL, &err), KB_EBUDGET);
+  kb_error_clear(&err);
+  int64_t cap, held, spent;
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(cap, 150);
+  assert_int_equal(held, 100);
+  assert_int_equal(kb_queue_complete(&q, &c1, 40, "{}", "r1", NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(spent, 40);
+  /* 40 spent + 100 <= 150: a's next item fits now */
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c3, NULL, &err), KB_OK);
+  assert_string_equal(c3.task, "a");
+  int released = 0;
+  assert_int_equal(kb_queue_release(&q, &c3, "r1", &released, &err), KB_OK);
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(kb_queue_set_task_cap(&q, "a", -1, &err), KB_OK);
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(cap, -1);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+static void test_llm_charges(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "llm", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "llm", &err), KB_OK);
+  /* the campaign was funded with 0 tokens: fund it as a submitter would */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{llm}:ledger llm_tokens:total 5000 "
+                                     "llm_tokens:available 5000"), KB_OK);
+  freeReplyObject(rep);
+  int dup = -1;
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 3000, "t", &dup, &err),
+                   KB_EBUDGET);
+  kb_error_clear(&err);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "req-1", "t", &dup, &err), KB_ESTATE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "nope", "t", &dup, &err), KB_ENOTFOUND);
+  kb_error_clear(&err);
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 500, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "req-2", "t", &dup, &err), KB_OK);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-2", 10, "t", &dup, &err), KB_ESTATE);
+  kb_error_clear(&err);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.llm_spent, 1200);
+  assert_int_equal(st.llm_held, 0);
+  assert_int_equal(st.llm_available, 3800);
+  assert_int_equal(st.llm_available + st.llm_held + st.llm_spent, st.llm_total);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
 static int setup(void **state) {
   (void)state;
   return kbt_redis_start(&server);
@@ -406,6 +495,8 @@ int main(void) {
       cmocka_unit_test(test_scripts_reload_after_restart),
       cmocka_unit_test(test_unreachable_names_address),
       cmocka_unit_test(test_many_processes),
+      cmocka_unit_test(test_task_cap),
+      cmocka_unit_test(test_llm_charges),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

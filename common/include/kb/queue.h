@@ -10,6 +10,7 @@
  *   kb:{cid}:lease       zset: leased items by deadline (Redis TIME, milliseconds)
  *   kb:{cid}:ledger      hash: <currency>:total|available|held|spent (integers)
  *   kb:{cid}:charges     hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>"
+ *   kb:{cid}:taskbudget  hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent
  *   kb:{cid}:ledger:log  stream: one JSON "entry" per ledger change (ledger-entry schema)
  *   kb:{cid}:results     stream: "item", "result" (result schema); group "scheduler"
  *   kb:{cid}:dead        hash: item id -> reason
@@ -104,5 +105,13 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err);
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
+
+/* Caps what `task` may hold plus spend at `cap_ms` GPU milliseconds; claim skips its items that
+ * would exceed it. A negative cap removes the cap. */
+int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
+                          struct kb_error *err);
+/* Reads a task's cap (-1 when none), held and spent GPU milliseconds. */
+int kb_queue_task_budget(struct kb_queue *q, const char *task, int64_t *cap_ms, int64_t *held_ms,
+                         int64_t *spent_ms, struct kb_error *err);
 
 #endif

@@ -1,0 +1,86 @@
+-- charge: two-phase transfers on one currency of the ledger, each resolving at most once (the
+-- model is TigerBeetle's pending transfers): reserve moves an amount from available to held;
+-- post settles it (the actual amount, at most the reserved one, moves to spent, the rest back to
+-- available); void returns all of it. Used for LLM tokens by the scheduler; GPU time goes
+-- through claim/complete, which keep the same hash format.
+-- KEYS: 1 ledger, 2 ledger:log, 3 charges hash of this currency
+-- ARGV: 1 op ("reserve" | "post" | "void"), 2 currency ("gpu_ms" | "llm_tokens"),
+--       3 charge id, 4 amount (reserve: to hold; post: actual; void: ignored), 5 who
+-- Returns {"ok", amount} or {"dup", amount} when this op already happened to this charge.
+-- Errors: KB_BUDGET (reserve beyond available), KB_NOTFOUND (post/void of an unknown charge),
+--         KB_STATE (post of a voided charge, void of a posted one, reserve of a used id),
+--         KB_INVAL (bad op, currency or amount).
+local ledger, log, charges = KEYS[1], KEYS[2], KEYS[3]
+local op, cur, id, who = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+local amount = tonumber(ARGV[4])
+if cur ~= 'gpu_ms' and cur ~= 'llm_tokens' then
+  return redis.error_reply('KB_INVAL unknown currency "' .. cur .. '"')
+end
+if not amount or amount < 0 or amount ~= math.floor(amount) then
+  return redis.error_reply('KB_INVAL amount must be a non-negative integer')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ch = redis.call('HGET', charges, id)
+local kind = ch and string.sub(ch, 1, 1)
+local previous = ch and tonumber(string.sub(ch, 3))
+
+local function audit(what, n)
+  local l = redis.call('HMGET', ledger, cur .. ':available', cur .. ':held', cur .. ':spent',
+                       cur .. ':total')
+  redis.call('XADD', log, '*', 'entry', cjson.encode({
+    schema = 'kernelbrain.ledger/1', ts_ms = now, op = what, currency = cur, amount = n,
+    charge_id = id, who = who, available = tonumber(l[1]), held = tonumber(l[2]),
+    spent = tonumber(l[3]), total = tonumber(l[4])}))
+end
+
+local function add(field, n)
+  return tonumber(redis.call('HINCRBY', ledger, cur .. ':' .. field, string.format('%d', n)))
+end
+
+if op == 'reserve' then
+  if ch then
+    if kind == 'H' and previous == amount then
+      return {'dup', previous}
+    end
+    return redis.error_reply('KB_STATE charge "' .. id .. '" was already used')
+  end
+  local available = tonumber(redis.call('HGET', ledger, cur .. ':available') or '0')
+  if amount > available then
+    return redis.error_reply('KB_BUDGET ' .. cur .. ': ' .. amount .. ' wanted, ' .. available ..
+                             ' available')
+  end
+  add('available', -amount)
+  add('held', amount)
+  redis.call('HSET', charges, id, 'H:' .. string.format('%d', amount))
+  audit('reserve', amount)
+  return {'ok', amount}
+elseif op == 'post' or op == 'void' then
+  if not ch then
+    return redis.error_reply('KB_NOTFOUND no charge "' .. id .. '"')
+  end
+  local done_kind = op == 'post' and 'P' or 'V'
+  if kind == done_kind then
+    return {'dup', previous}
+  end
+  if kind ~= 'H' then
+    return redis.error_reply('KB_STATE charge "' .. id .. '" is already ' ..
+                             (kind == 'P' and 'posted' or 'voided'))
+  end
+  local actual = op == 'post' and math.min(amount, previous) or 0
+  add('held', -previous)
+  add('spent', actual)
+  add('available', previous - actual)
+  local settled = op == 'post' and actual or previous
+  redis.call('HSET', charges, id, done_kind .. ':' .. string.format('%d', settled))
+  if op == 'post' then
+    audit('post', actual)
+    if previous > actual then
+      audit('void', previous - actual)
+    end
+  else
+    audit('void', previous)
+  end
+  return {'ok', op == 'post' and actual or previous}
+end
+return redis.error_reply('KB_INVAL unknown op "' .. op .. '"')

@@ -1,0 +1,54 @@
+/* Two-phase ledger charges (see kb/ledger.h). */
+#include "kb/ledger.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kb/error.h"
+#include "kb/redis.h"
+
+const char *kb_currency_name(int currency) {
+  return currency == KB_LLM_TOKENS ? "llm_tokens" : "gpu_ms";
+}
+
+static int charge(struct kb_queue *q, const char *op, int currency, const char *charge_id,
+                  int64_t amount, const char *who, int *dup, struct kb_error *err) {
+  if (currency != KB_GPU_MS && currency != KB_LLM_TOKENS)
+    return kb_error_set(err, KB_EINVAL, "unknown currency %d", currency);
+  char keys[3][200];
+  const char *kp[3] = {keys[0], keys[1], keys[2]};
+  kb_queue_key(q, keys[0], sizeof keys[0], "ledger");
+  kb_queue_key(q, keys[1], sizeof keys[1], "ledger:log");
+  /* GPU charges share the hash of claim/complete; other currencies have their own. */
+  if (currency == KB_GPU_MS)
+    kb_queue_key(q, keys[2], sizeof keys[2], "charges");
+  else
+    kb_queue_key(q, keys[2], sizeof keys[2], "charges:llm_tokens");
+  char amount_s[32];
+  snprintf(amount_s, sizeof amount_s, "%lld", (long long)amount);
+  const char *args[] = {op, kb_currency_name(currency), charge_id, amount_s, who};
+  redisReply *rep = NULL;
+  int rc = kb_redis_script(q->redis, "charge", 3, kp, 5, args, NULL, &rep, err);
+  if (rc)
+    return rc;
+  if (dup)
+    *dup = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+           rep->element[0]->type == REDIS_REPLY_STRING && strcmp(rep->element[0]->str, "dup") == 0;
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+int kb_ledger_reserve(struct kb_queue *q, int currency, const char *charge_id, int64_t amount,
+                      const char *who, int *dup, struct kb_error *err) {
+  return charge(q, "reserve", currency, charge_id, amount, who, dup, err);
+}
+
+int kb_ledger_post(struct kb_queue *q, int currency, const char *charge_id, int64_t actual,
+                   const char *who, int *dup, struct kb_error *err) {
+  return charge(q, "post", currency, charge_id, actual, who, dup, err);
+}
+
+int kb_ledger_void(struct kb_queue *q, int currency, const char *charge_id, const char *who,
+                   int *dup, struct kb_error *err) {
+  return charge(q, "void", currency, charge_id, 0, who, dup, err);
+}
