@@ -8,14 +8,10 @@
 #include "kb/error.h"
 #include "devices.h"
 #include "kb/log.h"
+#include "kb/signals.h"
 #include "worker.h"
 
 static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
 
 static void usage(FILE *out) {
   fputs("usage: kb-runner --campaign ID [options]\n"
@@ -116,13 +112,8 @@ int main(int argc, char **argv) {
     usage(stderr);
     return KB_EXIT_USAGE;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
+  static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT};
+  kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int why = 0;
   if (kb_worker_run(&o, &why, &err)) {

@@ -13,6 +13,7 @@
 #include "host_backend.h"
 #include "kb/alloc.h"
 #include "kb/catalog.h"
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/queue.h"
@@ -38,17 +39,7 @@ struct worker {
   char state[16];            /* campaign state as the last heartbeat saw it */
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
 
 /* Extends the current lease every third of its length, on its own connection. */
 static void *heartbeat_main(void *arg) {
@@ -89,7 +80,7 @@ static void *heartbeat_main(void *arg) {
       pthread_mutex_unlock(&w->lock);
       if (quit)
         break;
-      sleep_ms(100);
+      kb_sleep_ms(100);
     }
   }
   kb_redis_free(r);
@@ -115,7 +106,7 @@ static void evaluate(struct worker *w, const struct kb_claim *c, struct kb_resul
   struct kb_error err = {0};
   struct kb_candidate cand;
   memset(&cand, 0, sizeof cand);
-  r->started = now_s();
+  r->started = kb_now_wall();
   const struct kb_task *task = find_task(w, c->task, &err);
   int rc = task ? KB_OK : err.code;
   if (rc == KB_OK)
@@ -128,7 +119,7 @@ static void evaluate(struct worker *w, const struct kb_claim *c, struct kb_resul
     snprintf(r->reason, sizeof r->reason, "%.255s", err.msg);
     r->cost_ms = 0;
   }
-  r->finished = now_s();
+  r->finished = kb_now_wall();
   kb_candidate_release(&cand);
 }
 
@@ -181,20 +172,6 @@ static int campaign_over(const char *state) {
   return strcmp(state, "done") == 0 || strcmp(state, "cancelled") == 0;
 }
 
-/* Waits for the campaign to exist (a Slurm runner may start before the submission). */
-static int attach(struct worker *w, struct kb_error *err) {
-  double give_up = now_s() + w->opts->wait_s;
-  for (;;) {
-    struct kb_error e = {0};
-    int rc = kb_queue_open(&w->q, w->redis, w->opts->campaign, &e);
-    if (rc == KB_OK)
-      return KB_OK;
-    if (rc != KB_ENOTFOUND || now_s() >= give_up || *w->opts->stop)
-      return kb_error_set(err, rc, "%s", e.msg);
-    sleep_ms(500);
-  }
-}
-
 static int loop(struct worker *w, int *why, struct kb_error *err) {
   long idle_ms = 50, done_items = 0;
   while (!*w->opts->stop) {
@@ -230,7 +207,7 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
     if (rc != KB_EEMPTY && rc != KB_EBUDGET && rc != KB_ESTATE)
       return kb_error_set(err, rc, "%s", e.msg);
     /* Nothing we can take now: the scheduler may promote or end the campaign soon. */
-    sleep_ms(idle_ms);
+    kb_sleep_ms(idle_ms);
     idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
   }
   *why = KB_WORKER_STOPPED;
@@ -258,7 +235,7 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
   struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000};
   int rc = kb_redis_connect(&ro, &w.redis, err);
   if (rc == KB_OK)
-    rc = attach(&w, err);
+    rc = kb_queue_open_wait(&w.q, w.redis, opts->campaign, opts->wait_s, opts->stop, err);
   if (rc == KB_OK && w.q.backend != KB_BACKEND_HOST)
     rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" needs the %s backend", opts->campaign,
                       kb_backend_name(w.q.backend));

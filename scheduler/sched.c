@@ -12,6 +12,7 @@
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/catalog.h"
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/queue.h"
@@ -23,6 +24,11 @@
 #include "summary.h"
 
 #define GROUP "scheduler"
+/* One consumer name for every incarnation of the scheduler: a restarted scheduler must see the
+ * entries its killed predecessor read but did not acknowledge (XREADGROUP ... 0 returns only the
+ * caller's own pending entries). There is one scheduler per campaign; the HDF5 files' lock
+ * stops a second one. */
+#define CONSUMER "main"
 #define BATCH 128
 #define MAX_FILES 1024
 
@@ -46,17 +52,7 @@ struct sched {
   double deadline;            /* unix seconds, 0 = none */
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
 
 /* Reads a string field of the campaign's meta hash into `out` ("" when absent). */
 static int meta_field(struct sched *s, const char *field, char *out, size_t size,
@@ -306,7 +302,7 @@ static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(s->redis, &rep, err,
                              "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
-                             s->who, BATCH, *pending_mode ? 0 : 500, s->key_results,
+                             CONSUMER, BATCH, *pending_mode ? 0 : 500, s->key_results,
                              *pending_mode ? "0" : ">");
   if (rc)
     return rc;
@@ -352,7 +348,7 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
     return "every candidate evaluated";
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
-  if (s->deadline > 0 && now_s() > s->deadline)
+  if (s->deadline > 0 && kb_now_wall() > s->deadline)
     return "deadline passed";
   return NULL;
 }
@@ -370,18 +366,12 @@ static int create_group(struct sched *s, struct kb_error *err) {
 }
 
 static int attach(struct sched *s, struct kb_error *err) {
-  double give_up = now_s() + s->opts->wait_s;
-  for (;;) {
-    struct kb_error e = {0};
-    int rc = kb_queue_open(&s->q, s->redis, s->opts->campaign, &e);
-    if (rc == KB_OK)
-      break;
-    if (rc != KB_ENOTFOUND || now_s() >= give_up || *s->opts->stop)
-      return kb_error_set(err, rc, "%s", e.msg);
-    sleep_ms(500);
-  }
+  int rc = kb_queue_open_wait(&s->q, s->redis, s->opts->campaign, s->opts->wait_s, s->opts->stop,
+                              err);
+  if (rc)
+    return rc;
   char dir[1024] = "", deadline[32] = "";
-  int rc = meta_field(s, "results_dir", dir, sizeof dir, err);
+  rc = meta_field(s, "results_dir", dir, sizeof dir, err);
   if (rc == KB_OK)
     rc = meta_field(s, "deadline", deadline, sizeof deadline, err);
   if (rc)
@@ -417,14 +407,14 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
     release_entries(e, n);
     if (rc)
       return rc;
-    if (now_s() >= next_reap) {
+    if (kb_now_wall() >= next_reap) {
       int requeued = 0, dead = 0;
       rc = kb_queue_reap(&s->q, 100, s->who, &requeued, &dead, err);
       if (rc)
         return rc;
       if (requeued || dead)
         kb_warn("reaped expired leases: %d requeued, %d dead-lettered", requeued, dead);
-      next_reap = now_s() + 1.0;
+      next_reap = kb_now_wall() + 1.0;
       if (requeued || dead)
         continue;
     }

@@ -16,6 +16,7 @@
 
 #include "kb/buf.h"
 #include "kb/catalog.h"
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/leaderboard.h"
 #include "kb/log.h"
@@ -41,11 +42,6 @@ struct local {
   int n_runners;
 };
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
 
 /* Starts `argv` with stdout and stderr appended to `log_path`. */
 static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb_error *err) {
@@ -113,7 +109,7 @@ static int start_redis(struct local *l, struct kb_error *err) {
       l->redis_pid = 0;
       return kb_error_set(err, KB_ECONN, "redis-server exited at start; see %s", log);
     }
-    sleep_ms(50);
+    kb_sleep_ms(50);
   }
   return kb_error_set(err, KB_ECONN, "redis-server did not accept connections within 10 s; "
                       "see %s", log);
@@ -247,7 +243,7 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
     }
     if (r && tick % 5 == 0)
       show_progress(l, r, tty);
-    sleep_ms(100);
+    kb_sleep_ms(100);
   }
   if (tty)
     fprintf(stderr, "\n");

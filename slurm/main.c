@@ -9,14 +9,10 @@
 
 #include "kb/error.h"
 #include "kb/log.h"
+#include "kb/signals.h"
 #include "local.h"
 
 static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
 
 static void usage(FILE *out) {
   fputs("usage: kb-launch --local CAMPAIGN.json [options]\n"
@@ -94,12 +90,8 @@ int main(int argc, char **argv) {
     return KB_EXIT_FAILURE;
   }
   o.bin_dir = dir;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  static const int sigs[] = {SIGINT, SIGTERM};
+  kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   if (kb_local_run(&o, &err)) {
     fprintf(stderr, "kb-launch: %s\n", err.msg);

@@ -148,17 +148,27 @@ static json_t *status_json(const char *id, const struct kb_queue_status *st) {
       (json_int_t)st->llm_spent);
 }
 
+/* Resolves `id_or_path`, connects and attaches to the campaign. On success `*r` is the
+ * connection (new; the caller frees it, also on failure). */
+static int open_campaign(const struct kb_submit_opts *o, const char *id_or_path, char *id,
+                         size_t id_size, struct kb_redis **r, struct kb_queue *q,
+                         struct kb_error *err) {
+  *r = NULL;
+  int rc = resolve_id(id_or_path, id, id_size, err);
+  if (rc == KB_OK)
+    rc = connect_redis(o, r, err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(q, *r, id, err);
+  return rc;
+}
+
 int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
   struct kb_error err = {0};
   char id[KB_ID_MAX];
   struct kb_redis *r = NULL;
   struct kb_queue q;
   struct kb_queue_status st;
-  int rc = resolve_id(id_or_path, id, sizeof id, &err);
-  if (rc == KB_OK)
-    rc = connect_redis(o, &r, &err);
-  if (rc == KB_OK)
-    rc = kb_queue_open(&q, r, id, &err);
+  int rc = open_campaign(o, id_or_path, id, sizeof id, &r, &q, &err);
   if (rc == KB_OK)
     rc = kb_queue_status(&q, &st, &err);
   if (rc == KB_OK) {
@@ -179,11 +189,7 @@ static int change_state(const struct kb_submit_opts *o, const char *id_or_path, 
   struct kb_redis *r = NULL;
   struct kb_queue q;
   who_am_i(who, sizeof who);
-  int rc = resolve_id(id_or_path, id, sizeof id, &err);
-  if (rc == KB_OK)
-    rc = connect_redis(o, &r, &err);
-  if (rc == KB_OK)
-    rc = kb_queue_open(&q, r, id, &err);
+  int rc = open_campaign(o, id_or_path, id, sizeof id, &r, &q, &err);
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, from, to, reason, who, &err);
   if (rc == KB_OK && !o->quiet)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
 
@@ -104,6 +105,20 @@ int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
     rc = kb_error_set(err, KB_EREDIS, "%s: bad backend", key);
   freeReplyObject(rep);
   return rc;
+}
+
+int kb_queue_open_wait(struct kb_queue *q, struct kb_redis *redis, const char *cid, int wait_s,
+                       volatile sig_atomic_t *stop, struct kb_error *err) {
+  double give_up = kb_now_mono() + wait_s;
+  for (;;) {
+    struct kb_error e = {0};
+    int rc = kb_queue_open(q, redis, cid, &e);
+    if (rc == KB_OK)
+      return KB_OK;
+    if (rc != KB_ENOTFOUND || kb_now_mono() >= give_up || (stop && *stop))
+      return kb_error_set(err, rc, "%s", e.msg);
+    kb_sleep_ms(500);
+  }
 }
 
 int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task, int tier,

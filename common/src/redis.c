@@ -13,6 +13,7 @@
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "lua_scripts.h"
@@ -131,17 +132,9 @@ static int connect_once(struct kb_redis *r, struct kb_error *err) {
   return KB_OK;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
-}
 
-static long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
+
+static long mono_ms(void) { return (long)(kb_now_mono() * 1000); }
 
 /* Reconnects with capped exponential backoff (50 ms doubling to 2 s, full jitter) until
  * `deadline` (monotonic ms). */
@@ -156,15 +149,16 @@ static int reconnect(struct kb_redis *r, long deadline, struct kb_error *err) {
     int rc = connect_once(r, &attempt);
     if (rc == KB_OK)
       return KB_OK;
-    if (rc != KB_ECONN || now_ms() >= deadline) {
+    if (rc != KB_ECONN || mono_ms() >= deadline) {
       kb_error_set(err, rc, "%s", attempt.msg);
       return rc;
     }
     long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
-    if (now_ms() + wait > deadline)
-      wait = deadline - now_ms() > 0 ? deadline - now_ms() : 1;
+    long left = deadline - mono_ms();
+    if (wait > left)
+      wait = left > 0 ? left : 1;
     kb_debug("redis at %s unreachable, retrying in %ld ms", r->addr, wait);
-    sleep_ms(wait);
+    kb_sleep_ms(wait);
     delay = delay * 2 > 2000 ? 2000 : delay * 2;
   }
 }
@@ -195,7 +189,7 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
   r->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
   r->command_timeout_ms = opts ? opts->command_timeout_ms : 0;
   r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
-  r->rng = (unsigned)now_ms() ^ (unsigned)(uintptr_t)r;
+  r->rng = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)r;
   int rc = parse_addr(r, addr, err);
   if (rc == KB_OK)
     rc = load_credentials(r, err);
@@ -226,19 +220,21 @@ const char *kb_redis_addr(const struct kb_redis *r) { return r->addr; }
 
 void kb_redis_set_retry(struct kb_redis *r, int retry_ms) { r->retry_ms = retry_ms; }
 
-/* Sends one command, reconnecting on I/O errors within the retry budget. A reply is NULL only
- * when the connection failed for good. */
-static int send_argv(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
-                     redisReply **reply, struct kb_error *err) {
-  long deadline = now_ms() + r->retry_ms;
+/* Sends one formatted command (`cmd`, `len` bytes, from redisFormatCommand*) and reads its
+ * reply, reconnecting on I/O errors within the retry budget. On success `*reply` is the reply
+ * (new), possibly a Redis error reply. */
+static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redisReply **reply,
+                          struct kb_error *err) {
+  long deadline = mono_ms() + r->retry_ms;
   for (;;) {
     if (r->ctx == NULL) {
       int rc = reconnect(r, deadline, err);
       if (rc)
         return rc;
     }
-    redisReply *rep = redisCommandArgv(r->ctx, argc, argv, lens);
-    if (rep) {
+    void *rep = NULL;
+    if (redisAppendFormattedCommand(r->ctx, cmd, len) == REDIS_OK &&
+        redisGetReply(r->ctx, &rep) == REDIS_OK && rep != NULL) {
       *reply = rep;
       return KB_OK;
     }
@@ -247,20 +243,24 @@ static int send_argv(struct kb_redis *r, int argc, const char **argv, const size
     kb_warn("redis at %s: %s; reconnecting", r->addr, r->ctx->errstr);
     redisFree(r->ctx);
     r->ctx = NULL;
-    if (now_ms() >= deadline)
+    if (mono_ms() >= deadline)
       return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
   }
 }
 
-int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
-                     int allow_error, redisReply **reply, struct kb_error *err) {
+/* Sends `cmd` (stolen: freed here) and maps an error reply to KB_EREDIS unless `allow_error`. */
+static int send_and_check(struct kb_redis *r, char *cmd, long long len, const char *name,
+                          int allow_error, redisReply **reply, struct kb_error *err) {
   *reply = NULL;
+  if (len < 0)
+    return kb_error_set(err, KB_ENOMEM, "out of memory formatting a redis command");
   redisReply *rep = NULL;
-  int rc = send_argv(r, argc, argv, lens, &rep, err);
+  int rc = send_formatted(r, cmd, (size_t)len, &rep, err);
+  redisFreeCommand(cmd);
   if (rc)
     return rc;
   if (rep->type == REDIS_REPLY_ERROR && !allow_error) {
-    kb_error_set(err, KB_EREDIS, "redis %s: %s", argv[0], rep->str);
+    kb_error_set(err, KB_EREDIS, "redis %s: %s", name, rep->str);
     freeReplyObject(rep);
     return KB_EREDIS;
   }
@@ -268,35 +268,23 @@ int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size
   return KB_OK;
 }
 
+int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
+                     int allow_error, redisReply **reply, struct kb_error *err) {
+  char *cmd = NULL;
+  long long len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+  return send_and_check(r, cmd, len, argv[0], allow_error, reply, err);
+}
+
 int kb_redis_commandf(struct kb_redis *r, redisReply **reply, struct kb_error *err,
                       const char *fmt, ...) {
-  *reply = NULL;
-  long deadline = now_ms() + r->retry_ms;
-  for (;;) {
-    if (r->ctx == NULL) {
-      int rc = reconnect(r, deadline, err);
-      if (rc)
-        return rc;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *rep = redisvCommand(r->ctx, fmt, ap);
-    va_end(ap);
-    if (rep) {
-      if (rep->type == REDIS_REPLY_ERROR) {
-        kb_error_set(err, KB_EREDIS, "redis: %s", rep->str);
-        freeReplyObject(rep);
-        return KB_EREDIS;
-      }
-      *reply = rep;
-      return KB_OK;
-    }
-    kb_warn("redis at %s: %s; reconnecting", r->addr, r->ctx->errstr);
-    redisFree(r->ctx);
-    r->ctx = NULL;
-    if (now_ms() >= deadline)
-      return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
-  }
+  char *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int len = redisvFormatCommand(&cmd, fmt, ap);
+  va_end(ap);
+  char name[16];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(fmt, " "), fmt);
+  return send_and_check(r, cmd, len, name, 0, reply, err);
 }
 
 static int find_script(const char *name) {

@@ -9,7 +9,7 @@ start_redis
 make_campaign kills
 "$BIN/kb-submit" -q submit "$T/kills.json" > /dev/null
 RUNNER_KILLS=${RUNNER_KILLS:-3}
-SCHED_KILLS=${SCHED_KILLS:-3}
+SCHED_KILLS=${SCHED_KILLS:-4}
 
 n=0
 start_runner() {

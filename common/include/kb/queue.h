@@ -23,6 +23,7 @@
 #ifndef KB_QUEUE_H
 #define KB_QUEUE_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "kb/campaign.h"
@@ -73,6 +74,11 @@ struct kb_queue_status {
  * Errors: KB_ENOTFOUND when the campaign does not exist, KB_ECONN, KB_EREDIS. */
 int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
                   struct kb_error *err);
+/* kb_queue_open(), retried every half second for up to `wait_s` seconds while the campaign does
+ * not exist yet (a Slurm runner may start before the submission), or until `*stop` is set
+ * (`stop` may be NULL). */
+int kb_queue_open_wait(struct kb_queue *q, struct kb_redis *redis, const char *cid, int wait_s,
+                       volatile sig_atomic_t *stop, struct kb_error *err);
 /* Builds the key "kb:{cid}:<suffix>" into `out`. */
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix);
 
