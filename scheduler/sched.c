@@ -174,9 +174,20 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
       continue;
     const struct kb_result *r = &e[i].result;
     struct kb_candidate cand;
-    rc = kb_catalog_get_candidate(&s->q, r->candidate, &cand, err);
-    if (rc)
+    struct kb_error lookup = {0};
+    rc = kb_catalog_get_candidate(&s->q, r->candidate, &cand, &lookup);
+    if (rc == KB_ENOTFOUND || rc == KB_EPARSE) {
+      /* A result naming no known candidate cannot be stored; keeping it unacknowledged would
+       * stop the campaign forever. Log it; it stays in the stream for inspection. */
+      kb_errlog("%s: %s; result skipped", e[i].id, lookup.msg);
+      e[i].valid = 0;
+      rc = KB_OK;
+      continue;
+    }
+    if (rc) {
+      kb_error_set(err, rc, "%s", lookup.msg);
       break;
+    }
     struct kb_task_pop *t = task_pop(s, r->task, err);
     if (t == NULL)
       rc = err->code;

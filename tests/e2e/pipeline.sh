@@ -22,6 +22,11 @@ grep -q '"submitted":true' "$T/submit.json" || fail "submit output: $(cat "$T/su
 rc=0; "$BIN/kb-submit" submit "$T/pipe.json" 2> "$T/again.err" || rc=$?
 [ $rc -eq 5 ] || fail "second submit: exit $rc, want 5 (exists)"
 
+note "malformed entries in the results stream are logged and skipped, not fatal"
+rcli XADD 'kb:{pipe}:results' '*' item junk result '{"schema": "kernelbrain.result/1",' > /dev/null
+ghost=$(printf 'f%.0s' $(seq 64))
+rcli XADD 'kb:{pipe}:results' '*' item "$ghost:1" result "{\"schema\":\"kernelbrain.result/1\",\"campaign\":\"pipe\",\"task\":\"sum\",\"candidate\":\"$ghost\",\"tier\":1,\"tier_name\":\"smoke\",\"attempt\":1,\"charge_id\":\"$ghost:1#1\",\"runner\":\"x\",\"backend\":\"host\",\"device\":\"cpu\",\"status\":\"ok\",\"reason\":\"\",\"cost_ms\":0,\"started\":1,\"finished\":2}" > /dev/null
+
 note "run the scheduler and one runner"
 "$BIN/kb-scheduler" --campaign pipe --cache "$T/sched" 2> "$T/sched.log" &
 SCHED=$!; BG_PIDS+=($SCHED)
@@ -30,6 +35,9 @@ RUNNER=$!; BG_PIDS+=($RUNNER)
 wait_pid $SCHED 240 || fail "scheduler failed: $(tail -5 "$T/sched.log")"
 wait_pid $RUNNER 30 || fail "runner exit code $?: $(tail -5 "$T/runner.log")"
 
+grep -q "results stream entry .*" "$T/sched.log" || fail "malformed entry not reported"
+grep -q "result skipped" "$T/sched.log" || fail "unknown candidate not reported: $(grep -i error "$T/sched.log")"
+
 note "state, ledger, status"
 [ "$(rcli HGET 'kb:{pipe}:meta' state)" = done ] || fail "campaign not done"
 ledger_exact pipe
@@ -37,7 +45,8 @@ ledger_exact pipe
 grep -q '"state":"done"' "$T/status.json" || fail "status: $(cat "$T/status.json")"
 
 note "every message the code emitted matches its schema"
-stream_json 'kb:{pipe}:results' result "$T/results.jsonl"
+stream_json 'kb:{pipe}:results' result "$T/all.jsonl"
+tail -n +3 "$T/all.jsonl" > "$T/results.jsonl"   # the two planted entries first
 stream_json 'kb:{pipe}:ledger:log' entry "$T/ledger.jsonl"
 [ "$(wc -l < "$T/results.jsonl")" -ge 6 ] || fail "fewer than 6 results"
 $KB_PY "$TESTS_DIR/schema/validate.py" --jsonl result "$T/results.jsonl"
