@@ -67,20 +67,21 @@ elseif op == 'post' or op == 'void' then
     return redis.error_reply('KB_STATE charge "' .. id .. '" is already ' ..
                              (kind == 'P' and 'posted' or 'voided'))
   end
+  -- post: the actual amount goes from held to spent, then (own entry) the rest from held back
+  -- to available; void: all of it back. Each audit entry shows the balances right after it.
   local actual = op == 'post' and math.min(amount, previous) or 0
-  add('held', -previous)
-  add('spent', actual)
-  add('available', previous - actual)
+  if op == 'post' then
+    add('held', -actual)
+    add('spent', actual)
+    audit('post', actual)
+  end
+  if previous > actual then
+    add('held', -(previous - actual))
+    add('available', previous - actual)
+    audit('void', previous - actual)
+  end
   local settled = op == 'post' and actual or previous
   redis.call('HSET', charges, id, done_kind .. ':' .. string.format('%d', settled))
-  if op == 'post' then
-    audit('post', actual)
-    if previous > actual then
-      audit('void', previous - actual)
-    end
-  else
-    audit('void', previous)
-  end
-  return {'ok', op == 'post' and actual or previous}
+  return {'ok', settled}
 end
 return redis.error_reply('KB_INVAL unknown op "' .. op .. '"')

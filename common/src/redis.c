@@ -117,14 +117,16 @@ static int connect_once(struct kb_redis *r, struct kb_error *err) {
   if (r->password) {
     redisReply *rep = r->user ? redisCommand(c, "AUTH %s %s", r->user, r->password)
                               : redisCommand(c, "AUTH %s", r->password);
-    int bad = rep == NULL || rep->type == REDIS_REPLY_ERROR;
-    if (bad) {
-      kb_error_set(err, rep ? KB_EAUTH : KB_ECONN, "redis at %s refused authentication%s%s",
-                   r->addr, rep ? ": " : "", rep ? rep->str : "");
+    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+      int code = rep ? KB_EAUTH : KB_ECONN;
+      if (rep)
+        kb_error_set(err, code, "redis at %s refused authentication: %s", r->addr, rep->str);
+      else
+        kb_error_set(err, code, "lost connection to redis at %s while authenticating", r->addr);
       if (rep)
         freeReplyObject(rep);
       redisFree(c);
-      return err ? err->code : KB_EAUTH;
+      return code;
     }
     freeReplyObject(rep);
   }
@@ -235,6 +237,14 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
     void *rep = NULL;
     if (redisAppendFormattedCommand(r->ctx, cmd, len) == REDIS_OK &&
         redisGetReply(r->ctx, &rep) == REDIS_OK && rep != NULL) {
+      redisReply *rr = rep;
+      /* A restarted server answers LOADING while it replays its AOF: wait it out. */
+      if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "LOADING", 7) == 0 &&
+          mono_ms() < deadline) {
+        freeReplyObject(rr);
+        kb_sleep_ms(50);
+        continue;
+      }
       *reply = rep;
       return KB_OK;
     }

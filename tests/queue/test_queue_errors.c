@@ -1,0 +1,303 @@
+/* Error codes of the scripts and the C layer not covered by test_queue.c, each against a real
+ * server, each checking that the refused call changed nothing; and the audit stream's balances
+ * entry by entry. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/error.h"
+#include "kb/ledger.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "queue_helpers.h"
+#include "redis_fixture.h"
+
+static struct kbt_redis server;
+
+static int64_t redis_int(struct kb_redis *r, const char *fmt, const char *key) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, fmt, key))
+    fail_msg("%s %s: %s", fmt, key, err.msg);
+  assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+  int64_t v = rep->integer;
+  freeReplyObject(rep);
+  return v;
+}
+
+/* complete with a charge id the campaign never issued: KB_ENOTFOUND naming it; nothing moves. */
+static void test_complete_unknown_charge(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-charge", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 2, 0); /* tier 0 (cost 0) and tier 1 (cost 10) */
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_int_equal(c.cost_ms, 10);
+  struct kb_claim forged = c;
+  snprintf(forged.charge_id, sizeof forged.charge_id, "%s#9", c.item);
+  int dup = -1;
+  int rc = kb_queue_complete(&q, &forged, 5, "{}", "r1", &dup, &err);
+  if (rc != KB_ENOTFOUND)
+    fail_msg("complete with charge %s gave %s (\"%s\"), expected NOTFOUND", forged.charge_id,
+             kb_err_name(rc), err.msg);
+  if (strstr(err.msg, forged.charge_id) == NULL)
+    fail_msg("message \"%s\" does not name the charge %s", err.msg, forged.charge_id);
+  assert_int_equal(dup, -1); /* not touched on error */
+  kb_error_clear(&err);
+  snprintf(forged.charge_id, sizeof forged.charge_id, "%s", "no-such-charge");
+  assert_int_equal(kb_queue_complete(&q, &forged, 5, "{}", "r1", NULL, &err), KB_ENOTFOUND);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_held, 10);
+  assert_int_equal(st.gpu_spent, 0);
+  assert_int_equal(st.leased, 1);
+  assert_int_equal(st.done, 0);
+  assert_int_equal(redis_int(r, "XLEN %s", "kb:{e-charge}:results"), 0);
+  /* The real charge still completes. */
+  assert_int_equal(kb_queue_complete(&q, &c, 5, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
+/* set_state and status on a campaign whose meta is gone: KB_ENOTFOUND. */
+static void test_set_state_missing_campaign(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-gone", 1000, 60000, 3, &q);
+  /* The queue was opened while the campaign existed; then it vanishes (deleted by hand). */
+  assert_int_equal(redis_int(r, "DEL %s", "kb:{e-gone}:meta"), 1);
+  int rc = kb_queue_set_state(&q, "*", "cancelled", "t", "t", &err);
+  if (rc != KB_ENOTFOUND)
+    fail_msg("set_state on a missing campaign gave %s (\"%s\"), expected NOTFOUND",
+             kb_err_name(rc), err.msg);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_set_state(&q, "running", "done", "t", "t", &err), KB_ENOTFOUND);
+  kb_error_clear(&err);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_ENOTFOUND);
+  /* set_state created nothing: no meta, no event. */
+  assert_int_equal(redis_int(r, "EXISTS %s", "kb:{e-gone}:meta"), 0);
+  assert_int_equal(redis_int(r, "XLEN %s", "kb:{e-gone}:events"), 2); /* submitted, running */
+  kb_error_clear(&err);
+  struct kb_queue q2;
+  assert_int_equal(kb_queue_open(&q2, r, "e-gone", &err), KB_ENOTFOUND);
+  kb_redis_free(r);
+}
+
+/* A tier outside the ladder is refused before anything reaches redis. */
+static void test_enqueue_outside_ladder(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-ladder", 1000, 60000, 3, &q);
+  char id[65];
+  kbq_cand_id(7, id);
+  const int bad[] = {3, 4, 99, -1};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    kb_error_clear(&err);
+    int added = -1;
+    int rc = kb_queue_enqueue(&q, id, "t", bad[i], 10, 1.0, &added, &err);
+    if (rc != KB_EINVAL)
+      fail_msg("enqueue at tier %d gave %s (\"%s\"), expected INVAL", bad[i], kb_err_name(rc),
+               err.msg);
+    char tier_s[16];
+    snprintf(tier_s, sizeof tier_s, "%d", bad[i]);
+    if (strstr(err.msg, tier_s) == NULL)
+      fail_msg("message \"%s\" does not name tier %d", err.msg, bad[i]);
+    assert_int_equal(added, -1);
+  }
+  assert_int_equal(redis_int(r, "HLEN %s", "kb:{e-ladder}:items"), 0);
+  assert_int_equal(redis_int(r, "EXISTS %s", "kb:{e-ladder}:q:3"), 0);
+  struct kb_queue_status st;
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.open, 0);
+  /* The last tier is fine. */
+  int added = 0;
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 2, 100, 1.0, &added, &err), KB_OK);
+  assert_int_equal(added, 1);
+  kb_redis_free(r);
+}
+
+/* heartbeat reports the campaign's state as it changes; claims stop outside "running". */
+static void test_heartbeat_reports_state(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-hb", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0);
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  char st_name[16] = "";
+  int extended = -1;
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &c, 1, &extended, st_name, &err), KB_OK);
+  assert_string_equal(st_name, "running");
+  assert_int_equal(extended, 1);
+
+  assert_int_equal(kb_queue_set_state(&q, "running", "draining", "t", "t", &err), KB_OK);
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &c, 1, &extended, st_name, &err), KB_OK);
+  assert_string_equal(st_name, "draining");
+  assert_int_equal(extended, 1); /* a draining campaign lets leases end */
+  struct kb_claim c2;
+  char claim_state[16] = "";
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c2, claim_state, &err), KB_ESTATE);
+  assert_string_equal(claim_state, "draining");
+  kb_error_clear(&err);
+
+  assert_int_equal(kb_queue_set_state(&q, "running,draining", "cancelled", "user", "t", &err),
+                   KB_OK);
+  memset(st_name, 0, sizeof st_name);
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &c, 1, NULL, st_name, &err), KB_OK);
+  assert_string_equal(st_name, "cancelled");
+  /* without leases too */
+  memset(st_name, 0, sizeof st_name);
+  assert_int_equal(kb_queue_heartbeat(&q, "r3", NULL, 0, &extended, st_name, &err), KB_OK);
+  assert_string_equal(st_name, "cancelled");
+  assert_int_equal(extended, 0);
+  /* the heartbeat recorded the runners */
+  assert_int_equal(redis_int(r, "HLEN %s", "kb:{e-hb}:runners"), 2);
+
+  /* A campaign that vanished reads "missing". */
+  assert_int_equal(redis_int(r, "DEL %s", "kb:{e-hb}:meta"), 1);
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &c, 1, NULL, st_name, &err), KB_OK);
+  assert_string_equal(st_name, "missing");
+  /* More leases than one heartbeat carries. */
+  struct kb_claim many[9];
+  memset(many, 0, sizeof many);
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", many, 9, NULL, NULL, &err), KB_EINVAL);
+  kb_redis_free(r);
+}
+
+/* The charge script refuses a negative amount with KB_INVAL (mapped to KB_EINVAL). */
+static void test_charge_bad_amount(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-amount", 1000, 60000, 3, &q);
+  int rc = kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-neg", -5, "t", NULL, &err);
+  if (rc != KB_EINVAL)
+    fail_msg("reserve of -5 gave %s (\"%s\"), expected INVAL", kb_err_name(rc), err.msg);
+  kb_error_clear(&err);
+  assert_int_equal(kb_ledger_reserve(&q, 7, "req-cur", 5, "t", NULL, &err), KB_EINVAL);
+  struct kb_queue_status st;
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.llm_available, st.llm_total);
+  assert_int_equal(st.llm_held, 0);
+  assert_int_equal(redis_int(r, "HLEN %s", "kb:{e-amount}:charges:llm_tokens"), 0);
+  kb_redis_free(r);
+}
+
+/* The ledger-entry schema says an entry's balances are "the account's state after the
+ * operation". Replaying the audit stream entry by entry must then reproduce each entry's
+ * balances, not only the final ones. A settlement below the reservation writes two entries (post
+ * of the actual amount, void of the rest); each must carry the balances after itself. */
+static void test_ledger_log_balances_after_each_entry(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-log", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0);
+  struct kb_claim c;
+  for (int i = 0; i < 3; i++) { /* costs 100, 10, 0; settle 30, 10 (exact), 0 */
+    assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+    assert_int_equal(kb_queue_complete(&q, &c, c.cost_ms == 100 ? 30 : c.cost_ms, "{}", "r1",
+                                       NULL, &err),
+                     KB_OK);
+  }
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 400, "t", NULL, &err), KB_OK);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 150, "t", NULL, &err), KB_OK);
+  kbq_assert_final(r, "e-log", 3, NULL);
+
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE %s - +", "kb:{e-log}:ledger:log"),
+                   KB_OK);
+  struct {
+    const char *name;
+    int64_t total, available, held, spent;
+  } acct[2] = {{"gpu_ms", 0, 0, 0, 0}, {"llm_tokens", 0, 0, 0, 0}};
+  int mismatches = 0;
+  char first[3][400] = {"", "", ""};
+  for (size_t i = 0; i < rep->elements; i++) {
+    redisReply *f = rep->element[i]->element[1];
+    json_t *o = json_loads(f->element[1]->str, 0, NULL);
+    assert_non_null(o);
+    const char *op = json_string_value(json_object_get(o, "op"));
+    const char *cur = json_string_value(json_object_get(o, "currency"));
+    int64_t amount = json_integer_value(json_object_get(o, "amount"));
+    int k = strcmp(cur, "gpu_ms") == 0 ? 0 : 1;
+    if (strcmp(op, "fund") == 0) {
+      acct[k].total += amount;
+      acct[k].available += amount;
+    } else if (strcmp(op, "reserve") == 0) {
+      acct[k].available -= amount;
+      acct[k].held += amount;
+    } else if (strcmp(op, "post") == 0) {
+      acct[k].held -= amount;
+      acct[k].spent += amount;
+    } else {
+      acct[k].held -= amount;
+      acct[k].available += amount;
+    }
+    int64_t av = json_integer_value(json_object_get(o, "available"));
+    int64_t he = json_integer_value(json_object_get(o, "held"));
+    int64_t sp = json_integer_value(json_object_get(o, "spent"));
+    if (av != acct[k].available || he != acct[k].held || sp != acct[k].spent) {
+      if (mismatches < 3)
+        snprintf(first[mismatches], sizeof first[0],
+                 "%s %s %lld of %s records available/held/spent %lld/%lld/%lld, but the "
+                 "replay up to it gives %lld/%lld/%lld",
+                 cur, op, (long long)amount,
+                 json_string_value(json_object_get(o, "charge_id")), (long long)av,
+                 (long long)he, (long long)sp, (long long)acct[k].available,
+                 (long long)acct[k].held, (long long)acct[k].spent);
+      mismatches++;
+    }
+    json_decref(o);
+  }
+  freeReplyObject(rep);
+  if (mismatches)
+    fail_msg("%d ledger:log entries disagree with the replay: %s; %s; %s", mismatches, first[0],
+             first[1], first[2]);
+  kb_redis_free(r);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return kbt_redis_start(&server);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kbt_redis_destroy(&server);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_complete_unknown_charge),
+      cmocka_unit_test(test_set_state_missing_campaign),
+      cmocka_unit_test(test_enqueue_outside_ladder),
+      cmocka_unit_test(test_heartbeat_reports_state),
+      cmocka_unit_test(test_charge_bad_amount),
+      cmocka_unit_test(test_ledger_log_balances_after_each_entry),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
