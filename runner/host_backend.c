@@ -383,7 +383,9 @@ static int prepare(struct kb_host_backend *b, const struct kb_task *task, struct
       goto out;
     }
 
-  rc = kb__compile(&b->cc, src.data, "", "", &build, err);
+  /* The oracle is trusted code: it skips the import allow-list that candidates face. */
+  rc = kb__compile_req(&b->cc, &(struct kb__compile_req){.source = src.data, .trusted = 1},
+                       &build, err);
   if (rc)
     goto out;
   if (!build.ok) {
@@ -712,7 +714,9 @@ int kb_host_backend_evaluate(struct kb_host_backend *b, const struct kb_task *ta
   r->compile_log = build.log;
   build.log = NULL;
   if (!build.ok) {
-    r->status = KB_STATUS_COMPILE_ERROR;
+    /* Importing a forbidden function is a cheat (rejected); importing one that nothing
+     * defines is a helper declared and never written, a build defect (compile_error). */
+    r->status = build.rejected && !build.undefined ? KB_STATUS_REJECTED : KB_STATUS_COMPILE_ERROR;
     set_reason(r, "%s", build.reason);
     goto out;
   }

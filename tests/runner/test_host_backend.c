@@ -210,6 +210,15 @@ static void test_segfault(void **state) {
   kb_result_release(&r);
 }
 
+static void test_opens_file(void **state) {
+  (void)state;
+  struct kb_result r;
+  eval_file(&fx.sum, CANDIDATES "/opens_file.c", TIER_SMOKE, &r);
+  expect(&r, KB_STATUS_REJECTED, "fopen");
+  assert_int_equal(r.timing.samples, 0); /* rejected before it ran */
+  kb_result_release(&r);
+}
+
 static void test_infinite_loop(void **state) {
   (void)state;
   struct kb_tier tier = fx.ladder.tiers[TIER_SMOKE];
@@ -429,6 +438,7 @@ int main(void) {
       cmocka_unit_test(test_sum_seeds),
       cmocka_unit_test(test_matmul_seeds),
       cmocka_unit_test(test_segfault),
+      cmocka_unit_test(test_opens_file),
       cmocka_unit_test(test_infinite_loop),
       cmocka_unit_test(test_writes_inputs),
       cmocka_unit_test(test_no_output),
