@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kb/clock.h"
 #include "kb/alloc.h"
 #include "kb/task.h"
 #include "kb/verify.h"
@@ -86,7 +87,7 @@ static void poison_outputs(const struct kb__eval_job *job, int s, const kb_tenso
   }
 }
 
-static double now(void) { return kb__now_mono(); }
+static double now(void) { return kb_now_mono(); }
 
 void kb__eval_child(void *arg) {
   const struct kb__eval_job *job = arg;

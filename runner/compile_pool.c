@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/clock.h"
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "proc.h"
@@ -89,7 +90,7 @@ static void *worker_main(void *arg) {
     j->next = NULL;
     pthread_mutex_unlock(&p->mu);
 
-    double start = kb__now_mono();
+    double start = kb_now_mono();
     j->result.wait_s = start - j->submitted;
     struct kb__compile_req req = {.source = j->source,
                                   .knobs = j->knobs,
@@ -99,7 +100,7 @@ static void *worker_main(void *arg) {
                                   .trusted = j->trusted};
     j->result.rc =
         kb__compile_cancellable(p->cc, &req, &p->stop, &j->result.build, &j->result.err);
-    j->result.build_s = kb__now_mono() - start;
+    j->result.build_s = kb_now_mono() - start;
 
     pthread_mutex_lock(&p->mu);
     if (p->finished_tail != NULL)
@@ -233,7 +234,7 @@ int kb__compile_pool_submit(struct kb__compile_pool *p, uint64_t tag,
     return kb_error_set(err, KB_EINVAL, "cannot queue a build: the compile pool is full (%d "
                         "jobs)", p->capacity);
   }
-  j->submitted = kb__now_mono();
+  j->submitted = kb_now_mono();
   if (p->queued_tail != NULL)
     p->queued_tail->next = j;
   else

@@ -16,24 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/clock.h"
 #include "kb/error.h"
 
 /* Poll period while the child runs, milliseconds: bounds how late the watchdog fires. */
 #define POLL_MS 20
 /* Descriptors at or above this are scratch space while the child rearranges its fds. */
 #define SCRATCH_FD 10
-
-double kb__now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double kb__now_wall(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 const char *kb__signal_name(int sig, char *buf, size_t size) {
   static const struct {
@@ -219,7 +208,7 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
   set_flags(out_pipe[0]);
   set_flags(rep_pipe[0]);
   pid_t parent = getpid();
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -250,7 +239,7 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
       pfd[n++] = (struct pollfd){.fd = rep_fd, .events = POLLIN};
     /* once both pipes are closed only the exit is left to notice: look often */
     int wait_ms = n ? POLL_MS : 1;
-    double left_ms = (deadline - kb__now_mono()) * 1000.0;
+    double left_ms = (deadline - kb_now_mono()) * 1000.0;
     if (left_ms < wait_ms)
       wait_ms = left_ms > 0 ? (int)left_ms + 1 : 0;
     poll(pfd, n, wait_ms);
@@ -265,7 +254,7 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
       break;
     if (w < 0 && errno != EINTR)
       break; /* cannot happen for our own child; the kill and reap below still run */
-    if (kb__now_mono() >= deadline) {
+    if (kb_now_mono() >= deadline) {
       res->timed_out = 1;
       break;
     }
@@ -275,7 +264,7 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
   if (res->timed_out)
     kill(pid, SIGKILL);
   reap(pid, &status);
-  res->wall_s = kb__now_mono() - t0;
+  res->wall_s = kb_now_mono() - t0;
   drain(&out_fd, &res->output, keep_output, 1, &out_dropped);
   drain(&rep_fd, &res->report, max_report, 0, &rep_dropped);
   if (out_fd >= 0)

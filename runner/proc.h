@@ -49,8 +49,5 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
  * (`size` bytes) which is returned. */
 const char *kb__signal_name(int sig, char *buf, size_t size);
 
-/* Current time in seconds: monotonic clock (for durations) and wall clock (unix time). */
-double kb__now_mono(void);
-double kb__now_wall(void);
 
 #endif

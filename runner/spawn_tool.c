@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kb/clock.h"
 #include "kb/error.h"
 
 /* Poll period while the tool runs, milliseconds: bounds how late a timeout or cancel acts. */
@@ -103,7 +104,7 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
     goto out;
   }
 
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   pid_t pid;
   e = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
   close(out_pipe[1]);
@@ -121,7 +122,7 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
   for (;;) {
     struct pollfd pfd = {.fd = out_pipe[0], .events = POLLIN};
     int wait_ms = out_pipe[0] >= 0 ? POLL_MS : 1;
-    double left_ms = (deadline - kb__now_mono()) * 1000.0;
+    double left_ms = (deadline - kb_now_mono()) * 1000.0;
     if (left_ms < wait_ms)
       wait_ms = left_ms > 0 ? (int)left_ms + 1 : 0;
     poll(&pfd, out_pipe[0] >= 0 ? 1 : 0, wait_ms);
@@ -139,7 +140,7 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
       cancelled = 1;
       break;
     }
-    if (kb__now_mono() >= deadline) {
+    if (kb_now_mono() >= deadline) {
       res->timed_out = 1;
       break;
     }
@@ -153,7 +154,7 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
   do
     r = waitpid(pid, &status, 0);
   while (r < 0 && errno == EINTR);
-  res->wall_s = kb__now_mono() - t0;
+  res->wall_s = kb_now_mono() - t0;
   drain_tail(&out_pipe[0], &res->output, keep_output, &dropped);
   if (res->output.len > keep_output) {
     size_t cut = res->output.len - keep_output;

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "kb/clock.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
@@ -89,9 +90,9 @@ int tu_processes_in(const char *dir) {
 }
 
 int tu_processes_left(const char *dir, double timeout_s) {
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   int n;
-  while ((n = tu_processes_in(dir)) > 0 && kb__now_mono() - t0 < timeout_s)
+  while ((n = tu_processes_in(dir)) > 0 && kb_now_mono() - t0 < timeout_s)
     usleep(20000);
   return n;
 }

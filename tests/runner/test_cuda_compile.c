@@ -21,6 +21,7 @@
 #include "compile_pool.h"
 #include "compile_util.h"
 #include "elfsym.h"
+#include "kb/clock.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
@@ -95,7 +96,7 @@ static void test_catalogue(void **state) {
   struct kb__compile_pool *p = NULL;
   struct kb_error err = {0};
   assert_int_equal(kb__compile_pool_new(&nvcc, 2, n, &p, &err), KB_OK);
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   for (int i = 0; i < n; i++) {
     sources[i] = candidate_source(names[i]);
     tu_header(sources[i], "flags", flags[i], sizeof flags[i]);
@@ -153,7 +154,7 @@ static void test_catalogue(void **state) {
     kb__compiled_release(&done);
   }
   print_message("%d honest, %d cheats, %d compiled (the rest cached) in %.1f s with 2 workers\n",
-                honest, cheats, compiled, kb__now_mono() - t0);
+                honest, cheats, compiled, kb_now_mono() - t0);
   assert_true(honest >= 9);
   assert_true(cheats >= 14);
   kb__compile_pool_free(p);

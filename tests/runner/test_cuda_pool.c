@@ -18,6 +18,7 @@
 #include "compile.h"
 #include "compile_pool.h"
 #include "compile_util.h"
+#include "kb/clock.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
@@ -62,14 +63,14 @@ static char *fresh(int i) {
   struct kb_buf b;
   kb_buf_init(&b);
   assert_int_equal(kb_buf_addf(&b, "// build %d of %ld at %.0f\n%s", i, (long)getpid(),
-                               kb__now_wall() * 1e6, base_source),
+                               kb_now_wall() * 1e6, base_source),
                    KB_OK);
   return kb_buf_detach(&b);
 }
 
 /* Builds 2 fresh candidates one after the other; returns the wall time, adds nvcc's times. */
 static double serial_pair(int first, double *sum) {
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   for (int i = first; i < first + 2; i++) {
     char *src = fresh(i);
     struct kb__build b;
@@ -80,13 +81,13 @@ static double serial_pair(int first, double *sum) {
     kb__build_release(&b);
     kb_free(src);
   }
-  return kb__now_mono() - t0;
+  return kb_now_mono() - t0;
 }
 
 /* Builds 2 fresh candidates through `p`; returns the wall time, adds nvcc's times. */
 static double pooled_pair(struct kb__compile_pool *p, int first, double *sum) {
   struct kb_error err = {0};
-  double t0 = kb__now_mono();
+  double t0 = kb_now_mono();
   for (int i = first; i < first + 2; i++) {
     char *src = fresh(i);
     struct kb__compile_req req = {.source = src};
@@ -105,7 +106,7 @@ static double pooled_pair(struct kb__compile_pool *p, int first, double *sum) {
     *sum += done.build.seconds;
     kb__compiled_release(&done);
   }
-  return kb__now_mono() - t0;
+  return kb_now_mono() - t0;
 }
 
 /* N builds each way, in rounds of two serial then two pooled, so that a change in the
@@ -152,16 +153,16 @@ static void test_free_kills_nvcc(void **state) {
     kb_free(src);
   }
   /* nvcc and its tools (gcc, cicc, ptxas) run with their working folder in the build folder */
-  double t0 = kb__now_mono();
-  while (tu_processes_in(cache) < 2 && kb__now_mono() - t0 < 10)
+  double t0 = kb_now_mono();
+  while (tu_processes_in(cache) < 2 && kb_now_mono() - t0 < 10)
     usleep(10000);
   usleep(500000);
   int running = tu_processes_in(cache);
   print_message("processes in build folders before free: %d\n", running);
   assert_true(running >= 2);
-  double t1 = kb__now_mono();
+  double t1 = kb_now_mono();
   kb__compile_pool_free(p);
-  double took = kb__now_mono() - t1;
+  double took = kb_now_mono() - t1;
   print_message("free took %.3f s\n", took);
   assert_true(took < 1.0);
   assert_int_equal(tu_processes_left(cache, 2), 0);
