@@ -19,24 +19,11 @@ end
 if not amount or amount < 0 or amount ~= math.floor(amount) then
   return redis.error_reply('KB_INVAL amount must be a non-negative integer')
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ch = redis.call('HGET', charges, id)
 local kind = ch and string.sub(ch, 1, 1)
 local previous = ch and tonumber(string.sub(ch, 3))
-
-local function audit(what, n)
-  local l = redis.call('HMGET', ledger, cur .. ':available', cur .. ':held', cur .. ':spent',
-                       cur .. ':total')
-  redis.call('XADD', log, '*', 'entry', cjson.encode({
-    schema = 'kernelbrain.ledger/1', ts_ms = now, op = what, currency = cur, amount = n,
-    charge_id = id, who = who, available = tonumber(l[1]), held = tonumber(l[2]),
-    spent = tonumber(l[3]), total = tonumber(l[4])}))
-end
-
-local function add(field, n)
-  return tonumber(redis.call('HINCRBY', ledger, cur .. ':' .. field, string.format('%d', n)))
-end
+local bal = kb_balances(ledger, cur)
+local now = kb_now_ms()
 
 if op == 'reserve' then
   if ch then
@@ -45,15 +32,12 @@ if op == 'reserve' then
     end
     return redis.error_reply('KB_STATE charge "' .. id .. '" was already used')
   end
-  local available = tonumber(redis.call('HGET', ledger, cur .. ':available') or '0')
-  if amount > available then
-    return redis.error_reply('KB_BUDGET ' .. cur .. ': ' .. amount .. ' wanted, ' .. available ..
-                             ' available')
+  if amount > bal.available then
+    return redis.error_reply('KB_BUDGET ' .. cur .. ': ' .. amount .. ' wanted, ' ..
+                             bal.available .. ' available')
   end
-  add('available', -amount)
-  add('held', amount)
-  redis.call('HSET', charges, id, 'H:' .. string.format('%d', amount))
-  audit('reserve', amount)
+  kb_move(ledger, log, cur, bal, 'reserve', amount, -amount, amount, 0, id, who, now)
+  redis.call('HSET', charges, id, 'H:' .. kb_int(amount))
   return {'ok', amount}
 elseif op == 'post' or op == 'void' then
   if not ch then
@@ -71,17 +55,14 @@ elseif op == 'post' or op == 'void' then
   -- to available; void: all of it back. Each audit entry shows the balances right after it.
   local actual = op == 'post' and math.min(amount, previous) or 0
   if op == 'post' then
-    add('held', -actual)
-    add('spent', actual)
-    audit('post', actual)
+    kb_move(ledger, log, cur, bal, 'post', actual, 0, -actual, actual, id, who, now)
   end
-  if previous > actual then
-    add('held', -(previous - actual))
-    add('available', previous - actual)
-    audit('void', previous - actual)
+  local rest = previous - actual
+  if rest > 0 then
+    kb_move(ledger, log, cur, bal, 'void', rest, rest, -rest, 0, id, who, now)
   end
   local settled = op == 'post' and actual or previous
-  redis.call('HSET', charges, id, done_kind .. ':' .. string.format('%d', settled))
+  redis.call('HSET', charges, id, done_kind .. ':' .. kb_int(settled))
   return {'ok', settled}
 end
 return redis.error_reply('KB_INVAL unknown op "' .. op .. '"')

@@ -12,14 +12,14 @@
 local meta, ledger, log, lease, items, charges, taskbudget =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local SCAN = 16
-local state = redis.call('HGET', meta, 'state')
-if state ~= 'running' then
-  return {'state', tostring(state or 'missing')}
+local m = redis.call('HMGET', meta, 'state', 'lease_ms')
+if m[1] ~= 'running' then
+  return {'state', tostring(m[1] or 'missing')}
 end
-local available = tonumber(redis.call('HGET', ledger, 'gpu_ms:available'))
+local bal = kb_balances(ledger, 'gpu_ms')
 
 local function affordable(item)
-  if item.cost > available then
+  if item.cost > bal.available then
     return false
   end
   local b = redis.call('HMGET', taskbudget, item.task .. ':cap', item.task .. ':held',
@@ -36,9 +36,8 @@ for i = 8, #KEYS do
   for _, id in ipairs(ids) do
     local item = cjson.decode(redis.call('HGET', items, id))
     if affordable(item) then
-      local t = redis.call('TIME')
-      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      local deadline = now + tonumber(redis.call('HGET', meta, 'lease_ms'))
+      local now = kb_now_ms()
+      local deadline = now + tonumber(m[2])
       redis.call('ZREM', KEYS[i], id)
       item.attempt = item.attempt + 1
       item.claims = item.claims + 1
@@ -46,19 +45,13 @@ for i = 8, #KEYS do
       item.token = ARGV[2]
       item.runner = ARGV[1]
       local charge = id .. '#' .. item.claims
-      local cost = string.format('%d', item.cost)
-      local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', cost))
-      available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available',
-                                      string.format('%d', -item.cost)))
+      local cost = kb_int(item.cost)
+      kb_move(ledger, log, 'gpu_ms', bal, 'reserve', item.cost, -item.cost, item.cost, 0, charge,
+              ARGV[1], now)
       redis.call('HINCRBY', taskbudget, item.task .. ':held', cost)
       redis.call('HSET', charges, charge, 'H:' .. cost)
       redis.call('HSET', items, id, cjson.encode(item))
       redis.call('ZADD', lease, deadline, id)
-      redis.call('XADD', log, '*', 'entry', cjson.encode({
-        schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'reserve', currency = 'gpu_ms',
-        amount = item.cost, charge_id = charge, who = ARGV[1], available = available,
-        held = held, spent = tonumber(redis.call('HGET', ledger, 'gpu_ms:spent')),
-        total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))}))
       return {'ok', id, item.cand, item.task, tostring(item.tier), tostring(item.attempt), charge,
               cost, tostring(deadline)}
     end
@@ -66,6 +59,6 @@ for i = 8, #KEYS do
   end
 end
 if blocked then
-  return {'budget', tostring(available)}
+  return {'budget', kb_int(bal.available)}
 end
 return {'empty'}

@@ -24,30 +24,18 @@ if kind ~= 'H' or not item or item.state ~= 'leased' or item.token ~= token then
 end
 local reserved = tonumber(string.sub(ch, 3))
 local actual = math.min(math.max(tonumber(ARGV[4]), 0), reserved)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- Two steps, each with its own audit entry showing the balances right after it: post moves the
--- actual cost from held to spent; void returns the rest of the reservation to available.
-local function entry(op, amount, available, held, spent)
-  redis.call('XADD', log, '*', 'entry', cjson.encode({
-    schema = 'kernelbrain.ledger/1', ts_ms = now, op = op, currency = 'gpu_ms',
-    amount = amount, charge_id = charge, who = ARGV[6], available = available, held = held,
-    spent = spent, total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))}))
-end
-local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -actual)))
-local spent = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:spent', string.format('%d', actual)))
-local available = tonumber(redis.call('HGET', ledger, 'gpu_ms:available'))
-entry('post', actual, available, held, spent)
+local now = kb_now_ms()
+-- Two moves, each with its own audit entry: post takes the actual cost from held to spent;
+-- void returns the rest of the reservation to available.
+local bal = kb_balances(ledger, 'gpu_ms')
+kb_move(ledger, log, 'gpu_ms', bal, 'post', actual, 0, -actual, actual, charge, ARGV[6], now)
 if reserved > actual then
   local rest = reserved - actual
-  held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -rest)))
-  available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available',
-                                  string.format('%d', rest)))
-  entry('void', rest, available, held, spent)
+  kb_move(ledger, log, 'gpu_ms', bal, 'void', rest, rest, -rest, 0, charge, ARGV[6], now)
 end
-redis.call('HSET', charges, charge, 'P:' .. string.format('%d', actual))
-redis.call('HINCRBY', KEYS[8], item.task .. ':held', string.format('%d', -reserved))
-redis.call('HINCRBY', KEYS[8], item.task .. ':spent', string.format('%d', actual))
+redis.call('HSET', charges, charge, 'P:' .. kb_int(actual))
+redis.call('HINCRBY', KEYS[8], item.task .. ':held', kb_int(-reserved))
+redis.call('HINCRBY', KEYS[8], item.task .. ':spent', kb_int(actual))
 item.state = 'done'
 item.token = nil
 redis.call('HSET', items, id, cjson.encode(item))

@@ -3,8 +3,7 @@
 -- ARGV: 1 runner name, then pairs of (item id, lease token)
 -- Returns {extended count, campaign state}. Leases whose token does not match (the item was
 -- reaped and maybe claimed by another runner) are left alone.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = kb_now_ms()
 local lease_ms = tonumber(redis.call('HGET', KEYS[1], 'lease_ms') or '0')
 redis.call('HSET', KEYS[4], ARGV[1], now)
 local n = 0

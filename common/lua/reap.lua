@@ -7,8 +7,7 @@
 -- Returns {requeued, dead}.
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                 KEYS[6]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = kb_now_ms()
 local expired = redis.call('ZRANGEBYSCORE', lease, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local max_attempts = tonumber(redis.call('HGET', meta, 'max_attempts'))
 local tiers = cjson.decode(redis.call('HGET', meta, 'tiers'))
@@ -20,15 +19,10 @@ for _, id in ipairs(expired) do
   local ch = redis.call('HGET', charges, charge)
   if ch and string.sub(ch, 1, 1) == 'H' then
     local reserved = tonumber(string.sub(ch, 3))
-    local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -reserved)))
-    local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved))
-    redis.call('HSET', charges, charge, 'V:' .. reserved)
-    redis.call('HINCRBY', KEYS[9], item.task .. ':held', string.format('%d', -reserved))
-    redis.call('XADD', log, '*', 'entry', cjson.encode({
-      schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'void', currency = 'gpu_ms',
-      amount = reserved, charge_id = charge, who = ARGV[3], available = available, held = held,
-      spent = tonumber(redis.call('HGET', ledger, 'gpu_ms:spent')),
-      total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))}))
+    kb_move(ledger, log, 'gpu_ms', kb_balances(ledger, 'gpu_ms'), 'void', reserved, reserved,
+            -reserved, 0, charge, ARGV[3], now)
+    redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
+    redis.call('HINCRBY', KEYS[9], item.task .. ':held', kb_int(-reserved))
   end
   redis.call('ZREM', lease, id)
   local runner = item.runner or ''

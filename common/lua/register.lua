@@ -14,19 +14,15 @@ if state then
   return redis.error_reply('KB_EXISTS campaign "' .. ARGV[1] .. '" already exists (state ' ..
                            state .. ')')
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = kb_now_ms()
 redis.call('HSET', meta, 'id', ARGV[1], 'state', 'submitting', 'spec', ARGV[2],
            'spec_sha', ARGV[3], 'n_tiers', ARGV[4], 'tiers', ARGV[5], 'max_attempts', ARGV[6],
            'lease_ms', ARGV[7], 'backend', ARGV[8], 'open', 0, 'done', 0, 'dead', 0,
            'created_ms', now)
 local function fund(cur, amount)
-  redis.call('HSET', ledger, cur .. ':total', amount, cur .. ':available', amount,
-             cur .. ':held', 0, cur .. ':spent', 0)
-  redis.call('XADD', log, '*', 'entry', cjson.encode({
-    schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'fund', currency = cur,
-    amount = amount, charge_id = 'fund:' .. ARGV[1], who = ARGV[11],
-    available = amount, held = 0, spent = 0, total = amount}))
+  redis.call('HSET', ledger, cur .. ':total', kb_int(amount))
+  local bal = {available = 0, held = 0, spent = 0, total = amount}
+  kb_move(ledger, log, cur, bal, 'fund', amount, amount, 0, 0, 'fund:' .. ARGV[1], ARGV[11], now)
 end
 fund('gpu_ms', tonumber(ARGV[9]))
 fund('llm_tokens', tonumber(ARGV[10]))

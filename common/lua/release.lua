@@ -17,17 +17,11 @@ if item.state ~= 'leased' or item.token ~= token then
   return 'noop'
 end
 local reserved = tonumber(string.sub(ch, 3))
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local held = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:held', string.format('%d', -reserved)))
-local available = tonumber(redis.call('HINCRBY', ledger, 'gpu_ms:available', reserved))
-redis.call('HSET', charges, charge, 'V:' .. reserved)
-redis.call('HINCRBY', KEYS[8], item.task .. ':held', string.format('%d', -reserved))
-redis.call('XADD', log, '*', 'entry', cjson.encode({
-  schema = 'kernelbrain.ledger/1', ts_ms = now, op = 'void', currency = 'gpu_ms',
-  amount = reserved, charge_id = charge, who = ARGV[4], available = available, held = held,
-  spent = tonumber(redis.call('HGET', ledger, 'gpu_ms:spent')),
-  total = tonumber(redis.call('HGET', ledger, 'gpu_ms:total'))}))
+local bal = kb_balances(ledger, 'gpu_ms')
+kb_move(ledger, log, 'gpu_ms', bal, 'void', reserved, reserved, -reserved, 0, charge, ARGV[4],
+        kb_now_ms())
+redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
+redis.call('HINCRBY', KEYS[8], item.task .. ':held', kb_int(-reserved))
 item.state = 'queued'
 item.attempt = item.attempt - 1
 item.token = nil
