@@ -1,0 +1,186 @@
+/* kb-bench-queue: benchmark of the queue and ledger scripts (see bench_queue.h). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench_queue.h"
+#include "kb/buf.h"
+#include "kb/error.h"
+#include "kb/log.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static void usage(FILE *out) {
+  fputs("usage: kb-bench-queue [--runners N] [--seconds S] [options]\n"
+        "\n"
+        "Measures the queue and ledger scripts against a real redis-server: N simulated runners,\n"
+        "each with its own connection, run claim -> no-op -> complete cycles for S seconds; the\n"
+        "same runners then call a one-HINCRBY Lua script for S seconds as the physical\n"
+        "reference (and \"return 1\" as the floor). Afterwards it checks that nothing was lost\n"
+        "or charged twice and that the ledger is exact. Prints a table, then one JSON line:\n"
+        "  {\"runners\":N,\"cycles_per_s\":..,\"raw_script_per_s\":..,\"ratio\":..,\n"
+        "   \"claim_p50_ms\":..,\"claim_p99_ms\":..,\"lost\":0,\"double_charged\":0}\n"
+        "(plus \"kills\" with --kills; \"candidates\", \"used_memory_bytes\" and\n"
+        "\"bytes_per_candidate\" with --fill). See docs/benchmarks.md.\n"
+        "\n"
+        "options:\n"
+        "  -n, --runners N      simulated runners (default 16; 1..1024)\n"
+        "  -s, --seconds S      length of each measured phase (default 10)\n"
+        "  -i, --items M        items enqueued up front (default: sized from a one-second\n"
+        "                       warm-up so the queue never runs dry)\n"
+        "  -r, --redis ADDR     use the redis at HOST:PORT or unix:PATH (it gets a new campaign\n"
+        "                       \"bench-...\" that is left there); default: start a throwaway\n"
+        "                       redis-server (AOF everysec, unix socket, temp folder)\n"
+        "  -j, --json-only      print only the final JSON line\n"
+        "      --fill           first store tasks x per-task candidates (realistic CUDA-like\n"
+        "                       sources, zstd-compressed) with a queue item each, and report\n"
+        "                       redis used_memory; the cycles then run on that queue\n"
+        "      --tasks N        with --fill: tasks (default 230)\n"
+        "      --per-task N     with --fill: candidates per task (default 2000)\n"
+        "  -k, --kills K        runners are processes; kill -9 a random one at K random moments\n"
+        "                       of the measured phase (respawning it), reap leases meanwhile\n"
+        "                       (2 s lease), then let the survivors finish every item\n"
+        "      --eval-ms MS     sleep between claim and complete like a real evaluation: drawn\n"
+        "                       uniformly from 0.5 to 1.5 times MS, runners start at random\n"
+        "                       offsets (default 0: a no-op; the ratio then measures the\n"
+        "                       scripts, with every runner claiming back to back)\n"
+        "      --seed N         seed of the kill moments and victims (default: the clock)\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "environment: KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE (with --redis);\n"
+        "             KB_BENCH_KEEP=1 keeps the throwaway server's folder\n"
+        "exit codes: 0 ran and passed the checks, 1 failure, or something lost or charged\n"
+        "twice, or the ledger not exact, 2 usage, 130 interrupted (the server and runners it\n"
+        "started are stopped first)\n",
+        out);
+}
+
+static int parse_long(const char *s, const char *what, long min, long max, long *out) {
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < min || v > max) {
+    fprintf(stderr, "kb-bench-queue: %s must be an integer in %ld..%ld, not \"%s\"\n", what, min,
+            max, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_double(const char *s, const char *what, double min, double max, double *out) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= min && v <= max)) {
+    fprintf(stderr, "kb-bench-queue: %s must be a number in %g..%g, not \"%s\"\n", what, min,
+            max, s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kb_log_init("kb-bench-queue");
+  struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
+                                  .stop = &stop_requested};
+  enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED };
+  static const struct option longopts[] = {
+      {"runners", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
+      {"items", required_argument, NULL, 'i'},    {"redis", required_argument, NULL, 'r'},
+      {"json-only", no_argument, NULL, 'j'},      {"fill", no_argument, NULL, OPT_FILL},
+      {"tasks", required_argument, NULL, OPT_TASKS},
+      {"per-task", required_argument, NULL, OPT_PER_TASK},
+      {"kills", required_argument, NULL, 'k'},    {"eval-ms", required_argument, NULL, OPT_EVAL},
+      {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int ch, json_only = 0, shape_given = 0;
+  long v = 0;
+  while ((ch = getopt_long(argc, argv, "n:s:i:r:jk:h", longopts, NULL)) != -1) {
+    int bad = 0;
+    switch (ch) {
+    case 'n':
+      bad = parse_long(optarg, "--runners", 1, KB_BENCH_MAX_RUNNERS, &v);
+      o.runners = (int)v;
+      break;
+    case 's': bad = parse_double(optarg, "--seconds", 0.2, 3600, &o.seconds); break;
+    case 'i':
+      bad = parse_long(optarg, "--items", 1, 100000000, &v);
+      o.items = v;
+      break;
+    case 'r': o.redis = optarg; break;
+    case 'j': json_only = 1; break;
+    case OPT_FILL: o.fill = 1; break;
+    case OPT_TASKS:
+    case OPT_PER_TASK:
+      bad = parse_long(optarg, ch == OPT_TASKS ? "--tasks" : "--per-task", 1, 1000000, &v);
+      if (ch == OPT_TASKS)
+        o.tasks = (int)v;
+      else
+        o.per_task = (int)v;
+      shape_given = 1;
+      break;
+    case 'k':
+      bad = parse_long(optarg, "--kills", 0, 100000, &v);
+      o.kills = (int)v;
+      break;
+    case OPT_EVAL: bad = parse_double(optarg, "--eval-ms", 0, 60000, &o.eval_ms); break;
+    case OPT_SEED:
+      bad = parse_long(optarg, "--seed", 1, 2147483647, &v);
+      o.seed = (uint64_t)v;
+      break;
+    case 'h': usage(stdout); return KB_EXIT_OK;
+    default: usage(stderr); return KB_EXIT_USAGE;
+    }
+    if (bad)
+      return KB_EXIT_USAGE;
+  }
+  if (optind != argc) {
+    fprintf(stderr, "kb-bench-queue: unexpected argument \"%s\"\n", argv[optind]);
+    usage(stderr);
+    return KB_EXIT_USAGE;
+  }
+  if (shape_given && !o.fill) {
+    fprintf(stderr, "kb-bench-queue: --tasks and --per-task need --fill\n");
+    return KB_EXIT_USAGE;
+  }
+  o.progress = !json_only && isatty(STDERR_FILENO);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  struct kb_bench_queue_result res;
+  struct kb_error err = {0};
+  if (kb_bench_queue_run(&o, &res, &err)) {
+    fprintf(stderr, "kb-bench-queue: %s\n", err.msg);
+    if (err.code == KB_EINTERRUPTED)
+      return KB_EXIT_INTERRUPTED;
+    return err.code == KB_EINVAL ? KB_EXIT_USAGE : KB_EXIT_FAILURE;
+  }
+  if (!json_only)
+    kb_bench_queue_print_table(stdout, &o, &res);
+  struct kb_buf line;
+  kb_buf_init(&line);
+  if (kb_bench_queue_json(&o, &res, &line)) {
+    fprintf(stderr, "kb-bench-queue: out of memory\n");
+    return KB_EXIT_FAILURE;
+  }
+  printf("%s\n", line.data);
+  kb_buf_release(&line);
+  if (!kb_bench_queue_passed(&res)) {
+    fprintf(stderr, "kb-bench-queue: check failed: %ld lost, %ld charged twice, ledger %s\n",
+            res.lost, res.double_charged, res.verify.ledger_exact ? "exact" : "not exact");
+    return KB_EXIT_FAILURE;
+  }
+  return KB_EXIT_OK;
+}

@@ -1,0 +1,208 @@
+/* Simulated runners of the queue benchmark (see worker.h). */
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kb/error.h"
+#include "kb/redis.h"
+
+int64_t kb_bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void kb_bench_sleep_ns(int64_t ns) {
+  if (ns <= 0)
+    return;
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+struct kb_bench_ctl *kb_bench_ctl_new(int nslots) {
+  if (nslots < 1)
+    return NULL;
+  size_t size = sizeof(struct kb_bench_ctl) + (size_t)nslots * sizeof(struct kb_bench_slot);
+  /* Not kb_malloc: forked runners must share this memory with the coordinator. Anonymous
+   * pages are zeroed and only backed once touched. */
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  struct kb_bench_ctl *ctl = p;
+  ctl->nslots = nslots;
+  for (int i = 0; i < nslots; i++)
+    ctl->slots[i].rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+  return ctl;
+}
+
+void kb_bench_ctl_free(struct kb_bench_ctl *ctl) {
+  if (ctl == NULL)
+    return;
+  munmap(ctl, sizeof(struct kb_bench_ctl) +
+                  (size_t)ctl->nslots * sizeof(struct kb_bench_slot));
+}
+
+static uint64_t next_rand(uint64_t *state) {
+  /* xorshift64* */
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint32_t clamp_ns(int64_t ns) {
+  if (ns < 0)
+    return 0;
+  return ns > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* Keeps a uniform sample of at most KB_BENCH_LAT_CAP (claim, complete) pairs (algorithm R). */
+static void record(struct kb_bench_slot *s, int64_t claim_ns, int64_t complete_ns) {
+  uint64_t seen = atomic_load_explicit(&s->lat_seen, memory_order_relaxed);
+  uint64_t at = seen;
+  if (seen >= KB_BENCH_LAT_CAP) {
+    at = next_rand(&s->rng) % (seen + 1);
+    if (at >= KB_BENCH_LAT_CAP)
+      at = UINT64_MAX;
+  }
+  if (at != UINT64_MAX) {
+    s->claim_ns[at] = clamp_ns(claim_ns);
+    s->complete_ns[at] = clamp_ns(complete_ns);
+  }
+  atomic_store_explicit(&s->lat_seen, seen + 1, memory_order_release);
+}
+
+static void fail(struct kb_bench_slot *s, const struct kb_error *err) {
+  if (atomic_load(&s->failed))
+    return;
+  snprintf(s->error, sizeof s->error, "%.*s", (int)sizeof s->error - 1,
+           err->msg[0] ? err->msg : kb_strerror(err->code));
+  atomic_store(&s->failed, 1);
+}
+
+static void count(struct kb_bench_slot *s, int phase) {
+  atomic_fetch_add_explicit(&s->ops[phase], 1, memory_order_relaxed);
+}
+
+/* A result of the size and shape a host runner publishes (the scheduler never reads it here). */
+static void result_json(char *out, size_t size, const struct kb_bench_ctl *ctl,
+                        const struct kb_claim *c, const char *runner, int64_t cost) {
+  int n = snprintf(out, size,
+                   "{\"schema\":\"kernelbrain.result/1\",\"campaign\":\"%s\",\"task\":\"%s\","
+                   "\"candidate\":\"%s\",\"tier\":%d,\"tier_name\":\"tier%d\",\"attempt\":%d,"
+                   "\"charge_id\":\"%s\",\"runner\":\"%s\",\"backend\":\"host\",\"device\":\"\","
+                   "\"status\":\"ok\",\"reason\":\"\",\"check\":{\"sets\":3,\"max_abs_err\":"
+                   "1.1920929e-07,\"max_rel_err\":2.3841858e-07},\"timing\":{\"median_us\":"
+                   "41.25,\"p10_us\":40.875,\"p90_us\":43.5,\"mean_us\":41.9,\"min_us\":40.5,"
+                   "\"noise\":0.0125,\"samples\":50,\"warmup\":3},\"cost_ms\":%lld}",
+                   ctl->cid, c->task, c->candidate, c->tier, c->tier, c->attempt, c->charge_id,
+                   runner, (long long)cost);
+  if (n < 0 || (size_t)n >= size)
+    snprintf(out, size, "{}");
+}
+
+/* claim -> simulated evaluation -> complete until the control word moves on. */
+static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct kb_queue *q,
+                      const char *name, uint64_t word, struct kb_error *err) {
+  int phase = (int)(word & 0xff);
+  char json[1024];
+  /* Real evaluations take varied times, so runners do not claim in step: start at a random
+   * offset and draw each evaluation uniformly from 0.5 to 1.5 times eval_ns. */
+  if (ctl->eval_ns > 0)
+    kb_bench_sleep_ns((int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
+  while (atomic_load_explicit(&ctl->word, memory_order_acquire) == word) {
+    struct kb_claim c;
+    int64_t t0 = kb_bench_now_ns();
+    int rc = kb_queue_claim(q, name, 0, -1, &c, NULL, err);
+    int64_t t1 = kb_bench_now_ns();
+    if (rc == KB_EEMPTY) {
+      kb_error_clear(err);
+      atomic_fetch_add_explicit(&s->empty[phase], 1, memory_order_relaxed);
+      kb_bench_sleep_ns(phase == KB_BENCH_DRAIN ? 5000000 : 500000);
+      continue;
+    }
+    if (rc)
+      return rc;
+    if (ctl->eval_ns > 0)
+      kb_bench_sleep_ns(ctl->eval_ns / 2 +
+                        (int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
+    int64_t cost = c.cost_ms / 2; /* under the reservation: the rest is voided */
+    result_json(json, sizeof json, ctl, &c, name, cost);
+    int dup = 0;
+    int64_t t2 = kb_bench_now_ns();
+    rc = kb_queue_complete(q, &c, cost, json, name, &dup, err);
+    int64_t t3 = kb_bench_now_ns();
+    if (rc == KB_ELEASE) {
+      /* the lease expired and was reaped: the item is someone else's now */
+      kb_error_clear(err);
+      atomic_fetch_add_explicit(&s->lease_lost, 1, memory_order_relaxed);
+      continue;
+    }
+    if (rc)
+      return rc;
+    count(s, phase);
+    if (phase == KB_BENCH_CYCLES)
+      record(s, t1 - t0, t3 - t2);
+  }
+  return KB_OK;
+}
+
+/* EVALSHA of one of the reference scripts until the control word moves on. */
+static int run_raw(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct kb_redis *r,
+                   uint64_t word, struct kb_error *err) {
+  int phase = (int)(word & 0xff);
+  const char *argv[4] = {"EVALSHA", phase == KB_BENCH_RET1 ? ctl->sha_ret1 : ctl->sha_debit,
+                         phase == KB_BENCH_RET1 ? "0" : "1", ctl->debit_key};
+  int argc = phase == KB_BENCH_RET1 ? 3 : 4;
+  while (atomic_load_explicit(&ctl->word, memory_order_acquire) == word) {
+    redisReply *rep = NULL;
+    int rc = kb_redis_command(r, argc, argv, NULL, 0, &rep, err);
+    if (rc)
+      return rc;
+    freeReplyObject(rep);
+    count(s, phase);
+  }
+  return KB_OK;
+}
+
+int kb_bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
+  struct kb_bench_slot *s = &ctl->slots[slot];
+  struct kb_error err = {0};
+  struct kb_redis *r = NULL;
+  struct kb_queue q;
+  char name[32];
+  snprintf(name, sizeof name, "bench-r%d", slot);
+  struct kb_redis_opts ro = {.addr = ctl->addr, .retry_ms = 10000};
+  int rc = kb_redis_connect(&ro, &r, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(&q, r, ctl->cid, &err);
+  if (rc)
+    fail(s, &err);
+  for (;;) {
+    uint64_t word = atomic_load_explicit(&ctl->word, memory_order_acquire);
+    atomic_store_explicit(&s->ack, word, memory_order_release);
+    int phase = (int)(word & 0xff);
+    if (phase == KB_BENCH_EXIT)
+      break;
+    if (phase == KB_BENCH_IDLE || atomic_load(&s->failed)) {
+      kb_bench_sleep_ns(1000000);
+      continue;
+    }
+    kb_error_clear(&err);
+    if (phase == KB_BENCH_RET1 || phase == KB_BENCH_DEBIT)
+      rc = run_raw(ctl, s, r, word, &err);
+    else
+      rc = run_cycles(ctl, s, &q, name, word, &err);
+    if (rc)
+      fail(s, &err);
+  }
+  kb_redis_free(r);
+  return atomic_load(&s->failed) ? 1 : 0;
+}
