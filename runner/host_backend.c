@@ -73,6 +73,7 @@ struct kb_host_backend {
   char device[KB_ID_MAX];                /* CPU model name, or "cpu" */
   struct prepared *tasks[MAX_PREPARED];  /* owned; NULL slots free */
   uint64_t uses;                         /* counter behind prepared.last_used */
+  volatile sig_atomic_t *stop;           /* set: the runner leaves, evaluations end (borrowed) */
 };
 
 /* ---- set-up --------------------------------------------------------------------------- */
@@ -147,6 +148,10 @@ static void prepared_free(struct prepared *p) {
   kb_free(p->out_check);
   kb_free(p->out_time);
   kb_free(p);
+}
+
+void kb_host_backend_set_stop(struct kb_host_backend *b, volatile sig_atomic_t *stop) {
+  b->stop = stop;
 }
 
 void kb_host_backend_free(struct kb_host_backend *b) {
@@ -766,9 +771,13 @@ int kb_host_backend_evaluate(struct kb_host_backend *b, const struct kb_task *ta
       .budget_s = tier->timeout_s * BUDGET_SHARE,
   };
   rc = kb__proc_run(kb__eval_child, &job, tier->timeout_s, OUTPUT_KEEP,
-                    sizeof(struct kb__eval_report), &res, err);
+                    sizeof(struct kb__eval_report), b->stop, &res, err);
   if (rc)
     goto out;
+  if (res.interrupted) {
+    rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
+    goto out;
+  }
   r->cost_ms = (int64_t)ceil(res.wall_s * 1000.0);
   rc = judge(p, task, tier, n_check, build.lib_path, &res, r, err);
 out:

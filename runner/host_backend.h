@@ -10,6 +10,8 @@
 #ifndef KB_RUNNER_HOST_BACKEND_H
 #define KB_RUNNER_HOST_BACKEND_H
 
+#include <signal.h>
+
 #include "kb/campaign.h"
 #include "kb/candidate.h"
 #include "kb/result.h"
@@ -31,6 +33,9 @@ void kb_host_backend_free(struct kb_host_backend *b);
 /* Limits one compiler run to `seconds` (default 60; values <= 0 are ignored). A build that
  * runs longer is a compile_error that is not cached. */
 void kb_host_backend_set_compile_timeout(struct kb_host_backend *b, double seconds);
+/* Makes evaluations stop early once `*stop` is set (borrowed; NULL: never): a child running a
+ * candidate is killed and kb_host_backend_evaluate() returns KB_EINTERRUPTED. */
+void kb_host_backend_set_stop(struct kb_host_backend *b, volatile sig_atomic_t *stop);
 /* The device name results carry: the CPU model from /proc/cpuinfo, or "cpu" (borrowed; lives
  * as long as `b`). */
 const char *kb_host_backend_device(const struct kb_host_backend *b);
@@ -49,9 +54,10 @@ const char *kb_host_backend_device(const struct kb_host_backend *b);
  * report the child's run time cannot hold; wrong_output for values outside tolerance (the
  * reason names the first bad element, got and expected). tier->input_sets sets are checked
  * (0 = all); cost_ms is the child's wall time, rounded up; tier 0 and compile errors cost 0.
- * Returns KB_OK whenever a verdict was reached, whatever the status; an error code only when
- * the runner itself failed (the oracle does not compile, out of memory, fork failed): then the
- * caller reports infra_error. */
+ * Returns KB_OK whenever a verdict was reached, whatever the status; KB_EINTERRUPTED when the
+ * stop flag (kb_host_backend_set_stop) ended the evaluation first (no verdict: the caller
+ * releases the item); another error code only when the runner itself failed (the oracle does
+ * not compile, out of memory, fork failed): then the caller reports infra_error. */
 int kb_host_backend_evaluate(struct kb_host_backend *b, const struct kb_task *task,
                              const struct kb_candidate *c, const struct kb_tier *tier,
                              int tier_index, struct kb_result *r, struct kb_error *err);

@@ -100,6 +100,12 @@ static void child_setup(pid_t parent, int out_w, int rep_w) {
                               SIGHUP,  SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM, SIGQUIT};
   for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
     signal(reset[i], SIG_DFL);
+  /* Slurm signals every process of a job (scancel, requeue, preemption, scancel --full): those
+   * are for the runner, which ends this child itself with SIGKILL; a child they killed would
+   * give the candidate a false "crash" */
+  static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < sizeof ignore / sizeof ignore[0]; i++)
+    signal(ignore[i], SIG_IGN);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -188,7 +194,8 @@ static pid_t reap(pid_t pid, int *status) {
 }
 
 int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output,
-                 size_t max_report, struct kb__proc_result *res, struct kb_error *err) {
+                 size_t max_report, volatile sig_atomic_t *stop, struct kb__proc_result *res,
+                 struct kb_error *err) {
   int out_pipe[2] = {-1, -1};
   int rep_pipe[2] = {-1, -1};
   kb_buf_reset(&res->output);
@@ -197,8 +204,13 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
   res->exit_code = 0;
   res->signal = 0;
   res->timed_out = 0;
+  res->interrupted = 0;
   res->wall_s = 0;
   res->output_dropped = 0;
+  if (stop != NULL && *stop) {
+    res->interrupted = 1;
+    return KB_OK;
+  }
   if (pipe(out_pipe) != 0 || pipe(rep_pipe) != 0) {
     int e = errno;
     close_pair(out_pipe);
@@ -258,10 +270,14 @@ int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output
       res->timed_out = 1;
       break;
     }
+    if (stop != NULL && *stop) {
+      res->interrupted = 1;
+      break;
+    }
   }
   /* the child's group goes, including anything it left behind, then the child is reaped */
   kill(-pid, SIGKILL);
-  if (res->timed_out)
+  if (res->timed_out || res->interrupted)
     kill(pid, SIGKILL);
   reap(pid, &status);
   res->wall_s = kb_now_mono() - t0;

@@ -11,6 +11,7 @@
 #ifndef KB_RUNNER_PROC_H
 #define KB_RUNNER_PROC_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "kb/buf.h"
@@ -28,6 +29,7 @@ struct kb__proc_result {
   int exit_code;       /* 0..255 */
   int signal;          /* the signal that ended it, 0 when it exited */
   int timed_out;       /* 1: killed by the watchdog */
+  int interrupted;     /* 1: killed (or never started) because *stop was set */
   double wall_s;       /* seconds from fork to reaping, wall clock */
   struct kb_buf output; /* the last `keep_output` bytes of stdout and stderr (owned) */
   size_t output_dropped; /* bytes of output before those, not kept */
@@ -39,11 +41,13 @@ void kb__proc_result_init(struct kb__proc_result *res);
 void kb__proc_result_release(struct kb__proc_result *res);
 
 /* Forks and runs `fn(arg)` in the sandboxed child, waiting at most `timeout_s` seconds.
- * Fills `res` (initialised by the caller; its buffers are reset first). Returns KB_OK once the
- * child was reaped, whatever happened to it; KB_ECHILD when pipes or fork failed (nothing left
- * running), KB_ENOMEM. */
+ * Fills `res` (initialised by the caller; its buffers are reset first). When `*stop` (`stop`
+ * may be NULL) is set before or while the child runs, the child is not started or is killed,
+ * and res->interrupted is 1. Returns KB_OK once the child was reaped, whatever happened to it;
+ * KB_ECHILD when pipes or fork failed (nothing left running), KB_ENOMEM. */
 int kb__proc_run(kb__proc_fn fn, void *arg, double timeout_s, size_t keep_output,
-                 size_t max_report, struct kb__proc_result *res, struct kb_error *err);
+                 size_t max_report, volatile sig_atomic_t *stop, struct kb__proc_result *res,
+                 struct kb_error *err);
 
 /* Name of a signal for messages: "SIGSEGV"; "signal 42" style for others, written into `buf`
  * (`size` bytes) which is returned. */

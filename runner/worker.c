@@ -101,8 +101,9 @@ static const struct kb_task *find_task(struct worker *w, const char *id, struct 
 }
 
 /* Evaluates the claimed item and fills `r`. Failures of the runner itself (not of the
- * candidate) become status infra_error with the reason. */
-static void evaluate(struct worker *w, const struct kb_claim *c, struct kb_result *r) {
+ * candidate) become status infra_error with the reason. Returns KB_EINTERRUPTED, with no
+ * verdict in `r`, when the stop flag ended the evaluation; else KB_OK. */
+static int evaluate(struct worker *w, const struct kb_claim *c, struct kb_result *r) {
   struct kb_error err = {0};
   struct kb_candidate cand;
   memset(&cand, 0, sizeof cand);
@@ -114,13 +115,15 @@ static void evaluate(struct worker *w, const struct kb_claim *c, struct kb_resul
   if (rc == KB_OK)
     rc = kb_host_backend_evaluate(w->backend, task, &cand, &w->q.tiers[c->tier], c->tier, r,
                                   &err);
-  if (rc) {
+  int interrupted = rc == KB_EINTERRUPTED;
+  if (rc && !interrupted) {
     r->status = KB_STATUS_INFRA_ERROR;
     snprintf(r->reason, sizeof r->reason, "%.255s", err.msg);
     r->cost_ms = 0;
   }
   r->finished = kb_now_wall();
   kb_candidate_release(&cand);
+  return interrupted ? KB_EINTERRUPTED : KB_OK;
 }
 
 static void fill_identity(struct worker *w, const struct kb_claim *c, struct kb_result *r) {
@@ -139,7 +142,18 @@ static int process(struct worker *w, const struct kb_claim *c, struct kb_error *
   struct kb_result r;
   kb_result_init(&r);
   fill_identity(w, c, &r);
-  evaluate(w, c, &r);
+  /* Asked to leave (Slurm's time-limit warning, preemption, requeue) during the evaluation:
+   * give the item back, even when a verdict came in meanwhile (the signal may have reached a
+   * compiler or the candidate too). The reservation is refunded; a release is no attempt. */
+  if (evaluate(w, c, &r) == KB_EINTERRUPTED || *w->opts->stop) {
+    int released = 0;
+    int rc = kb_queue_release(&w->q, c, w->name, &released, err);
+    if (rc == KB_OK)
+      kb_info("stopping: released %s (evaluation interrupted)%s", c->item,
+              released ? "" : "; the lease was gone already");
+    kb_result_release(&r);
+    return rc;
+  }
   char *json = NULL;
   int rc = kb_result_to_json(&r, &json, err);
   if (rc == KB_OK) {
@@ -241,6 +255,8 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
                       kb_backend_name(w.q.backend));
   if (rc == KB_OK)
     rc = kb_host_backend_new(opts->cache_dir, NULL, &w.backend, err);
+  if (rc == KB_OK)
+    kb_host_backend_set_stop(w.backend, opts->stop);
   if (rc == KB_OK && (w.tasks = kb_calloc(MAX_CACHED_TASKS, sizeof *w.tasks)) == NULL)
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
   if (rc == KB_OK) {

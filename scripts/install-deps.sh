@@ -4,7 +4,8 @@
 set -eu
 pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
 libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev redis-server redis-tools
-python3 python3-jsonschema python3-h5py python3-numpy"
+python3 python3-jsonschema python3-h5py python3-numpy
+slurmctld slurmd slurm-client munge"
 missing=""
 for p in $pkgs; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
