@@ -226,33 +226,12 @@ static int make_campaign(struct kb_redis *r, const char *cid, long long gpu_ms, 
     tiers[i].noise = 1;
     tiers[i].timeout_s = 1;
   }
-  char *ladder = NULL;
-  int rc = kb_ladder_to_json(tiers, 3, &ladder, err);
+  struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
+                                .max_attempts = max_attempts, .lease_ms = lease_ms,
+                                .backend = KB_BACKEND_HOST, .gpu_ms = gpu_ms, .llm_tokens = 0};
+  int rc = kb_queue_register(r, &reg, "kb-bench-queue", NULL, err);
   if (rc)
     return rc;
-  char keys[4][160];
-  const char *kp[4];
-  const char *names[] = {"meta", "ledger", "ledger:log", "events"};
-  for (int i = 0; i < 4 && rc == KB_OK; i++) {
-    rc = kb_key(keys[i], sizeof keys[i], cid, "%s", names[i]);
-    kp[i] = keys[i];
-  }
-  if (rc) {
-    kb_free(ladder);
-    return kb_error_set(err, rc, "campaign id \"%s\" too long", cid);
-  }
-  char gpu[32], lease[32], att[16];
-  snprintf(gpu, sizeof gpu, "%lld", gpu_ms);
-  snprintf(lease, sizeof lease, "%ld", lease_ms);
-  snprintf(att, sizeof att, "%d", max_attempts);
-  const char *args[] = {cid, "{}", "sha", "3", ladder, att, lease, "host", gpu, "0",
-                        "kb-bench-queue"};
-  redisReply *rep = NULL;
-  rc = kb_redis_script(r, "register", 4, kp, 11, args, NULL, &rep, err);
-  kb_free(ladder);
-  if (rc)
-    return rc;
-  freeReplyObject(rep);
   struct kb_queue q;
   rc = kb_queue_open(&q, r, cid, err);
   if (rc == KB_OK)
@@ -774,7 +753,7 @@ static void wait_rewrite(struct coord *c) {
   }
 }
 
-/* Claims `n` items one after another from the coordinator's connection while the runners idle,
+/* Claims `n` items one after another from the coordinator's connection after the runners left,
  * then completes them: what each script costs the server on its own, with no queueing. Server
  * time is taken from the fastest of PROFILE_BATCHES batches, latencies from all calls. The
  * items are enqueued first when too few are ready; all of them end done. */
@@ -1070,15 +1049,17 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
     progress(&c, "draining");
     rc = drain(&c, err);
   }
+  /* the runners leave now, so that nothing else runs while each script is profiled alone */
+  stop_runners(&c);
   if (rc == KB_OK)
     rc = runner_error(&c, err);
-  if (rc == KB_OK) {
-    progress(&c, "profiling claim and complete alone");
-    rc = script_profiles(&c, PROFILE_CALLS, err);
-  }
   for (int i = 0; rc == KB_OK && i < o->runners; i++) {
     res->empty += atomic_load(&c.ctl->slots[i].empty[KB_BENCH_CYCLES]);
     res->lease_lost += atomic_load(&c.ctl->slots[i].lease_lost);
+  }
+  if (rc == KB_OK) {
+    progress(&c, "profiling claim and complete alone");
+    rc = script_profiles(&c, PROFILE_CALLS, err);
   }
   if (rc == KB_OK) {
     progress(&c, "verifying");

@@ -9,6 +9,8 @@
 
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/alloc.h"
+#include "kb/hash.h"
 #include "kb/ladder.h"
 
 #define KEY_MAX 160
@@ -104,6 +106,42 @@ int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
   if (rc == KB_OK && q->backend < 0)
     rc = kb_error_set(err, KB_EREDIS, "%s: bad backend", key);
   freeReplyObject(rep);
+  return rc;
+}
+
+int kb_queue_register(struct kb_redis *redis, const struct kb_campaign_reg *reg, const char *who,
+                      int *resumed, struct kb_error *err) {
+  char sha[65], n_tiers[16], max_attempts[16], lease_ms[32], gpu[32], llm[32];
+  int rc = kb_sha256_hex(reg->spec_json, strlen(reg->spec_json), sha, err);
+  char *tiers = NULL;
+  if (rc == KB_OK)
+    rc = kb_ladder_to_json(reg->tiers, reg->n_tiers, &tiers, err);
+  struct kb_queue q = {.redis = redis};
+  if (rc == KB_OK && snprintf(q.cid, sizeof q.cid, "%s", reg->cid) >= (int)sizeof q.cid)
+    rc = kb_error_set(err, KB_EINVAL, "campaign id \"%s\" too long", reg->cid);
+  struct keyset ks = {.n = 0};
+  if (rc == KB_OK)
+    rc = add_keys(&ks, &q, err, (const char *const[]){"meta", "ledger", "ledger:log", "events",
+                                                       NULL});
+  if (rc) {
+    kb_free(tiers);
+    return rc;
+  }
+  snprintf(n_tiers, sizeof n_tiers, "%d", reg->n_tiers);
+  snprintf(max_attempts, sizeof max_attempts, "%d", reg->max_attempts);
+  snprintf(lease_ms, sizeof lease_ms, "%lld", (long long)reg->lease_ms);
+  snprintf(gpu, sizeof gpu, "%lld", (long long)reg->gpu_ms);
+  snprintf(llm, sizeof llm, "%lld", (long long)reg->llm_tokens);
+  const char *args[] = {reg->cid, reg->spec_json, sha, n_tiers, tiers, max_attempts, lease_ms,
+                        kb_backend_name(reg->backend), gpu, llm, who};
+  redisReply *rep = NULL;
+  rc = kb_redis_script(redis, "register", ks.n, ks.ptr, 11, args, NULL, &rep, err);
+  if (rc == KB_OK) {
+    if (resumed)
+      *resumed = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "resume") == 0;
+    freeReplyObject(rep);
+  }
+  kb_free(tiers);
   return rc;
 }
 

@@ -100,36 +100,12 @@ static char *task_ids_json(const struct kb_submission *s) {
 static int register_meta(const struct kb_submission *s, struct kb_redis *redis, const char *who,
                          int *resumed, struct kb_error *err) {
   const struct kb_campaign *c = &s->campaign;
-  char sha[65], n_tiers[16], max_attempts[16], lease_ms[32], gpu[32], llm[32];
-  int rc = kb_sha256_hex(c->spec_json, strlen(c->spec_json), sha, err);
-  if (rc)
-    return rc;
-  char *tiers = NULL;
-  rc = kb_ladder_to_json(c->tiers, c->n_tiers, &tiers, err);
-  if (rc)
-    return rc;
-  snprintf(n_tiers, sizeof n_tiers, "%d", c->n_tiers);
-  snprintf(max_attempts, sizeof max_attempts, "%d", c->max_attempts);
-  snprintf(lease_ms, sizeof lease_ms, "%lld", (long long)c->lease_seconds * 1000);
-  snprintf(gpu, sizeof gpu, "%lld", (long long)c->budget_gpu_ms);
-  snprintf(llm, sizeof llm, "%lld", (long long)c->budget_llm_tokens);
-  char keys[4][200];
-  const char *kp[4];
-  const char *names[] = {"meta", "ledger", "ledger:log", "events"};
-  for (int i = 0; i < 4; i++) {
-    kb_key(keys[i], sizeof keys[i], c->id, "%s", names[i]);
-    kp[i] = keys[i];
-  }
-  const char *args[] = {c->id, c->spec_json, sha, n_tiers, tiers, max_attempts, lease_ms,
-                        kb_backend_name(c->backend), gpu, llm, who};
-  redisReply *rep = NULL;
-  rc = kb_redis_script(redis, "register", 4, kp, 11, args, NULL, &rep, err);
-  if (rc == KB_OK) {
-    *resumed = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, "resume") == 0;
-    freeReplyObject(rep);
-  }
-  kb_free(tiers);
-  return rc;
+  struct kb_campaign_reg reg = {.cid = c->id, .spec_json = c->spec_json, .tiers = c->tiers,
+                                .n_tiers = c->n_tiers, .max_attempts = c->max_attempts,
+                                .lease_ms = (int64_t)c->lease_seconds * 1000,
+                                .backend = c->backend, .gpu_ms = c->budget_gpu_ms,
+                                .llm_tokens = c->budget_llm_tokens};
+  return kb_queue_register(redis, &reg, who, resumed, err);
 }
 
 int kb_submission_register(const struct kb_submission *s, struct kb_redis *redis, const char *who,

@@ -46,27 +46,15 @@ void kbq_make_campaign(struct kb_redis *r, const char *cid, long gpu_ms, long le
     tiers[i].noise = 1;
     tiers[i].timeout_s = 1;
   }
-  char *ladder = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_ladder_to_json(tiers, 3, &ladder, &err), KB_OK);
-  char keys[4][128];
-  const char *kp[4];
-  const char *names[] = {"meta", "ledger", "ledger:log", "events"};
-  for (int i = 0; i < 4; i++) {
-    assert_int_equal(kb_key(keys[i], sizeof keys[i], cid, "%s", names[i]), KB_OK);
-    kp[i] = keys[i];
-  }
-  char gpu[32], lease[32], att[16];
-  snprintf(gpu, sizeof gpu, "%ld", gpu_ms);
-  snprintf(lease, sizeof lease, "%ld", lease_ms);
-  snprintf(att, sizeof att, "%d", max_attempts);
-  const char *args[] = {cid, "{}", "sha", "3", ladder, att, lease, "host", gpu, "1000", "test"};
-  redisReply *rep = NULL;
-  if (kb_redis_script(r, "register", 4, kp, 11, args, NULL, &rep, &err))
+  struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
+                                .max_attempts = max_attempts, .lease_ms = lease_ms,
+                                .backend = KB_BACKEND_HOST, .gpu_ms = gpu_ms,
+                                .llm_tokens = 1000};
+  int resumed = -1;
+  if (kb_queue_register(r, &reg, "test", &resumed, &err))
     fail_msg("register %s: %s", cid, err.msg);
-  assert_string_equal(rep->str, "created");
-  freeReplyObject(rep);
-  free(ladder);
+  assert_int_equal(resumed, 0);
   if (kb_queue_open(q, r, cid, &err))
     fail_msg("open %s: %s", cid, err.msg);
   if (kb_queue_set_state(q, "submitting", "running", "test", "test", &err))

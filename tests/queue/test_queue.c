@@ -20,6 +20,7 @@
 #include "kb/ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
+#include "queue_helpers.h"
 #include "redis_fixture.h"
 
 static struct kbt_redis server;
@@ -33,43 +34,11 @@ static struct kb_redis *connect_or_die(void) {
   return r;
 }
 
-/* Registers campaign `cid` with a 3-tier ladder costing 0/10/100 ms and opens it. */
+/* Registers campaign `cid` with the 3-tier test ladder (0/10/100 ms) and opens it. */
 static void make_campaign(struct kb_redis *r, const char *cid, long gpu_ms, long lease_ms,
                           int max_attempts) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
-  char *ladder = NULL;
-  struct kb_error err = {0};
-  assert_int_equal(kb_ladder_to_json(tiers, 3, &ladder, &err), KB_OK);
-  char keys[4][128];
-  const char *kp[4];
-  const char *names[] = {"meta", "ledger", "ledger:log", "events"};
-  for (int i = 0; i < 4; i++) {
-    kb_key(keys[i], sizeof keys[i], cid, "%s", names[i]);
-    kp[i] = keys[i];
-  }
-  char gpu[32], lease[32], att[16];
-  snprintf(gpu, sizeof gpu, "%ld", gpu_ms);
-  snprintf(lease, sizeof lease, "%ld", lease_ms);
-  snprintf(att, sizeof att, "%d", max_attempts);
-  const char *args[] = {cid, "{}", "sha", "3", ladder, att, lease, "host", gpu, "0", "test"};
-  redisReply *rep = NULL;
-  if (kb_redis_script(r, "register", 4, kp, 11, args, NULL, &rep, &err))
-    fail_msg("register: %s", err.msg);
-  assert_string_equal(rep->str, "created");
-  freeReplyObject(rep);
-  free(ladder);
   struct kb_queue q;
-  assert_int_equal(kb_queue_open(&q, r, cid, &err), KB_OK);
-  assert_int_equal(kb_queue_set_state(&q, "submitting", "running", "test", "test", &err), KB_OK);
+  kbq_make_campaign(r, cid, gpu_ms, lease_ms, max_attempts, &q);
 }
 
 static void assert_ledger_exact(struct kb_queue *q) {

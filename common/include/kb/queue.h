@@ -70,6 +70,25 @@ struct kb_queue_status {
   int n_tiers;
 };
 
+/* What the register script needs to create a campaign. Strings and `tiers` are borrowed. */
+struct kb_campaign_reg {
+  const char *cid;              /* campaign id */
+  const char *spec_json;        /* campaign.json text (its SHA-256 makes resubmission safe) */
+  const struct kb_tier *tiers;  /* the ladder */
+  int n_tiers;
+  int max_attempts;
+  int64_t lease_ms;
+  int backend;                  /* enum kb_backend */
+  int64_t gpu_ms;               /* GPU budget, milliseconds */
+  int64_t llm_tokens;           /* LLM budget, tokens */
+};
+
+/* Creates the campaign in state "submitting" and funds its ledger (the register script).
+ * `*resumed` (may be NULL) is 1 when an identical interrupted submission exists already.
+ * Errors: KB_EEXISTS (another campaign with this id), KB_ECONN, KB_EREDIS, KB_ENOMEM. */
+int kb_queue_register(struct kb_redis *redis, const struct kb_campaign_reg *reg, const char *who,
+                      int *resumed, struct kb_error *err);
+
 /* Attaches to campaign `cid` (reads the ladder and backend from meta). `redis` is borrowed.
  * Errors: KB_ENOTFOUND when the campaign does not exist, KB_ECONN, KB_EREDIS. */
 int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
