@@ -11,7 +11,8 @@
  *              with --kills the runners are killed -9 and respawned at random moments, and
  *              leases are reaped meanwhile
  *   drain      (--kills only) the survivors finish every item
- * and finally verify the campaign: nothing lost, nothing charged twice, the ledger exact.
+ * then the runners leave, claim and complete are profiled alone from one connection, and the
+ * campaign is verified: nothing lost, nothing charged twice, the ledger exact.
  */
 #ifndef KB_BENCH_QUEUE_H
 #define KB_BENCH_QUEUE_H
@@ -63,7 +64,7 @@ struct kb_bench_cmd {
   double usec_per_op;  /* server microseconds per cycle */
 };
 
-/* One script alone: `n` calls in a row from one connection while the runners idle. */
+/* One script alone: `n` calls in a row from one connection after the runners left. */
 struct kb_bench_script_profile {
   int n;                 /* calls */
   double usec;           /* server microseconds per call (evalsha in INFO commandstats), in

@@ -36,7 +36,7 @@ static void cmd_rows(FILE *out, const struct kb_bench_cmd *cmds, int n, const ch
 static void script_rows(FILE *out, const char *name, const struct kb_bench_script_profile *p) {
   if (p->n == 0)
     return;
-  fprintf(out, "\n  %s alone (%d calls in a row from one connection, runners idle): %.1f us of "
+  fprintf(out, "\n  %s alone (%d calls in a row from one connection, runners gone): %.1f us of "
                "server\n  time each (fastest of %d batches); latency p50 %.3f ms, p99 %.3f ms\n",
           name, p->n, p->usec, 5, p->p50_ms, p->p99_ms);
   cmd_rows(out, p->cmds, p->n_cmds, "us/call");

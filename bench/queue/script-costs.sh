@@ -120,6 +120,11 @@ time_case "cjson.encode ledger entry (11 fields, 5 numbers)" \
   "x = cjson.encode({schema = 'kernelbrain.ledger/1', ts_ms = 1796000000000, op = 'reserve',
      currency = 'gpu_ms', amount = 10, charge_id = id .. '#1', who = 'bench-r12',
      available = 999999999990, held = 10, spent = 0, total = 1000000000000})"
+time_case "ledger entry by string.format (the prelude's kb_move)" \
+  "x = string.format('{\"schema\":\"kernelbrain.ledger/1\",\"ts_ms\":%d,\"op\":\"%s\",' ..
+     '\"currency\":\"%s\",\"amount\":%d,\"charge_id\":%s,\"who\":%s,\"available\":%d,' ..
+     '\"held\":%d,\"spent\":%d,\"total\":%d}', 1796000000000, 'reserve', 'gpu_ms', 10,
+     cjson.encode(id .. '#1'), cjson.encode('bench-r12'), 999999999990, 10, 0, 1000000000000)"
 time_case "string.format('%d', n)" "x = string.format('%d', 123456 + i)"
 time_case "number to string by concatenation (id .. '#' .. n)" "x = id .. '#' .. (i % 7)"
 time_case "tonumber(HGET ...) of the ledger" \
