@@ -91,7 +91,11 @@ static int start_redis(struct local *l, struct kb_error *err) {
   snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
   char *argv[] = {"redis-server", "--port", "0", "--unixsocket", l->sock, "--unixsocketperm",
                   "700", "--dir", l->redis_dir, "--appendonly", "yes", "--appendfsync",
-                  "everysec", "--maxmemory-policy", "noeviction", "--save", "",
+                  "everysec", "--maxmemory-policy", "noeviction",
+                  /* kb:{cid}:taskbudget holds 2-3 fields per task: past 128 a hashtable beats
+                   * the listpack, whose lookups are linear (see queue-2026-11-30-experiments.md
+                   * in bench/results) */
+                  "--hash-max-listpack-entries", "128", "--save", "",
                   "--daemonize", "no", NULL};
   int rc = spawn(argv, log, &l->redis_pid, err);
   if (rc)

@@ -26,7 +26,7 @@ trap cleanup EXIT
 start_redis() {
   mkdir -p "$T/redis"
   redis-server --port 0 --unixsocket "$T/redis/redis.sock" --unixsocketperm 700 \
-    --dir "$T/redis" --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+    --dir "$T/redis" --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --hash-max-listpack-entries 128 \
     --save "" --logfile "$T/redis/redis.log" </dev/null >/dev/null 2>&1 &
   REDIS_PID=$!
   export KB_REDIS="unix:$T/redis/redis.sock"

@@ -83,7 +83,8 @@ static int spawn_server(struct kbt_redis *r) {
   }
   char *rest[] = {"--port", port, "--unixsocket", sock, "--unixsocketperm", "700",
                   "--dir", r->dir, "--appendonly", "yes", "--appendfsync", "everysec",
-                  "--maxmemory-policy", "noeviction", "--save", "", "--logfile", log, NULL};
+                  "--maxmemory-policy", "noeviction", "--hash-max-listpack-entries", "128",
+                  "--save", "", "--logfile", log, NULL};
   for (int i = 0; rest[i]; i++)
     argv[n++] = rest[i];
   if (r->tcp_port > 0) {
