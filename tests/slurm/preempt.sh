@@ -114,7 +114,7 @@ for w in "$W1" "$W2" "$Q"; do
   grep -q "stopping: released" "$log" || fail "$w: no release in its log: $(tail -5 "$log")"
 done
 for w in "$W1" "$W2"; do
-  wait_until 30 "$w to requeue itself" grep -q "time limit near; campaign $cid is running: requeueing job" \
+  wait_until 90 "$w to requeue itself" grep -q "time limit near; campaign $cid is running: requeueing job" \
     "$S/logs/runner-${A}_$(task_of "$w").out"
 done
 
