@@ -5,12 +5,12 @@
  * a 3-tier ladder, enqueue items, then move N simulated runners (threads, or processes that get
  * killed with --kills), each with its own connection, through these phases:
  *   warm-up    claim -> no-op -> complete for about a second, to size the queue
- *   ret1       EVALSHA "return 1" for `seconds`            (physical floor of a script call)
- *   debit      EVALSHA one-HINCRBY script for `seconds`     (the reference: raw_script_per_s)
  *   cycles     claim -> no-op -> complete for `seconds`     (cycles_per_s, claim latencies);
  *              with --kills the runners are killed -9 and respawned at random moments, and
  *              leases are reaped meanwhile
  *   drain      (--kills only) the survivors finish every item
+ *   ret1       EVALSHA "return 1" for `seconds`            (physical floor of a script call)
+ *   debit      EVALSHA one-HINCRBY script for `seconds`     (the reference: raw_script_per_s)
  * then the runners leave, claim and complete are profiled alone from one connection, and the
  * campaign is verified: nothing lost, nothing charged twice, the ledger exact.
  */
@@ -55,6 +55,7 @@ struct kb_bench_phase_stats {
   double client_cpu_s;   /* CPU seconds of this process, runner threads included (-1 with
                             runner processes) */
   long forks;            /* forks of redis (AOF rewrites) during the phase; -1 unknown */
+  double fork_ms;        /* how long the latest of them stopped redis, milliseconds */
 };
 
 /* Calls and server time of one command during the cycles phase (INFO commandstats). */

@@ -34,11 +34,16 @@ rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$root" status --porcelain -- common/lua common/src 2>/dev/null | wc -l)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
+# when the program was built: results must not be credited to a commit the binary predates
+built=""
+if [ -f "$1" ]; then
+  built=", $(basename "$1") built $(date -u -r "$1" +%Y-%m-%dT%H:%M:%SZ)"
+fi
 {
-  printf '# %s, commit %s%s, %s CPUs (%s), CPUs %s%% busy just before (load average %s);'\
+  printf '# %s, commit %s%s%s, %s CPUs (%s), CPUs %s%% busy just before (load average %s);'\
 ' command: %s\n' \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$rev" \
-    "$([ "$dirty" -gt 0 ] && echo ' (common/ has uncommitted changes)' || true)" \
+    "$([ "$dirty" -gt 0 ] && echo ' (common/ has uncommitted changes)' || true)" "$built" \
     "$(nproc)" "$cpu" "$pct" "$load" "$*"
 } >"$out"
 status=0

@@ -52,13 +52,16 @@ void kb_bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   fprintf(out, "\n  %-24s %10s %10s %6s %9s %8s %8s %7s %5s\n", "phase", "ops/s", "ops",
           "wall s", "redis cpu", "redis us", "bench us", "machine", "forks");
   phase_row(out, "warm-up (cycles)", &r->warmup);
+  phase_row(out, o->kills ? "claim->complete (kills)" : "claim->complete", &r->cycles);
   phase_row(out, "raw \"return 1\"", &r->ret1);
   phase_row(out, "raw HINCRBY debit (ref)", &r->debit);
-  phase_row(out, o->kills ? "claim->complete (kills)" : "claim->complete", &r->cycles);
   fprintf(out, "  (redis cpu: share of one CPU the redis main thread used; redis us and bench us:\n"
                "   CPU microseconds per op of that thread and of this process with its runner\n"
                "   threads; machine: share of all CPUs busy; forks: AOF rewrites redis started;\n"
                "   a cycle is one claim plus one complete)\n");
+  if (r->cycles.forks > 0)
+    fprintf(out, "  an AOF rewrite during the cycles stopped redis for %.1f ms (the latest fork)\n",
+            r->cycles.fork_ms);
   fprintf(out, "\n  ratio cycles/raw debit    %.3f    (cycles/raw return 1: %.3f)\n", r->ratio,
           r->ret1.per_s > 0 ? r->cycles.per_s / r->ret1.per_s : 0.0);
   fprintf(out, "  claim latency ms          p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",

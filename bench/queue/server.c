@@ -94,7 +94,7 @@ int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
     char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--unixsocketperm",
                     "700", "--dir", s->dir, "--appendonly", "yes", "--appendfsync", "everysec",
                     "--maxmemory-policy", "noeviction", "--hash-max-listpack-entries", "128",
-                  "--save", "", "--logfile", log, NULL};
+                    "--save", "", "--logfile", log, NULL};
     execvp("redis-server", argv);
     _exit(127);
   }

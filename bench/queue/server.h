@@ -1,6 +1,7 @@
 /* A throwaway redis-server for one benchmark run: a unix socket in a fresh mkdtemp folder, AOF on
- * with fsync every second, no eviction, no RDB snapshots; the settings tests/lib/redis_fixture.c
- * and the launcher use, so the numbers describe the configuration campaigns run with.
+ * with fsync every second, no eviction, no RDB snapshots, hashes of more than 128 fields as hash
+ * tables; the settings tests/lib/redis_fixture.c and the launcher use, so the numbers describe
+ * the configuration campaigns run with.
  */
 #ifndef KB_BENCH_SERVER_H
 #define KB_BENCH_SERVER_H
