@@ -23,6 +23,9 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/submit.h"
+#include "kb/task.h"
+
+#include "gpus.h"
 
 extern char **environ;
 
@@ -40,21 +43,72 @@ struct local {
   pid_t sched_pid;
   pid_t runner_pids[MAX_RUNNERS];
   int n_runners;
+  int gpus[KB_GPUS_MAX]; /* cuda campaigns: one runner per GPU ordinal here */
+  int n_gpus;
 };
 
 
-/* Starts `argv` with stdout and stderr appended to `log_path`. */
-static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb_error *err) {
+/* Starts `argv` with stdout and stderr appended to `log_path`, in environment `envp` (NULL: ours). */
+static int spawn_env(char *const argv[], const char *log_path, char *const envp[], pid_t *pid,
+                     struct kb_error *err) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+  int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return kb_error_set(err, KB_ECHILD, "cannot start %s: %s", argv[0], strerror(rc));
   return KB_OK;
+}
+
+static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb_error *err) {
+  return spawn_env(argv, log_path, NULL, pid, err);
+}
+
+/* Our environment with CUDA_VISIBLE_DEVICES set to `gpu` (the entry `slot`, caller-owned,
+ * holds that one string). Returns a new array of borrowed strings (free it with free), or NULL
+ * when out of memory. */
+static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = malloc((n + 2) * sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) != 0)
+      env[k++] = environ[i];
+  snprintf(slot, slot_size, "CUDA_VISIBLE_DEVICES=%d", gpu);
+  env[k++] = slot;
+  env[k] = NULL;
+  return env;
+}
+
+/* Decides where the runners go: host campaigns run o->runners host-backend runners; cuda
+ * campaigns one runner per GPU of o->gpus, or of every GPU kb-runner can see. */
+static int choose_gpus(struct local *l, struct kb_error *err) {
+  const char *cid = l->sub.campaign.id;
+  if (l->sub.campaign.backend != KB_BACKEND_CUDA) {
+    if (l->o->gpus)
+      return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the host backend; --gpus goes "
+                          "with cuda campaigns (use --runners N)", cid);
+    return KB_OK;
+  }
+  if (l->o->runners > 0)
+    return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend: it runs one "
+                        "runner per GPU; choose them with --gpus LIST instead of --runners", cid);
+  if (l->o->gpus)
+    return kb_gpus_parse(l->o->gpus, l->gpus, &l->n_gpus, err);
+  char runner[1200], why[256];
+  snprintf(runner, sizeof runner, "%s/kb-runner", l->o->bin_dir);
+  int rc = kb_gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
+  if (rc == KB_OK && l->n_gpus == 0)
+    rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend but kb-runner sees "
+                      "no GPU here (%s); run it on a GPU machine or give --gpus LIST", cid, why);
+  return rc;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -175,19 +229,39 @@ static int start_processes(struct local *l, struct kb_error *err) {
   char *sargv[] = {sched, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
                    cache, NULL};
   int rc = spawn(sargv, log, &l->sched_pid, err);
-  int n = l->o->runners > 0 ? l->o->runners : 1;
+  int cuda = l->n_gpus > 0;
+  int n = cuda ? l->n_gpus : l->o->runners > 0 ? l->o->runners : 1;
   for (int i = 0; rc == KB_OK && i < n && i < MAX_RUNNERS; i++) {
     snprintf(log, sizeof log, "%s/runner-%d.log", l->redis_dir, i);
-    snprintf(name, sizeof name, "local-%d", i);
+    char slot[64];
+    char **env = NULL;
+    if (cuda) {
+      snprintf(name, sizeof name, "local-gpu%d", l->gpus[i]);
+      env = env_with_gpu(l->gpus[i], slot, sizeof slot);
+      if (!env) {
+        rc = kb_error_set(err, KB_ENOMEM, "out of memory starting runners");
+        break;
+      }
+    } else {
+      snprintf(name, sizeof name, "local-%d", i);
+    }
     char *rargv[] = {runner, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
-                     cache, "--name", name, NULL};
-    rc = spawn(rargv, log, &l->runner_pids[i], err);
+                     cache, "--name", name, "--backend", cuda ? "cuda" : "host", NULL};
+    rc = spawn_env(rargv, log, env, &l->runner_pids[i], err);
+    free(env);
     if (rc == KB_OK)
       l->n_runners++;
   }
-  if (rc == KB_OK)
+  if (rc == KB_OK && cuda) {
+    printf("started kb-scheduler and %d runner%s on GPU%s", l->n_runners,
+           l->n_runners == 1 ? "" : "s", l->n_runners == 1 ? "" : "s");
+    for (int i = 0; i < l->n_runners; i++)
+      printf("%s%d", i ? "," : " ", l->gpus[i]);
+    printf("; logs in %s\n", l->redis_dir);
+  } else if (rc == KB_OK) {
     printf("started kb-scheduler and %d runner%s; logs in %s\n", l->n_runners,
            l->n_runners == 1 ? "" : "s", l->redis_dir);
+  }
   fflush(stdout);
   return rc;
 }
@@ -279,7 +353,9 @@ int kb_local_run(const struct kb_local_opts *o, struct kb_error *err) {
   if (rc)
     return rc;
   struct kb_queue_status st;
-  rc = prepare_dirs(&l, err);
+  rc = choose_gpus(&l, err);
+  if (rc == KB_OK)
+    rc = prepare_dirs(&l, err);
   if (rc == KB_OK && o->redis)
     snprintf(l.addr, sizeof l.addr, "%s", o->redis);
   else if (rc == KB_OK)

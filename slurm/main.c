@@ -10,6 +10,7 @@
 
 #include "kb/error.h"
 #include "kb/log.h"
+#include "gpus.h"
 #include "local.h"
 #include "sbatch.h"
 
@@ -21,7 +22,8 @@ static void on_signal(int sig) {
 }
 
 static void usage(FILE *out) {
-  fputs("usage: kb-launch --local CAMPAIGN.json [--runners N] [--redis ADDR] [--restart]\n"
+  fputs("usage: kb-launch --local CAMPAIGN.json [--runners N | --gpus LIST] [--redis ADDR]\n"
+        "                 [--restart]\n"
         "       kb-launch --slurm CAMPAIGN.json [--runners N] [--throttle M] [--partition P]\n"
         "                 [--time T] [--account A] [--gres gpu:1] [--backend host|cuda]\n"
         "                 [--redis HOST:PORT | --redis-job] [options]\n"
@@ -29,7 +31,8 @@ static void usage(FILE *out) {
         "\n"
         "--local runs a whole campaign on this machine: its own redis-server (unix socket and\n"
         "AOF in <results>/<campaign>/redis/), the campaign submitted (or resumed from that AOF),\n"
-        "one kb-scheduler and the runners; prints the leaderboard and the HDF5 files at the end.\n"
+        "one kb-scheduler and the runners (host campaigns: --runners of them; cuda campaigns: one\n"
+        "per GPU, each seeing only its own); prints the leaderboard and the HDF5 files at the end.\n"
         "Ctrl-C stops everything cleanly; the same command resumes.\n"
         "\n"
         "--slurm writes job scripts into <results>/<campaign>/slurm/ (shared storage) and submits\n"
@@ -49,6 +52,8 @@ static void usage(FILE *out) {
         "      --redis-job      with --slurm: run redis as a job (the default)\n"
         "  -n, --runners N      runners: host-backend processes (--local, default 1) or array\n"
         "                       tasks (--slurm, default 1)\n"
+        "  -g, --gpus LIST      with --local and a cuda campaign: the GPUs to use, one runner\n"
+        "                       each (\"0,1\", \"0-3\"; default: every GPU kb-runner sees)\n"
         "      --throttle M     at most M runner tasks at once (--array=...%M)\n"
         "  -p, --partition P    partition of the runner jobs\n"
         "      --cpu-partition P  partition of the redis and scheduler jobs (default: -p)\n"
@@ -104,12 +109,12 @@ static int fail(const struct kb_error *err) {
 int main(int argc, char **argv) {
   kb_log_init("kb-launch");
   static char dir[PATH_MAX];
-  struct kb_local_opts lo = {.runners = 1, .stop = &stop_requested};
+  struct kb_local_opts lo = {.stop = &stop_requested};
   struct kb_slurm_opts so = {0};
   struct kb_slurm_stop_opts to = {0};
   enum { M_NONE, M_LOCAL, M_SLURM, M_STOP, M_CANCEL } mode = M_NONE;
   int n_modes = 0, runners = 0, wait_s = 0, json = 0, restart = 0, redis_job = 0;
-  const char *redis = NULL, *slurm_only = NULL;
+  const char *redis = NULL, *slurm_only = NULL, *gpus = NULL;
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
     OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN
@@ -122,6 +127,7 @@ int main(int argc, char **argv) {
       {"redis", required_argument, NULL, 'r'},
       {"redis-job", no_argument, NULL, OPT_REDIS_JOB},
       {"runners", required_argument, NULL, 'n'},
+      {"gpus", required_argument, NULL, 'g'},
       {"throttle", required_argument, NULL, OPT_THROTTLE},
       {"partition", required_argument, NULL, 'p'},
       {"cpu-partition", required_argument, NULL, OPT_CPU_PARTITION},
@@ -137,7 +143,7 @@ int main(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int ch;
-  while ((ch = getopt_long(argc, argv, "lsr:n:p:t:A:b:jh", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "lsr:n:g:p:t:A:b:jh", longopts, NULL)) != -1) {
     switch (ch) {
     case 'l': mode = M_LOCAL; n_modes++; break;
     case 's': mode = M_SLURM; n_modes++; break;
@@ -148,6 +154,7 @@ int main(int argc, char **argv) {
     case 'n':
       if (parse_int("--runners", optarg, 1, 10000, &runners)) return KB_EXIT_USAGE;
       break;
+    case 'g': gpus = optarg; break;
     case OPT_THROTTLE:
       if (parse_int("--throttle", optarg, 1, 10000, &so.throttle)) return KB_EXIT_USAGE;
       slurm_only = "--throttle";
@@ -176,6 +183,23 @@ int main(int argc, char **argv) {
     return KB_EXIT_USAGE;
   }
   const char *campaign = argv[optind];
+  if (gpus && mode != M_LOCAL) {
+    fprintf(stderr, "kb-launch: --gpus goes with --local (with --slurm, Slurm assigns GPUs)\n");
+    return KB_EXIT_USAGE;
+  }
+  if (gpus) {
+    int ids[KB_GPUS_MAX], n;
+    struct kb_error gerr = {0};
+    if (kb_gpus_parse(gpus, ids, &n, &gerr)) {
+      fprintf(stderr, "kb-launch: %s\n", gerr.msg);
+      return KB_EXIT_USAGE;
+    }
+  }
+  if (gpus && runners) {
+    fprintf(stderr, "kb-launch: give --runners (host campaigns) or --gpus (cuda campaigns), "
+            "not both\n");
+    return KB_EXIT_USAGE;
+  }
   if (slurm_only && mode != M_SLURM) {
     fprintf(stderr, "kb-launch: %s goes with --slurm\n", slurm_only);
     return KB_EXIT_USAGE;
@@ -237,7 +261,8 @@ int main(int argc, char **argv) {
   lo.campaign_path = campaign;
   lo.bin_dir = dir;
   lo.redis = redis;
-  lo.runners = runners > 0 ? runners : 1;
+  lo.runners = runners;
+  lo.gpus = gpus;
   lo.restart = restart;
   lo.json = json;
   struct sigaction sa;

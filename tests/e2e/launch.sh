@@ -43,4 +43,19 @@ pgrep -f "$T/results/launch/redis" > /dev/null && fail "processes left running a
 grep -q '"state": "done"' "$T/resume.json" || fail "resumed campaign did not finish"
 $KB_PY "$TESTS_DIR/e2e/check_results.py" "$T/results/launch" --campaign launch \
   --tasks sum matmul --min-evaluations 6 --baseline-tier 3 --all-ok
+
+note "--gpus: checked before anything starts"
+expect_exit() { # WANT PATTERN ARGS...: kb-launch exits WANT and says PATTERN on stderr
+  local want=$1 pattern=$2 rc=0; shift 2
+  "$BIN/kb-launch" "$@" > /dev/null 2> "$T/gpus.err" || rc=$?
+  [ $rc -eq "$want" ] || fail "kb-launch $* exit $rc, want $want: $(cat "$T/gpus.err")"
+  grep -q -- "$pattern" "$T/gpus.err" || fail "kb-launch $*: no \"$pattern\" in: $(cat "$T/gpus.err")"
+}
+expect_exit 2 '"1-0" is not a GPU ordinal' --local --gpus 0,1-0 "$T/launch.json"
+expect_exit 2 'GPU 1 is listed twice' --local --gpus 0-2,1 "$T/launch.json"
+expect_exit 2 'not both' --local --gpus 0 --runners 2 "$T/launch.json"
+expect_exit 2 '--gpus goes with --local' --slurm --gpus 0 "$T/launch.json"
+expect_exit 3 'uses the host backend; --gpus goes with cuda campaigns' \
+  --local --gpus 0 "$T/launch.json"
+[ ! -e "$T/results/launch/redis/redis.sock" ] || fail "a refused --gpus started redis"
 echo "PASS"
