@@ -1,11 +1,11 @@
 /* The host backend: evaluates C candidates on the CPU.
  *
- * A candidate is compiled with `cc -O2 -shared -fPIC` into a content-addressed cache, then run in
- * a child process (fork, no CUDA is ever initialised in a host runner) with a watchdog, so a
- * candidate that crashes, hangs or corrupts memory costs only that evaluation. Inputs and outputs
- * live in a shared mapping: the child runs the candidate and times it; the trusted parent checks
- * the outputs against the oracle's (computed once per task and input set, in the parent) and that
- * the inputs were not modified.
+ * A thin layer over the generic backend (evaluator.h) with the host compiler: a candidate is
+ * compiled with `cc -O2 -shared -fPIC` into a content-addressed cache, then evaluated in the
+ * persistent kb-sandbox process (sandbox_client.h, docs/sandbox.md), started with posix_spawn
+ * and watched by a watchdog, so a candidate that crashes, hangs or corrupts memory costs only
+ * that evaluation (and a restart of the sandbox). The sandbox draws the input sets, runs the C
+ * oracle, verifies and times; the runner checks that the reported timing fits the wall time.
  */
 #ifndef KB_RUNNER_HOST_BACKEND_H
 #define KB_RUNNER_HOST_BACKEND_H
@@ -18,6 +18,7 @@
 #include "kb/task.h"
 
 struct kb_error;
+struct kb_evaluator;
 struct kb_host_backend; /* opaque */
 
 /* Creates a backend whose compiled libraries live under `cache_dir` (borrowed; created if
@@ -28,7 +29,7 @@ struct kb_host_backend; /* opaque */
  * KB_ENOMEM. */
 int kb_host_backend_new(const char *cache_dir, const char *cc, struct kb_host_backend **out,
                         struct kb_error *err);
-/* Frees `b` and everything it prepared; NULL is fine. */
+/* Stops the sandbox and frees `b`; NULL is fine. */
 void kb_host_backend_free(struct kb_host_backend *b);
 /* Limits one compiler run to `seconds` (default 60; values <= 0 are ignored). A build that
  * runs longer is a compile_error that is not cached. */
@@ -39,6 +40,9 @@ void kb_host_backend_set_stop(struct kb_host_backend *b, volatile sig_atomic_t *
 /* The device name results carry: the CPU model from /proc/cpuinfo, or "cpu" (borrowed; lives
  * as long as `b`). */
 const char *kb_host_backend_device(const struct kb_host_backend *b);
+
+/* The generic backend underneath (borrowed; lives as long as `b`). */
+struct kb_evaluator *kb_host_backend_generic(struct kb_host_backend *b);
 
 /* Evaluates candidate `c` of `task` at ladder tier `tier` (index `tier_index`; 0 = compile only),
  * filling the verdict fields of `r` (status, reason, compile_*, sets_checked, max_*_err, timing,

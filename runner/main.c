@@ -24,7 +24,9 @@ static void usage(FILE *out) {
         "options:\n"
         "  -c, --campaign ID    campaign to serve (required)\n"
         "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS)\n"
-        "  -b, --backend NAME   host (C candidates on the CPU); default host\n"
+        "  -b, --backend NAME   host (C candidates on the CPU) or cuda (CUDA candidates on one\n"
+        "                       GPU, owned by the kb-sandbox-cuda process); default host\n"
+        "  -d, --device N       CUDA device ordinal for --backend cuda (default 0)\n"
         "  -C, --cache DIR      compiled libraries and task files (default $KB_CACHE or\n"
         "                       /tmp/kb-cache-$USER)\n"
         "  -n, --name NAME      runner name in leases and results (default HOST:PID)\n"
@@ -32,11 +34,17 @@ static void usage(FILE *out) {
         "      --max-tier N     highest tier served (default all)\n"
         "      --wait SECONDS   wait this long for redis and the campaign (default 60)\n"
         "      --max-items N    leave after N evaluations (default no limit)\n"
+        "      --ahead K        items claimed and compiling ahead of the device (default:\n"
+        "                       compiler threads + 1)\n"
+        "      --compile-workers N  compiler threads (default: CPUs of this job minus one)\n"
+        "      --grace SECONDS  when asked to stop, let the evaluation under way finish if it\n"
+        "                       ends within this time, else release it (default 0)\n"
         "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
         "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
         "\n"
-        "environment: KB_REDIS, KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE, KB_LOG\n"
+        "environment: KB_REDIS, KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE, KB_LOG, KB_CACHE,\n"
+        "  KB_SANDBOX_DIR (folder of kb-sandbox and kb-sandbox-cuda; default: next to kb-runner)\n"
         "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable\n",
         out);
 }
@@ -62,7 +70,7 @@ int main(int argc, char **argv) {
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
                              .stop = &stop_requested};
-  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS };
+  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -70,14 +78,39 @@ int main(int argc, char **argv) {
       {"max-tier", required_argument, NULL, OPT_MAX}, {"wait", required_argument, NULL, OPT_WAIT},
       {"max-items", required_argument, NULL, OPT_ITEMS}, {"help", no_argument, NULL, 'h'},
       {"list-devices", no_argument, NULL, 'L'}, {"json", no_argument, NULL, 'j'},
+      {"device", required_argument, NULL, 'd'}, {"ahead", required_argument, NULL, OPT_AHEAD},
+      {"compile-workers", required_argument, NULL, OPT_WORKERS},
+      {"grace", required_argument, NULL, OPT_GRACE},
       {NULL, 0, NULL, 0}};
   int ch, list = 0, json = 0;
   long v;
-  while ((ch = getopt_long(argc, argv, "c:r:b:C:n:hLj", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "c:r:b:C:n:d:hLj", longopts, NULL)) != -1) {
     switch (ch) {
     case 'c': o.campaign = optarg; break;
     case 'r': o.redis = optarg; break;
-    case 'b': o.backend = optarg; break;
+    case 'b':
+      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0) {
+        fprintf(stderr, "kb-runner: --backend must be host or cuda, not \"%s\"\n", optarg);
+        return KB_EXIT_USAGE;
+      }
+      o.backend = optarg;
+      break;
+    case 'd':
+      if (parse_int(optarg, "--device", 0, KB_MAX_DEVICES - 1, &v)) return KB_EXIT_USAGE;
+      o.device = (int)v;
+      break;
+    case OPT_AHEAD:
+      if (parse_int(optarg, "--ahead", 1, 64, &v)) return KB_EXIT_USAGE;
+      o.ahead = (int)v;
+      break;
+    case OPT_WORKERS:
+      if (parse_int(optarg, "--compile-workers", 1, 256, &v)) return KB_EXIT_USAGE;
+      o.compile_workers = (int)v;
+      break;
+    case OPT_GRACE:
+      if (parse_int(optarg, "--grace", 0, 86400, &v)) return KB_EXIT_USAGE;
+      o.grace_s = (double)v;
+      break;
     case 'C': o.cache_dir = optarg; break;
     case 'n': o.name = optarg; break;
     case OPT_MIN:

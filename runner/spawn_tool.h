@@ -1,12 +1,11 @@
 /* Running a tool (the compiler) with a watchdog, from any thread.
  *
- * kb__proc_run() (proc.h) forks and runs C code in the child, which is only safe in a process
- * with one thread. The compile pool runs compilers from several threads at once, so tools are
- * started here with posix_spawn: nothing runs between fork and exec but the C library's own
+ * Running C code in a forked child is only safe in a process with one thread. The compile pool
+ * runs compilers from several threads at once, so tools are started here with posix_spawn: nothing runs between fork and exec but the C library's own
  * async-signal-safe steps. The tool gets its own process group (a timeout or a cancel kills
  * everything it started: nvcc runs cicc, ptxas, gcc, ld), default signal dispositions and an
  * empty mask, /dev/null as stdin, stdout and stderr on one pipe whose tail is kept, and no
- * other descriptor. Unlike kb__proc_run() there is no parent-death signal: a tool whose runner
+ * other descriptor. Unlike the sandbox (sandbox_client.h) there is no parent-death signal: a tool whose runner
  * was killed runs to its end (at most its own timeout's worth of work), and dies of SIGPIPE if
  * it writes after that.
  */

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host_backend.h"
+#include "baseline.h"
+#include "compile_pool.h"
+#include "evaluator.h"
 #include "kb/alloc.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
@@ -21,27 +23,34 @@
 #include "kb/result.h"
 
 #define MAX_CACHED_TASKS 256
+#define MAX_AHEAD 64
+
+/* A held lease: building, or built and waiting for the device. */
+struct held {
+  int used;                 /* slot in use */
+  struct kb_claim claim;
+  double claimed;           /* unix seconds, the result's "started" */
+};
 
 struct worker {
   const struct kb_worker_opts *opts;
   char name[KB_ID_MAX];
   struct kb_redis *redis;
   struct kb_queue q;
-  struct kb_host_backend *backend;
-  struct kb_task *tasks; /* loaded tasks (MAX_CACHED_TASKS) */
+  struct kb_evaluator *ev;
+  struct kb__compile_pool *pool;
+  int ahead;                /* slots used at most */
+  struct kb_task *tasks;    /* loaded tasks (MAX_CACHED_TASKS) */
   int n_tasks;
 
   /* Shared with the heartbeat thread. */
   pthread_mutex_t lock;
-  int holding;               /* 1 while `current` is leased by us */
-  struct kb_claim current;
+  struct held held[MAX_AHEAD];
   int hb_quit;
-  char state[16];            /* campaign state as the last heartbeat saw it */
+  char state[16];           /* campaign state as the last heartbeat saw it */
 };
 
-
-
-/* Extends the current lease every third of its length, on its own connection. */
+/* Extends every held lease about once a second, on its own connection. */
 static void *heartbeat_main(void *arg) {
   struct worker *w = arg;
   struct kb_redis *r = NULL;
@@ -54,25 +63,27 @@ static void *heartbeat_main(void *arg) {
   struct kb_queue q = w->q;
   q.redis = r;
   const long period_ms = 1000; /* leases last tens of seconds; one beat a second is ample */
+  static struct kb_claim claims[MAX_AHEAD];
   for (;;) {
     pthread_mutex_lock(&w->lock);
-    int quit = w->hb_quit;
-    int holding = w->holding;
-    struct kb_claim c = w->current;
+    int quit = w->hb_quit, n = 0;
+    for (int i = 0; i < MAX_AHEAD; i++)
+      if (w->held[i].used)
+        claims[n++] = w->held[i].claim;
     pthread_mutex_unlock(&w->lock);
     if (quit)
       break;
     char state[16] = "";
     int extended = 0;
     kb_error_clear(&err);
-    if (kb_queue_heartbeat(&q, w->name, &c, holding, &extended, state, &err))
+    if (kb_queue_heartbeat(&q, w->name, claims, n, &extended, state, &err))
       kb_warn("heartbeat: %s", err.msg);
     else {
       pthread_mutex_lock(&w->lock);
       memcpy(w->state, state, sizeof w->state);
       pthread_mutex_unlock(&w->lock);
-      if (holding && extended == 0)
-        kb_warn("lease of %s was lost", c.item);
+      if (extended < n)
+        kb_warn("%d of %d leases were lost", n - extended, n);
     }
     for (long slept = 0; slept < period_ms; slept += 100) {
       pthread_mutex_lock(&w->lock);
@@ -100,32 +111,6 @@ static const struct kb_task *find_task(struct worker *w, const char *id, struct 
   return &w->tasks[w->n_tasks++];
 }
 
-/* Evaluates the claimed item and fills `r`. Failures of the runner itself (not of the
- * candidate) become status infra_error with the reason. Returns KB_EINTERRUPTED, with no
- * verdict in `r`, when the stop flag ended the evaluation; else KB_OK. */
-static int evaluate(struct worker *w, const struct kb_claim *c, struct kb_result *r) {
-  struct kb_error err = {0};
-  struct kb_candidate cand;
-  memset(&cand, 0, sizeof cand);
-  r->started = kb_now_wall();
-  const struct kb_task *task = find_task(w, c->task, &err);
-  int rc = task ? KB_OK : err.code;
-  if (rc == KB_OK)
-    rc = kb_catalog_get_candidate(&w->q, c->candidate, &cand, &err);
-  if (rc == KB_OK)
-    rc = kb_host_backend_evaluate(w->backend, task, &cand, &w->q.tiers[c->tier], c->tier, r,
-                                  &err);
-  int interrupted = rc == KB_EINTERRUPTED;
-  if (rc && !interrupted) {
-    r->status = KB_STATUS_INFRA_ERROR;
-    snprintf(r->reason, sizeof r->reason, "%.255s", err.msg);
-    r->cost_ms = 0;
-  }
-  r->finished = kb_now_wall();
-  kb_candidate_release(&cand);
-  return interrupted ? KB_EINTERRUPTED : KB_OK;
-}
-
 static void fill_identity(struct worker *w, const struct kb_claim *c, struct kb_result *r) {
   snprintf(r->campaign, sizeof r->campaign, "%s", w->q.cid);
   snprintf(r->task, sizeof r->task, "%s", c->task);
@@ -138,101 +123,281 @@ static void fill_identity(struct worker *w, const struct kb_claim *c, struct kb_
   r->backend = w->q.backend;
 }
 
-static int process(struct worker *w, const struct kb_claim *c, struct kb_error *err) {
-  struct kb_result r;
-  kb_result_init(&r);
-  fill_identity(w, c, &r);
-  /* Asked to leave (Slurm's time-limit warning, preemption, requeue) during the evaluation:
-   * give the item back, even when a verdict came in meanwhile (the signal may have reached a
-   * compiler or the candidate too). The reservation is refunded; a release is no attempt. */
-  if (evaluate(w, c, &r) == KB_EINTERRUPTED || *w->opts->stop) {
-    int released = 0;
-    int rc = kb_queue_release(&w->q, c, w->name, &released, err);
-    if (rc == KB_OK)
-      kb_info("stopping: released %s (evaluation interrupted)%s", c->item,
-              released ? "" : "; the lease was gone already");
-    kb_result_release(&r);
-    return rc;
-  }
+static void drop_slot(struct worker *w, int slot) {
+  pthread_mutex_lock(&w->lock);
+  w->held[slot].used = 0;
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Gives the item in `slot` back and frees the slot. */
+static int release_slot(struct worker *w, int slot, const char *why, struct kb_error *err) {
+  int released = 0;
+  int rc = kb_queue_release(&w->q, &w->held[slot].claim, w->name, &released, err);
+  if (rc == KB_OK)
+    kb_info("%sreleased %s (%s)%s", *w->opts->stop ? "stopping: " : "", w->held[slot].claim.item, why,
+            released ? "" : "; the lease was gone already");
+  drop_slot(w, slot);
+  return rc;
+}
+
+/* Publishes `r` for the item in `slot` and frees the slot. */
+static int complete_slot(struct worker *w, int slot, struct kb_result *r, struct kb_error *err) {
+  const struct kb_claim *c = &w->held[slot].claim;
   char *json = NULL;
-  int rc = kb_result_to_json(&r, &json, err);
+  int rc = kb_result_to_json(r, &json, err);
   if (rc == KB_OK) {
     int dup = 0;
-    rc = kb_queue_complete(&w->q, c, r.cost_ms, json, w->name, &dup, err);
+    rc = kb_queue_complete(&w->q, c, r->cost_ms, json, w->name, &dup, err);
     if (rc == KB_ELEASE) {
       kb_warn("%s: %s; result dropped, the item runs again", c->item, err->msg);
       kb_error_clear(err);
       rc = KB_OK;
     } else if (rc == KB_OK) {
       kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", c->task, c->candidate, c->tier,
-              r.tier_name, kb_status_name(r.status), r.reason[0] ? ": " : "", r.reason,
-              r.timing.samples ? r.timing.median_us / 1000.0 : 0.0);
+              r->tier_name, kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason,
+              r->timing.samples ? r->timing.median_us / 1000.0 : 0.0);
     }
   }
   kb_free(json);
+  drop_slot(w, slot);
+  return rc;
+}
+
+/* Completes the item in `slot` with infra_error and `why` (the runner, not the candidate,
+ * failed). */
+static int infra_slot(struct worker *w, int slot, const char *why, struct kb_error *err) {
+  struct kb_result r;
+  kb_result_init(&r);
+  fill_identity(w, &w->held[slot].claim, &r);
+  r.status = KB_STATUS_INFRA_ERROR;
+  snprintf(r.reason, sizeof r.reason, "%.255s", why);
+  snprintf(r.device, sizeof r.device, "%s", kb_evaluator_device(w->ev));
+  r.cost_ms = 0;
+  r.started = w->held[slot].claimed;
+  r.finished = kb_now_wall();
+  int rc = complete_slot(w, slot, &r, err);
   kb_result_release(&r);
   return rc;
 }
 
-static void set_holding(struct worker *w, const struct kb_claim *c) {
+/* Claims one item into a free slot and queues its build. Returns KB_OK (claimed), or the
+ * claim's KB_EEMPTY/KB_EBUDGET/KB_ESTATE (state in `state`), or an error. */
+static int claim_one(struct worker *w, char state[16], struct kb_error *err) {
+  int slot = -1;
+  for (int i = 0; i < w->ahead && slot < 0; i++)
+    if (!w->held[i].used)
+      slot = i;
+  if (slot < 0)
+    return KB_EEMPTY;
+  struct kb_claim c;
+  struct kb_error e = {0};
+  int rc = kb_queue_claim(&w->q, w->name, w->opts->min_tier, w->opts->max_tier, &c, state, &e);
+  if (rc != KB_OK)
+    return rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE ? rc
+                                                                  : kb_error_set(err, rc, "%s", e.msg);
   pthread_mutex_lock(&w->lock);
-  w->holding = c != NULL;
-  if (c)
-    w->current = *c;
+  w->held[slot].used = 1;
+  w->held[slot].claim = c;
+  w->held[slot].claimed = kb_now_wall();
   pthread_mutex_unlock(&w->lock);
+  if (*w->opts->stop)
+    return release_slot(w, slot, "claimed as the runner was asked to leave", err);
+
+  struct kb_candidate cand;
+  memset(&cand, 0, sizeof cand);
+  kb_error_clear(&e);
+  const struct kb_task *task = find_task(w, c.task, &e);
+  rc = task ? kb_catalog_get_candidate(&w->q, c.candidate, &cand, &e) : e.code;
+  if (rc == KB_OK) {
+    struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
+                                  .flags = cand.flags};
+    rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
+  }
+  kb_candidate_release(&cand);
+  if (rc)
+    return infra_slot(w, slot, e.msg, err);
+  return KB_OK;
+}
+
+/* 1 unless the campaign was seen draining, cancelled or done (by a claim or the heartbeat). */
+static int campaign_open(struct worker *w) {
+  pthread_mutex_lock(&w->lock);
+  int open = w->state[0] == '\0' || strcmp(w->state, "running") == 0 ||
+             strcmp(w->state, "submitting") == 0;
+  pthread_mutex_unlock(&w->lock);
+  return open;
+}
+
+static void note_state(struct worker *w, const char *state) {
+  if (state[0] == '\0')
+    return;
+  pthread_mutex_lock(&w->lock);
+  snprintf(w->state, sizeof w->state, "%s", state);
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Gives the evaluator the task's baseline candidate, found in Redis, for same-run speedups;
+ * once per task (a failure is logged, and the evaluation goes on without). */
+static void find_baseline(struct worker *w, const struct kb_task *task) {
+  struct kb_candidate base;
+  struct kb_error e = {0};
+  int found = 0;
+  const char *name = task->baseline >= 0 ? task->seeds[task->baseline].name : NULL;
+  if (name != NULL && kb__baseline_find(&w->q, task->id, name, &base, &found, &e) != KB_OK)
+    kb_warn("task %s: cannot look up its baseline \"%s\": %s", task->id, name, e.msg);
+  kb_error_clear(&e);
+  if (kb_evaluator_set_baseline(w->ev, task->id, found ? &base : NULL, &e) != KB_OK)
+    kb_warn("task %s: %s", task->id, e.msg);
+  else if (found)
+    kb_info("task %s: baseline \"%s\" (%.12s) re-timed at the full tier", task->id, name,
+            base.id);
+  if (found)
+    kb_candidate_release(&base);
+}
+
+/* Evaluates the finished build `b` of the item in `slot` and completes or releases it. Items
+ * not yet under evaluation when the campaign drains or is cancelled are released: only the
+ * evaluation under way is recorded. */
+static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
+                         struct kb_error *err) {
+  const struct kb_claim *c = &w->held[slot].claim;
+  if (b->rc != KB_OK)
+    return infra_slot(w, slot, b->err.msg, err);
+  if (*w->opts->stop)
+    return release_slot(w, slot, "built after the runner was asked to leave", err);
+  if (!campaign_open(w))
+    return release_slot(w, slot, "the campaign stopped before its evaluation began", err);
+  struct kb_error e = {0};
+  const struct kb_task *task = find_task(w, c->task, &e);
+  if (task == NULL)
+    return infra_slot(w, slot, e.msg, err);
+  struct kb_result r;
+  kb_result_init(&r);
+  fill_identity(w, c, &r);
+  r.started = w->held[slot].claimed;
+  int flags = c->tier == w->q.n_tiers - 1 && w->q.n_tiers > 1 ? KB_EVAL_FULL : 0;
+  if ((flags & KB_EVAL_FULL) && !kb_evaluator_has_baseline(w->ev, task->id))
+    find_baseline(w, task);
+  int rc = kb_evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
+                                       flags, &r, &e);
+  r.finished = kb_now_wall();
+  r.compile_s = b->build.cached ? 0 : b->build_s;
+  if (rc == KB_EINTERRUPTED) {
+    kb_result_release(&r);
+    return release_slot(w, slot, "evaluation interrupted", err);
+  }
+  if (rc == KB_ECHILD) {
+    /* the sandbox does not start any more (a GPU gone, a driver failure): this runner cannot
+     * evaluate anything; give the item back and leave with the reason */
+    kb_result_release(&r);
+    release_slot(w, slot, "the sandbox does not start", err);
+    kb_error_clear(err);
+    return kb_error_set(err, KB_ECHILD, "%s", e.msg);
+  }
+  if (rc) {
+    r.status = KB_STATUS_INFRA_ERROR;
+    snprintf(r.reason, sizeof r.reason, "%.255s", e.msg);
+    r.cost_ms = 0;
+  }
+  rc = complete_slot(w, slot, &r, err);
+  kb_result_release(&r);
+  return rc;
 }
 
 static int campaign_over(const char *state) {
   return strcmp(state, "done") == 0 || strcmp(state, "cancelled") == 0;
 }
 
+static int held_count(struct worker *w) {
+  int n = 0;
+  for (int i = 0; i < MAX_AHEAD; i++)
+    n += w->held[i].used;
+  return n;
+}
+
+/* Releases every held item (the builds are dropped with the pool). */
+static int release_all(struct worker *w, struct kb_error *err) {
+  int rc = KB_OK;
+  for (int i = 0; i < MAX_AHEAD; i++)
+    if (w->held[i].used) {
+      int r2 = release_slot(w, i, "not evaluated yet", err);
+      rc = rc ? rc : r2;
+    }
+  return rc;
+}
+
 static int loop(struct worker *w, int *why, struct kb_error *err) {
-  long idle_ms = 50, done_items = 0;
+  long idle_ms = 50, done_items = 0, claimed_items = 0;
+  int rc = KB_OK;
+  struct kb__compiled built;
+  kb__compiled_init(&built);
+  *why = KB_WORKER_STOPPED;
   while (!*w->opts->stop) {
-    if (w->opts->max_items > 0 && done_items >= w->opts->max_items) {
-      *why = KB_WORKER_STOPPED;
-      return KB_OK;
-    }
-    struct kb_claim c;
+    /* keep the pipeline full: claim while a slot is free */
+    int nothing = 0;
     char state[16] = "";
-    struct kb_error e = {0};
-    int rc = kb_queue_claim(&w->q, w->name, w->opts->min_tier, w->opts->max_tier, &c, state, &e);
-    if (rc == KB_OK && *w->opts->stop) {
-      int released = 0;
-      rc = kb_queue_release(&w->q, &c, w->name, &released, err);
-      kb_info("stopping: released %s", c.item);
-      break;
+    while (!*w->opts->stop && held_count(w) < w->ahead &&
+           (w->opts->max_items <= 0 || claimed_items < w->opts->max_items)) {
+      rc = claim_one(w, state, err);
+      if (rc == KB_OK) {
+        claimed_items++;
+        continue;
+      }
+      if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
+        if (rc == KB_ESTATE)
+          note_state(w, state);
+        nothing = 1;
+        rc = KB_OK;
+        break;
+      }
+      goto out;
     }
-    if (rc == KB_OK) {
-      set_holding(w, &c);
-      rc = process(w, &c, err);
-      set_holding(w, NULL);
-      if (rc)
-        return rc;
-      done_items++;
-      idle_ms = 50;
+    if (held_count(w) == 0) {
+      if (w->opts->max_items > 0 && done_items >= w->opts->max_items)
+        goto out;
+      if (nothing && campaign_over(state)) {
+        kb_info("campaign %s is %s; leaving", w->q.cid, state);
+        *why = KB_WORKER_FINISHED;
+        goto out;
+      }
+      /* nothing we can take now: the scheduler may promote or end the campaign soon */
+      kb_sleep_ms(idle_ms);
+      idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
       continue;
     }
-    if (rc == KB_ESTATE && campaign_over(state)) {
-      kb_info("campaign %s is %s; leaving", w->q.cid, state);
-      *why = KB_WORKER_FINISHED;
-      return KB_OK;
+    idle_ms = 50;
+    /* evaluate whichever build finished first */
+    int got = 0;
+    struct kb_error e = {0};
+    rc = kb__compile_pool_wait(w->pool, nothing ? 0.2 : 0.02, &built, &got, &e);
+    if (rc == KB_EEMPTY) {
+      rc = KB_OK;
+      continue;
     }
-    if (rc != KB_EEMPTY && rc != KB_EBUDGET && rc != KB_ESTATE)
-      return kb_error_set(err, rc, "%s", e.msg);
-    /* Nothing we can take now: the scheduler may promote or end the campaign soon. */
-    kb_sleep_ms(idle_ms);
-    idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
+    if (rc) {
+      rc = kb_error_set(err, rc, "%s", e.msg);
+      goto out;
+    }
+    if (!got)
+      continue;
+    rc = evaluate_slot(w, (int)built.tag, &built, err);
+    kb__compiled_release(&built);
+    if (rc)
+      goto out;
+    done_items++;
   }
-  *why = KB_WORKER_STOPPED;
-  return err->code;
+out:
+  kb__compiled_release(&built);
+  int r2 = release_all(w, err);
+  return rc ? rc : r2;
 }
 
 int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err) {
   *why = KB_WORKER_STOPPED;
-  if (strcmp(opts->backend, "host") != 0)
-    return kb_error_set(err, KB_EINVAL, "backend \"%s\" is not available in this build: only "
-                        "\"host\" is (the CUDA backend is issue 4)", opts->backend);
+  int kind = kb_backend_from_name(opts->backend);
+  if (kind < 0)
+    return kb_error_set(err, KB_EINVAL, "backend must be \"host\" or \"cuda\", not \"%s\"",
+                        opts->backend);
   struct worker w;
   memset(&w, 0, sizeof w);
   w.opts = opts;
@@ -250,13 +415,29 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
   int rc = kb_redis_connect(&ro, &w.redis, err);
   if (rc == KB_OK)
     rc = kb_queue_open_wait(&w.q, w.redis, opts->campaign, opts->wait_s, opts->stop, err);
-  if (rc == KB_OK && w.q.backend != KB_BACKEND_HOST)
-    rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" needs the %s backend", opts->campaign,
-                      kb_backend_name(w.q.backend));
-  if (rc == KB_OK)
-    rc = kb_host_backend_new(opts->cache_dir, NULL, &w.backend, err);
-  if (rc == KB_OK)
-    kb_host_backend_set_stop(w.backend, opts->stop);
+  if (rc == KB_OK && w.q.backend != kind)
+    rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" needs the %s backend, this runner "
+                      "serves %s (--backend)", opts->campaign, kb_backend_name(w.q.backend),
+                      opts->backend);
+  if (rc == KB_OK) {
+    /* the sandbox starts now (a CUDA runner owns its GPU from here): before any thread */
+    struct kb_evaluator_opts eo = {.kind = kind, .cache_dir = opts->cache_dir,
+                                   .device = opts->device, .stop = opts->stop};
+    rc = kb_evaluator_new(&eo, &w.ev, err);
+  }
+  if (rc == KB_OK) {
+    kb_evaluator_set_grace(w.ev, opts->grace_s);
+    rc = kb__compile_pool_new(kb_evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
+                              err);
+  }
+  if (rc == KB_OK) {
+    int workers = kb__compile_pool_workers(w.pool);
+    w.ahead = opts->ahead > 0 ? opts->ahead : workers + 1;
+    if (w.ahead > MAX_AHEAD)
+      w.ahead = MAX_AHEAD;
+    if (w.ahead > kb__compile_pool_space(w.pool))
+      w.ahead = kb__compile_pool_space(w.pool);
+  }
   if (rc == KB_OK && (w.tasks = kb_calloc(MAX_CACHED_TASKS, sizeof *w.tasks)) == NULL)
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
   if (rc == KB_OK) {
@@ -266,7 +447,10 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
       hb_started = 1;
   }
   if (rc == KB_OK) {
-    kb_info("runner %s serving campaign %s at %s", w.name, w.q.cid, kb_redis_addr(w.redis));
+    kb_info("runner %s serving campaign %s at %s: %s backend on %s, %d compiler threads, %d "
+            "items ahead",
+            w.name, w.q.cid, kb_redis_addr(w.redis), opts->backend, kb_evaluator_device(w.ev),
+            kb__compile_pool_workers(w.pool), w.ahead);
     rc = loop(&w, why, err);
   }
   if (hb_started) {
@@ -275,10 +459,11 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
     pthread_mutex_unlock(&w.lock);
     pthread_join(hb, NULL);
   }
+  kb__compile_pool_free(w.pool);
   for (int i = 0; w.tasks && i < w.n_tasks; i++)
     kb_task_release(&w.tasks[i]);
   kb_free(w.tasks);
-  kb_host_backend_free(w.backend);
+  kb_evaluator_free(w.ev);
   kb_redis_free(w.redis);
   pthread_mutex_destroy(&w.lock);
   return rc;

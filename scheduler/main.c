@@ -24,7 +24,8 @@ static void usage(FILE *out) {
         "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS)\n"
         "  -o, --results DIR    results folder (default: the campaign's results_dir)\n"
         "  -C, --cache DIR      working folder for task files (default /tmp/kb-sched-$USER)\n"
-        "      --eta N          promotion keeps the top 1/N of each tier (default 3)\n"
+        "      --eta N          promotion keeps the top 1/N of each tier (default: the\n"
+        "                       campaign's search.eta, 3 unless set)\n"
         "      --wait SECONDS   wait this long for redis and the campaign (default 60)\n"
         "  -h, --help           this help\n"
         "\n"
@@ -37,7 +38,7 @@ int main(int argc, char **argv) {
   static char work_default[256];
   const char *user = getenv("USER");
   snprintf(work_default, sizeof work_default, "/tmp/kb-sched-%s", user ? user : "user");
-  struct kb_sched_opts o = {.work_dir = work_default, .wait_s = 60, .eta = 3,
+  struct kb_sched_opts o = {.work_dir = work_default, .wait_s = 60, .eta = 0,
                             .stop = &stop_requested};
   enum { OPT_ETA = 1000, OPT_WAIT };
   static const struct option longopts[] = {

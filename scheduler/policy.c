@@ -1,13 +1,40 @@
-/* Promotion policy (see policy.h). */
+/* Search policy (see policy.h). */
 #include "policy.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "kb/result.h"
+void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
+                    double target_speedup) {
+  memset(p, 0, sizeof *p);
+  p->eta = s->eta;
+  p->n_tiers = n_tiers;
+  p->z = s->confidence_z;
+  p->min_improvement = s->min_improvement;
+  p->window = s->window;
+  p->stagnation = s->stagnation;
+  p->target_speedup = target_speedup;
+}
+
+static int timed_ok(const struct kb_member_tier *mt) {
+  return mt->evaluated && mt->status == KB_STATUS_OK && mt->samples > 0 && mt->median_us > 0;
+}
+
+double kb_policy_median_se(const struct kb_member_tier *mt) {
+  if (mt->samples <= 0)
+    return 0;
+  double sigma = 0;
+  if (mt->p10_us > 0 && mt->p90_us > mt->p10_us)
+    sigma = (mt->p90_us - mt->p10_us) / 2.5631;
+  else if (mt->noise > 0)
+    sigma = mt->noise * mt->median_us;
+  return 1.2533 * sigma / sqrt((double)mt->samples);
+}
 
 int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
                       const struct kb_member *m, int tier) {
-  if (tier + 1 >= p->n_tiers)
+  if (tier + 1 >= p->n_tiers || t->stopped)
     return 0;
   const struct kb_member_tier *mt = &m->tiers[tier];
   if (!mt->evaluated || mt->status != KB_STATUS_OK)
@@ -16,20 +43,31 @@ int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
     return 1;
   if (m == kb_population_baseline(t))
     return 1;
-  if (mt->samples == 0)
+  if (!timed_ok(mt))
     return 0;
   int cohort = 0, faster = 0;
+  const struct kb_member_tier *best = NULL; /* the fastest other member at this tier */
   for (int i = 0; i < t->n; i++) {
     const struct kb_member_tier *o = &t->members[i].tiers[tier];
-    if (!o->evaluated || o->status != KB_STATUS_OK || o->samples == 0)
+    if (!timed_ok(o))
       continue;
     cohort++;
     if (o->median_us < mt->median_us)
       faster++;
+    if (&t->members[i] != m && (best == NULL || o->median_us < best->median_us))
+      best = o;
   }
-  int eta = p->eta > 1 ? p->eta : 3;
+  int eta = p->eta >= 1 ? p->eta : 3;
   int keep = (cohort + eta - 1) / eta; /* ceil(cohort / eta), at least 1 */
-  return faster < keep;
+  if (faster < keep)
+    return 1;
+  /* The best median of a noisy tier is the luckiest of many draws, so the bound is compared
+   * with the best's upper bound, not its median: the two cannot be told apart. */
+  if (p->z > 0 && best != NULL &&
+      mt->median_us - p->z * kb_policy_median_se(mt) <
+          best->median_us + p->z * kb_policy_median_se(best))
+    return 1;
+  return 0;
 }
 
 double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {
@@ -40,4 +78,72 @@ double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m
   if (mine <= 0 || theirs <= 0)
     return 1.0;
   return mine / theirs;
+}
+
+int kb_policy_gain_tier(const struct kb_policy *p) {
+  return p->n_tiers - 2 > 1 ? p->n_tiers - 2 : 1;
+}
+
+double kb_policy_rate(const struct kb_task_pop *t) {
+  return t->ema_cost > 0 ? t->ema_gain / t->ema_cost : 0;
+}
+
+int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
+                      const struct kb_result *r) {
+  if (t->evaluations <= t->observed)
+    return 0; /* seen before */
+  t->observed = t->evaluations;
+  double cost = r->cost_ms > 0 ? (double)r->cost_ms : 0;
+  t->spent_ms += cost;
+  double gain = 0;
+  int tier = r->tier;
+  if (r->status == KB_STATUS_OK && r->timing.samples > 0 && r->timing.median_us > 0 &&
+      tier >= kb_policy_gain_tier(p) && tier < KB_MAX_TIERS) {
+    double best = 0;
+    for (int i = 0; i < t->n; i++) {
+      const struct kb_member *o = &t->members[i];
+      if (strcmp(o->id, r->candidate) == 0 || !timed_ok(&o->tiers[tier]))
+        continue;
+      if (best == 0 || o->tiers[tier].median_us < best)
+        best = o->tiers[tier].median_us;
+    }
+    if (best > 0 && r->timing.median_us < best * (1.0 - p->min_improvement))
+      gain = log(best / r->timing.median_us);
+  }
+  double keep = p->window > 1 ? 1.0 - 1.0 / p->window : 0;
+  t->ema_gain = keep * t->ema_gain + gain;
+  t->ema_cost = keep * t->ema_cost + cost;
+  if (gain > 0) {
+    t->since_gain = 0;
+    t->gains++;
+    return 1;
+  }
+  t->since_gain++;
+  return 0;
+}
+
+int kb_policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t) {
+  if (t->stopped)
+    return 0;
+  if (p->target_speedup > 0) {
+    int tier = -1;
+    const struct kb_member *best = kb_population_best(t, &tier);
+    const struct kb_member *base = kb_population_baseline(t);
+    if (best && base && tier == p->n_tiers - 1 && timed_ok(&base->tiers[tier])) {
+      double speedup = base->tiers[tier].median_us / best->tiers[tier].median_us;
+      if (speedup >= p->target_speedup) {
+        t->stopped = 1;
+        snprintf(t->stop_reason, sizeof t->stop_reason, "target speedup %.3gx reached (%.3gx)",
+                 p->target_speedup, speedup);
+        return 1;
+      }
+    }
+  }
+  if (p->stagnation > 0 && t->since_gain >= p->stagnation) {
+    t->stopped = 1;
+    snprintf(t->stop_reason, sizeof t->stop_reason, "stagnated: %ld results without a gain",
+             t->since_gain);
+    return 1;
+  }
+  return 0;
 }

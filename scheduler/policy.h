@@ -1,21 +1,41 @@
-/* Promotion policy: which candidates climb to the next, dearer tier.
+/* Search policy: which candidates climb to the next, dearer tier, and when a task is done.
  *
- * This is the foundation's rule; issue 5 brings confidence bounds and the budget bandit.
+ * Pure functions over the recorded population (population.h): no Redis, no HDF5, no clock, so
+ * kb-bench-ladder (bench/ladder/) replays recorded evaluations through exactly this code.
+ * docs/search.md has the rules, their defaults and how the benchmark measures them.
+ *
  * A candidate that passed tier k climbs to k+1 when:
  *   - k is the compile tier (compiling is free, checking is what tells), or
  *   - it is the task's baseline seed (every tier needs its reference for same-tier speedups), or
  *   - it is in the top 1/eta of the ok candidates timed at tier k so far (asynchronous
- *     successive halving, as ASHA: decided on arrival, with no barrier).
+ *     successive halving, as ASHA: decided on arrival, with no barrier), or
+ *   - the lower confidence bound of its time, median - z * (standard error of the median), is
+ *     below the upper bound of the best time at tier k (the best's median + z * its standard
+ *     error): the measurements cannot tell it from the best. docs/search.md says why the
+ *     best's bound and not its median (the luckiest of many noisy draws).
+ * Nothing climbs in a task that was stopped (target speedup reached, or stagnation).
  */
 #ifndef KB_SCHED_POLICY_H
 #define KB_SCHED_POLICY_H
 
+#include "kb/campaign.h"
+#include "kb/result.h"
 #include "population.h"
 
 struct kb_policy {
-  int eta;      /* keep the top 1/eta of each cohort; default 3 */
-  int n_tiers;  /* ladder length */
+  int eta;                /* keep the top 1/eta of each cohort; default 3 */
+  int n_tiers;            /* ladder length */
+  double z;               /* confidence rule's z; 0 = rule off */
+  double min_improvement; /* relative gain that counts as an improvement */
+  int window;             /* results the improvement rate is averaged over (EMA span) */
+  int stagnation;         /* stop a task after this many results without gain; 0 = never */
+  double target_speedup;  /* stop a task once its top-tier speedup reaches this; 0 = none */
 };
+
+/* Sets `p` (caller-owned) from the campaign's search section `s` (borrowed), its ladder length
+ * and target speedup (0 = none). */
+void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
+                    double target_speedup);
 
 /* 1 when member `m` of task `t`, just evaluated at `tier`, should be enqueued at tier + 1. */
 int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
@@ -23,5 +43,30 @@ int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
 /* Queue priority for `m` at `tier` (lower runs first): its time relative to the baseline's at
  * the tier below when both are known, else 1. */
 double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);
+
+/* Standard error of the median of `mt`, in microseconds: 1.2533 * sigma / sqrt(samples), sigma
+ * from the p10..p90 spread (a normal's is 2.563 sigma) or else from the relative noise; 0 when
+ * neither is known. */
+double kb_policy_median_se(const struct kb_member_tier *mt);
+
+/* Updates the task's search state (improvement rate, stagnation count) with result `r`
+ * (borrowed), which kb_population_add() has just recorded for `t`. A result seen before (a
+ * restarted scheduler reads some twice) changes nothing: it did not raise t->evaluations.
+ * An improvement is an ok, timed result at a tier >= kb_policy_gain_tier() whose median beats
+ * the best other median at that tier by more than min_improvement; its gain is the log of the
+ * ratio. Returns 1 when `r` was an improvement. */
+int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
+                      const struct kb_result *r);
+/* Lowest tier whose timings count as improvements: max(1, n_tiers - 2) (screen and full in the
+ * default ladder: smoke's few launches are too noisy to call progress). */
+int kb_policy_gain_tier(const struct kb_policy *p);
+/* Recent improvement rate of `t`: log-gain per GPU millisecond over the window (0 when nothing
+ * was spent). */
+double kb_policy_rate(const struct kb_task_pop *t);
+
+/* Checks the stop conditions of task `t`: the best candidate's speedup over the baseline at the
+ * top tier reached target_speedup, or `stagnation` results arrived without an improvement.
+ * Returns 1 and sets t->stopped and t->stop_reason the first time one holds, else 0. */
+int kb_policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t);
 
 #endif

@@ -71,7 +71,9 @@ struct kb_member *kb_population_add(struct kb_population *p, const struct kb_res
   mt->attempt = r->attempt;
   mt->status = r->status;
   mt->median_us = r->timing.samples > 0 ? r->timing.median_us : 0;
-  mt->noise = r->timing.noise;
+  mt->noise = r->timing.samples > 0 && r->timing.noise > 0 ? r->timing.noise : 0;
+  mt->p10_us = r->timing.samples > 0 && r->timing.p10_us > 0 ? r->timing.p10_us : 0;
+  mt->p90_us = r->timing.samples > 0 && r->timing.p90_us > 0 ? r->timing.p90_us : 0;
   mt->samples = r->timing.samples;
   if (r->tier > m->promoted_to)
     m->promoted_to = r->tier;

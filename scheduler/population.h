@@ -16,7 +16,9 @@ struct kb_member_tier {
   int evaluated;     /* 1 once a result arrived for this tier */
   int status;        /* enum kb_status of the latest result */
   double median_us;  /* microseconds; 0 when not timed */
-  double noise;      /* relative */
+  double noise;      /* relative: standard deviation / mean of the samples */
+  double p10_us;     /* microseconds, 10th percentile; 0 when unknown */
+  double p90_us;     /* microseconds, 90th percentile; 0 when unknown */
   int samples;
   int attempt;       /* attempt of the latest result */
 };
@@ -36,6 +38,15 @@ struct kb_task_pop {
   int n, cap;
   long evaluations;          /* results seen */
   int loaded;                /* 1 once the task's spec (baseline) was read */
+  /* Search state, kept by kb_policy_observe() (policy.h) from the same results: */
+  long observed;             /* results the policy has seen (== evaluations when up to date) */
+  double spent_ms;           /* GPU milliseconds settled for this task's results */
+  double ema_gain;           /* recent log-gains, exponentially weighted over the window */
+  double ema_cost;           /* recent GPU milliseconds, weighted the same way */
+  long since_gain;           /* results since the last improvement */
+  long gains;                /* improvements seen */
+  int stopped;               /* 1 once the task met a stop condition: nothing more climbs */
+  char stop_reason[96];      /* why ("" while running) */
 };
 
 struct kb_population {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kb/alloc.h"
+#include "kb/campaign.h"
 #include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
@@ -19,6 +20,8 @@
 #include "kb/redis.h"
 #include "kb/result.h"
 #include "kb/store.h"
+#include "budget.h"
+#include "gen_core.h"
 #include "policy.h"
 #include "population.h"
 #include "summary.h"
@@ -50,6 +53,10 @@ struct sched {
   struct open_store *stores;  /* MAX_FILES */
   int n_stores;
   double deadline;            /* unix seconds, 0 = none */
+  struct kb_search search;    /* the campaign's search section (policy.h, budget.h) */
+  double next_split;          /* unix seconds of the next budget split */
+  struct kb_gen gen;          /* generators: tune, llm (gen_core.h) */
+  int generated;              /* candidates the last gen tick enqueued */
 };
 
 
@@ -89,6 +96,9 @@ static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct
   return t;
 }
 
+static int rebuild_file(struct sched *s, const char *path, const struct kb_store_task_info *info,
+                        struct kb_store **out, struct kb_error *err);
+
 static struct open_store *get_store(struct sched *s, const char *task_id, struct kb_error *err) {
   for (int i = 0; i < s->n_stores; i++)
     if (strcmp(s->stores[i].task, task_id) == 0)
@@ -114,7 +124,10 @@ static struct open_store *get_store(struct sched *s, const char *task_id, struct
                                     .spec_json = rep->element[0]->str,
                                     .reference = rep->element[1]->str};
   struct kb_store *store = NULL;
-  if (kb_store_open(path, &info, &store, err))
+  int rc = kb_store_open(path, &info, &store, err);
+  if (rc == KB_EHDF5) /* not even recovery could open it: rebuild it from redis */
+    rc = rebuild_file(s, path, &info, &store, err);
+  if (rc)
     goto out;
   os = &s->stores[s->n_stores++];
   snprintf(os->task, sizeof os->task, "%s", task_id);
@@ -159,6 +172,14 @@ static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *
                            speedup, err);
 }
 
+/* Feeds a recorded result to the search state of its task; logs a task that stops. */
+static void observe(struct sched *s, struct kb_task_pop *t, const struct kb_result *r,
+                    int write) {
+  kb_policy_observe(&s->policy, t, r);
+  if (kb_policy_check_stop(&s->policy, t) && write)
+    kb_info("%s: stopped: %s", t->task, t->stop_reason);
+}
+
 /* One stream entry, decoded. */
 struct entry {
   char id[48];             /* stream entry id */
@@ -195,6 +216,10 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
       rc = store_result(s, r, &cand, err);
     if (rc == KB_OK && kb_population_add(&s->pop, r, cand.name, cand.generator) == NULL)
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    if (rc == KB_OK)
+      observe(s, t, r, write);
+    if (rc == KB_OK)
+      rc = kb_gen_observe(&s->gen, r, &cand, err);
     if (rc == KB_OK && write)
       kb_info("%s/%s (%.12s) tier %s: %s%s%s", r->task, cand.name, r->candidate, r->tier_name,
               kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason);
@@ -262,6 +287,87 @@ static void release_entries(struct entry *e, int n) {
       kb_result_release(&e[i].result);
 }
 
+/* A task file that cannot be opened at all, not even by the store's recovery, is rebuilt from
+ * what redis retains: the results stream, which nothing trims, and the candidates
+ * (kb:{cid}:cand:<id>), which live as long as the campaign. Every result of the task in the
+ * stream is written again, acknowledged or not (writes are idempotent), into "<path>.rebuild",
+ * which is flushed, closed and only then renamed over the bad file; the bad bytes are kept as
+ * "<path>.corrupt-<unix seconds>" (a hard link made first). A kill at any point leaves either
+ * the bad file, rebuilt again at the next start, or the complete new one. The reopened store is
+ * returned in `*out` (new). Errors: KB_EIO (renaming), those of kb_store_open, KB_ENOMEM. */
+static int rebuild_file(struct sched *s, const char *path, const struct kb_store_task_info *info,
+                        struct kb_store **out, struct kb_error *err) {
+  char aside[1300], tmp[1300], tmp_lock[1310];
+  snprintf(aside, sizeof aside, "%s.corrupt-%ld", path, (long)time(NULL));
+  snprintf(tmp, sizeof tmp, "%s.rebuild", path);
+  snprintf(tmp_lock, sizeof tmp_lock, "%s.lock", tmp);
+  kb_warn("%s; rebuilding it from the results retained in redis, the bad file kept as %s",
+          err->msg, aside);
+  kb_error_clear(err);
+  if (unlink(tmp) != 0 && errno != ENOENT) /* a rebuild killed half-way */
+    return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", tmp, strerror(errno));
+  struct kb_store *store = NULL;
+  int rc = kb_store_open(tmp, info, &store, err);
+  struct entry *e = rc == KB_OK ? kb_calloc(BATCH, sizeof *e) : NULL;
+  if (rc == KB_OK && e == NULL)
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  char start[64] = "-";
+  long written = 0;
+  while (rc == KB_OK) {
+    redisReply *rep = NULL;
+    rc = kb_redis_commandf(s->redis, &rep, err, "XRANGE %s %s + COUNT %d", s->key_results,
+                           start, BATCH);
+    if (rc)
+      break;
+    int n = 0;
+    decode_entries(rep, e, &n);
+    if (n > 0)
+      snprintf(start, sizeof start, "(%s", e[n - 1].id);
+    size_t got = rep->elements;
+    freeReplyObject(rep);
+    for (int i = 0; rc == KB_OK && i < n; i++) {
+      const struct kb_result *r = &e[i].result;
+      if (!e[i].valid || strcmp(r->task, info->task) != 0)
+        continue;
+      struct kb_candidate cand;
+      struct kb_error lookup = {0};
+      int found = kb_catalog_get_candidate(&s->q, r->candidate, &cand, &lookup);
+      if (found == KB_ENOTFOUND || found == KB_EPARSE)
+        continue; /* an unknown candidate was never stored (see handle_batch) */
+      if (found) {
+        rc = kb_error_set(err, found, "%s", lookup.msg);
+        break;
+      }
+      if (!kb_store_has_candidate(store, r->candidate))
+        rc = kb_store_add_candidate(store, &cand, NULL, err);
+      if (rc == KB_OK)
+        rc = kb_store_add_evaluation(store, r, NULL, err);
+      written++;
+      kb_candidate_release(&cand);
+    }
+    release_entries(e, n);
+    if (got < BATCH)
+      break;
+  }
+  kb_free(e);
+  if (rc == KB_OK)
+    rc = kb_store_flush(store, err);
+  kb_store_close(store);
+  unlink(tmp_lock);
+  if (rc)
+    return rc;
+  if (link(path, aside) != 0 && errno != EEXIST)
+    return kb_error_set(err, KB_EIO, "cannot keep \"%s\" as \"%s\": %s", path, aside,
+                        strerror(errno));
+  if (rename(tmp, path) != 0)
+    return kb_error_set(err, KB_EIO, "cannot move \"%s\" to \"%s\": %s", tmp, path,
+                        strerror(errno));
+  rc = kb_store_open(path, info, out, err);
+  if (rc == KB_OK)
+    kb_info("%s: rebuilt from %ld results", path, written);
+  return rc;
+}
+
 /* Rebuilds the population from the whole stream, writing nothing. */
 static int rebuild(struct sched *s, struct entry *e, struct kb_error *err) {
   char start[64] = "-";
@@ -313,7 +419,8 @@ static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(s->redis, &rep, err,
                              "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
-                             CONSUMER, BATCH, *pending_mode ? 0 : 500, s->key_results,
+                             CONSUMER, BATCH, *pending_mode ? 0 : kb_gen_busy(&s->gen) ? 50 : 500,
+                             s->key_results,
                              *pending_mode ? "0" : ">");
   if (rc)
     return rc;
@@ -344,6 +451,14 @@ static int finish(struct sched *s, const char *reason, struct kb_error *err) {
   return rc;
 }
 
+/* 1 when every task met a stop condition (policy.h). */
+static int all_stopped(const struct sched *s) {
+  for (int i = 0; i < s->pop.n; i++)
+    if (!s->pop.tasks[i].stopped)
+      return 0;
+  return s->pop.n > 0;
+}
+
 /* Decides whether the campaign is over. Returns a reason, or NULL to go on. */
 static const char *over(struct sched *s, const struct kb_queue_status *st) {
   /* Cancelled or draining: nothing new starts; evaluations under way are still recorded. */
@@ -355,12 +470,14 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
     return st->leased == 0 ? "drained: no new evaluations started, the last ones finished" : NULL;
   if (strcmp(st->state, "running") != 0)
     return NULL;
-  if (st->open == 0)
+  if (st->open == 0 && !kb_gen_active(&s->gen, &s->pop, st))
     return "every candidate evaluated";
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
   if (s->deadline > 0 && kb_now_wall() > s->deadline)
     return "deadline passed";
+  if (st->leased == 0 && all_stopped(s))
+    return "every task stopped (target speedup or stagnation)";
   return NULL;
 }
 
@@ -373,6 +490,84 @@ static int create_group(struct sched *s, struct kb_error *err) {
   if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "BUSYGROUP", 9) != 0)
     rc = kb_error_set(err, KB_EREDIS, "XGROUP CREATE %s: %s", s->key_results, rep->str);
   freeReplyObject(rep);
+  return rc;
+}
+
+/* Reads the campaign's search section and target speedup from its spec in redis, and makes a
+ * population entry for every task, so the budget split sees tasks with no result yet. */
+static int load_search(struct sched *s, struct kb_error *err) {
+  char key[200];
+  kb_queue_key(&s->q, key, sizeof key, "meta");
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err, "HGET %s spec", key);
+  if (rc)
+    return rc;
+  struct kb_campaign c;
+  memset(&c, 0, sizeof c);
+  kb_search_defaults(&c.search);
+  if (rep->type == REDIS_REPLY_STRING) {
+    char name[160];
+    snprintf(name, sizeof name, "campaign \"%s\" in redis", s->q.cid);
+    rc = kb_campaign_parse(name, rep->str, "/", 0, &c, err);
+  }
+  freeReplyObject(rep);
+  if (rc)
+    return rc;
+  s->search = c.search;
+  kb_policy_init(&s->policy, &s->search, s->q.n_tiers, c.target_speedup);
+  if (s->opts->eta > 0)
+    s->policy.eta = s->opts->eta;
+  kb_campaign_release(&c);
+  /* The task hashes kb:{cid}:task:<id> name the tasks (queue.h documents a kb:{cid}:tasks
+   * list, but submission does not write it). One SCAN at start. */
+  char pattern[200], cursor[32] = "0";
+  kb_queue_key(&s->q, pattern, sizeof pattern, "task:*");
+  size_t prefix = strlen(pattern) - 1;
+  do {
+    rc = kb_redis_commandf(s->redis, &rep, err, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+    if (rc)
+      return rc;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+        rep->element[0]->type != REDIS_REPLY_STRING) {
+      freeReplyObject(rep);
+      return kb_error_set(err, KB_EREDIS, "unexpected reply to SCAN");
+    }
+    snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+    const redisReply *keys = rep->element[1];
+    for (size_t i = 0; rc == KB_OK && keys->type == REDIS_REPLY_ARRAY && i < keys->elements; i++)
+      if (keys->element[i]->type == REDIS_REPLY_STRING && strlen(keys->element[i]->str) > prefix &&
+          kb_population_task(&s->pop, keys->element[i]->str + prefix) == NULL)
+        rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    freeReplyObject(rep);
+  } while (rc == KB_OK && strcmp(cursor, "0") != 0);
+  return rc;
+}
+
+/* Splits what is left of the GPU budget across the tasks (budget.h) and sets their caps. */
+static int split_budget(struct sched *s, const struct kb_queue_status *st, struct kb_error *err) {
+  int n = s->pop.n;
+  if (n == 0)
+    return KB_OK;
+  struct kb_budget_task *bt = kb_calloc((size_t)n, sizeof *bt);
+  int64_t *caps = kb_calloc((size_t)n, sizeof *caps);
+  int rc = bt && caps ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+  for (int i = 0; rc == KB_OK && i < n; i++) {
+    const struct kb_task_pop *t = &s->pop.tasks[i];
+    int64_t cap = 0, held = 0, spent = 0;
+    rc = kb_queue_task_budget(&s->q, t->task, &cap, &held, &spent, err);
+    bt[i] = (struct kb_budget_task){.used_ms = held + spent, .rate = kb_policy_rate(t),
+                                    .results = t->evaluations, .stopped = t->stopped};
+  }
+  int64_t dearest = 0;
+  for (int k = 0; k < s->q.n_tiers; k++)
+    if (s->q.tiers[k].cost_ms > dearest)
+      dearest = s->q.tiers[k].cost_ms;
+  if (rc == KB_OK)
+    kb_budget_split(&s->search, st->gpu_total, st->gpu_available, dearest, bt, n, caps);
+  for (int i = 0; rc == KB_OK && i < n; i++)
+    rc = kb_queue_set_task_cap(&s->q, s->pop.tasks[i].task, caps[i], err);
+  kb_free(bt);
+  kb_free(caps);
   return rc;
 }
 
@@ -429,6 +624,20 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
       if (requeued || dead)
         continue;
     }
+    if (rc == KB_OK && strcmp(st.state, "running") == 0 && kb_now_wall() >= s->next_split) {
+      rc = split_budget(s, &st, err);
+      if (rc)
+        return rc;
+      s->next_split = kb_now_wall() + s->search.rebalance_s;
+    }
+    if (kb_gen_enabled(&s->gen)) { /* new candidates when the queue runs low (gen_core.h) */
+      rc = kb_gen_tick(&s->gen, &s->pop, &st, kb_gen_busy(&s->gen) ? 100 : 0, &s->generated,
+                       err);
+      if (rc)
+        return rc;
+      if (s->generated > 0) /* the status read above no longer counts every open item */
+        continue;
+    }
     /* The status was read before the stream: if nothing was open then and a read of new
      * entries (not of our pending ones) found nothing, every result is in the files. */
     const char *why = n == 0 && read_new ? over(s, &st) : NULL;
@@ -461,8 +670,11 @@ int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_erro
     rc = attach(&s, err);
   if (rc == KB_OK) {
     kb_population_init(&s.pop, s.q.n_tiers);
-    s.policy.eta = opts->eta;
-    s.policy.n_tiers = s.q.n_tiers;
+    rc = load_search(&s, err);
+  }
+  if (rc == KB_OK)
+    rc = kb_gen_init(&s.gen, &s.q, opts->work_dir, err);
+  if (rc == KB_OK) {
     kb_info("scheduler for campaign %s at %s, results in %s", s.q.cid, kb_redis_addr(s.redis),
             s.results_dir);
     rc = rebuild(&s, e, err);
@@ -471,6 +683,7 @@ int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_erro
     rc = loop(&s, e, finished, err);
   for (int i = 0; i < s.n_stores; i++)
     kb_store_close(s.stores[i].store);
+  kb_gen_release(&s.gen);
   kb_population_release(&s.pop);
   kb_redis_free(s.redis);
   kb_free(s.stores);

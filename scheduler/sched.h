@@ -19,7 +19,7 @@ struct kb_sched_opts {
   const char *results_dir;  /* override of the campaign's results folder, or NULL */
   const char *work_dir;     /* where task specs are materialized (borrowed) */
   int wait_s;               /* how long to wait for redis and the campaign */
-  int eta;                  /* promotion keeps the top 1/eta; 0 = 3 */
+  int eta;                  /* promotion keeps the top 1/eta; 0 = the campaign's search.eta */
   volatile sig_atomic_t *stop; /* set by a signal handler: leave, the campaign goes on */
 };
 

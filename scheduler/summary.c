@@ -84,6 +84,12 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
                         "evaluations", (json_int_t)t->evaluations, "candidates", t->n,
                         "leaderboard", board);
   json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
+  /* The search state behind the budget split and the stop conditions (docs/search.md). */
+  json_object_set_new(o, "search",
+                      json_pack("{s:f, s:I, s:I, s:o}", "spent_gpu_ms", t->spent_ms,
+                                "improvements", (json_int_t)t->gains, "results_since_gain",
+                                (json_int_t)t->since_gain, "stopped",
+                                t->stopped ? json_string(t->stop_reason) : json_null()));
   return o;
 }
 
@@ -91,7 +97,8 @@ int kb_summary_write(const char *dir, const struct kb_queue *q, const struct kb_
                      const struct kb_population *pop, const char *reason, struct kb_error *err) {
   json_t *tasks = json_array();
   for (int i = 0; tasks && i < pop->n; i++)
-    json_array_append_new(tasks, task_json(dir, q, &pop->tasks[i]));
+    if (pop->tasks[i].n > 0) /* a task with no result yet has no file either */
+      json_array_append_new(tasks, task_json(dir, q, &pop->tasks[i]));
   json_t *root = json_pack(
       "{s:s, s:s, s:s, s:s, s:f, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:o}", "schema",
       "kernelbrain.summary/1", "campaign", q->cid, "state", st->state, "reason", reason,

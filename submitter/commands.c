@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 #include "kb/error.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
+#include "kb/signals.h"
 #include "kb/submit.h"
+#include "watch.h"
 
 static int fail(const struct kb_error *err) {
   fprintf(stderr, "kb-submit: %s\n", err->msg);
@@ -117,37 +120,6 @@ static int resolve_id(const char *arg, char *id, size_t size, struct kb_error *e
   return KB_OK;
 }
 
-static void print_status(const char *id, const struct kb_queue_status *st) {
-  printf("campaign %s: %s\n", id, st->state);
-  printf("  items     %lld open, %lld done, %lld dead, %lld leased\n", (long long)st->open,
-         (long long)st->done, (long long)st->dead, (long long)st->leased);
-  printf("  ready    ");
-  for (int t = 0; t < st->n_tiers; t++)
-    printf(" tier%d=%lld", t, (long long)st->ready[t]);
-  printf("\n");
-  printf("  gpu ms    %lld total, %lld available, %lld held, %lld spent\n",
-         (long long)st->gpu_total, (long long)st->gpu_available, (long long)st->gpu_held,
-         (long long)st->gpu_spent);
-  printf("  llm tok   %lld total, %lld available, %lld held, %lld spent\n",
-         (long long)st->llm_total, (long long)st->llm_available, (long long)st->llm_held,
-         (long long)st->llm_spent);
-}
-
-static json_t *status_json(const char *id, const struct kb_queue_status *st) {
-  json_t *ready = json_array();
-  for (int t = 0; t < st->n_tiers; t++)
-    json_array_append_new(ready, json_integer(st->ready[t]));
-  return json_pack(
-      "{s:s, s:s, s:I, s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}",
-      "campaign", id, "state", st->state, "open", (json_int_t)st->open, "done",
-      (json_int_t)st->done, "dead", (json_int_t)st->dead, "leased", (json_int_t)st->leased,
-      "ready", ready, "gpu_ms", "total", (json_int_t)st->gpu_total, "available",
-      (json_int_t)st->gpu_available, "held", (json_int_t)st->gpu_held, "spent",
-      (json_int_t)st->gpu_spent, "llm_tokens", "total", (json_int_t)st->llm_total, "available",
-      (json_int_t)st->llm_available, "held", (json_int_t)st->llm_held, "spent",
-      (json_int_t)st->llm_spent);
-}
-
 /* Resolves `id_or_path`, connects and attaches to the campaign. On success `*r` is the
  * connection (new; the caller frees it, also on failure). */
 static int open_campaign(const struct kb_submit_opts *o, const char *id_or_path, char *id,
@@ -162,23 +134,38 @@ static int open_campaign(const struct kb_submit_opts *o, const char *id_or_path,
   return rc;
 }
 
-int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
+/* Status and watch: attach, then show snapshots until the campaign ends (or once). */
+static int progress(const struct kb_submit_opts *o, const char *id_or_path, int once) {
+  static volatile sig_atomic_t stop;
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct kb_error err = {0};
   char id[KB_ID_MAX];
   struct kb_redis *r = NULL;
-  struct kb_queue q;
-  struct kb_queue_status st;
-  int rc = open_campaign(o, id_or_path, id, sizeof id, &r, &q, &err);
+  struct kb_watch_opts wo;
+  kb_watch_opts_for(stdout, o->json, &wo);
+  wo.interval = o->interval > 0 ? o->interval : 2.0;
+  wo.once = once;
+  if (once && wo.mode == KB_WATCH_LINES)
+    wo.mode = KB_WATCH_SCREEN; /* one snapshot: the screen, without cursor movement */
+  if (!once)
+    kb_signals_catch(&stop, sigs, 3);
+  int rc = resolve_id(id_or_path, id, sizeof id, &err);
   if (rc == KB_OK)
-    rc = kb_queue_status(&q, &st, &err);
-  if (rc == KB_OK) {
-    if (o->json)
-      print_json(status_json(id, &st));
-    else
-      print_status(id, &st);
-  }
+    rc = connect_redis(o, &r, &err);
+  if (rc == KB_OK)
+    rc = kb_watch(r, id, &wo, stdout, &stop, &err);
   kb_redis_free(r);
+  if (rc == KB_EINTERRUPTED)
+    return KB_EXIT_INTERRUPTED;
   return rc ? fail(&err) : KB_EXIT_OK;
+}
+
+int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
+  return progress(o, id_or_path, 1);
+}
+
+int kb_cmd_watch(const struct kb_submit_opts *o, const char *id_or_path) {
+  return progress(o, id_or_path, 0);
 }
 
 /* Moves the campaign to `to` from any of `from`, as the user `who_am_i()` names. */

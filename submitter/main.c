@@ -1,5 +1,8 @@
-/* kb-submit: validate and submit campaigns, show their status, cancel them. */
+/* kb-submit: validate and submit campaigns; show, watch, drain and cancel them; report on and
+ * export their results. */
 #include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,22 +16,54 @@ static void usage(FILE *out) {
         "commands:\n"
         "  validate CAMPAIGN.json   check the campaign and every task bundle; write nothing\n"
         "  submit CAMPAIGN.json     validate, register in redis, enqueue the seed candidates\n"
-        "  status ID|CAMPAIGN.json  state, queue, budget and runners of a campaign\n"
+        "  status ID|CAMPAIGN.json  one snapshot: state, items, per-tier funnel, budget,\n"
+        "                           runners alive, best speedup per task, ETA\n"
+        "  watch ID|CAMPAIGN.json   the same, refreshed until the campaign ends (exit 0) or\n"
+        "                           Ctrl-C (130); redrawn in place on a terminal, one\n"
+        "                           timestamped line per refresh otherwise\n"
         "  drain ID|CAMPAIGN.json   no new evaluations; those under way finish, then it ends\n"
         "  cancel ID|CAMPAIGN.json  stop a campaign: no new claims; results under way are recorded\n"
+        "  report ID|CAMPAIGN.json|DIR\n"
+        "                           report from the result files (results/<id>/*.h5 and\n"
+        "                           summary.json): html (one offline file), md, csv or json\n"
+        "  export ID|CAMPAIGN.json|DIR\n"
+        "                           evaluated candidates as JSON Lines with the AI CUDA\n"
+        "                           Engineer archive's columns\n"
         "\n"
         "options:\n"
-        "  -r, --redis ADDR   redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
-        "                     127.0.0.1:6379); password from $KB_REDIS_PASSWORD or the 0600\n"
-        "                     file named by $KB_REDIS_PASSWORD_FILE, never the command line\n"
-        "  -j, --json         machine-readable output on stdout\n"
-        "  -q, --quiet        no progress lines\n"
-        "  -h, --help         this help\n"
+        "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
+        "                       127.0.0.1:6379); password from $KB_REDIS_PASSWORD or the 0600\n"
+        "                       file named by $KB_REDIS_PASSWORD_FILE, never the command line\n"
+        "  -j, --json           machine-readable output on stdout (watch: one JSON object per\n"
+        "                       refresh, JSON Lines)\n"
+        "  -q, --quiet          no progress lines\n"
+        "  -i, --interval S     watch: seconds between refreshes (default 2)\n"
+        "  -o, --out FILE       report, export: write FILE (atomically) instead of stdout\n"
+        "  -f, --format F       report: html, md, csv or json (default: from the --out\n"
+        "                       extension, else html)\n"
+        "  -t, --top N          report (html, md): the best N candidates per task (default\n"
+        "                       all; json and csv always list all)\n"
+        "      --results DIR    report, export: the campaign's results folder (default: the\n"
+        "                       campaign's results_dir/<id>, from the campaign file or redis,\n"
+        "                       else ./results/<id>)\n"
+        "  -h, --help           this help\n"
         "\n"
-        "exit codes: 0 ok, 1 failure, 2 usage, 3 malformed input (file:line:col on stderr),\n"
+        "environment: NO_COLOR (no colours), TERM=dumb (watch prints lines, no redraw)\n"
+        "\n"
+        "exit codes: 0 ok (watch: the campaign ended), 1 failure (no such campaign, no result\n"
+        "            files, HDF5 error), 2 usage, 3 malformed input (file:line:col on stderr),\n"
         "            4 redis unreachable or authentication failed, 5 campaign exists or is in\n"
-        "            the wrong state\n",
+        "            the wrong state, 130 interrupted (watch: Ctrl-C)\n",
         out);
+}
+
+/* A positive number of seconds, at most a day; -1 when `s` is not one. */
+static double parse_seconds(const char *s) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !isfinite(v) || v < 0.05 || v > 86400)
+    return -1;
+  return v;
 }
 
 int main(int argc, char **argv) {
@@ -37,10 +72,15 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {{"redis", required_argument, NULL, 'r'},
                                            {"json", no_argument, NULL, 'j'},
                                            {"quiet", no_argument, NULL, 'q'},
+                                           {"interval", required_argument, NULL, 'i'},
+                                           {"out", required_argument, NULL, 'o'},
+                                           {"format", required_argument, NULL, 'f'},
+                                           {"results", required_argument, NULL, 'R'},
+                                           {"top", required_argument, NULL, 't'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   int ch;
-  while ((ch = getopt_long(argc, argv, "r:jqh", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "r:jqi:o:f:t:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'r':
       o.redis = optarg;
@@ -51,6 +91,32 @@ int main(int argc, char **argv) {
     case 'q':
       o.quiet = 1;
       break;
+    case 'i':
+      o.interval = parse_seconds(optarg);
+      if (o.interval < 0) {
+        fprintf(stderr, "kb-submit: --interval \"%s\": want seconds, 0.05 to 86400\n", optarg);
+        return KB_EXIT_USAGE;
+      }
+      break;
+    case 'o':
+      o.out = optarg;
+      break;
+    case 'f':
+      o.format = optarg;
+      break;
+    case 'R':
+      o.results = optarg;
+      break;
+    case 't': {
+      char *end = NULL;
+      long n = strtol(optarg, &end, 10);
+      if (end == optarg || *end != '\0' || n < 0 || n > 1000000) {
+        fprintf(stderr, "kb-submit: --top \"%s\": want a count, 0 for all\n", optarg);
+        return KB_EXIT_USAGE;
+      }
+      o.top = (int)n;
+      break;
+    }
     case 'h':
       usage(stdout);
       return KB_EXIT_OK;
@@ -74,6 +140,12 @@ int main(int argc, char **argv) {
     return kb_cmd_drain(&o, arg);
   if (strcmp(cmd, "cancel") == 0)
     return kb_cmd_cancel(&o, arg);
+  if (strcmp(cmd, "watch") == 0)
+    return kb_cmd_watch(&o, arg);
+  if (strcmp(cmd, "report") == 0)
+    return kb_cmd_report(&o, arg);
+  if (strcmp(cmd, "export") == 0)
+    return kb_cmd_export(&o, arg);
   fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);
   usage(stderr);
   return KB_EXIT_USAGE;

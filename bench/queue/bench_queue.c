@@ -760,6 +760,43 @@ static void wait_rewrite(struct coord *c) {
   }
 }
 
+/* `n` calls of kb_queue_complete_and_claim in a row from the coordinator's connection (after
+ * one claim; the last item is completed alone): what a runner's one call per item costs the
+ * server with no queueing. `lat` has room for `n` latencies. */
+static int fused_profile(struct coord *c, int n, int64_t *lat, struct kb_error *err) {
+  struct kb_queue_status st;
+  int rc = kb_queue_status(&c->q, &st, err);
+  if (rc == KB_OK && ready_items(&st) < n + 1)
+    rc = enqueue_bulk(c, n + 1 - ready_items(&st), err);
+  struct kb_claim cl;
+  if (rc == KB_OK)
+    rc = kb_queue_claim(&c->q, "bench-profile", 0, -1, &cl, NULL, err);
+  if (rc)
+    return rc;
+  wait_rewrite(c);
+  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1;
+  struct cmdstat before[128];
+  int got = 0;
+  while (rc == KB_OK && got < n) {
+    int nb = commandstats(c->redis, before, 128), from = got;
+    for (; rc == KB_OK && got < n && got - from < batch; got++) {
+      char json[64];
+      snprintf(json, sizeof json, "{\"profile\":%d}", got);
+      int64_t t0 = kb_bench_now_ns();
+      rc = kb_queue_complete_and_claim(&c->q, &cl, cl.cost_ms / 2, json, "bench-profile", 0, -1,
+                                       NULL, &cl, NULL, err);
+      lat[got] = kb_bench_now_ns() - t0;
+    }
+    if (rc == KB_OK)
+      keep_batch(c, &c->res->fused, before, nb, got - from);
+  }
+  if (rc == KB_OK) {
+    profile_latency(&c->res->fused, lat, got);
+    rc = kb_queue_complete(&c->q, &cl, cl.cost_ms / 2, "{}", "bench-profile", NULL, err);
+  }
+  return rc;
+}
+
 /* Claims `n` items one after another from the coordinator's connection after the runners left,
  * then completes them: what each script costs the server on its own, with no queueing. Server
  * time is taken from the fastest of PROFILE_BATCHES batches, latencies from all calls. The
@@ -815,6 +852,8 @@ static int script_profiles(struct coord *c, int n, struct kb_error *err) {
   }
   if (rc == KB_OK)
     profile_latency(&c->res->complete, lat, done);
+  if (rc == KB_OK)
+    rc = fused_profile(c, n, lat, err);
   kb_free(claims);
   kb_free(lat);
   return rc;
@@ -999,6 +1038,7 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   snprintf(c.ctl->cid, sizeof c.ctl->cid, "%s", res->cid);
   kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, "bench:debit");
   c.ctl->eval_ns = (long)(o->eval_ms * 1e6);
+  c.ctl->two_call = o->two_call;
   struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};
   rc = kb_redis_connect(&ro, &c.redis, err);
   if (rc == KB_OK)

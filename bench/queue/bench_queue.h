@@ -4,15 +4,18 @@
  * One run: start a throwaway redis-server (unless an address is given), register a campaign with
  * a 3-tier ladder, enqueue items, then move N simulated runners (threads, or processes that get
  * killed with --kills), each with its own connection, through these phases:
- *   warm-up    claim -> no-op -> complete for about a second, to size the queue
- *   cycles     claim -> no-op -> complete for `seconds`     (cycles_per_s, claim latencies);
+ *   warm-up    cycles for about a second, to size the queue
+ *   cycles     cycles for `seconds`                         (cycles_per_s, claim latencies);
+ *              a cycle is one kb_queue_complete_and_claim, as a runner does (the runner claims
+ *              once first), or with two_call a kb_queue_claim and a kb_queue_complete;
  *              with --kills the runners are killed -9 and respawned at random moments, and
  *              leases are reaped meanwhile
  *   drain      (--kills only) the survivors finish every item
  *   ret1       EVALSHA "return 1" for `seconds`            (physical floor of a script call)
  *   debit      EVALSHA one-HINCRBY script for `seconds`     (the reference: raw_script_per_s)
- * then the runners leave, claim and complete are profiled alone from one connection, and the
- * campaign is verified: nothing lost, nothing charged twice, the ledger exact.
+ * then the runners leave, claim, complete and complete+claim are profiled alone from one
+ * connection, and the campaign is verified: nothing lost, nothing charged twice, the ledger
+ * exact.
  */
 #ifndef KB_BENCH_QUEUE_H
 #define KB_BENCH_QUEUE_H
@@ -40,6 +43,8 @@ struct kb_bench_queue_opts {
   int tasks, per_task;         /* shape of the fill */
   int kills;                   /* > 0: runners are processes, killed -9 this many times */
   double eval_ms;              /* simulated evaluation between claim and complete */
+  int two_call;                /* 1: cycles are claim + complete (two script calls); 0: one
+                                  kb_queue_complete_and_claim each, as a runner does */
   int progress;                /* 1: progress lines on stderr */
   uint64_t seed;               /* random kill moments and victims */
   volatile sig_atomic_t *stop; /* set by a signal handler: end early; may be NULL */
@@ -94,6 +99,7 @@ struct kb_bench_queue_result {
   struct kb_bench_cmd cmds[KB_BENCH_MAX_CMDS]; /* per cycle, during the cycles phase */
   int n_cmds;
   struct kb_bench_script_profile claim, complete; /* each script alone, after the phases */
+  struct kb_bench_script_profile fused;           /* kb_queue_complete_and_claim alone */
   struct kb_bench_verify verify;
   long lost, double_charged;          /* from verify, also counting a failed drain as lost */
   /* --fill */

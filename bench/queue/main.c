@@ -22,13 +22,15 @@ static void usage(FILE *out) {
   fputs("usage: kb-bench-queue [--runners N] [--seconds S] [options]\n"
         "\n"
         "Measures the queue and ledger scripts against a real redis-server: N simulated runners,\n"
-        "each with its own connection, run claim -> no-op -> complete cycles for S seconds; the\n"
+        "each with its own connection, run claim -> no-op -> complete cycles for S seconds, one\n"
+        "kb_queue_complete_and_claim call per cycle as a runner makes (--two-call: a claim\n"
+        "and a complete call); the\n"
         "same runners then call a one-HINCRBY Lua script for S seconds as the physical\n"
         "reference (and \"return 1\" as the floor). Afterwards it checks that nothing was lost\n"
         "or charged twice and that the ledger is exact. Prints a table, then one JSON line:\n"
         "  {\"runners\":N,\"cycles_per_s\":..,\"raw_script_per_s\":..,\"ratio\":..,\n"
         "   \"claim_p50_ms\":..,\"claim_p99_ms\":..,\"lost\":0,\"double_charged\":0}\n"
-        "(plus \"kills\" with --kills; \"candidates\", \"used_memory_bytes\" and\n"
+        "(plus \"calls_per_cycle\"; \"kills\" with --kills; \"candidates\", \"used_memory_bytes\" and\n"
         "\"bytes_per_candidate\" with --fill). See docs/benchmarks.md.\n"
         "\n"
         "options:\n"
@@ -52,6 +54,8 @@ static void usage(FILE *out) {
         "                       uniformly from 0.5 to 1.5 times MS, runners start at random\n"
         "                       offsets (default 0: a no-op; the ratio then measures the\n"
         "                       scripts, with every runner claiming back to back)\n"
+        "      --two-call       a cycle is kb_queue_claim then kb_queue_complete (two script\n"
+        "                       calls), as before kb_queue_complete_and_claim existed\n"
         "      --seed N         seed of the kill moments and victims (default: the clock)\n"
         "  -h, --help           this help\n"
         "\n"
@@ -91,7 +95,7 @@ int main(int argc, char **argv) {
   kb_log_init("kb-bench-queue");
   struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
                                   .stop = &stop_requested};
-  enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED };
+  enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED, OPT_TWO_CALL };
   static const struct option longopts[] = {
       {"runners", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
       {"items", required_argument, NULL, 'i'},    {"redis", required_argument, NULL, 'r'},
@@ -100,6 +104,7 @@ int main(int argc, char **argv) {
       {"per-task", required_argument, NULL, OPT_PER_TASK},
       {"kills", required_argument, NULL, 'k'},    {"eval-ms", required_argument, NULL, OPT_EVAL},
       {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'},
+      {"two-call", no_argument, NULL, OPT_TWO_CALL},
       {NULL, 0, NULL, 0}};
   int ch, json_only = 0, shape_given = 0;
   long v = 0;
@@ -132,6 +137,7 @@ int main(int argc, char **argv) {
       o.kills = (int)v;
       break;
     case OPT_EVAL: bad = parse_double(optarg, "--eval-ms", 0, 60000, &o.eval_ms); break;
+    case OPT_TWO_CALL: o.two_call = 1; break;
     case OPT_SEED:
       bad = parse_long(optarg, "--seed", 1, 2147483647, &v);
       o.seed = (uint64_t)v;

@@ -18,8 +18,8 @@
 
 enum kb_bench_phase {
   KB_BENCH_IDLE,    /* wait for the next phase */
-  KB_BENCH_WARMUP,  /* claim -> no-op -> complete, not measured */
-  KB_BENCH_CYCLES,  /* claim -> no-op -> complete, measured (latencies recorded) */
+  KB_BENCH_WARMUP,  /* cycles (claim -> no-op -> complete), not measured */
+  KB_BENCH_CYCLES,  /* cycles, measured (latencies recorded) */
   KB_BENCH_RET1,    /* EVALSHA of "return 1" */
   KB_BENCH_DEBIT,   /* EVALSHA of a one-HINCRBY debit script */
   KB_BENCH_DRAIN,   /* cycles until the coordinator sees the queue empty (--kills) */
@@ -53,6 +53,8 @@ struct kb_bench_ctl {
   char sha_ret1[41];       /* SHA-1 of the "return 1" script */
   char sha_debit[41];      /* SHA-1 of the debit script */
   long eval_ns;            /* simulated evaluation between claim and complete; 0 = none */
+  int two_call;            /* 1: a cycle is kb_queue_claim + kb_queue_complete; 0: one
+                              kb_queue_complete_and_claim (what a runner does) */
   int nslots;              /* runner slots */
   struct kb_bench_slot slots[]; /* nslots of them */
 };

@@ -20,8 +20,10 @@ if not amount or amount < 0 or amount ~= math.floor(amount) then
   return redis.error_reply('KB_INVAL amount must be a non-negative integer')
 end
 local ch = redis.call('HGET', charges, id)
-local kind = ch and string.sub(ch, 1, 1)
-local previous = ch and tonumber(string.sub(ch, 3))
+local kind, previous
+if ch then
+  kind, previous = kb_charge_parse(ch)
+end
 local bal = kb_balances(ledger, cur)
 local now = kb_now_ms()
 

@@ -4,17 +4,18 @@
 -- Returns {extended count, campaign state}. Leases whose token does not match (the item was
 -- reaped and maybe claimed by another runner) are left alone.
 local now = kb_now_ms()
-local lease_ms = tonumber(redis.call('HGET', KEYS[1], 'lease_ms') or '0')
+local m = redis.call('HMGET', KEYS[1], 'lease_ms', 'state')
+local lease_ms = tonumber(m[1] or '0')
 redis.call('HSET', KEYS[4], ARGV[1], now)
 local n = 0
 for i = 2, #ARGV - 1, 2 do
   local raw = redis.call('HGET', KEYS[3], ARGV[i])
   if raw then
-    local item = cjson.decode(raw)
+    local item = kb_item_decode(raw)
     if item.state == 'leased' and item.token == ARGV[i + 1] then
       redis.call('ZADD', KEYS[2], 'XX', now + lease_ms, ARGV[i])
       n = n + 1
     end
   end
 end
-return {n, tostring(redis.call('HGET', KEYS[1], 'state') or 'missing')}
+return {n, tostring(m[2] or 'missing')}

@@ -9,27 +9,32 @@ local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS
                                                 KEYS[6]
 local now = kb_now_ms()
 local expired = redis.call('ZRANGEBYSCORE', lease, '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+if #expired == 0 then
+  return {0, 0}
+end
 local max_attempts = tonumber(redis.call('HGET', meta, 'max_attempts'))
 local tiers = cjson.decode(redis.call('HGET', meta, 'tiers'))
 local backend = redis.call('HGET', meta, 'backend')
 local requeued, dead = 0, 0
 for _, id in ipairs(expired) do
-  local item = cjson.decode(redis.call('HGET', items, id))
+  local item = kb_item_decode(redis.call('HGET', items, id))
   local charge = id .. '#' .. item.claims
   local ch = redis.call('HGET', charges, charge)
-  if ch and string.sub(ch, 1, 1) == 'H' then
-    local reserved = tonumber(string.sub(ch, 3))
-    kb_move(ledger, log, 'gpu_ms', kb_balances(ledger, 'gpu_ms'), 'void', reserved, reserved,
-            -reserved, 0, charge, ARGV[3], now)
+  local kind, reserved
+  if ch then
+    kind, reserved = kb_charge_parse(ch)
+  end
+  if kind == 'H' then
+    if reserved > 0 then
+      kb_move(ledger, log, 'gpu_ms', kb_balances(ledger, 'gpu_ms'), 'void', reserved, reserved,
+              -reserved, 0, charge, ARGV[3], now)
+      redis.call('HINCRBY', KEYS[9], item.task .. ':held', kb_int(-reserved))
+    end
     redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
-    redis.call('HINCRBY', KEYS[9], item.task .. ':held', kb_int(-reserved))
   end
   redis.call('ZREM', lease, id)
   local runner = item.runner or ''
-  item.token = nil
-  item.runner = nil
   if item.attempt >= max_attempts then
-    item.state = 'dead'
     local reason = 'lease expired ' .. item.attempt .. ' times (last runner ' .. runner .. ')'
     redis.call('HSET', KEYS[7], id, reason)
     redis.call('HINCRBY', meta, 'open', -1)
@@ -41,12 +46,12 @@ for _, id in ipairs(expired) do
       charge_id = charge, runner = runner, backend = backend, device = '',
       status = 'infra_error', reason = reason, cost_ms = 0, started = now / 1000,
       finished = now / 1000}))
+    redis.call('HSET', items, id, kb_item_encode(item, 'dead', ''))
     dead = dead + 1
   else
-    item.state = 'queued'
-    redis.call('ZADD', KEYS[10 + item.tier], item.priority, id)
+    redis.call('ZADD', KEYS[10 + item.tier], kb_item_priority(item), id)
+    redis.call('HSET', items, id, kb_item_encode(item, 'queued', ''))
     requeued = requeued + 1
   end
-  redis.call('HSET', items, id, cjson.encode(item))
 end
 return {requeued, dead}

@@ -9,24 +9,22 @@ local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS
 local id, token, charge = ARGV[1], ARGV[2], ARGV[3]
 local raw = redis.call('HGET', items, id)
 local ch = redis.call('HGET', charges, charge)
-if not raw or not ch or string.sub(ch, 1, 1) ~= 'H' then
+if not raw or not ch then
   return 'noop'
 end
-local item = cjson.decode(raw)
-if item.state ~= 'leased' or item.token ~= token then
+local kind, reserved = kb_charge_parse(ch)
+local item = kb_item_decode(raw)
+if kind ~= 'H' or item.state ~= 'leased' or item.token ~= token then
   return 'noop'
 end
-local reserved = tonumber(string.sub(ch, 3))
-local bal = kb_balances(ledger, 'gpu_ms')
-kb_move(ledger, log, 'gpu_ms', bal, 'void', reserved, reserved, -reserved, 0, charge, ARGV[4],
-        kb_now_ms())
+if reserved > 0 then
+  kb_move(ledger, log, 'gpu_ms', kb_balances(ledger, 'gpu_ms'), 'void', reserved, reserved,
+          -reserved, 0, charge, ARGV[4], kb_now_ms())
+  redis.call('HINCRBY', KEYS[8], item.task .. ':held', kb_int(-reserved))
+end
 redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
-redis.call('HINCRBY', KEYS[8], item.task .. ':held', kb_int(-reserved))
-item.state = 'queued'
 item.attempt = item.attempt - 1
-item.token = nil
-item.runner = nil
-redis.call('HSET', items, id, cjson.encode(item))
+redis.call('HSET', items, id, kb_item_encode(item, 'queued', ''))
 redis.call('ZREM', lease, id)
-redis.call('ZADD', KEYS[7], item.priority, id)
+redis.call('ZADD', KEYS[7], kb_item_priority(item), id)
 return 'released'

@@ -75,6 +75,10 @@ void kb_campaign_release(struct kb_campaign *c) {
   kb_free(c->task_dirs);
   kb_free(c->results_dir);
   kb_free(c->spec_json);
+  kb_free(c->gen.llm.endpoint);
+  kb_free(c->gen.llm.model);
+  kb_free(c->gen.llm.key_env);
+  kb_free(c->gen.llm.key_file);
   memset(c, 0, sizeof *c);
 }
 
@@ -129,6 +133,7 @@ static int parse_rfc3339(const char *s, int64_t *out) {
 
 struct ctx {
   const struct kb_jsonfile *f; /* the document (borrowed) */
+  int check_files;             /* 0: task folders are not looked at */
   struct kb_campaign *c;       /* being filled (borrowed) */
   struct kb_error *err;        /* first error goes here (borrowed) */
 };
@@ -258,17 +263,156 @@ static int parse_budget(struct ctx *x, json_t *root) {
   return KB_OK;
 }
 
-static const char *const generator_fields[] = {"seed", NULL};
+static const char *const generator_fields[] = {"seed", "low_water", "max_per_task", "tune",
+                                               "llm", NULL};
+static const char *const tune_fields[] = {"weight", NULL};
+static const char *const llm_fields[] = {"weight",      "api",          "endpoint",
+                                         "model",       "key_env",      "key_file",
+                                         "concurrency", "max_tokens",   "temperature",
+                                         "timeout_seconds", "max_retries", "backoff_seconds",
+                                         "backoff_max_seconds", NULL};
+
+/* A copy of the string field `key` of `obj` into `*out` (new), when present. */
+static int dup_string(struct ctx *x, json_t *obj, const char *path, const char *key, int required,
+                      char **out) {
+  const char *v = NULL;
+  int rc = kb_json_get_string(x->f, obj, path, key, required, &v, x->err);
+  if (rc || v == NULL)
+    return rc;
+  char full[KB_JSON_PATH_MAX];
+  kb_json_path(full, sizeof full, path, key);
+  if (v[0] == '\0')
+    return kb_jsonfile_fail(x->f, x->err, full, "\"%s\" must be a non-empty string", full);
+  *out = kb_strdup(v);
+  return *out ? KB_OK : nomem(x);
+}
+
+static int env_name_valid(const char *s) {
+  if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+          *p == '_'))
+      return 0;
+  return 1;
+}
+
+static int parse_llm(struct ctx *x, json_t *llm) {
+  const struct kb_jsonfile *f = x->f;
+  const char *path = "generators.llm";
+  struct kb_gen_llm_cfg *l = &x->c->gen.llm;
+  int rc = kb_jsonfile_check_unknown(f, llm, path, llm_fields, x->err);
+  if (rc)
+    return rc;
+  l->enabled = 1;
+  static const char *const apis[] = {"openai", "anthropic", NULL};
+  rc = kb_json_get_number(f, llm, path, "weight", 0, 0, 1e6, &l->weight, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, llm, path, "api", 1, apis, &l->api, x->err);
+  if (rc == KB_OK)
+    rc = dup_string(x, llm, path, "endpoint", 1, &l->endpoint);
+  if (rc == KB_OK && strncmp(l->endpoint, "http://", 7) != 0 &&
+      strncmp(l->endpoint, "https://", 8) != 0)
+    rc = kb_jsonfile_fail(f, x->err, "generators.llm.endpoint",
+                          "\"generators.llm.endpoint\" must be an http:// or https:// URL");
+  if (rc == KB_OK)
+    rc = dup_string(x, llm, path, "model", 1, &l->model);
+  if (rc == KB_OK)
+    rc = dup_string(x, llm, path, "key_env", 0, &l->key_env);
+  if (rc == KB_OK && l->key_env && !env_name_valid(l->key_env))
+    rc = kb_jsonfile_fail(f, x->err, "generators.llm.key_env",
+                          "\"generators.llm.key_env\" must name an environment variable "
+                          "([A-Za-z_][A-Za-z0-9_]*), not hold the key");
+  if (rc == KB_OK)
+    rc = dup_string(x, llm, path, "key_file", 0, &l->key_file);
+  if (rc == KB_OK && l->key_file && l->key_file[0] != '/')
+    rc = kb_jsonfile_fail(f, x->err, "generators.llm.key_file",
+                          "\"generators.llm.key_file\" must be an absolute path");
+  if (rc == KB_OK && (l->key_env == NULL) == (l->key_file == NULL))
+    rc = kb_jsonfile_fail(f, x->err, path,
+                          "\"%s\" needs exactly one of \"key_env\" and \"key_file\"", path);
+  int64_t v = l->concurrency;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, llm, path, "concurrency", 0, 1, 256, &v, x->err);
+  l->concurrency = (int)v;
+  v = l->max_tokens;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, llm, path, "max_tokens", 0, 1, 1000000, &v, x->err);
+  l->max_tokens = (int)v;
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, llm, path, "temperature", 0, 0, 2, &l->temperature, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, llm, path, "timeout_seconds", 0, DBL_MIN, 86400, &l->timeout_s,
+                            x->err);
+  v = l->max_retries;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, llm, path, "max_retries", 0, 0, 20, &v, x->err);
+  l->max_retries = (int)v;
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, llm, path, "backoff_seconds", 0, DBL_MIN, 3600, &l->backoff_s,
+                            x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, llm, path, "backoff_max_seconds", 0, DBL_MIN, 3600,
+                            &l->backoff_max_s, x->err);
+  if (rc == KB_OK && x->c->budget_llm_tokens <= 0)
+    rc = kb_jsonfile_fail(f, x->err, path,
+                          "\"%s\" needs a positive \"budget.llm_tokens\" to pay for requests",
+                          path);
+  return rc;
+}
 
 static int parse_generators(struct ctx *x, json_t *root) {
+  struct kb_generators *g = &x->c->gen;
+  g->seed = 1;
+  g->low_water = 2;
+  g->max_per_task = 64;
+  g->tune_weight = 1;
+  g->llm.weight = 1;
+  g->llm.concurrency = 4;
+  g->llm.max_tokens = 4096;
+  g->llm.temperature = 0.7;
+  g->llm.timeout_s = 120;
+  g->llm.max_retries = 5;
+  g->llm.backoff_s = 1;
+  g->llm.backoff_max_s = 60;
   json_t *gen = NULL;
   int rc = kb_json_get_object(x->f, root, "", "generators", 0, &gen, x->err);
   if (rc || gen == NULL)
     return rc;
   rc = kb_jsonfile_check_unknown(x->f, gen, "generators", generator_fields, x->err);
-  int seed = 1;
   if (rc == KB_OK)
-    rc = kb_json_get_bool(x->f, gen, "generators", "seed", 0, &seed, x->err);
+    rc = kb_json_get_bool(x->f, gen, "generators", "seed", 0, &g->seed, x->err);
+  int64_t v = g->low_water;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(x->f, gen, "generators", "low_water", 0, 0, 10000, &v, x->err);
+  g->low_water = (int)v;
+  v = g->max_per_task;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(x->f, gen, "generators", "max_per_task", 0, 1, 100000, &v, x->err);
+  g->max_per_task = (int)v;
+  json_t *tune = NULL, *llm = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_object(x->f, gen, "generators", "tune", 0, &tune, x->err);
+  if (rc == KB_OK && tune) {
+    g->tune = 1;
+    rc = kb_jsonfile_check_unknown(x->f, tune, "generators.tune", tune_fields, x->err);
+    if (rc == KB_OK)
+      rc = kb_json_get_number(x->f, tune, "generators.tune", "weight", 0, 0, 1e6,
+                              &g->tune_weight, x->err);
+  }
+  if (rc == KB_OK)
+    rc = kb_json_get_object(x->f, gen, "generators", "llm", 0, &llm, x->err);
+  if (rc == KB_OK && llm)
+    rc = parse_llm(x, llm);
+  if (rc == KB_OK && g->llm.enabled && g->llm.backoff_max_s < g->llm.backoff_s)
+    rc = kb_jsonfile_fail(x->f, x->err, "generators.llm.backoff_max_seconds",
+                          "\"generators.llm.backoff_max_seconds\" must not be below "
+                          "\"generators.llm.backoff_seconds\"");
+  if (rc == KB_OK && !g->seed)
+    rc = kb_jsonfile_fail(x->f, x->err, "generators.seed",
+                          "\"generators.seed\" cannot be false: every generator starts from the "
+                          "seeds (the llm generator translates from the reference, but the "
+                          "baseline is a seed)");
   return rc;
 }
 
@@ -325,10 +469,61 @@ static int resolve_tasks(struct ctx *x, json_t *tasks) {
   return KB_OK;
 }
 
+void kb_search_defaults(struct kb_search *s) {
+  s->eta = 3;
+  s->confidence_z = KB_SEARCH_Z;
+  s->floor_share = 0.25;
+  s->explore = 1.0;
+  s->window = 32;
+  s->rebalance_s = 5.0;
+  s->stagnation = 100;
+  s->min_improvement = 0.01;
+}
+
+static const char *const search_fields[] = {"eta",         "confidence_z",
+                                            "floor_share", "explore",
+                                            "window",      "rebalance_seconds",
+                                            "stagnation_evaluations", "min_improvement", NULL};
+
+/* The "search" section (docs/search.md); defaults for what it leaves out. */
+static int parse_search(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_search *s = &x->c->search;
+  kb_search_defaults(s);
+  json_t *o = NULL;
+  int rc = kb_json_get_object(f, root, "", "search", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  const char *p = "search";
+  rc = kb_jsonfile_check_unknown(f, o, p, search_fields, x->err);
+  int64_t eta = s->eta, window = s->window, stagnation = s->stagnation;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, o, p, "eta", 0, 1, 100, &eta, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, p, "confidence_z", 0, 0, 10, &s->confidence_z, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, p, "floor_share", 0, 0, 1, &s->floor_share, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, p, "explore", 0, 0, 100, &s->explore, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, o, p, "window", 0, 1, 10000, &window, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, p, "rebalance_seconds", 0, DBL_MIN, 86400, &s->rebalance_s,
+                            x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, o, p, "stagnation_evaluations", 0, 0, 1000000, &stagnation, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, o, p, "min_improvement", 0, 0, 1, &s->min_improvement, x->err);
+  s->eta = (int)eta;
+  s->window = (int)window;
+  s->stagnation = (int)stagnation;
+  return rc;
+}
+
 static const char *const campaign_fields[] = {
     "schema",        "id",          "name",   "backend",    "tasks",          "budget",
     "deadline",      "max_attempts", "lease_seconds", "results_dir", "ladder", "generators",
-    "target_speedup", NULL};
+    "target_speedup", "search", NULL};
 
 static int parse_campaign(struct ctx *x) {
   const struct kb_jsonfile *f = x->f;
@@ -425,9 +620,42 @@ static int parse_campaign(struct ctx *x) {
   if (rc == KB_OK)
     rc = kb_json_get_number(f, root, "", "target_speedup", 0, DBL_MIN, DBL_MAX,
                             &c->target_speedup, x->err);
-  /* the file system last: every check of the text itself comes first */
   if (rc == KB_OK)
+    rc = parse_search(x, root);
+  /* the file system last: every check of the text itself comes first */
+  if (rc == KB_OK && x->check_files)
     rc = resolve_tasks(x, tasks);
+  return rc;
+}
+
+/* Fills `c` from the parsed `f`; `path` is where the text came from. */
+static int campaign_from_file(struct kb_jsonfile *f, const char *path, const char *dir,
+                              int check_files, struct kb_campaign *c, struct kb_error *err) {
+  struct ctx x = {.f = f, .check_files = check_files, .c = c, .err = err};
+  int rc = KB_OK;
+  if (dir != NULL) {
+    c->path = kb_path_resolve(dir, path);
+    c->dir = kb_strdup(dir);
+  } else {
+    char real[PATH_MAX];
+    if (realpath(path, real) != NULL)
+      c->path = kb_strdup(real);
+    else
+      c->path = kb_path_resolve(NULL, path);
+    if (c->path != NULL) {
+      char *slash = strrchr(c->path, '/');
+      size_t len = slash != NULL && slash != c->path ? (size_t)(slash - c->path) : 1;
+      c->dir = kb_strndup(c->path, len);
+    }
+  }
+  if (c->path == NULL || c->dir == NULL)
+    rc = nomem(&x);
+  if (rc == KB_OK)
+    rc = parse_campaign(&x);
+  if (rc == KB_OK) {
+    c->spec_json = f->text;
+    f->text = NULL;
+  }
   return rc;
 }
 
@@ -437,25 +665,21 @@ int kb_campaign_load(const char *path, struct kb_campaign *c, struct kb_error *e
   int rc = kb_jsonfile_load(&f, path, err);
   if (rc)
     return rc;
-  struct ctx x = {.f = &f, .c = c, .err = err};
-  char real[PATH_MAX];
-  if (realpath(path, real) != NULL)
-    c->path = kb_strdup(real);
-  else
-    c->path = kb_path_resolve(NULL, path);
-  if (c->path != NULL) {
-    char *slash = strrchr(c->path, '/');
-    size_t len = slash != NULL && slash != c->path ? (size_t)(slash - c->path) : 1;
-    c->dir = kb_strndup(c->path, len);
-  }
-  if (c->path == NULL || c->dir == NULL)
-    rc = nomem(&x);
-  if (rc == KB_OK)
-    rc = parse_campaign(&x);
-  if (rc == KB_OK) {
-    c->spec_json = f.text;
-    f.text = NULL;
-  }
+  rc = campaign_from_file(&f, path, NULL, 1, c, err);
+  kb_jsonfile_release(&f);
+  if (rc)
+    kb_campaign_release(c);
+  return rc;
+}
+
+int kb_campaign_parse(const char *name, const char *text, const char *dir, int check_files,
+                      struct kb_campaign *c, struct kb_error *err) {
+  memset(c, 0, sizeof *c);
+  struct kb_jsonfile f;
+  int rc = kb_jsonfile_parse(&f, name, text, err);
+  if (rc)
+    return rc;
+  rc = campaign_from_file(&f, name, dir, check_files, c, err);
   kb_jsonfile_release(&f);
   if (rc)
     kb_campaign_release(c);

@@ -1,10 +1,10 @@
 /* C side of the queue and ledger scripts (see kb/queue.h and common/lua/). */
 #include "kb/queue.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "kb/clock.h"
@@ -16,6 +16,7 @@
 #define KEY_MAX 160
 #define KB_MAX_QUEUE_TIERS 8
 #define MAX_KEYS (KB_MAX_QUEUE_TIERS + 12)
+#define RUNNER_JSON_MAX 512 /* a runner name, JSON-escaped */
 
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix) {
   return kb_key(out, size, q->cid, "%s", suffix);
@@ -186,59 +187,65 @@ int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task
   return KB_OK;
 }
 
-/* 32 hex chars from /dev/urandom: the lease token. */
+/* 32 hex chars from the kernel's random source: the lease token. */
 static int random_token(char out[33], struct kb_error *err) {
   unsigned char raw[16];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, raw, sizeof raw) != (ssize_t)sizeof raw) {
-    if (fd >= 0)
-      close(fd);
-    return kb_error_set(err, KB_EIO, "cannot read /dev/urandom");
+  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+    return kb_error_set(err, KB_EIO, "cannot read random bytes for a lease token");
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[2 * i] = hex[raw[i] >> 4];
+    out[2 * i + 1] = hex[raw[i] & 15];
   }
-  close(fd);
-  for (int i = 0; i < 16; i++)
-    snprintf(out + 2 * i, 3, "%02x", raw[i]);
+  out[32] = '\0';
   return KB_OK;
 }
 
-int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max_tier,
-                   struct kb_claim *c, char state[16], struct kb_error *err) {
-  memset(c, 0, sizeof *c);
-  if (min_tier < 0)
-    min_tier = 0;
-  if (max_tier >= q->n_tiers || max_tier < 0)
-    max_tier = q->n_tiers - 1;
-  struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err,
-                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "taskbudget", NULL});
-  for (int t = max_tier; rc == KB_OK && t >= min_tier; t--)
-    rc = add_queue_key(&ks, q, t, err);
-  if (rc == KB_OK)
-    rc = random_token(c->token, err);
-  if (rc)
-    return rc;
-  const char *args[] = {runner, c->token};
-  redisReply *rep = NULL;
-  rc = kb_redis_script(q->redis, "claim", ks.n, ks.ptr, 2, args, NULL, &rep, err);
-  if (rc)
-    return rc;
-  rc = KB_EREDIS;
-  if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-      rep->element[0]->type == REDIS_REPLY_STRING) {
-    const char *kind = rep->element[0]->str;
+/* `runner` as the inside of a JSON string: complete_claim puts it into items and audit entries
+ * as is. `*out` is `runner` itself when nothing needs escaping, else `buf`.
+ * Errors: KB_EINVAL when the escaped name does not fit `size`. */
+static int runner_json(const char *runner, char *buf, size_t size, const char **out,
+                       struct kb_error *err) {
+  size_t n = 0;
+  int plain = 1;
+  for (const unsigned char *p = (const unsigned char *)runner; *p; p++) {
+    size_t need = *p == '"' || *p == '\\' ? 2 : *p < 0x20 ? 6 : 1;
+    plain = plain && need == 1;
+    if (n + need >= size)
+      return kb_error_set(err, KB_EINVAL, "runner name too long");
+    if (need == 1) {
+      buf[n++] = (char)*p;
+    } else if (need == 2) {
+      buf[n++] = '\\';
+      buf[n++] = (char)*p;
+    } else {
+      snprintf(buf + n, 7, "\\u%04x", *p);
+      n += 6;
+    }
+  }
+  buf[n] = '\0';
+  *out = plain ? runner : buf;
+  return KB_OK;
+}
+
+/* Decodes a claim reply, the n elements from `e` ("ok" and 8 fields, "empty", "budget" or
+ * "state"), into `c` (whose token the caller set); zeroes `c` unless it is "ok". */
+static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struct kb_claim *c,
+                       char state[16], struct kb_error *err) {
+  int rc = KB_EREDIS;
+  if (n >= 1 && e[0]->type == REDIS_REPLY_STRING) {
+    const char *kind = e[0]->str;
     if (strcmp(kind, "empty") == 0) {
       rc = KB_EEMPTY;
     } else if (strcmp(kind, "budget") == 0) {
       rc = kb_error_set(err, KB_EBUDGET, "budget of campaign \"%s\" cannot cover any ready item",
                         q->cid);
-    } else if (strcmp(kind, "state") == 0 && rep->elements == 2) {
+    } else if (strcmp(kind, "state") == 0 && n == 2 && e[1]->type == REDIS_REPLY_STRING) {
       if (state)
-        copy_str(state, 16, rep->element[1]);
-      rc = kb_error_set(err, KB_ESTATE, "campaign \"%s\" is %s", q->cid, rep->element[1]->str);
-    } else if (strcmp(kind, "ok") == 0 && rep->elements == 9) {
+        copy_str(state, 16, e[1]);
+      rc = kb_error_set(err, KB_ESTATE, "campaign \"%s\" is %s", q->cid, e[1]->str);
+    } else if (strcmp(kind, "ok") == 0 && n == 9) {
       int64_t tier = 0, attempt = 0;
-      redisReply **e = rep->element;
       rc = copy_str(c->item, sizeof c->item, e[1]);
       if (!rc) rc = copy_str(c->candidate, sizeof c->candidate, e[2]);
       if (!rc) rc = copy_str(c->task, sizeof c->task, e[3]);
@@ -253,8 +260,75 @@ int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max
   }
   if (rc == KB_EREDIS)
     kb_error_set(err, KB_EREDIS, "claim: unexpected reply from redis");
+  if (rc != KB_OK)
+    memset(c, 0, sizeof *c); /* a claim that failed holds nothing */
+  return rc;
+}
+
+/* Runs complete_claim, the script of a runner's cycle, in one of its forms: complete `done`
+ * (NULL: nothing to complete) at `cost_ms` with `result_json`, and/or claim among tiers
+ * [min_tier, max_tier] into `next` (NULL: claim nothing). `next` may be `done`. Returns what
+ * kb_queue_complete_and_claim() documents. */
+static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_ms,
+                 const char *result_json, const char *runner, int min_tier, int max_tier,
+                 int *duplicate, struct kb_claim *next, char state[16], struct kb_error *err) {
+  struct kb_claim d;
+  if (done)
+    d = *done; /* `next` may be `done` */
+  if (next)
+    memset(next, 0, sizeof *next);
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err,
+                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
+                                          "charges", "results", "taskbudget", NULL});
+  if (min_tier < 0)
+    min_tier = 0;
+  if (max_tier >= q->n_tiers || max_tier < 0)
+    max_tier = q->n_tiers - 1;
+  for (int t = max_tier; next && rc == KB_OK && t >= min_tier; t--)
+    rc = add_queue_key(&ks, q, t, err);
+  char runner_buf[RUNNER_JSON_MAX], token[33] = "";
+  const char *who = NULL;
+  if (rc == KB_OK)
+    rc = runner_json(runner, runner_buf, sizeof runner_buf, &who, err);
+  if (rc == KB_OK && next)
+    rc = random_token(token, err);
+  if (rc)
+    return rc;
+  char cost_s[32];
+  snprintf(cost_s, sizeof cost_s, "%lld", (long long)cost_ms);
+  const char *args[] = {who, token, done ? d.item : "", done ? d.token : "",
+                        done ? d.charge_id : "", cost_s, done ? result_json : ""};
+  redisReply *rep = NULL;
+  rc = kb_redis_script(q->redis, "complete_claim", ks.n, ks.ptr, 7, args, NULL, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+      rep->element[0]->type != REDIS_REPLY_STRING) {
+    freeReplyObject(rep);
+    return kb_error_set(err, KB_EREDIS, "complete_claim: unexpected reply from redis");
+  }
+  if (duplicate)
+    *duplicate = strcmp(rep->element[0]->str, "dup") == 0;
+  if (next) {
+    memcpy(next->token, token, sizeof next->token);
+    rc = parse_claim(q, rep->element + 2, rep->elements - 2, next, state, err);
+  }
   freeReplyObject(rep);
   return rc;
+}
+
+int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max_tier,
+                   struct kb_claim *c, char state[16], struct kb_error *err) {
+  return cycle(q, NULL, 0, NULL, runner, min_tier, max_tier, NULL, c, state, err);
+}
+
+int kb_queue_complete_and_claim(struct kb_queue *q, const struct kb_claim *done, int64_t cost_ms,
+                                const char *result_json, const char *runner, int min_tier,
+                                int max_tier, int *duplicate, struct kb_claim *next,
+                                char state[16], struct kb_error *err) {
+  return cycle(q, done, cost_ms, result_json, runner, min_tier, max_tier, duplicate, next, state,
+               err);
 }
 
 int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_claim *claims,
@@ -291,26 +365,7 @@ int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_c
 int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
                       const char *result_json, const char *runner, int *duplicate,
                       struct kb_error *err) {
-  struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err,
-                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "results", "taskbudget", NULL});
-  if (rc)
-    return rc;
-  char cost_s[32];
-  snprintf(cost_s, sizeof cost_s, "%lld", (long long)cost_ms);
-  const char *args[] = {c->item, c->token, c->charge_id, cost_s, result_json, runner};
-  redisReply *rep = NULL;
-  rc = kb_redis_script(q->redis, "complete", ks.n, ks.ptr, 6, args, NULL, &rep, err);
-  if (rc)
-    return rc;
-  int dup = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
-            rep->element[0]->type == REDIS_REPLY_STRING &&
-            strcmp(rep->element[0]->str, "dup") == 0;
-  if (duplicate)
-    *duplicate = dup;
-  freeReplyObject(rep);
-  return KB_OK;
+  return cycle(q, c, cost_ms, result_json, runner, 0, -1, duplicate, NULL, NULL, err);
 }
 
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
@@ -415,10 +470,21 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err) {
   char key[KEY_MAX], field[KB_ID_MAX + 8];
+  redisReply *rep = NULL;
+  int rc = KB_OK;
+  if (cap_ms >= 0) {
+    /* per-task accounting first, so that no claim can pass the cap unaccounted */
+    kb_queue_key(q, key, sizeof key, "meta");
+    rc = kb_redis_commandf(q->redis, &rep, err, "HSET %s task_caps 1", key);
+    if (rep)
+      freeReplyObject(rep);
+    rep = NULL;
+    if (rc)
+      return rc;
+  }
   kb_queue_key(q, key, sizeof key, "taskbudget");
   snprintf(field, sizeof field, "%s:cap", task);
-  redisReply *rep = NULL;
-  int rc = cap_ms < 0 ? kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, field)
+  rc = cap_ms < 0 ? kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, field)
                       : kb_redis_commandf(q->redis, &rep, err, "HSET %s %s %lld", key, field,
                                           (long long)cap_ms);
   if (rep)

@@ -55,6 +55,13 @@ void kb_result_init(struct kb_result *r) {
   r->timing.mean_us = NAN;
   r->timing.min_us = NAN;
   r->timing.noise = NAN;
+  r->baseline_median_us = NAN;
+  r->same_run_speedup = NAN;
+  r->kernel_us = NAN;
+  r->dram_pct = NAN;
+  r->sm_pct = NAN;
+  r->occupancy_pct = NAN;
+  r->l2_hit_pct = NAN;
   r->started = NAN;
   r->finished = NAN;
 }
@@ -129,11 +136,14 @@ static const char *const compile_fields[] = {"seconds",      "cached", "register
                                              "shared_bytes", "log",    NULL};
 static const char *const check_fields[] = {"sets", "max_abs_err", "max_rel_err", NULL};
 static const char *const timing_fields[] = {"median_us", "p10_us", "p90_us",  "mean_us", "min_us",
-                                            "noise",     "samples", "warmup", NULL};
+                                            "noise",     "samples", "warmup",
+                                            "baseline_median_us", "same_run_speedup", NULL};
+static const char *const profile_fields[] = {"kernel_us", "dram_pct", "sm_pct", "occupancy_pct",
+                                             "l2_hit_pct", NULL};
 static const char *const result_fields[] = {
     "schema",  "campaign", "task",    "candidate", "tier",     "tier_name", "attempt",
     "charge_id", "runner", "backend", "device",    "status",   "reason",    "compile",
-    "check",   "timing",   "cost_ms", "started",   "finished", NULL};
+    "check",   "timing",   "cost_ms", "started",   "finished", "profile", NULL};
 
 static int parse_compile(struct ctx *x, json_t *root) {
   const struct kb_jsonfile *f = x->f;
@@ -199,9 +209,30 @@ static int parse_timing(struct ctx *x, json_t *root) {
     const char *key;
     double *out;
   } nums[] = {{"median_us", &t->median_us}, {"p10_us", &t->p10_us}, {"p90_us", &t->p90_us},
-              {"mean_us", &t->mean_us},     {"min_us", &t->min_us}, {"noise", &t->noise}};
+              {"mean_us", &t->mean_us},     {"min_us", &t->min_us}, {"noise", &t->noise},
+              {"baseline_median_us", &x->r->baseline_median_us},
+              {"same_run_speedup", &x->r->same_run_speedup}};
   for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
     rc = kb_json_get_number(f, o, "timing", nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
+  return rc;
+}
+
+static int parse_profile(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_result *r = x->r;
+  json_t *o = NULL;
+  int rc = kb_json_get_object(f, root, "", "profile", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(f, o, "profile", profile_fields, x->err);
+  struct {
+    const char *key;
+    double *out;
+  } nums[] = {{"kernel_us", &r->kernel_us},         {"dram_pct", &r->dram_pct},
+              {"sm_pct", &r->sm_pct},               {"occupancy_pct", &r->occupancy_pct},
+              {"l2_hit_pct", &r->l2_hit_pct}};
+  for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
+    rc = kb_json_get_number(f, o, "profile", nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
   return rc;
 }
 
@@ -263,6 +294,8 @@ static int parse_result(struct ctx *x) {
     rc = parse_check(x, root);
   if (rc == KB_OK)
     rc = parse_timing(x, root);
+  if (rc == KB_OK)
+    rc = parse_profile(x, root);
   if (rc == KB_OK)
     rc = kb_json_get_int(f, root, "", "cost_ms", 1, 0, INT64_MAX, &r->cost_ms, x->err);
   if (rc == KB_OK)
@@ -372,8 +405,22 @@ static json_t *encode(const struct kb_result *r) {
       bad |= set_real(c, "noise", t->noise);
       bad |= json_object_set_new(c, "samples", json_integer(t->samples));
       bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
+      bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
+      bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
     }
     bad |= json_object_set_new(o, "timing", c);
+  }
+  if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
+      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct)) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "kernel_us", r->kernel_us);
+      bad |= set_real(c, "dram_pct", r->dram_pct);
+      bad |= set_real(c, "sm_pct", r->sm_pct);
+      bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
+      bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
+    }
+    bad |= json_object_set_new(o, "profile", c);
   }
   bad |= json_object_set_new(o, "cost_ms", json_integer(r->cost_ms));
   bad |= set_real(o, "started", r->started);

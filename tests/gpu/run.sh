@@ -3,10 +3,11 @@
 # repository root after bundling (see ../shared/gpu/README.md):
 #   echo /.gpu/ >> .git/info/exclude; ../shared/gpu/bundle.sh .gpu build/bin/kb-*
 #   then on the device: bash tests/gpu/run.sh  (writes its outputs under $OUT)
-# What it runs so far (the CUDA evaluation suite comes with issue 4):
+# What it runs so far:
 #   - kb-runner --list-devices: the CUDA build sees the GPU (runtime, driver, CUPTI versions)
 #   - kb-bench-queue with 16 and 256 runners on this host's cores
 #   - the demo campaign (host backend) with kb-launch --local, 1 and 4 runners
+#   - tests/gpu/sandbox.sh: CUDA tasks through the sandbox, and a CUDA campaign end to end
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,6 +43,12 @@ demo() {
 demo 1
 demo 4
 
+# issue 4, device side (needs build/bin/test_devkern, test_cupti, kb-sandbox-cuda in the bundle):
+# trusted kernels, CUPTI, the catalogue, the independent timer; all in $OUT/devkern-suite.txt
+BUNDLE=.gpu bash tests/gpu/devkern.sh | tail -45
+# issue 4, the sandbox: CUDA tasks through kb-sandbox-cuda (verdicts, timings, restarts, overhead)
+# and a CUDA campaign end to end with kb-runner --backend cuda; $OUT/sandbox-*.txt
+BUNDLE=.gpu bash tests/gpu/sandbox.sh | tail -40
 echo "== summary"
 printf '%-28s %s\n' "devices" "$(tr -d '\n' < "$OUT/devices.txt" | cut -c1-120)"
 for n in 16 256; do printf '%-28s %s\n' "queue, $n runners" "$(tail -1 "$OUT/queue-$n.txt")"; done

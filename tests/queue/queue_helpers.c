@@ -141,41 +141,56 @@ static void runner_main(const struct kbq_runner_cfg *cfg, struct kbq_slot *slot,
     fprintf(stderr, "runner %s: open: %s\n", name, err.msg);
     _exit(2);
   }
+  struct kb_claim c;
+  int holding = 0; /* cfg->fused: the complete+claim call leased the next item */
   for (;;) {
-    struct kb_claim c;
+    int rc;
     kb_error_clear(&err);
-    set_phase(slot, KBQ_IN_CLAIM);
-    int rc = kb_queue_claim(&q, name, 0, -1, &c, NULL, &err);
-    if (rc == KB_OK) {
-      set_phase(slot, KBQ_WORKING);
-      slot->claims++;
-    } else {
-      set_phase(slot, KBQ_IDLE);
-    }
-    if (rc == KB_EEMPTY) {
-      struct kb_queue_status st;
-      kb_error_clear(&err);
-      if (kb_queue_status(&q, &st, &err)) {
-        fprintf(stderr, "runner %s: status: %s\n", name, err.msg);
-        _exit(3);
+    if (!holding) {
+      set_phase(slot, KBQ_IN_CLAIM);
+      rc = kb_queue_claim(&q, name, 0, -1, &c, NULL, &err);
+      if (rc == KB_OK) {
+        set_phase(slot, KBQ_WORKING);
+        slot->claims++;
+      } else {
+        set_phase(slot, KBQ_IDLE);
       }
-      if (st.open == 0)
-        _exit(0);
-      kbq_sleep_ms(10 + (long)(rand_r(&seed) % 20)); /* leases of lost runners await the reaper */
-      continue;
-    }
-    if (rc) {
-      fprintf(stderr, "runner %s: claim: %s (%s)\n", name, err.msg, kb_err_name(rc));
-      _exit(4);
+      if (rc == KB_EEMPTY) {
+        struct kb_queue_status st;
+        kb_error_clear(&err);
+        if (kb_queue_status(&q, &st, &err)) {
+          fprintf(stderr, "runner %s: status: %s\n", name, err.msg);
+          _exit(3);
+        }
+        if (st.open == 0)
+          _exit(0);
+        kbq_sleep_ms(10 + (long)(rand_r(&seed) % 20)); /* lost runners' leases await the reaper */
+        continue;
+      }
+      if (rc) {
+        fprintf(stderr, "runner %s: claim: %s (%s)\n", name, err.msg, kb_err_name(rc));
+        _exit(4);
+      }
     }
     kbq_sleep_ms((long)(rand_r(&seed) % (unsigned)(cfg->work_max_ms + 1)));
     int64_t cost = (int64_t)(rand_r(&seed) % (unsigned)(c.cost_ms + 1));
-    char result[256];
+    char result[256], charge[KB_CHARGE_ID_MAX];
     snprintf(result, sizeof result, "{\"item\":\"%s\",\"charge\":\"%s\",\"runner\":\"%s\"}",
              c.item, c.charge_id, name);
+    snprintf(charge, sizeof charge, "%s", c.charge_id);
     int dup = -1;
     set_phase(slot, KBQ_IN_COMPLETE);
-    rc = kb_queue_complete(&q, &c, cost, result, name, &dup, &err);
+    if (cfg->fused) {
+      /* completes c and leases the next item into c */
+      rc = kb_queue_complete_and_claim(&q, &c, cost, result, name, 0, -1, &dup, &c, NULL, &err);
+      holding = rc == KB_OK;
+      if (rc == KB_EEMPTY) {
+        rc = KB_OK; /* completed; nothing left to claim now */
+        kb_error_clear(&err);
+      }
+    } else {
+      rc = kb_queue_complete(&q, &c, cost, result, name, &dup, &err);
+    }
     if (rc == KB_OK && dup == 0)
       slot->ok++;
     else if (rc == KB_OK && dup == 1)
@@ -184,14 +199,19 @@ static void runner_main(const struct kbq_runner_cfg *cfg, struct kbq_slot *slot,
       slot->lease_lost++;
     else if (rc == KB_ENOTFOUND && cfg->allow_missing)
       slot->charge_missing++;
-    set_phase(slot, KBQ_IDLE);
+    if (holding) {
+      slot->claims++;
+      set_phase(slot, KBQ_WORKING);
+    } else {
+      set_phase(slot, KBQ_IDLE);
+    }
     if (rc != KB_OK && rc != KB_ELEASE && !(rc == KB_ENOTFOUND && cfg->allow_missing)) {
-      fprintf(stderr, "runner %s: complete %s: %s (%s)\n", name, c.charge_id, err.msg,
+      fprintf(stderr, "runner %s: complete %s: %s (%s)\n", name, charge, err.msg,
               kb_err_name(rc));
       _exit(5);
     }
     if (rc == KB_OK && dup != 0 && dup != 1) {
-      fprintf(stderr, "runner %s: complete %s: duplicate %d\n", name, c.charge_id, dup);
+      fprintf(stderr, "runner %s: complete %s: duplicate %d\n", name, charge, dup);
       _exit(6);
     }
   }
@@ -467,88 +487,100 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   /* Ledger audit stream: per-charge history and a replay from scratch. */
   kb_key(key, sizeof key, cid, "ledger:log");
   rep = command(r, "XRANGE %s - +", key);
-  int64_t n_log = (int64_t)rep->elements;
+  /* A stream entry carries one "entry" field per move, in order (a settlement and the next
+   * reservation come in one); n_log counts the moves. */
+  int64_t n_log = 0;
   struct balance gpu = {0}, llm = {0};
   for (size_t i = 0; i < rep->elements; i++) {
     const char *eid = rep->element[i]->element[0]->str;
-    const redisReply *f = stream_field(rep->element[i]->element[1], "entry");
-    if (f == NULL)
-      fail_msg("ledger:log %s has no \"entry\"", eid);
-    json_error_t je;
-    json_t *o = json_loads(f->str, 0, &je);
-    if (o == NULL)
-      fail_msg("ledger:log %s: bad JSON: %s", eid, je.text);
-    const char *op = json_str(o, "op", eid);
-    const char *cur = json_str(o, "currency", eid);
-    const char *charge = json_str(o, "charge_id", eid);
-    int64_t amount = json_i64(o, "amount", eid);
-    if (amount < 0)
-      fail_msg("ledger:log %s: negative amount %lld", eid, (long long)amount);
-    struct balance *b = strcmp(cur, "gpu_ms") == 0       ? &gpu
-                        : strcmp(cur, "llm_tokens") == 0 ? &llm
-                                                         : NULL;
-    if (b == NULL)
-      fail_msg("ledger:log %s: unknown currency \"%s\"", eid, cur);
-    if (strcmp(op, "fund") == 0) {
-      b->total += amount;
-      b->available += amount;
-    } else if (strcmp(op, "reserve") == 0) {
-      b->available -= amount;
-      b->held += amount;
-    } else if (strcmp(op, "post") == 0) {
-      b->held -= amount;
-      b->spent += amount;
-    } else if (strcmp(op, "void") == 0) {
-      b->held -= amount;
-      b->available += amount;
-    } else {
-      fail_msg("ledger:log %s: unknown op \"%s\"", eid, op);
-    }
-    struct balance rec = {json_i64(o, "total", eid), json_i64(o, "available", eid),
-                          json_i64(o, "held", eid), json_i64(o, "spent", eid)};
-    if (rec.available + rec.held + rec.spent != rec.total)
-      fail_msg("ledger:log %s (%s %s): available %lld + held %lld + spent %lld != total %lld",
-               eid, op, charge, (long long)rec.available, (long long)rec.held,
-               (long long)rec.spent, (long long)rec.total);
-    if (b == &gpu && strcmp(op, "fund") != 0) {
-      struct charge_rec *c = find_charge(charges, nc, charge);
-      if (c == NULL) {
-        /* A charge of an item must be in the charges hash; other charge ids (another
-         * script's) are only replayed. */
-        char item_id[KB_ITEM_ID_MAX];
-        size_t hash = strcspn(charge, "#");
-        if (charge[hash] == '#' && hash < sizeof item_id) {
-          memcpy(item_id, charge, hash);
-          item_id[hash] = '\0';
-          if (find_item(items, (size_t)n_items, item_id))
-            fail_msg("ledger:log %s: %s of charge %s, which the charges hash lacks", eid, op,
-                     charge);
-        }
+    const redisReply *fields = rep->element[i]->element[1];
+    int moves = 0;
+    for (size_t j = 0; j + 1 < fields->elements; j += 2) {
+      if (strcmp(fields->element[j]->str, "entry") != 0)
+        fail_msg("ledger:log %s has a field \"%s\"", eid, fields->element[j]->str);
+      const redisReply *f = fields->element[j + 1];
+      moves++;
+      n_log++;
+      json_error_t je;
+      json_t *o = json_loads(f->str, 0, &je);
+      if (o == NULL)
+        fail_msg("ledger:log %s: bad JSON: %s", eid, je.text);
+      const char *op = json_str(o, "op", eid);
+      const char *cur = json_str(o, "currency", eid);
+      const char *charge = json_str(o, "charge_id", eid);
+      int64_t amount = json_i64(o, "amount", eid);
+      if (amount < 0)
+        fail_msg("ledger:log %s: negative amount %lld", eid, (long long)amount);
+      struct balance *b = strcmp(cur, "gpu_ms") == 0       ? &gpu
+                          : strcmp(cur, "llm_tokens") == 0 ? &llm
+                                                           : NULL;
+      if (b == NULL)
+        fail_msg("ledger:log %s: unknown currency \"%s\"", eid, cur);
+      if (strcmp(op, "fund") == 0) {
+        b->total += amount;
+        b->available += amount;
       } else if (strcmp(op, "reserve") == 0) {
-        c->reserves++;
-        c->reserved += amount;
+        b->available -= amount;
+        b->held += amount;
       } else if (strcmp(op, "post") == 0) {
-        c->posts++;
-        c->posted_amt += amount;
+        b->held -= amount;
+        b->spent += amount;
+      } else if (strcmp(op, "void") == 0) {
+        b->held -= amount;
+        b->available += amount;
       } else {
-        c->voids++;
-        c->voided_amt += amount;
+        fail_msg("ledger:log %s: unknown op \"%s\"", eid, op);
       }
+      struct balance rec = {json_i64(o, "total", eid), json_i64(o, "available", eid),
+                            json_i64(o, "held", eid), json_i64(o, "spent", eid)};
+      if (rec.available + rec.held + rec.spent != rec.total)
+        fail_msg("ledger:log %s (%s %s): available %lld + held %lld + spent %lld != total %lld",
+                 eid, op, charge, (long long)rec.available, (long long)rec.held,
+                 (long long)rec.spent, (long long)rec.total);
+      if (b == &gpu && strcmp(op, "fund") != 0) {
+        struct charge_rec *c = find_charge(charges, nc, charge);
+        if (c == NULL) {
+          /* A charge of an item must be in the charges hash; other charge ids (another
+           * script's) are only replayed. */
+          char item_id[KB_ITEM_ID_MAX];
+          size_t hash = strcspn(charge, "#");
+          if (charge[hash] == '#' && hash < sizeof item_id) {
+            memcpy(item_id, charge, hash);
+            item_id[hash] = '\0';
+            if (find_item(items, (size_t)n_items, item_id))
+              fail_msg("ledger:log %s: %s of charge %s, which the charges hash lacks", eid, op,
+                       charge);
+          }
+        } else if (strcmp(op, "reserve") == 0) {
+          c->reserves++;
+          c->reserved += amount;
+        } else if (strcmp(op, "post") == 0) {
+          c->posts++;
+          c->posted_amt += amount;
+        } else {
+          c->voids++;
+          c->voided_amt += amount;
+        }
+      }
+      json_decref(o);
     }
-    json_decref(o);
+    if (moves == 0)
+      fail_msg("ledger:log %s has no \"entry\"", eid);
   }
   freeReplyObject(rep);
   for (size_t i = 0; i < nc; i++) {
     struct charge_rec *c = &charges[i];
-    if (c->reserves != 1)
+    /* Moves of amount 0 are not logged: a charge of 0 (tier 0) has no entry at all. */
+    if (c->reserves != 1 && !(c->reserves == 0 && c->posts == 0 && c->voids == 0 &&
+                              c->amount == 0))
       fail_msg("charge %s: %d reserve entries, expected 1", c->id, c->reserves);
-    if (c->posts > 1)
-      fail_msg("charge %s posted %d times", c->id, c->posts);
-    if (c->kind == 'P' && (c->posts != 1 || c->posted_amt != c->amount))
+    if (c->posts > 1 || c->voids > 1)
+      fail_msg("charge %s posted %d and voided %d times", c->id, c->posts, c->voids);
+    if (c->kind == 'P' && (c->posts != (c->amount > 0) || c->posted_amt != c->amount))
       fail_msg("charge %s is P:%lld but the log posted %lld in %d entries", c->id,
                (long long)c->amount, (long long)c->posted_amt, c->posts);
-    if (c->kind == 'V' && (c->posts != 0 || c->voids != 1 || c->voided_amt != c->reserved ||
-                           c->amount != c->reserved))
+    if (c->kind == 'V' && (c->posts != 0 || c->voids != (c->reserved > 0) ||
+                           c->voided_amt != c->reserved || c->amount != c->reserved))
       fail_msg("charge %s is V:%lld; the log reserved %lld, posted %d times, voided %lld in %d "
                "entries", c->id, (long long)c->amount, (long long)c->reserved, c->posts,
                (long long)c->voided_amt, c->voids);

@@ -43,7 +43,8 @@ enum kbq_phase {
   KBQ_IDLE = 0,     /* connecting, sleeping, between items: holds no lease */
   KBQ_IN_CLAIM,     /* inside kb_queue_claim: a lease may or may not exist */
   KBQ_WORKING,      /* holds a lease it knows about: between claim and complete */
-  KBQ_IN_COMPLETE,  /* inside kb_queue_complete: it may or may not have run */
+  KBQ_IN_COMPLETE,  /* inside kb_queue_complete (or complete_and_claim): it may or may not
+                       have run (nor leased the next item) */
 };
 
 /* One runner slot in memory shared between the test and its runners (MAP_SHARED). Counters
@@ -64,6 +65,8 @@ struct kbq_runner_cfg {
   int work_max_ms;    /* each evaluation sleeps 0..work_max_ms */
   int retry_ms;       /* reconnect budget of the runner's connection */
   int allow_missing;  /* KB_ENOTFOUND from complete is survivable (redis lost writes) */
+  int fused;          /* 1: complete with kb_queue_complete_and_claim, which leases the next
+                         item (a runner's path); 0: kb_queue_complete, then kb_queue_claim */
 };
 
 /* Forks a runner process on `slot`: it connects itself, then claims, "works" and completes until

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
@@ -442,6 +444,223 @@ static void test_llm_charges(void **state) {
   kb_redis_free(r);
 }
 
+/* Tasks' held and spent are counted from the start, caps or not (the scheduler splits the budget
+ * on them); a cap set later applies to what was counted before it. */
+static void test_task_budget_counted_before_caps(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "caps-late", 10000, 60000, 3, &q);
+  char id[65];
+  for (int i = 0; i < 2; i++) {
+    cand_id(40 + i, id);
+    assert_int_equal(kb_queue_enqueue(&q, id, "a", 2, 100, i, NULL, &err), KB_OK);
+  }
+  struct kb_claim first, second;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &first, NULL, &err), KB_OK);
+  int64_t cap, held, spent;
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(cap, -1);
+  assert_int_equal(held, 100); /* counted without caps */
+  assert_int_equal(kb_queue_set_task_cap(&q, "a", 120, &err), KB_OK);
+  /* 100 held + 100 > 120 */
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &second, NULL, &err), KB_EBUDGET);
+  kb_error_clear(&err);
+  /* the completion comes first within the call: 30 spent + 100 > 120 still */
+  assert_int_equal(kb_queue_complete_and_claim(&q, &first, 30, "{}", "r1", 0, -1, NULL, &second,
+                                               NULL, &err),
+                   KB_EBUDGET);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(spent, 30);
+  /* 30 spent + 100 <= 150 */
+  assert_int_equal(kb_queue_set_task_cap(&q, "a", 150, &err), KB_OK);
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &second, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_complete(&q, &second, 60, "{}", "r1", NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(held, 0);
+  assert_int_equal(spent, 90);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+/* An item's priority survives a release and a reap exactly: items keep it with the shortest
+ * digits that read back as the same double (0.1 as "0.1", 0.1 + 0.2 with 17 digits). */
+static void test_priority_exact_after_requeue(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "prio", 1000, 200, 3, &q);
+  const double prio[2] = {0.1, 0.1 + 0.2};
+  char id[65];
+  for (int i = 0; i < 2; i++) {
+    cand_id(60 + i, id);
+    assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, prio[i], NULL, &err), KB_OK);
+  }
+  struct kb_claim a, b;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &a, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &b, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_release(&q, &a, "r1", NULL, &err), KB_OK); /* back by release */
+  kbq_sleep_ms(300);
+  int requeued = 0;
+  assert_int_equal(kb_queue_reap(&q, 10, "reaper", &requeued, NULL, &err), KB_OK); /* b */
+  assert_int_equal(requeued, 1);
+  for (int i = 0; i < 2; i++) {
+    cand_id(60 + i, id);
+    redisReply *rep = NULL;
+    assert_int_equal(kb_redis_commandf(r, &rep, &err, "ZSCORE kb:{prio}:q:1 %s:1", id), KB_OK);
+    char *end = NULL;
+    double got = strtod(rep->str, &end);
+    freeReplyObject(rep);
+    if (got != prio[i])
+      fail_msg("item %d requeued with priority %.17g, enqueued with %.17g", i, got, prio[i]);
+  }
+  kb_redis_free(r);
+}
+
+/* XLEN of `key`. */
+static long long xlen(struct kb_redis *r, const char *key) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XLEN %s", key), KB_OK);
+  long long n = rep->integer;
+  freeReplyObject(rep);
+  return n;
+}
+
+/* complete_and_claim: the completion and the next lease in one call, one audit stream entry
+ * for the settlement and the reservation, `next` aliasing `done`, and what it returns when
+ * nothing can be claimed (the completion is recorded all the same) or the lease was lost
+ * (nothing is recorded). */
+static void test_complete_and_claim(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "fused", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0); /* tiers 0, 1, 2: costs 0, 10, 100 */
+  struct kb_claim c, n;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  assert_int_equal(c.cost_ms, 100);
+  long long log0 = xlen(r, "kb:{fused}:ledger:log");
+  int dup = -1;
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c, 40, "{\"n\":1}", "r1", 0, -1, &dup, &n,
+                                               NULL, &err),
+                   KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(n.tier, 1);
+  assert_int_equal(n.cost_ms, 10);
+  assert_int_equal(n.attempt, 1);
+  assert_string_not_equal(n.item, c.item);
+  assert_int_equal(strlen(n.token), 32);
+  /* post 40, void 60 and reserve 10: one stream entry with three "entry" fields */
+  assert_int_equal(xlen(r, "kb:{fused}:ledger:log"), log0 + 1);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{fused}:ledger:log + - "
+                                     "COUNT 1"), KB_OK);
+  assert_int_equal(rep->element[0]->element[1]->elements, 6);
+  freeReplyObject(rep);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 1);
+  assert_int_equal(st.open, 2);
+  assert_int_equal(st.leased, 1);
+  assert_int_equal(st.gpu_held, 10);
+  assert_int_equal(st.gpu_spent, 40);
+  /* next may be done: the tier-0 item costs nothing and writes no audit entry of its own */
+  assert_int_equal(kb_queue_complete_and_claim(&q, &n, 10, "{\"n\":2}", "r1", 0, -1, &dup, &n,
+                                               NULL, &err),
+                   KB_OK);
+  assert_int_equal(n.tier, 0);
+  assert_int_equal(n.cost_ms, 0);
+  /* the last one: completed, nothing left to claim; `next` comes back zeroed */
+  struct kb_claim last = n;
+  assert_int_equal(kb_queue_complete_and_claim(&q, &last, 0, "{\"n\":3}", "r1", 0, -1, &dup, &n,
+                                               NULL, &err),
+                   KB_EEMPTY);
+  assert_int_equal(dup, 0);
+  assert_string_equal(n.item, "");
+  kb_error_clear(&err);
+  /* the same completion again: a duplicate, and still nothing to claim */
+  assert_int_equal(kb_queue_complete_and_claim(&q, &last, 0, "{\"n\":3}", "r1", 0, -1, &dup, &n,
+                                               NULL, &err),
+                   KB_EEMPTY);
+  assert_int_equal(dup, 1);
+  kb_error_clear(&err);
+  kbq_assert_final(r, "fused", 3, NULL);
+
+  /* A lost lease: nothing is recorded and nothing claimed. */
+  kbq_enqueue_items(&q, 3, 10);
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
+  struct kb_claim forged = c;
+  memset(forged.token, 'f', 32);
+  dup = -1;
+  assert_int_equal(kb_queue_complete_and_claim(&q, &forged, 5, "{}", "r1", 0, -1, &dup, &n, NULL,
+                                               &err),
+                   KB_ELEASE);
+  assert_int_equal(dup, -1);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 3);
+  assert_int_equal(st.leased, 1);
+  assert_int_equal(st.ready[0] + st.ready[1] + st.ready[2], 2);
+  /* Draining: the completion is recorded, no new lease; the state comes back. */
+  assert_int_equal(kb_queue_set_state(&q, "running", "draining", "test", "test", &err), KB_OK);
+  char st_name[16] = "";
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c, 5, "{}", "r1", 0, -1, &dup, &n, st_name,
+                                               &err),
+                   KB_ESTATE);
+  assert_string_equal(st_name, "draining");
+  assert_int_equal(dup, 0);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 4);
+  assert_int_equal(st.leased, 0);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
+/* Runner names reach items and audit entries without cjson: the C side escapes them, so a name
+ * with quotes, backslashes and control characters still gives valid JSON, read back intact. */
+static void test_runner_name_escaped(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "names", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0);
+  const char *name = "node \"7\"\\gpu\t0";
+  struct kb_claim c;
+  assert_int_equal(kb_queue_claim(&q, name, 0, -1, &c, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c, 50, "{}", name, 0, -1, NULL, &c, NULL,
+                                               &err),
+                   KB_OK);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{names}:items %s", c.item), KB_OK);
+  json_t *item = json_loads(rep->str, 0, NULL);
+  freeReplyObject(rep);
+  assert_non_null(item);
+  assert_string_equal(json_string_value(json_object_get(item, "runner")), name);
+  assert_string_equal(json_string_value(json_object_get(item, "state")), "leased");
+  json_decref(item);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{names}:ledger:log + - COUNT 1"),
+                   KB_OK);
+  json_t *entry = json_loads(rep->element[0]->element[1]->element[1]->str, 0, NULL);
+  freeReplyObject(rep);
+  assert_non_null(entry);
+  assert_string_equal(json_string_value(json_object_get(entry, "who")), name);
+  json_decref(entry);
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c, 5, "{}", name, 0, -1, NULL, &c, NULL,
+                                               &err),
+                   KB_OK);
+  assert_int_equal(kb_queue_complete(&q, &c, 0, "{}", name, NULL, &err), KB_OK);
+  kbq_assert_final(r, "names", 3, NULL);
+  kb_redis_free(r);
+}
+
 static int setup(void **state) {
   (void)state;
   return kbt_redis_start(&server);
@@ -466,6 +685,10 @@ int main(void) {
       cmocka_unit_test(test_many_processes),
       cmocka_unit_test(test_task_cap),
       cmocka_unit_test(test_llm_charges),
+      cmocka_unit_test(test_task_budget_counted_before_caps),
+      cmocka_unit_test(test_priority_exact_after_requeue),
+      cmocka_unit_test(test_complete_and_claim),
+      cmocka_unit_test(test_runner_name_escaped),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

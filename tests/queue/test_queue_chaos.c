@@ -55,18 +55,18 @@ static const char *phase_name(int p) {
   }
 }
 
-static void test_chaos_kill_runners(void **state) {
-  (void)state;
-  unsigned seed = kbq_seed("chaos");
+/* The chaos run on campaign `cid`; `fused`: runners complete and claim in one call. */
+static void chaos(const char *cid, int fused) {
+  unsigned seed = kbq_seed(cid);
   unsigned rng = seed;
   struct kb_redis *r = kbq_connect(server.addr, 10000);
   struct kb_queue q;
-  kbq_make_campaign(r, "chaos", 100000000, LEASE_MS, MAX_ATTEMPTS, &q);
+  kbq_make_campaign(r, cid, 100000000, LEASE_MS, MAX_ATTEMPTS, &q);
   kbq_enqueue_items(&q, ITEMS, 0);
 
   struct kbq_slot *slots = kbq_alloc_slots(RUNNERS);
-  struct kbq_runner_cfg cfg = {.addr = server.addr, .cid = "chaos", .work_max_ms = 20,
-                               .retry_ms = 10000, .allow_missing = 0};
+  struct kbq_runner_cfg cfg = {.addr = server.addr, .cid = cid, .work_max_ms = 20,
+                               .retry_ms = 10000, .allow_missing = 0, .fused = fused};
   int gen[RUNNERS] = {0};
   int running[RUNNERS] = {0};
   char name[32];
@@ -169,10 +169,10 @@ static void test_chaos_kill_runners(void **state) {
     missing += slots[s].charge_missing;
     claims += slots[s].claims;
   }
-  printf("chaos: %d items, %d kills (idle %d, in claim %d, between claim and complete %d, in "
+  printf("%s: %d items, %d kills (idle %d, in claim %d, between claim and complete %d, in "
          "complete %d), reaped %lld requeued + %lld dead, runners: %ld ok, %ld dup, %ld lease "
          "lost, %ld claims, %lld ms\n",
-         ITEMS, kills, kills_by_phase[KBQ_IDLE], kills_by_phase[KBQ_IN_CLAIM],
+         cid, ITEMS, kills, kills_by_phase[KBQ_IDLE], kills_by_phase[KBQ_IN_CLAIM],
          kills_by_phase[KBQ_WORKING], kills_by_phase[KBQ_IN_COMPLETE], (long long)requeued,
          (long long)dead, ok, dup, lost, claims, (long long)elapsed);
 
@@ -181,7 +181,7 @@ static void test_chaos_kill_runners(void **state) {
   assert_in_range(kills_by_phase[KBQ_WORKING], 5, KILLS);
 
   struct kbq_audit a;
-  kbq_assert_final(r, "chaos", ITEMS, &a);
+  kbq_assert_final(r, cid, ITEMS, &a);
   assert_int_equal(a.done + a.dead, ITEMS);
 
   /* The runners' view agrees with Redis's. Without lost replies nothing is a duplicate; every
@@ -205,6 +205,18 @@ static void test_chaos_kill_runners(void **state) {
   kb_redis_free(r);
 }
 
+static void test_chaos_kill_runners(void **state) {
+  (void)state;
+  chaos("chaos", 0);
+}
+
+/* The same with runners that complete and claim in one call (kb_queue_complete_and_claim): a
+ * kill inside that call may leave the lease of the next item, which the reaper ends. */
+static void test_chaos_kill_fused_runners(void **state) {
+  (void)state;
+  chaos("chaos-fused", 1);
+}
+
 static int setup(void **state) {
   (void)state;
   return kbt_redis_start(&server);
@@ -220,6 +232,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chaos_kill_runners),
+      cmocka_unit_test(test_chaos_kill_fused_runners),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

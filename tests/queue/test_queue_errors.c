@@ -235,42 +235,45 @@ static void test_ledger_log_balances_after_each_entry(void **state) {
   } acct[2] = {{"gpu_ms", 0, 0, 0, 0}, {"llm_tokens", 0, 0, 0, 0}};
   int mismatches = 0;
   char first[3][400] = {"", "", ""};
+  /* one stream entry may carry several moves, one "entry" field each, in order */
   for (size_t i = 0; i < rep->elements; i++) {
     redisReply *f = rep->element[i]->element[1];
-    json_t *o = json_loads(f->element[1]->str, 0, NULL);
-    assert_non_null(o);
-    const char *op = json_string_value(json_object_get(o, "op"));
-    const char *cur = json_string_value(json_object_get(o, "currency"));
-    int64_t amount = json_integer_value(json_object_get(o, "amount"));
-    int k = strcmp(cur, "gpu_ms") == 0 ? 0 : 1;
-    if (strcmp(op, "fund") == 0) {
-      acct[k].total += amount;
-      acct[k].available += amount;
-    } else if (strcmp(op, "reserve") == 0) {
-      acct[k].available -= amount;
-      acct[k].held += amount;
-    } else if (strcmp(op, "post") == 0) {
-      acct[k].held -= amount;
-      acct[k].spent += amount;
-    } else {
-      acct[k].held -= amount;
-      acct[k].available += amount;
+    for (size_t j = 1; j < f->elements; j += 2) {
+      json_t *o = json_loads(f->element[j]->str, 0, NULL);
+      assert_non_null(o);
+      const char *op = json_string_value(json_object_get(o, "op"));
+      const char *cur = json_string_value(json_object_get(o, "currency"));
+      int64_t amount = json_integer_value(json_object_get(o, "amount"));
+      int k = strcmp(cur, "gpu_ms") == 0 ? 0 : 1;
+      if (strcmp(op, "fund") == 0) {
+        acct[k].total += amount;
+        acct[k].available += amount;
+      } else if (strcmp(op, "reserve") == 0) {
+        acct[k].available -= amount;
+        acct[k].held += amount;
+      } else if (strcmp(op, "post") == 0) {
+        acct[k].held -= amount;
+        acct[k].spent += amount;
+      } else {
+        acct[k].held -= amount;
+        acct[k].available += amount;
+      }
+      int64_t av = json_integer_value(json_object_get(o, "available"));
+      int64_t he = json_integer_value(json_object_get(o, "held"));
+      int64_t sp = json_integer_value(json_object_get(o, "spent"));
+      if (av != acct[k].available || he != acct[k].held || sp != acct[k].spent) {
+        if (mismatches < 3)
+          snprintf(first[mismatches], sizeof first[0],
+                   "%s %s %lld of %s records available/held/spent %lld/%lld/%lld, but the "
+                   "replay up to it gives %lld/%lld/%lld",
+                   cur, op, (long long)amount,
+                   json_string_value(json_object_get(o, "charge_id")), (long long)av,
+                   (long long)he, (long long)sp, (long long)acct[k].available,
+                   (long long)acct[k].held, (long long)acct[k].spent);
+        mismatches++;
+      }
+      json_decref(o);
     }
-    int64_t av = json_integer_value(json_object_get(o, "available"));
-    int64_t he = json_integer_value(json_object_get(o, "held"));
-    int64_t sp = json_integer_value(json_object_get(o, "spent"));
-    if (av != acct[k].available || he != acct[k].held || sp != acct[k].spent) {
-      if (mismatches < 3)
-        snprintf(first[mismatches], sizeof first[0],
-                 "%s %s %lld of %s records available/held/spent %lld/%lld/%lld, but the "
-                 "replay up to it gives %lld/%lld/%lld",
-                 cur, op, (long long)amount,
-                 json_string_value(json_object_get(o, "charge_id")), (long long)av,
-                 (long long)he, (long long)sp, (long long)acct[k].available,
-                 (long long)acct[k].held, (long long)acct[k].spent);
-      mismatches++;
-    }
-    json_decref(o);
   }
   freeReplyObject(rep);
   if (mismatches)

@@ -6,7 +6,11 @@
  *    reports duplicate=1; one post in the charges hash, the item once in the results stream, an
  *    exact ledger. A request lost before redis saw it is simply posted by the retry.
  *  - claim: the retry leases a second item; the first lease, which its runner never heard of,
- *    expires and the reaper requeues it with its reservation refunded. */
+ *    expires and the reaper requeues it with its reservation refunded.
+ *  - complete_and_claim: the layer's retry finds the completion posted and returns the very
+ *    lease the lost call took (one lease, not two); a retry by the caller is a duplicate with a
+ *    fresh lease, and the one it never heard of is reaped; a request lost before redis saw it
+ *    completes and claims once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -208,6 +212,97 @@ static void test_lost_claim_reply(void **state) {
   kb_redis_free(direct);
 }
 
+/* Leased items of campaign `cid` (ZCARD of its lease set). */
+static long long leased(struct kb_redis *r, const char *cid) {
+  char key[160];
+  kb_key(key, sizeof key, cid, "lease");
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, "ZCARD %s", key))
+    fail_msg("ZCARD: %s", err.msg);
+  long long n = rep->integer;
+  freeReplyObject(rep);
+  return n;
+}
+
+static void test_lost_complete_and_claim_reply(void **state) {
+  (void)state;
+  struct kb_redis *direct = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(proxy.addr, 5000);
+  struct kb_queue setup_q, q;
+  struct kb_error err = {0};
+  kbq_make_campaign(direct, "lost-f", 1000, 300, 3, &setup_q);
+  kbq_enqueue_items(&setup_q, 5, 0); /* tiers 0, 1, 2, 0, 1 */
+  assert_int_equal(kb_queue_open(&q, r, "lost-f", &err), KB_OK);
+  struct kb_claim c1, n1, n1_again, n2, n3;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c1, NULL, &err), KB_OK);
+  assert_int_equal(c1.tier, 2);
+
+  /* The reply is lost: the layer's retry is a duplicate and returns the same lease. */
+  int fired = proxy.ctl->fired;
+  kbt_proxy_arm(&proxy, KBT_DROP_REPLY, c1.charge_id);
+  int dup = -1;
+  if (kb_queue_complete_and_claim(&q, &c1, 40, "{\"n\":1}", "r1", 0, -1, &dup, &n1, NULL, &err))
+    fail_msg("complete_and_claim after a lost reply: %s", err.msg);
+  assert_int_equal(proxy.ctl->fired, fired + 1);
+  assert_int_equal(dup, 1);
+  assert_int_equal(n1.tier, 1);
+  assert_int_equal(leased(direct, "lost-f"), 1); /* the lost call's lease, returned, not a 2nd */
+  assert_hash_field(direct, "lost-f", "charges", c1.charge_id, "P:40");
+  assert_int_equal(results_for(direct, "lost-f", c1.item), 1);
+  char charge_n1[KB_CHARGE_ID_MAX];
+  snprintf(charge_n1, sizeof charge_n1, "%s#1", n1.item);
+  assert_string_equal(n1.charge_id, charge_n1);
+  assert_hash_field(direct, "lost-f", "charges", n1.charge_id, "H:10");
+  int extended = -1; /* the returned lease is really ours: its token extends it */
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", &n1, 1, &extended, NULL, &err), KB_OK);
+  assert_int_equal(extended, 1);
+
+  /* The caller retries the same completion: a duplicate again, and a fresh lease (its new
+   * token does not own n1, which stays leased until it expires). */
+  dup = -1;
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c1, 40, "{\"n\":2}", "r1", 0, -1, &dup,
+                                               &n1_again, NULL, &err),
+                   KB_OK);
+  assert_int_equal(dup, 1);
+  assert_string_not_equal(n1_again.item, n1.item);
+  assert_int_equal(leased(direct, "lost-f"), 2);
+  assert_hash_field(direct, "lost-f", "charges", c1.charge_id, "P:40");
+  assert_int_equal(results_for(direct, "lost-f", c1.item), 1);
+
+  /* The request is lost before redis saw it: the retry completes and claims, once. */
+  fired = proxy.ctl->fired;
+  kbt_proxy_arm(&proxy, KBT_DROP_REQUEST, n1_again.charge_id);
+  dup = -1;
+  if (kb_queue_complete_and_claim(&q, &n1_again, 7, "{\"n\":3}", "r1", 0, -1, &dup, &n2, NULL,
+                                  &err))
+    fail_msg("complete_and_claim after a lost request: %s", err.msg);
+  assert_int_equal(proxy.ctl->fired, fired + 1);
+  assert_int_equal(dup, 0);
+  assert_int_equal(results_for(direct, "lost-f", n1_again.item), 1);
+  assert_int_equal(leased(direct, "lost-f"), 2); /* n1 and n2 */
+
+  /* n1, never heard of by the retrying caller, expires: reaped, refunded, claimed again. */
+  kbq_sleep_ms(450);
+  int requeued = -1, dead = -1;
+  assert_int_equal(kb_queue_reap(&setup_q, 10, "reaper", &requeued, &dead, &err), KB_OK);
+  assert_int_equal(requeued + dead, 2); /* n1 and n2 (no heartbeat kept n2 alive either) */
+  assert_hash_field(direct, "lost-f", "charges", n1.charge_id, "V:10");
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &n3, NULL, &err), KB_OK);
+  for (;;) {
+    int rc = kb_queue_complete_and_claim(&q, &n3, 1, "{}", "r1", 0, -1, &dup, &n3, NULL, &err);
+    assert_int_equal(dup, 0);
+    if (rc == KB_EEMPTY)
+      break;
+    assert_int_equal(rc, KB_OK);
+  }
+  struct kbq_audit a;
+  kbq_assert_final(direct, "lost-f", 5, &a);
+  assert_int_equal(a.done, 5);
+  kb_redis_free(r);
+  kb_redis_free(direct);
+}
+
 static int setup(void **state) {
   (void)state;
   if (kbt_redis_start(&server))
@@ -229,6 +324,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lost_complete_reply),
       cmocka_unit_test(test_lost_claim_reply),
+      cmocka_unit_test(test_lost_complete_and_claim_reply),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

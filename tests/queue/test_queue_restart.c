@@ -66,6 +66,7 @@ static void run_with_restarts(struct restart_run *run) {
   for (int s = 0; s < RUNNERS; s++) {
     char name[32];
     snprintf(name, sizeof name, "%s-r%d", run->cid, s);
+    cfg.fused = s % 2; /* half the runners complete and claim in one call */
     pids[s] = kbq_spawn_runner(&cfg, &slots[s], name, seed * 17u + (unsigned)s);
     running[s] = 1;
   }

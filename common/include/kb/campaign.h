@@ -27,8 +27,34 @@
  *                    smoke         50    1      1    3..5          0.5   1.0              10
  *                    screen       200  all      2  10..50          1.0  0.05              30
  *                    full        1000  all      3 20..200          3.0  0.01              60
- *   "generators": {"seed": bool} (optional, default true; only the seed generator exists yet)
+ *   "generators": (optional; user docs: docs/generators.md) {
+ *      "seed": bool (default true: enqueue the bundles' seeds),
+ *      "low_water": int 0..10000 (default 2: generate while fewer than low_water x tasks
+ *                   items are open),
+ *      "max_per_task": int 1..100000 (default 64: generation attempts per task at most),
+ *      "tune": {"weight": number>=0 (default 1)}        (absent: off),
+ *      "llm": {"weight": number>=0 (default 1), "api": "openai" | "anthropic",
+ *              "endpoint": "http(s)://..." (the full URL of chat/completions or messages),
+ *              "model": string, "key_env": env var name | "key_file": absolute path (exactly
+ *              one), "concurrency": int 1..256 (default 4), "max_tokens": int 1..1e6 (default
+ *              4096), "temperature": number 0..2 (default 0.7), "timeout_seconds": number>0
+ *              (default 120), "max_retries": int 0..20 (default 5), "backoff_seconds": number>0
+ *              (default 1), "backoff_max_seconds": number>0 (default 60)}  (absent: off;
+ *              needs "budget.llm_tokens" > 0)}
  *   "target_speedup": number>0 (optional; stop a task once reached)
+ *   "search": (optional; user docs: docs/search.md) {
+ *      "eta": int 1..100 (default 3: promote the top 1/eta of a tier's cohort; 1 = every
+ *             candidate climbs every tier, to record benchmark pools),
+ *      "confidence_z": number 0..10 (default KB_SEARCH_Z, 2: also promote when median - z *
+ *                      standard error is below the best's median + z * its standard error at
+ *                      that tier; 0 = off),
+ *      "floor_share": number 0..1 (default 0.25: share of the GPU budget split evenly),
+ *      "explore": number 0..100 (default 1: UCB exploration weight of the budget bandit),
+ *      "window": int 1..10000 (default 32: results per task the improvement rate is taken over),
+ *      "rebalance_seconds": number >0..86400 (default 5: how often task caps are recomputed),
+ *      "stagnation_evaluations": int 0..1000000 (default 100; 0 = never: stop a task after this
+ *                                many results without improvement),
+ *      "min_improvement": number 0..1 (default 0.01: relative gain that counts as one)}
  * Unknown fields are errors at every level; so are task paths naming the same folder.
  */
 #ifndef KB_CAMPAIGN_H
@@ -55,6 +81,50 @@ struct kb_tier {
   double timeout_s;     /* watchdog for one evaluation, seconds */
 };
 
+enum kb_llm_api { KB_LLM_OPENAI = 0, KB_LLM_ANTHROPIC = 1 };
+
+/* The "llm" generator's settings (generators.llm). */
+struct kb_gen_llm_cfg {
+  int enabled;           /* 1 when the section is present */
+  double weight;         /* share among generators */
+  int api;               /* enum kb_llm_api */
+  char *endpoint;        /* full URL (owned) */
+  char *model;           /* model name (owned) */
+  char *key_env;         /* environment variable holding the key, or NULL (owned) */
+  char *key_file;        /* absolute path of a 0600 key file, or NULL (owned) */
+  int concurrency;       /* requests in flight at most */
+  int max_tokens;        /* completion tokens per request */
+  double temperature;    /* sampling temperature */
+  double timeout_s;      /* per attempt, seconds */
+  int max_retries;       /* retries after the first attempt */
+  double backoff_s;      /* first retry delay, seconds (doubles, with jitter) */
+  double backoff_max_s;  /* cap of the retry delay, seconds */
+};
+
+/* The generators section: which generators propose candidates, and how much. */
+struct kb_generators {
+  int seed;              /* 1: the bundles' seeds are enqueued at submission */
+  int low_water;         /* generate while fewer than low_water x tasks items are open */
+  int max_per_task;      /* generation attempts (tune proposals, llm requests) per task */
+  int tune;              /* 1: the tune generator is on */
+  double tune_weight;    /* its share */
+  struct kb_gen_llm_cfg llm;
+};
+
+/* The search section: promotion, budget split and stop parameters (docs/search.md). */
+struct kb_search {
+  int eta;                    /* promote the top 1/eta of each tier's cohort; 1 = all */
+  double confidence_z;        /* z of the lower confidence bound; 0 = rule off */
+  double floor_share;         /* share of the GPU budget split evenly across tasks, 0..1 */
+  double explore;             /* UCB exploration weight of the budget bandit */
+  int window;                 /* results per task the improvement rate is taken over */
+  double rebalance_s;         /* seconds between recomputations of the task caps */
+  int stagnation;             /* stop a task after this many results without gain; 0 = never */
+  double min_improvement;     /* relative gain (0.01 = 1%) that counts as an improvement */
+};
+/* Default z of the confidence rule (docs/search.md says how it was chosen). */
+#define KB_SEARCH_Z 2.0
+
 struct kb_campaign {
   char id[KB_ID_MAX];    /* campaign id */
   char *name;            /* owned */
@@ -72,6 +142,8 @@ struct kb_campaign {
   struct kb_tier tiers[KB_MAX_TIERS]; /* the ladder; tiers[0] is "compile" */
   int n_tiers;           /* tiers used */
   double target_speedup; /* 0 = none */
+  struct kb_generators gen; /* generators section, defaults filled in */
+  struct kb_search search;  /* search section, defaults filled in */
   char *spec_json;       /* the campaign.json text exactly as read (owned) */
 };
 
@@ -81,8 +153,16 @@ struct kb_campaign {
  * every check of the text itself. Errors: KB_EPARSE with "campaign.json:line:col: what is
  * wrong" (also for a missing task folder), KB_EIO when the file cannot be read, KB_ENOMEM. */
 int kb_campaign_load(const char *path, struct kb_campaign *c, struct kb_error *err);
+/* Same as kb_campaign_load, from `text` already in memory (borrowed): `name` (borrowed) is used
+ * in messages, relative paths resolve against folder `dir` (borrowed), and with `check_files` = 0
+ * the task folders are neither checked nor resolved (`task_dirs` stays NULL): how the scheduler
+ * reads the campaign it finds in Redis. */
+int kb_campaign_parse(const char *name, const char *text, const char *dir, int check_files,
+                      struct kb_campaign *c, struct kb_error *err);
 /* Fills `c->tiers` (borrowed `c`) with the default ladder and sets `c->n_tiers`. */
 void kb_campaign_default_ladder(struct kb_campaign *c);
+/* Fills `s` (caller-owned) with the search section's defaults. */
+void kb_search_defaults(struct kb_search *s);
 /* Frees the contents of `c`; NULL is fine. */
 void kb_campaign_release(struct kb_campaign *c);
 

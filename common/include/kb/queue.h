@@ -3,15 +3,19 @@
  * this module builds the keys and decodes the replies.
  *
  * Keys, all with the hash tag {cid} so a campaign lives on one Redis Cluster slot:
- *   kb:{cid}:meta        hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead
+ *   kb:{cid}:meta        hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead,
+ *                        task_caps ("1" once a task cap was set: claims read the caps)
  *   kb:{cid}:items       hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost,
- *                        priority, attempt, claims, state, token, runner}
+ *                        priority, state, attempt, claims[, token, runner][, next]}, fields in
+ *                        this order (the scripts rewrite the part after "priority" in place)
  *   kb:{cid}:q:<tier>    zset: ready items by priority (lower first)
  *   kb:{cid}:lease       zset: leased items by deadline (Redis TIME, milliseconds)
  *   kb:{cid}:ledger      hash: <currency>:total|available|held|spent (integers)
  *   kb:{cid}:charges     hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>"
  *   kb:{cid}:taskbudget  hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent
- *   kb:{cid}:ledger:log  stream: one JSON "entry" per ledger change (ledger-entry schema)
+ *   kb:{cid}:ledger:log  stream: one JSON "entry" field per ledger change (ledger-entry
+ *                        schema); one stream entry may carry several, in order (a settlement
+ *                        and the next reservation); a move of amount 0 is not logged
  *   kb:{cid}:results     stream: "item", "result" (result schema); group "scheduler"
  *   kb:{cid}:dead        hash: item id -> reason
  *   kb:{cid}:runners     hash: runner -> last heartbeat (ms)
@@ -105,6 +109,11 @@ int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *s
  * `*added` (may be NULL) is 1 when new. Errors: KB_ESTATE when the campaign is closed. */
 int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task, int tier,
                      int64_t cost_ms, double priority, int *added, struct kb_error *err);
+/* Runner names (`runner` below, borrowed) may be any string of up to about 500 bytes once
+ * JSON-escaped (KB_EINVAL beyond); they are escaped here before the scripts embed them in items
+ * and audit entries. Claim, complete and complete_and_claim are the three forms of one script,
+ * common/lua/complete_claim.lua. */
+
 /* Leases the best ready item among tiers [min_tier, max_tier], highest tier first.
  * Returns KB_OK with `*c` filled, KB_EEMPTY (nothing ready), KB_EBUDGET (ready items cost more
  * than the budget left) or KB_ESTATE (campaign not running; `state` gets it when not NULL). */
@@ -120,6 +129,25 @@ int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_c
 int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
                       const char *result_json, const char *runner, int *duplicate,
                       struct kb_error *err);
+/* Completes `done` as kb_queue_complete() does, then claims the next item among tiers
+ * [min_tier, max_tier] as kb_queue_claim() does, in one script call (one round trip): the path
+ * of a runner that claims again as soon as it has completed. Every pointer is borrowed; `next`
+ * (caller-owned) may be the same struct as `done` (it is read first); it is zeroed unless an
+ * item was claimed. `*duplicate` (may be
+ * NULL) is 1 when `done`'s charge had been posted already; `state` (16 bytes, may be NULL) gets
+ * the campaign state with KB_ESTATE.
+ * Returns KB_OK: completed (or duplicate) and `*next` leased; KB_EEMPTY, KB_EBUDGET or
+ * KB_ESTATE: completed (or duplicate), nothing claimed. Errors, where nothing was completed and
+ * nothing claimed: KB_ELEASE (the lease of `done` was lost), KB_ENOTFOUND (unknown charge),
+ * KB_ECONN, KB_EREDIS, KB_EIO (no random lease token), KB_EINVAL.
+ * Retries: a reply lost in the connection layer is retried with the same request, which finds
+ * the completion posted and returns the lease the first attempt took. A caller that retries
+ * after an error (same `done`) gets duplicate = 1 and a fresh claim; a lease the lost call may
+ * have taken expires and is requeued with its reservation refunded, as after a lost claim. */
+int kb_queue_complete_and_claim(struct kb_queue *q, const struct kb_claim *done, int64_t cost_ms,
+                                const char *result_json, const char *runner, int min_tier,
+                                int max_tier, int *duplicate, struct kb_claim *next,
+                                char state[16], struct kb_error *err);
 /* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
                      int *released, struct kb_error *err);
@@ -132,7 +160,8 @@ int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, con
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
 
 /* Caps what `task` may hold plus spend at `cap_ms` GPU milliseconds; claim skips its items that
- * would exceed it. A negative cap removes the cap. */
+ * would exceed it. A negative cap removes the cap. Held and spent are counted from the start;
+ * claims read caps only once one was set in the campaign (meta "task_caps"). */
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err);
 /* Reads a task's cap (-1 when none), held and spent GPU milliseconds. */

@@ -8,7 +8,11 @@
  *               "shared_bytes": int, "log": string},
  *   "check": {"sets": int, "max_abs_err": number, "max_rel_err": number},
  *   "timing": {"median_us", "p10_us", "p90_us", "mean_us", "min_us", "noise": number,
- *              "samples": int, "warmup": int}    (absent when not timed)
+ *              "samples": int, "warmup": int,
+ *              "baseline_median_us", "same_run_speedup": number}  (absent when not timed; the
+ *              last two only when the baseline was re-timed in the same run)
+ *   "profile": {"kernel_us", "dram_pct", "sm_pct", "occupancy_pct", "l2_hit_pct": number}
+ *              (optional: hardware metrics of the longest kernel of one call, full tier, CUDA)
  *   "cost_ms": int>=0 (what to settle), "started": number, "finished": number (unix seconds)}
  * Numbers that are unknown are omitted rather than sent as NaN (JSON has no NaN): every member of
  * "compile", "check" (but "sets"), "timing" (but "samples" and "warmup"), and "started" and
@@ -82,6 +86,15 @@ struct kb_result {
   double max_abs_err;        /* over all checked outputs; NAN when not checked */
   double max_rel_err;        /* NAN when not checked */
   struct kb_timing timing;
+  double baseline_median_us; /* the task's baseline re-timed in the same run, interleaved with
+                                the candidate (full tier), microseconds; NAN when not timed */
+  double same_run_speedup;   /* baseline_median_us / timing.median_us; NAN when not timed */
+  /* hardware metrics of the longest kernel of one call (CUPTI Range Profiler); NAN unknown */
+  double kernel_us;          /* its duration as the profiler measured it, microseconds */
+  double dram_pct;           /* DRAM throughput, % of peak sustained */
+  double sm_pct;             /* SM throughput, % of peak sustained */
+  double occupancy_pct;      /* achieved occupancy, % of the peak */
+  double l2_hit_pct;         /* L2 hit rate, % */
   int64_t cost_ms;           /* GPU (or CPU, host backend) milliseconds to settle */
   double started;            /* unix seconds */
   double finished;           /* unix seconds */

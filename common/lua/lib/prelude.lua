@@ -22,7 +22,8 @@ end
 
 -- Applies a move to balances `b` (available, held and spent deltas), writes them back with one
 -- call, and appends the audit entry (schemas/ledger-entry.schema.json) showing the balances
--- right after this move. String fields go through cjson so any runner name stays valid JSON.
+-- right after this move. String fields go through cjson so any charge id or name stays valid
+-- JSON (the hot scripts use kb_ledger below instead, whose strings are JSON-safe already).
 local KB_ENTRY = '{"schema":"kernelbrain.ledger/1","ts_ms":%d,"op":"%s","currency":"%s",' ..
                  '"amount":%d,"charge_id":%s,"who":%s,"available":%d,"held":%d,"spent":%d,' ..
                  '"total":%d}'
@@ -35,4 +36,59 @@ local function kb_move(ledger, log, cur, b, op, amount, d_avail, d_held, d_spent
              kb_int(b.held), cur .. ':spent', kb_int(b.spent))
   redis.call('XADD', log, '*', 'entry', string.format(KB_ENTRY, now, op, cur, amount,
              cjson.encode(charge), cjson.encode(who), b.available, b.held, b.spent, b.total))
+end
+
+-- An audit entry of a GPU move, formatted without cjson: complete_claim's charge ids are built
+-- from item ids and its runner names arrive JSON-escaped from the C side (kb/queue.h).
+local KB_ENTRY_RAW = '{"schema":"kernelbrain.ledger/1","ts_ms":%d,"op":"%s","currency":"gpu_ms",' ..
+                     '"amount":%d,"charge_id":"%s","who":"%s","available":%d,"held":%d,' ..
+                     '"spent":%d,"total":%d}'
+
+-- A charge record in a charges hash: "H:<held>", "P:<posted>" or "V:<voided>". Returns the
+-- kind letter and the amount.
+local function kb_charge_parse(ch)
+  local kind, amount = string.match(ch, '^(%a):(%d+)')
+  return kind, tonumber(amount)
+end
+
+-- ---- Items ---------------------------------------------------------------------------------
+-- kb:{cid}:items holds each item as one JSON object whose fields come in a fixed order, those
+-- that never change first:
+--   {"cand":..,"task":..,"tier":..,"cost":..,"priority":..,"state":..,"attempt":..,"claims":..
+--    [,"token":..,"runner":..] [,"next":..]}
+-- (token and runner while leased; next, once done by complete_claim, names the item the same
+-- call leased). The scripts read an item with cjson.decode (faster than any Lua pattern) and
+-- write it back as the unchanged head, as stored, plus a formatted tail: no cjson.encode of the
+-- whole object. An item in another order (an older version's) gets its head rebuilt.
+local function kb_item_head(cand, task, tier, cost, priority)
+  -- the shortest of 15 or 17 digits that reads back as the same number
+  local p = string.format('%.15g', priority)
+  if tonumber(p) ~= priority then
+    p = string.format('%.17g', priority)
+  end
+  return string.format('{"cand":%s,"task":%s,"tier":%d,"cost":%d,"priority":%s,',
+                       cjson.encode(cand), cjson.encode(task), tier, cost, p)
+end
+
+-- Returns the item's fields (cjson.decode) and `head`, the part before "state" to write back.
+local function kb_item_decode(raw)
+  local t = cjson.decode(raw)
+  local p = string.sub(raw, 1, 8) == '{"cand":' and string.find(raw, '"task":', 9, true)
+  p = p and string.find(raw, '"tier":', p, true)
+  p = p and string.find(raw, '"cost":', p, true)
+  p = p and string.find(raw, '"priority":', p, true)
+  p = p and string.find(raw, ',"state":"', p, true)
+  t.head = p and string.sub(raw, 1, p) or kb_item_head(t.cand, t.task, t.tier, t.cost, t.priority)
+  return t
+end
+
+-- The item's priority as stored (a string, full precision), for requeueing it.
+local function kb_item_priority(t)
+  return string.match(t.head, '"priority":([^,]*),$')
+end
+
+-- The item's JSON in `state`; `tail` (JSON-safe, starting with a comma, or '') follows "claims".
+local function kb_item_encode(t, state, tail)
+  return t.head .. string.format('"state":"%s","attempt":%d,"claims":%d%s}', state, t.attempt,
+                                 t.claims, tail)
 end

@@ -1,0 +1,137 @@
+/* kb-bench-ladder: replays candidate pools through the real promotion policy and through flat
+ * evaluation, and reports what the ladder saves and what it loses (docs/benchmarks.md,
+ * docs/search.md). Prints a table, then one JSON line:
+ *   {"gpu_s_ratio": ..., "top5_survival": ..., "false_prune_rate": ...}
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "ladder.h"
+#include "policy.h"
+#include "pool.h"
+#include "replay.h"
+
+#ifndef KB_BENCH_DATA
+#define KB_BENCH_DATA "bench/data"
+#endif
+#define MAX_POOLS 32
+
+static void usage(FILE *out) {
+  fputs("usage: kb-bench-ladder [options] [POOL.csv ...]\n"
+        "\n"
+        "Replays each pool (default: the synthetic mostly-losers, heavy-tail and near-ties pools\n"
+        "of " KB_BENCH_DATA ") through the scheduler's promotion policy and through flat\n"
+        "evaluation (compile, then the top tier), with the default ladder's tier costs.\n"
+        "\n"
+        "options:\n"
+        "      --seeds N        seeds 1..N per pool and task (default 3)\n"
+        "      --csv DIR        write anytime curves to DIR/<pool>-<task>-seed<N>.csv\n"
+        "      --eta N          search.eta (default: the campaign default, 3)\n"
+        "      --z X            search.confidence_z (default: the campaign default)\n"
+        "      --stagnation N   search.stagnation_evaluations (default 0 here: every candidate\n"
+        "                       is replayed, as flat evaluation does)\n"
+        "      --json-only      print only the JSON line\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "exit codes: 0 ok, 1 failure, 2 usage\n",
+        out);
+}
+
+static int parse_num(const char *s, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || errno || v < lo || v > hi)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  struct kb_search search;
+  kb_search_defaults(&search);
+  search.stagnation = 0;
+  int n_seeds = 3, quiet = 0;
+  const char *csv = NULL;
+  enum { OPT_SEEDS = 1000, OPT_CSV, OPT_ETA, OPT_Z, OPT_STAG, OPT_JSON };
+  static const struct option longopts[] = {
+      {"seeds", required_argument, NULL, OPT_SEEDS}, {"csv", required_argument, NULL, OPT_CSV},
+      {"eta", required_argument, NULL, OPT_ETA},     {"z", required_argument, NULL, OPT_Z},
+      {"stagnation", required_argument, NULL, OPT_STAG},
+      {"json-only", no_argument, NULL, OPT_JSON},    {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    double v = 0;
+    int ok = 1;
+    switch (ch) {
+    case OPT_SEEDS: ok = parse_num(optarg, 1, 1000, &v); n_seeds = (int)v; break;
+    case OPT_CSV: csv = optarg; break;
+    case OPT_ETA: ok = parse_num(optarg, 2, 100, &v); search.eta = (int)v; break;
+    case OPT_Z: ok = parse_num(optarg, 0, 10, &search.confidence_z); break;
+    case OPT_STAG: ok = parse_num(optarg, 0, 1e6, &v); search.stagnation = (int)v; break;
+    case OPT_JSON: quiet = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+    if (!ok) {
+      fprintf(stderr, "kb-bench-ladder: bad value \"%s\"\n", optarg);
+      return 2;
+    }
+  }
+  const char *defaults[] = {KB_BENCH_DATA "/mostly-losers.csv", KB_BENCH_DATA "/heavy-tail.csv",
+                            KB_BENCH_DATA "/near-ties.csv"};
+  int n_pools = optind < argc ? argc - optind : 3;
+  if (n_pools > MAX_POOLS) {
+    fprintf(stderr, "kb-bench-ladder: at most %d pools\n", MAX_POOLS);
+    return 2;
+  }
+  if (csv && mkdir(csv, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "kb-bench-ladder: cannot make \"%s\": %s\n", csv, strerror(errno));
+    return 1;
+  }
+  struct kb_campaign c;
+  memset(&c, 0, sizeof c);
+  kb_campaign_default_ladder(&c);
+  struct kb_bench_replay_opts o = {.tiers = c.tiers, .n_tiers = c.n_tiers};
+  kb_policy_init(&o.policy, &search, c.n_tiers, 0);
+  if (!quiet) {
+    printf("kb-bench-ladder: eta %d, confidence_z %.2f, stagnation %d; ladder", search.eta,
+           search.confidence_z, search.stagnation);
+    for (int k = 0; k < c.n_tiers; k++)
+      printf(" %s:%lldms", c.tiers[k].name, (long long)c.tiers[k].cost_ms);
+    printf("\n%-17s %-8s %4s %9s %9s %8s %8s  %7s %5s %9s %8s\n", "pool", "task", "seed",
+           "flat_gpu_s", "ours_gpu_s", "flat_t95", "ours_t95", "ratio", "top5", "pruned/win",
+           "best/flat");
+  }
+  struct kb_bench_totals all = {0};
+  struct kb_error err = {0};
+  int rc = KB_OK;
+  for (int i = 0; rc == KB_OK && i < n_pools; i++) {
+    const char *path = optind < argc ? argv[optind + i] : defaults[i];
+    struct kb_bench_pool p;
+    rc = kb_bench_pool_load(path, &p, &err);
+    if (rc == KB_OK && p.n_tiers != c.n_tiers)
+      rc = kb_error_set(&err, KB_EPARSE, "%s: %d tiers, the default ladder has %d", path,
+                        p.n_tiers, c.n_tiers);
+    if (rc == KB_OK)
+      rc = kb_bench_ladder_pool(&p, &o, n_seeds, csv, quiet, &all, &err);
+    kb_bench_pool_release(&p);
+  }
+  if (rc) {
+    fprintf(stderr, "kb-bench-ladder: %s\n", err.msg);
+    return 1;
+  }
+  if (!quiet)
+    printf("* = the ladder never reached 95%% of flat's final best; counted as flat's whole "
+           "spend\nt95 = GPU seconds until the reported best's true time was within 5%% of "
+           "flat's final best\n");
+  kb_bench_ladder_json(stdout, &all);
+  return 0;
+}

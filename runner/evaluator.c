@@ -1,0 +1,670 @@
+/* The evaluation backends (see evaluator.h).
+ *
+ * Tier 0 happens here (compile.h: build, cache, import allow-list, then the ELF check for
+ * kb_forward); every running tier is one "prepare" (cached in the sandbox after the first) and
+ * one "eval" request to the sandbox (sandbox_client.h). The sandbox verifies and times; this
+ * side turns its reply, or its death, or the watchdog, into the verdict, and checks the one
+ * thing the sandbox cannot vouch for: that the timing it reports fits in the wall time the
+ * evaluation took (a candidate shares the sandbox's address space and could forge a reply).
+ */
+#include "evaluator.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfsym.h"
+#include "kb/alloc.h"
+#include "kb/buf.h"
+#include "kb/error.h"
+#include "kb/hash.h"
+#include "kb/log.h"
+#include "proc.h"
+#include "sandbox_client.h"
+
+#define MAX_ORACLES 8          /* oracle libraries remembered by task fingerprint */
+#define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
+#define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
+#define MAX_BASELINES 64       /* tasks whose baseline was set */
+
+struct oracle {
+  char fingerprint[KB_CAND_ID_LEN + 1];
+  char *lib;                   /* built oracle (owned) */
+};
+
+struct baseline {
+  char task[KB_ID_MAX];        /* task id, "" for a free slot */
+  char *lib;                   /* its built library (owned); NULL: none */
+};
+
+struct kb_evaluator {
+  int kind;                    /* enum kb_backend */
+  struct baseline baselines[MAX_BASELINES];
+  int next_baseline;           /* round-robin slot once all are used */
+  struct kb__compiler cc;
+  struct kb__sandbox *sb;
+  char device[KB_ID_MAX];
+  struct oracle oracles[MAX_ORACLES];
+  int next_oracle;             /* round-robin slot */
+  volatile sig_atomic_t *stop; /* borrowed */
+};
+
+static void set_reason(struct kb_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_reason(struct kb_result *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (vsnprintf(r->reason, sizeof r->reason, fmt, ap) < 0)
+    r->reason[0] = '\0';
+  va_end(ap);
+}
+
+/* Appends "; output: <tail>" with as much of the end of `tail` as fits. */
+static void append_output(struct kb_result *r, const char *tail) {
+  size_t used = strlen(r->reason);
+  const char *sep = "; output: ";
+  size_t len = strlen(tail);
+  if (len == 0 || used + strlen(sep) + 8 >= sizeof r->reason)
+    return;
+  size_t room = sizeof r->reason - used - strlen(sep) - 1;
+  const char *start = len > room ? tail + len - room : tail;
+  if (snprintf(r->reason + used, sizeof r->reason - used, "%s%s", sep, start) < 0)
+    r->reason[used] = '\0';
+}
+
+static int include_dir(struct kb_buf *out) {
+  const char *env = getenv("KB_INCLUDE_DIR");
+  if (env != NULL && *env)
+    return kb_buf_adds(out, env);
+  return kb_buf_adds(out, KB_ABI_INCLUDE_DIR);
+}
+
+int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
+                   struct kb_error *err) {
+  *out = NULL;
+  if (o->kind != KB_BACKEND_HOST && o->kind != KB_BACKEND_CUDA)
+    return kb_error_set(err, KB_EINVAL, "unknown backend %d", o->kind);
+  struct kb_buf inc;
+  kb_buf_init(&inc);
+  struct kb_evaluator *b = kb_calloc(1, sizeof *b);
+  if (b == NULL || include_dir(&inc) != KB_OK) {
+    kb_free(b);
+    kb_buf_release(&inc);
+    return kb_error_set(err, KB_ENOMEM, "cannot create the backend: out of memory");
+  }
+  b->kind = o->kind;
+  b->stop = o->stop;
+  struct kb__sandbox_opts so = {.program = o->sandbox, .backend = kb_backend_name(o->kind),
+                                .device = o->device, .stop = o->stop};
+  int rc = kb__sandbox_new(&so, &b->sb, err);
+  if (rc == KB_OK)
+    rc = kb__sandbox_start(b->sb, err);
+  char arch[KB__ARCH_MAX] = "";
+  if (rc == KB_OK) {
+    json_t *hello = kb__sandbox_hello(b->sb);
+    const char *dev = json_string_value(json_object_get(hello, "device"));
+    snprintf(b->device, sizeof b->device, "%s", dev && *dev ? dev : "unknown");
+    if (o->kind == KB_BACKEND_CUDA && o->arch == NULL) {
+      int major = 0, minor = 0;
+      const char *cc = json_string_value(json_object_get(hello, "cc"));
+      if (cc == NULL || sscanf(cc, "%d.%d", &major, &minor) != 2 ||
+          kb__cuda_arch(major, minor, arch, sizeof arch) != KB_OK)
+        rc = kb_error_set(err, KB_ECHILD, "the sandbox reports no usable compute capability");
+    }
+  }
+  if (rc == KB_OK && o->kind == KB_BACKEND_CUDA)
+    rc = kb__compiler_init_cuda(&b->cc, o->cache_dir, o->compiler, inc.data,
+                                o->arch ? o->arch : arch, err);
+  else if (rc == KB_OK)
+    rc = kb__compiler_init(&b->cc, o->cache_dir, o->compiler, inc.data, err);
+  kb_buf_release(&inc);
+  if (rc) {
+    kb__sandbox_free(b->sb);
+    kb_free(b);
+    return rc;
+  }
+  *out = b;
+  return KB_OK;
+}
+
+void kb_evaluator_free(struct kb_evaluator *b) {
+  if (b == NULL)
+    return;
+  kb__sandbox_free(b->sb);
+  for (int i = 0; i < MAX_ORACLES; i++)
+    kb_free(b->oracles[i].lib);
+  for (int i = 0; i < MAX_BASELINES; i++)
+    kb_free(b->baselines[i].lib);
+  kb__compiler_release(&b->cc);
+  kb_free(b);
+}
+
+void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) {
+  b->stop = stop;
+  kb__sandbox_set_stop(b->sb, stop);
+}
+
+void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds) {
+  kb__sandbox_set_grace(b->sb, seconds);
+}
+
+void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
+  if (seconds > 0)
+    b->cc.timeout_s = seconds;
+}
+
+const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
+const char *kb_evaluator_device(const struct kb_evaluator *b) { return b->device; }
+int kb_evaluator_sandbox_starts(const struct kb_evaluator *b) { return kb__sandbox_starts(b->sb); }
+double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b) {
+  return kb__sandbox_last_start_s(b->sb);
+}
+int kb_evaluator_sandbox_pid(const struct kb_evaluator *b) { return (int)kb__sandbox_pid(b->sb); }
+
+/* ---- preparing a task -------------------------------------------------------------------- */
+
+static int hash_bytes(struct kb_sha256 *h, const void *data, size_t len, int rc) {
+  return rc ? rc : kb_sha256_update(h, data, len);
+}
+
+static int hash_spec(struct kb_sha256 *h, const struct kb_tensor_spec *s, int rc) {
+  rc = hash_bytes(h, &s->dtype, sizeof s->dtype, rc);
+  rc = hash_bytes(h, &s->ndim, sizeof s->ndim, rc);
+  for (int d = 0; d < s->ndim && d < KB_MAX_DIMS; d++)
+    rc = hash_bytes(h, &s->shape[d], sizeof s->shape[d], rc);
+  return rc;
+}
+
+/* What the prepared data of `task` depends on: id, oracle source, tensors, sets, tolerances. */
+static int fingerprint(const struct kb_task *task, const char *oracle_src,
+                       char out[KB_CAND_ID_LEN + 1], struct kb_error *err) {
+  struct kb_sha256 *h = kb_sha256_new();
+  if (h == NULL)
+    return kb_error_set(err, KB_EINTERNAL, "cannot hash task \"%s\"", task->id);
+  int rc = hash_bytes(h, task->id, strlen(task->id) + 1, KB_OK);
+  rc = hash_bytes(h, oracle_src, strlen(oracle_src) + 1, rc);
+  rc = hash_bytes(h, &task->n_inputs, sizeof task->n_inputs, rc);
+  for (int i = 0; i < task->n_inputs; i++)
+    rc = hash_spec(h, &task->inputs[i], rc);
+  rc = hash_bytes(h, &task->n_outputs, sizeof task->n_outputs, rc);
+  for (int i = 0; i < task->n_outputs; i++)
+    rc = hash_spec(h, &task->outputs[i], rc);
+  rc = hash_bytes(h, &task->n_sets, sizeof task->n_sets, rc);
+  for (int s = 0; s < task->n_sets; s++) {
+    const struct kb_input_set *set = &task->sets[s];
+    rc = hash_bytes(h, &set->seed, sizeof set->seed, rc);
+    rc = hash_bytes(h, &set->dist, sizeof set->dist, rc);
+    rc = hash_bytes(h, &set->low, sizeof set->low, rc);
+    rc = hash_bytes(h, &set->high, sizeof set->high, rc);
+  }
+  rc = hash_bytes(h, &task->atol, sizeof task->atol, rc);
+  rc = hash_bytes(h, &task->rtol, sizeof task->rtol, rc);
+  if (rc) {
+    kb_sha256_free(h);
+    return kb_error_set(err, KB_EINTERNAL, "cannot hash task \"%s\"", task->id);
+  }
+  if (kb_sha256_final_hex(h, out) != KB_OK)
+    return kb_error_set(err, KB_EINTERNAL, "cannot hash task \"%s\"", task->id);
+  return KB_OK;
+}
+
+static const char *dist_name(int dist) {
+  switch ((enum kb_dist)dist) {
+  case KB_DIST_UNIFORM:
+    return "uniform";
+  case KB_DIST_NORMAL:
+    return "normal";
+  case KB_DIST_INTEGERS:
+    return "integers";
+  }
+  return "unknown";
+}
+
+static json_t *tensors_json(const struct kb_tensor_spec *specs, int n) {
+  json_t *arr = json_array();
+  for (int i = 0; arr != NULL && i < n; i++) {
+    json_t *shape = json_array();
+    for (int d = 0; shape != NULL && d < specs[i].ndim; d++)
+      json_array_append_new(shape, json_integer(specs[i].shape[d]));
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:o}", "name", specs[i].name, "dtype",
+                                         kb_dtype_name(specs[i].dtype), "shape", shape));
+  }
+  return arr;
+}
+
+/* The prepare request for `task` with the oracle at `lib` under `key`. New reference. */
+static json_t *prepare_request(const struct kb_task *task, const char *key, const char *lib) {
+  json_t *sets = json_array();
+  for (int s = 0; sets != NULL && s < task->n_sets; s++)
+    json_array_append_new(sets, json_pack("{s:I, s:s, s:f, s:f}", "seed",
+                                           (json_int_t)task->sets[s].seed, "distribution",
+                                           dist_name(task->sets[s].dist), "low",
+                                           task->sets[s].low, "high", task->sets[s].high));
+  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f}", "op", "prepare", "key", key,
+                   "oracle", lib, "inputs", tensors_json(task->inputs, task->n_inputs),
+                   "outputs", tensors_json(task->outputs, task->n_outputs), "sets", sets,
+                   "atol", task->atol, "rtol", task->rtol);
+}
+
+/* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task.
+ * `key` gets the fingerprint. Errors (infra): KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle
+ * fails in the sandbox, or the sandbox died while preparing), KB_ETIMEOUT, KB_ECHILD (the
+ * sandbox does not start), KB_EINTERRUPTED, KB_ENOMEM. */
+static int prepare(struct kb_evaluator *b, const struct kb_task *task,
+                   char key[KB_CAND_ID_LEN + 1], struct kb_error *err) {
+  struct kb_buf src;
+  struct kb__build build;
+  struct kb__sb_call call;
+  json_t *req = NULL;
+  kb_buf_init(&src);
+  kb__build_init(&build);
+  memset(&call, 0, sizeof call);
+  int rc = kb_buf_read_file(&src, task->oracle_path, err);
+  if (rc == KB_OK)
+    rc = fingerprint(task, src.data, key, err);
+  if (rc)
+    goto out;
+  const char *lib = NULL;
+  for (int i = 0; i < MAX_ORACLES; i++)
+    if (b->oracles[i].lib != NULL && strcmp(b->oracles[i].fingerprint, key) == 0)
+      lib = b->oracles[i].lib;
+  if (lib == NULL) {
+    /* the oracle is trusted code: it skips the import allow-list that candidates face */
+    rc = kb__compile_req(&b->cc, &(struct kb__compile_req){.source = src.data, .trusted = 1},
+                         &build, err);
+    if (rc)
+      goto out;
+    if (!build.ok) {
+      rc = kb_error_set(err, KB_ECOMPILE, "oracle of task \"%s\" (%s) %s", task->id,
+                        task->oracle_path, build.reason);
+      goto out;
+    }
+    struct oracle *o = &b->oracles[b->next_oracle];
+    b->next_oracle = (b->next_oracle + 1) % MAX_ORACLES;
+    kb_free(o->lib);
+    o->lib = kb_strdup(build.lib_path);
+    memcpy(o->fingerprint, key, KB_CAND_ID_LEN + 1);
+    if (o->lib == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+      goto out;
+    }
+    lib = o->lib;
+  }
+  req = prepare_request(task, key, lib);
+  if (req == NULL) {
+    rc = kb_error_set(err, KB_ENOMEM, "cannot prepare task \"%s\": out of memory", task->id);
+    goto out;
+  }
+  rc = kb__sandbox_call(b->sb, req, PREPARE_TIMEOUT_S, &call, err);
+  if (rc)
+    goto out;
+  char sbuf[32];
+  switch ((enum kb__sb_outcome)call.outcome) {
+  case KB__SB_REPLY:
+    break;
+  case KB__SB_TIMEOUT:
+    rc = kb_error_set(err, KB_ETIMEOUT, "task \"%s\": preparing it in the sandbox took more "
+                      "than %d s", task->id, PREPARE_TIMEOUT_S);
+    goto out;
+  case KB__SB_DIED:
+    rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox died while preparing it (%s "
+                      "%d): %s", task->id, call.signal ? "signal" : "exit status",
+                      call.signal ? call.signal : call.exit_code, call.tail);
+    (void)sbuf;
+    goto out;
+  case KB__SB_STOPPED:
+    rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
+    goto out;
+  }
+  const char *op = json_string_value(json_object_get(call.reply, "op"));
+  if (strcmp(op, "prepare") != 0 || !json_is_true(json_object_get(call.reply, "ok"))) {
+    const char *why = json_string_value(json_object_get(call.reply, "reason"));
+    rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox cannot prepare it: %s",
+                      task->id, why ? why : "no reason given");
+  }
+out:
+  json_decref(req);
+  kb__sb_call_release(&call);
+  kb__build_release(&build);
+  kb_buf_release(&src);
+  return rc;
+}
+
+/* ---- evaluation -------------------------------------------------------------------------- */
+
+static void reset_verdict(const struct kb_evaluator *b, struct kb_result *r) {
+  r->backend = b->kind;
+  if (snprintf(r->device, sizeof r->device, "%s", b->device) < 0)
+    r->device[0] = '\0';
+  r->status = KB_STATUS_OK;
+  r->reason[0] = '\0';
+  r->compile_s = 0;
+  r->compile_cached = 0;
+  r->registers = -1;
+  r->spills = -1;
+  r->shared_bytes = -1;
+  kb_free(r->compile_log);
+  r->compile_log = NULL;
+  r->sets_checked = 0;
+  r->max_abs_err = NAN;
+  r->max_rel_err = NAN;
+  memset(&r->timing, 0, sizeof r->timing);
+  r->baseline_median_us = NAN;
+  r->same_run_speedup = NAN;
+  r->kernel_us = NAN;
+  r->dram_pct = NAN;
+  r->sm_pct = NAN;
+  r->occupancy_pct = NAN;
+  r->l2_hit_pct = NAN;
+  r->cost_ms = 0;
+}
+
+static double num(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void timing_from_json(json_t *o, struct kb_timing *t) {
+  memset(t, 0, sizeof *t);
+  if (!json_is_object(o))
+    return;
+  t->samples = (int)json_integer_value(json_object_get(o, "samples"));
+  t->warmup = (int)json_integer_value(json_object_get(o, "warmup"));
+  t->median_us = num(o, "median_us");
+  t->p10_us = num(o, "p10_us");
+  t->p90_us = num(o, "p90_us");
+  t->mean_us = num(o, "mean_us");
+  t->min_us = num(o, "min_us");
+  t->noise = num(o, "noise");
+}
+
+static struct baseline *find_baseline(const struct kb_evaluator *b, const char *task_id) {
+  for (int i = 0; i < MAX_BASELINES; i++)
+    if (strcmp(b->baselines[i].task, task_id) == 0)
+      return (struct baseline *)&b->baselines[i];
+  return NULL;
+}
+
+int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id) {
+  return find_baseline(b, task_id) != NULL;
+}
+
+int kb_evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+                              const struct kb_candidate *c, struct kb_error *err) {
+  struct baseline *slot = find_baseline(b, task_id);
+  for (int i = 0; slot == NULL && i < MAX_BASELINES; i++)
+    if (b->baselines[i].task[0] == '\0')
+      slot = &b->baselines[i];
+  if (slot == NULL) {
+    slot = &b->baselines[b->next_baseline];
+    b->next_baseline = (b->next_baseline + 1) % MAX_BASELINES;
+  }
+  kb_free(slot->lib);
+  slot->lib = NULL;
+  snprintf(slot->task, sizeof slot->task, "%s", task_id);
+  if (c == NULL)
+    return KB_OK;
+  struct kb__build build;
+  struct kb_error e = {0};
+  kb__build_init(&build);
+  int rc = kb__compile(&b->cc, c->source, c->knobs, c->flags, &build, &e);
+  if (rc == KB_OK && build.ok) {
+    slot->lib = kb_strdup(build.lib_path);
+    if (slot->lib == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  } else {
+    kb_warn("task %s: baseline \"%s\" does not build, no same-run speedup: %s", task_id,
+            c->name, rc ? e.msg : build.reason);
+    rc = rc == KB_ENOMEM ? kb_error_set(err, rc, "%s", e.msg) : KB_OK;
+  }
+  kb__build_release(&build);
+  return rc;
+}
+
+/* The library of the task's baseline: the one kb_evaluator_set_baseline() built, else its
+ * baseline seed file built now (an untrusted candidate like any other). Returns the library
+ * path (new) or NULL when there is none or it does not build (the evaluation then goes on
+ * without a same-run ratio). */
+static char *build_baseline(struct kb_evaluator *b, const struct kb_task *task) {
+  const struct baseline *set = find_baseline(b, task->id);
+  if (set != NULL)
+    return set->lib ? kb_strdup(set->lib) : NULL;
+  if (task->baseline < 0 || task->baseline >= task->n_seeds)
+    return NULL;
+  const struct kb_seed_source *s = &task->seeds[task->baseline];
+  struct kb_buf src;
+  struct kb__build build;
+  struct kb_error err = {0};
+  kb_buf_init(&src);
+  kb__build_init(&build);
+  char *lib = NULL;
+  if (kb_buf_read_file(&src, s->path, &err) == KB_OK &&
+      kb__compile(&b->cc, src.data, "", s->flags, &build, &err) == KB_OK && build.ok)
+    lib = kb_strdup(build.lib_path);
+  else
+    kb_warn("task %s: baseline \"%s\" does not build, no same-run speedup: %s", task->id,
+            s->name, err.msg[0] ? err.msg : build.reason);
+  kb__build_release(&build);
+  kb_buf_release(&src);
+  return lib;
+}
+
+/* Turns the sandbox's answer into the verdict in `r`. */
+static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, struct kb_result *r) {
+  char sbuf[32];
+  switch ((enum kb__sb_outcome)call->outcome) {
+  case KB__SB_TIMEOUT:
+    r->status = KB_STATUS_TIMEOUT;
+    set_reason(r, "timed out after %g s (limit of tier \"%s\")", tier->timeout_s, tier->name);
+    append_output(r, call->tail);
+    return;
+  case KB__SB_DIED:
+    r->status = KB_STATUS_CRASH;
+    if (call->signal)
+      set_reason(r, "killed by %s", kb__signal_name(call->signal, sbuf, sizeof sbuf));
+    else
+      set_reason(r, "exited with status %d before the evaluation finished (kb_forward must "
+                 "return)", call->exit_code);
+    append_output(r, call->tail);
+    return;
+  case KB__SB_REPLY:
+  case KB__SB_STOPPED:
+    break;
+  }
+  json_t *rep = call->reply;
+  const char *op = json_string_value(json_object_get(rep, "op"));
+  if (strcmp(op, "eval") != 0) {
+    const char *why = json_string_value(json_object_get(rep, "reason"));
+    r->status = KB_STATUS_INFRA_ERROR;
+    set_reason(r, "sandbox refused the evaluation: %s", why ? why : op);
+    return;
+  }
+  const char *status = json_string_value(json_object_get(rep, "status"));
+  const char *reason = json_string_value(json_object_get(rep, "reason"));
+  int st = status ? kb_status_from_name(status) : -1;
+  if (st < 0) {
+    r->status = KB_STATUS_INFRA_ERROR;
+    set_reason(r, "sandbox sent an unknown status \"%s\"", status ? status : "");
+    return;
+  }
+  r->status = st;
+  set_reason(r, "%s", reason ? reason : "");
+  json_t *trace = json_object_get(rep, "trace");
+  const char *note = json_string_value(json_object_get(rep, "trace_note"));
+  if (note != NULL && *note)
+    kb_warn("%s", note);
+  if (json_is_object(trace))
+    kb_debug("kernel trace: %lld kernels, the candidate's %lld on its stream in %.3f ms, %.3f ms "
+             "elsewhere, %.3f ms outside the timed windows, %lld records lost",
+             (long long)json_integer_value(json_object_get(trace, "kernels")),
+             (long long)json_integer_value(json_object_get(trace, "own_kernels")),
+             (double)json_integer_value(json_object_get(trace, "own_ns")) / 1e6,
+             (double)json_integer_value(json_object_get(trace, "other_ns")) / 1e6,
+             (double)json_integer_value(json_object_get(trace, "late_ns")) / 1e6,
+             (long long)json_integer_value(json_object_get(trace, "dropped")));
+  kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox",
+           (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"));
+  if (st == KB_STATUS_CRASH)
+    append_output(r, call->tail);
+  r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));
+  r->max_abs_err = num(rep, "max_abs_err");
+  r->max_rel_err = num(rep, "max_rel_err");
+  if (st != KB_STATUS_OK)
+    return;
+  struct kb_timing t, base;
+  timing_from_json(json_object_get(rep, "timing"), &t);
+  timing_from_json(json_object_get(rep, "baseline_timing"), &base);
+  /* timed time cannot exceed the evaluation's life: a reply that claims so was forged from
+   * inside the sandbox (the candidate shares its address space) */
+  double claimed = (t.samples > 0 ? t.mean_us * t.samples : 0) +
+                   (base.samples > 0 ? base.mean_us * base.samples : 0);
+  if (t.samples < 0 || !(claimed <= call->seconds * 1e6 + 1)) {
+    r->status = KB_STATUS_REJECTED;
+    set_reason(r, "timing report inconsistent with the evaluation's %.3f s run time",
+               call->seconds);
+    return;
+  }
+  r->timing = t;
+  json_t *m = json_object_get(rep, "metrics");
+  if (json_is_object(m)) {
+    r->kernel_us = num(m, "duration_ns") / 1000.0;
+    r->dram_pct = num(m, "dram_pct");
+    r->sm_pct = num(m, "sm_pct");
+    r->occupancy_pct = num(m, "occupancy_pct");
+    r->l2_hit_pct = num(m, "l2_hit_pct");
+  }
+  const char *mnote = json_string_value(json_object_get(rep, "metrics_note"));
+  if (mnote != NULL && *mnote)
+    kb_info("%s", mnote);
+  if (base.samples > 0 && base.median_us > 0 && t.median_us > 0) {
+    r->baseline_median_us = base.median_us;
+    r->same_run_speedup = base.median_us / t.median_us;
+  }
+}
+
+static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
+                    const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
+                    struct kb_error *err) {
+  struct kb__sb_call call;
+  memset(&call, 0, sizeof call);
+  json_t *req = NULL;
+  char *baseline = NULL;
+  int rc = KB_OK;
+  r->compile_s = build->cached ? 0 : build->seconds;
+  r->compile_cached = build->cached;
+  r->registers = build->registers;
+  r->spills = build->spill_store_bytes > build->spill_load_bytes ? build->spill_store_bytes
+                                                                : build->spill_load_bytes;
+  r->shared_bytes = build->shared_bytes;
+  if (build->log != NULL && (r->compile_log = kb_strdup(build->log)) == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (!build->ok) {
+    /* importing a forbidden function is a cheat (rejected); importing one that nothing
+     * defines is a helper declared and never written, a build defect (compile_error) */
+    r->status = build->rejected && !build->undefined ? KB_STATUS_REJECTED
+                                                     : KB_STATUS_COMPILE_ERROR;
+    set_reason(r, "%s", build->reason);
+    return KB_OK;
+  }
+  int found = 0;
+  struct kb_error elf_err = {0};
+  rc = kb__elf_defines(build->lib_path, "kb_forward", &found, &elf_err);
+  if (rc == KB_ENOMEM)
+    return kb_error_set(err, rc, "%s", elf_err.msg);
+  if (rc) {
+    r->status = KB_STATUS_COMPILE_ERROR;
+    set_reason(r, "cannot read the built library: %s", elf_err.msg);
+    return KB_OK;
+  }
+  if (!found) {
+    r->status = KB_STATUS_COMPILE_ERROR;
+    set_reason(r, "the library does not export kb_forward (int kb_forward(const kb_tensor *, "
+                  "int, kb_tensor *, int, void *))");
+    return KB_OK;
+  }
+  if (tier_index == 0)
+    return KB_OK;
+
+  char key[KB_CAND_ID_LEN + 1];
+  rc = prepare(b, task, key, err);
+  if (rc)
+    goto out;
+  int timed = tier->max_samples >= 1;
+  if ((flags & KB_EVAL_FULL) && timed)
+    baseline = build_baseline(b, task);
+  int min_samples = tier->min_samples < tier->max_samples ? tier->min_samples : tier->max_samples;
+  req = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:b, s:b, s:b}", "op",
+                  "eval", "key", key, "library", build->lib_path, "sets",
+                  tier->input_sets > 0 ? tier->input_sets : 0, "warmup",
+                  tier->warmup > 0 ? tier->warmup : 0, "min_samples",
+                  min_samples > 0 ? min_samples : 0, "max_samples",
+                  timed ? tier->max_samples : 0, "noise", tier->noise, "max_seconds",
+                  tier->max_seconds, "budget_s", tier->timeout_s * BUDGET_SHARE, "flush_l2",
+                  b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
+                  "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
+  if (req != NULL && (flags & KB_EVAL_FULL) && b->kind == KB_BACKEND_CUDA && timed)
+    json_object_set_new(req, "metrics", json_true());
+  if (req != NULL && baseline != NULL)
+    json_object_set_new(req, "baseline", json_string(baseline));
+  if (req == NULL) {
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    goto out;
+  }
+  rc = kb__sandbox_call(b->sb, req, tier->timeout_s, &call, err);
+  if (rc)
+    goto out;
+  if (call.outcome == KB__SB_STOPPED) {
+    rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
+    goto out;
+  }
+  r->cost_ms = (int64_t)ceil(call.seconds * 1000.0);
+  judge(tier, &call, r);
+out:
+  kb_free(baseline);
+  json_decref(req);
+  kb__sb_call_release(&call);
+  return rc;
+}
+
+static int check_task(const struct kb_evaluator *b, const struct kb_task *task,
+                      const struct kb_tier *tier, int tier_index, struct kb_error *err) {
+  int want_oracle = b->kind == KB_BACKEND_HOST ? KB_ORACLE_C : KB_ORACLE_CUDA;
+  if (task->backend != b->kind || task->oracle_kind != want_oracle)
+    return kb_error_set(err, KB_EINVAL, "task \"%s\": the %s backend needs a %s task with a %s "
+                        "oracle", task->id, kb_backend_name(b->kind), kb_backend_name(b->kind),
+                        b->kind == KB_BACKEND_HOST ? "c" : "cuda");
+  if (task->n_inputs < 1 || task->n_inputs > KB_MAX_TENSORS || task->n_outputs < 1 ||
+      task->n_outputs > KB_MAX_TENSORS || task->n_sets < 1 || task->n_sets > KB_MAX_SETS)
+    return kb_error_set(err, KB_EINVAL, "task \"%s\": bad number of tensors or input sets",
+                        task->id);
+  if (tier_index > 0 && !(tier->timeout_s > 0))
+    return kb_error_set(err, KB_EINVAL, "tier \"%s\": timeout must be positive", tier->name);
+  return KB_OK;
+}
+
+int kb_evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
+                              const struct kb__build *build, const struct kb_tier *tier,
+                              int tier_index, int flags, struct kb_result *r,
+                              struct kb_error *err) {
+  reset_verdict(b, r);
+  int rc = check_task(b, task, tier, tier_index, err);
+  return rc ? rc : evaluate(b, task, build, tier, tier_index, flags, r, err);
+}
+
+int kb_evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
+                        const struct kb_candidate *c, const struct kb_tier *tier, int tier_index,
+                        int flags, struct kb_result *r, struct kb_error *err) {
+  reset_verdict(b, r);
+  int rc = check_task(b, task, tier, tier_index, err);
+  if (rc)
+    return rc;
+  struct kb__build build;
+  kb__build_init(&build);
+  rc = kb__compile(&b->cc, c->source, c->knobs, c->flags, &build, err);
+  if (rc == KB_OK)
+    rc = evaluate(b, task, &build, tier, tier_index, flags, r, err);
+  kb__build_release(&build);
+  return rc;
+}

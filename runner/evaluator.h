@@ -1,0 +1,107 @@
+/* The evaluation backends, host and CUDA: compile a candidate (tier 0), then evaluate it in the
+ * sandbox process (sandbox_client.h, docs/sandbox.md) at a running tier.
+ *
+ * One backend per runner, one sandbox process per backend, kept across evaluations. The host
+ * backend builds C candidates with `cc -O2 -shared -fPIC` and runs them on the CPU; the CUDA
+ * backend builds with `nvcc -shared -cudart shared` for the device's architecture (the
+ * sandbox's hello says which) and runs them on the GPU the sandbox owns. Both prepare a task in
+ * the sandbox on first use (the oracle, compiled here as trusted code, runs there on every input
+ * set) and keep it there.
+ */
+#ifndef KB_RUNNER_EVALUATOR_H
+#define KB_RUNNER_EVALUATOR_H
+
+#include <signal.h>
+
+#include "compile.h"
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+#include "kb/result.h"
+#include "kb/task.h"
+
+struct kb_error;
+struct kb_evaluator; /* opaque */
+
+struct kb_evaluator_opts {
+  int kind;                 /* enum kb_backend */
+  const char *cache_dir;    /* compiled libraries (borrowed; created if missing) */
+  const char *compiler;     /* "cc" / nvcc command; NULL for the default (borrowed) */
+  const char *arch;         /* CUDA: "sm_90"; NULL: the device's (borrowed) */
+  int device;               /* CUDA ordinal */
+  const char *sandbox;      /* kb-sandbox's path; NULL: kb__sandbox_program() (borrowed) */
+  volatile sig_atomic_t *stop; /* set: evaluations end early (borrowed; may be NULL) */
+};
+
+/* Evaluation flags. */
+enum {
+  KB_EVAL_FULL = 1 /* the ladder's last tier: baseline re-timed in the same run, kernel trace,
+                      hardware metrics (CUDA) */
+};
+
+/* Creates a backend in `*out` (new; kb_evaluator_free) and starts its sandbox (so a missing
+ * kb-sandbox or GPU is found now). The folder of kb_kernel.h is $KB_INCLUDE_DIR when set, else
+ * the build's KB_ABI_INCLUDE_DIR. Errors: KB_EIO (cache folder, ABI header), KB_ECOMPILE (the
+ * compiler does not run), KB_ENOTFOUND (no kb-sandbox), KB_ECHILD (the sandbox does not start:
+ * the message has its stderr, e.g. no CUDA device), KB_EINVAL, KB_ENOMEM. */
+int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
+                   struct kb_error *err);
+/* Stops the sandbox, frees `b`; NULL is fine. */
+void kb_evaluator_free(struct kb_evaluator *b);
+/* Makes evaluations stop early once `*stop` is set (borrowed; NULL: never). */
+void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop);
+/* Lets an evaluation under way when the stop flag is set run `seconds` more (default 0): one that
+ * ends by then keeps its verdict. */
+void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds);
+/* Limits one compiler run to `seconds` (values <= 0 are ignored). */
+void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
+/* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */
+const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b);
+/* The device name results carry: "NVIDIA H200", the CPU model (borrowed). */
+const char *kb_evaluator_device(const struct kb_evaluator *b);
+/* Sandbox processes started so far and the last start's seconds. */
+int kb_evaluator_sandbox_starts(const struct kb_evaluator *b);
+double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b);
+/* The running sandbox's pid, 0 when none. */
+int kb_evaluator_sandbox_pid(const struct kb_evaluator *b);
+
+/* Sets the baseline of task `task_id` (borrowed) for same-run speedups at the full tier: `c`
+ * (borrowed; NULL: the task has none to be found, do not look again) is built now like any
+ * candidate, and its library is kept. Without one, the evaluator uses the task's baseline seed
+ * file when it exists. A baseline that does not build is logged and left out. Errors:
+ * KB_ENOMEM. */
+int kb_evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+                              const struct kb_candidate *c, struct kb_error *err);
+/* 1 when kb_evaluator_set_baseline() was called for `task_id` (borrowed). */
+int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id);
+
+/* Evaluates candidate `c` of `task` at tier `tier` (index `tier_index`; 0 = compile only) with
+ * `flags`, filling the verdict fields of `r` (status, reason, compile_*, sets_checked,
+ * max_*_err, timing, baseline_median_us and same_run_speedup, the profile's kernel_us,
+ * dram_pct, sm_pct, occupancy_pct and l2_hit_pct, cost_ms, device, backend;
+ * r->compile_log is replaced, new and owned by `r`). Statuses:
+ *  - compile_error: does not build, a disallowed flag, no kb_forward (found from the ELF
+ *    symbols at tier 0), a library that does not load;
+ *  - rejected: an import outside the allow-list; inputs modified; the evaluator's reference
+ *    outputs overwritten (a write out of bounds); outputs right first and wrong after timing; a
+ *    timing report the evaluation's wall time cannot hold;
+ *  - crash: a signal (named) or exit of the sandbox during the evaluation, a non-zero return
+ *    from kb_forward, a CUDA error (named) — with the sandbox's stderr tail;
+ *  - timeout: the sandbox outlived tier->timeout_s (its process group is killed);
+ *  - wrong_output: values outside tolerance, NaN or infinity (the first bad element named).
+ * tier->input_sets sets are checked (0 = all); cost_ms is the evaluation's wall time, rounded
+ * up; tier 0 and compile errors cost 0. Returns KB_OK whenever a verdict was reached;
+ * KB_EINTERRUPTED when the stop flag ended it first (no verdict); KB_ECHILD when the sandbox
+ * cannot be started (no device any more: the runner, not the candidate, is broken); another
+ * code when the runner failed for this task (oracle, memory): the caller reports infra_error. */
+int kb_evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
+                        const struct kb_candidate *c, const struct kb_tier *tier, int tier_index,
+                        int flags, struct kb_result *r, struct kb_error *err);
+
+/* As kb_evaluator_evaluate() with the candidate already built (a compile pool's `build`,
+ * borrowed; its log is copied). */
+int kb_evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
+                              const struct kb__build *build, const struct kb_tier *tier,
+                              int tier_index, int flags, struct kb_result *r,
+                              struct kb_error *err);
+
+#endif

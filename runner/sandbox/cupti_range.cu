@@ -1,0 +1,365 @@
+/* Hardware metrics through the CUDA 13 Range Profiler (see cupti_trace.h).
+ *
+ * C++ only because cupti_profiler_host.h includes <string>; no C++ type crosses the interface.
+ * Sequence: cuptiProfilerInitialize; the chip name and the counter availability image (this is
+ * where missing permissions show: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); a profiler host object
+ * that turns metric names into a config image; the range profiler enabled on the context with a
+ * counter data image; auto ranges (one per kernel) with kernel replay; decode; evaluate.
+ */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cupti_trace.h"
+extern "C" {
+#include "kb/error.h" /* a C header without extern "C" of its own */
+}
+
+static const char *const metric_names[] = {
+    "gpu__time_duration.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "lts__t_sector_hit_rate.pct",
+};
+#define N_METRICS (sizeof metric_names / sizeof metric_names[0])
+
+static const char *result_text(CUptiResult r) {
+  const char *t = NULL;
+  if (cuptiGetResultString(r, &t) != CUPTI_SUCCESS || t == NULL)
+    return "unknown";
+  return t;
+}
+
+/* Everything one measurement holds; released by session_end. */
+struct session {
+  int initialized;                         /* cuptiProfilerInitialize done */
+  CUcontext ctx;                           /* current context, borrowed */
+  char chip[32];                           /* chip name */
+  uint8_t *avail;                          /* counter availability image (owned) */
+  CUpti_Profiler_Host_Object *host;        /* profiler host object */
+  uint8_t *config;                         /* config image (owned) */
+  size_t config_size;
+  size_t passes;
+  CUpti_RangeProfiler_Object *rp;          /* range profiler on ctx */
+  uint8_t *data;                           /* counter data image (owned) */
+  size_t data_size;
+};
+
+static void session_end(struct session *s) {
+  if (s->rp) {
+    CUpti_RangeProfiler_Disable_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    p.pRangeProfilerObject = s->rp;
+    cuptiRangeProfilerDisable(&p);
+  }
+  if (s->host) {
+    CUpti_Profiler_Host_Deinitialize_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+    p.pHostObject = s->host;
+    cuptiProfilerHostDeinitialize(&p);
+  }
+  if (s->initialized) {
+    CUpti_Profiler_DeInitialize_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
+    cuptiProfilerDeInitialize(&p);
+  }
+  free(s->avail);
+  free(s->config);
+  free(s->data);
+  memset(s, 0, sizeof *s);
+}
+
+#define CALL(name, expr)                                                                       \
+  do {                                                                                         \
+    CUptiResult r_ = (expr);                                                                   \
+    if (r_ != CUPTI_SUCCESS) {                                                                 \
+      snprintf(why, size, "%s%s (%s)",                                                         \
+               r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? "counters need admin rights: " : "", \
+               name, result_text(r_));                                                         \
+      return r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? 2 : 1;                                \
+    }                                                                                          \
+  } while (0)
+
+/* Steps up to a host object with the config image. Returns 0, or non-zero with `why` set. */
+static int session_begin(struct session *s, char *why, size_t size) {
+  memset(s, 0, sizeof *s);
+  cudaError_t ce = cudaFree(NULL);
+  if (ce != cudaSuccess) {
+    snprintf(why, size, "cannot initialize cuda: %s", cudaGetErrorString(ce));
+    return 1;
+  }
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cuCtxGetCurrent(&s->ctx) != CUDA_SUCCESS ||
+      s->ctx == NULL) {
+    snprintf(why, size, "no current cuda context");
+    return 1;
+  }
+  CUpti_Profiler_Initialize_Params ip;
+  memset(&ip, 0, sizeof ip);
+  ip.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
+  CALL("cuptiProfilerInitialize", cuptiProfilerInitialize(&ip));
+  s->initialized = 1;
+
+  CUpti_Device_GetChipName_Params cp;
+  memset(&cp, 0, sizeof cp);
+  cp.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+  cp.deviceIndex = (size_t)dev;
+  CALL("cuptiDeviceGetChipName", cuptiDeviceGetChipName(&cp));
+  snprintf(s->chip, sizeof s->chip, "%s", cp.pChipName ? cp.pChipName : "?");
+
+  CUpti_Profiler_GetCounterAvailability_Params ap;
+  memset(&ap, 0, sizeof ap);
+  ap.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
+  ap.ctx = s->ctx;
+  CALL("cuptiProfilerGetCounterAvailability", cuptiProfilerGetCounterAvailability(&ap));
+  s->avail = (uint8_t *)calloc(1, ap.counterAvailabilityImageSize + 1);
+  if (s->avail == NULL) {
+    snprintf(why, size, "out of memory");
+    return 1;
+  }
+  ap.pCounterAvailabilityImage = s->avail;
+  CALL("cuptiProfilerGetCounterAvailability", cuptiProfilerGetCounterAvailability(&ap));
+
+  CUpti_Profiler_Host_Initialize_Params hp;
+  memset(&hp, 0, sizeof hp);
+  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
+  hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hp.pChipName = s->chip;
+  hp.pCounterAvailabilityImage = s->avail;
+  CALL("cuptiProfilerHostInitialize", cuptiProfilerHostInitialize(&hp));
+  s->host = hp.pHostObject;
+
+  CUpti_Profiler_Host_ConfigAddMetrics_Params mp;
+  memset(&mp, 0, sizeof mp);
+  mp.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+  mp.pHostObject = s->host;
+  mp.ppMetricNames = (const char **)metric_names;
+  mp.numMetrics = N_METRICS;
+  CALL("cuptiProfilerHostConfigAddMetrics", cuptiProfilerHostConfigAddMetrics(&mp));
+
+  CUpti_Profiler_Host_GetConfigImageSize_Params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
+  sp.pHostObject = s->host;
+  CALL("cuptiProfilerHostGetConfigImageSize", cuptiProfilerHostGetConfigImageSize(&sp));
+  s->config_size = sp.configImageSize;
+  s->config = (uint8_t *)calloc(1, s->config_size + 1);
+  if (s->config == NULL) {
+    snprintf(why, size, "out of memory");
+    return 1;
+  }
+  CUpti_Profiler_Host_GetConfigImage_Params gp;
+  memset(&gp, 0, sizeof gp);
+  gp.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
+  gp.pHostObject = s->host;
+  gp.configImageSize = s->config_size;
+  gp.pConfigImage = s->config;
+  CALL("cuptiProfilerHostGetConfigImage", cuptiProfilerHostGetConfigImage(&gp));
+
+  CUpti_Profiler_Host_GetNumOfPasses_Params np;
+  memset(&np, 0, sizeof np);
+  np.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
+  np.configImageSize = s->config_size;
+  np.pConfigImage = s->config;
+  CALL("cuptiProfilerHostGetNumOfPasses", cuptiProfilerHostGetNumOfPasses(&np));
+  s->passes = np.numOfPasses;
+  return 0;
+}
+
+/* Enables the range profiler with a counter data image for `ranges` kernels and its config. */
+static int session_enable(struct session *s, size_t ranges, char *why, size_t size) {
+  CUpti_RangeProfiler_Enable_Params ep;
+  memset(&ep, 0, sizeof ep);
+  ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  ep.ctx = s->ctx;
+  CALL("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&ep));
+  s->rp = ep.pRangeProfilerObject;
+
+  CUpti_RangeProfiler_GetCounterDataSize_Params dp;
+  memset(&dp, 0, sizeof dp);
+  dp.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  dp.pRangeProfilerObject = s->rp;
+  dp.pMetricNames = (const char **)metric_names;
+  dp.numMetrics = N_METRICS;
+  dp.maxNumOfRanges = ranges;
+  dp.maxNumRangeTreeNodes = (uint32_t)ranges;
+  CALL("cuptiRangeProfilerGetCounterDataSize", cuptiRangeProfilerGetCounterDataSize(&dp));
+  s->data_size = dp.counterDataSize;
+  s->data = (uint8_t *)calloc(1, s->data_size + 1);
+  if (s->data == NULL) {
+    snprintf(why, size, "out of memory");
+    return 1;
+  }
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
+  memset(&ip, 0, sizeof ip);
+  ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+  ip.pRangeProfilerObject = s->rp;
+  ip.counterDataSize = s->data_size;
+  ip.pCounterData = s->data;
+  CALL("cuptiRangeProfilerCounterDataImageInitialize",
+       cuptiRangeProfilerCounterDataImageInitialize(&ip));
+
+  CUpti_RangeProfiler_SetConfig_Params cp;
+  memset(&cp, 0, sizeof cp);
+  cp.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  cp.pRangeProfilerObject = s->rp;
+  cp.configSize = s->config_size;
+  cp.pConfig = s->config;
+  cp.counterDataImageSize = s->data_size;
+  cp.pCounterDataImage = s->data;
+  cp.range = CUPTI_AutoRange;
+  cp.replayMode = CUPTI_KernelReplay;
+  cp.maxRangesPerPass = ranges;
+  cp.numNestingLevels = 1;
+  cp.minNestingLevel = 1;
+  cp.passIndex = 0;
+  cp.targetNestingLevel = 1;
+  CALL("cuptiRangeProfilerSetConfig", cuptiRangeProfilerSetConfig(&cp));
+  return 0;
+}
+
+extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
+  char local[8];
+  if (why == NULL || size == 0) {
+    why = local;
+    size = sizeof local;
+  }
+  why[0] = '\0';
+  struct session s;
+  int rc = session_begin(&s, why, size);
+  if (rc == 0)
+    rc = session_enable(&s, 1, why, size);
+  session_end(&s);
+  return rc == 0;
+}
+
+extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
+                                        struct kb_cupti_metrics *m, struct kb_error *err) {
+  memset(m, 0, sizeof *m);
+  char why[384] = "";
+  size_t size = sizeof why;
+  struct session s;
+  int rc = session_begin(&s, why, size);
+  if (rc == 0)
+    rc = session_enable(&s, KB_CUPTI_MAX_RANGES, why, size);
+  if (rc != 0) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINTERNAL, "cupti: %s", why);
+  }
+  snprintf(m->chip, sizeof m->chip, "%s", s.chip);
+  m->passes = (int)s.passes;
+
+  CUpti_RangeProfiler_Start_Params st;
+  memset(&st, 0, sizeof st);
+  st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+  st.pRangeProfilerObject = s.rp;
+  CUptiResult r = cuptiRangeProfilerStart(&st);
+  if (r != CUPTI_SUCCESS) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINTERNAL, "cupti: %scuptiRangeProfilerStart (%s)",
+                        r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? "counters need admin rights: "
+                                                                  : "",
+                        result_text(r));
+  }
+  int lrc = launch(arg);
+  cudaError_t ce = cudaDeviceSynchronize();
+  CUpti_RangeProfiler_Stop_Params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+  sp.pRangeProfilerObject = s.rp;
+  r = cuptiRangeProfilerStop(&sp);
+  if (lrc != 0 || ce != cudaSuccess) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINVAL, "cupti: the profiled launch failed: %s",
+                        ce != cudaSuccess ? cudaGetErrorString(ce) : "launch returned non-zero");
+  }
+  if (r != CUPTI_SUCCESS) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerStop (%s)", result_text(r));
+  }
+  CUpti_RangeProfiler_DecodeData_Params dd;
+  memset(&dd, 0, sizeof dd);
+  dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  dd.pRangeProfilerObject = s.rp;
+  r = cuptiRangeProfilerDecodeData(&dd);
+  if (r != CUPTI_SUCCESS) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerDecodeData (%s)",
+                        result_text(r));
+  }
+  CUpti_RangeProfiler_GetCounterDataInfo_Params ci;
+  memset(&ci, 0, sizeof ci);
+  ci.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+  ci.pCounterDataImage = s.data;
+  ci.counterDataImageSize = s.data_size;
+  r = cuptiRangeProfilerGetCounterDataInfo(&ci);
+  if (r != CUPTI_SUCCESS) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerGetCounterDataInfo (%s)",
+                        result_text(r));
+  }
+  size_t n = ci.numTotalRanges;
+  if (n > KB_CUPTI_MAX_RANGES)
+    n = KB_CUPTI_MAX_RANGES;
+  if (n == 0) {
+    session_end(&s);
+    return kb_error_set(err, KB_EINVAL, "cupti: the profiled launch ran no kernel");
+  }
+  int best = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct kb_cupti_range *g = &m->ranges[i];
+    double v[N_METRICS];
+    for (size_t k = 0; k < N_METRICS; k++)
+      v[k] = NAN;
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri;
+    memset(&ri, 0, sizeof ri);
+    ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
+    ri.pCounterDataImage = s.data;
+    ri.counterDataImageSize = s.data_size;
+    ri.rangeIndex = i;
+    ri.rangeDelimiter = "/";
+    if (cuptiRangeProfilerCounterDataGetRangeInfo(&ri) == CUPTI_SUCCESS && ri.rangeName)
+      snprintf(g->name, sizeof g->name, "%s", ri.rangeName);
+    else
+      snprintf(g->name, sizeof g->name, "%zu", i);
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
+    memset(&ev, 0, sizeof ev);
+    ev.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
+    ev.pHostObject = s.host;
+    ev.pCounterDataImage = s.data;
+    ev.counterDataImageSize = s.data_size;
+    ev.rangeIndex = i;
+    ev.ppMetricNames = (const char **)metric_names;
+    ev.numMetrics = N_METRICS;
+    ev.pMetricValues = v;
+    r = cuptiProfilerHostEvaluateToGpuValues(&ev);
+    if (r != CUPTI_SUCCESS) {
+      session_end(&s);
+      return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiProfilerHostEvaluateToGpuValues (%s)",
+                          result_text(r));
+    }
+    g->duration_ns = v[0];
+    g->dram_pct = v[1];
+    g->sm_pct = v[2];
+    g->occupancy_pct = v[3];
+    g->l2_hit_pct = v[4];
+    if (g->duration_ns > m->ranges[best].duration_ns)
+      best = (int)i;
+  }
+  m->n_ranges = (int)n;
+  m->main = m->ranges[best];
+  session_end(&s);
+  return KB_OK;
+}

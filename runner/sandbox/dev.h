@@ -1,0 +1,70 @@
+/* The device interface of the sandbox's evaluation engine: what engine.c needs from the memory
+ * and the clock the candidate runs on. Two implementations: dev_host.c (malloc, kb_poison,
+ * kb_verify, kb/inputs, clock_gettime) and dev_cuda.c (cudaMalloc, the trusted kernels of
+ * devkern.h, CUDA events on a non-blocking stream that the candidate receives).
+ *
+ * Every operation returns 0 or a backend error code (errno-like for the host, a cudaError_t for
+ * CUDA) that describe() turns into text and fatal() classifies: a fatal (sticky) error leaves
+ * the device unusable, and the sandbox process must exit after replying. Pointers are device
+ * memory of this device, borrowed; `stream` is what kb_forward receives (NULL on the host).
+ * Operations are ordered on that stream; those returning a value to the host synchronize it.
+ */
+#ifndef KB_SANDBOX_DEV_H
+#define KB_SANDBOX_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb/task.h"
+#include "kb/verify.h"
+
+struct kb__dev {
+  const char *backend;   /* "host" or "cuda" (static) */
+  char name[256];        /* "NVIDIA H200", or the CPU model */
+  int cc_major, cc_minor; /* compute capability; 0 on the host */
+  int sm_count;          /* multiprocessors; 0 on the host */
+  int64_t mem_bytes;     /* device memory, bytes; 0 unknown */
+  int64_t l2_bytes;      /* L2 cache, bytes; 0 unknown */
+  int runtime_version;   /* CUDA runtime, 13000; 0 on the host */
+  int driver_version;    /* CUDA driver; 0 on the host */
+  int batch_short;       /* 1: short kernels are timed as a batch behind spin() */
+  int end_marker;        /* set by the engine while tracing: timer_stop() queues a spin(0)
+                            right after its end event, closing the trace's window */
+  void *stream;          /* handed to kb_forward (NULL on the host) */
+  void *impl;            /* the implementation's state (owned by it) */
+
+  /* `bytes` of device memory into `*out`, aligned to 256 bytes. */
+  int (*alloc)(struct kb__dev *d, size_t bytes, void **out);
+  void (*free)(struct kb__dev *d, void *p); /* NULL is fine */
+  /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (kb/inputs.h). */
+  int (*fill)(struct kb__dev *d, void *p, int dtype, int64_t n, const struct kb_input_set *set,
+              int tensor);
+  int (*poison)(struct kb__dev *d, void *p, int dtype, int64_t n); /* kb_poison's pattern */
+  int (*checksum)(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum);
+  /* kb_verify()'s rule; `*pass` 1 when all `n` elements pass. */
+  int (*compare)(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
+                 double atol, double rtol, struct kb_verify_report *rep, int *pass);
+  int (*flush_l2)(struct kb__dev *d);       /* evicts the L2 (no-op on the host) */
+  int (*spin)(struct kb__dev *d, double us); /* a kernel busy for `us` (no-op on the host) */
+  int (*timer_start)(struct kb__dev *d);    /* marks the start of a timed interval */
+  /* Marks its end, waits for it, and gives the interval in microseconds. */
+  int (*timer_stop)(struct kb__dev *d, double *us);
+  /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
+   * illegal address shows here). */
+  int (*sync)(struct kb__dev *d);
+  /* Text for an error code, into `buf` (`size` bytes), which is returned. */
+  const char *(*describe)(struct kb__dev *d, int code, char *buf, size_t size);
+  int (*fatal)(struct kb__dev *d, int code); /* 1 when the device is unusable after `code` */
+  void (*close)(struct kb__dev *d);         /* releases everything; the struct stays */
+};
+
+/* Opens the host device into `d` (caller-owned). Returns 0. */
+int kb__dev_host_open(struct kb__dev *d);
+
+/* Opens CUDA device `ordinal` into `d`: sets it current, creates the candidate's non-blocking
+ * stream, events and the devkern context, and fills the facts. Returns 0 or a cudaError_t, with
+ * a message in `why` (`size` bytes). Only in builds with KB_HAVE_CUDA; elsewhere it returns -1
+ * with "this kb-sandbox was built without CUDA". */
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size);
+
+#endif

@@ -1,0 +1,223 @@
+/* The CUDA implementation of the sandbox's device interface (see dev.h).
+ *
+ * One device, one non-blocking stream (the candidate's: it receives it as `stream`), two events
+ * for timing on that stream, and the devkern context (flush buffer, reduction scratch). Error
+ * codes are cudaError_t values. Errors that leave the context unusable (illegal address,
+ * misaligned address, illegal instruction, a trap, a launch timeout, ECC, hardware stack error,
+ * an assert in a kernel) are fatal: the sandbox replies and exits, and the runner starts a new
+ * process (cudaDeviceReset does not recover from them). Built only with KB_HAVE_CUDA and
+ * KB_HAVE_DEVKERN (devkern.cu present); otherwise kb__dev_cuda_open() says so.
+ */
+#include "dev.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(KB_HAVE_CUDA) && defined(KB_HAVE_DEVKERN)
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+#include "devkern.h"
+
+struct cuda {
+  cudaStream_t stream;   /* the candidate's */
+  cudaEvent_t start, stop;
+  struct kb_dk_ctx *dk;  /* devkern scratch */
+};
+
+static int c_alloc(struct kb__dev *d, size_t bytes, void **out) {
+  (void)d;
+  return (int)cudaMalloc(out, bytes ? bytes : 1);
+}
+
+static void c_free(struct kb__dev *d, void *p) {
+  (void)d;
+  if (p != NULL)
+    cudaFree(p);
+}
+
+static int c_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
+                  const struct kb_input_set *set, int tensor) {
+  return kb_dk_fill(p, dtype, n, set->seed, tensor, set->dist, set->low, set->high, d->stream);
+}
+
+static int c_poison(struct kb__dev *d, void *p, int dtype, int64_t n) {
+  return kb_dk_poison(p, dtype, n, d->stream);
+}
+
+static int c_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum) {
+  struct cuda *c = d->impl;
+  return kb_dk_checksum(c->dk, p, bytes, sum, d->stream);
+}
+
+static int c_compare(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
+                     double atol, double rtol, struct kb_verify_report *rep, int *pass) {
+  struct cuda *c = d->impl;
+  return kb_dk_compare(c->dk, got, want, dtype, n, atol, rtol, rep, pass, d->stream);
+}
+
+static int c_flush(struct kb__dev *d) {
+  struct cuda *c = d->impl;
+  return kb_dk_flush_l2(c->dk, d->stream);
+}
+
+static int c_spin(struct kb__dev *d, double us) { return kb_dk_spin(us, d->stream); }
+
+static int c_timer_start(struct kb__dev *d) {
+  struct cuda *c = d->impl;
+  return (int)cudaEventRecord(c->start, c->stream);
+}
+
+static int c_timer_stop(struct kb__dev *d, double *us) {
+  struct cuda *c = d->impl;
+  cudaError_t e = cudaEventRecord(c->stop, c->stream);
+  if (e == cudaSuccess && d->end_marker)
+    e = (cudaError_t)kb_dk_spin(0.0, c->stream);
+  if (e == cudaSuccess)
+    e = cudaEventSynchronize(c->stop);
+  float ms = 0;
+  if (e == cudaSuccess)
+    e = cudaEventElapsedTime(&ms, c->start, c->stop);
+  *us = (double)ms * 1000.0;
+  return (int)e;
+}
+
+static int c_sync(struct kb__dev *d) {
+  struct cuda *c = d->impl;
+  cudaError_t e = cudaStreamSynchronize(c->stream);
+  /* work the candidate put elsewhere (the legacy stream, another stream) fails here too */
+  if (e == cudaSuccess)
+    e = cudaDeviceSynchronize();
+  if (e == cudaSuccess)
+    e = cudaGetLastError();
+  return (int)e;
+}
+
+static const char *c_describe(struct kb__dev *d, int code, char *buf, size_t size) {
+  (void)d;
+  if (snprintf(buf, size, "%s (%s)", cudaGetErrorString((cudaError_t)code),
+               cudaGetErrorName((cudaError_t)code)) < 0 &&
+      size > 0)
+    buf[0] = '\0';
+  return buf;
+}
+
+static int c_fatal(struct kb__dev *d, int code) {
+  (void)d;
+  switch ((cudaError_t)code) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchFailure:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorECCUncorrectable:
+  case cudaErrorContextIsDestroyed:
+  case cudaErrorUnknown:
+    return 1;
+  default:
+    break;
+  }
+  /* anything that makes a trivial call fail has poisoned the context */
+  int dev = 0;
+  return cudaGetDevice(&dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess;
+}
+
+static void c_close(struct kb__dev *d) {
+  struct cuda *c = d->impl;
+  if (c == NULL)
+    return;
+  if (c->dk != NULL)
+    kb_dk_ctx_free(c->dk);
+  if (c->start != NULL)
+    cudaEventDestroy(c->start);
+  if (c->stop != NULL)
+    cudaEventDestroy(c->stop);
+  if (c->stream != NULL)
+    cudaStreamDestroy(c->stream);
+  free(c);
+  d->impl = NULL;
+}
+
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
+  memset(d, 0, sizeof *d);
+  d->backend = "cuda";
+  struct cuda *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    snprintf(why, size, "out of memory");
+    return (int)cudaErrorMemoryAllocation;
+  }
+  d->impl = c;
+  const char *step = "cudaSetDevice";
+  cudaError_t e = cudaSetDevice(ordinal);
+  struct cudaDeviceProp prop;
+  if (e == cudaSuccess) {
+    step = "cudaGetDeviceProperties";
+    e = cudaGetDeviceProperties(&prop, ordinal);
+  }
+  if (e == cudaSuccess) {
+    step = "cudaStreamCreateWithFlags";
+    e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+  }
+  if (e == cudaSuccess) {
+    step = "cudaEventCreate";
+    e = cudaEventCreate(&c->start);
+  }
+  if (e == cudaSuccess)
+    e = cudaEventCreate(&c->stop);
+  if (e == cudaSuccess) {
+    step = "kb_dk_ctx_new";
+    e = (cudaError_t)kb_dk_ctx_new(0, &c->dk);
+  }
+  if (e != cudaSuccess) {
+    snprintf(why, size, "cuda device %d: %s failed: %s", ordinal, step, cudaGetErrorString(e));
+    c_close(d);
+    return (int)e;
+  }
+  snprintf(d->name, sizeof d->name, "%s", prop.name);
+  d->cc_major = prop.major;
+  d->cc_minor = prop.minor;
+  d->sm_count = prop.multiProcessorCount;
+  d->mem_bytes = (int64_t)prop.totalGlobalMem;
+  d->l2_bytes = prop.l2CacheSize;
+  cudaRuntimeGetVersion(&d->runtime_version);
+  cudaDriverGetVersion(&d->driver_version);
+  d->batch_short = 1;
+  d->stream = c->stream;
+  d->alloc = c_alloc;
+  d->free = c_free;
+  d->fill = c_fill;
+  d->poison = c_poison;
+  d->checksum = c_checksum;
+  d->compare = c_compare;
+  d->flush_l2 = c_flush;
+  d->spin = c_spin;
+  d->timer_start = c_timer_start;
+  d->timer_stop = c_timer_stop;
+  d->sync = c_sync;
+  d->describe = c_describe;
+  d->fatal = c_fatal;
+  d->close = c_close;
+  return 0;
+}
+
+#else
+
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
+  (void)ordinal;
+  memset(d, 0, sizeof *d);
+#ifdef KB_HAVE_CUDA
+  /* INTEGRATION POINT: the CUDA device needs the trusted kernels of devkern.h, implemented in
+   * runner/sandbox/devkern.cu by the GPU engineer; this build did not find that file. */
+  snprintf(why, size, "this kb-sandbox was built without runner/sandbox/devkern.cu");
+#else
+  snprintf(why, size, "this kb-sandbox was built without CUDA");
+#endif
+  return -1;
+}
+
+#endif

@@ -1,0 +1,159 @@
+/* The host implementation of the sandbox's device interface (see dev.h): memory is the
+ * process's own, the clock is CLOCK_MONOTONIC. Error codes are errno values. */
+#include "dev.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/clock.h"
+#include "kb/error.h"
+#include "kb/inputs.h"
+
+struct host {
+  double t0; /* kb_now_mono() at timer_start */
+};
+
+static int h_alloc(struct kb__dev *d, size_t bytes, void **out) {
+  (void)d;
+  void *p = NULL;
+  if (posix_memalign(&p, 256, bytes ? bytes : 1) != 0)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+static void h_free(struct kb__dev *d, void *p) {
+  (void)d;
+  free(p);
+}
+
+static int h_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
+                  const struct kb_input_set *set, int tensor) {
+  (void)d;
+  struct kb_error err = {0};
+  return kb_inputs_fill(set, tensor, dtype, p, n, &err) == KB_OK ? 0 : EINVAL;
+}
+
+static int h_poison(struct kb__dev *d, void *p, int dtype, int64_t n) {
+  (void)d;
+  kb_poison(dtype, p, n);
+  return 0;
+}
+
+/* FNV-1a over 8-byte words, then the tail: order-sensitive, fast enough for every call. */
+static int h_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum) {
+  (void)d;
+  const unsigned char *s = p;
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    h = (h ^ w) * UINT64_C(0x100000001b3);
+    h ^= h >> 29;
+  }
+  for (; i < bytes; i++)
+    h = (h ^ s[i]) * UINT64_C(0x100000001b3);
+  *sum = h ^ (uint64_t)bytes;
+  return 0;
+}
+
+static int h_compare(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
+                     double atol, double rtol, struct kb_verify_report *rep, int *pass) {
+  (void)d;
+  *pass = kb_verify(dtype, got, want, n, atol, rtol, rep);
+  return 0;
+}
+
+static int h_nothing(struct kb__dev *d) {
+  (void)d;
+  return 0;
+}
+
+static int h_spin(struct kb__dev *d, double us) {
+  (void)d;
+  (void)us;
+  return 0;
+}
+
+static int h_timer_start(struct kb__dev *d) {
+  struct host *h = d->impl;
+  h->t0 = kb_now_mono();
+  return 0;
+}
+
+static int h_timer_stop(struct kb__dev *d, double *us) {
+  struct host *h = d->impl;
+  *us = (kb_now_mono() - h->t0) * 1e6;
+  return 0;
+}
+
+static const char *h_describe(struct kb__dev *d, int code, char *buf, size_t size) {
+  (void)d;
+  if (snprintf(buf, size, "%s", strerror(code)) < 0 && size > 0)
+    buf[0] = '\0';
+  return buf;
+}
+
+static int h_fatal(struct kb__dev *d, int code) {
+  (void)d;
+  (void)code;
+  return 0;
+}
+
+static void h_close(struct kb__dev *d) {
+  free(d->impl);
+  d->impl = NULL;
+}
+
+/* The CPU's model name from /proc/cpuinfo, or "cpu". */
+static void cpu_name(char *out, size_t size) {
+  snprintf(out, size, "cpu");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "model name", 10) != 0)
+      continue;
+    const char *c = strchr(line, ':');
+    if (c == NULL)
+      break;
+    c++;
+    while (*c == ' ' || *c == '\t')
+      c++;
+    size_t len = strcspn(c, "\n");
+    while (len > 0 && (c[len - 1] == ' ' || c[len - 1] == '\t'))
+      len--;
+    if (len > 0)
+      snprintf(out, size, "%.*s", (int)len, c);
+    break;
+  }
+  fclose(f);
+}
+
+int kb__dev_host_open(struct kb__dev *d) {
+  memset(d, 0, sizeof *d);
+  d->backend = "host";
+  cpu_name(d->name, sizeof d->name);
+  d->impl = calloc(1, sizeof(struct host));
+  if (d->impl == NULL)
+    return ENOMEM;
+  d->alloc = h_alloc;
+  d->free = h_free;
+  d->fill = h_fill;
+  d->poison = h_poison;
+  d->checksum = h_checksum;
+  d->compare = h_compare;
+  d->flush_l2 = h_nothing;
+  d->spin = h_spin;
+  d->timer_start = h_timer_start;
+  d->timer_stop = h_timer_stop;
+  d->sync = h_nothing;
+  d->describe = h_describe;
+  d->fatal = h_fatal;
+  d->close = h_close;
+  return 0;
+}

@@ -1,0 +1,132 @@
+/* The sandbox's evaluation engine: prepares a task on a device (draws the input sets, runs the
+ * trusted oracle for the reference outputs, keeps both) and evaluates candidate libraries
+ * against it: verification and timing, written once against the device interface of dev.h.
+ *
+ * Layout of a prepared task: one device allocation; per input set, the inputs, the check
+ * outputs (first call), the reference outputs, then the timed outputs, each tensor on a 256-byte
+ * boundary. A candidate that writes past its check outputs lands in the reference, whose
+ * checksum the engine verifies after every phase.
+ *
+ * Verification: outputs poisoned before every call; every element of every output of every
+ * checked set compared (NaN and infinity never pass); input and reference checksums after the
+ * check calls and after timing (a change is `rejected`: the prepared task is then dropped and
+ * made again on the next prepare); after timing the timed outputs of every timed set compared
+ * again (right first and wrong later is `rejected`). Outputs right on the first check call and
+ * left untouched (still all NaN) on a later one are `rejected` too (the work done only once),
+ * not `wrong_output`.
+ *
+ * Input rotation: before timing (with two or more checked sets) the contents of set b + 1 are
+ * drawn into the input buffers of set b, cyclically, and the re-check compares each buffer's
+ * outputs with the reference of the set it now holds: an output cache keyed by the input
+ * pointer returns the old set's answer and is `rejected`. The inputs are put back afterwards.
+ *
+ * Timing: warm-up calls, then samples on the device's timer, the L2 flushed before each sample
+ * when asked, rotating over the checked sets, until min_samples are in and the noise target, the
+ * timed-time cap, or the budget is reached, or max_samples. On a device with batch_short set, a
+ * candidate whose warm-up call took under KB__SHORT_US is timed in batches of back-to-back calls
+ * queued behind a spin kernel, so launch overhead does not count; a sample is then a batch's
+ * time over its calls. With a baseline library, every candidate sample is followed by one of
+ * the baseline under the same conditions (same-run interleaving); the baseline writes into the
+ * check outputs, so the candidate's timed outputs survive for the re-check.
+ *
+ * Kernel trace (CUDA builds with the CUPTI module, cupti_trace.h): when asked, the timed samples
+ * run under a CUPTI kernel trace, each bracketed by spin markers on the candidate's stream (one
+ * right before the start event, one right after the end event); afterwards every kernel that is
+ * not the evaluator's must have run on the candidate's stream inside a window, else `rejected`
+ * (work hidden on another stream or after the end event).
+ *
+ * Metrics (same builds, when asked, after everything else passed): one more call on input set 0
+ * under the CUPTI Range Profiler, which replays each kernel as often as its counters need:
+ * DRAM and SM throughput, achieved occupancy and L2 hit rate of the longest kernel. Where the
+ * counters cannot be read (permissions, another profiler), the reason is reported instead.
+ */
+#ifndef KB_SANDBOX_ENGINE_H
+#define KB_SANDBOX_ENGINE_H
+
+#include <stdint.h>
+
+#include "dev.h"
+#include "kb/candidate.h"
+#include "kb/result.h"
+#include "kb/task.h"
+
+/* A warm-up call under this many microseconds is timed in batches (devices with batch_short). */
+#define KB__SHORT_US 10.0
+
+/* What a task needs on the device; strings borrowed. */
+struct kb__prep_spec {
+  const char *key;          /* identifies the task's data (the runner's fingerprint) */
+  const char *oracle;       /* path of the oracle library */
+  struct kb_tensor_spec inputs[KB_MAX_TENSORS];
+  int n_in;                 /* 1..KB_MAX_TENSORS */
+  struct kb_tensor_spec outputs[KB_MAX_TENSORS];
+  int n_out;                /* 1..KB_MAX_TENSORS */
+  struct kb_input_set sets[KB_MAX_SETS];
+  int n_sets;               /* 1..KB_MAX_SETS */
+  double atol, rtol;        /* tolerances */
+};
+
+struct kb__prepared; /* opaque */
+
+/* One evaluation's settings. */
+struct kb__eval_spec {
+  const char *library;      /* the candidate library (borrowed) */
+  const char *baseline;     /* the baseline library for same-run interleaving, or NULL */
+  int sets;                 /* input sets to check and time, 1..n_sets (0 = all) */
+  int warmup;               /* untimed calls before sampling */
+  int min_samples;          /* at least */
+  int max_samples;          /* at most; 0 = check only, no timing */
+  double noise;             /* stop once stddev/mean is below this */
+  double max_seconds;       /* stop once this much timed time is spent, seconds */
+  double budget_s;          /* stop (past min_samples) this long after the start, seconds */
+  int flush_l2;             /* 1: flush the L2 before each sample */
+  int recheck;              /* 1: compare the timed outputs after timing */
+  int trace;                /* 1: record a kernel trace (CUPTI) when available */
+  int metrics;              /* 1: hardware metrics of one call (CUPTI Range Profiler, replayed) */
+};
+
+/* The engine's answer. */
+struct kb__verdict {
+  int status;               /* enum kb_status */
+  char reason[256];         /* why, for any status but ok */
+  int sets_checked;
+  double max_abs_err, max_rel_err; /* NAN when nothing was compared */
+  struct kb_timing timing;  /* samples 0 when not timed */
+  struct kb_timing baseline; /* the baseline's, samples 0 when none */
+  int batch;                /* calls per sample: 1, or the batch size for short kernels */
+  int fatal;                /* 1: the device or process is unusable; exit after replying */
+  char trace_note[256];     /* why no trace was recorded, "" when none was asked or it was */
+  int traced;               /* 1: a kernel trace of the timed calls was recorded and checked */
+  int64_t trace_kernels;    /* kernels in it, the evaluator's own included */
+  int64_t trace_own_kernels; /* the candidate's, on its stream, inside the timed windows */
+  uint64_t trace_own_ns;    /* their time, nanoseconds */
+  uint64_t trace_other_ns;  /* candidate kernel time on other streams, nanoseconds */
+  uint64_t trace_late_ns;   /* candidate kernel time outside the timed windows, nanoseconds */
+  int64_t trace_dropped;    /* records CUPTI lost */
+  int has_metrics;          /* 1: the fields below hold the longest kernel's metrics */
+  double duration_ns;       /* gpu__time_duration of that kernel, nanoseconds */
+  double dram_pct;          /* DRAM throughput, % of peak */
+  double sm_pct;            /* SM throughput, % of peak */
+  double occupancy_pct;     /* achieved occupancy, % */
+  double l2_hit_pct;        /* L2 hit rate, % */
+  int metric_passes;        /* replay passes the metrics took */
+  char metrics_note[256];   /* why no metrics were read, "" when none were asked or they were */
+};
+
+/* Prepares `s` on `d` into `*out` (new; kb__prepared_free). Fills inputs on the device, runs
+ * the oracle on each set (its outputs must be finite), computes checksums. Returns 0, or -1 with
+ * a message in `why` (`size` bytes): the oracle does not load or fails, out of memory; `*fatal`
+ * is set when the device is unusable afterwards. */
+int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
+                int *fatal, char *why, size_t size);
+void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p);
+const char *kb__prepared_key(const struct kb__prepared *p);
+/* 1 when the candidate damaged `p` (its inputs or references changed): drop it. */
+int kb__prepared_damaged(const struct kb__prepared *p);
+
+/* Evaluates `e` against `p` on `d`, filling `v`. Every outcome about the candidate is a verdict
+ * (returns 0); -1 only when the engine itself failed (out of memory), with v->reason set. */
+int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
+                 struct kb__verdict *v);
+
+#endif

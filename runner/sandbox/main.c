@@ -1,0 +1,70 @@
+/* kb-sandbox: the evaluation process kb-runner starts and talks to over stdin and stdout
+ * (docs/sandbox.md). Not meant to be run by hand. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox.h"
+
+static void usage(FILE *out) {
+  fputs("usage: kb-sandbox [--backend host|cuda] [--device N] [--dir DIR] [--parent PID]\n"
+        "\n"
+        "The evaluation process of kb-runner: reads framed JSON requests on stdin and answers\n"
+        "on stdout (docs/sandbox.md). kb-runner starts it; it is not meant to be run by hand.\n"
+        "exit codes: 0 quit or end of input, 1 failure, 2 the device cannot be opened,\n"
+        "3 ended after a fatal verdict (sticky device error, evaluator memory overwritten)\n",
+        out);
+}
+
+static int parse_long(const char *s, long min, long max, long *out) {
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct kb__sandbox_args a = {.backend = "host"};
+  static const struct option longopts[] = {
+      {"backend", required_argument, NULL, 'b'}, {"device", required_argument, NULL, 'd'},
+      {"dir", required_argument, NULL, 'D'},     {"parent", required_argument, NULL, 'p'},
+      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  int ch;
+  long v;
+  while ((ch = getopt_long(argc, argv, "b:d:D:p:h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'b':
+      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0) {
+        fprintf(stderr, "kb-sandbox: --backend must be host or cuda, not \"%s\"\n", optarg);
+        return 1;
+      }
+      a.backend = optarg;
+      break;
+    case 'd':
+      if (parse_long(optarg, 0, 1023, &v)) {
+        fprintf(stderr, "kb-sandbox: --device must be an integer in 0..1023\n");
+        return 1;
+      }
+      a.device = (int)v;
+      break;
+    case 'D': a.dir = optarg; break;
+    case 'p':
+      if (parse_long(optarg, 1, 1L << 30, &v)) {
+        fprintf(stderr, "kb-sandbox: --parent must be a process id\n");
+        return 1;
+      }
+      a.parent = (pid_t)v;
+      break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 1;
+    }
+  }
+  if (optind != argc) {
+    usage(stderr);
+    return 1;
+  }
+  return kb__sandbox_run(&a);
+}

@@ -1,0 +1,93 @@
+/* kb-sandbox's process set-up (see sandbox.h). */
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "dev.h"
+#include "serve.h"
+
+#define PROTO_FD_MIN 10 /* the protocol moves to descriptors at or above this */
+
+/* Closes every descriptor above 2 but `keep1` and `keep2`. */
+static void close_others(int keep1, int keep2) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL) {
+    for (int fd = 3; fd < 4096; fd++)
+      if (fd != keep1 && fd != keep2)
+        close(fd);
+    return;
+  }
+  int self = dirfd(d);
+  int fds[512];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < (int)(sizeof fds / sizeof fds[0])) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0')
+      continue;
+    if (fd > 2 && fd != self && fd != keep1 && fd != keep2)
+      fds[n++] = (int)fd;
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+}
+
+int kb__sandbox_run(const struct kb__sandbox_args *a) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (a->parent > 0 && getppid() != a->parent)
+    return 1; /* the runner died before we got here */
+  /* a candidate's fault must end the process with its signal, which the runner names; a
+   * sanitizer build installs handlers that would turn it into an exit status */
+  static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+    signal(fatal[i], SIG_DFL);
+  static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+  for (size_t i = 0; i < sizeof ignore / sizeof ignore[0]; i++)
+    signal(ignore[i], SIG_IGN);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+
+  int in = fcntl(0, F_DUPFD_CLOEXEC, PROTO_FD_MIN);
+  int out = fcntl(1, F_DUPFD_CLOEXEC, PROTO_FD_MIN);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (in < 0 || out < 0 || devnull < 0 || dup2(devnull, 0) < 0 || dup2(2, 1) < 0) {
+    fprintf(stderr, "kb-sandbox: cannot set up its descriptors\n");
+    return 1;
+  }
+  close(devnull);
+  close_others(in, out);
+  if (a->dir != NULL && chdir(a->dir) != 0) {
+    fprintf(stderr, "kb-sandbox: cannot enter the working folder \"%s\"\n", a->dir);
+    return 2;
+  }
+
+  struct kb__dev d;
+  char why[256] = "";
+  int rc;
+  if (strcmp(a->backend, "cuda") == 0)
+    rc = kb__dev_cuda_open(&d, a->device, why, sizeof why);
+  else {
+    rc = kb__dev_host_open(&d);
+    if (rc)
+      snprintf(why, sizeof why, "out of memory");
+  }
+  if (rc) {
+    fprintf(stderr, "kb-sandbox: cannot open the %s device: %s\n", a->backend, why);
+    return 2;
+  }
+  rc = kb__sandbox_serve(&d, a->device, in, out);
+  if (rc != 3)
+    d.close(&d);
+  fflush(stdout);
+  return rc;
+}

@@ -1,0 +1,30 @@
+/* kb-sandbox's process set-up: what runs before the message loop (serve.h).
+ *
+ * The runner starts kb-sandbox with posix_spawn, its protocol socket as stdin and stdout and a
+ * pipe as stderr, in its own process group, in a fresh working folder, with a scrubbed
+ * environment. kb__sandbox_run() then: moves the protocol off descriptors 0 and 1 (stdin
+ * becomes /dev/null, stdout a copy of stderr, so whatever a candidate prints lands in the
+ * captured stderr and never in the protocol), closes every other inherited descriptor, ignores
+ * the signals Slurm sends to every process of a job (SIGTERM, SIGINT, SIGHUP, SIGUSR1,
+ * SIGUSR2: those are for the runner, which ends this process itself), restores the default
+ * action of SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and SIGTRAP (so a candidate's fault ends
+ * the process with that signal, also in sanitizer builds), dies with its parent
+ * (PR_SET_PDEATHSIG), writes no core files, opens the device and serves.
+ */
+#ifndef KB_SANDBOX_SANDBOX_H
+#define KB_SANDBOX_SANDBOX_H
+
+#include <sys/types.h>
+
+struct kb__sandbox_args {
+  const char *backend; /* "host" or "cuda" */
+  int device;          /* CUDA ordinal */
+  const char *dir;     /* working folder, NULL: stay */
+  pid_t parent;        /* expected parent; 0: do not check */
+};
+
+/* Runs the sandbox; returns the process exit code: 0 after quit or end of input, 2 when the
+ * device cannot be opened (the reason on stderr), 3 after a fatal verdict, 1 otherwise. */
+int kb__sandbox_run(const struct kb__sandbox_args *a);
+
+#endif

@@ -1,0 +1,396 @@
+/* The sandbox's message loop (see serve.h). */
+#include "serve.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "kb/alloc.h"
+#include "kb/clock.h"
+#include "kb/error.h"
+#include "proto.h"
+
+#define MAX_PREPARED 4 /* tasks kept prepared at once, least recently used goes first */
+#define FIELD_MAX 96
+
+struct server {
+  struct kb__dev *d;
+  int ordinal;
+  int out_fd;
+  struct kb__prepared *tasks[MAX_PREPARED];
+  uint64_t used[MAX_PREPARED];
+  uint64_t clock;
+};
+
+int kb__sandbox_dist_from_name(const char *name) {
+  if (strcmp(name, "uniform") == 0)
+    return KB_DIST_UNIFORM;
+  if (strcmp(name, "normal") == 0)
+    return KB_DIST_NORMAL;
+  if (strcmp(name, "integers") == 0)
+    return KB_DIST_INTEGERS;
+  return -1;
+}
+
+/* Sends `msg` (stolen). Returns 0, or 1 when the channel is broken. */
+static int reply(struct server *sv, json_t *msg) {
+  struct kb_error err = {0};
+  int rc = msg ? kb__msg_write(sv->out_fd, msg, 0, &err) : KB_ENOMEM;
+  json_decref(msg);
+  return rc != KB_OK;
+}
+
+static int reply_error(struct server *sv, const char *field, const char *reason) {
+  return reply(sv, json_pack("{s:s, s:s, s:s}", "op", "error", "field", field ? field : "",
+                             "reason", reason));
+}
+
+static int hello(struct server *sv) {
+  char cc[16];
+  snprintf(cc, sizeof cc, "%d.%d", sv->d->cc_major, sv->d->cc_minor);
+  return reply(sv, json_pack("{s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:i, s:i}", "op",
+                             "hello", "pid", (json_int_t)getpid(), "backend", sv->d->backend,
+                             "device", sv->d->name, "ordinal", sv->ordinal, "cc", cc, "sm_count",
+                             sv->d->sm_count, "mem_bytes", (json_int_t)sv->d->mem_bytes,
+                             "l2_bytes", (json_int_t)sv->d->l2_bytes, "runtime",
+                             sv->d->runtime_version, "driver", sv->d->driver_version));
+}
+
+/* Reads one tensor spec at `path` (e.g. "inputs[1]"). */
+static int read_tensor(json_t *t, const char *path, struct kb_tensor_spec *spec, char *field,
+                       struct kb_error *err) {
+  const char *name = NULL, *dtype = NULL;
+  json_t *shape = NULL;
+  if (!json_is_object(t)) {
+    snprintf(field, FIELD_MAX, "%s", path);
+    return kb_error_set(err, KB_EPARSE, "\"%s\" must be an object", path);
+  }
+  int rc = kb__msg_str(t, path, "name", 1, &name, field, FIELD_MAX, err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(t, path, "dtype", 1, &dtype, field, FIELD_MAX, err);
+  if (rc == KB_OK)
+    rc = kb__msg_array(t, path, "shape", 1, 0, KB_MAX_DIMS, &shape, field, FIELD_MAX, err);
+  if (rc)
+    return rc;
+  memset(spec, 0, sizeof *spec);
+  if (snprintf(spec->name, sizeof spec->name, "%s", name) >= (int)sizeof spec->name) {
+    snprintf(field, FIELD_MAX, "%s.name", path);
+    return kb_error_set(err, KB_EPARSE, "\"%s.name\" is too long", path);
+  }
+  spec->dtype = kb_dtype_from_name(dtype);
+  if (spec->dtype < 0) {
+    snprintf(field, FIELD_MAX, "%s.dtype", path);
+    return kb_error_set(err, KB_EPARSE, "\"%s.dtype\": unknown dtype \"%s\"", path, dtype);
+  }
+  spec->ndim = (int)json_array_size(shape);
+  for (int d = 0; d < spec->ndim; d++) {
+    json_t *v = json_array_get(shape, (size_t)d);
+    if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+        json_integer_value(v) > INT64_C(2147483647)) {
+      snprintf(field, FIELD_MAX, "%s.shape[%d]", path, d);
+      return kb_error_set(err, KB_EPARSE, "\"%s.shape[%d]\" must be an integer in 1..2147483647",
+                          path, d);
+    }
+    spec->shape[d] = json_integer_value(v);
+  }
+  return KB_OK;
+}
+
+static int read_tensors(json_t *req, const char *key, struct kb_tensor_spec *specs, int *n,
+                        char *field, struct kb_error *err) {
+  json_t *arr = NULL;
+  int rc = kb__msg_array(req, "", key, 1, 1, KB_MAX_TENSORS, &arr, field, FIELD_MAX, err);
+  for (size_t i = 0; rc == KB_OK && i < json_array_size(arr); i++) {
+    char path[48];
+    snprintf(path, sizeof path, "%s[%zu]", key, i);
+    rc = read_tensor(json_array_get(arr, i), path, &specs[i], field, err);
+  }
+  if (rc == KB_OK)
+    *n = (int)json_array_size(arr);
+  return rc;
+}
+
+static int read_sets(json_t *req, struct kb__prep_spec *s, char *field, struct kb_error *err) {
+  json_t *arr = NULL;
+  int rc = kb__msg_array(req, "", "sets", 1, 1, KB_MAX_SETS, &arr, field, FIELD_MAX, err);
+  for (size_t i = 0; rc == KB_OK && i < json_array_size(arr); i++) {
+    char path[32];
+    snprintf(path, sizeof path, "sets[%zu]", i);
+    json_t *o = json_array_get(arr, i);
+    int64_t seed = 0;
+    const char *dist = NULL;
+    struct kb_input_set *set = &s->sets[i];
+    rc = kb__msg_int(o, path, "seed", 1, 0, INT64_MAX, &seed, field, FIELD_MAX, err);
+    if (rc == KB_OK)
+      rc = kb__msg_str(o, path, "distribution", 1, &dist, field, FIELD_MAX, err);
+    if (rc == KB_OK)
+      rc = kb__msg_num(o, path, "low", 1, -1e300, 1e300, &set->low, field, FIELD_MAX, err);
+    if (rc == KB_OK)
+      rc = kb__msg_num(o, path, "high", 1, -1e300, 1e300, &set->high, field, FIELD_MAX, err);
+    if (rc)
+      break;
+    set->seed = (uint64_t)seed;
+    set->dist = kb__sandbox_dist_from_name(dist);
+    if (set->dist < 0) {
+      snprintf(field, FIELD_MAX, "%s.distribution", path);
+      rc = kb_error_set(err, KB_EPARSE, "\"%s.distribution\": unknown distribution \"%s\"", path,
+                        dist);
+    }
+  }
+  if (rc == KB_OK)
+    s->n_sets = (int)json_array_size(arr);
+  return rc;
+}
+
+static int find(struct server *sv, const char *key) {
+  for (int i = 0; i < MAX_PREPARED; i++)
+    if (sv->tasks[i] != NULL && strcmp(kb__prepared_key(sv->tasks[i]), key) == 0)
+      return i;
+  return -1;
+}
+
+/* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
+static int prepare(struct server *sv, json_t *req) {
+  struct kb__prep_spec s;
+  memset(&s, 0, sizeof s);
+  char field[FIELD_MAX] = "";
+  struct kb_error err = {0};
+  int rc = kb__msg_str(req, "", "key", 1, &s.key, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "oracle", 1, &s.oracle, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = read_tensors(req, "inputs", s.inputs, &s.n_in, field, &err);
+  if (rc == KB_OK)
+    rc = read_tensors(req, "outputs", s.outputs, &s.n_out, field, &err);
+  if (rc == KB_OK)
+    rc = read_sets(req, &s, field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "atol", 1, 0, 1e300, &s.atol, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "rtol", 1, 0, 1e300, &s.rtol, field, sizeof field, &err);
+  if (rc)
+    return reply_error(sv, field, err.msg);
+  sv->clock++;
+  int at = find(sv, s.key);
+  if (at >= 0) {
+    sv->used[at] = sv->clock;
+    return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key",
+                               s.key, "cached", 1, "seconds", 0.0));
+  }
+  double t0 = kb_now_mono();
+  struct kb__prepared *p = NULL;
+  int fatal = 0;
+  char why[256];
+  rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
+  if (rc != 0 && !fatal) {
+    /* the device may be full of other tasks' data: drop them all and try once more */
+    int dropped = 0;
+    for (int i = 0; i < MAX_PREPARED; i++)
+      if (sv->tasks[i] != NULL) {
+        kb__prepared_free(sv->d, sv->tasks[i]);
+        sv->tasks[i] = NULL;
+        dropped++;
+      }
+    if (dropped)
+      rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
+  }
+  if (rc != 0) {
+    int broken = reply(sv, json_pack("{s:s, s:b, s:s, s:b}", "op", "prepare", "ok", 0, "reason",
+                                     why, "fatal", fatal));
+    return broken ? 1 : fatal ? 3 : 0;
+  }
+  int slot = 0;
+  for (int i = 0; i < MAX_PREPARED; i++) {
+    if (sv->tasks[i] == NULL) {
+      slot = i;
+      break;
+    }
+    if (sv->used[i] < sv->used[slot])
+      slot = i;
+  }
+  kb__prepared_free(sv->d, sv->tasks[slot]);
+  sv->tasks[slot] = p;
+  sv->used[slot] = sv->clock;
+  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key", s.key,
+                             "cached", 0, "seconds", kb_now_mono() - t0));
+}
+
+/* Adds the members of `t` that are known (finite) to `o`. */
+static json_t *timing_json(const struct kb_timing *t) {
+  json_t *o = json_pack("{s:i, s:i}", "samples", t->samples, "warmup", t->warmup);
+  const struct {
+    const char *k;
+    double v;
+  } nums[] = {{"median_us", t->median_us}, {"p10_us", t->p10_us}, {"p90_us", t->p90_us},
+              {"mean_us", t->mean_us},     {"min_us", t->min_us}, {"noise", t->noise}};
+  for (size_t i = 0; o != NULL && i < sizeof nums / sizeof nums[0]; i++)
+    if (isfinite(nums[i].v))
+      json_object_set_new(o, nums[i].k, json_real(nums[i].v));
+  return o;
+}
+
+static int eval(struct server *sv, json_t *req) {
+  struct kb__eval_spec e;
+  memset(&e, 0, sizeof e);
+  const char *key = NULL;
+  char field[FIELD_MAX] = "";
+  struct kb_error err = {0};
+  /* nvbench's defaults where the request leaves a stopping rule out */
+  int64_t sets = 0, warmup = 0, min_s = 10, max_s = 0;
+  e.noise = 0.005;
+  e.max_seconds = 0.5;
+  e.budget_s = 1e9;
+  int rc = kb__msg_str(req, "", "key", 1, &key, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "library", 1, &e.library, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "baseline", 0, &e.baseline, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "sets", 1, 0, KB_MAX_SETS, &sets, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "warmup", 1, 0, 1000000, &warmup, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "min_samples", 0, 0, 10000000, &min_s, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "max_samples", 1, 0, 10000000, &max_s, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "noise", 0, 0, 1e9, &e.noise, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "max_seconds", 0, 0, 1e9, &e.max_seconds, field, sizeof field,
+                     &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "budget_s", 0, 0, 1e9, &e.budget_s, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "flush_l2", 1, &e.flush_l2, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "recheck", 1, &e.recheck, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "trace", 0, &e.trace, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "metrics", 0, &e.metrics, field, sizeof field, &err);
+  if (rc == KB_OK && min_s > max_s && json_object_get(req, "min_samples") != NULL) {
+    snprintf(field, sizeof field, "min_samples");
+    rc = kb_error_set(&err, KB_EPARSE, "\"min_samples\" must not exceed \"max_samples\"");
+  }
+  if (min_s > max_s)
+    min_s = max_s; /* the default 10 under a smaller cap */
+  if (rc)
+    return reply_error(sv, field, err.msg);
+  int at = find(sv, key);
+  if (at < 0)
+    return reply_error(sv, "key", "\"key\": no task is prepared under this key (send prepare "
+                                  "first)");
+  e.sets = (int)sets;
+  e.warmup = (int)warmup;
+  e.min_samples = (int)min_s;
+  e.max_samples = (int)max_s;
+  sv->used[at] = ++sv->clock;
+  double t0 = kb_now_mono();
+  struct kb__verdict v;
+  kb__evaluate(sv->d, sv->tasks[at], &e, &v);
+  double seconds = kb_now_mono() - t0;
+  if (kb__prepared_damaged(sv->tasks[at])) {
+    kb__prepared_free(sv->d, sv->tasks[at]);
+    sv->tasks[at] = NULL;
+  }
+  json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:f}", "op", "eval", "status",
+                          kb_status_name(v.status), "reason", v.reason, "sets_checked",
+                          v.sets_checked, "batch", v.batch, "fatal", v.fatal, "seconds", seconds);
+  if (out != NULL && isfinite(v.max_abs_err))
+    json_object_set_new(out, "max_abs_err", json_real(v.max_abs_err));
+  if (out != NULL && isfinite(v.max_rel_err))
+    json_object_set_new(out, "max_rel_err", json_real(v.max_rel_err));
+  if (out != NULL && v.timing.samples > 0)
+    json_object_set_new(out, "timing", timing_json(&v.timing));
+  if (out != NULL && v.baseline.samples > 0)
+    json_object_set_new(out, "baseline_timing", timing_json(&v.baseline));
+  if (out != NULL && v.trace_note[0])
+    json_object_set_new(out, "trace_note", json_string(v.trace_note));
+  if (out != NULL && v.traced)
+    json_object_set_new(out, "trace",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "kernels",
+                                  (json_int_t)v.trace_kernels, "own_kernels",
+                                  (json_int_t)v.trace_own_kernels, "own_ns",
+                                  (json_int_t)v.trace_own_ns, "other_ns",
+                                  (json_int_t)v.trace_other_ns, "late_ns",
+                                  (json_int_t)v.trace_late_ns, "dropped",
+                                  (json_int_t)v.trace_dropped));
+  if (out != NULL && v.metrics_note[0])
+    json_object_set_new(out, "metrics_note", json_string(v.metrics_note));
+  if (out != NULL && v.has_metrics) {
+    json_t *m = json_pack("{s:i}", "passes", v.metric_passes);
+    const struct {
+      const char *k;
+      double x;
+    } f[] = {{"duration_ns", v.duration_ns}, {"dram_pct", v.dram_pct}, {"sm_pct", v.sm_pct},
+             {"occupancy_pct", v.occupancy_pct}, {"l2_hit_pct", v.l2_hit_pct}};
+    for (size_t i = 0; m != NULL && i < sizeof f / sizeof f[0]; i++)
+      if (isfinite(f[i].x))
+        json_object_set_new(m, f[i].k, json_real(f[i].x));
+    json_object_set_new(out, "metrics", m);
+  }
+  int broken = reply(sv, out);
+  return broken ? 1 : v.fatal ? 3 : 0;
+}
+
+int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd) {
+  struct server sv;
+  memset(&sv, 0, sizeof sv);
+  sv.d = d;
+  sv.ordinal = ordinal;
+  sv.out_fd = out_fd;
+  int rc = 0;
+  for (;;) {
+    char *text = NULL;
+    size_t len = 0;
+    struct kb_error err = {0};
+    int st = kb__frame_read(in_fd, &text, &len, 0, NULL, &err);
+    if (st == KB__FRAME_EOF)
+      break;
+    if (st == KB__FRAME_TOO_LARGE) {
+      /* the rest of the stream cannot be framed any more */
+      reply_error(&sv, "", err.msg);
+      rc = 1;
+      break;
+    }
+    if (st != KB__FRAME_OK) {
+      rc = 1;
+      break;
+    }
+    json_t *req = NULL;
+    int step = 0;
+    if (kb__msg_parse(text, len, &req, &err) != KB_OK) {
+      step = reply_error(&sv, json_is_object(req) ? "op" : "", err.msg);
+    } else {
+      const char *op = json_string_value(json_object_get(req, "op"));
+      if (strcmp(op, "hello") == 0)
+        step = hello(&sv);
+      else if (strcmp(op, "prepare") == 0)
+        step = prepare(&sv, req);
+      else if (strcmp(op, "eval") == 0)
+        step = eval(&sv, req);
+      else if (strcmp(op, "quit") == 0) {
+        reply(&sv, json_pack("{s:s}", "op", "bye"));
+        step = 2;
+      } else {
+        char why[160];
+        snprintf(why, sizeof why, "\"op\": unknown request \"%.64s\"", op);
+        step = reply_error(&sv, "op", why);
+      }
+    }
+    json_decref(req);
+    kb_free(text);
+    if (step == 2)
+      break;
+    if (step) {
+      rc = step;
+      break;
+    }
+  }
+  for (int i = 0; i < MAX_PREPARED; i++)
+    if (rc != 3) /* after a sticky error the device frees nothing; the process ends anyway */
+      kb__prepared_free(d, sv.tasks[i]);
+  return rc;
+}

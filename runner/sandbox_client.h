@@ -1,0 +1,113 @@
+/* The runner's side of the sandbox: starts kb-sandbox, talks to it, watches it.
+ *
+ * The child is started lazily, on the first call, with posix_spawn (never fork: a CUDA runner
+ * has threads and, in the child, a CUDA context), in its own process group, in a fresh mkdtemp
+ * working folder (removed when the child is gone), with a scrubbed environment
+ * (kb__sandbox_env), the protocol on a socket that is its stdin and stdout, and its stderr on a
+ * second socket whose tail is kept for crash reasons. It lives across evaluations. A call sends one
+ * request and waits for the reply until the call's timeout (the watchdog: SIGKILL to the
+ * child's whole group), the child's death (end of file; reaped, its signal or exit status and
+ * stderr tail reported), or the stop flag. A child that died, was killed, or said it is unusable
+ * ("fatal": true in a reply, after which it exits by itself) is restarted by the next call; the
+ * time each start took (spawn to hello) is kept and logged.
+ */
+#ifndef KB_RUNNER_SANDBOX_CLIENT_H
+#define KB_RUNNER_SANDBOX_CLIENT_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct kb_error;
+struct kb__sandbox; /* opaque */
+
+/* Bytes of the child's stderr kept for reasons. */
+#define KB__SANDBOX_TAIL 2048
+
+struct kb__sandbox_opts {
+  const char *program;      /* the sandbox program; NULL: kb__sandbox_program() (borrowed) */
+  const char *backend;      /* "host" or "cuda" (borrowed; copied) */
+  int device;               /* CUDA ordinal */
+  double start_timeout_s;   /* spawn to hello at most; <= 0: 60 s */
+  volatile sig_atomic_t *stop; /* set: calls end early, KB__SB_STOPPED (borrowed; may be NULL) */
+};
+
+/* How a call ended. */
+enum kb__sb_outcome {
+  KB__SB_REPLY = 0, /* a reply arrived: `reply` */
+  KB__SB_TIMEOUT,   /* none before the timeout; the child's group was killed */
+  KB__SB_DIED,      /* the child ended first (signal or exit, and its stderr tail) */
+  KB__SB_STOPPED    /* the stop flag was set first; the child's group was killed */
+};
+
+struct kb__sb_call {
+  int outcome;          /* enum kb__sb_outcome */
+  json_t *reply;        /* the reply (owned; json_decref) for KB__SB_REPLY, else NULL */
+  int signal;           /* KB__SB_DIED: the signal that ended the child, 0 when it exited */
+  int exit_code;        /* KB__SB_DIED: its exit status when it exited */
+  double seconds;       /* from sending to the outcome, wall clock */
+  char tail[KB__SANDBOX_TAIL + 1]; /* the child's stderr during this call (tail), NUL-ended */
+};
+
+/* Finds the sandbox program of `backend` ("host": kb-sandbox, which links no CUDA library;
+ * "cuda": kb-sandbox-cuda) in $KB_SANDBOX_DIR, else next to this program (/proc/self/exe), else
+ * in the build's KB_SANDBOX_DIR_DEFAULT. Returns a new string (kb_free), or NULL when out of
+ * memory. */
+char *kb__sandbox_program(const char *backend);
+
+/* The environment the child gets, made from `env` (borrowed, NULL-terminated, "NAME=value"):
+ * only PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, LANG, LC_ALL, TZ and the
+ * sanitizers' *SAN_OPTIONS are kept, never a name that looks like a secret (KB_REDIS_PASSWORD*,
+ * *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_PASSWD, *_CREDENTIALS); HOME and TMPDIR are set to
+ * `dir` (borrowed). Returns a new NULL-terminated array (kb__env_free), or NULL when out of
+ * memory. */
+char **kb__sandbox_env(char *const *env, const char *dir);
+void kb__env_free(char **env);
+/* 1 when the variable name `name` (up to `len` bytes) looks like a secret. */
+int kb__env_secret(const char *name, size_t len);
+
+/* Creates the client (nothing starts yet) in `*out` (new; kb__sandbox_free). Errors:
+ * KB_ENOMEM, KB_EINVAL (bad backend), KB_ENOTFOUND (kb-sandbox not found or not executable). */
+int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
+                    struct kb_error *err);
+
+/* Asks a running child to quit (1 s), then kills its group, reaps it, removes its folder, and
+ * frees `sb`. NULL is fine. */
+void kb__sandbox_free(struct kb__sandbox *sb);
+
+/* Starts the child unless it runs, and waits for its hello. Errors: KB_ECHILD (it cannot be
+ * started, or died or was silent before saying hello: the message carries its stderr tail),
+ * KB_EINTERRUPTED (stop flag), KB_ENOMEM, KB_EIO (working folder). */
+int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err);
+
+/* Sends `req` (borrowed) and waits up to `timeout_s` seconds for the reply, starting the child
+ * first when needed (that start is not counted in the timeout). Fills `call` (caller-owned;
+ * reply released with kb__sb_call_release). Returns KB_OK whenever an outcome is known; errors
+ * of kb__sandbox_start(), and KB_EIO/KB_EPARSE for a reply that is not a protocol message (the
+ * child is killed: it cannot be trusted any more). */
+int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s,
+                     struct kb__sb_call *call, struct kb_error *err);
+void kb__sb_call_release(struct kb__sb_call *call);
+
+/* Replaces the stop flag (borrowed; NULL: none). */
+void kb__sandbox_set_stop(struct kb__sandbox *sb, volatile sig_atomic_t *stop);
+
+/* Once the stop flag is set, a call under way may still run `seconds` (default 0) before it
+ * ends as KB__SB_STOPPED: an evaluation that ends within that grace keeps its verdict. */
+void kb__sandbox_set_grace(struct kb__sandbox *sb, double seconds);
+
+/* Kills the child's group and reaps it, if one runs (the next call starts a new one). */
+void kb__sandbox_kill(struct kb__sandbox *sb);
+
+/* The running child's pid, 0 when none. */
+pid_t kb__sandbox_pid(const struct kb__sandbox *sb);
+/* The running child's hello reply (borrowed; NULL when none runs). */
+json_t *kb__sandbox_hello(const struct kb__sandbox *sb);
+/* Children started so far, and how long the last start took (spawn to hello), seconds. */
+int kb__sandbox_starts(const struct kb__sandbox *sb);
+double kb__sandbox_last_start_s(const struct kb__sandbox *sb);
+/* The running child's working folder (borrowed; NULL when none runs). */
+const char *kb__sandbox_dir(const struct kb__sandbox *sb);
+
+#endif

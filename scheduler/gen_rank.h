@@ -1,0 +1,15 @@
+/* How the generators rank members of a population: the highest tier a member passed with a
+ * time, then its median time there. Shared by the tune and llm generators. */
+#ifndef KB_SCHED_GEN_RANK_H
+#define KB_SCHED_GEN_RANK_H
+
+#include "population.h"
+
+/* The highest tier `m` (borrowed; may be NULL) passed with a time, or -1. */
+int kb_gen_rank_tier(const struct kb_member *m);
+/* 1 when `a` ranks above `b` (either may be NULL, which ranks last), else 0. */
+int kb_gen_rank_better(const struct kb_member *a, const struct kb_member *b);
+/* The member `id` of `pop`, or NULL (borrowed). */
+const struct kb_member *kb_gen_rank_find(const struct kb_task_pop *pop, const char *id);
+
+#endif

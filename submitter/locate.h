@@ -1,0 +1,18 @@
+/* Finding a campaign's results folder (results/<cid>/: summary.json and <task>.h5 files) from
+ * what the user typed, for `kb-submit report` and `kb-submit export`. */
+#ifndef KB_SUBMITTER_LOCATE_H
+#define KB_SUBMITTER_LOCATE_H
+
+#include <stddef.h>
+
+struct kb_error;
+
+/* Writes the folder into `out` (`size` bytes). In order: `results` when not NULL (--results);
+ * `arg` when it is a folder; the campaign's results_dir/<id> when `arg` is a campaign.json;
+ * else `arg` is a campaign id: results_dir/<id> as the campaign's Redis meta records it (at
+ * `redis_addr`, NULL = $KB_REDIS; tried briefly), else ./results/<id>.
+ * Errors: KB_EPARSE/KB_EIO (a bad campaign file), KB_EINVAL (path too long). */
+int kb_locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
+                      size_t size, struct kb_error *err);
+
+#endif

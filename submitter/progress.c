@@ -1,0 +1,396 @@
+/* Live progress of a campaign from Redis (see progress.h). */
+#include "progress.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+#include "kb/redis.h"
+#include "kb/result.h"
+
+#define STREAM_BATCH 1000 /* results stream entries read per XRANGE */
+#define RATE_WINDOW_MS 60000
+
+static int64_t parse_i64(const char *s, int64_t fallback) {
+  if (s == NULL || *s == '\0')
+    return fallback;
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  return (end && *end == '\0') ? (int64_t)v : fallback;
+}
+
+/* HGET `suffix` `field` of the campaign into `out` (new, NULL when absent). */
+static int hget(struct kb_progress *p, const char *suffix, const char *field, char **out,
+                struct kb_error *err) {
+  char key[512];
+  redisReply *rep = NULL;
+  *out = NULL;
+  if (kb_queue_key(&p->q, key, sizeof key, suffix))
+    return kb_error_set(err, KB_EINVAL, "key \"%s\" too long", suffix);
+  int rc = kb_redis_commandf(p->q.redis, &rep, err, "HGET %s %s", key, field);
+  if (rc == KB_OK && rep->type == REDIS_REPLY_STRING) {
+    *out = kb_strndup(rep->str, rep->len);
+    if (*out == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  freeReplyObject(rep);
+  return rc;
+}
+
+/* The task's baseline seed name from its spec in Redis. */
+static int read_baseline(struct kb_progress *p, struct kb_progress_task *t, struct kb_error *err) {
+  char suffix[KB_ID_MAX + 8], *spec = NULL;
+  snprintf(suffix, sizeof suffix, "task:%s", t->id);
+  int rc = hget(p, suffix, "spec", &spec, err);
+  if (rc || spec == NULL)
+    return rc;
+  json_t *root = json_loads(spec, 0, NULL);
+  const char *b = json_string_value(json_object_get(root, "baseline"));
+  if (b)
+    snprintf(t->baseline, sizeof t->baseline, "%s", b);
+  json_decref(root);
+  kb_free(spec);
+  return KB_OK;
+}
+
+static int read_tasks(struct kb_progress *p, struct kb_error *err) {
+  char *text = NULL;
+  int rc = hget(p, "meta", "tasks", &text, err);
+  if (rc)
+    return rc;
+  json_t *ids = text ? json_loads(text, 0, NULL) : NULL;
+  kb_free(text);
+  size_t n = json_array_size(ids);
+  p->tasks = kb_calloc(n + 1, sizeof *p->tasks);
+  if (p->tasks == NULL) {
+    json_decref(ids);
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n && rc == KB_OK; i++) {
+    const char *id = json_string_value(json_array_get(ids, i));
+    if (id == NULL)
+      continue;
+    struct kb_progress_task *t = &p->tasks[p->n_tasks++];
+    snprintf(t->id, sizeof t->id, "%s", id);
+    t->baseline_cand = -1;
+    t->best_tier = -1;
+    rc = read_baseline(p, t, err);
+  }
+  json_decref(ids);
+  return rc;
+}
+
+int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
+                     struct kb_error *err) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->cid, sizeof p->cid, "%s", cid);
+  snprintf(p->stream_pos, sizeof p->stream_pos, "-");
+  int rc = kb_queue_open(&p->q, redis, cid, err);
+  if (rc)
+    return rc;
+  char *v = NULL;
+  rc = hget(p, "meta", "lease_ms", &v, err);
+  p->lease_ms = parse_i64(v, 120000);
+  kb_free(v);
+  v = NULL;
+  if (rc == KB_OK)
+    rc = hget(p, "meta", "deadline", &v, err);
+  p->deadline = parse_i64(v, 0);
+  kb_free(v);
+  if (rc == KB_OK)
+    rc = read_tasks(p, err);
+  return rc;
+}
+
+void kb_progress_release(struct kb_progress *p) {
+  if (p == NULL)
+    return;
+  kb_free(p->tasks);
+  kb_free(p->cands);
+  kb_free(p->slots);
+  p->tasks = NULL;
+  p->cands = NULL;
+  p->slots = NULL;
+}
+
+int kb_progress_ended(const struct kb_progress *p) {
+  return strcmp(p->st.state, "done") == 0 || strcmp(p->st.state, "cancelled") == 0;
+}
+
+/* ---- the candidate table: ids are hex SHA-256, so their first digits hash well ------------- */
+
+static unsigned id_hash(const char *id) {
+  unsigned h = 0;
+  for (int i = 0; i < 8 && id[i]; i++)
+    h = h * 16 + (unsigned)(id[i] <= '9' ? id[i] - '0' : (id[i] | 32) - 'a' + 10);
+  return h;
+}
+
+static int find_cand(const struct kb_progress *p, const char *id) {
+  if (p->n_slots == 0)
+    return -1;
+  for (unsigned s = id_hash(id) & (unsigned)(p->n_slots - 1);;
+       s = (s + 1) & (unsigned)(p->n_slots - 1)) {
+    int i = p->slots[s];
+    if (i < 0)
+      return -1;
+    if (strcmp(p->cands[i].id, id) == 0)
+      return i;
+  }
+}
+
+static void index_cand(struct kb_progress *p, int i) {
+  unsigned s = id_hash(p->cands[i].id) & (unsigned)(p->n_slots - 1);
+  while (p->slots[s] >= 0)
+    s = (s + 1) & (unsigned)(p->n_slots - 1);
+  p->slots[s] = i;
+}
+
+/* Room for one more candidate: grows the table and rebuilds the index at half load. */
+static int reserve_cand(struct kb_progress *p, struct kb_error *err) {
+  if (p->n_cands < p->cap_cands && p->n_cands * 2 < p->n_slots)
+    return KB_OK;
+  int cap = p->cap_cands ? p->cap_cands * 2 : 64;
+  struct kb_progress_cand *c = kb_reallocarray(p->cands, (size_t)cap, sizeof *c);
+  if (c == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  p->cands = c;
+  p->cap_cands = cap;
+  int *slots = kb_reallocarray(NULL, (size_t)cap * 2, sizeof *slots);
+  if (slots == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  kb_free(p->slots);
+  p->slots = slots;
+  p->n_slots = cap * 2;
+  for (int s = 0; s < p->n_slots; s++)
+    p->slots[s] = -1;
+  for (int i = 0; i < p->n_cands; i++)
+    index_cand(p, i);
+  return KB_OK;
+}
+
+static int task_index(const struct kb_progress *p, const char *task) {
+  for (int i = 0; i < p->n_tasks; i++)
+    if (strcmp(p->tasks[i].id, task) == 0)
+      return i;
+  return -1;
+}
+
+/* The candidate `id` of `task`, added (with its name from Redis) when new; -1 on failure. */
+static int cand_of(struct kb_progress *p, const char *id, int task, struct kb_error *err) {
+  int i = find_cand(p, id);
+  if (i >= 0)
+    return i;
+  if (reserve_cand(p, err))
+    return -1;
+  char suffix[KB_CAND_ID_LEN + 8], *name = NULL;
+  snprintf(suffix, sizeof suffix, "cand:%s", id);
+  if (hget(p, suffix, "name", &name, err))
+    return -1;
+  i = p->n_cands++;
+  struct kb_progress_cand *c = &p->cands[i];
+  memset(c, 0, sizeof *c);
+  snprintf(c->id, sizeof c->id, "%s", id);
+  snprintf(c->name, sizeof c->name, "%.12s", id);
+  if (name)
+    snprintf(c->name, sizeof c->name, "%s", name);
+  kb_free(name);
+  c->task = task;
+  index_cand(p, i);
+  struct kb_progress_task *t = &p->tasks[task];
+  if (t->baseline_cand < 0 && t->baseline[0] && strcmp(t->baseline, c->name) == 0)
+    t->baseline_cand = i;
+  return i;
+}
+
+/* Milliseconds part of a stream id "<ms>-<seq>". */
+static int64_t stream_ms(const char *id) {
+  char *end = NULL;
+  long long v = strtoll(id, &end, 10);
+  return end != id ? (int64_t)v : 0;
+}
+
+static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,
+                   struct kb_error *err) {
+  int task = task_index(p, r->task);
+  if (task < 0 || r->tier < 0 || r->tier >= KB_MAX_TIERS) {
+    p->bad_entries++;
+    return;
+  }
+  p->results++;
+  p->evaluated[r->tier]++;
+  p->tasks[task].results++;
+  p->ring[p->ring_head] = stream_ms(entry_id);
+  p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
+  if (p->ring_n < KB_PROGRESS_RING)
+    p->ring_n++;
+  if (r->status != KB_STATUS_OK)
+    return;
+  p->passed[r->tier]++;
+  if (r->timing.samples <= 0 || !(r->timing.median_us > 0))
+    return;
+  int c = cand_of(p, r->candidate, task, err);
+  if (c >= 0)
+    p->cands[c].median_us[r->tier] = r->timing.median_us;
+}
+
+/* Reads the results stream entries after `p->stream_pos`, in batches. */
+static int read_results(struct kb_progress *p, struct kb_error *err) {
+  char key[512], start[64];
+  if (kb_queue_key(&p->q, key, sizeof key, "results"))
+    return kb_error_set(err, KB_EINVAL, "key too long");
+  for (;;) {
+    if (strcmp(p->stream_pos, "-") == 0)
+      snprintf(start, sizeof start, "-");
+    else
+      snprintf(start, sizeof start, "(%s", p->stream_pos);
+    redisReply *rep = NULL;
+    int rc = kb_redis_commandf(p->q.redis, &rep, err, "XRANGE %s %s + COUNT %d", key, start,
+                               STREAM_BATCH);
+    if (rc)
+      return rc;
+    size_t n = rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0;
+    for (size_t i = 0; i < n; i++) {
+      redisReply *e = rep->element[i];
+      if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+          e->element[0]->type != REDIS_REPLY_STRING)
+        continue;
+      snprintf(p->stream_pos, sizeof p->stream_pos, "%s", e->element[0]->str);
+      redisReply *f = e->element[1];
+      const char *text = NULL;
+      for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2)
+        if (f->element[k]->type == REDIS_REPLY_STRING &&
+            strcmp(f->element[k]->str, "result") == 0 &&
+            f->element[k + 1]->type == REDIS_REPLY_STRING)
+          text = f->element[k + 1]->str;
+      struct kb_result r;
+      struct kb_error perr = {0};
+      if (text == NULL || kb_result_from_json(text, "results stream", &r, &perr)) {
+        p->bad_entries++;
+        continue;
+      }
+      record(p, e->element[0]->str, &r, err);
+      kb_result_release(&r);
+      if (err && err->code)
+        break;
+    }
+    freeReplyObject(rep);
+    if (err && err->code)
+      return err->code;
+    if (n < STREAM_BATCH)
+      return KB_OK;
+  }
+}
+
+/* Leases per tier: item ids are "<candidate>:<tier>"; there are as many as busy runners. */
+static int read_leases(struct kb_progress *p, struct kb_error *err) {
+  char key[512];
+  redisReply *rep = NULL;
+  memset(p->leased, 0, sizeof p->leased);
+  if (kb_queue_key(&p->q, key, sizeof key, "lease"))
+    return kb_error_set(err, KB_EINVAL, "key too long");
+  int rc = kb_redis_commandf(p->q.redis, &rep, err, "ZRANGE %s 0 -1", key);
+  for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+    const char *colon = rep->element[i]->str ? strrchr(rep->element[i]->str, ':') : NULL;
+    int64_t tier = colon ? parse_i64(colon + 1, -1) : -1;
+    if (tier >= 0 && tier < KB_MAX_TIERS)
+      p->leased[tier]++;
+  }
+  freeReplyObject(rep);
+  return rc;
+}
+
+static int read_clock_and_runners(struct kb_progress *p, struct kb_error *err) {
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(p->q.redis, &rep, err, "TIME");
+  if (rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2)
+    p->now_ms =
+        parse_i64(rep->element[0]->str, 0) * 1000 + parse_i64(rep->element[1]->str, 0) / 1000;
+  freeReplyObject(rep);
+  rep = NULL;
+  char key[512];
+  if (rc == KB_OK && kb_queue_key(&p->q, key, sizeof key, "runners"))
+    rc = kb_error_set(err, KB_EINVAL, "key too long");
+  if (rc == KB_OK)
+    rc = kb_redis_commandf(p->q.redis, &rep, err, "HGETALL %s", key);
+  p->runners_alive = p->runners_known = 0;
+  for (size_t i = 1; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i += 2) {
+    int64_t beat = parse_i64(rep->element[i]->str, 0);
+    p->runners_known++;
+    if (p->now_ms - beat <= p->lease_ms)
+      p->runners_alive++;
+  }
+  freeReplyObject(rep);
+  return rc;
+}
+
+/* Throughput over the last minute of results (or since the first, when younger), and the time
+ * the open items would take at that rate. */
+static void estimate(struct kb_progress *p) {
+  int64_t oldest = 0;
+  int recent = 0;
+  for (int i = 0; i < p->ring_n; i++) {
+    int64_t t = p->ring[i];
+    if (t >= p->now_ms - RATE_WINDOW_MS) {
+      recent++;
+      if (oldest == 0 || t < oldest)
+        oldest = t;
+    }
+  }
+  p->rate = 0;
+  p->eta_s = -1;
+  if (recent >= 2 && p->now_ms > oldest) {
+    double span = (double)(p->now_ms - oldest) / 1000.0;
+    p->rate = recent / (span < 1 ? 1 : span);
+  }
+  if (p->rate > 0)
+    p->eta_s = (double)p->st.open / p->rate;
+}
+
+/* Best speedup per task: each candidate's speedup at the highest tier where both it and the
+ * baseline are timed (baseline median / its median, same tier), the best of those. While a
+ * campaign runs, the best candidate is often timed at a lower tier than the baseline already is. */
+static void best_speedups(struct kb_progress *p) {
+  for (int t = 0; t < p->n_tasks; t++) {
+    struct kb_progress_task *task = &p->tasks[t];
+    task->best_speedup = 0;
+    task->best_tier = -1;
+    task->best_name[0] = '\0';
+  }
+  for (int i = 0; i < p->n_cands; i++) {
+    const struct kb_progress_cand *c = &p->cands[i];
+    struct kb_progress_task *task = &p->tasks[c->task];
+    if (task->baseline_cand < 0)
+      continue;
+    const struct kb_progress_cand *base = &p->cands[task->baseline_cand];
+    for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
+      if (base->median_us[k] <= 0 || c->median_us[k] <= 0)
+        continue;
+      double s = base->median_us[k] / c->median_us[k];
+      if (s > task->best_speedup) {
+        task->best_speedup = s;
+        task->best_tier = k;
+        snprintf(task->best_name, sizeof task->best_name, "%s", c->name);
+      }
+      break;
+    }
+  }
+}
+
+int kb_progress_update(struct kb_progress *p, struct kb_error *err) {
+  int rc = kb_queue_status(&p->q, &p->st, err);
+  if (rc == KB_OK)
+    rc = read_leases(p, err);
+  if (rc == KB_OK)
+    rc = read_clock_and_runners(p, err);
+  if (rc == KB_OK)
+    rc = read_results(p, err);
+  if (rc == KB_OK) {
+    estimate(p);
+    best_speedups(p);
+  }
+  return rc;
+}

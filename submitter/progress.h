@@ -1,0 +1,83 @@
+/* A campaign's live progress, read from Redis: the status script's snapshot (state, items,
+ * ledger, ready items per tier), the leases per tier, the runners' heartbeats, and what the
+ * results stream says so far (evaluations per tier, best speedup per task, throughput). Used by
+ * `kb-submit status` (one snapshot) and `kb-submit watch` (one snapshot per refresh: the results
+ * stream is read incrementally, from where the previous refresh stopped).
+ *
+ * Reads only; the keys are the ones kb/queue.h and kb/catalog.h document.
+ */
+#ifndef KB_SUBMITTER_PROGRESS_H
+#define KB_SUBMITTER_PROGRESS_H
+
+#include <stdint.h>
+
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+#include "kb/queue.h"
+
+struct kb_error;
+
+#define KB_PROGRESS_RING 512 /* result timestamps kept for the throughput estimate */
+
+struct kb_progress_task {
+  char id[KB_ID_MAX];        /* task id */
+  char baseline[KB_ID_MAX];  /* name of the baseline seed; "" when the task has none */
+  int baseline_cand;         /* index into the candidate table, -1 until seen */
+  int64_t results;           /* results recorded for this task */
+  double best_speedup;       /* baseline median / best median at the same tier; 0 = none */
+  int best_tier;             /* tier of best_speedup; -1 = none */
+  char best_name[KB_ID_MAX]; /* candidate name of best_speedup */
+};
+
+/* One candidate seen in the results stream (internal to progress.c, kept here for the size). */
+struct kb_progress_cand {
+  char id[KB_CAND_ID_LEN + 1];
+  char name[KB_ID_MAX];
+  int task;                       /* index into tasks */
+  double median_us[KB_MAX_TIERS]; /* of its latest ok timed result per tier; 0 = none */
+};
+
+struct kb_progress {
+  struct kb_queue q;               /* the campaign (attached by kb_progress_open) */
+  char cid[KB_ID_MAX];             /* campaign id */
+  struct kb_queue_status st;       /* status script snapshot */
+  int64_t now_ms;                  /* redis clock at the snapshot, unix milliseconds */
+  int64_t deadline;                /* unix seconds; 0 = none */
+  int64_t lease_ms;                /* a runner is alive while its heartbeat is this recent */
+  int64_t leased[KB_MAX_TIERS];    /* leases per tier */
+  int64_t evaluated[KB_MAX_TIERS]; /* results per tier */
+  int64_t passed[KB_MAX_TIERS];    /* results with status ok per tier */
+  int64_t results;                 /* results read from the stream so far */
+  int64_t bad_entries;             /* stream entries that were not valid results */
+  int runners_alive;               /* heartbeats within lease_ms */
+  int runners_known;               /* runners that ever sent a heartbeat */
+  double rate;                     /* results per second over the last minute (or less) */
+  double eta_s;                    /* open items / rate, seconds; -1 = unknown */
+  struct kb_progress_task *tasks;  /* owned */
+  int n_tasks;
+  /* Incremental reading state. */
+  char stream_pos[48];            /* id of the last results stream entry read */
+  struct kb_progress_cand *cands; /* owned, n_cands used of cap_cands */
+  int n_cands, cap_cands;
+  int *slots;                     /* owned open-addressing index into cands, -1 = free */
+  int n_slots;                    /* a power of two */
+  int64_t ring[KB_PROGRESS_RING]; /* stream entry times of recent results, milliseconds */
+  int ring_n;                     /* entries used (at most KB_PROGRESS_RING) */
+  int ring_head;                  /* next slot to write */
+};
+
+/* Attaches `p` (caller-owned; zeroed here) to campaign `cid` over `redis` (borrowed, must outlive
+ * `p`) and reads the task list. Errors: KB_ENOTFOUND (no such campaign), KB_ECONN, KB_EREDIS,
+ * KB_ENOMEM. Release with kb_progress_release, also on failure. */
+int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
+                     struct kb_error *err);
+/* Takes a new snapshot: the status script, leases, runners, and the results stream entries
+ * added since the last call. Errors: KB_ENOTFOUND (the campaign was removed), KB_ECONN,
+ * KB_EREDIS, KB_ENOMEM. */
+int kb_progress_update(struct kb_progress *p, struct kb_error *err);
+/* 1 when the campaign has ended (state done or cancelled). */
+int kb_progress_ended(const struct kb_progress *p);
+/* Frees what `p` owns; NULL is fine. */
+void kb_progress_release(struct kb_progress *p);
+
+#endif

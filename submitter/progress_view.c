@@ -1,0 +1,261 @@
+/* Showing a progress snapshot (see progress_view.h). */
+#include "progress_view.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "kb/error.h"
+
+#define BOLD "\033[1m"
+#define DIM "\033[2m"
+#define GREEN "\033[32m"
+#define YELLOW "\033[33m"
+#define CYAN "\033[36m"
+#define RESET "\033[0m"
+
+void kb_format_duration(double s, char *out, size_t size) {
+  if (s < 0) {
+    snprintf(out, size, "-");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(out, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60)
+    snprintf(out, size, "%ldm%02lds", t / 60, t % 60);
+  else
+    snprintf(out, size, "%lds", t);
+}
+
+static void utc_now(char *out, size_t size) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *c(const struct kb_view_opts *o, const char *seq) { return o->color ? seq : ""; }
+
+/* A bar of `width` cells, `frac` (0..1) of them full. */
+static int bar(struct kb_buf *b, const struct kb_view_opts *o, double frac, int width) {
+  if (frac < 0)
+    frac = 0;
+  if (frac > 1)
+    frac = 1;
+  int full = (int)(frac * width + 0.5);
+  int rc = kb_buf_addf(b, "[%s", c(o, GREEN));
+  for (int i = 0; rc == KB_OK && i < width; i++) {
+    if (i == full)
+      rc = kb_buf_adds(b, c(o, DIM));
+    if (rc == KB_OK)
+      rc = kb_buf_adds(b, i < full ? "#" : ".");
+  }
+  if (rc == KB_OK)
+    rc = kb_buf_addf(b, "%s]", c(o, RESET));
+  return rc;
+}
+
+static int64_t items_total(const struct kb_queue_status *st) {
+  return st->open + st->done + st->dead;
+}
+
+static int budget_line(struct kb_buf *b, const struct kb_view_opts *o, int bw, const char *label,
+                       int64_t total, int64_t held, int64_t spent, int64_t available) {
+  if (total <= 0)
+    return kb_buf_addf(b, "%-8s %sno budget%s\n", label, c(o, DIM), c(o, RESET));
+  int rc = kb_buf_addf(b, "%-8s ", label);
+  if (rc == KB_OK)
+    rc = bar(b, o, (double)(spent + held) / (double)total, bw);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(b, " %3d%%  spent %lld, held %lld, left %lld / %lld\n",
+                     (int)(100.0 * (double)spent / (double)total), (long long)spent,
+                     (long long)held, (long long)available, (long long)total);
+  return rc;
+}
+
+/* Cuts every line of `src` at `width` visible columns (escape sequences take none). */
+static int fit(const char *src, int width, int color, struct kb_buf *out) {
+  int col = 0, rc = KB_OK;
+  for (const char *s = src; *s && rc == KB_OK; s++) {
+    if (*s == '\n') {
+      if (color)
+        rc = kb_buf_adds(out, RESET);
+      if (rc == KB_OK)
+        rc = kb_buf_add(out, "\n", 1);
+      col = 0;
+    } else if (*s == '\033') {
+      const char *e = s;
+      while (*e && *e != 'm')
+        e++;
+      if (*e == '\0')
+        break;
+      rc = kb_buf_add(out, s, (size_t)(e - s + 1));
+      s = e;
+    } else {
+      if ((*s & 0xC0) != 0x80)
+        col++;
+      if (col <= width)
+        rc = kb_buf_add(out, s, 1);
+    }
+  }
+  return rc;
+}
+
+int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
+                       struct kb_buf *out) {
+  const struct kb_queue_status *st = &p->st;
+  int width = o->width < 40 ? 40 : o->width;
+  int bw = width - 72;
+  if (bw < 10)
+    bw = 10;
+  if (bw > 40)
+    bw = 40;
+  char now[32], eta[32], left[32];
+  utc_now(now, sizeof now);
+  kb_format_duration(p->eta_s, eta, sizeof eta);
+  struct kb_buf b;
+  kb_buf_init(&b);
+  int64_t total = items_total(st);
+  int rc = kb_buf_addf(
+      &b, "%scampaign %s%s: %s%s%s   %s   eta %s", c(o, BOLD), p->cid, c(o, RESET),
+      c(o, strcmp(st->state, "running") == 0 || strcmp(st->state, "done") == 0 ? GREEN : YELLOW),
+      st->state, c(o, RESET), now, eta);
+  if (rc == KB_OK && p->deadline > 0) {
+    kb_format_duration((double)p->deadline - (double)p->now_ms / 1000.0, left, sizeof left);
+    rc = kb_buf_addf(&b, "   deadline in %s", left);
+  }
+  if (rc == KB_OK)
+    rc = kb_buf_adds(&b, "\nitems    ");
+  if (rc == KB_OK)
+    rc = bar(&b, o, total > 0 ? (double)(st->done + st->dead) / (double)total : 0, bw);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&b, " %3d%%  %lld/%lld done, %lld open, %lld dead, %.2f/s\n",
+                     total > 0 ? (int)(100.0 * (double)(st->done + st->dead) / (double)total) : 0,
+                     (long long)st->done, (long long)total, (long long)st->open,
+                     (long long)st->dead, p->rate);
+  if (rc == KB_OK)
+    rc = budget_line(&b, o, bw, "gpu ms", st->gpu_total, st->gpu_held, st->gpu_spent,
+                     st->gpu_available);
+  if (rc == KB_OK)
+    rc = budget_line(&b, o, bw, "llm tok", st->llm_total, st->llm_held, st->llm_spent,
+                     st->llm_available);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&b, "runners  %d alive, %d known\n", p->runners_alive, p->runners_known);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready", "leased",
+                     "done", "ok", c(o, RESET));
+  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+    rc = kb_buf_addf(&b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
+                     (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
+                     (long long)p->evaluated[t], (long long)p->passed[t]);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(&b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
+                     c(o, RESET));
+  /* Lines so far: title, items, 2 budgets, runners, tier header, tiers, task header. */
+  int used = 6 + p->q.n_tiers + 1;
+  int rows = p->n_tasks;
+  if (o->height > 0 && used + rows > o->height) {
+    rows = o->height - used - 1;
+    if (rows < 0)
+      rows = 0;
+  }
+  for (int i = 0; rc == KB_OK && i < rows; i++) {
+    const struct kb_progress_task *t = &p->tasks[i];
+    rc = kb_buf_addf(&b, "%-20.20s %8lld  ", t->id, (long long)t->results);
+    if (rc == KB_OK && t->best_tier >= 0)
+      rc = kb_buf_addf(&b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
+                       t->best_name, p->q.tiers[t->best_tier].name);
+    else if (rc == KB_OK)
+      rc = kb_buf_addf(&b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
+  }
+  if (rc == KB_OK && rows < p->n_tasks)
+    rc = kb_buf_addf(&b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
+                     p->n_tasks - rows, c(o, RESET));
+  if (rc == KB_OK)
+    rc = fit(b.data, width, o->color, out);
+  kb_buf_release(&b);
+  return rc;
+}
+
+void kb_progress_line(const struct kb_progress *p, FILE *f) {
+  const struct kb_queue_status *st = &p->st;
+  char now[32], eta[32];
+  utc_now(now, sizeof now);
+  kb_format_duration(p->eta_s, eta, sizeof eta);
+  int64_t total = items_total(st);
+  fprintf(f, "%s %s %s items %lld/%lld", now, p->cid, st->state, (long long)(st->done + st->dead),
+          (long long)total);
+  fprintf(f, " ready");
+  for (int t = 0; t < st->n_tiers; t++)
+    fprintf(f, "%s%lld", t ? "/" : " ", (long long)st->ready[t]);
+  fprintf(f, " leased");
+  for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+    fprintf(f, "%s%lld", t ? "/" : " ", (long long)p->leased[t]);
+  fprintf(f, " done");
+  for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+    fprintf(f, "%s%lld", t ? "/" : " ", (long long)p->evaluated[t]);
+  fprintf(f, " gpu_ms %lld/%lld held %lld", (long long)st->gpu_spent, (long long)st->gpu_total,
+          (long long)st->gpu_held);
+  if (st->llm_total > 0)
+    fprintf(f, " llm_tokens %lld/%lld held %lld", (long long)st->llm_spent,
+            (long long)st->llm_total, (long long)st->llm_held);
+  fprintf(f, " runners %d", p->runners_alive);
+  int shown = 0, more = 0;
+  for (int i = 0; i < p->n_tasks; i++) {
+    if (p->tasks[i].best_tier < 0)
+      continue;
+    if (shown < KB_LINE_TASKS)
+      fprintf(f, " %s=%.2fx", p->tasks[i].id, p->tasks[i].best_speedup);
+    else
+      more++;
+    shown++;
+  }
+  if (more > 0)
+    fprintf(f, " +%d", more);
+  fprintf(f, " eta %s\n", eta);
+}
+
+static json_t *currency(int64_t total, int64_t available, int64_t held, int64_t spent) {
+  return json_pack("{s:I, s:I, s:I, s:I}", "total", (json_int_t)total, "available",
+                   (json_int_t)available, "held", (json_int_t)held, "spent", (json_int_t)spent);
+}
+
+json_t *kb_progress_json(const struct kb_progress *p) {
+  const struct kb_queue_status *st = &p->st;
+  json_t *ready = json_array(), *tiers = json_array(), *tasks = json_array();
+  for (int t = 0; t < st->n_tiers; t++)
+    json_array_append_new(ready, json_integer(st->ready[t]));
+  for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+    json_array_append_new(
+        tiers, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I}", "tier", t, "name", p->q.tiers[t].name,
+                         "ready", (json_int_t)(t < st->n_tiers ? st->ready[t] : 0), "leased",
+                         (json_int_t)p->leased[t], "done", (json_int_t)p->evaluated[t], "ok",
+                         (json_int_t)p->passed[t]));
+  for (int i = 0; i < p->n_tasks; i++) {
+    const struct kb_progress_task *t = &p->tasks[i];
+    json_t *o = json_pack("{s:s, s:I}", "task", t->id, "results", (json_int_t)t->results);
+    if (o && t->best_tier >= 0) {
+      json_object_set_new(o, "best_speedup", json_real(t->best_speedup));
+      json_object_set_new(o, "best_candidate", json_string(t->best_name));
+      json_object_set_new(o, "best_tier", json_string(p->q.tiers[t->best_tier].name));
+    } else if (o) {
+      json_object_set_new(o, "best_speedup", json_null());
+    }
+    json_array_append_new(tasks, o);
+  }
+  json_t *o = json_pack(
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:i, s:i}, s:o, s:f, s:I}",
+      "campaign", p->cid, "state", st->state, "time_ms", (json_int_t)p->now_ms, "open",
+      (json_int_t)st->open, "done", (json_int_t)st->done, "dead", (json_int_t)st->dead, "leased",
+      (json_int_t)st->leased, "ready", ready, "tiers", tiers, "gpu_ms",
+      currency(st->gpu_total, st->gpu_available, st->gpu_held, st->gpu_spent), "llm_tokens",
+      currency(st->llm_total, st->llm_available, st->llm_held, st->llm_spent), "runners", "alive",
+      p->runners_alive, "known", p->runners_known, "tasks", tasks, "rate_per_s", p->rate, "results",
+      (json_int_t)p->results);
+  if (o) {
+    json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
+    json_object_set_new(o, "deadline", p->deadline > 0 ? json_integer(p->deadline) : json_null());
+    json_object_set_new(o, "ended", json_boolean(kb_progress_ended(p)));
+  }
+  return o;
+}

@@ -1,0 +1,315 @@
+/* Loading a campaign's result files (see report_data.h). */
+#include "report_data.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+
+void kb_report_release(struct kb_report *r) {
+  if (r == NULL)
+    return;
+  for (int i = 0; r->tasks && i < r->n_tasks; i++) {
+    struct kb_rep_task *t = &r->tasks[i];
+    for (int c = 0; t->cands && c < t->n_cands; c++) {
+      for (int e = 0; e < t->cands[c].n_evals; e++)
+        kb_free(t->cands[c].evals[e].compile_log);
+      kb_free(t->cands[c].evals);
+      kb_free(t->cands[c].source);
+    }
+    kb_free(t->cands);
+    kb_free(t->order);
+    kb_free(t->by_id);
+    kb_free(t->child_off);
+    kb_free(t->child_idx);
+    kb_free(t->file);
+    kb_free(t->spec_json);
+    kb_free(t->reference);
+  }
+  kb_free(r->tasks);
+  kb_free(r->dir);
+  memset(r, 0, sizeof *r);
+}
+
+static int cmp_rep_id(const void *a, const void *b) {
+  return strcmp(((const struct kb_rep_id *)a)->id, ((const struct kb_rep_id *)b)->id);
+}
+
+int kb__rep_index(struct kb_rep_task *t) {
+  t->by_id = kb_calloc((size_t)t->n_cands + 1, sizeof *t->by_id);
+  if (t->by_id == NULL)
+    return KB_ENOMEM;
+  for (int c = 0; c < t->n_cands; c++)
+    t->by_id[c] = (struct kb_rep_id){t->cands[c].id, c};
+  qsort(t->by_id, (size_t)t->n_cands, sizeof *t->by_id, cmp_rep_id);
+  return KB_OK;
+}
+
+int kb_rep_find(const struct kb_rep_task *t, const char *id) {
+  if (t->by_id == NULL || id[0] == '\0')
+    return -1;
+  struct kb_rep_id key = {id, -1};
+  const struct kb_rep_id *hit =
+      bsearch(&key, t->by_id, (size_t)t->n_cands, sizeof *t->by_id, cmp_rep_id);
+  return hit ? hit->index : -1;
+}
+
+/* Children lists from the parent columns (parents in other tasks are not followed). */
+static int children(struct kb_rep_task *t) {
+  t->child_off = kb_calloc((size_t)t->n_cands + 2, sizeof *t->child_off);
+  t->child_idx = kb_calloc((size_t)t->n_cands * 2 + 1, sizeof *t->child_idx);
+  if (t->child_off == NULL || t->child_idx == NULL)
+    return KB_ENOMEM;
+  /* Count into child_off[p + 2], prefix-sum into starts at child_off[p + 1], fill by bumping
+   * those, which leaves child_off[p] .. child_off[p + 1] as p's range. */
+  for (int c = 0; c < t->n_cands; c++) {
+    int p0 = kb_rep_find(t, t->cands[c].parent0), p1 = kb_rep_find(t, t->cands[c].parent1);
+    if (p0 >= 0)
+      t->child_off[p0 + 2]++;
+    if (p1 >= 0 && p1 != p0)
+      t->child_off[p1 + 2]++;
+  }
+  for (int i = 2; i <= t->n_cands + 1; i++)
+    t->child_off[i] += t->child_off[i - 1];
+  for (int c = 0; c < t->n_cands; c++) {
+    int p0 = kb_rep_find(t, t->cands[c].parent0), p1 = kb_rep_find(t, t->cands[c].parent1);
+    if (p0 >= 0)
+      t->child_idx[t->child_off[p0 + 1]++] = c;
+    if (p1 >= 0 && p1 != p0)
+      t->child_idx[t->child_off[p1 + 1]++] = c;
+  }
+  return KB_OK;
+}
+
+int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c) {
+  return r->top <= 0 || c->rank <= r->top;
+}
+
+const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c) {
+  const struct kb_rep_eval *best = NULL;
+  for (int i = 0; i < c->n_evals; i++) {
+    const struct kb_rep_eval *e = &c->evals[i];
+    if (best == NULL || e->tier > best->tier ||
+        (e->tier == best->tier && e->attempt > best->attempt))
+      best = e;
+  }
+  return best;
+}
+
+/* The latest ok timed evaluation of `c` at `tier`, or NULL. */
+static const struct kb_rep_eval *timed_at(const struct kb_rep_cand *c, int tier) {
+  const struct kb_rep_eval *best = NULL;
+  for (int i = 0; i < c->n_evals; i++) {
+    const struct kb_rep_eval *e = &c->evals[i];
+    if (e->tier == tier && strcmp(e->status, "ok") == 0 && e->samples > 0 &&
+        (best == NULL || e->attempt > best->attempt))
+      best = e;
+  }
+  return best;
+}
+
+static void spec_fields(struct kb_rep_task *t) {
+  json_t *spec = t->spec_json ? json_loads(t->spec_json, 0, NULL) : NULL;
+  const char *s;
+  if ((s = json_string_value(json_object_get(spec, "name"))))
+    snprintf(t->name, sizeof t->name, "%s", s);
+  if ((s = json_string_value(json_object_get(spec, "category"))))
+    snprintf(t->category, sizeof t->category, "%s", s);
+  if ((s = json_string_value(json_object_get(spec, "baseline"))))
+    snprintf(t->baseline, sizeof t->baseline, "%s", s);
+  json_decref(spec);
+}
+
+/* Rank order, as the scheduler's summary ranks: higher timed tier first, then lower median;
+ * candidates never timed last, in file order. */
+static int before(const struct kb_rep_cand *a, const struct kb_rep_cand *b) {
+  if (a->timed_tier != b->timed_tier)
+    return a->timed_tier > b->timed_tier;
+  if (a->timed_tier >= 0)
+    return a->median_us < b->median_us;
+  return 0;
+}
+
+static int derive(struct kb_rep_task *t) {
+  spec_fields(t);
+  for (int i = 0; i < t->n_cands; i++)
+    if (t->baseline[0] && strcmp(t->cands[i].generator, "seed") == 0 &&
+        strcmp(t->cands[i].name, t->baseline) == 0)
+      t->baseline_cand = i;
+  const struct kb_rep_cand *base = t->baseline_cand >= 0 ? &t->cands[t->baseline_cand] : NULL;
+  for (int i = 0; i < t->n_cands; i++) {
+    struct kb_rep_cand *c = &t->cands[i];
+    for (int k = KB_MAX_TIERS - 1; k >= 0 && c->timed_tier < 0; k--) {
+      const struct kb_rep_eval *e = timed_at(c, k);
+      if (e == NULL)
+        continue;
+      c->timed_tier = k;
+      c->median_us = e->median_us;
+      const struct kb_rep_eval *b = base ? timed_at(base, k) : NULL;
+      if (b && e->median_us > 0)
+        c->speedup = b->median_us / e->median_us;
+    }
+  }
+  t->order = kb_calloc((size_t)t->n_cands + 1, sizeof *t->order);
+  if (t->order == NULL)
+    return KB_ENOMEM;
+  for (int i = 0; i < t->n_cands; i++) { /* insertion sort: stable, populations are small */
+    int j = i - 1;
+    for (; j >= 0 && before(&t->cands[i], &t->cands[t->order[j]]); j--)
+      t->order[j + 1] = t->order[j];
+    t->order[j + 1] = i;
+  }
+  for (int i = 0; i < t->n_cands; i++)
+    t->cands[t->order[i]].rank = i + 1;
+  return children(t);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The task files: those summary.json names (in its order), else every *.h5 in `dir`, sorted.
+ * `*paths` (new, each string new) holds `*n`. */
+static int list_files(const char *dir, json_t *summary, char ***paths, int *n,
+                      struct kb_error *err) {
+  size_t cap = 16, count = 0;
+  char **v = kb_calloc(cap, sizeof *v);
+  if (v == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  json_t *tasks = json_object_get(summary, "tasks"), *t;
+  size_t i;
+  char path[4096];
+  int rc = KB_OK;
+  json_array_foreach(tasks, i, t) {
+    const char *id = json_string_value(json_object_get(t, "task"));
+    if (id == NULL)
+      continue;
+    /* The folder may have moved since: look next to summary.json. */
+    snprintf(path, sizeof path, "%s/%s.h5", dir, id);
+    if (count + 1 >= cap) {
+      char **w = kb_reallocarray(v, cap * 2, sizeof *v);
+      if (w == NULL) {
+        rc = KB_ENOMEM;
+        break;
+      }
+      v = w;
+      cap *= 2;
+    }
+    if ((v[count] = kb_strdup(path)) == NULL) {
+      rc = KB_ENOMEM;
+      break;
+    }
+    count++;
+  }
+  if (rc == KB_OK && count == 0) {
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+      kb_free(v);
+      return kb_error_set(err, KB_ENOTFOUND, "%s: cannot open the results folder", dir);
+    }
+    struct dirent *e;
+    while (rc == KB_OK && (e = readdir(d)) != NULL) {
+      size_t len = strlen(e->d_name);
+      if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0)
+        continue;
+      if (count + 1 >= cap) {
+        char **w = kb_reallocarray(v, cap * 2, sizeof *v);
+        if (w == NULL) {
+          rc = KB_ENOMEM;
+          break;
+        }
+        v = w;
+        cap *= 2;
+      }
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      if ((v[count] = kb_strdup(path)) == NULL)
+        rc = KB_ENOMEM;
+      else
+        count++;
+    }
+    closedir(d);
+    qsort(v, count, sizeof *v, cmp_str);
+  }
+  *paths = v;
+  *n = (int)count;
+  if (rc)
+    return kb_error_set(err, rc, "out of memory");
+  if (count == 0)
+    return kb_error_set(err, KB_ENOTFOUND, "%s: no result files (*.h5) in the folder", dir);
+  return KB_OK;
+}
+
+static void summary_fields(struct kb_report *r, json_t *s) {
+  const char *v;
+  snprintf(r->state, sizeof r->state, "unknown");
+  if (s == NULL)
+    snprintf(r->reason, sizeof r->reason,
+             "no summary.json: the campaign has not ended, or its scheduler did not end it");
+  if ((v = json_string_value(json_object_get(s, "campaign"))))
+    snprintf(r->campaign, sizeof r->campaign, "%s", v);
+  if ((v = json_string_value(json_object_get(s, "state"))))
+    snprintf(r->state, sizeof r->state, "%s", v);
+  if ((v = json_string_value(json_object_get(s, "reason"))))
+    snprintf(r->reason, sizeof r->reason, "%s", v);
+  json_t *gpu = json_object_get(s, "gpu_ms");
+  r->gpu_total_ms = json_is_integer(json_object_get(gpu, "total"))
+                        ? json_integer_value(json_object_get(gpu, "total"))
+                        : -1;
+  r->gpu_spent_ms = json_is_integer(json_object_get(gpu, "spent"))
+                        ? json_integer_value(json_object_get(gpu, "spent"))
+                        : -1;
+  r->finished = json_number_value(json_object_get(s, "finished"));
+}
+
+int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
+  memset(r, 0, sizeof *r);
+  char path[4096];
+  json_t *summary = NULL;
+  char **files = NULL;
+  int n = 0, rc = KB_OK;
+  r->dir = kb_strdup(dir);
+  if (r->dir == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    json_error_t jerr;
+    summary = json_loadf(f, 0, &jerr);
+    fclose(f);
+    if (summary == NULL) {
+      kb_report_release(r);
+      return kb_error_set(err, KB_EPARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+    }
+  }
+  summary_fields(r, summary);
+  rc = list_files(dir, summary, &files, &n, err);
+  if (rc == KB_OK) {
+    r->tasks = kb_calloc((size_t)n, sizeof *r->tasks);
+    if (r->tasks == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  int64_t spent = 0;
+  for (int i = 0; rc == KB_OK && i < n; i++) {
+    struct kb_rep_task *t = &r->tasks[r->n_tasks++];
+    rc = kb__report_read_h5(files[i], t, r, err);
+    if (rc == KB_OK && derive(t))
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    for (int c = 0; rc == KB_OK && c < t->n_cands; c++)
+      for (int e = 0; e < t->cands[c].n_evals; e++)
+        spent += t->cands[c].evals[e].cost_ms;
+  }
+  if (r->gpu_spent_ms < 0)
+    r->gpu_spent_ms = spent;
+  for (int i = 0; files && i < n; i++)
+    kb_free(files[i]);
+  kb_free(files);
+  json_decref(summary);
+  if (rc)
+    kb_report_release(r);
+  return rc;
+}

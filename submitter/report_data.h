@@ -1,0 +1,125 @@
+/* A finished (or running) campaign as its result files tell it, for `kb-submit report` and
+ * `kb-submit export`: every task's HDF5 file (results/<cid>/<task>.h5, layout
+ * schemas/hdf5-layout.md) and, when present, summary.json. Nothing here talks to Redis.
+ */
+#ifndef KB_SUBMITTER_REPORT_DATA_H
+#define KB_SUBMITTER_REPORT_DATA_H
+
+#include <stdint.h>
+
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+
+struct kb_error;
+
+struct kb_rep_eval {
+  int tier; /* index into the campaign's ladder */
+  char tier_name[KB_ID_MAX];
+  int attempt;      /* 1 for the first try */
+  char status[16];  /* "ok", "compile_error", ... */
+  char reason[256]; /* why, for any status but ok */
+  char runner[KB_ID_MAX];
+  char device[KB_ID_MAX];
+  double started;     /* unix seconds; NaN unknown */
+  double finished;    /* unix seconds; NaN unknown */
+  double compile_s;   /* seconds */
+  int compile_cached; /* 1 when the library came from the cache */
+  int registers;      /* per thread; -1 unknown */
+  int spills;         /* bytes; -1 unknown */
+  int shared_bytes;   /* bytes; -1 unknown */
+  int sets_checked;
+  double max_abs_err;                     /* NaN when not checked */
+  double max_rel_err;                     /* NaN when not checked */
+  int samples;                            /* timed calls; 0 = not timed */
+  double median_us;                       /* microseconds; NaN when not timed */
+  double p10_us, p90_us, mean_us, min_us; /* microseconds */
+  double noise;                           /* relative */
+  int64_t cost_ms;                        /* settled GPU (host: CPU) milliseconds */
+  char *compile_log;                      /* owned; NULL when none */
+};
+
+struct kb_rep_cand {
+  char id[KB_CAND_ID_LEN + 1];
+  char name[KB_ID_MAX];
+  char generator[16];
+  char parent0[KB_CAND_ID_LEN + 1]; /* "" when none */
+  char parent1[KB_CAND_ID_LEN + 1]; /* "" when none */
+  char knobs[256];
+  char flags[256];
+  double created;            /* unix seconds */
+  int best_tier;             /* highest evaluated tier; -1 when not evaluated */
+  char status[16];           /* status at best_tier; "" when not evaluated */
+  char *source;              /* owned */
+  struct kb_rep_eval *evals; /* owned, n_evals */
+  int n_evals;
+  /* Derived by kb_report_load. */
+  int timed_tier;   /* highest tier with an ok timed evaluation; -1 none */
+  double median_us; /* at timed_tier; NaN none */
+  double speedup;   /* baseline median / median_us at timed_tier; NaN none */
+  int rank;         /* 1 = best in its task */
+};
+
+/* A candidate's id and index, sorted by id (kb_rep_find). */
+struct kb_rep_id {
+  const char *id; /* borrowed from the candidate */
+  int index;      /* into the task's cands */
+};
+
+struct kb_rep_task {
+  char id[KB_ID_MAX];
+  char name[128];            /* task.json "name" */
+  char category[64];         /* task.json "category" */
+  char baseline[KB_ID_MAX];  /* baseline seed name; "" none */
+  int baseline_cand;         /* index into cands; -1 none */
+  char *file;                /* owned: the HDF5 file read */
+  char *spec_json;           /* owned: task.json text */
+  char *reference;           /* owned: reference source */
+  struct kb_rep_cand *cands; /* owned, n_cands, in file order */
+  int n_cands;
+  int *order;              /* owned: indices into cands by rank */
+  struct kb_rep_id *by_id; /* owned: n_cands entries sorted by id */
+  int *child_off;          /* owned: children of cands[i] are child_idx[child_off[i] ..
+                              child_off[i + 1]) */
+  int *child_idx;          /* owned: indices into cands */
+  int64_t n_evals;
+};
+
+struct kb_report {
+  char campaign[KB_ID_MAX];
+  char state[16];       /* from summary.json; "unknown" without one */
+  char reason[256];     /* why it ended, from summary.json */
+  int64_t gpu_total_ms; /* budget; -1 unknown */
+  int64_t gpu_spent_ms; /* from the ledger (summary) or the evaluations' costs */
+  double finished;      /* unix seconds, from summary.json; 0 unknown */
+  char tier_names[KB_MAX_TIERS][KB_ID_MAX]; /* names seen in the evaluations */
+  int n_tiers;                              /* highest tier seen + 1 */
+  struct kb_rep_task *tasks;                /* owned */
+  int n_tasks;
+  char *dir; /* owned: the results folder read */
+  int top;   /* html, md: candidates shown per task (by rank); 0 = all */
+};
+
+/* Reads the campaign in folder `dir` (borrowed): summary.json when present (its task order and
+ * ledger), and every <task>.h5 (the ones summary.json names, else all *.h5 in `dir`, sorted).
+ * Files a writer still has open are read as SWMR readers, up to their last commit.
+ * Errors: KB_ENOTFOUND (no result files in `dir`), KB_EHDF5 or KB_EPARSE naming the file,
+ * KB_EIO, KB_ENOMEM. `r` (caller-owned) is released on failure. */
+int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err);
+/* Frees what `r` owns; NULL is fine. */
+void kb_report_release(struct kb_report *r);
+
+/* Index of candidate `id` in `t->cands`, or -1. O(log n). */
+int kb_rep_find(const struct kb_rep_task *t, const char *id);
+/* 1 when the html and md reports show candidate `c` (its rank is within r->top). */
+int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
+/* The evaluation of `c` at its best tier (latest attempt), or NULL when it has none. */
+const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c);
+
+/* Builds t->by_id from t->cands. Returns KB_OK or KB_ENOMEM. Internal. */
+int kb__rep_index(struct kb_rep_task *t);
+/* Reads one task file into `t` (caller-owned, zeroed; released by kb_report_release).
+ * Internal to report_h5.c and report_data.c. */
+int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
+                       struct kb_error *err);
+
+#endif

@@ -1,0 +1,419 @@
+/* Reading one task's HDF5 file (schemas/hdf5-layout.md) for the report: a reader of the
+ * documented layout, independent of the writer in common/src/store.c. Opens as a SWMR reader
+ * (works on closed files too, and on files the scheduler still writes) and reads only rows below
+ * the root "commit" attribute, which are the durable ones. */
+#include <hdf5.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+#include "report_data.h"
+
+#define FORMAT_PREFIX "kernelbrain.h5/" /* format 1 is what this reader knows */
+
+/* Rows as this reader wants them in memory; HDF5 converts from the file's packed types by
+ * member name. */
+struct cand_mem {
+  char id[KB_CAND_ID_LEN + 1];
+  char name[KB_ID_MAX];
+  char generator[16];
+  char parent0[KB_CAND_ID_LEN + 1];
+  char parent1[KB_CAND_ID_LEN + 1];
+  char knobs[256];
+  char flags[256];
+  double created;
+  int best_tier;
+  char status[16];
+  int64_t source_offset;
+  int64_t source_len;
+};
+
+struct eval_mem {
+  char candidate[KB_CAND_ID_LEN + 1];
+  int tier;
+  char tier_name[KB_ID_MAX];
+  int attempt;
+  char status[16];
+  char reason[256];
+  char runner[KB_ID_MAX];
+  char device[KB_ID_MAX];
+  double started, finished, compile_s;
+  int compile_cached, registers, spills, shared_bytes, sets_checked;
+  double max_abs_err, max_rel_err;
+  int samples;
+  double median_us, p10_us, p90_us, mean_us, min_us, noise;
+  int64_t cost_ms;
+  int64_t compile_log_offset, compile_log_len;
+};
+
+struct commit_mem {
+  int64_t candidates, evaluations, source_bytes, compile_log_bytes;
+};
+
+enum kind { STR, I32, I64, F64 };
+struct member {
+  const char *name;
+  size_t offset;
+  size_t size;
+  enum kind kind;
+};
+#define M(st, m, k)                                                                                \
+  { #m, offsetof(struct st, m), sizeof(((struct st *)0)->m), k }
+
+static const struct member cand_members[] = {
+    M(cand_mem, id, STR),      M(cand_mem, name, STR),          M(cand_mem, generator, STR),
+    M(cand_mem, parent0, STR), M(cand_mem, parent1, STR),       M(cand_mem, knobs, STR),
+    M(cand_mem, flags, STR),   M(cand_mem, created, F64),       M(cand_mem, best_tier, I32),
+    M(cand_mem, status, STR),  M(cand_mem, source_offset, I64), M(cand_mem, source_len, I64),
+};
+
+static const struct member eval_members[] = {
+    M(eval_mem, candidate, STR),
+    M(eval_mem, tier, I32),
+    M(eval_mem, tier_name, STR),
+    M(eval_mem, attempt, I32),
+    M(eval_mem, status, STR),
+    M(eval_mem, reason, STR),
+    M(eval_mem, runner, STR),
+    M(eval_mem, device, STR),
+    M(eval_mem, started, F64),
+    M(eval_mem, finished, F64),
+    M(eval_mem, compile_s, F64),
+    M(eval_mem, compile_cached, I32),
+    M(eval_mem, registers, I32),
+    M(eval_mem, spills, I32),
+    M(eval_mem, shared_bytes, I32),
+    M(eval_mem, sets_checked, I32),
+    M(eval_mem, max_abs_err, F64),
+    M(eval_mem, max_rel_err, F64),
+    M(eval_mem, samples, I32),
+    M(eval_mem, median_us, F64),
+    M(eval_mem, p10_us, F64),
+    M(eval_mem, p90_us, F64),
+    M(eval_mem, mean_us, F64),
+    M(eval_mem, min_us, F64),
+    M(eval_mem, noise, F64),
+    M(eval_mem, cost_ms, I64),
+    M(eval_mem, compile_log_offset, I64),
+    M(eval_mem, compile_log_len, I64),
+};
+
+static const struct member commit_members[] = {
+    M(commit_mem, candidates, I64),
+    M(commit_mem, evaluations, I64),
+    M(commit_mem, source_bytes, I64),
+    M(commit_mem, compile_log_bytes, I64),
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A memory compound type for `m` (new), or -1. Strings are fixed-length UTF-8, as written. */
+static hid_t mem_type(const struct member *m, size_t n, size_t size) {
+  hid_t t = H5Tcreate(H5T_COMPOUND, size);
+  for (size_t i = 0; t >= 0 && i < n; i++) {
+    hid_t mt = -1;
+    int own = 0;
+    switch (m[i].kind) {
+    case STR:
+      mt = H5Tcopy(H5T_C_S1);
+      own = 1;
+      if (mt >= 0 && (H5Tset_size(mt, m[i].size) < 0 || H5Tset_strpad(mt, H5T_STR_NULLTERM) < 0 ||
+                      H5Tset_cset(mt, H5T_CSET_UTF8) < 0)) {
+        H5Tclose(mt);
+        mt = -1;
+      }
+      break;
+    case I32:
+      mt = H5T_NATIVE_INT;
+      break;
+    case I64:
+      mt = H5T_NATIVE_INT64;
+      break;
+    case F64:
+      mt = H5T_NATIVE_DOUBLE;
+      break;
+    }
+    herr_t rc = mt < 0 ? -1 : H5Tinsert(t, m[i].name, m[i].offset, mt);
+    if (own && mt >= 0)
+      H5Tclose(mt);
+    if (rc < 0) {
+      H5Tclose(t);
+      t = -1;
+    }
+  }
+  return t;
+}
+
+/* Rows [0, n) of the 1-D dataset `name` into `buf` (`n` elements of `mt`). */
+static herr_t read_rows(hid_t file, const char *name, hid_t mt, void *buf, int64_t n) {
+  if (n <= 0)
+    return 0;
+  hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+  if (ds < 0)
+    return -1;
+  hsize_t start[1] = {0}, count[1] = {(hsize_t)n};
+  hid_t fsp = H5Dget_space(ds), msp = H5Screate_simple(1, count, NULL);
+  herr_t rc = -1;
+  if (fsp >= 0 && msp >= 0 &&
+      H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) >= 0)
+    rc = H5Dread(ds, mt, msp, fsp, H5P_DEFAULT, buf);
+  if (msp >= 0)
+    H5Sclose(msp);
+  if (fsp >= 0)
+    H5Sclose(fsp);
+  H5Dclose(ds);
+  return rc;
+}
+
+/* Current extent of 1-D dataset `name`, or -1. */
+static int64_t extent(hid_t file, const char *name) {
+  hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
+  if (ds < 0)
+    return -1;
+  hid_t sp = H5Dget_space(ds);
+  hsize_t dims[1] = {0};
+  int nd = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+  if (sp >= 0)
+    H5Sclose(sp);
+  H5Dclose(ds);
+  return nd == 1 ? (int64_t)dims[0] : -1;
+}
+
+/* The whole u8 dataset `name` as a NUL-terminated text (new), or NULL. `limit` >= 0 caps it. */
+static char *read_text(hid_t file, const char *name, int64_t limit) {
+  int64_t n = extent(file, name);
+  if (n < 0)
+    return NULL;
+  if (limit >= 0 && n > limit)
+    n = limit;
+  char *s = kb_malloc((size_t)n + 1);
+  if (s == NULL)
+    return NULL;
+  if (read_rows(file, name, H5T_NATIVE_UINT8, s, n) < 0) {
+    kb_free(s);
+    return NULL;
+  }
+  s[n] = '\0';
+  return s;
+}
+
+/* Bytes [off, off+len) of a heap held in memory as `heap` of `size` bytes (new), or NULL. */
+static char *slice(const char *heap, int64_t size, int64_t off, int64_t len) {
+  if (heap == NULL || off < 0 || len < 0 || off > size || len > size - off)
+    return kb_strdup("");
+  return kb_strndup(heap + off, (size_t)len);
+}
+
+static int read_string_attr(hid_t loc, const char *name, char *out, size_t cap) {
+  out[0] = '\0';
+  hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+  if (a < 0)
+    return -1;
+  hid_t ft = H5Aget_type(a);
+  int rc = -1;
+  if (ft >= 0 && H5Tget_class(ft) == H5T_STRING && H5Tis_variable_str(ft) == 0) {
+    size_t size = H5Tget_size(ft);
+    hid_t mt = H5Tcopy(H5T_C_S1);
+    char *buf = kb_calloc(size + 1, 1);
+    if (buf && mt >= 0 && H5Tset_size(mt, size) >= 0 && H5Tset_cset(mt, H5T_CSET_UTF8) >= 0 &&
+        H5Aread(a, mt, buf) >= 0) {
+      snprintf(out, cap, "%s", buf);
+      rc = 0;
+    }
+    kb_free(buf);
+    if (mt >= 0)
+      H5Tclose(mt);
+  }
+  if (ft >= 0)
+    H5Tclose(ft);
+  H5Aclose(a);
+  return rc;
+}
+
+static hid_t open_file(const char *path) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  hid_t f = -1;
+  if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0)
+    f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+  if (f < 0)
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fapl >= 0)
+    H5Pclose(fapl);
+  return f;
+}
+
+static void copy_eval(struct kb_rep_eval *e, const struct eval_mem *m, const char *logs,
+                      int64_t log_bytes) {
+  memset(e, 0, sizeof *e);
+  e->tier = m->tier;
+  snprintf(e->tier_name, sizeof e->tier_name, "%s", m->tier_name);
+  e->attempt = m->attempt;
+  snprintf(e->status, sizeof e->status, "%s", m->status);
+  snprintf(e->reason, sizeof e->reason, "%s", m->reason);
+  snprintf(e->runner, sizeof e->runner, "%s", m->runner);
+  snprintf(e->device, sizeof e->device, "%s", m->device);
+  e->started = m->started;
+  e->finished = m->finished;
+  e->compile_s = m->compile_s;
+  e->compile_cached = m->compile_cached;
+  e->registers = m->registers;
+  e->spills = m->spills;
+  e->shared_bytes = m->shared_bytes;
+  e->sets_checked = m->sets_checked;
+  e->max_abs_err = m->max_abs_err;
+  e->max_rel_err = m->max_rel_err;
+  e->samples = m->samples;
+  e->median_us = m->samples > 0 ? m->median_us : NAN;
+  e->p10_us = m->p10_us;
+  e->p90_us = m->p90_us;
+  e->mean_us = m->mean_us;
+  e->min_us = m->min_us;
+  e->noise = m->noise;
+  e->cost_ms = m->cost_ms;
+  if (m->compile_log_len > 0)
+    e->compile_log = slice(logs, log_bytes, m->compile_log_offset, m->compile_log_len);
+}
+
+/* Attaches evaluation rows to their candidates, keeping file order within a candidate. Rows of
+ * unknown candidates (the writer never makes them) are skipped. */
+static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows, int64_t n,
+                        const char *logs, int64_t log_bytes, struct kb_report *r) {
+  int *owner = kb_calloc((size_t)n + 1, sizeof *owner);
+  int *counts = kb_calloc((size_t)t->n_cands + 1, sizeof *counts);
+  int rc = owner && counts ? KB_OK : KB_ENOMEM;
+  if (rc == KB_OK)
+    rc = kb__rep_index(t);
+  for (int64_t i = 0; rc == KB_OK && i < n; i++) {
+    owner[i] = kb_rep_find(t, rows[i].candidate);
+    if (owner[i] >= 0)
+      counts[owner[i]]++;
+  }
+  for (int c = 0; rc == KB_OK && c < t->n_cands; c++)
+    if (counts[c] > 0 &&
+        (t->cands[c].evals = kb_calloc((size_t)counts[c], sizeof *t->cands[c].evals)) == NULL)
+      rc = KB_ENOMEM;
+  for (int64_t i = 0; rc == KB_OK && i < n; i++) {
+    if (owner[i] < 0)
+      continue;
+    struct kb_rep_cand *cand = &t->cands[owner[i]];
+    copy_eval(&cand->evals[cand->n_evals++], &rows[i], logs, log_bytes);
+    int tier = rows[i].tier;
+    if (tier >= 0 && tier < KB_MAX_TIERS) {
+      if (r->tier_names[tier][0] == '\0')
+        snprintf(r->tier_names[tier], sizeof r->tier_names[tier], "%s", rows[i].tier_name);
+      if (tier + 1 > r->n_tiers)
+        r->n_tiers = tier + 1;
+    }
+    t->n_evals++;
+  }
+  kb_free(owner);
+  kb_free(counts);
+  return rc;
+}
+
+int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
+                       struct kb_error *err) {
+  hid_t cand_t = -1, eval_t = -1, commit_t = -1, f = -1;
+  struct cand_mem *cands = NULL;
+  struct eval_mem *evals = NULL;
+  char *sources = NULL, *logs = NULL, format[64], campaign[KB_ID_MAX];
+  struct commit_mem commit = {0};
+  int rc = KB_OK;
+  H5E_auto2_t func;
+  void *data;
+  H5Eget_auto2(H5E_DEFAULT, &func, &data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  t->file = kb_strdup(path);
+  t->baseline_cand = -1;
+  f = open_file(path);
+  if (f < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot open as an HDF5 file", path);
+    goto out;
+  }
+  /* Later formats keep these columns (members are read by name), so any version is tried. */
+  if (read_string_attr(f, "format", format, sizeof format) ||
+      strncmp(format, FORMAT_PREFIX, sizeof FORMAT_PREFIX - 1) != 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: attribute \"format\" is \"%s\", want \"%s<version>\"",
+                      path, format, FORMAT_PREFIX);
+    goto out;
+  }
+  read_string_attr(f, "task", t->id, sizeof t->id);
+  if (read_string_attr(f, "campaign", campaign, sizeof campaign) == 0 && r->campaign[0] == '\0')
+    snprintf(r->campaign, sizeof r->campaign, "%s", campaign);
+  cand_t = mem_type(cand_members, COUNT(cand_members), sizeof(struct cand_mem));
+  eval_t = mem_type(eval_members, COUNT(eval_members), sizeof(struct eval_mem));
+  commit_t = mem_type(commit_members, COUNT(commit_members), sizeof(struct commit_mem));
+  hid_t a = H5Aopen(f, "commit", H5P_DEFAULT);
+  if (a < 0 || H5Aread(a, commit_t, &commit) < 0) {
+    if (a >= 0)
+      H5Aclose(a);
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot read attribute \"commit\"", path);
+    goto out;
+  }
+  H5Aclose(a);
+  int64_t nc = extent(f, "candidates"), ne = extent(f, "evaluations");
+  if (nc < 0 || ne < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: no \"/candidates\" or \"/evaluations\" table", path);
+    goto out;
+  }
+  nc = commit.candidates < nc ? commit.candidates : nc;
+  ne = commit.evaluations < ne ? commit.evaluations : ne;
+  cands = kb_calloc((size_t)nc + 1, sizeof *cands);
+  evals = kb_calloc((size_t)ne + 1, sizeof *evals);
+  t->cands = kb_calloc((size_t)nc + 1, sizeof *t->cands);
+  if (cands == NULL || evals == NULL || t->cands == NULL) {
+    rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+    goto out;
+  }
+  if (read_rows(f, "candidates", cand_t, cands, nc) < 0 ||
+      read_rows(f, "evaluations", eval_t, evals, ne) < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot read \"/candidates\" or \"/evaluations\"", path);
+    goto out;
+  }
+  t->spec_json = read_text(f, "task/spec_json", -1);
+  t->reference = read_text(f, "task/reference", -1);
+  sources = read_text(f, "sources/data", commit.source_bytes);
+  logs = read_text(f, "compile_logs/data", commit.compile_log_bytes);
+  for (int64_t i = 0; i < nc; i++) {
+    struct kb_rep_cand *c = &t->cands[t->n_cands++];
+    const struct cand_mem *m = &cands[i];
+    snprintf(c->id, sizeof c->id, "%s", m->id);
+    snprintf(c->name, sizeof c->name, "%s", m->name);
+    snprintf(c->generator, sizeof c->generator, "%s", m->generator);
+    snprintf(c->parent0, sizeof c->parent0, "%s", m->parent0);
+    snprintf(c->parent1, sizeof c->parent1, "%s", m->parent1);
+    snprintf(c->knobs, sizeof c->knobs, "%s", m->knobs);
+    snprintf(c->flags, sizeof c->flags, "%s", m->flags);
+    snprintf(c->status, sizeof c->status, "%s", m->status);
+    c->created = m->created;
+    c->best_tier = m->best_tier;
+    c->source = slice(sources, commit.source_bytes, m->source_offset, m->source_len);
+    c->timed_tier = -1;
+    c->median_us = c->speedup = NAN;
+    if (c->source == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+      goto out;
+    }
+  }
+  if (attach_evals(t, evals, ne, logs, commit.compile_log_bytes, r))
+    rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+out:
+  kb_free(cands);
+  kb_free(evals);
+  kb_free(sources);
+  kb_free(logs);
+  if (cand_t >= 0)
+    H5Tclose(cand_t);
+  if (eval_t >= 0)
+    H5Tclose(eval_t);
+  if (commit_t >= 0)
+    H5Tclose(commit_t);
+  if (f >= 0)
+    H5Fclose(f);
+  H5Eset_auto2(H5E_DEFAULT, func, data);
+  return rc;
+}

@@ -1,0 +1,582 @@
+/* The HTML report: one self-contained file that works offline (see report.h, docs/report.md).
+ *
+ * Every text that comes from the campaign (names, sources, reasons, compile logs: candidate
+ * sources are untrusted) is HTML-escaped; the chart data travels as JSON in a
+ * <script type="application/json"> block with '<', '>' and '&' written as \u escapes, so no text
+ * can close the block; the page's Content-Security-Policy allows only the two inline scripts it
+ * ships, by hash, and no network access. Charts are drawn by Chart.js (third_party/chart.js,
+ * embedded at build time by submitter/embed_file.cmake). */
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kb/alloc.h"
+#include "kb/error.h"
+#include "report.h"
+
+extern const char kb_chartjs[];
+extern const unsigned long kb_chartjs_len;
+extern const char kb_chartjs_version[];
+
+#define MAX_BURN_POINTS 2000 /* points of the burn-down line */
+#define MAX_TASK_BARS 30     /* candidates in a task's speedup chart */
+
+/* The page's own script: builds every chart from the JSON data block. */
+static const char page_js[] =
+    "(function () {\n"
+    "  'use strict';\n"
+    "  var data = JSON.parse(document.getElementById('kb-data').textContent);\n"
+    "  Chart.defaults.animation = false;\n"
+    "  Chart.defaults.responsive = true;\n"
+    "  Chart.defaults.maintainAspectRatio = false;\n"
+    "  function make(id, cfg) {\n"
+    "    var el = document.getElementById(id);\n"
+    "    if (!el) return;\n"
+    "    new Chart(el, cfg);\n"
+    "    el.setAttribute('data-rendered', 'true');\n"
+    "  }\n"
+    "  function axis(text, extra) {\n"
+    "    var a = {beginAtZero: true, title: {display: true, text: text}};\n"
+    "    for (var k in extra) a[k] = extra[k];\n"
+    "    return a;\n"
+    "  }\n"
+    "  make('chart-funnel', {type: 'bar', data: {labels: data.funnel.labels, datasets: [\n"
+    "      {label: 'evaluated', data: data.funnel.evaluated},\n"
+    "      {label: 'passed', data: data.funnel.passed}]},\n"
+    "    options: {scales: {y: axis('candidates', {ticks: {precision: 0}})}}});\n"
+    "  make('chart-burn', {type: 'line', data: {datasets: [{label: data.burn.label,\n"
+    "      data: data.burn.points, stepped: true, pointRadius: 0, borderWidth: 2}]},\n"
+    "    options: {scales: {x: axis('seconds since the first evaluation', {type: 'linear'}),\n"
+    "      y: axis('GPU ms')}}});\n"
+    "  make('chart-dist', {type: 'bar', data: {labels: data.dist.labels, datasets: [\n"
+    "      {label: 'candidates', data: data.dist.counts}]},\n"
+    "    options: {scales: {x: {title: {display: true, text: 'speedup over the baseline'}},\n"
+    "      y: axis('candidates', {ticks: {precision: 0}})}}});\n"
+    "  data.tasks.forEach(function (t, i) {\n"
+    "    make('chart-task-' + i, {type: 'bar', data: {labels: t.labels, datasets: [\n"
+    "        {label: 'speedup over ' + t.baseline, data: t.speedups}]},\n"
+    "      options: {indexAxis: 'y', scales: {x: axis('speedup (x)')}}});\n"
+    "  });\n"
+    "})();\n";
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}"
+    "header{background:#1d2330;color:#fff;padding:12px 24px}header h1{margin:0;font-size:20px}"
+    "header a{color:#9cc3ff;margin-right:12px}main{padding:0 24px 40px}"
+    "section{background:#fff;border:1px solid #dde1e6;border-radius:6px;margin:16px 0;"
+    "padding:12px 16px}h2{font-size:17px;margin:4px 0 8px}"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}"
+    "figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}"
+    ".chart{position:relative;height:260px}"
+    "table{border-collapse:collapse;margin:8px 0;font-size:13px}"
+    "th,td{border-bottom:1px solid #e5e8ec;padding:3px 8px;text-align:left;vertical-align:top}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "pre{background:#f0f2f5;padding:8px;overflow:auto;max-height:480px;font-size:12px}"
+    ".cand{display:none}.cand:target{display:block}.muted{color:#6b7380}"
+    ".ok{color:#18794e}.bad{color:#b42318}";
+
+/* ---- escaping ------------------------------------------------------------------------------ */
+
+static void esc(FILE *out, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+    case '&':
+      fputs("&amp;", out);
+      break;
+    case '<':
+      fputs("&lt;", out);
+      break;
+    case '>':
+      fputs("&gt;", out);
+      break;
+    case '"':
+      fputs("&quot;", out);
+      break;
+    case '\'':
+      fputs("&#39;", out);
+      break;
+    default:
+      fputc(*s, out);
+    }
+  }
+}
+
+/* JSON text made safe inside a <script> element: '<', '>', '&' as \u escapes (they can only
+ * appear inside JSON strings, where the escape means the same). */
+static void script_json(FILE *out, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<')
+      fputs("\\u003c", out);
+    else if (*s == '>')
+      fputs("\\u003e", out);
+    else if (*s == '&')
+      fputs("\\u0026", out);
+    else
+      fputc(*s, out);
+  }
+}
+
+/* 'sha256-<base64>' of `text` for the Content-Security-Policy, into `out` (at least 64 bytes). */
+static int csp_hash(const char *text, size_t len, char *out, size_t size) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  unsigned char b64[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  if (EVP_Digest(text, len, md, &n, EVP_sha256(), NULL) != 1)
+    return KB_EINTERNAL;
+  EVP_EncodeBlock(b64, md, (int)n);
+  int w = snprintf(out, size, "'sha256-%s'", (const char *)b64);
+  return w > 0 && (size_t)w < size ? KB_OK : KB_EINTERNAL;
+}
+
+static void fmt_time(char *out, size_t size, double us) {
+  if (!isfinite(us))
+    snprintf(out, size, "-");
+  else if (us >= 1e6)
+    snprintf(out, size, "%.3f s", us / 1e6);
+  else if (us >= 1e3)
+    snprintf(out, size, "%.3f ms", us / 1e3);
+  else
+    snprintf(out, size, "%.3f us", us);
+}
+
+static void fmt_date(char *out, size_t size, double unix_s) {
+  if (!isfinite(unix_s) || unix_s <= 0) {
+    snprintf(out, size, "-");
+    return;
+  }
+  time_t t = (time_t)unix_s;
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+/* ---- chart data ---------------------------------------------------------------------------- */
+
+struct burn_event {
+  double t;     /* unix seconds, when the evaluation finished */
+  int64_t cost; /* milliseconds */
+};
+
+static int cmp_burn(const void *a, const void *b) {
+  double x = ((const struct burn_event *)a)->t, y = ((const struct burn_event *)b)->t;
+  return (x > y) - (x < y);
+}
+
+/* Budget left (or spent, when the total is unknown) after each evaluation, by finish time. */
+static json_t *burn_json(const struct kb_report *r) {
+  size_t n = 0, k = 0;
+  for (int i = 0; i < r->n_tasks; i++)
+    for (int c = 0; c < r->tasks[i].n_cands; c++)
+      n += (size_t)r->tasks[i].cands[c].n_evals;
+  struct burn_event *ev = kb_calloc(n + 1, sizeof *ev);
+  if (ev == NULL)
+    return NULL;
+  double t0 = INFINITY;
+  for (int i = 0; i < r->n_tasks; i++)
+    for (int c = 0; c < r->tasks[i].n_cands; c++)
+      for (int e = 0; e < r->tasks[i].cands[c].n_evals; e++) {
+        const struct kb_rep_eval *x = &r->tasks[i].cands[c].evals[e];
+        if (!isfinite(x->finished))
+          continue;
+        ev[k].t = x->finished;
+        ev[k++].cost = x->cost_ms;
+        if (isfinite(x->started) && x->started < t0)
+          t0 = x->started;
+        if (x->finished < t0)
+          t0 = x->finished;
+      }
+  qsort(ev, k, sizeof *ev, cmp_burn);
+  int left = r->gpu_total_ms >= 0;
+  json_t *points = json_array();
+  int64_t cum = 0;
+  size_t step = k / MAX_BURN_POINTS + 1;
+  json_array_append_new(
+      points, json_pack("{s:f, s:I}", "x", 0.0, "y", (json_int_t)(left ? r->gpu_total_ms : 0)));
+  for (size_t i = 0; i < k; i++) {
+    cum += ev[i].cost;
+    if (i % step != 0 && i + 1 != k)
+      continue;
+    json_array_append_new(points, json_pack("{s:f, s:I}", "x", ev[i].t - t0, "y",
+                                            (json_int_t)(left ? r->gpu_total_ms - cum : cum)));
+  }
+  kb_free(ev);
+  return json_pack("{s:s, s:o}", "label", left ? "GPU ms left" : "GPU ms spent", "points", points);
+}
+
+static const double dist_edges[] = {0, 0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2, 3, 5, INFINITY};
+static const char *const dist_labels[] = {"<0.5x",      "0.5-0.8x",  "0.8-0.95x", "0.95-1.05x",
+                                          "1.05-1.25x", "1.25-1.5x", "1.5-2x",    "2-3x",
+                                          "3-5x",       ">=5x"};
+#define N_BINS (sizeof dist_labels / sizeof dist_labels[0])
+
+static json_t *dist_json(const struct kb_report *r) {
+  long counts[N_BINS] = {0};
+  for (int i = 0; i < r->n_tasks; i++)
+    for (int c = 0; c < r->tasks[i].n_cands; c++) {
+      double s = r->tasks[i].cands[c].speedup;
+      if (!isfinite(s))
+        continue;
+      for (size_t b = 0; b < N_BINS; b++)
+        if (s >= dist_edges[b] && s < dist_edges[b + 1])
+          counts[b]++;
+    }
+  json_t *labels = json_array(), *values = json_array();
+  for (size_t b = 0; b < N_BINS; b++) {
+    json_array_append_new(labels, json_string(dist_labels[b]));
+    json_array_append_new(values, json_integer(counts[b]));
+  }
+  return json_pack("{s:o, s:o}", "labels", labels, "counts", values);
+}
+
+static json_t *chart_data(const struct kb_report *r) {
+  long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
+  kb__report_funnel(r, ev, ok);
+  json_t *labels = json_array(), *e = json_array(), *p = json_array(), *tasks = json_array();
+  for (int k = 0; k < r->n_tiers; k++) {
+    json_array_append_new(labels, json_string(r->tier_names[k]));
+    json_array_append_new(e, json_integer(ev[k]));
+    json_array_append_new(p, json_integer(ok[k]));
+  }
+  for (int i = 0; i < r->n_tasks; i++) {
+    const struct kb_rep_task *t = &r->tasks[i];
+    json_t *names = json_array(), *speedups = json_array();
+    for (int k = 0, shown = 0; k < t->n_cands && shown < MAX_TASK_BARS; k++) {
+      const struct kb_rep_cand *c = &t->cands[t->order[k]];
+      if (!isfinite(c->speedup))
+        continue;
+      json_array_append_new(names, json_string(c->name));
+      json_array_append_new(speedups, json_real(c->speedup));
+      shown++;
+    }
+    json_array_append_new(tasks, json_pack("{s:s, s:s, s:o, s:o}", "task", t->id, "baseline",
+                                           t->baseline[0] ? t->baseline : "(none)", "labels", names,
+                                           "speedups", speedups));
+  }
+  return json_pack("{s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "funnel", "labels", labels, "evaluated", e,
+                   "passed", p, "burn", burn_json(r), "dist", dist_json(r), "tasks", tasks);
+}
+
+/* ---- sections ------------------------------------------------------------------------------ */
+
+static void status_cell(FILE *out, const char *status) {
+  fprintf(out, "<td class=\"%s\">", strcmp(status, "ok") == 0 ? "ok" : "bad");
+  esc(out, status[0] ? status : "pending");
+  fputs("</td>", out);
+}
+
+static const char *tier_name(const struct kb_report *r, int tier) {
+  return tier >= 0 && tier < KB_MAX_TIERS ? r->tier_names[tier] : "";
+}
+
+/* Median of seed `s` at `tier` (ok and timed, latest attempt), or NaN. */
+static double median_at(const struct kb_rep_cand *s, int tier) {
+  double m = NAN;
+  int attempt = 0;
+  for (int e = 0; e < s->n_evals; e++)
+    if (s->evals[e].tier == tier && strcmp(s->evals[e].status, "ok") == 0 &&
+        s->evals[e].samples > 0 && s->evals[e].attempt > attempt) {
+      m = s->evals[e].median_us;
+      attempt = s->evals[e].attempt;
+    }
+  return m;
+}
+
+static void overview(FILE *out, const struct kb_report *r) {
+  long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
+  kb__report_funnel(r, ev, ok);
+  char when[64];
+  fmt_date(when, sizeof when, r->finished);
+  fputs("<section id=\"overview\"><h2>Overview</h2><p>State <b>", out);
+  esc(out, r->state);
+  fputs("</b>", out);
+  if (r->reason[0]) {
+    fputs(" (", out);
+    esc(out, r->reason);
+    fputs(")", out);
+  }
+  fprintf(out, ", finished %s. GPU budget: %lld ms spent", when, (long long)r->gpu_spent_ms);
+  if (r->gpu_total_ms >= 0)
+    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+  fputs(".</p>\n<div class=\"grid\">"
+        "<figure><figcaption>Tier funnel</figcaption><div class=\"chart\">"
+        "<canvas id=\"chart-funnel\" role=\"img\" aria-label=\"tier funnel\"></canvas></div>"
+        "</figure>"
+        "<figure><figcaption>Budget burn-down</figcaption><div class=\"chart\">"
+        "<canvas id=\"chart-burn\" role=\"img\" aria-label=\"budget burn-down\"></canvas></div>"
+        "</figure>"
+        "<figure><figcaption>Speedup distribution (every timed candidate, at its best tier)"
+        "</figcaption><div class=\"chart\"><canvas id=\"chart-dist\" role=\"img\" "
+        "aria-label=\"speedup distribution\"></canvas></div></figure></div>\n",
+        out);
+  fputs("<table><tr><th>tier</th><th>candidates evaluated</th><th>passed</th></tr>", out);
+  for (int k = 0; k < r->n_tiers; k++) {
+    fprintf(out, "<tr><td>%d ", k);
+    esc(out, r->tier_names[k]);
+    fprintf(out, "</td><td class=\"n\">%ld</td><td class=\"n\">%ld</td></tr>", ev[k], ok[k]);
+  }
+  fputs("</table></section>\n", out);
+}
+
+static void leaderboard(FILE *out, const struct kb_report *r, const struct kb_rep_task *t, int i) {
+  int bars = 0;
+  for (int c = 0; c < t->n_cands; c++)
+    bars += isfinite(t->cands[c].speedup);
+  if (bars > MAX_TASK_BARS)
+    bars = MAX_TASK_BARS;
+  fprintf(out, "<section id=\"task-%d\"><h2>Task ", i);
+  esc(out, t->id);
+  fputs("</h2><p>", out);
+  esc(out, t->name);
+  if (t->category[0]) {
+    fputs(" &middot; ", out);
+    esc(out, t->category);
+  }
+  fputs(" &middot; baseline <b>", out);
+  esc(out, t->baseline[0] ? t->baseline : "none");
+  fprintf(out, "</b> &middot; %lld evaluations &middot; <span class=\"muted\">",
+          (long long)t->n_evals);
+  esc(out, t->file);
+  fprintf(out,
+          "</span></p>\n<div class=\"chart\" style=\"height:%dpx\"><canvas id=\"chart-task-%d\" "
+          "role=\"img\" aria-label=\"speedups\"></canvas></div>\n",
+          80 + 24 * bars, i);
+  fputs("<table><tr><th>rank</th><th>candidate</th><th>generator</th><th>status</th>"
+        "<th>tier</th><th>median</th>",
+        out);
+  for (int s = 0; s < t->n_cands; s++)
+    if (strcmp(t->cands[s].generator, "seed") == 0) {
+      fputs("<th>speedup vs ", out);
+      esc(out, t->cands[s].name);
+      fputs(s == t->baseline_cand ? " (baseline)</th>" : "</th>", out);
+    }
+  fputs("</tr>\n", out);
+  for (int k = 0; k < t->n_cands && kb_rep_shown(r, &t->cands[t->order[k]]); k++) {
+    const struct kb_rep_cand *c = &t->cands[t->order[k]];
+    char med[32];
+    fmt_time(med, sizeof med, c->median_us);
+    fprintf(out, "<tr><td class=\"n\">%d</td><td><a href=\"#c-", c->rank);
+    esc(out, c->id);
+    fputs("\">", out);
+    esc(out, c->name);
+    fputs("</a></td><td>", out);
+    esc(out, c->generator);
+    fputs("</td>", out);
+    status_cell(out, c->status);
+    fputs("<td>", out);
+    esc(out, tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
+    fprintf(out, "</td><td class=\"n\">%s</td>", med);
+    for (int s = 0; s < t->n_cands; s++) {
+      if (strcmp(t->cands[s].generator, "seed") != 0)
+        continue;
+      double m = c->timed_tier >= 0 ? median_at(&t->cands[s], c->timed_tier) : NAN;
+      if (isfinite(m) && c->median_us > 0)
+        fprintf(out, "<td class=\"n\">%.2fx</td>", m / c->median_us);
+      else
+        fputs("<td class=\"n\">-</td>", out);
+    }
+    fputs("</tr>\n", out);
+  }
+  fputs("</table>", out);
+  if (r->top > 0 && t->n_cands > r->top)
+    fprintf(out, "<p class=\"muted\">%d more candidates not shown (--top %d).</p>",
+            t->n_cands - r->top, r->top);
+  fputs("</section>\n", out);
+}
+
+/* A link to candidate `id`'s page, or its name (or id) when it has none. */
+static void cand_link(FILE *out, const struct kb_report *r, const struct kb_rep_task *t,
+                      const char *id) {
+  int c = kb_rep_find(t, id);
+  if (c >= 0 && kb_rep_shown(r, &t->cands[c])) {
+    fputs("<a href=\"#c-", out);
+    esc(out, t->cands[c].id);
+    fputs("\">", out);
+    esc(out, t->cands[c].name);
+    fputs("</a> ", out);
+    return;
+  }
+  fputs("<span class=\"muted\">", out);
+  esc(out, c >= 0 ? t->cands[c].name : id);
+  fputs("</span> ", out);
+}
+
+static void evaluations(FILE *out, const struct kb_rep_cand *c) {
+  fputs("<h4>Evaluations</h4><table><tr><th>tier</th><th>attempt</th><th>status</th>"
+        "<th>median</th><th>p10</th><th>p90</th><th>noise</th><th>samples</th>"
+        "<th>max abs err</th><th>cost ms</th><th>device</th><th>runner</th><th>finished</th>"
+        "<th>reason</th></tr>\n",
+        out);
+  for (int e = 0; e < c->n_evals; e++) {
+    const struct kb_rep_eval *x = &c->evals[e];
+    char med[32], p10[32], p90[32], when[64];
+    fmt_time(med, sizeof med, x->median_us);
+    fmt_time(p10, sizeof p10, x->samples > 0 ? x->p10_us : NAN);
+    fmt_time(p90, sizeof p90, x->samples > 0 ? x->p90_us : NAN);
+    fmt_date(when, sizeof when, x->finished);
+    fputs("<tr><td>", out);
+    esc(out, x->tier_name);
+    fprintf(out, "</td><td class=\"n\">%d</td>", x->attempt);
+    status_cell(out, x->status);
+    fprintf(out, "<td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td>", med, p10,
+            p90);
+    if (isfinite(x->noise) && x->samples > 0)
+      fprintf(out, "<td class=\"n\">%.2f%%</td>", 100 * x->noise);
+    else
+      fputs("<td class=\"n\">-</td>", out);
+    fprintf(out, "<td class=\"n\">%d</td>", x->samples);
+    if (isfinite(x->max_abs_err))
+      fprintf(out, "<td class=\"n\">%.3g</td>", x->max_abs_err);
+    else
+      fputs("<td class=\"n\">-</td>", out);
+    fprintf(out, "<td class=\"n\">%lld</td><td>", (long long)x->cost_ms);
+    esc(out, x->device);
+    fputs("</td><td>", out);
+    esc(out, x->runner);
+    fprintf(out, "</td><td>%s</td><td>", when);
+    esc(out, x->reason);
+    fputs("</td></tr>\n", out);
+  }
+  fputs("</table>\n", out);
+}
+
+static void profile(FILE *out, const struct kb_rep_cand *c) {
+  fputs("<h4>Profile</h4>", out);
+  const struct kb_rep_eval *best = NULL;
+  for (int e = 0; e < c->n_evals; e++)
+    if (c->evals[e].registers >= 0 || c->evals[e].spills >= 0 || c->evals[e].shared_bytes >= 0)
+      best = &c->evals[e];
+  if (best)
+    fprintf(out,
+            "<p>Compiler: %d registers per thread, %d bytes spilled, %d bytes of static "
+            "shared memory.</p>",
+            best->registers, best->spills, best->shared_bytes);
+  fputs("<p class=\"muted\">No CUPTI kernel records: result files of format kernelbrain.h5/1 "
+        "hold none (host backend, or profiles not yet recorded).</p>\n",
+        out);
+  for (int e = 0; e < c->n_evals; e++) {
+    if (c->evals[e].compile_log == NULL || c->evals[e].compile_log[0] == '\0')
+      continue;
+    fputs("<details><summary>compile log (", out);
+    esc(out, c->evals[e].tier_name);
+    fprintf(out, ", attempt %d)</summary><pre>", c->evals[e].attempt);
+    esc(out, c->evals[e].compile_log);
+    fputs("</pre></details>\n", out);
+  }
+}
+
+static void candidate(FILE *out, const struct kb_report *r, const struct kb_rep_task *t, int ti,
+                      const struct kb_rep_cand *c) {
+  char created[64];
+  fmt_date(created, sizeof created, c->created);
+  fputs("<article class=\"cand\" id=\"c-", out);
+  esc(out, c->id);
+  fputs("\"><h3>", out);
+  esc(out, c->name);
+  fprintf(out, " <span class=\"muted\">(task <a href=\"#task-%d\">", ti);
+  esc(out, t->id);
+  fprintf(out, "</a>, rank %d)</span></h3>\n<table>", c->rank);
+  fputs("<tr><th>id</th><td><code>", out);
+  esc(out, c->id);
+  fputs("</code></td></tr><tr><th>generator</th><td>", out);
+  esc(out, c->generator);
+  fputs("</td></tr><tr><th>parents</th><td>", out);
+  if (c->parent0[0])
+    cand_link(out, r, t, c->parent0);
+  if (c->parent1[0])
+    cand_link(out, r, t, c->parent1);
+  if (!c->parent0[0] && !c->parent1[0])
+    fputs("none (a seed)", out);
+  fputs("</td></tr><tr><th>children</th><td>", out);
+  int self = kb_rep_find(t, c->id);
+  int first = self >= 0 ? t->child_off[self] : 0, last = self >= 0 ? t->child_off[self + 1] : 0;
+  for (int k = first; k < last; k++)
+    cand_link(out, r, t, t->cands[t->child_idx[k]].id);
+  if (first == last)
+    fputs("none", out);
+  fputs("</td></tr><tr><th>knobs</th><td><code>", out);
+  esc(out, c->knobs);
+  fputs("</code></td></tr><tr><th>flags</th><td><code>", out);
+  esc(out, c->flags);
+  fprintf(out, "</code></td></tr><tr><th>created</th><td>%s</td></tr><tr><th>status</th><td>",
+          created);
+  esc(out, c->status[0] ? c->status : "pending");
+  fputs(" at ", out);
+  esc(out, tier_name(r, c->best_tier));
+  char med[32];
+  fmt_time(med, sizeof med, c->median_us);
+  fprintf(out, "</td></tr><tr><th>median</th><td>%s", med);
+  if (isfinite(c->speedup))
+    fprintf(out, " (%.2fx over the baseline)", c->speedup);
+  fputs("</td></tr></table>\n", out);
+  evaluations(out, c);
+  profile(out, c);
+  fputs("<h4>Source</h4><pre><code>", out);
+  esc(out, c->source);
+  fputs("</code></pre></article>\n", out);
+}
+
+/* The Chart.js text without its trailing sourceMappingURL comment (the map is not shipped). */
+static size_t chartjs_len(void) {
+  static const char marker[] = "//# sourceMappingURL=";
+  size_t n = kb_chartjs_len;
+  for (size_t i = n; i-- > 0;)
+    if (kb_chartjs[i] == '\n' && i + 1 < n &&
+        strncmp(kb_chartjs + i + 1, marker, sizeof marker - 1) == 0)
+      return i + 1;
+  return n;
+}
+
+int kb_report_write_html(const struct kb_report *r, FILE *out, struct kb_error *err) {
+  json_t *data = chart_data(r);
+  char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+  json_decref(data);
+  if (text == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory building the chart data");
+  char h_lib[128], h_page[128];
+  size_t lib_len = chartjs_len();
+  if (csp_hash(kb_chartjs, lib_len, h_lib, sizeof h_lib) ||
+      csp_hash(page_js, sizeof page_js - 1, h_page, sizeof h_page)) {
+    free(text);
+    return kb_error_set(err, KB_EINTERNAL, "cannot hash the report's scripts");
+  }
+  fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+        out);
+  fprintf(out,
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "script-src %s %s; style-src 'unsafe-inline'; img-src data:\">\n",
+          h_lib, h_page);
+  fputs("<meta name=\"generator\" content=\"kb-submit report\">\n<title>kernelbrain report: ", out);
+  esc(out, r->campaign);
+  fprintf(out, "</title>\n<style>%s</style></head>\n<body>\n<header><h1>Campaign ", css);
+  esc(out, r->campaign);
+  fputs("</h1><nav><a href=\"#overview\">overview</a>", out);
+  for (int i = 0; i < r->n_tasks; i++) {
+    fprintf(out, "<a href=\"#task-%d\">", i);
+    esc(out, r->tasks[i].id);
+    fputs("</a>", out);
+  }
+  fputs("</nav></header>\n<main>\n", out);
+  overview(out, r);
+  for (int i = 0; i < r->n_tasks; i++)
+    leaderboard(out, r, &r->tasks[i], i);
+  fputs("<section id=\"candidates\"><h2>Candidates</h2><p class=\"muted\">Pick a candidate in a "
+        "leaderboard to see its source, lineage, evaluations and profile here.</p>\n",
+        out);
+  for (int i = 0; i < r->n_tasks; i++)
+    for (int k = 0; k < r->tasks[i].n_cands; k++)
+      if (kb_rep_shown(r, &r->tasks[i].cands[r->tasks[i].order[k]]))
+        candidate(out, r, &r->tasks[i], i, &r->tasks[i].cands[r->tasks[i].order[k]]);
+  fputs("</section>\n</main>\n<script type=\"application/json\" id=\"kb-data\">", out);
+  script_json(out, text);
+  free(text);
+  fprintf(out, "</script>\n<!-- Chart.js %s, MIT licence, https://www.chartjs.org -->\n<script>",
+          kb_chartjs_version);
+  fwrite(kb_chartjs, 1, lib_len, out);
+  fprintf(out, "</script>\n<script>%s</script>\n</body></html>\n", page_js);
+  if (ferror(out))
+    return kb_error_set(err, KB_EIO, "cannot write the report");
+  return KB_OK;
+}

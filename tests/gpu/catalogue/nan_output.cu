@@ -1,0 +1,23 @@
+// Misbehaves: right sums except one row, which gets 0/0 (NaN).
+#include <cuda_runtime.h>
+
+#include "kb_kernel.h"
+
+__global__ void rowsum_nan(const float *x, float *y, int64_t rows, int64_t cols, float zero) {
+  int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  float acc = 0.f;
+  for (int64_t c = 0; c < cols; c++)
+    acc += x[r * cols + c];
+  y[r] = r == 7 ? zero / zero : acc;
+}
+
+int kb_forward(const kb_tensor *in, int n_in, kb_tensor *out, int n_out, void *stream) {
+  (void)n_in;
+  (void)n_out;
+  int64_t rows = in[0].shape[0], cols = in[0].shape[1];
+  rowsum_nan<<<(unsigned)((rows + 127) / 128), 128, 0, (cudaStream_t)stream>>>(
+      (const float *)in[0].data, (float *)out[0].data, rows, cols, 0.f);
+  return cudaGetLastError() != cudaSuccess;
+}

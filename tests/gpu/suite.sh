@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The built-in CUDA suite (tasks/cuda, examples/suite/campaign.json) on the GPU machine with the
+# tune generator: issue 7's demo (per task, the speedup of the best kernel over the naive seed and
+# over the tunable seed at its default knobs) and issue 4's GPU busy fraction over a campaign of
+# about 200 candidates (nvidia-smi's utilization.gpu, sampled every 100 ms: the share of time a
+# kernel was running; the campaign's own verification kernels count too).
+# Builds nothing there. From the repository root, after bundling kb-launch, kb-runner,
+# kb-scheduler, kb-submit, kb-sandbox-cuda into $BUNDLE (default .gpu):
+#   BUNDLE=.gpu bash tests/gpu/suite.sh          (outputs under $OUT)
+# KB_SUITE_PER_TASK (default 14) bounds the tune proposals per task; KB_SUITE_LIMIT_S (default
+# 240) the campaign's wall time (SIGINT then: runners release their work; the files stay).
+# Writes $OUT/suite-launch.txt (kb-launch's output and the busy fraction), $OUT/suite-report.json
+# (kb-submit report --format json) and $OUT/suite-util.csv; tests/gpu/suite_table.py turns the
+# report into the per-task table.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$(mktemp -d)}
+B=${BUNDLE:-.gpu}
+export LD_LIBRARY_PATH=$PWD/$B/lib:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PWD/$B/bin:$PATH
+export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+PER_TASK=${KB_SUITE_PER_TASK:-14}
+LIMIT=${KB_SUITE_LIMIT_S:-240}
+dir=$(mktemp -d)
+python3 - "$PWD" "$dir" "$PER_TASK" > "$dir/campaign.json" <<'PY'
+import json, sys
+root, d, per_task = sys.argv[1], sys.argv[2], int(sys.argv[3])
+c = json.load(open(root + "/examples/suite/campaign.json"))
+c["tasks"] = [root + "/" + t.replace("../../", "") for t in c["tasks"]]
+c["results_dir"] = d + "/results"
+c["generators"]["max_per_task"] = per_task
+print(json.dumps(c, indent=1))
+PY
+LOG=$OUT/suite-launch.txt
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(nproc) CPUs;" \
+    "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+  echo "# campaign: examples/suite/campaign.json, tune max_per_task $PER_TASK, wall limit $LIMIT s"
+} > "$LOG"
+nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 \
+  > "$OUT/suite-util.csv" 2>&1 &
+SMI=$!
+t0=$(date +%s.%N)
+timeout -s INT "$LIMIT" kb-launch --local "$dir/campaign.json" >> "$LOG" 2>&1
+echo "kb-launch exit $?" >> "$LOG"
+t1=$(date +%s.%N)
+kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "campaign wall_s %.1f\n", b - a }' >> "$LOG"
+# Busy fraction between the first and the last sample in which the GPU was busy (the campaign's
+# start-up - redis, nvcc of the first candidates - and its tail are reported separately).
+python3 - "$OUT/suite-util.csv" >> "$LOG" <<'PY'
+import sys
+u = []
+for line in open(sys.argv[1]):
+    parts = line.strip().split(",")
+    if len(parts) == 2 and parts[1].strip().isdigit():
+        u.append(int(parts[1]))
+busy = [i for i, v in enumerate(u) if v > 0]
+if not busy:
+    print("gpu busy: no sample above 0 (%d samples)" % len(u))
+else:
+    a, b = busy[0], busy[-1]
+    mid = u[a:b + 1]
+    print("gpu busy: %d samples at 100 ms; whole run mean %.1f %%; from first to last busy sample"
+          " (%.1f s) mean %.1f %%; samples at 0 in that span %d" %
+          (len(u), sum(u) / len(u), len(mid) / 10, sum(mid) / len(mid), mid.count(0)))
+PY
+ls "$dir/results/suite" >> "$LOG" 2>&1
+for f in "$dir/results/suite/redis/runner-0.log" "$dir/results/suite/redis/scheduler.log"; do
+  echo "== tail of $(basename "$f")" >> "$LOG"; tail -15 "$f" >> "$LOG" 2>&1
+done
+kb-submit report --format json --out "$OUT/suite-report.json" "$dir/results/suite" >> "$LOG" 2>&1
+echo "report exit $?" >> "$LOG"
+tail -30 "$LOG"

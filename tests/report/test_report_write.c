@@ -1,0 +1,390 @@
+/* Unit tests of the report reader and writers (submitter/report_*.c, export.c): a task file is
+ * written with the real store (common/src/store.c) holding hostile names, sources and reasons,
+ * read back with kb_report_load, and written in every format into memory; the tests check the
+ * escaping, the numbers, and what unknown values become. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kb/error.h"
+#include "kb/result.h"
+#include "kb/store.h"
+#include "report.h"
+
+#define HOSTILE_NAME "x</script><img src=x onerror=alert(1)>&\"'"
+#define HOSTILE_SOURCE                                                                             \
+  "/* </script><script>alert(1)</script> <!-- ]]> */\nint kb_forward(void) { return 0; }\n"
+#define FORMULA_NAME "=HYPERLINK(\"x\"),a|b"
+#define SPEC                                                                                       \
+  "{\"id\": \"t\", \"name\": \"task <b>\", \"category\": \"cat\", \"baseline\": \"naive\"}"
+
+struct fixture {
+  char dir[64];
+  struct kb_report r;
+};
+
+static void cand(struct kb_store *s, int k, const char *name, const char *gen, const char *parent,
+                 const char *source) {
+  struct kb_candidate c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.id, sizeof c.id, "%064x", k + 1);
+  snprintf(c.task, sizeof c.task, "t");
+  snprintf(c.name, sizeof c.name, "%s", name);
+  snprintf(c.generator, sizeof c.generator, "%s", gen);
+  if (parent)
+    snprintf(c.parents[0], sizeof c.parents[0], "%s", parent);
+  c.knobs = (char *)"-DX=1";
+  c.flags = (char *)"";
+  c.source = (char *)source;
+  c.created = 1700000000.0 + k;
+  struct kb_error err = {0};
+  assert_int_equal(kb_store_add_candidate(s, &c, NULL, &err), KB_OK);
+}
+
+static void eval(struct kb_store *s, int k, int tier, int status, double median_us,
+                 const char *reason) {
+  static const char *const names[] = {"compile", "smoke"};
+  struct kb_result r;
+  kb_result_init(&r);
+  snprintf(r.campaign, sizeof r.campaign, "camp");
+  snprintf(r.task, sizeof r.task, "t");
+  snprintf(r.candidate, sizeof r.candidate, "%064x", k + 1);
+  r.tier = tier;
+  snprintf(r.tier_name, sizeof r.tier_name, "%s", names[tier]);
+  r.attempt = 1;
+  snprintf(r.charge_id, sizeof r.charge_id, "c%d:%d#1", k, tier);
+  snprintf(r.runner, sizeof r.runner, "host:1");
+  r.backend = KB_BACKEND_HOST;
+  snprintf(r.device, sizeof r.device, "cpu");
+  r.status = status;
+  snprintf(r.reason, sizeof r.reason, "%s", reason);
+  if (median_us > 0) {
+    r.timing.samples = 5;
+    r.timing.median_us = r.timing.p10_us = r.timing.p90_us = median_us;
+    r.timing.mean_us = r.timing.min_us = median_us;
+    r.timing.noise = 0.01;
+    r.sets_checked = 1;
+    r.max_abs_err = 1e-6;
+  }
+  r.cost_ms = 10;
+  r.started = 1700000100.0 + k + tier;
+  r.finished = r.started + 0.5;
+  struct kb_error err = {0};
+  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, &err), KB_OK);
+}
+
+static int setup(void **state) {
+  struct fixture *f = calloc(1, sizeof *f);
+  snprintf(f->dir, sizeof f->dir, "/tmp/kb-rep-XXXXXX");
+  if (mkdtemp(f->dir) == NULL)
+    return -1;
+  char path[128], base[KB_CAND_ID_LEN + 1];
+  snprintf(path, sizeof path, "%s/t.h5", f->dir);
+  struct kb_store_task_info info = {"camp", "t", SPEC, "reference </textarea> & more"};
+  struct kb_store *s = NULL;
+  struct kb_error err = {0};
+  if (kb_store_open(path, &info, &s, &err) != KB_OK)
+    return -1;
+  snprintf(base, sizeof base, "%064x", 1);
+  cand(s, 0, "naive", "seed", NULL, "int kb_forward(void) { return 1; }\n");
+  cand(s, 1, HOSTILE_NAME, "llm", base, HOSTILE_SOURCE);
+  cand(s, 2, FORMULA_NAME, "llm", base, "int kb_forward(void) { return 2; }\n");
+  cand(s, 3, "never", "llm", base, "int kb_forward(void) { return 3; }\n");
+  eval(s, 0, 0, KB_STATUS_OK, 0, "");
+  eval(s, 0, 1, KB_STATUS_OK, 200, "");
+  eval(s, 1, 0, KB_STATUS_OK, 0, "");
+  eval(s, 1, 1, KB_STATUS_OK, 100, "");
+  eval(s, 2, 0, KB_STATUS_COMPILE_ERROR, 0, "line one\nline | two </td>");
+  if (kb_store_flush(s, &err) != KB_OK)
+    return -1;
+  kb_store_close(s);
+  if (kb_report_load(f->dir, &f->r, &err) != KB_OK) {
+    fprintf(stderr, "%s\n", err.msg);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fixture *f = *state;
+  char path[128];
+  kb_report_release(&f->r);
+  snprintf(path, sizeof path, "%s/t.h5", f->dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/t.h5.lock", f->dir);
+  unlink(path);
+  rmdir(f->dir);
+  free(f);
+  return 0;
+}
+
+/* Runs writer `w` into a string (new; free()). */
+static char *render(int (*w)(const struct kb_report *, FILE *, struct kb_error *),
+                    const struct kb_report *r) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  struct kb_error err = {0};
+  assert_int_equal(w(r, out, &err), KB_OK);
+  fclose(out);
+  return buf;
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static void test_load(void **state) {
+  struct fixture *f = *state;
+  const struct kb_report *r = &f->r;
+  assert_string_equal(r->campaign, "camp");
+  assert_string_equal(r->state, "unknown"); /* no summary.json */
+  assert_int_equal(r->n_tasks, 1);
+  assert_int_equal(r->n_tiers, 2);
+  assert_string_equal(r->tier_names[1], "smoke");
+  assert_int_equal(r->gpu_spent_ms, 50);
+  const struct kb_rep_task *t = &r->tasks[0];
+  assert_string_equal(t->baseline, "naive");
+  assert_int_equal(t->baseline_cand, 0);
+  assert_int_equal(t->n_cands, 4);
+  assert_int_equal(t->n_evals, 5);
+  /* Ranked: the hostile one (100 us at smoke), naive (200 us), then the untimed in file order. */
+  assert_string_equal(t->cands[t->order[0]].name, HOSTILE_NAME);
+  assert_true(fabs(t->cands[t->order[0]].speedup - 2.0) < 1e-9);
+  assert_string_equal(t->cands[t->order[1]].name, "naive");
+  assert_string_equal(t->cands[t->order[2]].name, FORMULA_NAME);
+  assert_string_equal(t->cands[t->order[3]].name, "never");
+  assert_true(isnan(t->cands[3].speedup));
+  assert_string_equal(t->cands[1].source, HOSTILE_SOURCE);
+  assert_string_equal(t->cands[2].evals[0].reason, "line one\nline | two </td>");
+}
+
+static void test_html(void **state) {
+  struct fixture *f = *state;
+  char *html = render(kb_report_write_html, &f->r);
+  /* Exactly the page's three scripts; nothing of the hostile texts as markup. */
+  assert_int_equal(count(html, "<script"), 3);
+  assert_int_equal(count(html, "</script>"), 3);
+  assert_null(strstr(html, "<img"));
+  assert_null(strstr(html, "<script>alert"));
+  assert_non_null(
+      strstr(html, "x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#39;"));
+  assert_non_null(strstr(html, "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+  assert_non_null(strstr(html, "line one\nline | two &lt;/td&gt;"));
+  assert_non_null(strstr(html, "task &lt;b&gt;"));
+  /* The data block: '<' only as \u003c inside it. */
+  const char *data = strstr(html, "id=\"kb-data\">");
+  assert_non_null(data);
+  const char *end = strstr(data, "</script>");
+  assert_non_null(end);
+  for (const char *p = data + strlen("id=\"kb-data\">"); p < end; p++)
+    assert_true(*p != '<' && *p != '>' && *p != '&');
+  assert_non_null(strstr(data, "x\\u003c/script\\u003e\\u003cimg"));
+  /* CSP: scripts by hash only, no network. */
+  assert_non_null(strstr(html, "default-src 'none'; script-src 'sha256-"));
+  assert_null(strstr(html, "script-src 'unsafe-inline"));
+  /* Every chart has its canvas; a page per candidate. */
+  assert_non_null(strstr(html, "id=\"chart-funnel\""));
+  assert_non_null(strstr(html, "id=\"chart-burn\""));
+  assert_non_null(strstr(html, "id=\"chart-dist\""));
+  assert_non_null(strstr(html, "id=\"chart-task-0\""));
+  assert_int_equal(count(html, "<article class=\"cand\""), 4);
+  assert_non_null(strstr(html, "\"label\":\"GPU ms spent\"")); /* no budget total known */
+  assert_null(strstr(html, "sourceMappingURL"));
+  free(html);
+}
+
+static void test_json(void **state) {
+  struct fixture *f = *state;
+  char *text = render(kb_report_write_json, &f->r);
+  json_error_t jerr;
+  json_t *j = json_loads(text, 0, &jerr);
+  assert_non_null(j);
+  json_t *cands = json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "candidates");
+  assert_int_equal(json_array_size(cands), 4);
+  json_t *first = json_array_get(cands, 0);
+  assert_string_equal(json_string_value(json_object_get(first, "name")), HOSTILE_NAME);
+  assert_string_equal(json_string_value(json_object_get(first, "source")), HOSTILE_SOURCE);
+  assert_true(json_is_null(json_object_get(json_array_get(cands, 3), "speedup")));
+  assert_true(json_is_null(json_object_get(json_array_get(cands, 3), "median_us")));
+  json_t *funnel = json_object_get(j, "funnel");
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(funnel, 0), "evaluated")), 3);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(funnel, 0), "ok")), 2);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(funnel, 1), "evaluated")), 2);
+  assert_true(json_is_null(json_object_get(json_object_get(j, "gpu_ms"), "total")));
+  json_decref(j);
+  free(text);
+}
+
+static void test_csv_md(void **state) {
+  struct fixture *f = *state;
+  char *csv = render(kb_report_write_csv, &f->r);
+  assert_int_equal(count(csv, "\r\n"), 5); /* header + 4 candidates */
+  /* Quotes doubled, the field quoted, a formula defused. */
+  assert_non_null(strstr(csv, ",\"'=HYPERLINK(\"\"x\"\"),a|b\","));
+  assert_non_null(strstr(csv, ",\"x</script><img src=x onerror=alert(1)>&\"\"'\","));
+  free(csv);
+  char *md = render(kb_report_write_md, &f->r);
+  assert_non_null(strstr(md, "| x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;\"' |"));
+  assert_non_null(strstr(md, "| =HYPERLINK(\"x\"),a\\|b |"));
+  assert_non_null(strstr(md, "| 2.00x |"));
+  free(md);
+}
+
+static void test_export(void **state) {
+  struct fixture *f = *state;
+  char *text = render(kb_export_write_jsonl, &f->r);
+  assert_int_equal(count(text, "\n"), 3); /* "never" was not evaluated */
+  char *line = text;
+  int n = 0;
+  for (char *nl = strchr(line, '\n'); nl; line = nl + 1, nl = strchr(line, '\n')) {
+    *nl = '\0';
+    json_t *o = json_loads(line, 0, NULL);
+    assert_non_null(o);
+    const char *name = json_string_value(json_object_get(o, "Kernel_Name"));
+    assert_string_equal(json_string_value(json_object_get(o, "Op_Name")), "t");
+    assert_true(json_is_null(json_object_get(o, "PyTorch_Native_Runtime")));
+    assert_true(json_is_null(json_object_get(o, "NCU_Profile")));
+    assert_string_equal(json_string_value(json_object_get(o, "PyTorch_Code_Module")),
+                        "reference </textarea> & more");
+    if (strcmp(name, FORMULA_NAME) == 0) {
+      assert_true(json_is_false(json_object_get(o, "Correct")));
+      assert_true(json_is_null(json_object_get(o, "CUDA_Runtime")));
+      assert_string_equal(json_string_value(json_object_get(o, "Error")),
+                          "line one\nline | two </td>");
+    } else {
+      assert_true(json_is_true(json_object_get(o, "Correct")));
+      assert_true(json_is_null(json_object_get(o, "Error")));
+    }
+    if (strcmp(name, HOSTILE_NAME) == 0) {
+      assert_true(fabs(json_real_value(json_object_get(o, "CUDA_Runtime")) - 0.1) < 1e-12);
+      assert_true(fabs(json_real_value(json_object_get(o, "KB_Speedup_Baseline")) - 2.0) < 1e-9);
+      assert_true(fabs(json_real_value(json_object_get(o, "Max_Diff")) - 1e-6) < 1e-15);
+    }
+    json_decref(o);
+    n++;
+  }
+  assert_int_equal(n, 3);
+  free(text);
+}
+
+static void test_top(void **state) {
+  struct fixture *f = *state;
+  f->r.top = 1;
+  char *html = render(kb_report_write_html, &f->r);
+  assert_int_equal(count(html, "<article class=\"cand\""), 1);
+  assert_non_null(strstr(html, "3 more candidates not shown (--top 1)"));
+  assert_int_equal(count(html, "href=\"#c-"), 1); /* its row; its parent has no page */
+  free(html);
+  char *md = render(kb_report_write_md, &f->r);
+  assert_null(strstr(md, "| naive |"));
+  assert_non_null(strstr(md, "3 more candidates not shown (--top 1)"));
+  free(md);
+  char *csv = render(kb_report_write_csv, &f->r); /* csv lists all */
+  assert_int_equal(count(csv, "\r\n"), 5);
+  free(csv);
+  f->r.top = 0;
+}
+
+/* Level_ID and Task_ID of a task imported from KernelBench (tools/kb-import-kernelbench). */
+static void test_export_kernelbench(void **state) {
+  (void)state;
+  struct kb_rep_eval e = {.tier = 1,
+                          .attempt = 1,
+                          .samples = 3,
+                          .median_us = 50,
+                          .max_abs_err = 0,
+                          .started = 1,
+                          .finished = 2};
+  snprintf(e.status, sizeof e.status, "ok");
+  snprintf(e.tier_name, sizeof e.tier_name, "smoke");
+  struct kb_rep_cand c = {.best_tier = 1,
+                          .timed_tier = 1,
+                          .median_us = 50,
+                          .speedup = NAN,
+                          .rank = 1,
+                          .evals = &e,
+                          .n_evals = 1,
+                          .source = (char *)"src"};
+  snprintf(c.name, sizeof c.name, "stub");
+  int order = 0;
+  struct kb_rep_task t = {.baseline_cand = -1, .cands = &c, .n_cands = 1, .order = &order};
+  snprintf(t.id, sizeof t.id, "l1_23_softmax");
+  snprintf(t.category, sizeof t.category, "kernelbench-level1");
+  struct kb_report r = {.tasks = &t, .n_tasks = 1};
+  char *text = render(kb_export_write_jsonl, &r);
+  json_t *o = json_loads(text, 0, NULL);
+  assert_non_null(o);
+  assert_int_equal(json_integer_value(json_object_get(o, "Level_ID")), 1);
+  assert_int_equal(json_integer_value(json_object_get(o, "Task_ID")), 23);
+  assert_true(fabs(json_real_value(json_object_get(o, "CUDA_Runtime")) - 0.05) < 1e-12);
+  assert_true(json_is_null(json_object_get(o, "PyTorch_Code_Module")));
+  json_decref(o);
+  free(text);
+  snprintf(t.category, sizeof t.category, "kernelbench");
+  text = render(kb_export_write_jsonl, &r);
+  o = json_loads(text, 0, NULL);
+  assert_true(json_is_null(json_object_get(o, "Level_ID")));
+  assert_true(json_is_null(json_object_get(o, "Task_ID")));
+  json_decref(o);
+  free(text);
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  struct kb_report r;
+  struct kb_error err = {0};
+  assert_int_equal(kb_report_load("/nonexistent/kb-report", &r, &err), KB_ENOTFOUND);
+  assert_non_null(strstr(err.msg, "/nonexistent/kb-report"));
+  char dir[] = "/tmp/kb-rep-bad-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/x.h5", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not hdf5\n", f);
+  fclose(f);
+  kb_error_clear(&err);
+  assert_int_equal(kb_report_load(dir, &r, &err), KB_EHDF5);
+  assert_non_null(strstr(err.msg, path));
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"tasks\": [\n", f);
+  fclose(f);
+  kb_error_clear(&err);
+  assert_int_equal(kb_report_load(dir, &r, &err), KB_EPARSE);
+  assert_non_null(strstr(err.msg, "summary.json:"));
+  unlink(path);
+  snprintf(path, sizeof path, "%s/x.h5", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_load, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_html, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_csv_md, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_export, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_top, setup, teardown),
+      cmocka_unit_test(test_export_kernelbench),
+      cmocka_unit_test(test_load_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

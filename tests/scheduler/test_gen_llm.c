@@ -1,0 +1,242 @@
+/* The llm generator with a real redis-server and the fake LLM server: every request's tokens
+ * are reserved, then posted as the API reported them or voided, so the ledger is exact after
+ * 429s, 500s, truncated and error answers and answers without code; audit entries; charges left
+ * open by a killed scheduler are voided at start; a budget too small stops requests.
+ * usage: test_gen_llm PYTHON FAKE_LLM_PY */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_llm_proc.h"
+#include "gen_fixture.h"
+#include "gen_llm.h"
+#include "kb/alloc.h"
+#include "kb/campaign.h"
+#include "kb/clock.h"
+#include "kb/compress.h"
+#include "kb/error.h"
+#include "kb/ledger.h"
+#include "kb/queue.h"
+#include "kb/redis.h"
+#include "redis_fixture.h"
+
+static const char *python, *script;
+static struct kbt_fake fake;
+static struct kbt_redis server;
+
+static void make_task(struct kb_task *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->id, sizeof t->id, "sum");
+  t->name = "sum of a vector";
+  t->backend = KB_BACKEND_HOST;
+  t->n_inputs = t->n_outputs = 1;
+  snprintf(t->inputs[0].name, sizeof t->inputs[0].name, "x");
+  t->inputs[0].ndim = 1;
+  t->inputs[0].shape[0] = 1024;
+  snprintf(t->outputs[0].name, sizeof t->outputs[0].name, "total");
+  t->outputs[0].ndim = 1;
+  t->outputs[0].shape[0] = 1;
+}
+
+static struct kb_gen_llm_cfg cfg(void) {
+  struct kb_gen_llm_cfg c = {.enabled = 1, .weight = 1, .api = KB_LLM_OPENAI,
+                             .endpoint = fake.openai, .model = "fake-model", .concurrency = 1,
+                             .max_tokens = 500, .temperature = 0.5, .timeout_s = 10,
+                             .max_retries = 2, .backoff_s = 0.02, .backoff_max_s = 0.1};
+  return c;
+}
+
+struct emitted {
+  int n;
+  char names[8][64];
+};
+
+static int emit(const struct kb_candidate *c, void *arg, struct kb_error *err) {
+  (void)err;
+  struct emitted *e = arg;
+  assert_string_equal(c->generator, "llm");
+  assert_true(e->n < 8);
+  snprintf(e->names[e->n++], 64, "%s", c->name);
+  return KB_OK;
+}
+
+/* One request, driven to its end. */
+static void one_request(struct kb_gen_llm *l, const struct kb_task *t,
+                        const struct kb_task_pop *tp, struct emitted *e) {
+  struct kb_error err = {0};
+  if (kb_gen_llm_request(l, t, "REFERENCE SOURCE TEXT", tp, &err))
+    fail_msg("request: %s", err.msg);
+  double t0 = kb_now_mono();
+  while (kb_gen_llm_pending(l) > 0) {
+    if (kb_gen_llm_poll(l, 200, emit, e, &err))
+      fail_msg("poll: %s", err.msg);
+    if (kb_now_mono() - t0 > 20)
+      fail_msg("request still pending after 20 s");
+  }
+}
+
+static int64_t ledger(struct kb_redis *r, const char *cid, const char *field) {
+  char key[100];
+  snprintf(key, sizeof key, "kb:{%s}:ledger", cid);
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, "HGET %s llm_tokens:%s", key, field))
+    fail_msg("%s", err.msg);
+  long long v = rep->type == REDIS_REPLY_STRING ? strtoll(rep->str, NULL, 10) : -1;
+  freeReplyObject(rep);
+  return v;
+}
+
+static long long int_reply(struct kb_redis *r, const char *fmt, const char *key) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, fmt, key))
+    fail_msg("%s", err.msg);
+  long long v = rep->integer;
+  freeReplyObject(rep);
+  return v;
+}
+
+static void test_tokens_exact_after_failures(void **state) {
+  (void)state;
+  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_queue q;
+  kbg_campaign(r, "llm1", "{}", 100000, &q);
+  struct kb_gen_llm_cfg c = cfg();
+  struct kb_gen_llm *l = NULL;
+  struct kb_error err = {0};
+  if (kb_gen_llm_new(&q, &c, "sk-test", 3, &l, &err))
+    fail_msg("new: %s", err.msg);
+  struct kb_task t;
+  make_task(&t);
+  struct kb_population pop;
+  kb_population_init(&pop, 3);
+  struct kb_task_pop *tp = kb_population_task(&pop, "sum");
+  struct emitted e = {0};
+  /* ok after a 429; ok after 500 and truncated; an answer without code; errors to the end */
+  assert_int_equal(kbt_fake_script(&fake, "429,ok,500,truncated,ok,nocode,error,500,truncated"),
+                   0);
+  for (int i = 0; i < 4; i++)
+    one_request(l, &t, tp, &e);
+  struct kb_gen_llm_stats st;
+  kb_gen_llm_stats(l, &st);
+  assert_int_equal(st.requests, 4);
+  assert_int_equal(st.candidates, 2);
+  assert_int_equal(st.no_code, 1);
+  assert_int_equal(st.failed, 1);
+  assert_int_equal(e.n, 2);
+  assert_string_equal(e.names[0], "llm-translate-1");
+  /* the ledger holds nothing and spent exactly what the fake billed */
+  long n = 0;
+  int64_t billed = 0;
+  assert_int_equal(kbt_fake_totals(&fake, 0, &n, &billed), 0);
+  assert_int_equal(n, 9);
+  assert_true(billed > 0);
+  assert_int_equal(ledger(r, "llm1", "spent"), billed);
+  assert_int_equal(st.tokens, billed);
+  assert_int_equal(ledger(r, "llm1", "held"), 0);
+  assert_int_equal(ledger(r, "llm1", "available") + ledger(r, "llm1", "spent"),
+                   ledger(r, "llm1", "total"));
+  assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm1}:gen:llm:open"), 0);
+  /* one audit entry per request, prompts and answers compressed */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE kb:{llm1}:llm:sum - +"), KB_OK);
+  assert_int_equal(rep->elements, 4);
+  const char *want_status[] = {"ok", "ok", "no_code", "failed"};
+  for (size_t i = 0; i < rep->elements; i++) {
+    redisReply *f = rep->element[i]->element[1];
+    const char *status = NULL;
+    char *prompt = NULL;
+    for (size_t k = 0; k + 1 < f->elements; k += 2) {
+      if (strcmp(f->element[k]->str, "status") == 0)
+        status = f->element[k + 1]->str;
+      if (strcmp(f->element[k]->str, "prompt") == 0) {
+        size_t len = 0;
+        assert_int_equal(kb_decompress(f->element[k + 1]->str, f->element[k + 1]->len, 1 << 20,
+                                       &prompt, &len, &err),
+                         KB_OK);
+      }
+    }
+    assert_non_null(status);
+    assert_string_equal(status, want_status[i]);
+    assert_non_null(prompt);
+    assert_non_null(strstr(prompt, "Task sum:"));
+    assert_non_null(strstr(prompt, "REFERENCE SOURCE TEXT"));
+    kb_free(prompt);
+  }
+  freeReplyObject(rep);
+  kb_gen_llm_free(l);
+  kb_population_release(&pop);
+  kb_redis_free(r);
+}
+
+static void test_open_charges_voided_at_start(void **state) {
+  (void)state;
+  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_queue q;
+  kbg_campaign(r, "llm2", "{}", 10000, &q);
+  struct kb_error err = {0};
+  /* a killed scheduler reserved and listed a charge, and never settled it */
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "llm:sum:7", 3000, "test", NULL, &err),
+                   KB_OK);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{llm2}:gen:llm:open llm:sum:7 sum"),
+                   KB_OK);
+  freeReplyObject(rep);
+  assert_int_equal(ledger(r, "llm2", "held"), 3000);
+  struct kb_gen_llm_cfg c = cfg();
+  struct kb_gen_llm *l = NULL;
+  assert_int_equal(kb_gen_llm_new(&q, &c, "sk-test", 3, &l, &err), KB_OK);
+  assert_int_equal(ledger(r, "llm2", "held"), 0);
+  assert_int_equal(ledger(r, "llm2", "available"), 10000);
+  assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm2}:gen:llm:open"), 0);
+  /* a budget that cannot hold one request: no request, the generator says so */
+  struct kb_task t;
+  make_task(&t);
+  struct kb_population pop;
+  kb_population_init(&pop, 3);
+  c.max_tokens = 20000;
+  assert_int_equal(kb_gen_llm_request(l, &t, "REF", kb_population_task(&pop, "sum"), &err),
+                   KB_EBUDGET);
+  assert_true(kb_gen_llm_out_of_tokens(l));
+  assert_int_equal(kb_gen_llm_pending(l), 0);
+  assert_int_equal(ledger(r, "llm2", "available"), 10000);
+  kb_gen_llm_free(l);
+  kb_population_release(&pop);
+  kb_redis_free(r);
+}
+
+static int setup(void **state) {
+  (void)state;
+  const char *args[] = {"--key", "sk-test", "--retry-after", "0", NULL};
+  if (kbt_redis_start(&server))
+    return -1;
+  return kbt_fake_start(&fake, python, script, args);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kbt_fake_stop(&fake);
+  kbt_redis_destroy(&server);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: test_gen_llm PYTHON FAKE_LLM_PY\n");
+    return 2;
+  }
+  python = argv[1];
+  script = argv[2];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tokens_exact_after_failures),
+      cmocka_unit_test(test_open_charges_voided_at_start),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

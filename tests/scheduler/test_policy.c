@@ -1,0 +1,271 @@
+/* scheduler/policy.c and budget.c: promotion (top 1/eta, confidence bound, baseline, compile),
+ * improvement tracking, stop conditions, the budget split, and the campaign's search section.
+ * Pure functions, so plain results are fed in; no redis. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "budget.h"
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "kb/result.h"
+#include "policy.h"
+#include "population.h"
+
+#define N_TIERS 4
+
+struct fx {
+  struct kb_population pop;
+  struct kb_policy policy;
+  struct kb_search search;
+};
+
+static int setup(void **state) {
+  static struct fx x;
+  memset(&x, 0, sizeof x);
+  kb_search_defaults(&x.search);
+  kb_population_init(&x.pop, N_TIERS);
+  kb_policy_init(&x.policy, &x.search, N_TIERS, 0);
+  struct kb_task_pop *t = kb_population_task(&x.pop, "t");
+  snprintf(t->baseline, sizeof t->baseline, "base");
+  t->loaded = 1;
+  *state = &x;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fx *x = *state;
+  kb_population_release(&x->pop);
+  return 0;
+}
+
+/* Records a result of candidate `name` at `tier`: ok with `median` (0 = untimed) and a
+ * relative standard error `se` of the median, or `status`. Returns the member. */
+static struct kb_member *add(struct fx *x, const char *name, int tier, int status, double median,
+                             double se, int64_t cost) {
+  struct kb_result r;
+  kb_result_init(&r);
+  snprintf(r.task, sizeof r.task, "t");
+  snprintf(r.candidate, sizeof r.candidate, "%s", name);
+  r.tier = tier;
+  r.attempt = 1;
+  r.status = status;
+  r.cost_ms = cost;
+  if (median > 0) {
+    int n = 16;
+    double sigma = se * sqrt(n) / 1.2533;
+    r.timing.samples = n;
+    r.timing.median_us = median;
+    r.timing.noise = sigma;
+    r.timing.p10_us = median * (1 - 1.2816 * sigma);
+    r.timing.p90_us = median * (1 + 1.2816 * sigma);
+  }
+  struct kb_member *m = kb_population_add(&x->pop, &r, name,
+                                          strcmp(name, "base") == 0 ? "seed" : "llm");
+  assert_non_null(m);
+  kb_policy_observe(&x->policy, &x->pop.tasks[0], &r);
+  return m;
+}
+
+static int promote(struct fx *x, struct kb_member *m, int tier) {
+  return kb_policy_promote(&x->policy, &x->pop.tasks[0], m, tier);
+}
+
+static void test_compile_and_baseline_climb(void **state) {
+  struct fx *x = *state;
+  struct kb_member *base = add(x, "base", 0, KB_STATUS_OK, 0, 0, 0);
+  assert_int_equal(promote(x, base, 0), 1);
+  base = add(x, "base", 1, KB_STATUS_OK, 1000, 0.01, 50);
+  struct kb_member *fast = add(x, "fast", 1, KB_STATUS_OK, 100, 0.01, 50);
+  /* the baseline climbs although "fast" beats it; nothing climbs past the top */
+  assert_int_equal(promote(x, base, 1), 1);
+  base = add(x, "base", 3, KB_STATUS_OK, 1000, 0.01, 1000);
+  assert_int_equal(promote(x, base, 3), 0);
+  /* a failure never climbs, even at compile */
+  struct kb_member *bad = add(x, "bad", 0, KB_STATUS_COMPILE_ERROR, 0, 0, 0);
+  assert_int_equal(promote(x, bad, 0), 0);
+  assert_int_equal(promote(x, fast, 1), 1);
+}
+
+static void test_top_fraction(void **state) {
+  struct fx *x = *state;
+  x->policy.z = 0; /* the confidence rule off: only the top 1/eta */
+  add(x, "base", 1, KB_STATUS_OK, 1000, 0.01, 50);
+  /* cohort of 6 with eta 3 keeps the 2 fastest: c1 (100) and c2 (200) */
+  struct kb_member *c[5];
+  char name[8];
+  for (int i = 0; i < 5; i++) {
+    snprintf(name, sizeof name, "c%d", i + 1);
+    c[i] = add(x, name, 1, KB_STATUS_OK, 100.0 * (i + 1), 0.01, 50);
+  }
+  assert_int_equal(promote(x, c[0], 1), 1);
+  assert_int_equal(promote(x, c[1], 1), 1);
+  assert_int_equal(promote(x, c[2], 1), 0);
+  assert_int_equal(promote(x, c[4], 1), 0);
+  x->policy.eta = 2; /* keeps 3 */
+  assert_int_equal(promote(x, c[2], 1), 1);
+  assert_int_equal(promote(x, c[3], 1), 0);
+}
+
+static void test_confidence_bound(void **state) {
+  struct fx *x = *state;
+  add(x, "base", 2, KB_STATUS_OK, 1000, 0.01, 200);
+  for (int i = 0; i < 6; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "f%d", i);
+    add(x, name, 2, KB_STATUS_OK, 100 + i, 0.001, 200);
+  }
+  /* 8th in a cohort of 9 (keep 3): promoted only when its bound reaches the best (100) */
+  struct kb_member *noisy = add(x, "noisy", 2, KB_STATUS_OK, 110, 0.2, 200);
+  struct kb_member *sure = add(x, "sure", 2, KB_STATUS_OK, 111, 0.01, 200);
+  x->policy.z = 1.0;
+  assert_int_equal(promote(x, noisy, 2), 1);  /* 110 - 22 < 100 */
+  assert_int_equal(promote(x, sure, 2), 0);   /* 111 - 1.1 > 100 */
+  x->policy.z = 0.4;
+  assert_int_equal(promote(x, noisy, 2), 0);  /* 110 - 8.8 > 100 */
+  const struct kb_member_tier *mt = &noisy->tiers[2];
+  assert_true(fabs(kb_policy_median_se(mt) - 22.0) < 0.5);
+  /* a lucky, noisy best (90 +- 18): "sure" (111 +- 1.1) cannot be told from it at z = 2,
+   * although its bound is far above the best's median */
+  add(x, "lucky", 2, KB_STATUS_OK, 90, 0.2, 200);
+  x->policy.z = 2.0;
+  assert_int_equal(promote(x, sure, 2), 1);   /* 108.8 < 90 + 36 */
+  x->policy.z = 0.5;
+  assert_int_equal(promote(x, sure, 2), 0);   /* 110.4 > 90 + 9 */
+}
+
+static void test_gain_and_stagnation(void **state) {
+  struct fx *x = *state;
+  x->policy.stagnation = 3;
+  struct kb_task_pop *t = &x->pop.tasks[0];
+  assert_int_equal(kb_policy_gain_tier(&x->policy), 2);
+  add(x, "base", 2, KB_STATUS_OK, 1000, 0.01, 200);
+  assert_int_equal(t->since_gain, 1); /* the first at a tier is no gain */
+  add(x, "a", 1, KB_STATUS_OK, 100, 0.01, 50); /* smoke does not count */
+  assert_int_equal(t->gains, 0);
+  add(x, "a", 2, KB_STATUS_OK, 500, 0.01, 200);
+  assert_int_equal(t->gains, 1);
+  assert_int_equal(t->since_gain, 0);
+  assert_true(fabs(t->spent_ms - 450) < 1e-9);
+  assert_true(kb_policy_rate(t) > 0);
+  add(x, "b", 2, KB_STATUS_OK, 498, 0.01, 200); /* 0.4%: below min_improvement */
+  assert_int_equal(t->gains, 1);
+  /* the same result again (a restarted scheduler) changes nothing */
+  long seen = t->since_gain;
+  add(x, "b", 2, KB_STATUS_OK, 498, 0.01, 200);
+  assert_int_equal(t->since_gain, seen);
+  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  add(x, "c", 2, KB_STATUS_WRONG_OUTPUT, 0, 0, 50);
+  add(x, "d", 2, KB_STATUS_OK, 900, 0.01, 200);
+  assert_int_equal(kb_policy_check_stop(&x->policy, t), 1);
+  assert_int_equal(t->stopped, 1);
+  assert_non_null(strstr(t->stop_reason, "stagnated"));
+  /* a stopped task promotes nothing */
+  struct kb_member *e = add(x, "e", 0, KB_STATUS_OK, 0, 0, 0);
+  assert_int_equal(promote(x, e, 0), 0);
+}
+
+static void test_target_speedup(void **state) {
+  struct fx *x = *state;
+  x->policy.target_speedup = 2.0;
+  struct kb_task_pop *t = &x->pop.tasks[0];
+  add(x, "base", 3, KB_STATUS_OK, 1000, 0.01, 1000);
+  add(x, "a", 2, KB_STATUS_OK, 100, 0.01, 200); /* 10x, but not at the top tier */
+  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  add(x, "a", 3, KB_STATUS_OK, 600, 0.01, 1000);
+  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  add(x, "b", 3, KB_STATUS_OK, 450, 0.01, 1000);
+  assert_int_equal(kb_policy_check_stop(&x->policy, t), 1);
+  assert_non_null(strstr(t->stop_reason, "target speedup"));
+}
+
+static void test_budget_split(void **state) {
+  struct fx *x = *state;
+  x->search.floor_share = 0.5;
+  x->search.explore = 0;
+  struct kb_budget_task tasks[3] = {
+      {.used_ms = 0, .rate = 2e-3, .results = 10},
+      {.used_ms = 5000, .rate = 1e-3, .results = 10},
+      {.used_ms = 100, .rate = 0, .results = 10, .stopped = 1}};
+  int64_t caps[3];
+  /* total 30000: floors of 5000 each; task 0 needs 5000, task 1 none; pool 20000 - 5000 */
+  kb_budget_split(&x->search, 30000, 20000, 0, tasks, 3, caps);
+  assert_int_equal(caps[2], -1);
+  assert_int_equal(caps[0], 5000 + 10000);
+  assert_int_equal(caps[1], 5000 + 5000);
+  assert_true(caps[0] - tasks[0].used_ms + caps[1] - tasks[1].used_ms <= 20000);
+  /* nothing left to split: unused floors shrink in proportion; the minimum grant still lets a
+   * task start its dearest evaluation while that much is available */
+  kb_budget_split(&x->search, 30000, 2500, 0, tasks, 3, caps);
+  assert_int_equal(caps[0], 2500);
+  assert_int_equal(caps[1], 5000);
+  kb_budget_split(&x->search, 30000, 2500, 1000, tasks, 3, caps);
+  assert_int_equal(caps[1], 6000);
+  /* no rate anywhere and no exploration: an even split of the pool */
+  tasks[0].rate = tasks[1].rate = 0;
+  tasks[0].used_ms = 5000;
+  kb_budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
+  assert_int_equal(caps[0], 10000);
+  assert_int_equal(caps[1], 10000);
+  /* exploration favours the task with fewer results */
+  x->search.explore = 1;
+  tasks[1].results = 1000;
+  kb_budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
+  assert_true(caps[0] > caps[1]);
+}
+
+static void test_search_section(void **state) {
+  (void)state;
+  static const char *text =
+      "{\"schema\": \"kernelbrain.campaign/1\", \"id\": \"c\", \"backend\": \"host\",\n"
+      " \"tasks\": [\"t\"], \"budget\": {\"gpu_seconds\": 1},\n"
+      " \"search\": {\"eta\": 4, \"confidence_z\": 0, \"floor_share\": 0.5, \"explore\": 2,\n"
+      "            \"window\": 8, \"rebalance_seconds\": 0.5, \"stagnation_evaluations\": 0,\n"
+      "            \"min_improvement\": 0.05}}";
+  struct kb_campaign c;
+  struct kb_error err = {0};
+  assert_int_equal(kb_campaign_parse("c.json", text, "/", 0, &c, &err), KB_OK);
+  assert_int_equal(c.search.eta, 4);
+  assert_true(c.search.confidence_z == 0);
+  assert_true(c.search.floor_share == 0.5);
+  assert_true(c.search.explore == 2);
+  assert_int_equal(c.search.window, 8);
+  assert_true(c.search.rebalance_s == 0.5);
+  assert_int_equal(c.search.stagnation, 0);
+  assert_true(c.search.min_improvement == 0.05);
+  kb_campaign_release(&c);
+  static const char *plain =
+      "{\"schema\": \"kernelbrain.campaign/1\", \"id\": \"c\", \"backend\": \"host\",\n"
+      " \"tasks\": [\"t\"], \"budget\": {\"gpu_seconds\": 1}}";
+  assert_int_equal(kb_campaign_parse("c.json", plain, "/", 0, &c, &err), KB_OK);
+  assert_int_equal(c.search.eta, 3);
+  assert_true(c.search.confidence_z == KB_SEARCH_Z);
+  assert_int_equal(c.search.stagnation, 100);
+  kb_campaign_release(&c);
+  static const char *bad =
+      "{\"schema\": \"kernelbrain.campaign/1\", \"id\": \"c\", \"backend\": \"host\",\n"
+      " \"tasks\": [\"t\"], \"budget\": {\"gpu_seconds\": 1},\n"
+      " \"search\": {\"window\": 0}}";
+  assert_int_equal(kb_campaign_parse("c.json", bad, "/", 0, &c, &err), KB_EPARSE);
+  if (strstr(err.msg, "c.json:3:23: \"search.window\" must be") == NULL)
+    fail_msg("message: %s", err.msg);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_compile_and_baseline_climb, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_top_fraction, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_confidence_bound, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_gain_and_stagnation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_target_speedup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_budget_split, setup, teardown),
+      cmocka_unit_test(test_search_section),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
