@@ -8,6 +8,9 @@
 #   - kb-bench-queue with 16 and 256 runners on this host's cores
 #   - the demo campaign (host backend) with kb-launch --local, 1 and 4 runners
 #   - tests/gpu/sandbox.sh: CUDA tasks through the sandbox, and a CUDA campaign end to end
+# Run separately (they take minutes): tests/gpu/suite.sh (the built-in CUDA suite with the tuner,
+# GPU busy fraction; table by tests/gpu/suite_table.py) and, on the two-GPU machine,
+# tests/gpu/two_gpus.sh (kb-launch --local --gpus 0 against --gpus 0,1).
 # Prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
