@@ -42,6 +42,7 @@ struct worker {
   int ahead;                /* slots used at most */
   struct kb_task *tasks;    /* loaded tasks (MAX_CACHED_TASKS) */
   int n_tasks;
+  long claimed_items;       /* items claimed so far (for --max-items) */
 
   /* Shared with the heartbeat thread. */
   pthread_mutex_t lock;
@@ -140,26 +141,63 @@ static int release_slot(struct worker *w, int slot, const char *why, struct kb_e
   return rc;
 }
 
-/* Publishes `r` for the item in `slot` and frees the slot. */
-static int complete_slot(struct worker *w, int slot, struct kb_result *r, struct kb_error *err) {
-  const struct kb_claim *c = &w->held[slot].claim;
+static int start_slot(struct worker *w, int slot, const struct kb_claim *c, struct kb_error *err);
+static int campaign_open(struct worker *w);
+static void note_state(struct worker *w, const char *state);
+
+/* 1 when the runner should take another item as soon as a slot frees up. */
+static int wants_more(struct worker *w) {
+  return !*w->opts->stop && campaign_open(w) &&
+         (w->opts->max_items <= 0 || w->claimed_items < w->opts->max_items);
+}
+
+/* Publishes `r` for the item in `slot` and frees the slot. With `may_claim` set and the runner
+ * wanting more work, the same script call also claims the next item (kb_queue_complete_and_claim:
+ * one round trip and one script per item instead of two) and its build is queued in the freed
+ * slot. (infra_slot passes 0: start_slot calls it, and must not recurse item after item.) */
+static int complete_slot(struct worker *w, int slot, struct kb_result *r, int may_claim,
+                         struct kb_error *err) {
+  struct kb_claim done = w->held[slot].claim, next;
   char *json = NULL;
   int rc = kb_result_to_json(r, &json, err);
+  int claimed = 0;
   if (rc == KB_OK) {
     int dup = 0;
-    rc = kb_queue_complete(&w->q, c, r->cost_ms, json, w->name, &dup, err);
+    char state[16] = "";
+    if (may_claim && wants_more(w)) {
+      struct kb_error e = {0};
+      rc = kb_queue_complete_and_claim(&w->q, &done, r->cost_ms, json, w->name,
+                                       w->opts->min_tier, w->opts->max_tier, &dup, &next, state,
+                                       &e);
+      if (rc == KB_OK) {
+        claimed = 1;
+      } else if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
+        /* the completion was posted; there was just nothing to take */
+        if (rc == KB_ESTATE)
+          note_state(w, state);
+        rc = KB_OK;
+      } else {
+        kb_error_set(err, rc, "%s", e.msg);
+      }
+    } else {
+      rc = kb_queue_complete(&w->q, &done, r->cost_ms, json, w->name, &dup, err);
+    }
     if (rc == KB_ELEASE) {
-      kb_warn("%s: %s; result dropped, the item runs again", c->item, err->msg);
+      kb_warn("%s: %s; result dropped, the item runs again", done.item, err->msg);
       kb_error_clear(err);
       rc = KB_OK;
     } else if (rc == KB_OK) {
-      kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", c->task, c->candidate, c->tier,
+      kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", done.task, done.candidate, done.tier,
               r->tier_name, kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason,
               r->timing.samples ? r->timing.median_us / 1000.0 : 0.0);
     }
   }
   kb_free(json);
   drop_slot(w, slot);
+  if (rc == KB_OK && claimed) {
+    w->claimed_items++;
+    rc = start_slot(w, slot, &next, err);
+  }
   return rc;
 }
 
@@ -175,9 +213,36 @@ static int infra_slot(struct worker *w, int slot, const char *why, struct kb_err
   r.cost_ms = 0;
   r.started = w->held[slot].claimed;
   r.finished = kb_now_wall();
-  int rc = complete_slot(w, slot, &r, err);
+  int rc = complete_slot(w, slot, &r, 0, err);
   kb_result_release(&r);
   return rc;
+}
+
+/* Holds claim `c` in the free slot `slot` and queues its build (or releases it at once when
+ * the runner is leaving). */
+static int start_slot(struct worker *w, int slot, const struct kb_claim *c, struct kb_error *err) {
+  pthread_mutex_lock(&w->lock);
+  w->held[slot].used = 1;
+  w->held[slot].claim = *c;
+  w->held[slot].claimed = kb_now_wall();
+  pthread_mutex_unlock(&w->lock);
+  if (*w->opts->stop)
+    return release_slot(w, slot, "claimed as the runner was asked to leave", err);
+
+  struct kb_candidate cand;
+  memset(&cand, 0, sizeof cand);
+  struct kb_error e = {0};
+  const struct kb_task *task = find_task(w, c->task, &e);
+  int rc = task ? kb_catalog_get_candidate(&w->q, c->candidate, &cand, &e) : e.code;
+  if (rc == KB_OK) {
+    struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
+                                  .flags = cand.flags};
+    rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
+  }
+  kb_candidate_release(&cand);
+  if (rc)
+    return infra_slot(w, slot, e.msg, err);
+  return KB_OK;
 }
 
 /* Claims one item into a free slot and queues its build. Returns KB_OK (claimed), or the
@@ -195,28 +260,8 @@ static int claim_one(struct worker *w, char state[16], struct kb_error *err) {
   if (rc != KB_OK)
     return rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE ? rc
                                                                   : kb_error_set(err, rc, "%s", e.msg);
-  pthread_mutex_lock(&w->lock);
-  w->held[slot].used = 1;
-  w->held[slot].claim = c;
-  w->held[slot].claimed = kb_now_wall();
-  pthread_mutex_unlock(&w->lock);
-  if (*w->opts->stop)
-    return release_slot(w, slot, "claimed as the runner was asked to leave", err);
-
-  struct kb_candidate cand;
-  memset(&cand, 0, sizeof cand);
-  kb_error_clear(&e);
-  const struct kb_task *task = find_task(w, c.task, &e);
-  rc = task ? kb_catalog_get_candidate(&w->q, c.candidate, &cand, &e) : e.code;
-  if (rc == KB_OK) {
-    struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
-                                  .flags = cand.flags};
-    rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
-  }
-  kb_candidate_release(&cand);
-  if (rc)
-    return infra_slot(w, slot, e.msg, err);
-  return KB_OK;
+  w->claimed_items++;
+  return start_slot(w, slot, &c, err);
 }
 
 /* 1 unless the campaign was seen draining, cancelled or done (by a claim or the heartbeat). */
@@ -299,7 +344,7 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
     snprintf(r.reason, sizeof r.reason, "%.255s", e.msg);
     r.cost_ms = 0;
   }
-  rc = complete_slot(w, slot, &r, err);
+  rc = complete_slot(w, slot, &r, 1, err);
   kb_result_release(&r);
   return rc;
 }
@@ -327,7 +372,7 @@ static int release_all(struct worker *w, struct kb_error *err) {
 }
 
 static int loop(struct worker *w, int *why, struct kb_error *err) {
-  long idle_ms = 50, done_items = 0, claimed_items = 0;
+  long idle_ms = 50, done_items = 0;
   int rc = KB_OK;
   struct kb__compiled built;
   kb__compiled_init(&built);
@@ -337,12 +382,10 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
     int nothing = 0;
     char state[16] = "";
     while (!*w->opts->stop && held_count(w) < w->ahead &&
-           (w->opts->max_items <= 0 || claimed_items < w->opts->max_items)) {
+           (w->opts->max_items <= 0 || w->claimed_items < w->opts->max_items)) {
       rc = claim_one(w, state, err);
-      if (rc == KB_OK) {
-        claimed_items++;
+      if (rc == KB_OK)
         continue;
-      }
       if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
         if (rc == KB_ESTATE)
           note_state(w, state);
