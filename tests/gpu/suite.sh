@@ -10,7 +10,7 @@
 # KB_SUITE_PER_TASK (default 14) bounds the tune proposals per task; KB_SUITE_LIMIT_S (default
 # 240) the campaign's wall time (SIGINT then: runners release their work; the files stay).
 # Writes $OUT/suite-launch.txt (kb-launch's output and the busy fraction), $OUT/suite-report.json
-# (kb-submit report --format json) and $OUT/suite-util.csv; tests/gpu/suite_table.py turns the
+# (kb-submit report --format json), $OUT/suite-util.csv and the runner's and scheduler's logs; tests/gpu/suite_table.py turns the
 # report into the per-task table.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,6 +68,7 @@ PY
 ls "$dir/results/suite" >> "$LOG" 2>&1
 for f in "$dir/results/suite/redis/runner-0.log" "$dir/results/suite/redis/scheduler.log"; do
   echo "== tail of $(basename "$f")" >> "$LOG"; tail -15 "$f" >> "$LOG" 2>&1
+  cp "$f" "$OUT/suite-$(basename "$f")" 2>/dev/null # whole logs: where the GPU waited
 done
 kb-submit report --format json --out "$OUT/suite-report.json" "$dir/results/suite" >> "$LOG" 2>&1
 echo "report exit $?" >> "$LOG"
