@@ -42,6 +42,7 @@ struct local {
   pid_t redis_pid;
   pid_t sched_pid;
   pid_t runner_pids[MAX_RUNNERS];
+  int runner_status[MAX_RUNNERS]; /* waitpid status of a runner that exited */
   int n_runners;
   int gpus[KB_GPUS_MAX]; /* cuda campaigns: one runner per GPU ordinal here */
   int n_gpus;
@@ -296,6 +297,38 @@ static void show_progress(struct local *l, struct kb_redis *r, int tty) {
   fflush(stderr);
 }
 
+/* Reaps runners that exited. Returns KB_OK while at least one runner runs, or all exited
+ * cleanly (they leave on their own once the campaign is over, before the scheduler ends);
+ * KB_ECHILD, naming the first failed runner and its log, once none runs and one failed: nothing
+ * would evaluate the rest of the campaign. */
+static int check_runners(struct local *l, struct kb_error *err) {
+  int alive = 0;
+  for (int i = 0; i < l->n_runners; i++) {
+    int status = 0;
+    if (l->runner_pids[i] > 0 && waitpid(l->runner_pids[i], &status, WNOHANG) == l->runner_pids[i]) {
+      l->runner_pids[i] = 0;
+      l->runner_status[i] = status;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        kb_warn("runner %d %s %d; see %s/runner-%d.log", i,
+                WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), l->redis_dir, i);
+    }
+    alive += l->runner_pids[i] > 0;
+  }
+  if (alive || l->n_runners == 0)
+    return KB_OK;
+  for (int i = 0; i < l->n_runners; i++) {
+    int st = l->runner_status[i];
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      return kb_error_set(err, KB_ECHILD,
+                          "every runner has exited and the campaign is not over; runner %d %s %d "
+                          "(see %s/runner-%d.log); run the same command to resume",
+                          i, WIFEXITED(st) ? "exited with status" : "was killed by signal",
+                          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), l->redis_dir, i);
+  }
+  return KB_OK;
+}
+
 /* Waits for the scheduler to end the campaign. */
 static int wait_scheduler(struct local *l, struct kb_error *err) {
   int tty = isatty(STDERR_FILENO);
@@ -319,6 +352,9 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
                           l->redis_dir);
       break;
     }
+    rc = check_runners(l, err);
+    if (rc)
+      break;
     if (r && tick % 5 == 0)
       show_progress(l, r, tty);
     kb_sleep_ms(100);

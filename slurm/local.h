@@ -29,8 +29,9 @@ struct kb_local_opts {
 /* Runs the campaign to its end. Returns KB_OK when it finished (leaderboard printed on stdout);
  * KB_EINTERRUPTED when stopped by a signal; KB_EPARSE for a bad campaign; KB_EINVAL for a bad
  * --gpus list, --gpus with a host campaign, --runners with a cuda one, or a cuda campaign on a
- * machine without GPUs; KB_ECHILD when a
- * process it started failed; KB_ECONN when redis did not come up. */
+ * machine without GPUs; KB_ECHILD when a process it started failed: the scheduler, or every
+ * runner exited while the campaign is not over and one of them failed (the message names its
+ * log); KB_ECONN when redis did not come up. */
 int kb_local_run(const struct kb_local_opts *o, struct kb_error *err);
 
 #endif

@@ -58,4 +58,19 @@ expect_exit 2 '--gpus goes with --local' --slurm --gpus 0 "$T/launch.json"
 expect_exit 3 'uses the host backend; --gpus goes with cuda campaigns' \
   --local --gpus 0 "$T/launch.json"
 [ ! -e "$T/results/launch/redis/redis.sock" ] || fail "a refused --gpus started redis"
+
+if "$BIN/kb-runner" --list-devices --json | grep -q '"devices":\[\]'; then
+  note "a cuda campaign forced onto a GPU that is not there: the runner fails, kb-launch stops"
+  cat > "$T/nogpu.json" <<EOF
+{"schema": "kernelbrain.campaign/1", "id": "nogpu", "name": "no GPU here", "backend": "cuda",
+ "tasks": ["$TESTS_DIR/../tasks/cuda/rowsum_small"], "budget": {"gpu_seconds": 60},
+ "results_dir": "$T/results"}
+EOF
+  rc=0
+  timeout 60 "$BIN/kb-launch" --local --gpus 0 "$T/nogpu.json" > /dev/null 2> "$T/nogpu.err" || rc=$?
+  [ $rc -eq 1 ] || fail "kb-launch exit $rc, want 1: $(cat "$T/nogpu.err")"
+  grep -q "every runner has exited and the campaign is not over; runner 0 exited with status 1" \
+    "$T/nogpu.err" || fail "no reason naming the runner: $(cat "$T/nogpu.err")"
+  pgrep -f "$T/results/nogpu/redis" > /dev/null && fail "processes left running"
+fi
 echo "PASS"
