@@ -325,12 +325,14 @@ int kb_gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_que
       rc = task_count(g, t->id, &count, err);
       if (rc)
         break;
-      if (count >= g->camp.gen.max_per_task || !task_affordable(g, t->id)) {
+      struct kb_task_pop *tp = find_pop(pop, t->id);
+      if ((tp && tp->stopped) || count >= g->camp.gen.max_per_task ||
+          !task_affordable(g, t->id)) {
         idle++;
         continue;
       }
       int made = 0;
-      rc = generate_for(g, t, find_pop(pop, t->id), st, &made, err);
+      rc = generate_for(g, t, tp, st, &made, err);
       if (made) {
         idle = 0;
         open++;
@@ -356,9 +358,10 @@ int kb_gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_q
     struct kb_error ignore = {0};
     if (task_count(g, g->tasks[i].id, &count, &ignore) != KB_OK)
       return 1; /* cannot tell: not over yet; the next tick reports the error */
-    if (count >= g->camp.gen.max_per_task || !task_affordable(g, g->tasks[i].id))
-      continue;
     struct kb_task_pop *tp = find_pop(pop, g->tasks[i].id);
+    if ((tp && tp->stopped) || count >= g->camp.gen.max_per_task ||
+        !task_affordable(g, g->tasks[i].id))
+      continue;
     if (can(g, GEN_TUNE, tp, g->tasks[i].id, st) || can(g, GEN_LLM, tp, g->tasks[i].id, st))
       return 1;
   }

@@ -7,7 +7,7 @@
  * `low_water` x (number of tasks) items are open (LLM requests in flight count as open: the
  * queue keeps about `low_water` items per task for the runners), and the GPU budget left can
  * pay for a candidate's first timed tier. Which task: round robin over the campaign's tasks,
- * skipping those that reached `max_per_task` generation attempts (a tune proposal or an llm
+ * skipping those that stopped (kb_task_pop.stopped: target or stagnation), those that reached `max_per_task` generation attempts (a tune proposal or an llm
  * request, whatever came of it: a new candidate, a duplicate or a failed generation; counted in
  * Redis, kb:{cid}:gen:count, so a restart keeps the count) or whose GPU cap from the budget
  * split (kb_queue_set_task_cap) cannot pay for a new candidate's compile and smoke tiers. Which generator:
