@@ -12,8 +12,17 @@ for verb in drain cancel; do
   SCHED=$!; BG_PIDS+=($SCHED)
   "$BIN/kb-runner" --campaign "$verb" --cache "$T/cache" 2> "$T/$verb.runner.log" &
   RUNNER=$!; BG_PIDS+=($RUNNER)
-  for _ in $(seq 600); do [ "$(rcli XLEN "kb:{$verb}:results")" -ge 3 ] && break; sleep 0.05; done
+  # mid-run: 3 results in and at least 2 items open; the runner is held still (SIGSTOP) while
+  # the command lands, so that a fast runner cannot finish the campaign in between (it holds at
+  # most one item under evaluation; what it claimed ahead is released, so something stays undone)
+  for _ in $(seq 600); do
+    [ "$(rcli XLEN "kb:{$verb}:results")" -ge 3 ] && [ "$(rcli HGET "kb:{$verb}:meta" open)" -ge 2 ] &&
+      break
+    sleep 0.05
+  done
+  kill -STOP $RUNNER
   "$BIN/kb-submit" "$verb" "$verb" | grep -q "campaign \"$verb\"" || fail "$verb printed nothing"
+  kill -CONT $RUNNER
   wait_pid $SCHED 120 || fail "scheduler failed after $verb: $(tail -3 "$T/$verb.sched.log")"
   wait_pid $RUNNER 60 || fail "runner failed after $verb: $(tail -3 "$T/$verb.runner.log")"
   state=$(rcli HGET "kb:{$verb}:meta" state)
