@@ -15,6 +15,9 @@ void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
   p->window = s->window;
   p->stagnation = s->stagnation;
   p->target_speedup = target_speedup;
+  p->baseline_gate = s->baseline_gate;
+  p->eta_max = s->eta_max;
+  p->keep_top = s->keep_top;
 }
 
 static int timed_ok(const struct kb_member_tier *mt) {
@@ -32,21 +35,60 @@ double kb_policy_median_se(const struct kb_member_tier *mt) {
   return 1.2533 * sigma / sqrt((double)mt->samples);
 }
 
-int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
-                      const struct kb_member *m, int tier) {
-  if (tier + 1 >= p->n_tiers || t->stopped)
+/* 1 when the baseline gate is on, `tier` counts as progress (>= kb_policy_gain_tier) and `mt`
+ * is confidently slower than the task's baseline there: its lower bound, median - z * SE, is
+ * above the baseline's upper bound. Such a candidate cannot be a speedup, so ranking in the top
+ * of a cohort of losers does not earn it the dearer tier. */
+static int behind_baseline(const struct kb_policy *p, const struct kb_task_pop *t,
+                           const struct kb_member_tier *mt, int tier) {
+  if (!p->baseline_gate || tier < kb_policy_gain_tier(p))
     return 0;
+  const struct kb_member *base = kb_population_baseline(t);
+  if (base == NULL || !timed_ok(&base->tiers[tier]))
+    return 0;
+  const struct kb_member_tier *b = &base->tiers[tier];
+  return mt->median_us - p->z * kb_policy_median_se(mt) >
+         b->median_us + p->z * kb_policy_median_se(b);
+}
+
+double kb_policy_reliability(int cohort, double sum, double sum2, double noise2) {
+  if (cohort < KB_POLICY_MIN_COHORT)
+    return 0;
+  double mean = sum / cohort;
+  double var = sum2 / cohort - mean * mean;
+  if (!(var > 0))
+    return 0;
+  double r = 1.0 - (noise2 / cohort) / var;
+  return r > 0 ? r : 0;
+}
+
+double kb_policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
+                     double noise2) {
+  double eta = p->eta >= 1 ? p->eta : 3;
+  if (p->eta_max <= eta || eta <= 1) /* eta 1: every candidate climbs (recording a pool) */
+    return eta;
+  return eta + (p->eta_max - eta) * kb_policy_reliability(cohort, sum, sum2, noise2);
+}
+
+enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
+                                                const struct kb_task_pop *t,
+                                                const struct kb_member *m, int tier) {
+  if (tier + 1 >= p->n_tiers || t->stopped)
+    return KB_PROMOTE_NO;
   const struct kb_member_tier *mt = &m->tiers[tier];
   if (!mt->evaluated || mt->status != KB_STATUS_OK)
-    return 0;
+    return KB_PROMOTE_NO;
   if (tier == 0)
-    return 1;
+    return KB_PROMOTE_COMPILE;
   if (m == kb_population_baseline(t))
-    return 1;
+    return KB_PROMOTE_BASELINE;
   if (!timed_ok(mt))
-    return 0;
+    return KB_PROMOTE_NO;
+  if (p->eta == 1)
+    return KB_PROMOTE_RANK; /* every candidate climbs every tier: a pool is being recorded */
   int cohort = 0, faster = 0;
   const struct kb_member_tier *best = NULL; /* the fastest other member at this tier */
+  double sum = 0, sum2 = 0, noise2 = 0;      /* of log medians, and their squared rel. SEs */
   for (int i = 0; i < t->n; i++) {
     const struct kb_member_tier *o = &t->members[i].tiers[tier];
     if (!timed_ok(o))
@@ -56,18 +98,32 @@ int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
       faster++;
     if (&t->members[i] != m && (best == NULL || o->median_us < best->median_us))
       best = o;
+    double l = log(o->median_us), se = kb_policy_median_se(o) / o->median_us;
+    sum += l;
+    sum2 += l * l;
+    noise2 += se * se;
   }
-  int eta = p->eta >= 1 ? p->eta : 3;
-  int keep = (cohort + eta - 1) / eta; /* ceil(cohort / eta), at least 1 */
-  if (faster < keep)
-    return 1;
+  double eta = kb_policy_eta(p, cohort, sum, sum2, noise2);
+  int keep = (int)ceil((double)cohort / eta); /* at least 1 */
+  /* A reliable ranking cuts deeper, but never below the top `keep_top` that eta itself keeps. */
+  int plain = (int)ceil((double)cohort / (p->eta >= 1 ? p->eta : 3));
+  int floor_keep = plain < p->keep_top ? plain : p->keep_top;
+  if (keep < floor_keep)
+    keep = floor_keep;
+  if (faster < keep && !behind_baseline(p, t, mt, tier))
+    return KB_PROMOTE_RANK;
   /* The best median of a noisy tier is the luckiest of many draws, so the bound is compared
    * with the best's upper bound, not its median: the two cannot be told apart. */
   if (p->z > 0 && best != NULL &&
       mt->median_us - p->z * kb_policy_median_se(mt) <
           best->median_us + p->z * kb_policy_median_se(best))
-    return 1;
-  return 0;
+    return KB_PROMOTE_BOUND;
+  return KB_PROMOTE_NO;
+}
+
+int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
+                      const struct kb_member *m, int tier) {
+  return kb_policy_promote_reason(p, t, m, tier) != KB_PROMOTE_NO;
 }
 
 double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {

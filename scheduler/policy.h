@@ -7,8 +7,12 @@
  * A candidate that passed tier k climbs to k+1 when:
  *   - k is the compile tier (compiling is free, checking is what tells), or
  *   - it is the task's baseline seed (every tier needs its reference for same-tier speedups), or
- *   - it is in the top 1/eta of the ok candidates timed at tier k so far (asynchronous
- *     successive halving, as ASHA: decided on arrival, with no barrier), or
+ *   - it is in the top 1/eta of the ok candidates timed at tier k so far (eta grows towards
+ *     search.eta_max as the cohort's ranking becomes reliable: kb_policy_eta; asynchronous
+ *     successive halving, as ASHA: decided on arrival, with no barrier) and, with the
+ *     baseline gate on (search.baseline_gate) at a tier whose timings count as progress
+ *     (kb_policy_gain_tier), not confidently slower than the baseline there (its median - z * SE
+ *     above the baseline's median + z * SE), or
  *   - the lower confidence bound of its time, median - z * (standard error of the median), is
  *     below the upper bound of the best time at tier k (the best's median + z * its standard
  *     error): the measurements cannot tell it from the best. docs/search.md says why the
@@ -30,16 +34,46 @@ struct kb_policy {
   int window;             /* results the improvement rate is averaged over (EMA span) */
   int stagnation;         /* stop a task after this many results without gain; 0 = never */
   double target_speedup;  /* stop a task once its top-tier speedup reaches this; 0 = none */
+  int baseline_gate;      /* 1: no rank promotion when confidently slower than the baseline */
+  int eta_max;            /* eta when the cohort's ranking is fully reliable; <= eta: off */
+  int keep_top;           /* eta_max never cuts below the top min(this, cohort/eta) */
 };
+
+/* Cohorts smaller than this keep eta (their spread says little). */
+#define KB_POLICY_MIN_COHORT 8
 
 /* Sets `p` (caller-owned) from the campaign's search section `s` (borrowed), its ladder length
  * and target speedup (0 = none). */
 void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
                     double target_speedup);
 
+/* Why a candidate climbs (kb_policy_promote_reason); 0 = it does not. */
+enum kb_promote_reason {
+  KB_PROMOTE_NO = 0,
+  KB_PROMOTE_COMPILE,  /* it passed the compile tier */
+  KB_PROMOTE_BASELINE, /* it is the task's baseline */
+  KB_PROMOTE_RANK,     /* top 1/eta of its cohort */
+  KB_PROMOTE_BOUND,    /* its confidence bound cannot be told from the best's */
+  KB_PROMOTE_N
+};
+
 /* 1 when member `m` of task `t`, just evaluated at `tier`, should be enqueued at tier + 1. */
 int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
                       const struct kb_member *m, int tier);
+/* As kb_policy_promote, but says which rule fired first (KB_PROMOTE_NO when none). */
+enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
+                                                const struct kb_task_pop *t,
+                                                const struct kb_member *m, int tier);
+/* Reliability of a tier's ranking, 0..1: the share of the variance of the cohort's log medians
+ * that is not measurement noise, 1 - mean(SE_rel^2) / var(log median), from the `cohort` ok
+ * timed members' sums: `sum` and `sum2` of their log medians, `noise2` of their squared
+ * relative standard errors. 0 for cohorts under KB_POLICY_MIN_COHORT. */
+double kb_policy_reliability(int cohort, double sum, double sum2, double noise2);
+/* The eta a cohort is cut with: eta + (eta_max - eta) * reliability, or eta when eta_max <= eta.
+ * Arguments as kb_policy_reliability. */
+double kb_policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
+                     double noise2);
+
 /* Queue priority for `m` at `tier` (lower runs first): its time relative to the baseline's at
  * the tier below when both are known, else 1. */
 double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);

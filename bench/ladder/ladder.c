@@ -65,9 +65,41 @@ static int top_five(const struct kb_bench_run *flat, int n, int *out) {
   return k;
 }
 
+/* Prints where the GPU seconds of both runs went, up to the 95% target and in all: per tier,
+ * candidates compiled by then, and (ladder) promotions from each timed tier by rule. */
+static void explain(const struct kb_bench_run *flat, const struct kb_bench_run *ours,
+                    double target, int n_tiers) {
+  const struct kb_bench_run *runs[2] = {flat, ours};
+  const char *names[2] = {"flat", "ladder"};
+  for (int m = 0; m < 2; m++) {
+    const struct kb_bench_curve_point *pt = kb_bench_point_at(runs[m], target);
+    printf("    %-6s t95:", names[m]);
+    if (pt == NULL) {
+      printf(" never");
+    } else {
+      printf(" %.1f s after %ld candidates (", pt->gpu_s, pt->evaluated);
+      for (int k = 1; k < n_tiers; k++)
+        printf("%s%.1f", k > 1 ? "/" : "", pt->tier_gpu_s[k]);
+      printf(" s by tier)");
+    }
+    printf("  whole run: %.1f s (", runs[m]->gpu_s);
+    for (int k = 1; k < n_tiers; k++)
+      printf("%s%.1f", k > 1 ? "/" : "", runs[m]->tier_gpu_s[k]);
+    printf(" s; evaluations");
+    for (int k = 0; k < n_tiers; k++)
+      printf(" %ld", runs[m]->tier_evals[k]);
+    printf(")\n");
+  }
+  printf("    ladder promotions from tier k (rank+bound, not):");
+  for (int k = 1; k + 1 < n_tiers; k++)
+    printf(" %d: %ld+%ld, %ld", k, ours->promoted[k][KB_PROMOTE_RANK],
+           ours->promoted[k][KB_PROMOTE_BOUND], ours->promoted[k][KB_PROMOTE_NO]);
+  printf("\n");
+}
+
 /* Replays one task of a pool with one seed; prints a table row and adds to `all` and `mine`. */
 static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
-                   const struct kb_bench_replay_opts *o, const char *csv_dir, int seed, int quiet,
+                   const struct kb_bench_replay_opts *o, const char *csv_dir, int seed, int level,
                    struct kb_bench_totals *all, struct kb_bench_totals *mine,
                    struct kb_error *err) {
   struct kb_bench_run flat, ours;
@@ -108,11 +140,13 @@ static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
     pruned += !ours.at_top[i];
   }
   double ours_final = ours.best >= 0 ? p->c[idx[ours.best]].true_us : 0;
-  if (!quiet)
+  if (level >= 1)
     printf("%-17s %-8s %4d %9.1f %9.1f %8.1f %8.1f%s %7.2f %5.2f %4ld/%-4ld %8.3f\n", p->name,
            p->c[idx[0]].task, seed, flat.gpu_s, ours.gpu_s, t_flat, t_ours_eff,
            reached ? " " : "*", ratio, top5, pruned, winners,
            ours_final > 0 ? flat_final / ours_final : 0.0);
+  if (level >= 2)
+    explain(&flat, &ours, target, o->n_tiers);
   totals_add(all, ratio, top5, winners, pruned);
   totals_add(mine, ratio, top5, winners, pruned);
   if (csv_dir && write_curve(csv_dir, p->name, p->c[idx[0]].task, seed, &flat, &ours) != 0)
@@ -123,8 +157,9 @@ static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
   return rc;
 }
 
-int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o, int n_seeds,
-                         const char *csv, int quiet, struct kb_bench_totals *all,
+int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
+                         int first_seed, int n_seeds,
+                         const char *csv, int level, struct kb_bench_totals *all,
                          struct kb_error *err) {
   struct kb_bench_totals mine = {0};
   int *idx = kb_calloc((size_t)p->n, sizeof *idx);
@@ -145,12 +180,12 @@ int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_o
                         p->c[first].task, baselines);
       break;
     }
-    for (int seed = 1; rc == KB_OK && seed <= n_seeds; seed++) {
+    for (int seed = first_seed; rc == KB_OK && seed < first_seed + n_seeds; seed++) {
       o->seed = (uint64_t)seed;
-      rc = run_one(p, idx, n, o, csv, seed, quiet, all, &mine, err);
+      rc = run_one(p, idx, n, o, csv, seed, level, all, &mine, err);
     }
   }
-  if (rc == KB_OK && !quiet && mine.runs > 0)
+  if (rc == KB_OK && level >= 1 && mine.runs > 0)
     printf("%-17s %-8s gpu_s_ratio %.2f (geometric mean; min %.2f), top5_survival %.2f, "
            "false_prune_rate %.3f\n\n", p->name, "all", exp(mine.log_ratio_sum / mine.runs),
            mine.ratio_min, mine.top5_sum / mine.runs,

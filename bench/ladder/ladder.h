@@ -20,13 +20,14 @@ struct kb_bench_totals {
   long winners, pruned;  /* winners: ok, true time within 5% of the pool's best */
 };
 
-/* Replays every task of pool `p` (borrowed) with seeds 1..n_seeds under `o` (borrowed; its seed
- * is set per run), prints a table row per run and a line for the pool on stdout unless `quiet`,
+/* Replays every task of pool `p` (borrowed) with seeds first_seed..first_seed+n_seeds-1 under `o` (borrowed; its seed
+ * is set per run), prints a table row per run and a line for the pool on stdout when `level` >= 1
+ * (0: nothing), and when `level` >= 2 also where each method's GPU seconds went (explain()),
  * writes anytime curves to `csv_dir`/<pool>-<task>-seed<N>.csv when `csv_dir` is not NULL, and
  * adds every run to `all`. Errors: KB_EPARSE (a task without exactly one baseline), KB_EIO (a
  * curve file), KB_ENOMEM. */
 int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
-                         int n_seeds, const char *csv_dir, int quiet,
+                         int first_seed, int n_seeds, const char *csv_dir, int level,
                          struct kb_bench_totals *all, struct kb_error *err);
 /* Prints the final JSON line of `all` (borrowed) to `out`: geometric mean of the ratios, mean
  * top-5 survival, pooled false-prune rate. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kb/campaign.h"
 #include "kb/error.h"
@@ -26,17 +27,24 @@ static void usage(FILE *out) {
   fputs("usage: kb-bench-ladder [options] [POOL.csv ...]\n"
         "\n"
         "Replays each pool (default: the synthetic mostly-losers, heavy-tail and near-ties pools\n"
-        "of " KB_BENCH_DATA ") through the scheduler's promotion policy and through flat\n"
-        "evaluation (compile, then the top tier), with the default ladder's tier costs.\n"
+        "of " KB_BENCH_DATA ", and h200-suite.csv there when present) through the scheduler's\n"
+        "promotion policy and through flat evaluation (compile, then the top tier), with the\n"
+        "default ladder's tier costs.\n"
         "\n"
         "options:\n"
-        "      --seeds N        seeds 1..N per pool and task (default 3)\n"
+        "      --seeds N        N seeds per pool and task (default 3)\n"
+        "      --first-seed S   the first seed (default 1): seeds S..S+N-1\n"
         "      --csv DIR        write anytime curves to DIR/<pool>-<task>-seed<N>.csv\n"
         "      --eta N          search.eta (default: the campaign default, 3)\n"
         "      --z X            search.confidence_z (default: the campaign default)\n"
         "      --stagnation N   search.stagnation_evaluations (default 0 here: every candidate\n"
         "                       is replayed, as flat evaluation does)\n"
+        "      --eta-max N      search.eta_max (default: the campaign default)\n"
+        "      --keep-top N     search.keep_top (default: the campaign default)\n"
+        "      --baseline-gate 0|1  search.baseline_gate (default: the campaign default, 1)\n"
         "      --json-only      print only the JSON line\n"
+        "      --explain        after each row, where each method's GPU seconds went (per tier,\n"
+        "                       up to the 95% target and in all) and the ladder's promotions\n"
         "  -h, --help           this help\n"
         "\n"
         "exit codes: 0 ok, 1 failure, 2 usage\n",
@@ -57,14 +65,19 @@ int main(int argc, char **argv) {
   struct kb_search search;
   kb_search_defaults(&search);
   search.stagnation = 0;
-  int n_seeds = 3, quiet = 0;
+  int n_seeds = 3, first_seed = 1, level = 1;
   const char *csv = NULL;
-  enum { OPT_SEEDS = 1000, OPT_CSV, OPT_ETA, OPT_Z, OPT_STAG, OPT_JSON };
+  enum { OPT_SEEDS = 1000, OPT_CSV, OPT_ETA, OPT_Z, OPT_STAG, OPT_JSON, OPT_EXPLAIN, OPT_GATE, OPT_ETA_MAX, OPT_FIRST, OPT_KEEP };
   static const struct option longopts[] = {
       {"seeds", required_argument, NULL, OPT_SEEDS}, {"csv", required_argument, NULL, OPT_CSV},
       {"eta", required_argument, NULL, OPT_ETA},     {"z", required_argument, NULL, OPT_Z},
       {"stagnation", required_argument, NULL, OPT_STAG},
-      {"json-only", no_argument, NULL, OPT_JSON},    {"help", no_argument, NULL, 'h'},
+      {"baseline-gate", required_argument, NULL, OPT_GATE},
+      {"eta-max", required_argument, NULL, OPT_ETA_MAX},
+      {"first-seed", required_argument, NULL, OPT_FIRST},
+      {"keep-top", required_argument, NULL, OPT_KEEP},
+      {"json-only", no_argument, NULL, OPT_JSON},    {"explain", no_argument, NULL, OPT_EXPLAIN},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -76,7 +89,12 @@ int main(int argc, char **argv) {
     case OPT_ETA: ok = parse_num(optarg, 2, 100, &v); search.eta = (int)v; break;
     case OPT_Z: ok = parse_num(optarg, 0, 10, &search.confidence_z); break;
     case OPT_STAG: ok = parse_num(optarg, 0, 1e6, &v); search.stagnation = (int)v; break;
-    case OPT_JSON: quiet = 1; break;
+    case OPT_KEEP: ok = parse_num(optarg, 1, 1000, &v); search.keep_top = (int)v; break;
+    case OPT_FIRST: ok = parse_num(optarg, 1, 1e6, &v); first_seed = (int)v; break;
+    case OPT_ETA_MAX: ok = parse_num(optarg, 1, 100, &v); search.eta_max = (int)v; break;
+    case OPT_GATE: ok = parse_num(optarg, 0, 1, &v); search.baseline_gate = (int)v; break;
+    case OPT_JSON: level = 0; break;
+    case OPT_EXPLAIN: level = 2; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -85,9 +103,11 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  /* The recorded H200 pool joins the defaults once it is committed (bench/data/README.md). */
   const char *defaults[] = {KB_BENCH_DATA "/mostly-losers.csv", KB_BENCH_DATA "/heavy-tail.csv",
-                            KB_BENCH_DATA "/near-ties.csv"};
-  int n_pools = optind < argc ? argc - optind : 3;
+                            KB_BENCH_DATA "/near-ties.csv", KB_BENCH_DATA "/h200-suite.csv"};
+  int n_defaults = access(defaults[3], R_OK) == 0 ? 4 : 3;
+  int n_pools = optind < argc ? argc - optind : n_defaults;
   if (n_pools > MAX_POOLS) {
     fprintf(stderr, "kb-bench-ladder: at most %d pools\n", MAX_POOLS);
     return 2;
@@ -101,11 +121,17 @@ int main(int argc, char **argv) {
   kb_campaign_default_ladder(&c);
   struct kb_bench_replay_opts o = {.tiers = c.tiers, .n_tiers = c.n_tiers};
   kb_policy_init(&o.policy, &search, c.n_tiers, 0);
-  if (!quiet) {
-    printf("kb-bench-ladder: eta %d, confidence_z %.2f, stagnation %d; ladder", search.eta,
-           search.confidence_z, search.stagnation);
+  if (level >= 1) {
+    printf("kb-bench-ladder: eta %d, eta_max %d, keep_top %d, confidence_z %.2f, "
+           "baseline_gate %d, stagnation %d; ladder", search.eta, search.eta_max,
+           search.keep_top, search.confidence_z, search.baseline_gate, search.stagnation);
     for (int k = 0; k < c.n_tiers; k++)
       printf(" %s:%lldms", c.tiers[k].name, (long long)c.tiers[k].cost_ms);
+    printf("\npools:");
+    for (int i = 0; i < n_pools; i++)
+      printf(" %s", optind < argc ? argv[optind + i] : defaults[i]);
+    if (optind >= argc && n_defaults == 3)
+      printf(" (no %s yet)", defaults[3]);
     printf("\n%-17s %-8s %4s %9s %9s %8s %8s  %7s %5s %9s %8s\n", "pool", "task", "seed",
            "flat_gpu_s", "ours_gpu_s", "flat_t95", "ours_t95", "ratio", "top5", "pruned/win",
            "best/flat");
@@ -121,14 +147,14 @@ int main(int argc, char **argv) {
       rc = kb_error_set(&err, KB_EPARSE, "%s: %d tiers, the default ladder has %d", path,
                         p.n_tiers, c.n_tiers);
     if (rc == KB_OK)
-      rc = kb_bench_ladder_pool(&p, &o, n_seeds, csv, quiet, &all, &err);
+      rc = kb_bench_ladder_pool(&p, &o, first_seed, n_seeds, csv, level, &all, &err);
     kb_bench_pool_release(&p);
   }
   if (rc) {
     fprintf(stderr, "kb-bench-ladder: %s\n", err.msg);
     return 1;
   }
-  if (!quiet)
+  if (level >= 1)
     printf("* = the ladder never reached 95%% of flat's final best; counted as flat's whole "
            "spend\nt95 = GPU seconds until the reported best's true time was within 5%% of "
            "flat's final best\n");

@@ -49,6 +49,14 @@ static void order(const struct kb_bench_pool *p, const int *idx, int n, uint64_t
   }
 }
 
+/* Books the cost of result `r` in `out`. */
+static void account(struct kb_bench_run *out, const struct kb_result *r, double *gpu_ms) {
+  *gpu_ms += (double)r->cost_ms;
+  out->evaluations++;
+  out->tier_gpu_s[r->tier] += (double)r->cost_ms / 1000.0;
+  out->tier_evals[r->tier]++;
+}
+
 /* The result of evaluating pool candidate `pc` (global index `gi`) at `tier`. */
 static void evaluate(const struct kb_bench_pool_cand *pc, int gi, int tier,
                      const struct kb_bench_replay_opts *o, struct kb_result *r) {
@@ -86,7 +94,8 @@ static void evaluate(const struct kb_bench_pool_cand *pc, int gi, int tier,
   r->timing.min_us = r->timing.p10_us;
 }
 
-static int add_point(struct kb_bench_run *out, double gpu_s, double true_us, double measured) {
+static int add_point(struct kb_bench_run *out, double gpu_s, double true_us, double measured,
+                     long evaluated) {
   if (out->n_curve == out->cap_curve) {
     int cap = out->cap_curve ? out->cap_curve * 2 : 64;
     struct kb_bench_curve_point *c = kb_reallocarray(out->curve, (size_t)cap, sizeof *c);
@@ -95,19 +104,25 @@ static int add_point(struct kb_bench_run *out, double gpu_s, double true_us, dou
     out->curve = c;
     out->cap_curve = cap;
   }
-  out->curve[out->n_curve++] = (struct kb_bench_curve_point){gpu_s, true_us, measured};
+  struct kb_bench_curve_point *pt = &out->curve[out->n_curve++];
+  memset(pt, 0, sizeof *pt);
+  pt->gpu_s = gpu_s;
+  pt->best_true_us = true_us;
+  pt->best_measured_us = measured;
+  memcpy(pt->tier_gpu_s, out->tier_gpu_s, sizeof pt->tier_gpu_s);
+  pt->evaluated = evaluated;
   return KB_OK;
 }
 
 /* Records an ok top-tier measurement of local candidate `i`; updates the reported best. */
 static int record_top(const struct kb_bench_pool *p, const int *idx, struct kb_bench_run *out,
-                      int i, double median, double gpu_ms) {
+                      int i, double median, double gpu_ms, long evaluated) {
   out->at_top[i] = 1;
   out->top_median[i] = median;
   if (out->best >= 0 && out->top_median[out->best] <= median)
     return KB_OK;
   out->best = i;
-  return add_point(out, gpu_ms / 1000.0, p->c[idx[i]].true_us, median);
+  return add_point(out, gpu_ms / 1000.0, p->c[idx[i]].true_us, median, evaluated);
 }
 
 struct item {
@@ -149,6 +164,7 @@ static int replay_policy(const struct kb_bench_pool *p, const int *idx, int n, c
   if (t)
     t->loaded = 1;
   double gpu_ms = 0;
+  long compiled = 0;
   while (rc == KB_OK && nq > 0) {
     int k = pick(q, nq);
     struct item it = q[k];
@@ -156,8 +172,8 @@ static int replay_policy(const struct kb_bench_pool *p, const int *idx, int n, c
     const struct kb_bench_pool_cand *pc = &p->c[idx[it.cand]];
     struct kb_result r;
     evaluate(pc, idx[it.cand], it.tier, o, &r);
-    gpu_ms += (double)r.cost_ms;
-    out->evaluations++;
+    account(out, &r, &gpu_ms);
+    compiled += it.tier == 0;
     struct kb_member *m = kb_population_add(&pop, &r, pc->name, pc->baseline ? "seed" : "llm");
     if (m == NULL) {
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -166,8 +182,10 @@ static int replay_policy(const struct kb_bench_pool *p, const int *idx, int n, c
     kb_policy_observe(&o->policy, t, &r);
     kb_policy_check_stop(&o->policy, t);
     if (r.status == KB_STATUS_OK && it.tier == top)
-      rc = record_top(p, idx, out, it.cand, r.timing.median_us, gpu_ms);
-    if (rc == KB_OK && kb_policy_promote(&o->policy, t, m, it.tier))
+      rc = record_top(p, idx, out, it.cand, r.timing.median_us, gpu_ms, compiled);
+    enum kb_promote_reason why = kb_policy_promote_reason(&o->policy, t, m, it.tier);
+    out->promoted[it.tier][why]++;
+    if (rc == KB_OK && why != KB_PROMOTE_NO)
       q[nq++] = (struct item){it.cand, it.tier + 1, kb_policy_priority(t, m, it.tier), seq++};
   }
   out->gpu_s = gpu_ms / 1000.0;
@@ -187,15 +205,13 @@ static int replay_flat(const struct kb_bench_pool *p, const int *idx, int n, con
     const struct kb_bench_pool_cand *pc = &p->c[idx[ord[i]]];
     struct kb_result r;
     evaluate(pc, idx[ord[i]], 0, o, &r);
-    gpu_ms += (double)r.cost_ms;
-    out->evaluations++;
+    account(out, &r, &gpu_ms);
     if (r.status != KB_STATUS_OK || top == 0)
       continue;
     evaluate(pc, idx[ord[i]], top, o, &r);
-    gpu_ms += (double)r.cost_ms;
-    out->evaluations++;
+    account(out, &r, &gpu_ms);
     if (r.status == KB_STATUS_OK &&
-        record_top(p, idx, out, ord[i], r.timing.median_us, gpu_ms) != KB_OK)
+        record_top(p, idx, out, ord[i], r.timing.median_us, gpu_ms, i + 1) != KB_OK)
       return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
   out->gpu_s = gpu_ms / 1000.0;
@@ -230,9 +246,15 @@ void kb_bench_run_release(struct kb_bench_run *r) {
   memset(r, 0, sizeof *r);
 }
 
-double kb_bench_time_to(const struct kb_bench_run *r, double target_us) {
+const struct kb_bench_curve_point *kb_bench_point_at(const struct kb_bench_run *r,
+                                                     double target_us) {
   for (int i = 0; i < r->n_curve; i++)
     if (r->curve[i].best_true_us <= target_us)
-      return r->curve[i].gpu_s;
-  return -1;
+      return &r->curve[i];
+  return NULL;
+}
+
+double kb_bench_time_to(const struct kb_bench_run *r, double target_us) {
+  const struct kb_bench_curve_point *pt = kb_bench_point_at(r, target_us);
+  return pt ? pt->gpu_s : -1;
 }

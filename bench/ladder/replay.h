@@ -23,6 +23,8 @@ struct kb_bench_curve_point {
   double gpu_s;                  /* GPU seconds spent when the best changed */
   double best_true_us;           /* true time of the reported best */
   double best_measured_us;       /* its measured top-tier median */
+  double tier_gpu_s[KB_MAX_TIERS]; /* GPU seconds spent at each tier so far */
+  long evaluated;                /* candidates that had finished compiling so far */
 };
 
 struct kb_bench_run {
@@ -33,6 +35,9 @@ struct kb_bench_run {
   int *at_top;                   /* per candidate of the task (order of `idx`): timed at the top */
   double *top_median;            /* per candidate: measured top-tier median, 0 when none */
   int best;                      /* candidate (index into `idx`) reported best, -1 when none */
+  double tier_gpu_s[KB_MAX_TIERS]; /* GPU seconds of the whole replay, per tier */
+  long tier_evals[KB_MAX_TIERS]; /* evaluations per tier */
+  long promoted[KB_MAX_TIERS][KB_PROMOTE_N]; /* promotions from each tier, by rule */
 };
 
 /* Replays the `n` candidates of `p` named by `idx` (borrowed; indices into p->c, one task,
@@ -44,5 +49,9 @@ int kb_bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
 void kb_bench_run_release(struct kb_bench_run *r);
 /* GPU seconds until the reported best's true time was at most `target_us`; -1 when never. */
 double kb_bench_time_to(const struct kb_bench_run *r, double target_us);
+/* The curve point (borrowed from `r`) where the reported best's true time first was at most
+ * `target_us`; NULL when never. */
+const struct kb_bench_curve_point *kb_bench_point_at(const struct kb_bench_run *r,
+                                                     double target_us);
 
 #endif

@@ -7,7 +7,8 @@ Checks: exit 0; the last line is JSON with exactly gpu_s_ratio, top5_survival an
 false_prune_rate; each is a finite number in its range; the ladder saved GPU time on this pool
 (ratio > 1: the small pool is heavy-tailed, where screening must pay off); the table has a row
 per seed; one anytime-curve CSV per seed with both methods, GPU seconds increasing and the best
-true time never increasing; a pool with a malformed row is refused with its line number.
+true time never increasing; a pool with a malformed row is refused with its line number;
+--first-seed and --explain (a breakdown per run) and the pools: line.
 """
 import csv
 import json
@@ -66,6 +67,18 @@ def main():
         p = subprocess.run([bench, bad], capture_output=True, text=True, timeout=15)
         if p.returncode != 1 or "bad.csv:5:" not in p.stderr:
             fail(f"malformed pool: exit {p.returncode}, stderr {p.stderr!r}")
+        # --explain: per run, both methods' GPU seconds by tier; --first-seed: the seeds named
+        p = subprocess.run([bench, "--first-seed", "4", "--seeds", "2", "--explain", pool],
+                           capture_output=True, text=True, timeout=15)
+        lines = p.stdout.splitlines()
+        if p.returncode != 0 or f"pools: {pool}" not in lines:
+            fail(f"--explain: exit {p.returncode}, no 'pools: {pool}' line:\n{p.stdout}")
+        seeds = [l.split()[2] for l in lines if l.split()[:1] == ["small"] and l.split()[2].isdigit()]
+        if seeds != ["4", "5"]:
+            fail(f"--first-seed 4 --seeds 2 gave seeds {seeds}")
+        for what in ("flat   t95:", "ladder t95:", "ladder promotions"):
+            if sum(what in l for l in lines) != 2:
+                fail(f"--explain: want 2 lines with {what!r}:\n{p.stdout}")
     print(json.dumps(out))
 
 

@@ -140,6 +140,83 @@ static void test_confidence_bound(void **state) {
   assert_int_equal(promote(x, sure, 2), 0);   /* 110.4 > 90 + 9 */
 }
 
+static void test_baseline_gate(void **state) {
+  struct fx *x = *state;
+  x->policy.z = 2.0;
+  x->policy.eta_max = x->policy.eta; /* a plain 1/eta cut */
+  /* at screen (tier 2, where timings count as progress) a cohort of losers: base 100 */
+  add(x, "base", 2, KB_STATUS_OK, 100, 0.01, 200);
+  struct kb_member *l1 = add(x, "l1", 2, KB_STATUS_OK, 150, 0.01, 200);
+  add(x, "l2", 2, KB_STATUS_OK, 300, 0.01, 200);
+  add(x, "l3", 2, KB_STATUS_OK, 400, 0.01, 200);
+  /* "l1" is second of 4 (keep 2) but 150 - 3 > 100 + 2: confidently slower than the baseline */
+  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
+                   KB_PROMOTE_NO);
+  x->policy.baseline_gate = 0;
+  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
+                   KB_PROMOTE_RANK);
+  x->policy.baseline_gate = 1;
+  x->policy.eta = 1; /* recording a pool: every candidate climbs, gate or not */
+  assert_int_equal(promote(x, l1, 2), 1);
+  x->policy.eta = 3;
+  struct kb_member *tie = add(x, "tie", 2, KB_STATUS_OK, 101, 0.01, 200);
+  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], tie, 2),
+                   KB_PROMOTE_RANK);
+  /* at smoke (tier 1) the gate does not apply: one input set and a few launches */
+  x->policy.baseline_gate = 1;
+  add(x, "base", 1, KB_STATUS_OK, 100, 0.01, 50);
+  struct kb_member *s1 = add(x, "l1", 1, KB_STATUS_OK, 150, 0.01, 50);
+  add(x, "l2", 1, KB_STATUS_OK, 300, 0.01, 50);
+  add(x, "l3", 1, KB_STATUS_OK, 400, 0.01, 50);
+  assert_int_equal(promote(x, s1, 1), 1);
+}
+
+static void test_reliable_eta(void **state) {
+  struct fx *x = *state;
+  x->policy.z = 0; /* the rank rule alone */
+  x->policy.eta_max = 6;
+  x->policy.keep_top = 2;
+  x->policy.baseline_gate = 0;
+  /* a spread of log medians far above the noise: reliability near 1, eta near 6 */
+  char name[8];
+  add(x, "base", 2, KB_STATUS_OK, 5000, 0.01, 200);
+  for (int i = 0; i < 22; i++) {
+    snprintf(name, sizeof name, "c%d", i);
+    add(x, name, 2, KB_STATUS_OK, 100.0 * (i + 1), 0.01, 200);
+  }
+  /* looked up after the adds: adding members may move the array */
+  struct kb_member *c[22];
+  for (int i = 0; i < 22; i++) {
+    snprintf(name, sizeof name, "c%d", i);
+    c[i] = kb_population_member(&x->pop.tasks[0], name, NULL, NULL);
+    assert_non_null(c[i]);
+  }
+  /* cohort 23: eta 3 keeps 8; eta ~6 keeps 4 (the floor min(keep_top 2, 8) does not bind) */
+  assert_int_equal(promote(x, c[3], 2), 1);  /* 4 faster: base is slowest, c0..c2 */
+  assert_int_equal(promote(x, c[4], 2), 0);
+  x->policy.keep_top = 6; /* the floor: min(6, 8) */
+  assert_int_equal(promote(x, c[5], 2), 1);
+  assert_int_equal(promote(x, c[6], 2), 0);
+  x->policy.eta = 1; /* every candidate climbs, whatever eta_max */
+  assert_int_equal(promote(x, c[20], 2), 1);
+  x->policy.eta = 3;
+  x->policy.eta_max = 3; /* off: eta 3 keeps 8 */
+  assert_int_equal(promote(x, c[7], 2), 1);
+  assert_int_equal(promote(x, c[8], 2), 0);
+  /* reliability: spread equal to the noise gives 0; small cohorts give 0 */
+  double sum = 0, sum2 = 0;
+  for (int i = 0; i < 10; i++) { /* log medians +-0.1: variance 0.01 */
+    double l = i % 2 ? 0.1 : -0.1;
+    sum += l;
+    sum2 += l * l;
+  }
+  assert_true(fabs(kb_policy_reliability(10, sum, sum2, 10 * 0.0025) - 0.75) < 1e-9);
+  assert_true(kb_policy_reliability(10, sum, sum2, 10 * 0.02) == 0);
+  assert_true(kb_policy_reliability(KB_POLICY_MIN_COHORT - 1, sum, sum2, 0) == 0);
+  x->policy.eta_max = 7;
+  assert_true(fabs(kb_policy_eta(&x->policy, 10, sum, sum2, 10 * 0.0025) - 6.0) < 1e-9);
+}
+
 static void test_gain_and_stagnation(void **state) {
   struct fx *x = *state;
   x->policy.stagnation = 3;
@@ -227,7 +304,8 @@ static void test_search_section(void **state) {
       " \"tasks\": [\"t\"], \"budget\": {\"gpu_seconds\": 1},\n"
       " \"search\": {\"eta\": 4, \"confidence_z\": 0, \"floor_share\": 0.5, \"explore\": 2,\n"
       "            \"window\": 8, \"rebalance_seconds\": 0.5, \"stagnation_evaluations\": 0,\n"
-      "            \"min_improvement\": 0.05}}";
+      "            \"min_improvement\": 0.05, \"eta_max\": 9, \"keep_top\": 2,\n"
+      "            \"baseline_gate\": false}}";
   struct kb_campaign c;
   struct kb_error err = {0};
   assert_int_equal(kb_campaign_parse("c.json", text, "/", 0, &c, &err), KB_OK);
@@ -239,6 +317,9 @@ static void test_search_section(void **state) {
   assert_true(c.search.rebalance_s == 0.5);
   assert_int_equal(c.search.stagnation, 0);
   assert_true(c.search.min_improvement == 0.05);
+  assert_int_equal(c.search.eta_max, 9);
+  assert_int_equal(c.search.keep_top, 2);
+  assert_int_equal(c.search.baseline_gate, 0);
   kb_campaign_release(&c);
   static const char *plain =
       "{\"schema\": \"kernelbrain.campaign/1\", \"id\": \"c\", \"backend\": \"host\",\n"
@@ -247,6 +328,9 @@ static void test_search_section(void **state) {
   assert_int_equal(c.search.eta, 3);
   assert_true(c.search.confidence_z == KB_SEARCH_Z);
   assert_int_equal(c.search.stagnation, 100);
+  assert_int_equal(c.search.eta_max, KB_SEARCH_ETA_MAX);
+  assert_int_equal(c.search.keep_top, 5);
+  assert_int_equal(c.search.baseline_gate, 1);
   kb_campaign_release(&c);
   static const char *bad =
       "{\"schema\": \"kernelbrain.campaign/1\", \"id\": \"c\", \"backend\": \"host\",\n"
@@ -262,6 +346,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_compile_and_baseline_climb, setup, teardown),
       cmocka_unit_test_setup_teardown(test_top_fraction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_confidence_bound, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_baseline_gate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reliable_eta, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gain_and_stagnation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_target_speedup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_budget_split, setup, teardown),
