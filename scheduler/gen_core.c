@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gen_archive.h"
 #include "gen_llm.h"
 #include "gen_tune.h"
 #include "kb/alloc.h"
@@ -64,6 +65,65 @@ static int load_tasks(struct kb_gen *g, struct kb_error *err) {
   return KB_OK;
 }
 
+static int load_task(struct kb_gen *g, struct kb_gen_task *t, struct kb_error *err);
+
+static struct kb_gen_task *find_task(struct kb_gen *g, const char *id) {
+  for (int i = 0; i < g->n_tasks; i++)
+    if (strcmp(g->tasks[i].id, id) == 0)
+      return &g->tasks[i];
+  return NULL;
+}
+
+/* Hooks of the llm generator into the archive. */
+static int archive_examples(void *arg, const struct kb_task *task, char **out,
+                            struct kb_error *err) {
+  struct kb_gen *g = arg;
+  return kb_gen_archive_examples(g->archive, task, out, err);
+}
+
+static int archive_parent(void *arg, const struct kb_task_pop *pop, struct kb_candidate *c,
+                          char *summary, size_t size, int *found, struct kb_error *err) {
+  struct kb_gen *g = arg;
+  struct kb_gen_task *t = find_task(g, pop->task);
+  *found = 0;
+  if (t == NULL || load_task(g, t, err) != KB_OK)
+    return t ? err->code : KB_OK;
+  kb_gen_archive_can_propose(g->archive, &t->spec); /* binds the task's fitting entries */
+  return kb_gen_archive_parent(g->archive, pop, c, summary, size, found, err);
+}
+
+/* Opens the archive: generators.archive.path, else $KB_ARCHIVE (also when the section is
+ * absent). A folder that is missing here is logged and the campaign runs without it. */
+static int open_archive(struct kb_gen *g, struct kb_error *err) {
+  struct kb_gen_archive_cfg *cfg = &g->camp.gen.archive;
+  const char *env = getenv("KB_ARCHIVE");
+  const char *dir = cfg->path ? cfg->path : env && env[0] ? env : NULL;
+  if (dir == NULL) {
+    if (cfg->enabled)
+      kb_warn("archive: \"generators.archive\" has no \"path\" and $KB_ARCHIVE is not set: "
+              "running without the archive");
+    return KB_OK;
+  }
+  struct kb_error aerr = {0};
+  int rc = kb_gen_archive_new(g->q, cfg, dir, &g->archive, &aerr);
+  if (rc == KB_ENOMEM)
+    return kb_error_set(err, rc, "%s", aerr.msg);
+  if (rc) {
+    kb_warn("archive: %s (from %s): running without the archive", aerr.msg,
+            cfg->path ? "\"generators.archive.path\"" : "$KB_ARCHIVE");
+    return KB_OK;
+  }
+  kb_info("archive: %s: %d entries; propose up to %d per task, %d prompt examples, save the "
+          "best %d per task",
+          dir, kb_gen_archive_size(g->archive), cfg->propose, cfg->examples, cfg->save);
+  if (g->llm) {
+    struct kb_gen_llm_archive h = {.examples = archive_examples, .parent = archive_parent,
+                                   .arg = g};
+    kb_gen_llm_set_archive(g->llm, &h);
+  }
+  return KB_OK;
+}
+
 int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
                 struct kb_error *err) {
   memset(g, 0, sizeof *g);
@@ -92,6 +152,8 @@ int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
       rc = kb_gen_llm_new(q, &cfg->llm, key, g->rng * 40503u + 1, &g->llm, err);
     memset(key, 0, sizeof key);
   }
+  if (rc == KB_OK)
+    rc = open_archive(g, err);
   if (rc) {
     kb_gen_release(g);
     return rc;
@@ -109,6 +171,7 @@ void kb_gen_release(struct kb_gen *g) {
     return;
   kb_gen_llm_free(g->llm);
   kb_tune_free(g->tune);
+  kb_gen_archive_free(g->archive);
   for (int i = 0; i < g->n_tasks; i++) {
     kb_task_release(&g->tasks[i].spec);
     kb_free(g->tasks[i].reference);
@@ -118,13 +181,18 @@ void kb_gen_release(struct kb_gen *g) {
   memset(g, 0, sizeof *g);
 }
 
-int kb_gen_enabled(const struct kb_gen *g) { return g->tune != NULL || g->llm != NULL; }
+int kb_gen_enabled(const struct kb_gen *g) {
+  return g->tune != NULL || g->llm != NULL ||
+         (g->archive != NULL && g->camp.gen.archive.propose > 0);
+}
 
 int kb_gen_busy(const struct kb_gen *g) { return kb_gen_llm_pending(g->llm) > 0; }
 
 int kb_gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_candidate *c,
                    struct kb_error *err) {
   if (g->llm && kb_gen_llm_observe(g->llm, r, c) != KB_OK)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (g->archive && kb_gen_archive_observe(g->archive, r) != KB_OK)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   return KB_OK;
 }
@@ -249,6 +317,26 @@ static unsigned rnd(struct kb_gen *g) {
 static int generate_for(struct kb_gen *g, struct kb_gen_task *t, struct kb_task_pop *tp,
                         const struct kb_queue_status *st, int *made, struct kb_error *err) {
   *made = 0;
+  if (g->archive && g->camp.gen.archive.propose > 0) {
+    int rc = load_task(g, t, err);
+    if (rc)
+      return rc;
+  }
+  if (g->archive && kb_gen_archive_can_propose(g->archive, &t->spec)) {
+    struct kb_candidate c;
+    int rc = kb_gen_archive_propose(g->archive, &t->spec, &c, err);
+    if (rc == KB_OK) {
+      rc = store_candidate(&c, g, err);
+      if (rc == KB_OK)
+        rc = count_attempt(g, t->id, err);
+      kb_candidate_release(&c);
+      if (rc == KB_OK)
+        *made = 1;
+      return rc;
+    }
+    if (rc != KB_EEMPTY)
+      return rc;
+  }
   int tried[GEN_KINDS] = {0, 0};
   for (;;) {
     double w[GEN_KINDS] = {0, 0}, total = 0;
@@ -364,6 +452,33 @@ int kb_gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_q
       continue;
     if (can(g, GEN_TUNE, tp, g->tasks[i].id, st) || can(g, GEN_LLM, tp, g->tasks[i].id, st))
       return 1;
+    if (g->archive && load_task(g, &g->tasks[i], &ignore) == KB_OK &&
+        kb_gen_archive_can_propose(g->archive, &g->tasks[i].spec))
+      return 1;
   }
   return 0;
+}
+
+int kb_gen_finish(struct kb_gen *g, const struct kb_population *pop) {
+  int total = 0;
+  for (int i = 0; g->archive && i < g->n_tasks; i++) {
+    const struct kb_task_pop *tp = NULL;
+    for (int j = 0; j < pop->n && tp == NULL; j++)
+      if (strcmp(pop->tasks[j].task, g->tasks[i].id) == 0)
+        tp = &pop->tasks[j];
+    if (tp == NULL)
+      continue;
+    struct kb_error err = {0};
+    int added = 0;
+    int rc = load_task(g, &g->tasks[i], &err);
+    if (rc == KB_OK)
+      rc = kb_gen_archive_save(g->archive, &g->tasks[i].spec, tp, &added, &err);
+    if (rc)
+      kb_warn("archive: task %s not added: %s", g->tasks[i].id, err.msg);
+    total += added;
+  }
+  if (g->archive)
+    kb_info("archive: %d verified kernel%s added to %s", total, total == 1 ? "" : "s",
+            kb_gen_archive_dir(g->archive));
+  return total;
 }

@@ -17,9 +17,11 @@
  * hashes: the same kernel proposed twice is evaluated once, and an item once evaluated at a
  * tier is never run again at that tier).
  *
- * TODO(issue 5, item 2): the `archive` generator (verified best kernels across campaigns, with
- * tags, offered as prompt examples and crossover parents) is not written yet; it would be a
- * third kind next to GEN_TUNE and GEN_LLM in gen_core.c, with its weight in the campaign.
+ * The archive (gen_archive.h; generators.archive, or $KB_ARCHIVE when the section is absent):
+ * a task's fitting archived kernels are proposed before any other generator is asked (they cost
+ * no tokens and are known good elsewhere), each proposal an attempt; the llm generator gets
+ * archive examples and archived crossover parents; kb_gen_finish adds each task's verified best
+ * kernels to the archive when the campaign ends.
  */
 #ifndef KB_SCHED_GEN_CORE_H
 #define KB_SCHED_GEN_CORE_H
@@ -33,6 +35,7 @@
 struct kb_error;
 struct kb_tune;
 struct kb_gen_llm;
+struct kb_gen_archive;
 
 struct kb_gen_task {
   char id[KB_ID_MAX];
@@ -47,6 +50,7 @@ struct kb_gen {
   struct kb_campaign camp;         /* parsed from the campaign's stored spec (owned) */
   struct kb_tune *tune;            /* NULL when off (owned) */
   struct kb_gen_llm *llm;          /* NULL when off (owned) */
+  struct kb_gen_archive *archive;  /* NULL when off or its folder is missing (owned) */
   struct kb_gen_task *tasks;       /* campaign order (owned) */
   int n_tasks;
   int next_task;                   /* round robin */
@@ -63,6 +67,10 @@ int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
 /* Frees the contents of `g`; in-flight llm requests are abandoned and their reservations
  * voided. NULL and a zeroed struct are fine. */
 void kb_gen_release(struct kb_gen *g);
+/* Adds each task's verified best kernels in `pop` (borrowed) to the archive, when there is
+ * one; called once the campaign is over. A task whose kernels cannot be written is logged
+ * and skipped: the campaign's own results are not affected. Returns the entries written. */
+int kb_gen_finish(struct kb_gen *g, const struct kb_population *pop);
 /* 1 when any generator other than seed is on. */
 int kb_gen_enabled(const struct kb_gen *g);
 /* 1 while llm requests are in flight (the caller should come back soon). */

@@ -63,6 +63,7 @@ struct kb_gen_llm {
   kb_gen_emit_fn emit;
   void *emit_arg;
   struct kb_error poll_err;
+  struct kb_gen_llm_archive archive; /* hooks; zeroed when none */
 };
 
 static unsigned rnd(struct kb_gen_llm *l) {
@@ -151,6 +152,10 @@ void kb_gen_llm_free(struct kb_gen_llm *l) {
 }
 
 int kb_gen_llm_pending(const struct kb_gen_llm *l) { return l ? l->n_pend : 0; }
+
+void kb_gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h) {
+  l->archive = *h;
+}
 
 int kb_gen_llm_pending_task(const struct kb_gen_llm *l, const char *task) {
   int n = 0;
@@ -297,6 +302,7 @@ struct plan {
   int n_parents;
   struct obs *repair;            /* the failure being repaired (borrowed) */
   const struct kb_member *pm[2];
+  char archived[256];            /* parent B's summary when it comes from the archive */
 };
 
 /* Loads candidate `id` into `c`; 1 when it is there, 0 when it is gone or corrupt (logged: the
@@ -342,6 +348,23 @@ static int choose(struct kb_gen_llm *l, const struct kb_task_pop *pop, struct pl
     pl->kind = KB_PROMPT_TRANSLATE;
     return KB_OK;
   }
+  if (l->archive.parent && rnd(l) % 3 == 0) { /* crossover with an archived kernel */
+    int found = 0;
+    if (l->archive.parent(l->archive.arg, pop, &pl->parent[1], pl->archived,
+                          sizeof pl->archived, &found, err) != KB_OK)
+      return err->code;
+    int got = found ? load_parent(l, best[0]->id, &pl->parent[0], err) : 0;
+    if (got < 0)
+      return err->code;
+    if (got == 1) {
+      pl->kind = KB_PROMPT_CROSSOVER;
+      pl->pm[0] = best[0];
+      pl->n_parents = 2;
+      return KB_OK;
+    }
+    kb_candidate_release(&pl->parent[1]);
+    pl->archived[0] = '\0';
+  }
   if (n_best >= 2 && rnd(l) % 3 == 0) {
     pl->kind = KB_PROMPT_CROSSOVER;
     pl->pm[0] = best[0];
@@ -374,10 +397,10 @@ static void plan_release(struct plan *pl) {
 int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
                        const struct kb_task_pop *pop, struct kb_error *err) {
   struct plan pl;
-  char *sys = NULL, *user = NULL, *body = NULL;
+  char *sys = NULL, *user = NULL, *body = NULL, *examples = NULL;
   struct pending *p = NULL;
   int rc = choose(l, pop, &pl, err);
-  char diag[256] = "", metrics[1024] = "", m2[128] = "";
+  char diag[256] = "", metrics[1024] = "", m2[256] = "";
   struct kb_prompt_vars v = {.task = task, .reference = reference};
   if (rc)
     goto out;
@@ -394,7 +417,10 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
     v.metrics = metrics;
   } else if (pl.kind == KB_PROMPT_CROSSOVER) {
     summary_of(pl.pm[0], metrics, sizeof metrics);
-    summary_of(pl.pm[1], m2, sizeof m2);
+    if (pl.archived[0])
+      snprintf(m2, sizeof m2, "%s", pl.archived);
+    else
+      summary_of(pl.pm[1], m2, sizeof m2);
     v.metrics = metrics;
     v.metrics2 = m2;
     v.parent2_name = pl.parent[1].name;
@@ -406,7 +432,11 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
     if (v.failure[0] == '\0')
       v.failure = "(no details)";
   }
-  rc = kb_prompt_render(pl.kind, &v, &sys, &user, err);
+  if (l->archive.examples && (pl.kind == KB_PROMPT_TRANSLATE || pl.kind == KB_PROMPT_MUTATE))
+    rc = l->archive.examples(l->archive.arg, task, &examples, err);
+  v.examples = examples;
+  if (rc == KB_OK)
+    rc = kb_prompt_render(pl.kind, &v, &sys, &user, err);
   if (rc == KB_OK)
     rc = kb_llm_request_body(l->cfg->api, l->cfg->model, sys, user, l->cfg->max_tokens,
                              l->cfg->temperature, &body, err);
@@ -485,6 +515,7 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
 out:
   pending_free(p);
   plan_release(&pl);
+  kb_free(examples);
   kb_free(sys);
   kb_free(user);
   kb_free(body);
@@ -518,8 +549,8 @@ static int audit(struct kb_gen_llm *l, const struct pending *p, const char *stat
                           tin,          "tokens_out", tout,       "candidate",
                           cand_id,      "parents",  parents,      "error",
                           d->error,     "prompt",   zp,           "response",
-                          zr};
-    size_t lens[25];
+                          zr,           "model",    l->cfg->model};
+    size_t lens[27];
     int n = (int)(sizeof argv / sizeof argv[0]);
     for (int i = 0; i < n; i++)
       lens[i] = i == 22 ? zp_len : i == 24 ? zr_len : strlen(argv[i]);

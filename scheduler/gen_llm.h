@@ -64,6 +64,21 @@ int kb_gen_llm_pending_task(const struct kb_gen_llm *l, const char *task);
 /* 1 once a reservation was refused for lack of tokens (the budget only shrinks). */
 int kb_gen_llm_out_of_tokens(const struct kb_gen_llm *l);
 
+/* Where the llm generator finds archived kernels (gen_archive.h); both hooks optional.
+ * examples: prompt examples for `task` into `*out` (new; NULL when none).
+ * parent: a crossover parent for the task of `pop` from outside it (`*found` = 1 with `c`
+ *   filled, caller-owned, and a one-line `summary`). */
+struct kb_gen_llm_archive {
+  int (*examples)(void *arg, const struct kb_task *task, char **out, struct kb_error *err);
+  int (*parent)(void *arg, const struct kb_task_pop *pop, struct kb_candidate *c, char *summary,
+                size_t size, int *found, struct kb_error *err);
+  void *arg;
+};
+/* Sets the hooks (`h` borrowed; copied). With a parent hook, one mutate request in three for a
+ * task with a timed member becomes a crossover of its best member and an archived kernel it
+ * has not evaluated. */
+void kb_gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h);
+
 /* Counters since start, for logs and tests. */
 struct kb_gen_llm_stats {
   long requests, answered, no_code, failed, candidates;

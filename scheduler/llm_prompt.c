@@ -196,6 +196,8 @@ static const char *value_of(const char *name, size_t len, const struct kb_prompt
     return v->failure_status;
   if (IS("failure"))
     return v->failure;
+  if (IS("examples")) /* optional: no archive, or nothing of this category in it */
+    return v->examples ? v->examples : "";
 #undef IS
   return NULL;
 }

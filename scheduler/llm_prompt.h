@@ -69,6 +69,7 @@ struct kb_prompt_vars {
   const char *failed_tier;        /* repair */
   const char *failure_status;     /* repair: "compile_error", "wrong_output", ... */
   const char *failure;            /* repair: compile log or reason */
+  const char *examples;           /* archive examples (gen_archive.h) or NULL for none */
 };
 
 /* Renders the system prompt and the `kind` template with `v` into `*system` and `*user` (new;

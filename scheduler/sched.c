@@ -22,6 +22,7 @@
 #include "kb/store.h"
 #include "budget.h"
 #include "gen_core.h"
+#include "llm_audit.h"
 #include "policy.h"
 #include "population.h"
 #include "summary.h"
@@ -127,8 +128,12 @@ static struct open_store *get_store(struct sched *s, const char *task_id, struct
   int rc = kb_store_open(path, &info, &store, err);
   if (rc == KB_EHDF5) /* not even recovery could open it: rebuild it from redis */
     rc = rebuild_file(s, path, &info, &store, err);
-  if (rc)
+  if (rc == KB_OK) /* LLM exchanges a killed scheduler had not committed (llm_audit.h) */
+    rc = kb_llm_audit_sync(&s->q, store, task_id, NULL, err);
+  if (rc) {
+    kb_store_close(store);
     goto out;
+  }
   os = &s->stores[s->n_stores++];
   snprintf(os->task, sizeof os->task, "%s", task_id);
   os->store = store;
@@ -167,6 +172,10 @@ static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *
   struct open_store *os = get_store(s, t->task, err);
   if (os == NULL)
     return err->code;
+  /* After a restart the population knows every result in the stream, the file only those
+   * stored so far: a best whose result is in a later batch is written with that batch. */
+  if (!kb_store_has_candidate(os->store, best->id))
+    return KB_OK;
   os->dirty = 1;
   return kb_store_set_best(os->store, best->id, best->name, tier, best->tiers[tier].median_us,
                            speedup, err);
@@ -232,7 +241,9 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     rc = update_best(s, &s->pop.tasks[i], err);
   for (int i = 0; rc == KB_OK && i < s->n_stores; i++)
     if (s->stores[i].dirty) {
-      rc = kb_store_flush(s->stores[i].store, err);
+      rc = kb_llm_audit_sync(&s->q, s->stores[i].store, s->stores[i].task, NULL, err);
+      if (rc == KB_OK)
+        rc = kb_store_flush(s->stores[i].store, err);
       s->stores[i].dirty = 0;
     }
   /* 3. Promotions (idempotent enqueues), only after the files are durable. */
@@ -351,6 +362,8 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   }
   kb_free(e);
   if (rc == KB_OK)
+    rc = kb_llm_audit_sync(&s->q, store, info->task, NULL, err);
+  if (rc == KB_OK)
     rc = kb_store_flush(store, err);
   kb_store_close(store);
   unlink(tmp_lock);
@@ -434,8 +447,36 @@ static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *
   return KB_OK;
 }
 
+/* Writes every task's LLM exchanges not yet in its file (those of tasks that got no result
+ * since) and flushes. */
+static int sync_llm_all(struct sched *s, struct kb_error *err) {
+  int rc = KB_OK;
+  for (int i = 0; rc == KB_OK && i < s->pop.n; i++) {
+    char key[200], suffix[100];
+    snprintf(suffix, sizeof suffix, "llm:%s", s->pop.tasks[i].task);
+    kb_queue_key(&s->q, key, sizeof key, suffix);
+    redisReply *rep = NULL;
+    rc = kb_redis_commandf(s->redis, &rep, err, "XLEN %s", key);
+    long long n = rc == KB_OK && rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    if (rep)
+      freeReplyObject(rep);
+    if (rc || n == 0)
+      continue;
+    struct open_store *os = get_store(s, s->pop.tasks[i].task, err); /* syncs when opening */
+    if (os == NULL)
+      return err->code;
+    rc = kb_llm_audit_sync(&s->q, os->store, os->task, NULL, err);
+    if (rc == KB_OK)
+      rc = kb_store_flush(os->store, err);
+  }
+  return rc;
+}
+
 static int finish(struct sched *s, const char *reason, struct kb_error *err) {
-  int rc = kb_queue_set_state(&s->q, "running,draining", "done", reason, s->who, err);
+  int rc = sync_llm_all(s, err);
+  if (rc)
+    return rc;
+  rc = kb_queue_set_state(&s->q, "running,draining", "done", reason, s->who, err);
   if (rc == KB_ESTATE) { /* cancelled meanwhile: keep that state */
     kb_error_clear(err);
     rc = KB_OK;
@@ -445,6 +486,8 @@ static int finish(struct sched *s, const char *reason, struct kb_error *err) {
     rc = kb_queue_status(&s->q, &st, err);
   if (rc == KB_OK)
     rc = kb_summary_write(s->results_dir, &s->q, &st, &s->pop, reason, err);
+  if (rc == KB_OK) /* verified best kernels to the archive (gen_archive.h), when there is one */
+    kb_gen_finish(&s->gen, &s->pop);
   if (rc == KB_OK)
     kb_info("campaign %s %s: %s; summary in %s/summary.json", s->q.cid, st.state, reason,
             s->results_dir);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "archive_cmd.h"
 #include "commands.h"
 #include "kb/error.h"
 #include "kb/log.h"
@@ -29,6 +30,9 @@ static void usage(FILE *out) {
         "  export ID|CAMPAIGN.json|DIR\n"
         "                           evaluated candidates as JSON Lines with the AI CUDA\n"
         "                           Engineer archive's columns\n"
+        "  archive list|show ID|add TASK_DIR SOURCE|import FILE.jsonl\n"
+        "                           the kernel archive shared by campaigns (kb-submit archive\n"
+        "                           --help)\n"
         "\n"
         "options:\n"
         "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
@@ -66,8 +70,101 @@ static double parse_seconds(const char *s) {
   return v;
 }
 
+static void archive_usage(FILE *out) {
+  fputs("usage: kb-submit archive [options] list\n"
+        "       kb-submit archive [options] show ID\n"
+        "       kb-submit archive [options] add TASK_DIR SOURCE\n"
+        "       kb-submit archive [options] import FILE.jsonl|-\n"
+        "\n"
+        "  list     entries, best speedup first per task (--json: whole entries as JSON Lines,\n"
+        "           what import reads)\n"
+        "  show     one entry (an id prefix of 4 or more hex digits) with its source\n"
+        "  add      a kernel for the task bundle TASK_DIR, by hand: never timed until a\n"
+        "           campaign with this archive proposes it and it passes the ladder\n"
+        "  import   entries from JSON Lines (another archive's `list --json`); every line is\n"
+        "           checked before anything is written\n"
+        "\n"
+        "options:\n"
+        "  -a, --archive DIR    the archive folder (default $KB_ARCHIVE)\n"
+        "  -j, --json           machine-readable output\n"
+        "      --task ID        list: only this task's entries\n"
+        "      --name NAME      add: the kernel's name (default: the source file's stem)\n"
+        "      --knobs K        add: compile-time knobs, \"-DNAME=value ...\"\n"
+        "      --flags F        add: extra compiler flags\n"
+        "      --tag TAG        add: a user tag (repeatable, up to 8)\n"
+        "  -h, --help           this help\n"
+        "\n"
+        "exit codes: 0 ok, 1 failure (no archive folder, no such entry, cannot write), 2 usage,\n"
+        "            3 malformed input (file:line:col on stderr; nothing written)\n",
+        out);
+}
+
+/* kb-submit archive ...: its own options, then one of the archive commands. */
+static int archive_main(int argc, char **argv) {
+  struct kb_archive_opts o = {0};
+  static const struct option longopts[] = {{"archive", required_argument, NULL, 'a'},
+                                           {"json", no_argument, NULL, 'j'},
+                                           {"task", required_argument, NULL, 'T'},
+                                           {"name", required_argument, NULL, 'N'},
+                                           {"knobs", required_argument, NULL, 'K'},
+                                           {"flags", required_argument, NULL, 'F'},
+                                           {"tag", required_argument, NULL, 'g'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "a:jh", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'a':
+      o.dir = optarg;
+      break;
+    case 'j':
+      o.json = 1;
+      break;
+    case 'T':
+      o.task = optarg;
+      break;
+    case 'N':
+      o.name = optarg;
+      break;
+    case 'K':
+      o.knobs = optarg;
+      break;
+    case 'F':
+      o.flags = optarg;
+      break;
+    case 'g':
+      if (o.n_tags == KB_ARCHIVE_CMD_TAGS) {
+        fprintf(stderr, "kb-submit: at most %d --tag\n", KB_ARCHIVE_CMD_TAGS);
+        return KB_EXIT_USAGE;
+      }
+      o.tags[o.n_tags++] = optarg;
+      break;
+    case 'h':
+      archive_usage(stdout);
+      return KB_EXIT_OK;
+    default:
+      archive_usage(stderr);
+      return KB_EXIT_USAGE;
+    }
+  }
+  int n = argc - optind;
+  const char *cmd = n > 0 ? argv[optind] : "";
+  if (strcmp(cmd, "list") == 0 && n == 1)
+    return kb_cmd_archive_list(&o);
+  if (strcmp(cmd, "show") == 0 && n == 2)
+    return kb_cmd_archive_show(&o, argv[optind + 1]);
+  if (strcmp(cmd, "add") == 0 && n == 3)
+    return kb_cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
+  if (strcmp(cmd, "import") == 0 && n == 2)
+    return kb_cmd_archive_import(&o, argv[optind + 1]);
+  archive_usage(stderr);
+  return KB_EXIT_USAGE;
+}
+
 int main(int argc, char **argv) {
   kb_log_init("kb-submit");
+  if (argc >= 2 && strcmp(argv[1], "archive") == 0)
+    return archive_main(argc - 1, argv + 1);
   struct kb_submit_opts o = {0};
   static const struct option longopts[] = {{"redis", required_argument, NULL, 'r'},
                                            {"json", no_argument, NULL, 'j'},

@@ -79,6 +79,7 @@ void kb_campaign_release(struct kb_campaign *c) {
   kb_free(c->gen.llm.model);
   kb_free(c->gen.llm.key_env);
   kb_free(c->gen.llm.key_file);
+  kb_free(c->gen.archive.path);
   memset(c, 0, sizeof *c);
 }
 
@@ -264,7 +265,9 @@ static int parse_budget(struct ctx *x, json_t *root) {
 }
 
 static const char *const generator_fields[] = {"seed", "low_water", "max_per_task", "tune",
-                                               "llm", NULL};
+                                               "llm", "archive", NULL};
+static const char *const archive_fields[] = {"path", "propose", "examples", "save", "tags",
+                                             NULL};
 static const char *const tune_fields[] = {"weight", NULL};
 static const char *const llm_fields[] = {"weight",      "api",          "endpoint",
                                          "model",       "key_env",      "key_file",
@@ -361,6 +364,56 @@ static int parse_llm(struct ctx *x, json_t *llm) {
   return rc;
 }
 
+static int parse_archive(struct ctx *x, json_t *arch) {
+  const struct kb_jsonfile *f = x->f;
+  const char *path = "generators.archive";
+  struct kb_gen_archive_cfg *a = &x->c->gen.archive;
+  a->enabled = 1;
+  int rc = kb_jsonfile_check_unknown(f, arch, path, archive_fields, x->err);
+  if (rc == KB_OK)
+    rc = dup_string(x, arch, path, "path", 0, &a->path);
+  if (rc == KB_OK && a->path && a->path[0] != '/')
+    rc = kb_jsonfile_fail(f, x->err, "generators.archive.path",
+                          "\"generators.archive.path\" must be an absolute path (the scheduler "
+                          "may run in another folder or on another node)");
+  if (rc == KB_OK && a->path && x->check_files) {
+    struct stat st;
+    if (stat(a->path, &st) != 0 || !S_ISDIR(st.st_mode))
+      rc = kb_jsonfile_fail(f, x->err, "generators.archive.path",
+                            "\"generators.archive.path\": \"%s\" is not an existing folder",
+                            a->path);
+  }
+  int64_t v = a->propose;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, arch, path, "propose", 0, 0, 1000, &v, x->err);
+  a->propose = (int)v;
+  v = a->examples;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, arch, path, "examples", 0, 0, 8, &v, x->err);
+  a->examples = (int)v;
+  v = a->save;
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, arch, path, "save", 0, 0, 100, &v, x->err);
+  a->save = (int)v;
+  json_t *tags = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_array(f, arch, path, "tags", 0, 0, KB_ARCHIVE_CFG_TAGS, &tags, x->err);
+  for (size_t i = 0; rc == KB_OK && i < json_array_size(tags); i++) {
+    char at[64];
+    kb_json_index_path(at, sizeof at, "generators.archive.tags", i);
+    const char *t = json_string_value(json_array_get(tags, i));
+    int ok = t != NULL && t[0] != '\0' && strlen(t) < sizeof a->tags[0];
+    for (const char *p = t; ok && *p; p++)
+      ok = *p >= 0x20 && *p <= 0x7e;
+    if (!ok)
+      rc = kb_jsonfile_fail(f, x->err, at, "\"%s\" must be 1 to 40 printable ASCII characters",
+                            at);
+    else
+      snprintf(a->tags[a->n_tags++], sizeof a->tags[0], "%s", t);
+  }
+  return rc;
+}
+
 static int parse_generators(struct ctx *x, json_t *root) {
   struct kb_generators *g = &x->c->gen;
   g->seed = 1;
@@ -375,6 +428,9 @@ static int parse_generators(struct ctx *x, json_t *root) {
   g->llm.max_retries = 5;
   g->llm.backoff_s = 1;
   g->llm.backoff_max_s = 60;
+  g->archive.propose = 4;
+  g->archive.examples = 2;
+  g->archive.save = 3;
   json_t *gen = NULL;
   int rc = kb_json_get_object(x->f, root, "", "generators", 0, &gen, x->err);
   if (rc || gen == NULL)
@@ -404,6 +460,11 @@ static int parse_generators(struct ctx *x, json_t *root) {
     rc = kb_json_get_object(x->f, gen, "generators", "llm", 0, &llm, x->err);
   if (rc == KB_OK && llm)
     rc = parse_llm(x, llm);
+  json_t *arch = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_object(x->f, gen, "generators", "archive", 0, &arch, x->err);
+  if (rc == KB_OK && arch)
+    rc = parse_archive(x, arch);
   if (rc == KB_OK && g->llm.enabled && g->llm.backoff_max_s < g->llm.backoff_s)
     rc = kb_jsonfile_fail(x->f, x->err, "generators.llm.backoff_max_seconds",
                           "\"generators.llm.backoff_max_seconds\" must not be below "
@@ -478,12 +539,16 @@ void kb_search_defaults(struct kb_search *s) {
   s->rebalance_s = 5.0;
   s->stagnation = 100;
   s->min_improvement = 0.01;
+  s->baseline_gate = 1;
+  s->eta_max = KB_SEARCH_ETA_MAX;
+  s->keep_top = 5;
 }
 
 static const char *const search_fields[] = {"eta",         "confidence_z",
                                             "floor_share", "explore",
                                             "window",      "rebalance_seconds",
-                                            "stagnation_evaluations", "min_improvement", NULL};
+                                            "stagnation_evaluations", "min_improvement",
+                                            "baseline_gate", "eta_max", "keep_top", NULL};
 
 /* The "search" section (docs/search.md); defaults for what it leaves out. */
 static int parse_search(struct ctx *x, json_t *root) {
@@ -496,7 +561,8 @@ static int parse_search(struct ctx *x, json_t *root) {
     return rc;
   const char *p = "search";
   rc = kb_jsonfile_check_unknown(f, o, p, search_fields, x->err);
-  int64_t eta = s->eta, window = s->window, stagnation = s->stagnation;
+  int64_t eta = s->eta, window = s->window, stagnation = s->stagnation, eta_max = s->eta_max,
+          keep_top = s->keep_top;
   if (rc == KB_OK)
     rc = kb_json_get_int(f, o, p, "eta", 0, 1, 100, &eta, x->err);
   if (rc == KB_OK)
@@ -514,7 +580,15 @@ static int parse_search(struct ctx *x, json_t *root) {
     rc = kb_json_get_int(f, o, p, "stagnation_evaluations", 0, 0, 1000000, &stagnation, x->err);
   if (rc == KB_OK)
     rc = kb_json_get_number(f, o, p, "min_improvement", 0, 0, 1, &s->min_improvement, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_bool(f, o, p, "baseline_gate", 0, &s->baseline_gate, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, o, p, "eta_max", 0, 1, 100, &eta_max, x->err);
+  if (rc == KB_OK)
+    rc = kb_json_get_int(f, o, p, "keep_top", 0, 1, 1000, &keep_top, x->err);
   s->eta = (int)eta;
+  s->eta_max = (int)eta_max;
+  s->keep_top = (int)keep_top;
   s->window = (int)window;
   s->stagnation = (int)stagnation;
   return rc;

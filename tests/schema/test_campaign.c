@@ -244,8 +244,10 @@ static void test_bad_fields(void **state) {
                "\"lease_seconds\" must be an integer between 5 and 86400");
   expect_error(x, "120}", "120}, \"results_dir\": \"\"", "\"results_dir\" must be a non-empty");
   expect_error(x, "120}", "120}, \"name\": \"\"", "\"name\" must be a non-empty string");
+  expect_error(x, "120}", "120}, \"generators\": {\"evolve\": true}",
+               "unknown field \"generators.evolve\"");
   expect_error(x, "120}", "120}, \"generators\": {\"archive\": true}",
-               "unknown field \"generators.archive\"");
+               "\"generators.archive\" must be an object");
   expect_error(x, "120}", "120}, \"target_speedup\": 0",
                "\"target_speedup\" must be a positive number");
   expect_error(x, "120}", "120}, \"budget\": {}", "duplicate object key");

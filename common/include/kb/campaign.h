@@ -40,7 +40,12 @@
  *              4096), "temperature": number 0..2 (default 0.7), "timeout_seconds": number>0
  *              (default 120), "max_retries": int 0..20 (default 5), "backoff_seconds": number>0
  *              (default 1), "backoff_max_seconds": number>0 (default 60)}  (absent: off;
- *              needs "budget.llm_tokens" > 0)}
+ *              needs "budget.llm_tokens" > 0),
+ *      "archive": {"path": absolute folder (default: $KB_ARCHIVE of the scheduler; kb-submit
+ *                  checks it is a folder), "propose": int 0..1000 (default 4), "examples": int
+ *                  0..8 (default 2), "save": int 0..100 (default 3), "tags": [1..40 printable
+ *                  ASCII characters] (0..8)}  (absent: on with these defaults when the
+ *                  scheduler's $KB_ARCHIVE is set, else off)}
  *   "target_speedup": number>0 (optional; stop a task once reached)
  *   "search": (optional; user docs: docs/search.md) {
  *      "eta": int 1..100 (default 3: promote the top 1/eta of a tier's cohort; 1 = every
@@ -54,7 +59,13 @@
  *      "rebalance_seconds": number >0..86400 (default 5: how often task caps are recomputed),
  *      "stagnation_evaluations": int 0..1000000 (default 100; 0 = never: stop a task after this
  *                                many results without improvement),
- *      "min_improvement": number 0..1 (default 0.01: relative gain that counts as one)}
+ *      "min_improvement": number 0..1 (default 0.01: relative gain that counts as one),
+ *      "eta_max": int 1..100 (default KB_SEARCH_ETA_MAX: eta grows from "eta" towards this as the
+ *                 share of a tier cohort's spread that is not noise grows; <= eta: off),
+ *      "keep_top": int 1..1000 (default 5: however reliable, a cohort's top min(keep_top,
+ *                  cohort/eta) still climb),
+ *      "baseline_gate": boolean (default true: at screen and above, the top-1/eta rule does not
+ *                       promote a candidate confidently slower than the task's baseline)}
  * Unknown fields are errors at every level; so are task paths naming the same folder.
  */
 #ifndef KB_CAMPAIGN_H
@@ -101,6 +112,18 @@ struct kb_gen_llm_cfg {
   double backoff_max_s;  /* cap of the retry delay, seconds */
 };
 
+/* The "archive" generator's settings (generators.archive; docs/generators.md). */
+#define KB_ARCHIVE_CFG_TAGS 8
+struct kb_gen_archive_cfg {
+  int enabled;           /* 1 when the section is present */
+  char *path;            /* absolute archive folder; NULL: the scheduler's $KB_ARCHIVE (owned) */
+  int propose;           /* archived kernels per task proposed as candidates; 0 = none */
+  int examples;          /* archive entries of the task's category shown in llm prompts */
+  int save;              /* verified best kernels per task added when the campaign ends */
+  char tags[KB_ARCHIVE_CFG_TAGS][41]; /* user tags put on the entries this campaign adds */
+  int n_tags;
+};
+
 /* The generators section: which generators propose candidates, and how much. */
 struct kb_generators {
   int seed;              /* 1: the bundles' seeds are enqueued at submission */
@@ -109,6 +132,7 @@ struct kb_generators {
   int tune;              /* 1: the tune generator is on */
   double tune_weight;    /* its share */
   struct kb_gen_llm_cfg llm;
+  struct kb_gen_archive_cfg archive;
 };
 
 /* The search section: promotion, budget split and stop parameters (docs/search.md). */
@@ -121,9 +145,15 @@ struct kb_search {
   double rebalance_s;         /* seconds between recomputations of the task caps */
   int stagnation;             /* stop a task after this many results without gain; 0 = never */
   double min_improvement;     /* relative gain (0.01 = 1%) that counts as an improvement */
+  int eta_max;                /* eta for a cohort whose ranking is fully reliable; <= eta: off */
+  int keep_top;               /* eta_max never cuts a cohort below its top min(this, n/eta) */
+  int baseline_gate;          /* 1: the rank rule skips candidates confidently slower than the
+                                 baseline at screen and above (docs/search.md) */
 };
 /* Default z of the confidence rule (docs/search.md says how it was chosen). */
 #define KB_SEARCH_Z 2.0
+/* Default eta_max (docs/search.md says how it was chosen). */
+#define KB_SEARCH_ETA_MAX 6
 
 struct kb_campaign {
   char id[KB_ID_MAX];    /* campaign id */
