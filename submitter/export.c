@@ -40,6 +40,35 @@ static void kernelbench_ids(const struct kb_rep_task *t, long *level, long *prob
   }
 }
 
+/* NCU_Profile: the Range Profiler metrics of the candidate's highest-tier evaluation that has
+ * any, keyed by the Nsight Compute metric names CUPTI read them as (values in % and, for
+ * gpu__time_duration.sum, nanoseconds); null when none was recorded. */
+static json_t *ncu_profile(const struct kb_rep_cand *c) {
+  const struct kb_rep_eval *m = NULL;
+  for (int i = 0; i < c->n_evals; i++) {
+    const struct kb_rep_eval *e = &c->evals[i];
+    int has = isfinite(e->dram_pct) || isfinite(e->sm_pct) || isfinite(e->occupancy_pct) ||
+              isfinite(e->l2_hit_pct) || isfinite(e->kernel_us);
+    if (has && (m == NULL || e->tier > m->tier || (e->tier == m->tier && e->attempt > m->attempt)))
+      m = e;
+  }
+  if (m == NULL)
+    return json_null();
+  const struct {
+    const char *name;
+    double v;
+  } f[] = {{"dram__throughput.avg.pct_of_peak_sustained_elapsed", m->dram_pct},
+           {"sm__throughput.avg.pct_of_peak_sustained_elapsed", m->sm_pct},
+           {"sm__warps_active.avg.pct_of_peak_sustained_active", m->occupancy_pct},
+           {"lts__t_sector_hit_rate.pct", m->l2_hit_pct},
+           {"gpu__time_duration.sum", m->kernel_us * 1000.0}};
+  json_t *o = json_object();
+  for (size_t i = 0; o != NULL && i < sizeof f / sizeof f[0]; i++)
+    if (isfinite(f[i].v))
+      json_object_set_new(o, f[i].name, json_real(f[i].v));
+  return o != NULL ? o : json_null();
+}
+
 static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
                     const struct kb_rep_cand *c) {
   const struct kb_rep_eval *e = kb_rep_best_eval(c);
@@ -73,7 +102,7 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
   json_object_set_new(o, "Max_Diff", kb__json_num(e->max_abs_err));
   json_object_set_new(o, "Error",
                       correct ? json_null() : json_string(e->reason[0] ? e->reason : e->status));
-  json_object_set_new(o, "NCU_Profile", json_null());
+  json_object_set_new(o, "NCU_Profile", ncu_profile(c));
   /* kernelbrain's own columns. */
   json_object_set_new(o, "KB_Campaign", json_string(r->campaign));
   json_object_set_new(o, "KB_Candidate", json_string(c->id));
@@ -89,22 +118,34 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
   return o;
 }
 
-int kb_export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err) {
-  for (int i = 0; i < r->n_tasks; i++) {
-    const struct kb_rep_task *t = &r->tasks[i];
-    for (int k = 0; k < t->n_cands; k++) {
-      const struct kb_rep_cand *c = &t->cands[t->order[k]];
-      if (c->n_evals == 0)
-        continue;
-      json_t *o = line(r, t, c);
-      char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-      json_decref(o);
-      if (text == NULL)
-        return kb_error_set(err, KB_ENOMEM, "out of memory encoding candidate %s", c->id);
-      fprintf(out, "%s\n", text);
-      free(text);
-    }
+struct export_walk {
+  const struct kb_report *r;
+  FILE *out;
+  int rc; /* KB_OK, or the first KB_ENOMEM */
+};
+
+static void export_cand(void *arg, const struct kb_rep_task *t, int ti,
+                        const struct kb_rep_cand *c) {
+  struct export_walk *w = arg;
+  (void)ti;
+  if (c->n_evals == 0 || w->rc != KB_OK)
+    return;
+  json_t *o = line(w->r, t, c);
+  char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+  json_decref(o);
+  if (text == NULL) {
+    w->rc = KB_ENOMEM;
+    return;
   }
+  fprintf(w->out, "%s\n", text);
+  free(text);
+}
+
+int kb_export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err) {
+  struct export_walk w = {r, out, KB_OK};
+  kb_rep_walk(r, &(struct kb_rep_walker){.cand = export_cand, .arg = &w});
+  if (w.rc != KB_OK)
+    return kb_error_set(err, w.rc, "out of memory encoding the export");
   if (ferror(out))
     return kb_error_set(err, KB_EIO, "cannot write the export");
   return KB_OK;

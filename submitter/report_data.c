@@ -17,8 +17,10 @@ void kb_report_release(struct kb_report *r) {
   for (int i = 0; r->tasks && i < r->n_tasks; i++) {
     struct kb_rep_task *t = &r->tasks[i];
     for (int c = 0; t->cands && c < t->n_cands; c++) {
-      for (int e = 0; e < t->cands[c].n_evals; e++)
+      for (int e = 0; e < t->cands[c].n_evals; e++) {
         kb_free(t->cands[c].evals[e].compile_log);
+        kb_free(t->cands[c].evals[e].kernels);
+      }
       kb_free(t->cands[c].evals);
       kb_free(t->cands[c].source);
     }
@@ -30,6 +32,11 @@ void kb_report_release(struct kb_report *r) {
     kb_free(t->file);
     kb_free(t->spec_json);
     kb_free(t->reference);
+    for (int k = 0; k < t->n_llm; k++) {
+      kb_free(t->llm[k].prompt);
+      kb_free(t->llm[k].response);
+    }
+    kb_free(t->llm);
   }
   kb_free(r->tasks);
   kb_free(r->dir);
@@ -84,6 +91,29 @@ static int children(struct kb_rep_task *t) {
       t->child_idx[t->child_off[p1 + 1]++] = c;
   }
   return KB_OK;
+}
+
+void kb_rep_walk(const struct kb_report *r, const struct kb_rep_walker *w) {
+  for (int i = 0; i < r->n_tasks; i++) {
+    const struct kb_rep_task *t = &r->tasks[i];
+    if (w->task_begin)
+      w->task_begin(w->arg, t, i);
+    for (int k = 0; k < t->n_cands; k++) {
+      const struct kb_rep_cand *c = &t->cands[t->order[k]];
+      if (w->shown_only && !kb_rep_shown(r, c))
+        continue;
+      if (w->cand)
+        w->cand(w->arg, t, i, c);
+      for (int e = 0; w->eval && e < c->n_evals; e++)
+        w->eval(w->arg, c, &c->evals[e]);
+    }
+    if (w->task_end)
+      w->task_end(w->arg, t, i);
+  }
+}
+
+const char *kb_rep_tier_name(const struct kb_report *r, int tier) {
+  return tier >= 0 && tier < KB_MAX_TIERS ? r->tier_names[tier] : "";
 }
 
 int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c) {

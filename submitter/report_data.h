@@ -12,6 +12,19 @@
 
 struct kb_error;
 
+/* One CUPTI kernel record of an evaluation's timed calls (/profiles/kernels). */
+struct kb_rep_kernel {
+  char name[256];     /* mangled */
+  int grid[3];        /* blocks */
+  int block[3];       /* threads */
+  int registers;      /* per thread */
+  int static_smem;    /* bytes per block */
+  int dynamic_smem;   /* bytes per block */
+  int64_t start_ns;   /* CUPTI clock */
+  int64_t end_ns;     /* CUPTI clock */
+  int64_t stream;     /* CUPTI stream id */
+};
+
 struct kb_rep_eval {
   int tier; /* index into the campaign's ladder */
   char tier_name[KB_ID_MAX];
@@ -36,6 +49,36 @@ struct kb_rep_eval {
   double noise;                           /* relative */
   int64_t cost_ms;                        /* settled GPU (host: CPU) milliseconds */
   char *compile_log;                      /* owned; NULL when none */
+  /* Format 2 (NaN or -1 in files of format 1): */
+  double baseline_median_us; /* baseline re-timed in the same run, microseconds; NaN none */
+  double same_run_speedup;   /* baseline_median_us / median_us; NaN none */
+  double kernel_us;          /* Range Profiler: the longest kernel, microseconds; NaN none */
+  double dram_pct, sm_pct, occupancy_pct, l2_hit_pct; /* % ; NaN unknown */
+  int64_t trace_kernels;     /* kernel trace: kernels seen; -1 when not traced */
+  int64_t trace_own_kernels; /* the candidate's, on its stream */
+  int64_t trace_own_ns;      /* their time, nanoseconds */
+  int64_t trace_other_ns;    /* on other streams, nanoseconds */
+  int64_t trace_late_ns;     /* outside the timed windows, nanoseconds */
+  int64_t kernels_dropped;   /* records not stored (past the cap) */
+  struct kb_rep_kernel *kernels; /* owned, n_kernels; NULL when none */
+  int n_kernels;
+};
+
+/* One LLM exchange of the task (/llm/requests and /llm/text). */
+struct kb_rep_llm {
+  char request[KB_CAND_ID_LEN + 1]; /* its id, "llm:<task>:<seq>" */
+  double time;                      /* unix seconds */
+  char kind[16];                    /* translate, mutate, crossover, repair */
+  char status[16];                  /* ok, no_code, failed */
+  char model[KB_ID_MAX];
+  int attempts;
+  int64_t tokens_in, tokens_out;
+  char candidate[KB_CAND_ID_LEN + 1]; /* the candidate it produced; "" none */
+  char parent0[KB_CAND_ID_LEN + 1];
+  char parent1[KB_CAND_ID_LEN + 1];
+  char error[256];
+  char *prompt;   /* owned */
+  char *response; /* owned */
 };
 
 struct kb_rep_cand {
@@ -82,6 +125,9 @@ struct kb_rep_task {
                               child_off[i + 1]) */
   int *child_idx;          /* owned: indices into cands */
   int64_t n_evals;
+  struct kb_rep_llm *llm;  /* owned, n_llm, in the order they finished; NULL in format 1 */
+  int n_llm;
+  int format;              /* the file's format version: 1, 2 */
 };
 
 struct kb_report {
@@ -114,6 +160,25 @@ int kb_rep_find(const struct kb_rep_task *t, const char *id);
 int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
 /* The evaluation of `c` at its best tier (latest attempt), or NULL when it has none. */
 const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c);
+
+/* The walk every writer shares: what kb_rep_walk() calls. Each callback may be NULL; `arg`
+ * (borrowed) is passed to each; every pointer a callback gets is borrowed from the report. */
+struct kb_rep_walker {
+  /* before a task's candidates; `ti` is its index in r->tasks */
+  void (*task_begin)(void *arg, const struct kb_rep_task *t, int ti);
+  /* each candidate of the task, in rank order */
+  void (*cand)(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c);
+  /* each evaluation of that candidate, in file order, after `cand` */
+  void (*eval)(void *arg, const struct kb_rep_cand *c, const struct kb_rep_eval *e);
+  /* after a task's candidates */
+  void (*task_end)(void *arg, const struct kb_rep_task *t, int ti);
+  int shown_only; /* 1: only the candidates the html and md reports show (kb_rep_shown) */
+  void *arg;
+};
+/* Walks `r`: task by task in report order, its candidates by rank, their evaluations. */
+void kb_rep_walk(const struct kb_report *r, const struct kb_rep_walker *w);
+/* The name of ladder tier `tier` as the files give it; "" when unknown (borrowed from `r`). */
+const char *kb_rep_tier_name(const struct kb_report *r, int tier);
 
 /* Builds t->by_id from t->cands. Returns KB_OK or KB_ENOMEM. Internal. */
 int kb__rep_index(struct kb_rep_task *t);

@@ -13,7 +13,7 @@
 #include "kb/error.h"
 #include "report_data.h"
 
-#define FORMAT_PREFIX "kernelbrain.h5/" /* format 1 is what this reader knows */
+#define FORMAT_PREFIX "kernelbrain.h5/" /* formats 1 and 2 are what this reader knows */
 
 /* Rows as this reader wants them in memory; HDF5 converts from the file's packed types by
  * member name. */
@@ -50,8 +50,42 @@ struct eval_mem {
   int64_t compile_log_offset, compile_log_len;
 };
 
+/* The /evaluations columns format 2 added (read only from files of format 2 or later). */
+struct eval2_mem {
+  double baseline_median_us, same_run_speedup, kernel_us;
+  double dram_pct, sm_pct, occupancy_pct, l2_hit_pct;
+  int64_t trace_kernels, trace_own_kernels, trace_own_ns, trace_other_ns, trace_late_ns;
+  int64_t kernels_dropped, kernel_offset, kernel_count;
+};
+
+struct kern_mem {
+  char name[256];
+  int grid_x, grid_y, grid_z, block_x, block_y, block_z;
+  int registers, static_smem, dynamic_smem;
+  int64_t start_ns, end_ns, stream;
+};
+
+struct llm_mem {
+  char request[KB_CAND_ID_LEN + 1];
+  double time;
+  char kind[16];
+  char status[16];
+  char model[KB_ID_MAX];
+  int attempts;
+  int64_t tokens_in, tokens_out;
+  char candidate[KB_CAND_ID_LEN + 1];
+  char parent0[KB_CAND_ID_LEN + 1];
+  char parent1[KB_CAND_ID_LEN + 1];
+  char error[256];
+  int64_t prompt_offset, prompt_len, response_offset, response_len;
+};
+
 struct commit_mem {
   int64_t candidates, evaluations, source_bytes, compile_log_bytes;
+};
+
+struct commit2_mem {
+  int64_t kernels, llm, llm_bytes;
 };
 
 enum kind { STR, I32, I64, F64 };
@@ -100,6 +134,40 @@ static const struct member eval_members[] = {
     M(eval_mem, cost_ms, I64),
     M(eval_mem, compile_log_offset, I64),
     M(eval_mem, compile_log_len, I64),
+};
+
+static const struct member eval2_members[] = {
+    M(eval2_mem, baseline_median_us, F64), M(eval2_mem, same_run_speedup, F64),
+    M(eval2_mem, kernel_us, F64),          M(eval2_mem, dram_pct, F64),
+    M(eval2_mem, sm_pct, F64),             M(eval2_mem, occupancy_pct, F64),
+    M(eval2_mem, l2_hit_pct, F64),         M(eval2_mem, trace_kernels, I64),
+    M(eval2_mem, trace_own_kernels, I64),  M(eval2_mem, trace_own_ns, I64),
+    M(eval2_mem, trace_other_ns, I64),     M(eval2_mem, trace_late_ns, I64),
+    M(eval2_mem, kernels_dropped, I64),    M(eval2_mem, kernel_offset, I64),
+    M(eval2_mem, kernel_count, I64),
+};
+
+static const struct member kern_members[] = {
+    M(kern_mem, name, STR),        M(kern_mem, grid_x, I32),      M(kern_mem, grid_y, I32),
+    M(kern_mem, grid_z, I32),      M(kern_mem, block_x, I32),     M(kern_mem, block_y, I32),
+    M(kern_mem, block_z, I32),     M(kern_mem, registers, I32),   M(kern_mem, static_smem, I32),
+    M(kern_mem, dynamic_smem, I32), M(kern_mem, start_ns, I64),   M(kern_mem, end_ns, I64),
+    M(kern_mem, stream, I64),
+};
+
+static const struct member llm_members[] = {
+    M(llm_mem, request, STR),       M(llm_mem, time, F64),          M(llm_mem, kind, STR),
+    M(llm_mem, status, STR),        M(llm_mem, model, STR),         M(llm_mem, attempts, I32),
+    M(llm_mem, tokens_in, I64),     M(llm_mem, tokens_out, I64),    M(llm_mem, candidate, STR),
+    M(llm_mem, parent0, STR),       M(llm_mem, parent1, STR),       M(llm_mem, error, STR),
+    M(llm_mem, prompt_offset, I64), M(llm_mem, prompt_len, I64),
+    M(llm_mem, response_offset, I64), M(llm_mem, response_len, I64),
+};
+
+static const struct member commit2_members[] = {
+    M(commit2_mem, kernels, I64),
+    M(commit2_mem, llm, I64),
+    M(commit2_mem, llm_bytes, I64),
 };
 
 static const struct member commit_members[] = {
@@ -276,12 +344,62 @@ static void copy_eval(struct kb_rep_eval *e, const struct eval_mem *m, const cha
   e->cost_ms = m->cost_ms;
   if (m->compile_log_len > 0)
     e->compile_log = slice(logs, log_bytes, m->compile_log_offset, m->compile_log_len);
+  e->baseline_median_us = e->same_run_speedup = e->kernel_us = NAN;
+  e->dram_pct = e->sm_pct = e->occupancy_pct = e->l2_hit_pct = NAN;
+  e->trace_kernels = e->trace_own_kernels = e->trace_own_ns = -1;
+  e->trace_other_ns = e->trace_late_ns = -1;
+}
+
+/* The format-2 columns `m2` of an evaluation into `e`, with its kernel records from `kern`
+ * (`n_kern` committed rows). Returns KB_OK or KB_ENOMEM. */
+static int copy_eval2(struct kb_rep_eval *e, const struct eval2_mem *m2,
+                      const struct kern_mem *kern, int64_t n_kern) {
+  e->baseline_median_us = m2->baseline_median_us;
+  e->same_run_speedup = m2->same_run_speedup;
+  e->kernel_us = m2->kernel_us;
+  e->dram_pct = m2->dram_pct;
+  e->sm_pct = m2->sm_pct;
+  e->occupancy_pct = m2->occupancy_pct;
+  e->l2_hit_pct = m2->l2_hit_pct;
+  e->trace_kernels = m2->trace_kernels;
+  e->trace_own_kernels = m2->trace_own_kernels;
+  e->trace_own_ns = m2->trace_own_ns;
+  e->trace_other_ns = m2->trace_other_ns;
+  e->trace_late_ns = m2->trace_late_ns;
+  e->kernels_dropped = m2->kernels_dropped;
+  int64_t off = m2->kernel_offset, n = m2->kernel_count;
+  if (kern == NULL || n <= 0 || off < 0 || off > n_kern || n > n_kern - off)
+    return KB_OK; /* none, or rows past the commit: shown as none */
+  e->kernels = kb_calloc((size_t)n, sizeof *e->kernels);
+  if (e->kernels == NULL)
+    return KB_ENOMEM;
+  for (int64_t i = 0; i < n; i++) {
+    const struct kern_mem *k = &kern[off + i];
+    struct kb_rep_kernel *x = &e->kernels[i];
+    snprintf(x->name, sizeof x->name, "%s", k->name);
+    x->grid[0] = k->grid_x;
+    x->grid[1] = k->grid_y;
+    x->grid[2] = k->grid_z;
+    x->block[0] = k->block_x;
+    x->block[1] = k->block_y;
+    x->block[2] = k->block_z;
+    x->registers = k->registers;
+    x->static_smem = k->static_smem;
+    x->dynamic_smem = k->dynamic_smem;
+    x->start_ns = k->start_ns;
+    x->end_ns = k->end_ns;
+    x->stream = k->stream;
+  }
+  e->n_kernels = (int)n;
+  return KB_OK;
 }
 
 /* Attaches evaluation rows to their candidates, keeping file order within a candidate. Rows of
  * unknown candidates (the writer never makes them) are skipped. */
-static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows, int64_t n,
-                        const char *logs, int64_t log_bytes, struct kb_report *r) {
+static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows,
+                        const struct eval2_mem *rows2, int64_t n, const char *logs,
+                        int64_t log_bytes, const struct kern_mem *kern, int64_t n_kern,
+                        struct kb_report *r) {
   int *owner = kb_calloc((size_t)n + 1, sizeof *owner);
   int *counts = kb_calloc((size_t)t->n_cands + 1, sizeof *counts);
   int rc = owner && counts ? KB_OK : KB_ENOMEM;
@@ -300,7 +418,10 @@ static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows, int6
     if (owner[i] < 0)
       continue;
     struct kb_rep_cand *cand = &t->cands[owner[i]];
-    copy_eval(&cand->evals[cand->n_evals++], &rows[i], logs, log_bytes);
+    struct kb_rep_eval *e = &cand->evals[cand->n_evals++];
+    copy_eval(e, &rows[i], logs, log_bytes);
+    if (rows2 != NULL)
+      rc = copy_eval2(e, &rows2[i], kern, n_kern);
     int tier = rows[i].tier;
     if (tier >= 0 && tier < KB_MAX_TIERS) {
       if (r->tier_names[tier][0] == '\0')
@@ -315,6 +436,96 @@ static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows, int6
   return rc;
 }
 
+/* What format 2 adds, read by read_v2(). */
+struct v2 {
+  struct eval2_mem *evals; /* owned, one per evaluation row read */
+  struct kern_mem *kern;   /* owned, n_kern committed /profiles/kernels rows */
+  int64_t n_kern;
+};
+
+static void v2_release(struct v2 *v) {
+  kb_free(v->evals);
+  kb_free(v->kern);
+}
+
+/* Reads the format-2 evaluation columns of the `ne` rows, the committed kernel records, and the
+ * LLM exchanges into t->llm. Errors: KB_EHDF5, KB_ENOMEM. */
+static int read_v2(hid_t f, const char *path, int64_t ne, struct v2 *v, struct kb_rep_task *t,
+                   struct kb_error *err) {
+  hid_t e2t = mem_type(eval2_members, COUNT(eval2_members), sizeof(struct eval2_mem));
+  hid_t kt = mem_type(kern_members, COUNT(kern_members), sizeof(struct kern_mem));
+  hid_t lt = mem_type(llm_members, COUNT(llm_members), sizeof(struct llm_mem));
+  hid_t ct = mem_type(commit2_members, COUNT(commit2_members), sizeof(struct commit2_mem));
+  struct commit2_mem c = {0};
+  struct llm_mem *rows = NULL;
+  char *text = NULL;
+  int rc = KB_OK;
+  hid_t a = H5Aopen(f, "commit", H5P_DEFAULT);
+  if (e2t < 0 || kt < 0 || lt < 0 || ct < 0 || a < 0 || H5Aread(a, ct, &c) < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot read the format 2 \"commit\" counts", path);
+    goto out;
+  }
+  int64_t nk = extent(f, "profiles/kernels"), nl = extent(f, "llm/requests");
+  nk = c.kernels < nk ? c.kernels : nk;
+  nl = c.llm < nl ? c.llm : nl;
+  if (nk < 0 || nl < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: no \"/profiles/kernels\" or \"/llm/requests\"", path);
+    goto out;
+  }
+  v->evals = kb_calloc((size_t)ne + 1, sizeof *v->evals);
+  v->kern = kb_calloc((size_t)nk + 1, sizeof *v->kern);
+  rows = kb_calloc((size_t)nl + 1, sizeof *rows);
+  t->llm = kb_calloc((size_t)nl + 1, sizeof *t->llm);
+  if (v->evals == NULL || v->kern == NULL || rows == NULL || t->llm == NULL) {
+    rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+    goto out;
+  }
+  if (read_rows(f, "evaluations", e2t, v->evals, ne) < 0 ||
+      read_rows(f, "profiles/kernels", kt, v->kern, nk) < 0 ||
+      read_rows(f, "llm/requests", lt, rows, nl) < 0) {
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot read the profiles or llm tables", path);
+    goto out;
+  }
+  v->n_kern = nk;
+  text = nl > 0 ? read_text(f, "llm/text", c.llm_bytes) : NULL;
+  for (int64_t i = 0; i < nl; i++) {
+    const struct llm_mem *m = &rows[i];
+    struct kb_rep_llm *x = &t->llm[t->n_llm++];
+    snprintf(x->request, sizeof x->request, "%s", m->request);
+    x->time = m->time;
+    snprintf(x->kind, sizeof x->kind, "%s", m->kind);
+    snprintf(x->status, sizeof x->status, "%s", m->status);
+    snprintf(x->model, sizeof x->model, "%s", m->model);
+    x->attempts = m->attempts;
+    x->tokens_in = m->tokens_in;
+    x->tokens_out = m->tokens_out;
+    snprintf(x->candidate, sizeof x->candidate, "%s", m->candidate);
+    snprintf(x->parent0, sizeof x->parent0, "%s", m->parent0);
+    snprintf(x->parent1, sizeof x->parent1, "%s", m->parent1);
+    snprintf(x->error, sizeof x->error, "%s", m->error);
+    x->prompt = slice(text, c.llm_bytes, m->prompt_offset, m->prompt_len);
+    x->response = slice(text, c.llm_bytes, m->response_offset, m->response_len);
+    if (x->prompt == NULL || x->response == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+      goto out;
+    }
+  }
+out:
+  if (a >= 0)
+    H5Aclose(a);
+  if (e2t >= 0)
+    H5Tclose(e2t);
+  if (kt >= 0)
+    H5Tclose(kt);
+  if (lt >= 0)
+    H5Tclose(lt);
+  if (ct >= 0)
+    H5Tclose(ct);
+  kb_free(rows);
+  kb_free(text);
+  return rc;
+}
+
 int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
                        struct kb_error *err) {
   hid_t cand_t = -1, eval_t = -1, commit_t = -1, f = -1;
@@ -322,6 +533,8 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
   struct eval_mem *evals = NULL;
   char *sources = NULL, *logs = NULL, format[64], campaign[KB_ID_MAX];
   struct commit_mem commit = {0};
+  struct v2 v2;
+  memset(&v2, 0, sizeof v2);
   int rc = KB_OK;
   H5E_auto2_t func;
   void *data;
@@ -399,9 +612,17 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
       goto out;
     }
   }
-  if (attach_evals(t, evals, ne, logs, commit.compile_log_bytes, r))
+  t->format = (int)strtol(format + sizeof FORMAT_PREFIX - 1, NULL, 10);
+  if (t->format >= 2) {
+    rc = read_v2(f, path, ne, &v2, t, err);
+    if (rc)
+      goto out;
+  }
+  if (attach_evals(t, evals, v2.evals, ne, logs, commit.compile_log_bytes, v2.kern, v2.n_kern,
+                   r))
     rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
 out:
+  v2_release(&v2);
   kb_free(cands);
   kb_free(evals);
   kb_free(sources);

@@ -164,29 +164,42 @@ static int cmp_burn(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+struct burn {
+  struct burn_event *ev; /* owned by burn_json; NULL while counting */
+  size_t n;              /* evaluations counted, or events filled */
+  double t0;             /* earliest start or finish, unix seconds */
+};
+
+static void burn_eval(void *arg, const struct kb_rep_cand *c, const struct kb_rep_eval *x) {
+  struct burn *b = arg;
+  (void)c;
+  if (b->ev == NULL) {
+    b->n++;
+    return;
+  }
+  if (!isfinite(x->finished))
+    return;
+  b->ev[b->n].t = x->finished;
+  b->ev[b->n++].cost = x->cost_ms;
+  if (isfinite(x->started) && x->started < b->t0)
+    b->t0 = x->started;
+  if (x->finished < b->t0)
+    b->t0 = x->finished;
+}
+
 /* Budget left (or spent, when the total is unknown) after each evaluation, by finish time. */
 static json_t *burn_json(const struct kb_report *r) {
-  size_t n = 0, k = 0;
-  for (int i = 0; i < r->n_tasks; i++)
-    for (int c = 0; c < r->tasks[i].n_cands; c++)
-      n += (size_t)r->tasks[i].cands[c].n_evals;
-  struct burn_event *ev = kb_calloc(n + 1, sizeof *ev);
+  struct burn b = {NULL, 0, INFINITY};
+  struct kb_rep_walker w = {.eval = burn_eval, .arg = &b};
+  kb_rep_walk(r, &w); /* count */
+  struct burn_event *ev = kb_calloc(b.n + 1, sizeof *ev);
   if (ev == NULL)
     return NULL;
-  double t0 = INFINITY;
-  for (int i = 0; i < r->n_tasks; i++)
-    for (int c = 0; c < r->tasks[i].n_cands; c++)
-      for (int e = 0; e < r->tasks[i].cands[c].n_evals; e++) {
-        const struct kb_rep_eval *x = &r->tasks[i].cands[c].evals[e];
-        if (!isfinite(x->finished))
-          continue;
-        ev[k].t = x->finished;
-        ev[k++].cost = x->cost_ms;
-        if (isfinite(x->started) && x->started < t0)
-          t0 = x->started;
-        if (x->finished < t0)
-          t0 = x->finished;
-      }
+  b.ev = ev;
+  b.n = 0;
+  kb_rep_walk(r, &w); /* fill */
+  size_t k = b.n;
+  double t0 = b.t0;
   qsort(ev, k, sizeof *ev, cmp_burn);
   int left = r->gpu_total_ms >= 0;
   json_t *points = json_array();
@@ -211,23 +224,57 @@ static const char *const dist_labels[] = {"<0.5x",      "0.5-0.8x",  "0.8-0.95x"
                                           "3-5x",       ">=5x"};
 #define N_BINS (sizeof dist_labels / sizeof dist_labels[0])
 
+static void dist_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  long *counts = arg;
+  (void)t;
+  (void)ti;
+  for (size_t b = 0; isfinite(c->speedup) && b < N_BINS; b++)
+    if (c->speedup >= dist_edges[b] && c->speedup < dist_edges[b + 1])
+      counts[b]++;
+}
+
 static json_t *dist_json(const struct kb_report *r) {
   long counts[N_BINS] = {0};
-  for (int i = 0; i < r->n_tasks; i++)
-    for (int c = 0; c < r->tasks[i].n_cands; c++) {
-      double s = r->tasks[i].cands[c].speedup;
-      if (!isfinite(s))
-        continue;
-      for (size_t b = 0; b < N_BINS; b++)
-        if (s >= dist_edges[b] && s < dist_edges[b + 1])
-          counts[b]++;
-    }
+  kb_rep_walk(r, &(struct kb_rep_walker){.cand = dist_cand, .arg = counts});
   json_t *labels = json_array(), *values = json_array();
   for (size_t b = 0; b < N_BINS; b++) {
     json_array_append_new(labels, json_string(dist_labels[b]));
     json_array_append_new(values, json_integer(counts[b]));
   }
   return json_pack("{s:o, s:o}", "labels", labels, "counts", values);
+}
+
+/* Per task, the speedups of its first MAX_TASK_BARS timed candidates by rank. */
+struct bars {
+  json_t *tasks;            /* being filled (owned by chart_data) */
+  json_t *names, *speedups; /* the current task's (owned until its task_end) */
+};
+
+static void bars_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
+  struct bars *b = arg;
+  (void)t;
+  (void)ti;
+  b->names = json_array();
+  b->speedups = json_array();
+}
+
+static void bars_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  struct bars *b = arg;
+  (void)t;
+  (void)ti;
+  if (!isfinite(c->speedup) || json_array_size(b->names) >= MAX_TASK_BARS)
+    return;
+  json_array_append_new(b->names, json_string(c->name));
+  json_array_append_new(b->speedups, json_real(c->speedup));
+}
+
+static void bars_task_end(void *arg, const struct kb_rep_task *t, int ti) {
+  struct bars *b = arg;
+  (void)ti;
+  json_array_append_new(b->tasks, json_pack("{s:s, s:s, s:o, s:o}", "task", t->id, "baseline",
+                                            t->baseline[0] ? t->baseline : "(none)", "labels",
+                                            b->names, "speedups", b->speedups));
+  b->names = b->speedups = NULL;
 }
 
 static json_t *chart_data(const struct kb_report *r) {
@@ -239,21 +286,9 @@ static json_t *chart_data(const struct kb_report *r) {
     json_array_append_new(e, json_integer(ev[k]));
     json_array_append_new(p, json_integer(ok[k]));
   }
-  for (int i = 0; i < r->n_tasks; i++) {
-    const struct kb_rep_task *t = &r->tasks[i];
-    json_t *names = json_array(), *speedups = json_array();
-    for (int k = 0, shown = 0; k < t->n_cands && shown < MAX_TASK_BARS; k++) {
-      const struct kb_rep_cand *c = &t->cands[t->order[k]];
-      if (!isfinite(c->speedup))
-        continue;
-      json_array_append_new(names, json_string(c->name));
-      json_array_append_new(speedups, json_real(c->speedup));
-      shown++;
-    }
-    json_array_append_new(tasks, json_pack("{s:s, s:s, s:o, s:o}", "task", t->id, "baseline",
-                                           t->baseline[0] ? t->baseline : "(none)", "labels", names,
-                                           "speedups", speedups));
-  }
+  struct bars b = {tasks, NULL, NULL};
+  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = bars_task_begin, .cand = bars_cand,
+                                         .task_end = bars_task_end, .arg = &b});
   return json_pack("{s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "funnel", "labels", labels, "evaluated", e,
                    "passed", p, "burn", burn_json(r), "dist", dist_json(r), "tasks", tasks);
 }
@@ -264,10 +299,6 @@ static void status_cell(FILE *out, const char *status) {
   fprintf(out, "<td class=\"%s\">", strcmp(status, "ok") == 0 ? "ok" : "bad");
   esc(out, status[0] ? status : "pending");
   fputs("</td>", out);
-}
-
-static const char *tier_name(const struct kb_report *r, int tier) {
-  return tier >= 0 && tier < KB_MAX_TIERS ? r->tier_names[tier] : "";
 }
 
 /* Median of seed `s` at `tier` (ok and timed, latest attempt), or NaN. */
@@ -319,7 +350,15 @@ static void overview(FILE *out, const struct kb_report *r) {
   fputs("</table></section>\n", out);
 }
 
-static void leaderboard(FILE *out, const struct kb_report *r, const struct kb_rep_task *t, int i) {
+/* What the html walks write to. */
+struct html_walk {
+  const struct kb_report *r;
+  FILE *out;
+};
+
+/* A task's section: its chart, then the head of its leaderboard table. */
+static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
+  FILE *out = ((const struct html_walk *)arg)->out;
   int bars = 0;
   for (int c = 0; c < t->n_cands; c++)
     bars += isfinite(t->cands[c].speedup);
@@ -352,37 +391,46 @@ static void leaderboard(FILE *out, const struct kb_report *r, const struct kb_re
       fputs(s == t->baseline_cand ? " (baseline)</th>" : "</th>", out);
     }
   fputs("</tr>\n", out);
-  for (int k = 0; k < t->n_cands && kb_rep_shown(r, &t->cands[t->order[k]]); k++) {
-    const struct kb_rep_cand *c = &t->cands[t->order[k]];
-    char med[32];
-    fmt_time(med, sizeof med, c->median_us);
-    fprintf(out, "<tr><td class=\"n\">%d</td><td><a href=\"#c-", c->rank);
-    esc(out, c->id);
-    fputs("\">", out);
-    esc(out, c->name);
-    fputs("</a></td><td>", out);
-    esc(out, c->generator);
-    fputs("</td>", out);
-    status_cell(out, c->status);
-    fputs("<td>", out);
-    esc(out, tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
-    fprintf(out, "</td><td class=\"n\">%s</td>", med);
-    for (int s = 0; s < t->n_cands; s++) {
-      if (strcmp(t->cands[s].generator, "seed") != 0)
-        continue;
-      double m = c->timed_tier >= 0 ? median_at(&t->cands[s], c->timed_tier) : NAN;
-      if (isfinite(m) && c->median_us > 0)
-        fprintf(out, "<td class=\"n\">%.2fx</td>", m / c->median_us);
-      else
-        fputs("<td class=\"n\">-</td>", out);
-    }
-    fputs("</tr>\n", out);
+}
+
+/* One leaderboard row, with the candidate's speedup over each seed at its timed tier. */
+static void board_row(void *arg, const struct kb_rep_task *t, int i, const struct kb_rep_cand *c) {
+  const struct html_walk *w = arg;
+  FILE *out = w->out;
+  (void)i;
+  char med[32];
+  fmt_time(med, sizeof med, c->median_us);
+  fprintf(out, "<tr><td class=\"n\">%d</td><td><a href=\"#c-", c->rank);
+  esc(out, c->id);
+  fputs("\">", out);
+  esc(out, c->name);
+  fputs("</a></td><td>", out);
+  esc(out, c->generator);
+  fputs("</td>", out);
+  status_cell(out, c->status);
+  fputs("<td>", out);
+  esc(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
+  fprintf(out, "</td><td class=\"n\">%s</td>", med);
+  for (int s = 0; s < t->n_cands; s++) {
+    if (strcmp(t->cands[s].generator, "seed") != 0)
+      continue;
+    double m = c->timed_tier >= 0 ? median_at(&t->cands[s], c->timed_tier) : NAN;
+    if (isfinite(m) && c->median_us > 0)
+      fprintf(out, "<td class=\"n\">%.2fx</td>", m / c->median_us);
+    else
+      fputs("<td class=\"n\">-</td>", out);
   }
-  fputs("</table>", out);
-  if (r->top > 0 && t->n_cands > r->top)
-    fprintf(out, "<p class=\"muted\">%d more candidates not shown (--top %d).</p>",
-            t->n_cands - r->top, r->top);
-  fputs("</section>\n", out);
+  fputs("</tr>\n", out);
+}
+
+static void board_end(void *arg, const struct kb_rep_task *t, int i) {
+  const struct html_walk *w = arg;
+  (void)i;
+  fputs("</table>", w->out);
+  if (w->r->top > 0 && t->n_cands > w->r->top)
+    fprintf(w->out, "<p class=\"muted\">%d more candidates not shown (--top %d).</p>",
+            t->n_cands - w->r->top, w->r->top);
+  fputs("</section>\n", w->out);
 }
 
 /* A link to candidate `id`'s page, or its name (or id) when it has none. */
@@ -441,6 +489,97 @@ static void evaluations(FILE *out, const struct kb_rep_cand *c) {
   fputs("</table>\n", out);
 }
 
+/* The metrics, trace summary and kernel records of one evaluation. Returns 1 when it had any. */
+static int cupti(FILE *out, const struct kb_rep_eval *x) {
+  int metrics = isfinite(x->dram_pct) || isfinite(x->sm_pct) || isfinite(x->occupancy_pct) ||
+                isfinite(x->l2_hit_pct);
+  if (!metrics && x->trace_kernels < 0 && x->n_kernels == 0 && !isfinite(x->same_run_speedup))
+    return 0;
+  fputs("<div class=\"cupti\"><h5>CUPTI, ", out);
+  esc(out, x->tier_name);
+  fprintf(out, " attempt %d</h5>", x->attempt);
+  if (metrics) {
+    fputs("<table class=\"metrics\"><tr><th>DRAM throughput</th><th>SM throughput</th>"
+          "<th>achieved occupancy</th><th>L2 hit rate</th><th>kernel time</th></tr><tr>",
+          out);
+    const double v[] = {x->dram_pct, x->sm_pct, x->occupancy_pct, x->l2_hit_pct};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      if (isfinite(v[i]))
+        fprintf(out, "<td class=\"n\">%.1f%%</td>", v[i]);
+      else
+        fputs("<td class=\"n\">-</td>", out);
+    char kt[32];
+    fmt_time(kt, sizeof kt, x->kernel_us);
+    fprintf(out, "<td class=\"n\">%s</td></tr></table>", kt);
+  }
+  if (isfinite(x->same_run_speedup)) {
+    char base[32];
+    fmt_time(base, sizeof base, x->baseline_median_us);
+    fprintf(out, "<p>Same-run speedup %.2fx (baseline re-timed in the same process: %s).</p>",
+            x->same_run_speedup, base);
+  }
+  if (x->trace_kernels >= 0)
+    fprintf(out,
+            "<p>Kernel trace: %lld kernels; the candidate's %lld on its stream in %.3f ms, "
+            "%.3f ms on other streams, %.3f ms outside the timed windows.</p>",
+            (long long)x->trace_kernels, (long long)x->trace_own_kernels,
+            (double)x->trace_own_ns / 1e6, (double)x->trace_other_ns / 1e6,
+            (double)x->trace_late_ns / 1e6);
+  if (x->n_kernels > 0) {
+    fputs("<table class=\"kernels\"><tr><th>kernel</th><th>grid</th><th>block</th>"
+          "<th>registers</th><th>static smem</th><th>dynamic smem</th><th>duration</th>"
+          "<th>stream</th></tr>\n",
+          out);
+    for (int k = 0; k < x->n_kernels; k++) {
+      const struct kb_rep_kernel *kr = &x->kernels[k];
+      char dur[32];
+      fmt_time(dur, sizeof dur, (double)(kr->end_ns - kr->start_ns) / 1000.0);
+      fputs("<tr><td><code>", out);
+      esc(out, kr->name);
+      fprintf(out,
+              "</code></td><td class=\"n\">%d,%d,%d</td><td class=\"n\">%d,%d,%d</td>"
+              "<td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+              "<td class=\"n\">%s</td><td class=\"n\">%lld</td></tr>\n",
+              kr->grid[0], kr->grid[1], kr->grid[2], kr->block[0], kr->block[1], kr->block[2],
+              kr->registers, kr->static_smem, kr->dynamic_smem, dur, (long long)kr->stream);
+    }
+    fputs("</table>", out);
+    if (x->kernels_dropped > 0)
+      fprintf(out, "<p class=\"muted\">%lld more kernel records were not kept.</p>",
+              (long long)x->kernels_dropped);
+  }
+  fputs("</div>\n", out);
+  return 1;
+}
+
+/* The LLM exchanges that produced `c` (its id in /llm/requests.candidate). */
+static void llm_exchanges(FILE *out, const struct kb_rep_task *t, const struct kb_rep_cand *c) {
+  int n = 0;
+  for (int i = 0; i < t->n_llm; i++) {
+    const struct kb_rep_llm *x = &t->llm[i];
+    if (strcmp(x->candidate, c->id) != 0)
+      continue;
+    if (n++ == 0)
+      fputs("<h4>LLM exchange</h4>\n", out);
+    char when[64];
+    fmt_date(when, sizeof when, x->time);
+    fputs("<div class=\"llm\"><p>", out);
+    esc(out, x->kind);
+    fputs(" request <code>", out);
+    esc(out, x->request);
+    fputs("</code> to <code>", out);
+    esc(out, x->model[0] ? x->model : "?");
+    fprintf(out, "</code> at %s: %lld tokens in, %lld out, %d attempt%s.</p>", when,
+            (long long)x->tokens_in, (long long)x->tokens_out, x->attempts,
+            x->attempts == 1 ? "" : "s");
+    fputs("<details><summary>prompt</summary><pre>", out);
+    esc(out, x->prompt);
+    fputs("</pre></details><details><summary>response</summary><pre>", out);
+    esc(out, x->response);
+    fputs("</pre></details></div>\n", out);
+  }
+}
+
 static void profile(FILE *out, const struct kb_rep_cand *c) {
   fputs("<h4>Profile</h4>", out);
   const struct kb_rep_eval *best = NULL;
@@ -452,9 +591,13 @@ static void profile(FILE *out, const struct kb_rep_cand *c) {
             "<p>Compiler: %d registers per thread, %d bytes spilled, %d bytes of static "
             "shared memory.</p>",
             best->registers, best->spills, best->shared_bytes);
-  fputs("<p class=\"muted\">No CUPTI kernel records: result files of format kernelbrain.h5/1 "
-        "hold none (host backend, or profiles not yet recorded).</p>\n",
-        out);
+  int shown = 0;
+  for (int e = 0; e < c->n_evals; e++)
+    shown += cupti(out, &c->evals[e]);
+  if (!shown)
+    fputs("<p class=\"muted\">No CUPTI profile: it is recorded at the full tier of the CUDA "
+          "backend (files of format kernelbrain.h5/1 hold none).</p>\n",
+          out);
   for (int e = 0; e < c->n_evals; e++) {
     if (c->evals[e].compile_log == NULL || c->evals[e].compile_log[0] == '\0')
       continue;
@@ -466,8 +609,10 @@ static void profile(FILE *out, const struct kb_rep_cand *c) {
   }
 }
 
-static void candidate(FILE *out, const struct kb_report *r, const struct kb_rep_task *t, int ti,
-                      const struct kb_rep_cand *c) {
+/* A candidate's page (a section the leaderboard links to). */
+static void candidate(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  const struct kb_report *r = ((const struct html_walk *)arg)->r;
+  FILE *out = ((const struct html_walk *)arg)->out;
   char created[64];
   fmt_date(created, sizeof created, c->created);
   fputs("<article class=\"cand\" id=\"c-", out);
@@ -503,7 +648,7 @@ static void candidate(FILE *out, const struct kb_report *r, const struct kb_rep_
           created);
   esc(out, c->status[0] ? c->status : "pending");
   fputs(" at ", out);
-  esc(out, tier_name(r, c->best_tier));
+  esc(out, kb_rep_tier_name(r, c->best_tier));
   char med[32];
   fmt_time(med, sizeof med, c->median_us);
   fprintf(out, "</td></tr><tr><th>median</th><td>%s", med);
@@ -512,6 +657,7 @@ static void candidate(FILE *out, const struct kb_report *r, const struct kb_rep_
   fputs("</td></tr></table>\n", out);
   evaluations(out, c);
   profile(out, c);
+  llm_exchanges(out, t, c);
   fputs("<h4>Source</h4><pre><code>", out);
   esc(out, c->source);
   fputs("</code></pre></article>\n", out);
@@ -560,15 +706,13 @@ int kb_report_write_html(const struct kb_report *r, FILE *out, struct kb_error *
   }
   fputs("</nav></header>\n<main>\n", out);
   overview(out, r);
-  for (int i = 0; i < r->n_tasks; i++)
-    leaderboard(out, r, &r->tasks[i], i);
+  struct html_walk hw = {r, out};
+  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = board_begin, .cand = board_row,
+                                         .task_end = board_end, .shown_only = 1, .arg = &hw});
   fputs("<section id=\"candidates\"><h2>Candidates</h2><p class=\"muted\">Pick a candidate in a "
         "leaderboard to see its source, lineage, evaluations and profile here.</p>\n",
         out);
-  for (int i = 0; i < r->n_tasks; i++)
-    for (int k = 0; k < r->tasks[i].n_cands; k++)
-      if (kb_rep_shown(r, &r->tasks[i].cands[r->tasks[i].order[k]]))
-        candidate(out, r, &r->tasks[i], i, &r->tasks[i].cands[r->tasks[i].order[k]]);
+  kb_rep_walk(r, &(struct kb_rep_walker){.cand = candidate, .shown_only = 1, .arg = &hw});
   fputs("</section>\n</main>\n<script type=\"application/json\" id=\"kb-data\">", out);
   script_json(out, text);
   free(text);

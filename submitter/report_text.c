@@ -10,25 +10,35 @@ json_t *kb__json_num(double v) { return isfinite(v) ? json_real(v) : json_null()
 
 static json_t *int_or_null(long v) { return v >= 0 ? json_integer(v) : json_null(); }
 
+struct funnel {
+  long *evaluated, *passed; /* KB_MAX_TIERS each (borrowed) */
+};
+
+/* A candidate counts once per tier it was evaluated at, and once per tier it passed. */
+static void funnel_cand(void *arg, const struct kb_rep_task *t, int ti,
+                        const struct kb_rep_cand *cand) {
+  struct funnel *f = arg;
+  (void)t;
+  (void)ti;
+  int seen[KB_MAX_TIERS] = {0}, ok[KB_MAX_TIERS] = {0};
+  for (int e = 0; e < cand->n_evals; e++) {
+    int k = cand->evals[e].tier;
+    if (k < 0 || k >= KB_MAX_TIERS)
+      continue;
+    seen[k] = 1;
+    ok[k] |= strcmp(cand->evals[e].status, "ok") == 0;
+  }
+  for (int k = 0; k < KB_MAX_TIERS; k++) {
+    f->evaluated[k] += seen[k];
+    f->passed[k] += ok[k];
+  }
+}
+
 void kb__report_funnel(const struct kb_report *r, long evaluated[], long passed[]) {
   for (int k = 0; k < KB_MAX_TIERS; k++)
     evaluated[k] = passed[k] = 0;
-  for (int i = 0; i < r->n_tasks; i++)
-    for (int c = 0; c < r->tasks[i].n_cands; c++) {
-      const struct kb_rep_cand *cand = &r->tasks[i].cands[c];
-      int seen[KB_MAX_TIERS] = {0}, ok[KB_MAX_TIERS] = {0};
-      for (int e = 0; e < cand->n_evals; e++) {
-        int k = cand->evals[e].tier;
-        if (k < 0 || k >= KB_MAX_TIERS)
-          continue;
-        seen[k] = 1;
-        ok[k] |= strcmp(cand->evals[e].status, "ok") == 0;
-      }
-      for (int k = 0; k < KB_MAX_TIERS; k++) {
-        evaluated[k] += seen[k];
-        passed[k] += ok[k];
-      }
-    }
+  struct funnel f = {evaluated, passed};
+  kb_rep_walk(r, &(struct kb_rep_walker){.cand = funnel_cand, .arg = &f});
 }
 
 static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
@@ -51,10 +61,6 @@ static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
   return o;
 }
 
-static const char *tier_name(const struct kb_report *r, int tier) {
-  return tier >= 0 && tier < KB_MAX_TIERS && r->tier_names[tier][0] ? r->tier_names[tier] : "";
-}
-
 static json_t *cand_json(const struct kb_report *r, const struct kb_rep_cand *c, int sources) {
   json_t *parents = json_array();
   if (c->parent0[0])
@@ -69,11 +75,47 @@ static json_t *cand_json(const struct kb_report *r, const struct kb_rep_cand *c,
       "candidate", c->id, "name", c->name, "generator", c->generator, "parents", parents, "knobs",
       c->knobs, "flags", c->flags, "created", kb__json_num(c->created), "best_tier", c->best_tier,
       "status", c->status[0] ? c->status : "pending", "tier_name",
-      tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), "median_us",
+      kb_rep_tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), "median_us",
       kb__json_num(c->median_us), "speedup", kb__json_num(c->speedup), "evaluations", evals);
   if (o && sources)
     json_object_set_new(o, "source", json_string(c->source ? c->source : ""));
   return o;
+}
+
+struct json_walk {
+  const struct kb_report *r;
+  int sources;
+  json_t *tasks; /* the array being filled (owned by the caller) */
+  json_t *cands; /* the current task's candidates (owned until its task_end) */
+};
+
+static void json_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
+  struct json_walk *w = arg;
+  (void)t;
+  (void)ti;
+  w->cands = json_array();
+}
+
+static void json_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  struct json_walk *w = arg;
+  (void)t;
+  (void)ti;
+  json_array_append_new(w->cands, cand_json(w->r, c, w->sources));
+}
+
+static void json_task_end(void *arg, const struct kb_rep_task *t, int ti) {
+  struct json_walk *w = arg;
+  (void)ti;
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "task", t->id, "name", t->name,
+                        "category", t->category, "file", t->file, "evaluations",
+                        (json_int_t)t->n_evals, "candidates", w->cands);
+  w->cands = NULL; /* json_pack took it, or freed it on failure */
+  if (o) {
+    json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
+    if (w->sources)
+      json_object_set_new(o, "reference", json_string(t->reference ? t->reference : ""));
+  }
+  json_array_append_new(w->tasks, o);
 }
 
 json_t *kb__report_json(const struct kb_report *r, int sources) {
@@ -81,24 +123,12 @@ json_t *kb__report_json(const struct kb_report *r, int sources) {
   kb__report_funnel(r, ev, ok);
   json_t *funnel = json_array(), *tasks = json_array();
   for (int k = 0; k < r->n_tiers; k++)
-    json_array_append_new(funnel,
-                          json_pack("{s:i, s:s, s:I, s:I}", "tier", k, "name", tier_name(r, k),
-                                    "evaluated", (json_int_t)ev[k], "ok", (json_int_t)ok[k]));
-  for (int i = 0; i < r->n_tasks; i++) {
-    const struct kb_rep_task *t = &r->tasks[i];
-    json_t *cands = json_array();
-    for (int k = 0; k < t->n_cands; k++)
-      json_array_append_new(cands, cand_json(r, &t->cands[t->order[k]], sources));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:o}", "task", t->id, "name", t->name,
-                          "category", t->category, "file", t->file, "evaluations",
-                          (json_int_t)t->n_evals, "candidates", cands);
-    if (o) {
-      json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
-      if (sources)
-        json_object_set_new(o, "reference", json_string(t->reference ? t->reference : ""));
-    }
-    json_array_append_new(tasks, o);
-  }
+    json_array_append_new(funnel, json_pack("{s:i, s:s, s:I, s:I}", "tier", k, "name",
+                                            kb_rep_tier_name(r, k), "evaluated",
+                                            (json_int_t)ev[k], "ok", (json_int_t)ok[k]));
+  struct json_walk w = {r, sources, tasks, NULL};
+  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = json_task_begin, .cand = json_cand,
+                                         .task_end = json_task_end, .arg = &w});
   return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I}, s:o, s:o}", "schema",
                    "kernelbrain.report/1", "campaign", r->campaign, "state", r->state, "reason",
                    r->reason, "finished", r->finished > 0 ? json_real(r->finished) : json_null(),
@@ -153,33 +183,40 @@ static void csv_num(FILE *out, double v) {
     fputc(',', out);
 }
 
+struct text_walk {
+  const struct kb_report *r;
+  FILE *out;
+};
+
+static void csv_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  const struct text_walk *w = arg;
+  FILE *out = w->out;
+  (void)ti;
+  int64_t cost = 0;
+  for (int e = 0; e < c->n_evals; e++)
+    cost += c->evals[e].cost_ms;
+  csv_field(out, w->r->campaign, 0);
+  csv_field(out, t->id, 0);
+  fprintf(out, "%d,", c->rank);
+  csv_field(out, c->id, 0);
+  csv_field(out, c->name, 0);
+  csv_field(out, c->generator, 0);
+  csv_field(out, c->parent0, 0);
+  csv_field(out, c->parent1, 0);
+  csv_field(out, c->status[0] ? c->status : "pending", 0);
+  fprintf(out, "%d,", c->best_tier);
+  csv_field(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), 0);
+  csv_num(out, c->median_us);
+  csv_num(out, c->speedup);
+  fprintf(out, "%d,%lld\r\n", c->n_evals, (long long)cost);
+}
+
 int kb_report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err) {
   fputs("campaign,task,rank,candidate,name,generator,parent0,parent1,status,best_tier,"
         "tier_name,median_us,speedup,evaluations,cost_ms\r\n",
         out);
-  for (int i = 0; i < r->n_tasks; i++) {
-    const struct kb_rep_task *t = &r->tasks[i];
-    for (int k = 0; k < t->n_cands; k++) {
-      const struct kb_rep_cand *c = &t->cands[t->order[k]];
-      int64_t cost = 0;
-      for (int e = 0; e < c->n_evals; e++)
-        cost += c->evals[e].cost_ms;
-      csv_field(out, r->campaign, 0);
-      csv_field(out, t->id, 0);
-      fprintf(out, "%d,", c->rank);
-      csv_field(out, c->id, 0);
-      csv_field(out, c->name, 0);
-      csv_field(out, c->generator, 0);
-      csv_field(out, c->parent0, 0);
-      csv_field(out, c->parent1, 0);
-      csv_field(out, c->status[0] ? c->status : "pending", 0);
-      fprintf(out, "%d,", c->best_tier);
-      csv_field(out, tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), 0);
-      csv_num(out, c->median_us);
-      csv_num(out, c->speedup);
-      fprintf(out, "%d,%lld\r\n", c->n_evals, (long long)cost);
-    }
-  }
+  struct text_walk w = {r, out};
+  kb_rep_walk(r, &(struct kb_rep_walker){.cand = csv_cand, .arg = &w});
   return io_result(out, err);
 }
 
@@ -230,6 +267,48 @@ static void md_time(FILE *out, double us) {
     fprintf(out, "%.3f us", us);
 }
 
+static void md_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
+  FILE *out = ((const struct text_walk *)arg)->out;
+  (void)ti;
+  fputs("\n## ", out);
+  md_text(out, t->id);
+  fputs("\n\nBaseline: ", out);
+  md_text(out, t->baseline[0] ? t->baseline : "none");
+  fprintf(out, ", %lld evaluations\n\n", (long long)t->n_evals);
+  fputs("| rank | candidate | id | generator | status | tier | median | speedup |\n"
+        "|---:|---|---|---|---|---|---:|---:|\n",
+        out);
+}
+
+static void md_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
+  const struct text_walk *w = arg;
+  FILE *out = w->out;
+  (void)t;
+  (void)ti;
+  fprintf(out, "| %d | ", c->rank);
+  md_text(out, c->name);
+  fprintf(out, " | %.12s | ", c->id);
+  md_text(out, c->generator);
+  fputs(" | ", out);
+  md_text(out, c->status[0] ? c->status : "pending");
+  fputs(" | ", out);
+  md_text(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
+  fputs(" | ", out);
+  md_time(out, c->median_us);
+  if (isfinite(c->speedup))
+    fprintf(out, " | %.2fx |\n", c->speedup);
+  else
+    fputs(" | - |\n", out);
+}
+
+static void md_task_end(void *arg, const struct kb_rep_task *t, int ti) {
+  const struct text_walk *w = arg;
+  (void)ti;
+  if (w->r->top > 0 && t->n_cands > w->r->top)
+    fprintf(w->out, "\n%d more candidates not shown (--top %d).\n", t->n_cands - w->r->top,
+            w->r->top);
+}
+
 int kb_report_write_md(const struct kb_report *r, FILE *out, struct kb_error *err) {
   long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
   kb__report_funnel(r, ev, ok);
@@ -248,38 +327,11 @@ int kb_report_write_md(const struct kb_report *r, FILE *out, struct kb_error *er
   fputs("\n\n## Tier funnel\n\n| tier | candidates evaluated | passed |\n|---|---:|---:|\n", out);
   for (int k = 0; k < r->n_tiers; k++) {
     fprintf(out, "| %d ", k);
-    md_text(out, tier_name(r, k));
+    md_text(out, kb_rep_tier_name(r, k));
     fprintf(out, " | %ld | %ld |\n", ev[k], ok[k]);
   }
-  for (int i = 0; i < r->n_tasks; i++) {
-    const struct kb_rep_task *t = &r->tasks[i];
-    fputs("\n## ", out);
-    md_text(out, t->id);
-    fputs("\n\nBaseline: ", out);
-    md_text(out, t->baseline[0] ? t->baseline : "none");
-    fprintf(out, ", %lld evaluations\n\n", (long long)t->n_evals);
-    fputs("| rank | candidate | id | generator | status | tier | median | speedup |\n"
-          "|---:|---|---|---|---|---|---:|---:|\n",
-          out);
-    for (int k = 0; k < t->n_cands && kb_rep_shown(r, &t->cands[t->order[k]]); k++) {
-      const struct kb_rep_cand *c = &t->cands[t->order[k]];
-      fprintf(out, "| %d | ", c->rank);
-      md_text(out, c->name);
-      fprintf(out, " | %.12s | ", c->id);
-      md_text(out, c->generator);
-      fputs(" | ", out);
-      md_text(out, c->status[0] ? c->status : "pending");
-      fputs(" | ", out);
-      md_text(out, tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
-      fputs(" | ", out);
-      md_time(out, c->median_us);
-      if (isfinite(c->speedup))
-        fprintf(out, " | %.2fx |\n", c->speedup);
-      else
-        fputs(" | - |\n", out);
-    }
-    if (r->top > 0 && t->n_cands > r->top)
-      fprintf(out, "\n%d more candidates not shown (--top %d).\n", t->n_cands - r->top, r->top);
-  }
+  struct text_walk w = {r, out};
+  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = md_task_begin, .cand = md_cand,
+                                         .task_end = md_task_end, .shown_only = 1, .arg = &w});
   return io_result(out, err);
 }

@@ -57,11 +57,14 @@ void kb_result_init(struct kb_result *r) {
   r->timing.noise = NAN;
   r->baseline_median_us = NAN;
   r->same_run_speedup = NAN;
+  r->torch_eager_us = NAN;
+  r->torch_compile_us = NAN;
   r->kernel_us = NAN;
   r->dram_pct = NAN;
   r->sm_pct = NAN;
   r->occupancy_pct = NAN;
   r->l2_hit_pct = NAN;
+  r->trace = (struct kb_trace_summary){-1, -1, -1, -1, -1, -1};
   r->started = NAN;
   r->finished = NAN;
 }
@@ -71,6 +74,9 @@ void kb_result_release(struct kb_result *r) {
     return;
   kb_free(r->compile_log);
   r->compile_log = NULL;
+  kb_free(r->kernels);
+  r->kernels = NULL;
+  r->n_kernels = 0;
 }
 
 /* 1 when `s` is `min`..`max` printable ASCII characters. */
@@ -137,9 +143,16 @@ static const char *const compile_fields[] = {"seconds",      "cached", "register
 static const char *const check_fields[] = {"sets", "max_abs_err", "max_rel_err", NULL};
 static const char *const timing_fields[] = {"median_us", "p10_us", "p90_us",  "mean_us", "min_us",
                                             "noise",     "samples", "warmup",
-                                            "baseline_median_us", "same_run_speedup", NULL};
+                                            "baseline_median_us", "same_run_speedup",
+                                            "torch_eager_us", "torch_compile_us", NULL};
 static const char *const profile_fields[] = {"kernel_us", "dram_pct", "sm_pct", "occupancy_pct",
-                                             "l2_hit_pct", NULL};
+                                             "l2_hit_pct", "trace", "kernels", "kernels_dropped",
+                                             NULL};
+static const char *const trace_fields[] = {"kernels", "own_kernels", "own_ns", "other_ns",
+                                           "late_ns", "dropped", NULL};
+static const char *const kernel_fields[] = {"name",         "grid",     "block",  "registers",
+                                            "static_smem",  "dynamic_smem", "start_ns",
+                                            "end_ns",       "stream",   "correlation", NULL};
 static const char *const result_fields[] = {
     "schema",  "campaign", "task",    "candidate", "tier",     "tier_name", "attempt",
     "charge_id", "runner", "backend", "device",    "status",   "reason",    "compile",
@@ -211,20 +224,129 @@ static int parse_timing(struct ctx *x, json_t *root) {
   } nums[] = {{"median_us", &t->median_us}, {"p10_us", &t->p10_us}, {"p90_us", &t->p90_us},
               {"mean_us", &t->mean_us},     {"min_us", &t->min_us}, {"noise", &t->noise},
               {"baseline_median_us", &x->r->baseline_median_us},
-              {"same_run_speedup", &x->r->same_run_speedup}};
+              {"same_run_speedup", &x->r->same_run_speedup},
+              {"torch_eager_us", &x->r->torch_eager_us},
+              {"torch_compile_us", &x->r->torch_compile_us}};
   for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
     rc = kb_json_get_number(f, o, "timing", nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
   return rc;
 }
 
-static int parse_profile(struct ctx *x, json_t *root) {
+static int parse_trace(struct ctx *x, json_t *profile, const char *where) {
   const struct kb_jsonfile *f = x->f;
-  struct kb_result *r = x->r;
+  struct kb_trace_summary *t = &x->r->trace;
   json_t *o = NULL;
-  int rc = kb_json_get_object(f, root, "", "profile", 0, &o, x->err);
+  char path[KB_JSON_PATH_MAX];
+  kb_json_path(path, sizeof path, where, "trace");
+  int rc = kb_json_get_object(f, profile, where, "trace", 0, &o, x->err);
   if (rc || o == NULL)
     return rc;
-  rc = kb_jsonfile_check_unknown(f, o, "profile", profile_fields, x->err);
+  rc = kb_jsonfile_check_unknown(f, o, path, trace_fields, x->err);
+  struct {
+    const char *key;
+    int64_t *out;
+  } nums[] = {{"kernels", &t->kernels},   {"own_kernels", &t->own_kernels},
+              {"own_ns", &t->own_ns},     {"other_ns", &t->other_ns},
+              {"late_ns", &t->late_ns},   {"dropped", &t->dropped}};
+  for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
+    rc = kb_json_get_int(f, o, path, nums[i].key, 1, 0, INT64_MAX, nums[i].out, x->err);
+  return rc;
+}
+
+/* Reads a [x, y, z] array of non-negative ints (each at most INT_MAX) at `key` of `o`. */
+static int get_dim3(struct ctx *x, json_t *o, const char *path, const char *key, int out[3]) {
+  json_t *a = json_object_get(o, key);
+  char at[KB_JSON_PATH_MAX];
+  kb_json_path(at, sizeof at, path, key);
+  path = at;
+  if (!json_is_array(a) || json_array_size(a) != 3)
+    return kb_jsonfile_fail(x->f, x->err, path, "\"%s\" must be an array of 3 integers", key);
+  for (size_t i = 0; i < 3; i++) {
+    json_t *v = json_array_get(a, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
+      return kb_jsonfile_fail(x->f, x->err, path,
+                              "\"%s\" must be an array of 3 integers in 0..%d", key, INT_MAX);
+    out[i] = (int)json_integer_value(v);
+  }
+  return KB_OK;
+}
+
+/* One kernel record at `path` ("profile.kernels[3]"). */
+static int parse_kernel(struct ctx *x, json_t *o, const char *path, struct kb_kernel_rec *k) {
+  const struct kb_jsonfile *f = x->f;
+  if (!json_is_object(o))
+    return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be an object", path);
+  int rc = kb_jsonfile_check_unknown(f, o, path, kernel_fields, x->err);
+  const char *name = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_string(f, o, path, "name", 1, &name, x->err);
+  if (rc == KB_OK) {
+    size_t n = strlen(name);
+    if (n > sizeof k->name - 1) {
+      n = sizeof k->name - 1;
+      while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80)
+        n--;
+    }
+    memcpy(k->name, name, n);
+    k->name[n] = '\0';
+  }
+  if (rc == KB_OK)
+    rc = get_dim3(x, o, path, "grid", k->grid);
+  if (rc == KB_OK)
+    rc = get_dim3(x, o, path, "block", k->block);
+  if (rc == KB_OK)
+    rc = get_count(x, o, path, "registers", 1, 0, INT_MAX, &k->registers);
+  if (rc == KB_OK)
+    rc = get_count(x, o, path, "static_smem", 1, 0, INT_MAX, &k->static_smem);
+  if (rc == KB_OK)
+    rc = get_count(x, o, path, "dynamic_smem", 1, 0, INT_MAX, &k->dynamic_smem);
+  struct {
+    const char *key;
+    int64_t *out;
+  } nums[] = {{"start_ns", &k->start_ns}, {"end_ns", &k->end_ns}, {"stream", &k->stream},
+              {"correlation", &k->correlation}};
+  for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
+    rc = kb_json_get_int(f, o, path, nums[i].key, 1, 0, INT64_MAX, nums[i].out, x->err);
+  return rc;
+}
+
+/* "kernels" of `profile`: replaces r->kernels only when the whole array parsed. */
+static int parse_kernels(struct ctx *x, json_t *profile, const char *where) {
+  struct kb_result *r = x->r;
+  char path[KB_JSON_PATH_MAX];
+  kb_json_path(path, sizeof path, where, "kernels");
+  int rc = kb_json_get_int(x->f, profile, where, "kernels_dropped", 0, 0, INT64_MAX,
+                           &r->kernels_dropped, x->err);
+  json_t *a = json_object_get(profile, "kernels");
+  if (rc || a == NULL)
+    return rc;
+  if (!json_is_array(a) || json_array_size(a) > KB_KERNELS_MAX)
+    return kb_jsonfile_fail(x->f, x->err, path, "\"%s\" must be an array of at most %d records",
+                            path, KB_KERNELS_MAX);
+  size_t n = json_array_size(a);
+  struct kb_kernel_rec *k = n > 0 ? kb_calloc(n, sizeof *k) : NULL;
+  if (n > 0 && k == NULL)
+    return kb_error_set(x->err, KB_ENOMEM, "%s: out of memory", x->f->name);
+  for (size_t i = 0; rc == KB_OK && i < n; i++) {
+    char at[KB_JSON_PATH_MAX];
+    kb_json_index_path(at, sizeof at, path, i);
+    rc = parse_kernel(x, json_array_get(a, i), at, &k[i]);
+  }
+  if (rc) {
+    kb_free(k);
+    return rc;
+  }
+  kb_free(r->kernels);
+  r->kernels = k;
+  r->n_kernels = (int)n;
+  return KB_OK;
+}
+
+/* The members of a "profile" object `o` (at `where`) into x->r. */
+static int parse_profile_members(struct ctx *x, json_t *o, const char *where) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_result *r = x->r;
+  int rc = kb_jsonfile_check_unknown(f, o, where, profile_fields, x->err);
   struct {
     const char *key;
     double *out;
@@ -232,8 +354,20 @@ static int parse_profile(struct ctx *x, json_t *root) {
               {"sm_pct", &r->sm_pct},               {"occupancy_pct", &r->occupancy_pct},
               {"l2_hit_pct", &r->l2_hit_pct}};
   for (size_t i = 0; rc == KB_OK && i < sizeof nums / sizeof nums[0]; i++)
-    rc = kb_json_get_number(f, o, "profile", nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
+    rc = kb_json_get_number(f, o, where, nums[i].key, 0, 0, DBL_MAX, nums[i].out, x->err);
+  if (rc == KB_OK)
+    rc = parse_trace(x, o, where);
+  if (rc == KB_OK)
+    rc = parse_kernels(x, o, where);
   return rc;
+}
+
+static int parse_profile(struct ctx *x, json_t *root) {
+  json_t *o = NULL;
+  int rc = kb_json_get_object(x->f, root, "", "profile", 0, &o, x->err);
+  if (rc || o == NULL)
+    return rc;
+  return parse_profile_members(x, o, "profile");
 }
 
 static int parse_result(struct ctx *x) {
@@ -322,6 +456,39 @@ int kb_result_from_json(const char *text, const char *where, struct kb_result *r
   return rc;
 }
 
+int kb_result_profile_from_json(struct kb_result *r, const char *text, const char *where,
+                                struct kb_error *err) {
+  struct kb_jsonfile f;
+  int rc = kb_jsonfile_parse(&f, where, text, err);
+  if (rc)
+    return rc;
+  /* parse into a copy, so that a failure leaves `r` as it was */
+  struct kb_result tmp = *r;
+  tmp.kernels = NULL;
+  tmp.n_kernels = 0;
+  struct ctx x = {.f = &f, .r = &tmp, .err = err};
+  int has_kernels = 0;
+  if (!json_is_object(f.root)) {
+    rc = kb_jsonfile_fail(&f, err, "", "a profile must be a JSON object");
+  } else {
+    has_kernels = json_object_get(f.root, "kernels") != NULL;
+    rc = parse_profile_members(&x, f.root, "");
+  }
+  kb_jsonfile_release(&f);
+  if (rc) {
+    kb_free(tmp.kernels);
+    return rc;
+  }
+  if (!has_kernels) {
+    tmp.kernels = r->kernels; /* absent: keep the old records */
+    tmp.n_kernels = r->n_kernels;
+  } else {
+    kb_free(r->kernels);
+  }
+  *r = tmp;
+  return KB_OK;
+}
+
 /* --- encoding ------------------------------------------------------------------------------ */
 
 /* Sets key to a real when `v` is known (finite), else leaves it out. Returns 0 or -1. */
@@ -346,6 +513,45 @@ static int set_text(json_t *o, const char *key, const char *s) {
   int rc = json_object_set_new(o, key, json_string(clean));
   kb_free(clean);
   return rc;
+}
+
+/* The trace summary as JSON (new reference; NULL when out of memory). Negative counts (unknown)
+ * are sent as 0. */
+static json_t *encode_trace(const struct kb_trace_summary *t) {
+  const int64_t v[] = {t->kernels, t->own_kernels, t->own_ns, t->other_ns, t->late_ns,
+                       t->dropped};
+  json_t *o = json_object();
+  for (size_t i = 0; o != NULL && trace_fields[i] != NULL; i++)
+    if (json_object_set_new(o, trace_fields[i], json_integer(v[i] > 0 ? v[i] : 0)) != 0) {
+      json_decref(o);
+      return NULL;
+    }
+  return o;
+}
+
+static json_t *dim3(const int d[3]) {
+  return json_pack("[i, i, i]", d[0], d[1], d[2]);
+}
+
+/* Kernel records as a JSON array (new reference; NULL when out of memory). */
+static json_t *encode_kernels(const struct kb_kernel_rec *k, int n) {
+  json_t *a = json_array();
+  for (int i = 0; a != NULL && i < n; i++) {
+    char *name = kb_json_utf8_sanitize(k[i].name);
+    json_t *o = name == NULL ? NULL
+                : json_pack("{s:s, s:o, s:o, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "name", name,
+                            "grid", dim3(k[i].grid), "block", dim3(k[i].block), "registers",
+                            k[i].registers, "static_smem", k[i].static_smem, "dynamic_smem",
+                            k[i].dynamic_smem, "start_ns", (json_int_t)k[i].start_ns, "end_ns",
+                            (json_int_t)k[i].end_ns, "stream", (json_int_t)k[i].stream,
+                            "correlation", (json_int_t)k[i].correlation);
+    kb_free(name);
+    if (o == NULL || json_array_append_new(a, o) != 0) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
 }
 
 static json_t *encode(const struct kb_result *r) {
@@ -407,11 +613,14 @@ static json_t *encode(const struct kb_result *r) {
       bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
       bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
       bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
+      bad |= set_real(c, "torch_eager_us", r->torch_eager_us);
+      bad |= set_real(c, "torch_compile_us", r->torch_compile_us);
     }
     bad |= json_object_set_new(o, "timing", c);
   }
   if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
-      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct)) {
+      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct) || r->trace.kernels >= 0 ||
+      r->n_kernels > 0 || r->kernels_dropped > 0) {
     json_t *c = json_object();
     if (c != NULL) {
       bad |= set_real(c, "kernel_us", r->kernel_us);
@@ -419,6 +628,12 @@ static json_t *encode(const struct kb_result *r) {
       bad |= set_real(c, "sm_pct", r->sm_pct);
       bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
       bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
+      if (r->trace.kernels >= 0)
+        bad |= json_object_set_new(c, "trace", encode_trace(&r->trace));
+      if (r->n_kernels > 0)
+        bad |= json_object_set_new(c, "kernels", encode_kernels(r->kernels, r->n_kernels));
+      if (r->kernels_dropped > 0)
+        bad |= json_object_set_new(c, "kernels_dropped", json_integer(r->kernels_dropped));
     }
     bad |= json_object_set_new(o, "profile", c);
   }

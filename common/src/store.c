@@ -4,8 +4,10 @@
  * - SWMR. The file is created complete (every group, dataset and attribute it will ever hold) in
  *   "<path>.tmp" and renamed into place, then opened with H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE and
  *   the latest format, so it is never open for writing outside SWMR mode. HDF5 1.10 forbids creating objects or attributes in SWMR write mode, so the
- *   variable-sized texts (sources, compile logs) go to extendible 1-D uint8 "heaps"
- *   (/sources/data, /compile_logs/data) addressed by (offset, length) columns of the tables.
+ *   variable-sized texts (sources, compile logs, LLM prompts and responses) go to extendible
+ *   1-D uint8 "heaps" (/sources/data, /compile_logs/data, /llm/text, the last deflated)
+ *   addressed by (offset, length) columns of the tables, and an evaluation's CUPTI kernel
+ *   records to rows of /profiles/kernels addressed by (kernel_offset, kernel_count).
  * - Commit point. Rows and heap bytes are appended at any time; kb_store_flush() flushes them,
  *   and only then writes the root attribute "commit" (row and byte counts) and flushes again. On
  *   open, anything past the committed counts (half-written by a killed writer) is cut off, and
@@ -50,13 +52,17 @@
 
 extern char **environ;
 
-#define STORE_FORMAT "kernelbrain.h5/1"
+#define STORE_FORMAT "kernelbrain.h5/2"
 #define ID_SIZE (KB_CAND_ID_LEN + 1) /* fixed string size of a candidate id column */
 #define STATUS_SIZE 16               /* fixed string size of a status column */
 #define TEXT_SIZE 256                /* fixed string size of knobs, flags, reason */
 #define CAND_CHUNK 32                /* rows per chunk of /candidates */
 #define EVAL_CHUNK 64                /* rows per chunk of /evaluations */
 #define HEAP_CHUNK 16384             /* bytes per chunk of the uint8 heaps */
+#define KERN_CHUNK 256               /* rows per chunk of /profiles/kernels */
+#define LLM_CHUNK 32                 /* rows per chunk of /llm/requests */
+#define LLM_DEFLATE 6                /* deflate level of /llm/text */
+#define ENTRY_SIZE 48                /* fixed string size of a redis stream entry id */
 #define READ_BATCH 1024              /* rows read at a time on open */
 
 _Static_assert(sizeof(int) == 4, "int columns are stored as 32-bit integers");
@@ -111,6 +117,66 @@ struct eval_row {
   int64_t cost_ms;           /* milliseconds */
   int64_t compile_log_offset; /* bytes into /compile_logs/data */
   int64_t compile_log_len;   /* bytes; 0 when there is no log */
+  double baseline_median_us; /* microseconds, baseline re-timed in the same run; NaN when not */
+  double same_run_speedup;   /* baseline_median_us / median_us; NaN when not */
+  double kernel_us;          /* Range Profiler: the longest kernel's duration, microseconds */
+  double dram_pct;           /* % of peak; NaN unknown */
+  double sm_pct;             /* % of peak; NaN unknown */
+  double occupancy_pct;      /* % of peak; NaN unknown */
+  double l2_hit_pct;         /* %; NaN unknown */
+  int64_t trace_kernels;     /* kernel trace summary; -1 when not traced */
+  int64_t trace_own_kernels;
+  int64_t trace_own_ns;      /* nanoseconds */
+  int64_t trace_other_ns;    /* nanoseconds */
+  int64_t trace_late_ns;     /* nanoseconds */
+  int64_t trace_dropped;     /* records CUPTI lost */
+  int64_t kernels_dropped;   /* records past KB_KERNELS_MAX, not stored */
+  int64_t kernel_offset;     /* first row in /profiles/kernels; 0 when none */
+  int64_t kernel_count;      /* rows in /profiles/kernels */
+};
+
+/* One row of /profiles/kernels. */
+struct kern_row {
+  char candidate[ID_SIZE];
+  int tier;
+  int attempt;
+  char name[KB_KERNEL_NAME_MAX];
+  int grid_x, grid_y, grid_z;     /* blocks */
+  int block_x, block_y, block_z;  /* threads */
+  int registers;                  /* per thread */
+  int static_smem;                /* bytes per block */
+  int dynamic_smem;               /* bytes per block */
+  int64_t start_ns;               /* CUPTI clock */
+  int64_t end_ns;                 /* CUPTI clock */
+  int64_t stream;
+  int64_t correlation;
+};
+
+/* One row of /llm/requests. */
+struct llm_row {
+  char request[ID_SIZE];     /* the request's id (its ledger charge), unique in the file */
+  char entry[ENTRY_SIZE];    /* id of its entry in the redis stream kb:{cid}:llm:<task> */
+  double time;               /* unix seconds the entry was written */
+  char kind[16];             /* translate, mutate, crossover, repair */
+  char status[16];           /* ok, no_code, failed */
+  char model[KB_ID_MAX];
+  int attempts;
+  int64_t tokens_in;
+  int64_t tokens_out;
+  char candidate[ID_SIZE];   /* the candidate it produced; "" when none */
+  char parent0[ID_SIZE];
+  char parent1[ID_SIZE];
+  char error[TEXT_SIZE];
+  int64_t prompt_offset;     /* bytes into /llm/text */
+  int64_t prompt_len;
+  int64_t response_offset;   /* bytes into /llm/text */
+  int64_t response_len;
+};
+
+/* What open reads back from /llm/requests. */
+struct llm_key_row {
+  char request[ID_SIZE];
+  char entry[ENTRY_SIZE];
 };
 
 /* The candidate columns an evaluation updates in place (a partial compound write). */
@@ -140,6 +206,9 @@ struct commit_rec {
   int64_t evaluations;
   int64_t source_bytes;
   int64_t compile_log_bytes;
+  int64_t kernels;           /* rows of /profiles/kernels */
+  int64_t llm;               /* rows of /llm/requests */
+  int64_t llm_bytes;         /* bytes of /llm/text */
 };
 
 enum ftype { FT_STR, FT_I32, FT_I64, FT_F64 };
@@ -177,7 +246,36 @@ static const struct field eval_fields[] = {
     F_F64(eval_row, median_us),   F_F64(eval_row, p10_us),        F_F64(eval_row, p90_us),
     F_F64(eval_row, mean_us),     F_F64(eval_row, min_us),        F_F64(eval_row, noise),
     F_I64(eval_row, cost_ms),     F_I64(eval_row, compile_log_offset),
-    F_I64(eval_row, compile_log_len),
+    F_I64(eval_row, compile_log_len), F_F64(eval_row, baseline_median_us),
+    F_F64(eval_row, same_run_speedup), F_F64(eval_row, kernel_us), F_F64(eval_row, dram_pct),
+    F_F64(eval_row, sm_pct),      F_F64(eval_row, occupancy_pct), F_F64(eval_row, l2_hit_pct),
+    F_I64(eval_row, trace_kernels), F_I64(eval_row, trace_own_kernels),
+    F_I64(eval_row, trace_own_ns), F_I64(eval_row, trace_other_ns),
+    F_I64(eval_row, trace_late_ns), F_I64(eval_row, trace_dropped),
+    F_I64(eval_row, kernels_dropped), F_I64(eval_row, kernel_offset),
+    F_I64(eval_row, kernel_count),
+};
+
+static const struct field kern_fields[] = {
+    F_STR(kern_row, candidate),   F_I32(kern_row, tier),          F_I32(kern_row, attempt),
+    F_STR(kern_row, name),        F_I32(kern_row, grid_x),        F_I32(kern_row, grid_y),
+    F_I32(kern_row, grid_z),      F_I32(kern_row, block_x),       F_I32(kern_row, block_y),
+    F_I32(kern_row, block_z),     F_I32(kern_row, registers),     F_I32(kern_row, static_smem),
+    F_I32(kern_row, dynamic_smem), F_I64(kern_row, start_ns),     F_I64(kern_row, end_ns),
+    F_I64(kern_row, stream),      F_I64(kern_row, correlation),
+};
+
+static const struct field llm_fields[] = {
+    F_STR(llm_row, request),      F_STR(llm_row, entry),          F_F64(llm_row, time),
+    F_STR(llm_row, kind),         F_STR(llm_row, status),         F_STR(llm_row, model),
+    F_I32(llm_row, attempts),     F_I64(llm_row, tokens_in),      F_I64(llm_row, tokens_out),
+    F_STR(llm_row, candidate),    F_STR(llm_row, parent0),        F_STR(llm_row, parent1),
+    F_STR(llm_row, error),        F_I64(llm_row, prompt_offset),  F_I64(llm_row, prompt_len),
+    F_I64(llm_row, response_offset), F_I64(llm_row, response_len),
+};
+
+static const struct field llm_key_fields[] = {
+    F_STR(llm_key_row, request), F_STR(llm_key_row, entry),
 };
 
 static const struct field agg_fields[] = {
@@ -199,6 +297,7 @@ static const struct field eval_key_fields[] = {
 static const struct field commit_fields[] = {
     F_I64(commit_rec, candidates), F_I64(commit_rec, evaluations),
     F_I64(commit_rec, source_bytes), F_I64(commit_rec, compile_log_bytes),
+    F_I64(commit_rec, kernels),   F_I64(commit_rec, llm),          F_I64(commit_rec, llm_bytes),
 };
 
 /* Status names from the same X-macro as kb_status_name(), kept here so that the store does not
@@ -264,8 +363,14 @@ static uint64_t hash_key(const struct eval_key *k) {
                (uint32_t)k->attempt);
 }
 
-/* Returns the row of candidate `id` in `set` (rows' ids in `cands`), or -1. */
-static int64_t cand_set_find(const struct cand_set *set, const struct cand_mem *cands,
+/* The id of row `row` in an array of records of `stride` bytes starting at `base`, each starting
+ * with its id (char[ID_SIZE]). */
+static const char *id_at(const void *base, size_t stride, int64_t row) {
+  return (const char *)base + (size_t)row * stride;
+}
+
+/* Returns the row of `id` in `set` (rows' ids at `base`, every `stride` bytes), or -1. */
+static int64_t cand_set_find(const struct cand_set *set, const void *base, size_t stride,
                              const char *id) {
   if (set->cap == 0)
     return -1;
@@ -274,15 +379,15 @@ static int64_t cand_set_find(const struct cand_set *set, const struct cand_mem *
     int64_t row = set->slots[i];
     if (row < 0)
       return -1;
-    if (strncmp(cands[row].id, id, ID_SIZE) == 0)
+    if (strncmp(id_at(base, stride, row), id, ID_SIZE) == 0)
       return row;
   }
 }
 
 /* Inserts `row` (known absent; capacity reserved). */
-static void cand_set_put(struct cand_set *set, const struct cand_mem *cands, int64_t row) {
+static void cand_set_put(struct cand_set *set, const void *base, size_t stride, int64_t row) {
   size_t mask = set->cap - 1;
-  size_t i = hash_str(cands[row].id, ID_SIZE) & mask;
+  size_t i = hash_str(id_at(base, stride, row), ID_SIZE) & mask;
   while (set->slots[i] >= 0)
     i = (i + 1) & mask;
   set->slots[i] = row;
@@ -290,7 +395,7 @@ static void cand_set_put(struct cand_set *set, const struct cand_mem *cands, int
 }
 
 /* Makes room for `want` entries. Errors: KB_ENOMEM, with the set unchanged. */
-static int cand_set_reserve(struct cand_set *set, const struct cand_mem *cands, size_t want) {
+static int cand_set_reserve(struct cand_set *set, const void *base, size_t stride, size_t want) {
   if (want <= set->cap / 2)
     return KB_OK;
   size_t cap = set->cap ? set->cap : 64;
@@ -304,7 +409,7 @@ static int cand_set_reserve(struct cand_set *set, const struct cand_mem *cands, 
   struct cand_set grown = {slots, cap, 0};
   for (size_t i = 0; i < set->cap; i++)
     if (set->slots[i] >= 0)
-      cand_set_put(&grown, cands, set->slots[i]);
+      cand_set_put(&grown, base, stride, set->slots[i]);
   kb_free(set->slots);
   *set = grown;
   return KB_OK;
@@ -362,8 +467,8 @@ struct kb_store {
   int lock_fd;               /* "<path>.lock", flock()ed; -1 when not open */
   int data_fd;               /* HDF5's own descriptor (borrowed), for fsync; -1 when unknown */
   hid_t file;
-  hid_t cand_ds, eval_ds, src_ds, log_ds;
-  hid_t cand_mt, eval_mt, agg_mt, commit_mt; /* memory types */
+  hid_t cand_ds, eval_ds, src_ds, log_ds, kern_ds, llm_ds, text_ds;
+  hid_t cand_mt, eval_mt, agg_mt, commit_mt, kern_mt, llm_mt; /* memory types */
   struct cand_mem *cands;    /* one per /candidates row (owned) */
   size_t n_cands, cap_cands;
   struct cand_set cset;
@@ -371,6 +476,12 @@ struct kb_store {
   int64_t n_evals;           /* rows in /evaluations */
   int64_t src_bytes;         /* bytes in /sources/data */
   int64_t log_bytes;         /* bytes in /compile_logs/data */
+  int64_t n_kerns;           /* rows in /profiles/kernels */
+  char (*llm_ids)[ID_SIZE];  /* request id per /llm/requests row (owned) */
+  size_t n_llm, cap_llm;
+  struct cand_set lset;      /* rows of llm_ids by request id */
+  int64_t text_bytes;        /* bytes in /llm/text */
+  char last_entry[ENTRY_SIZE]; /* stream entry id of the last /llm/requests row; "" when none */
   int dirty;                 /* something was written since the last flush */
   int failed;                /* a write failed half-way; the file must be reopened */
   int recovered;             /* KB_STORE_RECOVERED_* bits */
@@ -625,13 +736,16 @@ static herr_t put_bytes(hid_t loc, const char *name, const char *data, size_t n)
   return rc;
 }
 
-/* An empty extendible chunked 1-D dataset `name` under `loc`. */
-static herr_t make_table(hid_t loc, const char *name, hid_t type, hsize_t chunk) {
+/* An empty extendible chunked 1-D dataset `name` under `loc`; its chunks deflated at `deflate`
+ * (1..9) when not 0. */
+static herr_t make_table(hid_t loc, const char *name, hid_t type, hsize_t chunk, int deflate) {
   hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, cdims[1] = {chunk};
   hid_t sp = H5Screate_simple(1, dims, maxdims);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   herr_t rc = -1;
   if (sp < 0 || dcpl < 0 || H5Pset_chunk(dcpl, 1, cdims) < 0)
+    goto out;
+  if (deflate > 0 && H5Pset_deflate(dcpl, (unsigned)deflate) < 0)
     goto out;
   hid_t ds = H5Dcreate2(loc, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   if (ds < 0)
@@ -744,7 +858,7 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
   char *tmp = NULL, *dir = NULL;
   hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, g = H5I_INVALID_HID;
   hid_t cft = H5I_INVALID_HID, eft = H5I_INVALID_HID, kft = H5I_INVALID_HID;
-  hid_t kmt = H5I_INVALID_HID;
+  hid_t kmt = H5I_INVALID_HID, pft = H5I_INVALID_HID, lft = H5I_INVALID_HID;
   int made = 0; /* tmp exists and must go on failure */
   size_t plen = strlen(s->path);
   tmp = kb_malloc(plen + sizeof ".tmp");
@@ -768,12 +882,14 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
   }
   made = 1;
   double created = now_unix();
-  struct commit_rec zero = {0, 0, 0, 0};
+  struct commit_rec zero = {0, 0, 0, 0, 0, 0, 0};
   cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
   eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
   kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
   kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  if (cft < 0 || eft < 0 || kft < 0 || kmt < 0) {
+  pft = compound_type(kern_fields, NFIELDS(kern_fields), 0, 1);
+  lft = compound_type(llm_fields, NFIELDS(llm_fields), 0, 1);
+  if (cft < 0 || eft < 0 || kft < 0 || kmt < 0 || pft < 0 || lft < 0) {
     rc = h5fail(err, tmp, "make the table types");
     goto out;
   }
@@ -806,15 +922,18 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
     goto out;
   }
   close_id(&g, H5Gclose);
-  if (make_table(f, "candidates", cft, CAND_CHUNK) < 0 ||
-      make_table(f, "evaluations", eft, EVAL_CHUNK) < 0) {
+  if (make_table(f, "candidates", cft, CAND_CHUNK, 0) < 0 ||
+      make_table(f, "evaluations", eft, EVAL_CHUNK, 0) < 0) {
     rc = h5fail(err, tmp, "create the tables");
     goto out;
   }
   if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
-      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 ||
-      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK) < 0 ||
-      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK) < 0) {
+      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
+      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
+      make_table(f, "llm/requests", lft, LLM_CHUNK, 0) < 0 ||
+      make_table(f, "llm/text", H5T_STD_U8LE, HEAP_CHUNK, LLM_DEFLATE) < 0) {
     rc = h5fail(err, tmp, "create the groups");
     goto out;
   }
@@ -846,6 +965,8 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
 out:
   close_id(&g, H5Gclose);
   close_id(&f, H5Fclose);
+  close_id(&lft, H5Tclose);
+  close_id(&pft, H5Tclose);
   close_id(&kmt, H5Tclose);
   close_id(&kft, H5Tclose);
   close_id(&eft, H5Tclose);
@@ -976,13 +1097,18 @@ static void close_datasets(struct kb_store *s) {
   close_id(&s->eval_ds, H5Dclose);
   close_id(&s->src_ds, H5Dclose);
   close_id(&s->log_ds, H5Dclose);
+  close_id(&s->kern_ds, H5Dclose);
+  close_id(&s->llm_ds, H5Dclose);
+  close_id(&s->text_ds, H5Dclose);
 }
 
 static int open_datasets(struct kb_store *s, struct kb_error *err) {
-  static const char *const names[] = {"candidates", "evaluations", "sources/data",
-                                      "compile_logs/data"};
-  hid_t *ids[] = {&s->cand_ds, &s->eval_ds, &s->src_ds, &s->log_ds};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const names[] = {"candidates",       "evaluations", "sources/data",
+                                      "compile_logs/data", "profiles/kernels", "llm/requests",
+                                      "llm/text"};
+  hid_t *ids[] = {&s->cand_ds, &s->eval_ds, &s->src_ds, &s->log_ds,
+                  &s->kern_ds, &s->llm_ds,  &s->text_ds};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
     *ids[i] = H5Dopen2(s->file, names[i], H5P_DEFAULT);
     if (*ids[i] < 0)
       return h5fail(err, s->path, "open /%s", names[i]);
@@ -997,6 +1123,8 @@ static int check_root(struct kb_store *s, const struct kb_store_task_info *info,
   char format[64], campaign[KB_ID_MAX];
   if (get_str_attr(s->file, "format", format, sizeof format) < 0)
     return h5fail(err, s->path, "read the root attribute \"format\"");
+  /* An older format (kernelbrain.h5/1) is not written to: the scheduler rebuilds the file from
+   * redis in the current one (KB_EHDF5). The report still reads it. */
   if (strcmp(format, STORE_FORMAT) != 0)
     return kb_error_set(err, KB_EHDF5, "%s: format is \"%s\", expected \"%s\"", s->path, format,
                         STORE_FORMAT);
@@ -1060,9 +1188,62 @@ static int reserve_cands(struct kb_store *s, size_t want, struct kb_error *err) 
     s->cands = c;
     s->cap_cands = cap;
   }
-  if (cand_set_reserve(&s->cset, s->cands, want) != KB_OK)
+  if (cand_set_reserve(&s->cset, s->cands, sizeof *s->cands, want) != KB_OK)
     return nomem(err, s->path);
   return KB_OK;
+}
+
+/* Grows s->llm_ids and its set to hold `want` rows. Errors: KB_ENOMEM. */
+static int reserve_llm(struct kb_store *s, size_t want, struct kb_error *err) {
+  if (want > s->cap_llm) {
+    size_t cap = s->cap_llm ? s->cap_llm * 2 : 64;
+    while (cap < want)
+      cap *= 2;
+    char(*ids)[ID_SIZE] = kb_reallocarray(s->llm_ids, cap, sizeof *ids);
+    if (ids == NULL)
+      return nomem(err, s->path);
+    s->llm_ids = ids;
+    s->cap_llm = cap;
+  }
+  if (cand_set_reserve(&s->lset, s->llm_ids, sizeof *s->llm_ids, want) != KB_OK)
+    return nomem(err, s->path);
+  return KB_OK;
+}
+
+/* Reads the request ids (and the last stream entry id) of the `n` committed /llm/requests rows
+ * into the dedup set. */
+static int load_llm(struct kb_store *s, int64_t n, struct kb_error *err) {
+  struct llm_key_row *rows = kb_calloc(READ_BATCH, sizeof *rows);
+  hid_t kt = compound_type(llm_key_fields, NFIELDS(llm_key_fields), sizeof *rows, 0);
+  int rc = KB_OK;
+  if (rows == NULL) {
+    rc = nomem(err, s->path);
+    goto out;
+  }
+  if (kt < 0) {
+    rc = h5fail(err, s->path, "make the /llm/requests key type");
+    goto out;
+  }
+  rc = reserve_llm(s, (size_t)n, err);
+  for (int64_t at = 0; rc == KB_OK && at < n; at += READ_BATCH) {
+    int64_t k = n - at < READ_BATCH ? n - at : READ_BATCH;
+    if (read_at(s->llm_ds, kt, at, rows, k) < 0) {
+      rc = h5fail(err, s->path, "read /llm/requests rows %lld..%lld", (long long)at,
+                  (long long)(at + k - 1));
+      break;
+    }
+    for (int64_t i = 0; i < k; i++) {
+      copy_text(s->llm_ids[s->n_llm], ID_SIZE, rows[i].request, ID_SIZE);
+      copy_text(s->last_entry, sizeof s->last_entry, rows[i].entry, ENTRY_SIZE);
+      if (cand_set_find(&s->lset, s->llm_ids, sizeof *s->llm_ids, s->llm_ids[s->n_llm]) < 0)
+        cand_set_put(&s->lset, s->llm_ids, sizeof *s->llm_ids, (int64_t)s->n_llm);
+      s->n_llm++;
+    }
+  }
+out:
+  close_id(&kt, H5Tclose);
+  kb_free(rows);
+  return rc;
 }
 
 /* Reads the committed state: cuts off uncommitted rows and bytes, fills the hash sets, and
@@ -1081,7 +1262,8 @@ static int load(struct kb_store *s, struct kb_error *err) {
     rc = h5fail(err, s->path, "read the root attribute \"commit\"");
     goto out;
   }
-  if (c.candidates < 0 || c.evaluations < 0 || c.source_bytes < 0 || c.compile_log_bytes < 0) {
+  if (c.candidates < 0 || c.evaluations < 0 || c.source_bytes < 0 || c.compile_log_bytes < 0 ||
+      c.kernels < 0 || c.llm < 0 || c.llm_bytes < 0) {
     rc = kb_error_set(err, KB_EHDF5, "%s: the root attribute \"commit\" is negative", s->path);
     goto out;
   }
@@ -1092,6 +1274,14 @@ static int load(struct kb_store *s, struct kb_error *err) {
     rc = cut_to(s, s->src_ds, "sources/data", c.source_bytes, err);
   if (!rc)
     rc = cut_to(s, s->log_ds, "compile_logs/data", c.compile_log_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->kern_ds, "profiles/kernels", c.kernels, err);
+  if (!rc)
+    rc = cut_to(s, s->llm_ds, "llm/requests", c.llm, err);
+  if (!rc)
+    rc = cut_to(s, s->text_ds, "llm/text", c.llm_bytes, err);
+  if (!rc)
+    rc = load_llm(s, c.llm, err);
   if (rc)
     goto out;
 
@@ -1126,8 +1316,8 @@ static int load(struct kb_store *s, struct kb_error *err) {
       stored[s->n_cands] = crows[i].agg;
       stored[s->n_cands].status[STATUS_SIZE - 1] = '\0';
       /* A duplicate id (never written by this code) keeps its row but not a set entry. */
-      if (cand_set_find(&s->cset, s->cands, m->id) < 0)
-        cand_set_put(&s->cset, s->cands, (int64_t)s->n_cands);
+      if (cand_set_find(&s->cset, s->cands, sizeof *s->cands, m->id) < 0)
+        cand_set_put(&s->cset, s->cands, sizeof *s->cands, (int64_t)s->n_cands);
       s->n_cands++;
     }
   }
@@ -1147,7 +1337,7 @@ static int load(struct kb_store *s, struct kb_error *err) {
       struct eval_key_row *e = &erows[i];
       e->candidate[ID_SIZE - 1] = '\0';
       e->status[STATUS_SIZE - 1] = '\0';
-      int64_t row = cand_set_find(&s->cset, s->cands, e->candidate);
+      int64_t row = cand_set_find(&s->cset, s->cands, sizeof *s->cands, e->candidate);
       if (row < 0) {
         rc = kb_error_set(err, KB_EHDF5,
                           "%s: /evaluations row %lld names candidate \"%s\" that is not in "
@@ -1165,6 +1355,8 @@ static int load(struct kb_store *s, struct kb_error *err) {
   s->n_evals = c.evaluations;
   s->src_bytes = c.source_bytes;
   s->log_bytes = c.compile_log_bytes;
+  s->n_kerns = c.kernels;
+  s->text_bytes = c.llm_bytes;
 
   /* In-place updates may have landed for evaluations that were not committed. */
   for (size_t i = 0; i < s->n_cands; i++) {
@@ -1190,7 +1382,7 @@ static int load(struct kb_store *s, struct kb_error *err) {
       rc = h5fail(err, s->path, "read /best");
       goto out;
     }
-    if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, best) < 0) {
+    if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, sizeof *s->cands, best) < 0) {
       if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0) {
         rc = h5fail(err, s->path, "reset /best");
         goto out;
@@ -1217,12 +1409,16 @@ static void destroy(struct kb_store *s) {
   close_id(&s->eval_mt, H5Tclose);
   close_id(&s->agg_mt, H5Tclose);
   close_id(&s->commit_mt, H5Tclose);
+  close_id(&s->kern_mt, H5Tclose);
+  close_id(&s->llm_mt, H5Tclose);
   close_id(&s->file, H5Fclose);
   if (s->lock_fd >= 0)
     close(s->lock_fd);
   kb_free(s->cset.slots);
   kb_free(s->eset.slots);
   kb_free(s->cands);
+  kb_free(s->lset.slots);
+  kb_free(s->llm_ids);
   kb_free(s->path);
   kb_free(s);
 }
@@ -1247,7 +1443,9 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
   s->lock_fd = -1;
   s->data_fd = -1;
   s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
+  s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
   s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
+  s->kern_mt = s->llm_mt = H5I_INVALID_HID;
   int rc = KB_OK;
   s->path = kb_strdup(path);
   if (s->path == NULL) {
@@ -1259,7 +1457,10 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
   s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
   s->commit_mt =
       compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0) {
+  s->kern_mt = compound_type(kern_fields, NFIELDS(kern_fields), sizeof(struct kern_row), 0);
+  s->llm_mt = compound_type(llm_fields, NFIELDS(llm_fields), sizeof(struct llm_row), 0);
+  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0 || s->kern_mt < 0 ||
+      s->llm_mt < 0) {
     rc = h5fail(err, path, "make the table types");
     goto out;
   }
@@ -1339,7 +1540,7 @@ static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, 
                           s->path, c->id, p);
   if (c->source == NULL)
     return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s has no source", s->path, c->id);
-  if (cand_set_find(&s->cset, s->cands, c->id) >= 0)
+  if (cand_set_find(&s->cset, s->cands, sizeof *s->cands, c->id) >= 0)
     return KB_OK;
   /* Allocate first: a failure here leaves the store as it was. */
   rc = reserve_cands(s, s->n_cands + 1, err);
@@ -1376,7 +1577,7 @@ static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, 
   memset(m, 0, sizeof *m);
   memcpy(m->id, row.id, sizeof m->id);
   m->best_tier = -1;
-  cand_set_put(&s->cset, s->cands, (int64_t)s->n_cands);
+  cand_set_put(&s->cset, s->cands, sizeof *s->cands, (int64_t)s->n_cands);
   s->n_cands++;
   s->src_bytes += (int64_t)len;
   s->dirty = 1;
@@ -1416,6 +1617,50 @@ static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const
   row->min_us = r->timing.min_us;
   row->noise = r->timing.noise;
   row->cost_ms = r->cost_ms;
+  row->baseline_median_us = r->baseline_median_us;
+  row->same_run_speedup = r->same_run_speedup;
+  row->kernel_us = r->kernel_us;
+  row->dram_pct = r->dram_pct;
+  row->sm_pct = r->sm_pct;
+  row->occupancy_pct = r->occupancy_pct;
+  row->l2_hit_pct = r->l2_hit_pct;
+  row->trace_kernels = r->trace.kernels;
+  row->trace_own_kernels = r->trace.own_kernels;
+  row->trace_own_ns = r->trace.own_ns;
+  row->trace_other_ns = r->trace.other_ns;
+  row->trace_late_ns = r->trace.late_ns;
+  row->trace_dropped = r->trace.dropped;
+  row->kernels_dropped = r->kernels_dropped;
+}
+
+/* The kernel records of `r` as /profiles/kernels rows (new array of r->n_kernels; NULL when out
+ * of memory or none). */
+static struct kern_row *kern_rows_of(const struct kb_result *r) {
+  if (r->n_kernels <= 0 || r->kernels == NULL)
+    return NULL;
+  struct kern_row *rows = kb_calloc((size_t)r->n_kernels, sizeof *rows);
+  for (int i = 0; rows != NULL && i < r->n_kernels; i++) {
+    const struct kb_kernel_rec *k = &r->kernels[i];
+    struct kern_row *w = &rows[i];
+    copy_text(w->candidate, sizeof w->candidate, r->candidate, ID_SIZE);
+    w->tier = r->tier;
+    w->attempt = r->attempt;
+    copy_text(w->name, sizeof w->name, k->name, sizeof k->name);
+    w->grid_x = k->grid[0];
+    w->grid_y = k->grid[1];
+    w->grid_z = k->grid[2];
+    w->block_x = k->block[0];
+    w->block_y = k->block[1];
+    w->block_z = k->block[2];
+    w->registers = k->registers;
+    w->static_smem = k->static_smem;
+    w->dynamic_smem = k->dynamic_smem;
+    w->start_ns = k->start_ns;
+    w->end_ns = k->end_ns;
+    w->stream = k->stream;
+    w->correlation = k->correlation;
+  }
+  return rows;
 }
 
 /* kb_store_add_evaluation(): validate, dedup, allocate, then write the log bytes, the row and
@@ -1443,7 +1688,7 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
   if (r->tier < 0 || r->attempt < 1)
     return kb_error_set(err, KB_EINVAL, "%s: result for %.12s has tier %d attempt %d", s->path,
                         r->candidate, r->tier, r->attempt);
-  int64_t crow = cand_set_find(&s->cset, s->cands, r->candidate);
+  int64_t crow = cand_set_find(&s->cset, s->cands, sizeof *s->cands, r->candidate);
   if (crow < 0)
     return kb_error_set(err, KB_ENOTFOUND, "%s: result for candidate %.12s that is not stored",
                         s->path, r->candidate);
@@ -1455,9 +1700,22 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
 
   struct eval_row row;
   fill_eval_row(&row, r, status);
+  int64_t nk = r->kernels != NULL && r->n_kernels > 0 ? r->n_kernels : 0;
+  struct kern_row *krows = kern_rows_of(r);
+  if (nk > 0 && krows == NULL)
+    return nomem(err, s->path);
+  row.kernel_offset = nk > 0 ? s->n_kerns : 0;
+  row.kernel_count = nk;
   size_t loglen = r->compile_log != NULL ? strlen(r->compile_log) : 0;
   row.compile_log_offset = loglen > 0 ? s->log_bytes : 0;
   row.compile_log_len = (int64_t)loglen;
+  herr_t wk = nk > 0 ? write_at(s->kern_ds, s->kern_mt, s->n_kerns, krows, nk, 1) : 0;
+  kb_free(krows);
+  if (wk < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append the kernel records of %.12s tier %d to /profiles/kernels",
+                  r->candidate, r->tier);
+  }
   if (loglen > 0 && write_at(s->log_ds, H5T_NATIVE_UINT8, s->log_bytes, r->compile_log,
                              (int64_t)loglen, 1) < 0) {
     s->failed = 1;
@@ -1480,7 +1738,70 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
   s->cands[crow] = next;
   eval_set_put(&s->eset, &k);
   s->n_evals++;
+  s->n_kerns += nk;
   s->log_bytes += (int64_t)loglen;
+  s->dirty = 1;
+  if (added != NULL)
+    *added = 1;
+  return KB_OK;
+}
+
+/* kb_store_add_llm(): validate, dedup, allocate, then write the texts and the row; memory is
+ * updated only after every write succeeded. */
+static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *added,
+                        struct kb_error *err) {
+  if (added != NULL)
+    *added = 0;
+  if (s == NULL || x == NULL || x->request == NULL)
+    return kb_error_set(err, KB_EINVAL, "kb_store_add_llm: no store, exchange or request id");
+  int rc = check_usable(s, err);
+  if (rc)
+    return rc;
+  size_t idlen = strnlen(x->request, ID_SIZE);
+  if (idlen == 0 || idlen >= ID_SIZE)
+    return kb_error_set(err, KB_EINVAL, "%s: llm request id must have 1 to %d bytes", s->path,
+                        ID_SIZE - 1);
+  if (cand_set_find(&s->lset, s->llm_ids, sizeof *s->llm_ids, x->request) >= 0)
+    return KB_OK;
+  rc = reserve_llm(s, s->n_llm + 1, err);
+  if (rc)
+    return rc;
+  struct llm_row row;
+  memset(&row, 0, sizeof row);
+  copy_text(row.request, sizeof row.request, x->request, ID_SIZE);
+  copy_text(row.entry, sizeof row.entry, x->entry, SIZE_MAX);
+  row.time = x->time;
+  copy_text(row.kind, sizeof row.kind, x->kind, SIZE_MAX);
+  copy_text(row.status, sizeof row.status, x->status, SIZE_MAX);
+  copy_text(row.model, sizeof row.model, x->model, SIZE_MAX);
+  row.attempts = x->attempts;
+  row.tokens_in = x->tokens_in;
+  row.tokens_out = x->tokens_out;
+  copy_text(row.candidate, sizeof row.candidate, x->candidate, SIZE_MAX);
+  copy_text(row.parent0, sizeof row.parent0, x->parents[0], SIZE_MAX);
+  copy_text(row.parent1, sizeof row.parent1, x->parents[1], SIZE_MAX);
+  copy_text(row.error, sizeof row.error, x->error, SIZE_MAX);
+  int64_t at = s->text_bytes;
+  row.prompt_offset = at;
+  row.prompt_len = x->prompt != NULL ? (int64_t)x->prompt_len : 0;
+  row.response_offset = at + row.prompt_len;
+  row.response_len = x->response != NULL ? (int64_t)x->response_len : 0;
+  if ((row.prompt_len > 0 && write_at(s->text_ds, H5T_NATIVE_UINT8, at, x->prompt,
+                                      row.prompt_len, 1) < 0) ||
+      (row.response_len > 0 && write_at(s->text_ds, H5T_NATIVE_UINT8, row.response_offset,
+                                        x->response, row.response_len, 1) < 0)) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append the texts of llm request %s to /llm/text", row.request);
+  }
+  if (write_at(s->llm_ds, s->llm_mt, (int64_t)s->n_llm, &row, 1, 1) < 0) {
+    s->failed = 1;
+    return h5fail(err, s->path, "append llm request %s to /llm/requests", row.request);
+  }
+  memcpy(s->llm_ids[s->n_llm], row.request, ID_SIZE);
+  cand_set_put(&s->lset, s->llm_ids, sizeof *s->llm_ids, (int64_t)s->n_llm);
+  s->n_llm++;
+  s->text_bytes = row.response_offset + row.response_len;
+  memcpy(s->last_entry, row.entry, sizeof s->last_entry);
   s->dirty = 1;
   if (added != NULL)
     *added = 1;
@@ -1495,7 +1816,7 @@ static int set_best_impl(struct kb_store *s, const char *candidate, const char *
   int rc = check_usable(s, err);
   if (rc)
     return rc;
-  if (cand_set_find(&s->cset, s->cands, candidate) < 0)
+  if (cand_set_find(&s->cset, s->cands, sizeof *s->cands, candidate) < 0)
     return kb_error_set(err, KB_ENOTFOUND, "%s: best candidate \"%.64s\" is not stored", s->path,
                         candidate);
   if (put_best(s->file, candidate, name != NULL ? name : "", tier, median_us, speedup,
@@ -1527,7 +1848,8 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
    * was acknowledged, and open cuts off what was not. */
   rc = flush_sync(s, err);
   if (!rc) {
-    struct commit_rec c = {(int64_t)s->n_cands, s->n_evals, s->src_bytes, s->log_bytes};
+    struct commit_rec c = {(int64_t)s->n_cands, s->n_evals,  s->src_bytes,  s->log_bytes,
+                           s->n_kerns,          (int64_t)s->n_llm, s->text_bytes};
     if (put_attr(s->file, "commit", s->commit_mt, &c, 0) < 0)
       rc = h5fail(err, s->path, "write the root attribute \"commit\"");
   }
@@ -1555,14 +1877,14 @@ int kb_store_open(const char *path, const struct kb_store_task_info *info, struc
 int kb_store_has_candidate(const struct kb_store *s, const char *id) {
   if (s == NULL || id == NULL)
     return 0;
-  return cand_set_find(&s->cset, s->cands, id) >= 0;
+  return cand_set_find(&s->cset, s->cands, sizeof *s->cands, id) >= 0;
 }
 
 int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
                             int attempt) {
   if (s == NULL || candidate == NULL)
     return 0;
-  int64_t row = cand_set_find(&s->cset, s->cands, candidate);
+  int64_t row = cand_set_find(&s->cset, s->cands, sizeof *s->cands, candidate);
   if (row < 0)
     return 0;
   struct eval_key k = {row, tier, attempt};
@@ -1585,6 +1907,31 @@ int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *
   int rc = add_evaluation_impl(s, r, added, err);
   quiet_end(&q);
   return rc;
+}
+
+int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
+                     struct kb_error *err) {
+  struct quiet q;
+  quiet_begin(&q);
+  int rc = add_llm_impl(s, x, added, err);
+  quiet_end(&q);
+  return rc;
+}
+
+int kb_store_has_llm(const struct kb_store *s, const char *request) {
+  if (s == NULL || request == NULL)
+    return 0;
+  return cand_set_find(&s->lset, s->llm_ids, sizeof *s->llm_ids, request) >= 0;
+}
+
+const char *kb_store_llm_last_entry(const struct kb_store *s) {
+  return s != NULL ? s->last_entry : "";
+}
+
+long kb_store_llm_count(const struct kb_store *s) { return s != NULL ? (long)s->n_llm : 0; }
+
+long kb_store_kernel_count(const struct kb_store *s) {
+  return s != NULL ? (long)s->n_kerns : 0;
 }
 
 int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,

@@ -263,3 +263,26 @@ int kb_cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t 
   return out->other_ns == 0 && out->late_ns == 0 && out->other_kernels == 0 &&
          out->late_kernels == 0;
 }
+
+size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+                               const struct kb_cupti_window *w, size_t nw, size_t period,
+                               const char *const *trusted) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct kb_cupti_kernel *k = &recs[i];
+    if (is_trusted(k->name, trusted))
+      continue;
+    int baseline = 0;
+    for (size_t j = 0; period > 0 && k->stream_id == stream_id && j < nw; j++)
+      if (k->start >= w[j].start && k->start < w[j].end) {
+        baseline = (j / period) % 2 == 1;
+        break;
+      }
+    if (baseline)
+      continue;
+    if (kept != i)
+      recs[kept] = *k;
+    kept++;
+  }
+  return kept;
+}

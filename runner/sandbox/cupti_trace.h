@@ -111,6 +111,17 @@ int kb_cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t 
                          const struct kb_cupti_window *w, size_t nw, const char *const *trusted,
                          struct kb_cupti_check *out);
 
+/* Keeps, in place and in order, the candidate's records of a trace (`recs`, `n`, sorted by
+ * start) and returns how many: every record but the evaluator's own (`trusted` as in
+ * kb_cupti_cross_check) and, when the baseline was timed interleaved with the candidate
+ * (`period` > 0: each sample of `period` windows, the candidate's first, then the baseline's),
+ * but those that started in a baseline window on stream `stream_id` (windows `w`, `nw`; window j
+ * is the baseline's when (j / period) is odd). Records on other streams or outside every window
+ * stay: they are the candidate's. Pure; no CUDA call. */
+size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+                               const struct kb_cupti_window *w, size_t nw, size_t period,
+                               const char *const *trusted);
+
 /* --- hardware metrics (cupti_range.cu) ------------------------------------------------------ */
 
 #define KB_CUPTI_MAX_RANGES 16

@@ -15,13 +15,19 @@
 #   - once, mid-way, one file is overwritten with garbage, next to the garbage a killed rebuild
 #     would leave: the restarted scheduler must rebuild it from the results redis retains
 #     (checked at the next kill, with the bad file kept aside).
+# A second runner, tests/e2e/profile_runner.c, posts results with CUPTI profiles (one every 0.2 s,
+# paused like the real runner), so the kills also land while kernel records are written:
+# check_writer.py checks every /profiles/kernels row belongs to exactly one committed evaluation.
 # After the kills the campaign is drained; it must end done, with the ledger exact and the files
 # holding every result once, and they must export as a benchmark pool that kb-bench-ladder
 # replays.
+# "eta": 1 sends every candidate up every tier, so the campaign's length does not depend on the
+# promotion policy (it must outlive the kills).
 # KB_WRITER_KILLS sets the number of kills (ctest: the CMake cache variable, default 20).
-# usage: writer_kills.sh BIN_DIR H5_RECOVER
+# usage: writer_kills.sh BIN_DIR H5_RECOVER PROFILE_RUNNER
 BIN=$1
 RECOVER=$2
+PROFILER_BIN=$3
 source "$(dirname "$0")/../lib/common.sh"
 KILLS=${KB_WRITER_KILLS:-20}
 CORRUPT_AT=$((KILLS / 2))
@@ -64,7 +70,7 @@ cat > "$T/wk.json" <<JSON
   "ladder": [{"name": "compile"}, {"name": "smoke"},
              {"name": "screen", "max_seconds": 0.2},
              {"name": "full", "min_samples": 10, "max_seconds": 0.3}],
-  "search": {"stagnation_evaluations": 0}
+  "search": {"stagnation_evaluations": 0, "eta": 1}
 }
 JSON
 "$BIN/kb-submit" -q submit "$T/wk.json" > /dev/null
@@ -78,6 +84,8 @@ files() { for t in "${TASKS[@]}"; do [ -e "$T/results/wk/$t.h5" ] && echo "$T/re
 
 "$BIN/kb-runner" --campaign wk --cache "$T/cache" --name r1 2>> "$T/runner.log" &
 RUNNER=$!; BG_PIDS+=($RUNNER)
+"$PROFILER_BIN" wk 1000 200 > "$T/profiled" 2> "$T/profiler.log" &
+PROFILER=$!; BG_PIDS+=($PROFILER)
 start_sched
 skip=()
 for k in $(seq "$KILLS"); do
@@ -91,7 +99,7 @@ for k in $(seq "$KILLS"); do
   kill -0 "$SCHED" 2>/dev/null ||
     fail "the scheduler ended before kill $k (campaign too short?): $(tail -3 "$T/sched.log")"
   kill -9 "$SCHED"; wait "$SCHED" 2>/dev/null || true
-  kill -STOP "$RUNNER"
+  kill -STOP "$RUNNER" "$PROFILER"
   note "kill $k after $(results) results"
   mapfile -t fs < <(files)
   if [ ${#skip[@]} -gt 0 ]; then
@@ -122,7 +130,7 @@ for k in $(seq "$KILLS"); do
     skip=("$victim")
   fi
   start_sched
-  kill -CONT "$RUNNER"
+  kill -CONT "$RUNNER" "$PROFILER"
   if [ ${#skip[@]} -gt 0 ]; then # let it get to the rebuild before the next kill
     for _ in $(seq 300); do grep -q "rebuilt from" "$T/sched.log" && break; sleep 0.1; done
   fi
@@ -133,6 +141,8 @@ note "$KILLS kills done: $(cat "$T/check.json")"
 "$BIN/kb-submit" -q drain wk > /dev/null
 wait_pid "$SCHED" 240 || fail "scheduler failed: $(tail -5 "$T/sched.log")"
 wait_pid "$RUNNER" 30 || fail "runner failed: $(tail -5 "$T/runner.log")"
+wait_pid "$PROFILER" 60 || fail "profile_runner failed: $(cat "$T/profiler.log")"
+note "profile_runner posted $(cat "$T/profiled") results"
 [ "$(rcli HGET 'kb:{wk}:meta' state)" = done ] || fail "campaign not done"
 ledger_exact wk
 done_n=$(rcli HGET 'kb:{wk}:meta' done)

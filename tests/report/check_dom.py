@@ -15,9 +15,12 @@ class Dom(HTMLParser):
         super().__init__()
         self.canvases, self.scripts, self.bad, self.title, self._in_title = [], 0, [], "", False
         self.text = []
+        self.kernel_tables = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        if tag == "table" and a.get("class") == "kernels":
+            self.kernel_tables += 1
         if tag == "canvas":
             self.canvases.append(a)
         elif tag == "script":
@@ -52,7 +55,12 @@ for c in d.canvases:
     w, h = int(c.get("width", "0")), int(c.get("height", "0"))
     if c.get("data-rendered") != "true" or w <= 0 or h <= 0:
         fail(f"chart {c.get('id')} not rendered: {c}")
+if d.kernel_tables < 1:
+    fail("no CUPTI kernel table (table.kernels) in the page")
 text = "".join(d.text)
+if "_Z4kernILi0EEvPf" not in text or "DRAM throughput" not in text:
+    fail("the kernel table lacks profile_runner's kernel or the metrics")
 if '</script><script>document.title = "pwned";</script>' not in text:
     fail("the hostile seed's source is not shown as text")
-print(f"html: {len(d.canvases)} charts rendered, no console message, no injection")
+print(f"html: {len(d.canvases)} charts rendered, {d.kernel_tables} kernel tables, no console "
+      "message, no injection")

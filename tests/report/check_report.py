@@ -95,4 +95,10 @@ for l in lines:
         fail(f"correct candidate without a runtime: {l['Kernel_Name']}")
     if "kb_forward" not in l["CUDA_Code"]:
         fail("export line without the source")
+    ncu = l["NCU_Profile"]
+    if ncu is not None and ncu.get("lts__t_sector_hit_rate.pct") != 40.0:
+        fail(f"NCU_Profile of {l['Kernel_Name']}: {ncu}")
+profiled = [l for l in lines if l["NCU_Profile"] is not None]
+if not profiled:
+    fail("no export line has an NCU_Profile (profile_runner posted some)")
 print(f"report: {len(evaluated)} evaluated candidates in json, csv, md and export")

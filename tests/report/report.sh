@@ -2,7 +2,9 @@
 # kb-submit status, watch, report and export on a real small campaign: the host tasks (sum, with
 # an extra seed whose source tries to inject script into the HTML report, and matmul), a real
 # redis-server, scheduler and runner. Leaves the reports in OUT (argument 2) for html.sh.
-BIN=$1 OUT=$2
+# PROFILE_RUNNER (argument 3, tests/e2e/profile_runner.c) posts three results with a CUPTI
+# profile alongside the runner, so the HTML report has kernel tables to show.
+BIN=$1 OUT=$2 PROFILE_RUNNER=$3
 source "$(dirname "$0")/../lib/common.sh"
 HERE=$TESTS_DIR/report
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -45,6 +47,8 @@ WATCHT=$!; BG_PIDS+=($WATCHT)
 SCHED=$!; BG_PIDS+=($SCHED)
 "$BIN/kb-runner" --campaign rep --cache "$T/cache" --name r1 2> "$T/runner.log" &
 RUNNER=$!; BG_PIDS+=($RUNNER)
+"$PROFILE_RUNNER" rep 3 > "$T/profiled" 2> "$T/profile_runner.log" &
+PROFILER=$!; BG_PIDS+=($PROFILER)
 # The report reads files the scheduler still writes (as a SWMR reader, up to the last commit).
 for _ in $(seq 300); do
   [ -e "$T/results/rep/matmul.h5" ] && [ -e "$T/results/rep/sum.h5" ] && break
@@ -56,6 +60,8 @@ $KB_PY -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["tas
   "$T/running.json" || fail "report while the campaign runs: $(head -c 300 "$T/running.json")"
 wait_pid $SCHED 240 || fail "scheduler failed: $(tail -5 "$T/sched.log")"
 wait_pid $RUNNER 30 || fail "runner failed: $(tail -5 "$T/runner.log")"
+wait_pid $PROFILER 30 || fail "profile_runner failed: $(cat "$T/profile_runner.log")"
+[ "$(cat "$T/profiled")" -ge 1 ] || fail "profile_runner posted no result"
 wait_pid $WATCH 15 || fail "watch exit $?: $(cat "$T/watch.err")"
 wait_pid $WATCHJ 15 || fail "watch --json exit $?: $(cat "$T/watchj.err")"
 wait_pid $WATCHT 15 || fail "watch on a terminal exit $?: $(tail -3 "$T/watch.tty")"

@@ -77,10 +77,55 @@ static void eval(struct kb_store *s, int k, int tier, int status, double median_
     r.max_abs_err = 1e-6;
   }
   r.cost_ms = 10;
+  struct kb_kernel_rec kr[2];
+  if (k == 1 && tier == 1) { /* a CUPTI profile: metrics, trace summary, two kernel records */
+    memset(kr, 0, sizeof kr);
+    snprintf(kr[0].name, sizeof kr[0].name, "_Z6reduceILi256EEvPKfPf<x>");
+    snprintf(kr[1].name, sizeof kr[1].name, "_Z8finalizePf");
+    for (int i = 0; i < 2; i++) {
+      kr[i].grid[0] = 1024 >> (9 * i);
+      kr[i].grid[1] = kr[i].grid[2] = 1;
+      kr[i].block[0] = 256;
+      kr[i].block[1] = kr[i].block[2] = 1;
+      kr[i].registers = 40 + i;
+      kr[i].static_smem = 1024;
+      kr[i].start_ns = 1000 + 10000 * i;
+      kr[i].end_ns = kr[i].start_ns + 7500;
+      kr[i].stream = 13;
+      kr[i].correlation = 5 + i;
+    }
+    r.kernels = kr;
+    r.n_kernels = 2;
+    r.dram_pct = 81.5;
+    r.sm_pct = 22.25;
+    r.occupancy_pct = 63;
+    r.l2_hit_pct = 12.5;
+    r.kernel_us = 7.5;
+    r.baseline_median_us = 210;
+    r.same_run_speedup = 2.1;
+    r.trace = (struct kb_trace_summary){6, 2, 15000, 0, 0, 0};
+  }
   r.started = 1700000100.0 + k + tier;
   r.finished = r.started + 0.5;
   struct kb_error err = {0};
   assert_int_equal(kb_store_add_evaluation(s, &r, NULL, &err), KB_OK);
+  r.kernels = NULL; /* borrowed from the stack */
+  r.n_kernels = 0;
+}
+
+/* The LLM exchange that made candidate 1 (the hostile one), with hostile texts. */
+static void llm(struct kb_store *s) {
+  static const char prompt[] = "[system]\nwrite a kernel\n[user]\n</pre><script>alert(2)</script>";
+  static const char response[] = "```c\nint kb_forward(void) { return 0; }\n```";
+  char id[KB_CAND_ID_LEN + 1];
+  snprintf(id, sizeof id, "%064x", 2);
+  struct kb_store_llm x = {.request = "llm:t:1", .entry = "1700000000000-0", .time = 1700000000,
+                           .kind = "translate", .status = "ok", .model = "fake-coder",
+                           .attempts = 2, .tokens_in = 120, .tokens_out = 30, .candidate = id,
+                           .prompt = prompt, .prompt_len = sizeof prompt - 1,
+                           .response = response, .response_len = sizeof response - 1};
+  struct kb_error err = {0};
+  assert_int_equal(kb_store_add_llm(s, &x, NULL, &err), KB_OK);
 }
 
 static int setup(void **state) {
@@ -105,6 +150,7 @@ static int setup(void **state) {
   eval(s, 1, 0, KB_STATUS_OK, 0, "");
   eval(s, 1, 1, KB_STATUS_OK, 100, "");
   eval(s, 2, 0, KB_STATUS_COMPILE_ERROR, 0, "line one\nline | two </td>");
+  llm(s);
   if (kb_store_flush(s, &err) != KB_OK)
     return -1;
   kb_store_close(s);
@@ -209,6 +255,38 @@ static void test_html(void **state) {
   free(html);
 }
 
+static void test_profile_llm(void **state) {
+  struct fixture *f = *state;
+  const struct kb_rep_task *t = &f->r.tasks[0];
+  assert_int_equal(t->format, 2);
+  assert_int_equal(t->n_llm, 1);
+  assert_string_equal(t->llm[0].model, "fake-coder");
+  assert_int_equal(t->llm[0].tokens_in, 120);
+  assert_non_null(strstr(t->llm[0].prompt, "</pre><script>alert(2)</script>"));
+  const struct kb_rep_eval *e = &t->cands[1].evals[1];
+  assert_int_equal(e->n_kernels, 2);
+  assert_string_equal(e->kernels[1].name, "_Z8finalizePf");
+  assert_int_equal(e->kernels[0].grid[0], 1024);
+  assert_int_equal(e->kernels[1].grid[0], 2);
+  assert_true(e->dram_pct == 81.5 && e->same_run_speedup == 2.1);
+  assert_int_equal(e->trace_own_kernels, 2);
+  assert_int_equal(t->cands[0].evals[1].n_kernels, 0);
+  assert_true(isnan(t->cands[0].evals[1].dram_pct));
+  char *html = render(kb_report_write_html, &f->r);
+  assert_int_equal(count(html, "<table class=\"kernels\">"), 1);
+  assert_non_null(strstr(html, "<code>_Z6reduceILi256EEvPKfPf&lt;x&gt;</code>"));
+  assert_non_null(strstr(html, "<td class=\"n\">81.5%</td><td class=\"n\">22.2%</td>"));
+  assert_non_null(strstr(html, "Same-run speedup 2.10x"));
+  assert_int_equal(count(html, "<h4>LLM exchange</h4>"), 1);
+  assert_non_null(strstr(html, "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"));
+  assert_int_equal(count(html, "<script"), 3);
+  free(html);
+  char *jl = render(kb_export_write_jsonl, &f->r);
+  assert_int_equal(count(jl, "\"NCU_Profile\":null"), 2);
+  assert_int_equal(count(jl, "\"lts__t_sector_hit_rate.pct\":12.5"), 1);
+  free(jl);
+}
+
 static void test_json(void **state) {
   struct fixture *f = *state;
   char *text = render(kb_report_write_json, &f->r);
@@ -259,7 +337,9 @@ static void test_export(void **state) {
     const char *name = json_string_value(json_object_get(o, "Kernel_Name"));
     assert_string_equal(json_string_value(json_object_get(o, "Op_Name")), "t");
     assert_true(json_is_null(json_object_get(o, "PyTorch_Native_Runtime")));
-    assert_true(json_is_null(json_object_get(o, "NCU_Profile")));
+    /* the hostile one has a CUPTI profile (setup) */
+    assert_true(json_is_null(json_object_get(o, "NCU_Profile")) ==
+                (strcmp(name, HOSTILE_NAME) != 0));
     assert_string_equal(json_string_value(json_object_get(o, "PyTorch_Code_Module")),
                         "reference </textarea> & more");
     if (strcmp(name, FORMULA_NAME) == 0) {
@@ -379,6 +459,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_load, setup, teardown),
       cmocka_unit_test_setup_teardown(test_html, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_profile_llm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_json, setup, teardown),
       cmocka_unit_test_setup_teardown(test_csv_md, setup, teardown),
       cmocka_unit_test_setup_teardown(test_export, setup, teardown),

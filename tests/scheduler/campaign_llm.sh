@@ -140,6 +140,29 @@ for task in ("sum", "matmul"):
 # sum's seed "unrolled" has a knob, and so have fixture answers of both tasks
 assert tuned >= 1, "no tune candidate"
 PY
+note "HDF5 /llm: every audit entry once (a kill -9 mid-campaign), the prompts the model got"
+$KB_PY "$TESTS_DIR/e2e/check_writer.py" "$T/redis/redis.sock" gen "$T/results/gen" sum matmul \
+  --llm-complete > "$T/llm_check.json" || fail "llm audit in the files"
+$KB_PY - "$T/results/gen" "$T/llm.jsonl" "$T/llm_check.json" <<'PY' || fail "prompts in hdf5"
+import json, sys, h5py
+files = json.load(open(sys.argv[3]))["files"]
+assert all(files[t]["llm"] >= 1 for t in ("sum", "matmul")), files
+texts = []
+for task in ("sum", "matmul"):
+    with h5py.File("%s/%s.h5" % (sys.argv[1], task), "r") as f:
+        text = f["llm/text"][:].tobytes()
+        for r in f["llm/requests"][:]:
+            o = int(r["prompt_offset"])
+            t = text[o:o + int(r["prompt_len"])].decode()
+            # stored as "[system]\n<system>\n[user]\n<user>"; the fake joins the two with "\n"
+            assert t.startswith("[system]\n") and "\n[user]\n" in t, t[:80]
+            texts.append(t[len("[system]\n"):].replace("\n[user]\n", "\n", 1))
+        assert f["llm/text"].compression == "gzip", "llm/text is not deflate-compressed"
+sent = [json.loads(l)["prompt"] for l in open(sys.argv[2])]
+missing = [p for p in sent if p and p not in texts]
+assert not missing, "%d prompt(s) the model got are not in /llm/text" % len(missing)
+print("hdf5 llm: %s" % {t: v["llm"] for t, v in files.items()}, file=sys.stderr)
+PY
 grep -q "voided charge\|rebuilt state" "$T/sched2.log" || fail "restart did not rebuild"
 note "the fake's per-request header overrides its queue"
 code=$($KB_PY - "$PORT" "$KEY" <<'PY'

@@ -258,6 +258,30 @@ static int good_result(int i, struct kb_result *r) {
     base_result(r, 0, "compile", KB_STATUS_REJECTED);
     snprintf(r->reason, sizeof r->reason, "imports \xe2\x80\x9cpthread_create\xe2\x80\x9d");
     return 1;
+  case 7: /* rejected at full with a CUPTI profile: trace summary and kernel records */
+    base_result(r, 3, "full", KB_STATUS_REJECTED);
+    r->backend = KB_BACKEND_CUDA;
+    snprintf(r->reason, sizeof r->reason, "work the timer did not see");
+    r->dram_pct = 71.5;
+    r->trace = (struct kb_trace_summary){4, 1, 12000, 3500, 0, 0};
+    r->kernels = kb_calloc(2, sizeof *r->kernels);
+    if (r->kernels == NULL)
+      return 0;
+    r->n_kernels = 2;
+    r->kernels_dropped = 3;
+    for (int k = 0; k < 2; k++) {
+      snprintf(r->kernels[k].name, sizeof r->kernels[k].name, "_Z4copyPKfPf%d", k);
+      r->kernels[k].grid[0] = 80 * (k + 1);
+      r->kernels[k].grid[1] = r->kernels[k].grid[2] = 1;
+      r->kernels[k].block[0] = 256;
+      r->kernels[k].block[1] = r->kernels[k].block[2] = 1;
+      r->kernels[k].registers = 16;
+      r->kernels[k].start_ns = 1700000000000000000 + 5000 * k;
+      r->kernels[k].end_ns = r->kernels[k].start_ns + 3500;
+      r->kernels[k].stream = 13 + k;
+      r->kernels[k].correlation = 77 + k;
+    }
+    return 1;
   default:
     return 0;
   }

@@ -9,10 +9,21 @@
  *   "check": {"sets": int, "max_abs_err": number, "max_rel_err": number},
  *   "timing": {"median_us", "p10_us", "p90_us", "mean_us", "min_us", "noise": number,
  *              "samples": int, "warmup": int,
- *              "baseline_median_us", "same_run_speedup": number}  (absent when not timed; the
- *              last two only when the baseline was re-timed in the same run)
- *   "profile": {"kernel_us", "dram_pct", "sm_pct", "occupancy_pct", "l2_hit_pct": number}
- *              (optional: hardware metrics of the longest kernel of one call, full tier, CUDA)
+ *              "baseline_median_us", "same_run_speedup": number,
+ *              "torch_eager_us", "torch_compile_us": number}  (absent when not timed; the
+ *              baseline pair only when the baseline was re-timed in the same run, the torch
+ *              pair only for pytorch-oracle tasks at the full tier)
+ *   "profile": {"kernel_us", "dram_pct", "sm_pct", "occupancy_pct", "l2_hit_pct": number,
+ *               "trace": {"kernels", "own_kernels", "own_ns", "other_ns", "late_ns",
+ *                         "dropped": int>=0},
+ *               "kernels": [{"name": string, "grid": [x,y,z], "block": [x,y,z],
+ *                            "registers", "static_smem", "dynamic_smem": int>=0,
+ *                            "start_ns", "end_ns", "stream", "correlation": int>=0}, ...],
+ *               "kernels_dropped": int>=0}
+ *              (optional, every member optional: hardware metrics of the longest kernel of one
+ *              call; the CUPTI kernel trace's cross-check summary and its candidate kernel
+ *              records, at most KB_KERNELS_MAX, the rest counted in kernels_dropped; full tier,
+ *              CUDA)
  *   "cost_ms": int>=0 (what to settle), "started": number, "finished": number (unix seconds)}
  * Numbers that are unknown are omitted rather than sent as NaN (JSON has no NaN): every member of
  * "compile", "check" (but "sets"), "timing" (but "samples" and "warmup"), and "started" and
@@ -63,6 +74,34 @@ struct kb_timing {
   double noise;     /* relative: standard deviation / mean */
 };
 
+#define KB_KERNELS_MAX 256 /* kernel records one result carries at most */
+#define KB_KERNEL_NAME_MAX 256 /* bytes of a kernel name, NUL included; longer names are cut */
+
+/* One kernel of the timed calls, as CUPTI's CONCURRENT_KERNEL activity recorded it. */
+struct kb_kernel_rec {
+  char name[KB_KERNEL_NAME_MAX]; /* mangled name */
+  int grid[3];                   /* blocks per dimension */
+  int block[3];                  /* threads per dimension */
+  int registers;                 /* per thread */
+  int static_smem;               /* bytes of static shared memory per block */
+  int dynamic_smem;              /* bytes of dynamic shared memory per block */
+  int64_t start_ns;              /* CUPTI's clock, nanoseconds */
+  int64_t end_ns;                /* CUPTI's clock, nanoseconds */
+  int64_t stream;                /* CUPTI's stream id */
+  int64_t correlation;           /* CUPTI's correlation id (ties the record to its launch) */
+};
+
+/* The kernel trace's cross-check (runner/sandbox/cupti_trace.h); -1 everywhere when there was
+ * no trace. */
+struct kb_trace_summary {
+  int64_t kernels;     /* kernels in the trace, the evaluator's own markers included */
+  int64_t own_kernels; /* the candidate's, on its stream inside the timed windows */
+  int64_t own_ns;      /* their time, nanoseconds */
+  int64_t other_ns;    /* candidate kernel time on other streams, nanoseconds */
+  int64_t late_ns;     /* candidate kernel time outside the timed windows, nanoseconds */
+  int64_t dropped;     /* records CUPTI lost */
+};
+
 struct kb_result {
   char campaign[KB_ID_MAX];
   char task[KB_ID_MAX];
@@ -89,20 +128,28 @@ struct kb_result {
   double baseline_median_us; /* the task's baseline re-timed in the same run, interleaved with
                                 the candidate (full tier), microseconds; NAN when not timed */
   double same_run_speedup;   /* baseline_median_us / timing.median_us; NAN when not timed */
+  double torch_eager_us;     /* pytorch-oracle tasks, full tier: the module in torch eager,
+                                median, timed in the same process; microseconds; NAN unknown */
+  double torch_compile_us;   /* the same for torch.compile of the module (inductor) */
   /* hardware metrics of the longest kernel of one call (CUPTI Range Profiler); NAN unknown */
   double kernel_us;          /* its duration as the profiler measured it, microseconds */
   double dram_pct;           /* DRAM throughput, % of peak sustained */
   double sm_pct;             /* SM throughput, % of peak sustained */
   double occupancy_pct;      /* achieved occupancy, % of the peak */
   double l2_hit_pct;         /* L2 hit rate, % */
+  struct kb_trace_summary trace; /* -1 everywhere when not traced */
+  struct kb_kernel_rec *kernels; /* the candidate's kernel records (owned; NULL when none) */
+  int n_kernels;             /* records in `kernels`, 0..KB_KERNELS_MAX */
+  int64_t kernels_dropped;   /* candidate kernel records left out past KB_KERNELS_MAX */
   int64_t cost_ms;           /* GPU (or CPU, host backend) milliseconds to settle */
   double started;            /* unix seconds */
   double finished;           /* unix seconds */
 };
 
 /* Sets every field of `r` (caller-owned) to its "unknown" value: -1 for tier, attempt, backend,
- * status, registers, spills and shared_bytes; NAN for every double; "" for strings; 0 samples,
- * 0 sets, 0 cost_ms; compile_log NULL. Does not free anything (see kb_result_release). */
+ * status, registers, spills, shared_bytes and the trace counts; NAN for every double; "" for
+ * strings; 0 samples, 0 sets, 0 cost_ms, 0 kernels; compile_log and kernels NULL. Does not
+ * free anything (see kb_result_release). */
 void kb_result_init(struct kb_result *r);
 /* Encodes `r` (borrowed) into `*out` (new compact one-line JSON, free with kb_free; NULL on
  * failure). Free text (reason, compile log) is made valid UTF-8 first. Emits only what
@@ -115,7 +162,14 @@ int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *er
  * KB_ENOMEM; on failure `r` holds nothing to release. */
 int kb_result_from_json(const char *text, const char *where, struct kb_result *r,
                         struct kb_error *err);
-/* Frees the contents of `r` (the compile log); NULL is fine. */
+/* Decodes `text` (borrowed), a JSON object with any of the members of "profile" above, into the
+ * matching fields of `r` (caller-owned, initialized), replacing its kernel records; fields whose
+ * member is absent keep their values. `where` (borrowed) names the origin. Used by the runner
+ * for the sandbox's reply. Errors: KB_EPARSE "where:line:col: what is wrong" (then `r` is
+ * unchanged), KB_ENOMEM. */
+int kb_result_profile_from_json(struct kb_result *r, const char *text, const char *where,
+                                struct kb_error *err);
+/* Frees the contents of `r` (the compile log, the kernel records); NULL is fine. */
 void kb_result_release(struct kb_result *r);
 
 #endif

@@ -1,5 +1,6 @@
 /* The HDF5 result store: one file per task, results/<campaign>/<task>.h5. Layout:
- * schemas/hdf5-layout.md. The scheduler is the only writer.
+ * schemas/hdf5-layout.md (format kernelbrain.h5/2: evaluations with their CUPTI profiles in
+ * /profiles/kernels, the LLM audit in /llm). The scheduler is the only writer.
  *
  * Writes are idempotent: a candidate is added once by id, an evaluation once by (candidate, tier,
  * attempt); adding again is a no-op that reports `*added = 0`. The file is written in SWMR mode
@@ -10,6 +11,9 @@
  */
 #ifndef KB_STORE_H
 #define KB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "kb/candidate.h"
 #include "kb/result.h"
@@ -25,7 +29,7 @@ struct kb_store_task_info {
 };
 
 /* Opens the file at `path`, creating it (and /task from `info`) when absent; the parent folder
- * must exist. `info` (borrowed; may be NULL to open an existing file only) must name the file's
+ * must exist. A file of another format (kernelbrain.h5/1) gives KB_EHDF5: rebuild it. `info` (borrowed; may be NULL to open an existing file only) must name the file's
  * campaign and task. Recovers a file left by a killed writer: clears its SWMR status flags (runs
  * `h5clear -s` from PATH) and drops rows written after the last kb_store_flush(). Holds flock()
  * on "<path>.lock" until closed. Returns the store in `*out` (new; free with kb_store_close).
@@ -45,11 +49,48 @@ int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int
                            struct kb_error *err);
 /* Appends `r` (borrowed) to /evaluations once per (candidate, tier, attempt) and updates the
  * candidate's best_tier, status (of its evaluation at the highest tier, latest attempt) and
- * n_evaluations. A non-empty compile log goes to /compile_logs/data. Errors: KB_ENOTFOUND (the
+ * n_evaluations. A non-empty compile log goes to /compile_logs/data, its kernel records
+ * (r->kernels) to /profiles/kernels; metrics, trace summary and same-run speedup are columns. Errors: KB_ENOTFOUND (the
  * candidate was not added), KB_EINVAL (bad id, status, tier < 0, attempt < 1, another task),
  * KB_EHDF5, KB_ENOMEM. */
 int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
                             struct kb_error *err);
+/* One LLM exchange for /llm (every pointer borrowed; strings may be NULL for ""). */
+struct kb_store_llm {
+  const char *request;     /* unique id (the ledger charge, "llm:<task>:<seq>"), 1..64 bytes */
+  const char *entry;       /* id of its entry in the redis stream kb:{cid}:llm:<task> */
+  double time;             /* unix seconds the exchange was recorded */
+  const char *kind;        /* translate, mutate, crossover, repair */
+  const char *status;      /* ok, no_code, failed */
+  const char *model;
+  int attempts;            /* HTTP attempts */
+  int64_t tokens_in;
+  int64_t tokens_out;
+  const char *candidate;   /* id of the candidate it produced; NULL or "" when none */
+  const char *parents[2];  /* parent candidate ids; NULL or "" when none */
+  const char *error;       /* why it failed or had no code */
+  const char *prompt;      /* `prompt_len` bytes of prompt text (not NUL-terminated) */
+  size_t prompt_len;
+  const char *response;    /* `response_len` bytes of response text */
+  size_t response_len;
+};
+
+/* Appends `x` to /llm/requests and its prompt and response to /llm/text (a deflate-compressed
+ * byte heap), once per request id. Columns longer than their size are cut at a UTF-8 character
+ * boundary. `*added` (may be NULL) is 1 when written, 0 when the request was already stored.
+ * Errors: KB_EINVAL (no request id, or 65 bytes or more), KB_EHDF5 (after which the store only
+ * accepts close), KB_ENOMEM. */
+int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
+                     struct kb_error *err);
+/* 1 when an exchange with id `request` is stored, else 0. */
+int kb_store_has_llm(const struct kb_store *s, const char *request);
+/* The stream entry id of the last stored exchange ("" when none); borrowed, valid until the
+ * next write or close. After a restart it is the last committed one: read the stream after it. */
+const char *kb_store_llm_last_entry(const struct kb_store *s);
+/* Number of /llm/requests rows. */
+long kb_store_llm_count(const struct kb_store *s);
+/* Number of /profiles/kernels rows. */
+long kb_store_kernel_count(const struct kb_store *s);
 /* Writes /best attributes: the best candidate so far for this task. `candidate` (borrowed) must
  * be stored (else KB_ENOTFOUND); `name` (borrowed) may be NULL. */
 int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
