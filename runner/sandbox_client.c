@@ -28,7 +28,8 @@
 extern char **environ;
 
 struct kb__sandbox {
-  char *program;             /* owned */
+  char *program;             /* owned; the worker script for KB__SANDBOX_TORCH */
+  int worker;                /* enum kb__sandbox_worker */
   char backend[8];           /* "host" or "cuda" */
   int device;
   double start_timeout_s;
@@ -128,8 +129,8 @@ static char *join_path(const char *dir, size_t len, const char *name) {
   return kb_buf_detach(&b);
 }
 
-char *kb__sandbox_program(const char *backend) {
-  const char *name = strcmp(backend, "cuda") == 0 ? "kb-sandbox-cuda" : "kb-sandbox";
+/* `name` in $KB_SANDBOX_DIR, else next to this program, else in the build's sandbox folder. */
+static char *find_sandbox_file(const char *name) {
   const char *env = getenv("KB_SANDBOX_DIR");
   if (env != NULL && *env)
     return join_path(env, strlen(env), name);
@@ -150,6 +151,17 @@ char *kb__sandbox_program(const char *backend) {
 #endif
 }
 
+char *kb__sandbox_program(const char *backend) {
+  return find_sandbox_file(strcmp(backend, "cuda") == 0 ? "kb-sandbox-cuda" : "kb-sandbox");
+}
+
+char *kb__sandbox_torch_script(void) { return find_sandbox_file("kb_sandbox_torch.py"); }
+
+const char *kb__sandbox_python(void) {
+  const char *env = getenv("KB_PYTHON");
+  return env != NULL && *env ? env : "/usr/bin/python3";
+}
+
 /* ---- life cycle -------------------------------------------------------------------------- */
 
 int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
@@ -162,12 +174,33 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
   struct kb__sandbox *sb = kb_calloc(1, sizeof *sb);
   if (sb == NULL)
     return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
-  sb->program = o->program ? kb_strdup(o->program) : kb__sandbox_program(backend);
+  if (o->worker != KB__SANDBOX_NATIVE && o->worker != KB__SANDBOX_TORCH) {
+    kb_free(sb);
+    return kb_error_set(err, KB_EINVAL, "unknown sandbox worker %d", o->worker);
+  }
+  sb->worker = o->worker;
+  sb->program = o->program                        ? kb_strdup(o->program)
+                : o->worker == KB__SANDBOX_TORCH ? kb__sandbox_torch_script()
+                                                  : kb__sandbox_program(backend);
   if (sb->program == NULL) {
     kb_free(sb);
     return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
   }
-  if (access(sb->program, X_OK) != 0) {
+  if (sb->worker == KB__SANDBOX_TORCH) {
+    const char *py = kb__sandbox_python();
+    int rc = KB_OK;
+    if (access(py, X_OK) != 0)
+      rc = kb_error_set(err, KB_ENOTFOUND, "python interpreter \"%s\" of the PyTorch worker is "
+                        "not executable: %s (set KB_PYTHON)", py, strerror(errno));
+    else if (access(sb->program, R_OK) != 0)
+      rc = kb_error_set(err, KB_ENOTFOUND, "PyTorch worker \"%s\" is not readable: %s (set "
+                        "KB_SANDBOX_DIR to its folder)", sb->program, strerror(errno));
+    if (rc) {
+      kb_free(sb->program);
+      kb_free(sb);
+      return rc;
+    }
+  } else if (access(sb->program, X_OK) != 0) {
     int rc = kb_error_set(err, KB_ENOTFOUND, "sandbox program \"%s\" is not executable: %s "
                           "(set KB_SANDBOX_DIR to its folder)", sb->program, strerror(errno));
     kb_free(sb->program);
@@ -412,8 +445,13 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   char device[16], parent[24];
   snprintf(device, sizeof device, "%d", sb->device);
   snprintf(parent, sizeof parent, "%ld", (long)getpid());
-  char *argv[] = {sb->program, "--backend", sb->backend, "--device", device, "--dir", sb->dir,
-                  "--parent", parent, NULL};
+  /* the PyTorch worker runs under the interpreter, isolated (-I: no PYTHON* variables, no user
+   * site-packages, no script folder on the path) */
+  char *python = (char *)kb__sandbox_python();
+  char isolated[] = "-I";
+  char *argv[] = {python, isolated, sb->program, "--backend", sb->backend, "--device", device,
+                  "--dir", sb->dir, "--parent", parent, NULL};
+  char **args = sb->worker == KB__SANDBOX_TORCH ? argv : argv + 2;
   have_fa = posix_spawn_file_actions_init(&fa) == 0;
   have_at = posix_spawnattr_init(&at) == 0;
   if (!have_fa || !have_at || posix_spawn_file_actions_adddup2(&fa, sv[1], 0) != 0 ||
@@ -434,9 +472,9 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
                                     POSIX_SPAWN_SETSIGDEF);
   double t0 = kb_now_mono();
   pid_t pid = 0;
-  int e = posix_spawn(&pid, sb->program, &fa, &at, argv, envp);
+  int e = posix_spawn(&pid, args[0], &fa, &at, args, envp);
   if (e != 0) {
-    rc = kb_error_set(err, KB_ECHILD, "cannot start the sandbox \"%s\": %s", sb->program,
+    rc = kb_error_set(err, KB_ECHILD, "cannot start the sandbox \"%s\": %s", args[0],
                       strerror(e));
     goto fail;
   }

@@ -25,8 +25,17 @@ struct kb__sandbox; /* opaque */
 /* Bytes of the child's stderr kept for reasons. */
 #define KB__SANDBOX_TAIL 2048
 
+/* Which sandbox program serves a task: kb-sandbox[-cuda] (C, CUDA oracles) or the PyTorch
+ * worker kb_sandbox_torch.py (tasks whose oracle is a PyTorch module), which speaks the same
+ * protocol and is started the same way, under the interpreter $KB_PYTHON (default
+ * /usr/bin/python3). */
+enum kb__sandbox_worker { KB__SANDBOX_NATIVE = 0, KB__SANDBOX_TORCH };
+
 struct kb__sandbox_opts {
-  const char *program;      /* the sandbox program; NULL: kb__sandbox_program() (borrowed) */
+  const char *program;      /* the sandbox program, or the worker script for KB__SANDBOX_TORCH;
+                               NULL: kb__sandbox_program() / kb__sandbox_torch_script()
+                               (borrowed) */
+  int worker;               /* enum kb__sandbox_worker */
   const char *backend;      /* "host" or "cuda" (borrowed; copied) */
   int device;               /* CUDA ordinal */
   double start_timeout_s;   /* spawn to hello at most; <= 0: 60 s */
@@ -55,6 +64,12 @@ struct kb__sb_call {
  * in the build's KB_SANDBOX_DIR_DEFAULT. Returns a new string (kb_free), or NULL when out of
  * memory. */
 char *kb__sandbox_program(const char *backend);
+/* Finds the PyTorch worker kb_sandbox_torch.py the same way (a new string, kb_free; NULL when
+ * out of memory). */
+char *kb__sandbox_torch_script(void);
+/* The interpreter of the PyTorch worker: $KB_PYTHON when set, else /usr/bin/python3
+ * (borrowed, static or the environment's). */
+const char *kb__sandbox_python(void);
 
 /* The environment the child gets, made from `env` (borrowed, NULL-terminated, "NAME=value"):
  * only PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, LANG, LC_ALL, TZ and the
@@ -68,7 +83,9 @@ void kb__env_free(char **env);
 int kb__env_secret(const char *name, size_t len);
 
 /* Creates the client (nothing starts yet) in `*out` (new; kb__sandbox_free). Errors:
- * KB_ENOMEM, KB_EINVAL (bad backend), KB_ENOTFOUND (kb-sandbox not found or not executable). */
+ * KB_ENOMEM, KB_EINVAL (bad backend or worker), KB_ENOTFOUND (kb-sandbox not found or not
+ * executable; for the PyTorch worker: the interpreter not executable or the script not
+ * readable). */
 int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
                     struct kb_error *err);
 

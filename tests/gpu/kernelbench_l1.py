@@ -1,0 +1,255 @@
+"""Helper of tests/gpu/kernelbench_l1.sh (KernelBench level 1 on the H200).
+
+usage:
+  kernelbench_l1.py warm  WORKER TASKS_DIR INDEX COUNT DEADLINE OUT.jsonl
+      compile the modules of the tasks whose position mod COUNT is INDEX with torch.compile
+      (inductor, default mode) on input set 0, filling the inductor cache that
+      TORCHINDUCTOR_CACHE_DIR names; stops starting tasks at DEADLINE (unix seconds)
+  kernelbench_l1.py time  WORKER TASKS_DIR DEADLINE OUT.jsonl
+      one PyTorch worker (WORKER, started as the runner starts it: a socket pair on
+      stdin/stdout, --backend cuda), per task: "prepare" (every input set drawn on the GPU, the
+      reference outputs, checksums), then "torch" (eager and torch.compile timed on the
+      candidate's stream, L2 flushed); a worker that dies or stalls is replaced
+  kernelbench_l1.py table IMPORT.jsonl TIME.jsonl WARM.jsonl BASELINE.json OUT.json
+      the table (task, import ok, run ok, eager ms, compile ms, H100 eager ms, H100 compile ms,
+      ratios) and a last JSON line with the counts; OUT.json gets every row
+"""
+import glob
+import re
+import importlib.util
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+TIMING = {"sets": 1, "warmup": 2, "min_samples": 5, "max_samples": 20, "noise": 0.02,
+          "max_seconds": 0.3, "flush_l2": True}
+PREPARE_TIMEOUT = 120
+BACKEND = os.environ.get("KB_L1_BACKEND", "cuda")  # "host" to try this script on a CPU
+SETS = 1  # input sets prepared per task in the bulk run (the end-to-end runs use all three)
+TORCH_TIMEOUT = 180
+
+
+def tasks(tasks_dir):
+    dirs = [d for d in glob.glob(os.path.join(tasks_dir, "*")) if
+            os.path.isfile(os.path.join(d, "task.json"))]
+    return sorted(dirs, key=lambda d: number(os.path.basename(d)))
+
+
+def number(name):
+    """The task number in "l1_19_relu" or "19_ReLU.py"."""
+    m = re.search(r"(?:^|_)(\d+)_", name)
+    return int(m.group(1)) if m else 0
+
+
+def prepare_request(d, key):
+    t = json.load(open(os.path.join(d, "task.json")))
+    return {"op": "prepare", "key": key, "oracle": os.path.join(d, "reference.py"),
+            "inputs": t["inputs"], "outputs": t["outputs"], "sets": t["input_sets"],
+            "atol": t["tolerance"]["atol"], "rtol": t["tolerance"]["rtol"]}
+
+
+def warm(worker, tasks_dir, index, count, deadline, out):
+    spec = importlib.util.spec_from_file_location("kb_sandbox_torch", worker)
+    w = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(w)
+    w.open_device(BACKEND, 0)
+    torch = w.torch
+    with open(out, "a") as f:
+        for k, d in enumerate(tasks(tasks_dir)):
+            if k % count != index:
+                continue
+            tid = os.path.basename(d)
+            if time.time() > deadline:
+                f.write(json.dumps({"task": tid, "warm": "skipped (deadline)"}) + "\n")
+                continue
+            t0 = time.time()
+            rec = {"task": tid}
+            try:
+                req = prepare_request(d, tid)
+                req["sets"] = req["sets"][:1]
+                task = w.prepare_task(req)
+                n_fwd = len(task.inputs) - len(task.params)
+                compiled = torch.compile(task.module)
+                with torch.no_grad():
+                    compiled(*task.set_inputs[0][:n_fwd])
+                w.sync()
+                rec["warm"] = "ok"
+            except Exception as e:  # recorded, the next task goes on
+                rec["warm"] = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0][:200]
+                                          if str(e).strip() else "")
+            rec["compile_s"] = round(time.time() - t0, 2)
+            task = compiled = None
+            if BACKEND == "cuda":
+                torch.cuda.empty_cache()
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+
+
+class Worker:
+    def __init__(self, worker):
+        self.sock, child = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, "-I", worker, "--backend", BACKEND,
+                                      "--device", "0", "--parent", str(os.getpid())],
+                                     stdin=child, stdout=child)
+        child.close()
+        self.hello = self.call({"op": "hello"}, 120)
+
+    def call(self, msg, timeout):
+        self.sock.settimeout(timeout)
+        data = json.dumps(msg).encode()
+        self.sock.sendall(struct.pack(">I", len(data)) + data)
+        head = self.recv(4)
+        return json.loads(self.recv(struct.unpack(">I", head)[0]).decode())
+
+    def recv(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("the worker ended (exit status %s)" % self.proc.poll())
+            buf += chunk
+        return buf
+
+    def close(self):
+        try:
+            self.sock.close()
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def time_all(worker, tasks_dir, deadline, out):
+    w = None
+    with open(out, "a") as f:
+        for d in tasks(tasks_dir):
+            tid = os.path.basename(d)
+            rec = {"task": tid}
+            if time.time() > deadline:
+                rec["run"] = "skipped (deadline)"
+                f.write(json.dumps(rec) + "\n")
+                continue
+            try:
+                if w is None:
+                    w = Worker(worker)
+                    rec["device"] = w.hello.get("device")
+                t0 = time.time()
+                req = prepare_request(d, tid)
+                req["sets"] = req["sets"][:SETS]
+                r = w.call(req, PREPARE_TIMEOUT)
+                rec["prepare_s"] = round(time.time() - t0, 2)
+                if not r.get("ok"):
+                    rec["run"] = "prepare failed: %s" % r.get("reason")
+                else:
+                    rec["run"] = "ok"
+                    t0 = time.time()
+                    r = w.call(dict(TIMING, op="torch", key=tid), TORCH_TIMEOUT)
+                    rec["torch_s"] = round(time.time() - t0, 2)
+                    for k in ("torch_eager", "torch_compile"):
+                        if k in r:
+                            rec[k + "_ms"] = r[k]["median_us"] / 1000.0
+                            rec[k + "_noise"] = r[k]["noise"]
+                            rec[k + "_samples"] = r[k]["samples"]
+                    if r.get("torch_note"):
+                        rec["note"] = r["torch_note"]
+            except (OSError, EOFError, ValueError) as e:
+                rec["run"] = rec.get("run", "") + " worker lost: %s: %s" % (type(e).__name__, e)
+                if w is not None:
+                    w.close()
+                w = None
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+    if w is not None:
+        try:
+            w.call({"op": "quit"}, 10)
+        except (OSError, EOFError, ValueError):
+            pass
+        w.close()
+
+
+def load_jsonl(path):
+    out = {}
+    if os.path.exists(path):
+        for line in open(path):
+            line = line.strip()
+            if line.startswith("{"):
+                x = json.loads(line)
+                key = x.get("id") or x.get("task") or os.path.basename(x.get("file", ""))
+                out[key] = x
+    return out
+
+
+def fmt(x, w=9):
+    return ("%*.3f" % (w, x)) if isinstance(x, (int, float)) else ("%*s" % (w, "-"))
+
+
+def table(imp_path, time_path, warm_path, base_path, out_path):
+    imports = [json.loads(x) for x in open(imp_path) if x.startswith("{")]
+    timed = load_jsonl(time_path)
+    warmed = load_jsonl(warm_path)
+    base = json.load(open(base_path))
+    rows = []
+    print("%-52s %-6s %-6s %9s %9s %9s %9s %7s %7s %s" % (
+        "task", "import", "run", "eager_ms", "comp_ms", "H100_eag", "H100_cmp", "eag/H1", "cmp/H1",
+        "note"))
+    for x in sorted(imports, key=lambda x: number(os.path.basename(x["file"]))):
+        n = str(number(os.path.basename(x["file"])))
+        tid = x.get("id", "l1_" + os.path.basename(x["file"])[:-3].lower())
+        t = timed.get(tid, {})
+        row = {"n": int(n), "task": tid, "import_ok": x["ok"],
+               "import_error": x.get("error"), "run": t.get("run", "-"),
+               "run_ok": t.get("run") == "ok",
+               "eager_ms": t.get("torch_eager_ms"), "compile_ms": t.get("torch_compile_ms"),
+               "h100_eager_ms": base["eager"][n]["ms"], "h100_eager_hw": base["eager"][n]["hw"],
+               "h100_compile_ms": base["compile"][n]["ms"],
+               "h100_compile_hw": base["compile"][n]["hw"],
+               "warm": warmed.get(tid, {}).get("warm"),
+               "warm_s": warmed.get(tid, {}).get("compile_s"),
+               "prepare_s": t.get("prepare_s"), "note": t.get("note")}
+        re = row["eager_ms"] / row["h100_eager_ms"] if row["eager_ms"] else None
+        rc = row["compile_ms"] / row["h100_compile_ms"] if row["compile_ms"] else None
+        row["ratio_eager"], row["ratio_compile"] = re, rc
+        rows.append(row)
+        note = row["import_error"] or ("" if row["run_ok"] else row["run"]) or row["note"] or ""
+        print("%-52s %-6s %-6s %s %s %s %s %s %s %s" % (
+            tid[:52], "ok" if x["ok"] else "FAIL", "ok" if row["run_ok"] else "-",
+            fmt(row["eager_ms"]), fmt(row["compile_ms"]), fmt(row["h100_eager_ms"]),
+            fmt(row["h100_compile_ms"]), fmt(re, 7), fmt(rc, 7), note[:90]))
+    counts = {"files": len(rows), "imported": sum(r["import_ok"] for r in rows),
+              "run_ok": sum(r["run_ok"] for r in rows),
+              "eager_timed": sum(r["eager_ms"] is not None for r in rows),
+              "compile_timed": sum(r["compile_ms"] is not None for r in rows),
+              "compile_warmed": sum(r["warm"] == "ok" for r in rows)}
+    both = [r for r in rows if r["ratio_eager"]]
+    if both:
+        ratios = sorted(r["ratio_eager"] for r in both)
+        counts["eager_ratio_median"] = round(ratios[len(ratios) // 2], 3)
+    bothc = [r for r in rows if r["ratio_compile"]]
+    if bothc:
+        ratios = sorted(r["ratio_compile"] for r in bothc)
+        counts["compile_ratio_median"] = round(ratios[len(ratios) // 2], 3)
+    json.dump({"rows": rows, "counts": counts}, open(out_path, "w"), indent=1)
+    print(json.dumps(counts))
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    if argv[1] == "warm":
+        warm(argv[2], argv[3], int(argv[4]), int(argv[5]), float(argv[6]), argv[7])
+    elif argv[1] == "time":
+        time_all(argv[2], argv[3], float(argv[4]), argv[5])
+    elif argv[1] == "table":
+        table(*argv[2:7])
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# KernelBench level 1 on the H200 (issue 7): the PyTorch oracle on the 100 level-1 task files.
+# Builds nothing there. The task files are other people's: they travel in the ignored folder
+# .gpu-kb/ (level1/*.py and h100_baseline.json, see .gpu-kb/README), never in the repository.
+# From the repository root, after bundling
+#   ../shared/gpu/bundle.sh .gpu-torch build/bin/kb-test-torch-eval build/bin/kb-sandbox-cuda \
+#       build/bin/kb-sandbox build/bin/kb_sandbox_torch.py
+# on the device (carry .gpu-torch and .gpu-kb):
+#   KB_COMMIT=$(git rev-parse --short HEAD) BUNDLE=.gpu-torch bash tests/gpu/kernelbench_l1.sh
+# Steps, each under a deadline from the start (the whole run stays under ~8 minutes):
+#  1. tools/kb-import-kernelbench --level 1 on all 100 files (torch 2.11's meta device)
+#  2. end to end through the runner's evaluator (kb-test-torch-eval --backend cuda: nvcc, the
+#     sandbox client, the PyTorch worker on the GPU): task 19 (ReLU, 4096 x 393216) with a
+#     hand-written CUDA ReLU (ok, smoke and full: eager and torch.compile timed in the same
+#     process) and a wrong one (wrong_output); task 88 (tanh GELU) with a CUDA kernel (ok)
+#  3. torch.compile of every module in parallel processes (fills TORCHINDUCTOR_CACHE_DIR)
+#  4. one PyTorch worker, sequentially: prepare (input set 0 drawn on the GPU, reference
+#     outputs) and the "torch" request (eager and torch.compile, L2 flushed) per task
+#  5. the table against KernelBench's H100 baselines, and a JSON line with the counts
+# Outputs under $OUT: kernelbench-l1.txt (header, end-to-end lines, table), kernelbench-l1.json.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+T0=$(date +%s)
+OUT=${OUT:-$(mktemp -d)}
+B=${BUNDLE:-.gpu-torch}
+KB=${KB_FILES:-.gpu-kb}
+WARM_UNTIL=${WARM_UNTIL:-170}   # seconds after the start: no compile warm-up starts later
+TIME_UNTIL=${TIME_UNTIL:-390}   # no timing starts later
+JOBS=${JOBS:-8}
+# the system's libraries first (python and torch must not load the bundle's Debian copies of
+# libz, libssl, libffi...), the bundle's for what the system lacks (jansson, hiredis, HDF5, ...)
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$B/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PWD/$B/bin:$PATH:/usr/local/cuda/bin
+export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+export KB_PYTHON=$(command -v python3)
+export PYTHONUNBUFFERED=1
+export KB_SANDBOX_TORCH_MAX_PREPARED=1  # the bulk run's worker keeps one task (memory)
+W=$(mktemp -d)
+export TORCHINDUCTOR_CACHE_DIR=$W/inductor
+TXT=$OUT/kernelbench-l1.txt
+WORKER=$PWD/$B/bin/kb_sandbox_torch.py
+H=tests/gpu/kernelbench_l1.py
+{
+  echo "# KernelBench level 1 on the PyTorch oracle, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${KB_COMMIT:-unknown}"
+  echo "# machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1);" \
+    "$(nproc) CPUs; $(python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
+  echo "# files: $(ls $KB/level1/*.py | wc -l) KernelBench level-1 task files (sfc-gh-goliaro/KernelBench), H100 baselines from ScalingIntelligence/KernelBench results/timing/H100_modal"
+} > "$TXT"
+
+echo "## 1. import" >> "$TXT"
+t=$(date +%s)
+python3 tools/kb-import-kernelbench --out "$W/tasks" --level 1 --json $KB/level1/*.py \
+  > "$OUT/import.jsonl" 2> "$W/import.err"
+echo "import exit $?, $(( $(date +%s) - t )) s; $(tail -1 "$W/import.err")" >> "$TXT"
+grep -v "^imported" "$W/import.err" >> "$TXT"
+
+echo "## 2. end to end: CUDA candidates through kb-test-torch-eval (tiers 1 = smoke, 3 = full)" >> "$TXT"
+C=tests/gpu/kernelbench_l1_candidates
+t=$(date +%s)
+timeout 150 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
+  "$W/tasks/l1_19_relu" "$C/relu.cu" "$C/relu_wrong.cu" >> "$TXT" 2> "$W/e2e.err"
+echo "exit $?" >> "$TXT"
+timeout 60 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
+  "$W/tasks/l1_88_mingptnewgelu" "$C/gelu_tanh.cu" >> "$TXT" 2>> "$W/e2e.err"
+echo "exit $?, $(( $(date +%s) - t )) s" >> "$TXT"
+grep -v " debug: " "$W/e2e.err" | tail -20 >> "$TXT"
+
+echo "## 3. torch.compile warm-up, $JOBS processes" >> "$TXT"
+t=$(date +%s)
+for i in $(seq 0 $((JOBS - 1))); do
+  timeout $((WARM_UNTIL + 60 - (t - T0))) python3 "$H" warm "$WORKER" "$W/tasks" "$i" "$JOBS" \
+    $((T0 + WARM_UNTIL)) "$OUT/warm.jsonl" 2> "$W/warm-$i.err" &
+done
+wait
+echo "warm-up $(( $(date +%s) - t )) s, $(grep -c '"warm": "ok"' "$OUT/warm.jsonl") compiled" >> "$TXT"
+nvidia-smi --query-gpu=memory.used --format=csv,noheader >> "$TXT"
+
+echo "## 4. prepare and time, one worker" >> "$TXT"
+t=$(date +%s)
+timeout $((TIME_UNTIL + 60 - (t - T0))) python3 "$H" time "$WORKER" "$W/tasks" \
+  $((T0 + TIME_UNTIL)) "$OUT/time.jsonl" 2> "$W/time.err"
+echo "timing exit $?, $(( $(date +%s) - t )) s" >> "$TXT"
+tail -5 "$W/time.err" >> "$TXT"
+
+echo "## 5. table (ms; ratios: this H200 run over KernelBench's H100 baseline)" >> "$TXT"
+python3 "$H" table "$OUT/import.jsonl" "$OUT/time.jsonl" "$OUT/warm.jsonl" \
+  "$KB/h100_baseline.json" "$OUT/kernelbench-l1.json" >> "$TXT" 2>&1
+echo "# total $(( $(date +%s) - T0 )) s" >> "$TXT"
+tail -125 "$TXT"

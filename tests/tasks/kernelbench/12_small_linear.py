@@ -1,0 +1,26 @@
+# A learned layer: nn.Linear with its weight and bias as module parameters (which the importer
+# lists as inputs after forward()'s), small enough for the CPU tests of the PyTorch oracle.
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+batch_size = 8
+in_features = 64
+out_features = 32
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]

@@ -1,0 +1,15 @@
+/* ReLU computed in place in its input, then copied out: right outputs, edited input: rejected. */
+#include "kb_kernel.h"
+
+int kb_forward(const kb_tensor *in, int n_in, kb_tensor *out, int n_out, void *stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  float *x = in[0].data;
+  float *y = out[0].data;
+  int64_t n = kb_tensor_numel(&in[0]);
+  for (int64_t i = 0; i < n; i++) {
+    if (x[i] < 0.0f)
+      x[i] = 0.0f;
+    y[i] = x[i];
+  }
+  return 0;
+}

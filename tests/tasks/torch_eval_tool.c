@@ -1,0 +1,132 @@
+/* kb-test-torch-eval: evaluates candidate files on a task bundle through the runner's evaluator
+ * (runner/evaluator.h: compile tier, the sandbox client, the PyTorch worker for a pytorch-oracle
+ * task) on the default ladder, without Redis; one JSON object per evaluation on stdout. For the
+ * PyTorch oracle's tests (tests/tasks/test_torch_oracle.py, on the CPU) and the H200 script
+ * (tests/gpu/kernelbench_l1.sh, CUDA candidates).
+ *
+ * usage: kb-test-torch-eval --backend host|cuda [--cache DIR] [--tiers 1,3] TASK_DIR
+ *                           CANDIDATE_FILE...
+ * Each line: {"task", "candidate" (file name), "tier" (name), "status", "reason",
+ * "sets_checked", "median_us", "samples", "torch_eager_us", "torch_compile_us", "cost_ms",
+ * "wall_s", "starts" (sandbox processes started so far, both kinds)}; unknown numbers are null.
+ * Exit status: 0 when every evaluation reached a verdict, 1 when one could not (infra: the
+ * message on stderr), 2 for usage. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "evaluator.h"
+#include "kb/buf.h"
+#include "kb/campaign.h"
+#include "kb/candidate.h"
+#include "kb/clock.h"
+#include "kb/error.h"
+#include "kb/log.h"
+#include "kb/result.h"
+#include "kb/task.h"
+
+static const char usage[] = "usage: kb-test-torch-eval --backend host|cuda [--cache DIR] "
+                            "[--tiers 1,3] TASK_DIR CANDIDATE_FILE...\n";
+
+static json_t *number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* Evaluates the candidate at `path` at tier index `tier`; prints its line. Returns 0 when a
+ * verdict was reached, 1 otherwise. */
+static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const char *path,
+                    const struct kb_campaign *ladder, int tier) {
+  struct kb_buf src;
+  struct kb_error err = {0};
+  kb_buf_init(&src);
+  if (kb_buf_read_file(&src, path, &err) != KB_OK) {
+    fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
+    kb_buf_release(&src);
+    return 1;
+  }
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  struct kb_candidate c;
+  int rc = kb_candidate_init(&c, task->id, "cand", "seed", src.data, "", "", &err);
+  kb_buf_release(&src);
+  if (rc) {
+    fprintf(stderr, "kb-test-torch-eval: %s: %s\n", path, err.msg);
+    return 1;
+  }
+  struct kb_result r;
+  kb_result_init(&r);
+  double t0 = kb_now_mono();
+  rc = kb_evaluator_evaluate(ev, task, &c, &ladder->tiers[tier], tier,
+                             tier == ladder->n_tiers - 1 ? KB_EVAL_FULL : 0, &r, &err);
+  double wall = kb_now_mono() - t0;
+  kb_candidate_release(&c);
+  if (rc) {
+    fprintf(stderr, "kb-test-torch-eval: %s: %s: no verdict: %s\n", task->id, name, err.msg);
+    kb_result_release(&r);
+    return 1;
+  }
+  json_t *line = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:I, s:f, s:i}", "task", task->id,
+      "candidate", name, "tier", ladder->tiers[tier].name, "status", kb_status_name(r.status),
+      "reason", r.reason, "sets_checked", r.sets_checked, "median_us",
+      number(r.timing.samples ? r.timing.median_us : NAN), "samples", r.timing.samples,
+      "torch_eager_us", number(r.torch_eager_us), "torch_compile_us", number(r.torch_compile_us),
+      "cost_ms", (json_int_t)r.cost_ms, "wall_s", wall, "starts",
+      kb_evaluator_sandbox_starts(ev));
+  char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+  if (text != NULL)
+    printf("%s\n", text);
+  fflush(stdout);
+  free(text);
+  json_decref(line);
+  kb_result_release(&r);
+  return text == NULL;
+}
+
+int main(int argc, char **argv) {
+  kb_log_init("kb-test-torch-eval");
+  const char *backend = "host", *cache = "/tmp/kb-test-torch-eval-cache", *tiers = "1,3";
+  static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
+                                           {"cache", required_argument, NULL, 'C'},
+                                           {"tiers", required_argument, NULL, 't'},
+                                           {NULL, 0, NULL, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "b:C:t:", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'b': backend = optarg; break;
+    case 'C': cache = optarg; break;
+    case 't': tiers = optarg; break;
+    default: fputs(usage, stderr); return 2;
+    }
+  }
+  if (optind + 1 >= argc || kb_backend_from_name(backend) < 0) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  struct kb_error err = {0};
+  struct kb_task task;
+  if (kb_task_load(argv[optind], &task, &err) != KB_OK) {
+    fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
+    return 1;
+  }
+  struct kb_campaign ladder;
+  memset(&ladder, 0, sizeof ladder);
+  kb_campaign_default_ladder(&ladder);
+  struct kb_evaluator *ev = NULL;
+  struct kb_evaluator_opts o = {.kind = kb_backend_from_name(backend), .cache_dir = cache};
+  if (kb_evaluator_new(&o, &ev, &err) != KB_OK) {
+    fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
+    kb_task_release(&task);
+    return 1;
+  }
+  int bad = 0;
+  for (const char *t = tiers; *t; t++) {
+    if (*t < '0' || *t > '9' || *t - '0' >= ladder.n_tiers)
+      continue;
+    for (int i = optind + 1; i < argc; i++)
+      bad |= eval_one(ev, &task, argv[i], &ladder, *t - '0');
+  }
+  kb_evaluator_free(ev);
+  kb_task_release(&task);
+  return bad;
+}
