@@ -18,8 +18,10 @@
 #include "elfsym.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/hash.h"
+#include "kb/jsonfile.h"
 #include "kb/log.h"
 #include "proc.h"
 #include "sandbox_client.h"
@@ -28,6 +30,7 @@
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
 #define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
+#define TORCH_TIMEOUT_S 600    /* timing torch eager and torch.compile (compiling included) */
 
 struct oracle {
   char fingerprint[KB_CAND_ID_LEN + 1];
@@ -45,10 +48,14 @@ struct kb_evaluator {
   int next_baseline;           /* round-robin slot once all are used */
   struct kb__compiler cc;
   struct kb__sandbox *sb;
+  struct kb__sandbox *sb_torch; /* the PyTorch worker, started for the first pytorch task */
+  int ordinal;                 /* CUDA device ordinal */
+  double grace_s;              /* kb_evaluator_set_grace() */
   char device[KB_ID_MAX];
   struct oracle oracles[MAX_ORACLES];
   int next_oracle;             /* round-robin slot */
   volatile sig_atomic_t *stop; /* borrowed */
+  double prepare_s;            /* seconds spent in prepare() so far (oracle builds included) */
 };
 
 static void set_reason(struct kb_result *r, const char *fmt, ...)
@@ -96,6 +103,7 @@ int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **ou
   }
   b->kind = o->kind;
   b->stop = o->stop;
+  b->ordinal = o->device;
   struct kb__sandbox_opts so = {.program = o->sandbox, .backend = kb_backend_name(o->kind),
                                 .device = o->device, .stop = o->stop};
   int rc = kb__sandbox_new(&so, &b->sb, err);
@@ -133,6 +141,7 @@ void kb_evaluator_free(struct kb_evaluator *b) {
   if (b == NULL)
     return;
   kb__sandbox_free(b->sb);
+  kb__sandbox_free(b->sb_torch);
   for (int i = 0; i < MAX_ORACLES; i++)
     kb_free(b->oracles[i].lib);
   for (int i = 0; i < MAX_BASELINES; i++)
@@ -144,10 +153,36 @@ void kb_evaluator_free(struct kb_evaluator *b) {
 void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) {
   b->stop = stop;
   kb__sandbox_set_stop(b->sb, stop);
+  if (b->sb_torch != NULL)
+    kb__sandbox_set_stop(b->sb_torch, stop);
 }
 
 void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds) {
+  b->grace_s = seconds;
   kb__sandbox_set_grace(b->sb, seconds);
+  if (b->sb_torch != NULL)
+    kb__sandbox_set_grace(b->sb_torch, seconds);
+}
+
+/* The sandbox that serves `task`: kb-sandbox for C and CUDA oracles, the PyTorch worker
+ * (created on first use, started by the first call) for pytorch ones. Errors: those of
+ * kb__sandbox_new (KB_ENOTFOUND: no interpreter or worker script). */
+static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task,
+                       struct kb__sandbox **out, struct kb_error *err) {
+  *out = b->sb;
+  if (task->oracle_kind != KB_ORACLE_PYTORCH)
+    return KB_OK;
+  if (b->sb_torch == NULL) {
+    struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH,
+                                  .backend = kb_backend_name(b->kind),
+                                  .device = b->ordinal, .stop = b->stop};
+    int rc = kb__sandbox_new(&so, &b->sb_torch, err);
+    if (rc)
+      return rc;
+    kb__sandbox_set_grace(b->sb_torch, b->grace_s);
+  }
+  *out = b->sb_torch;
+  return KB_OK;
 }
 
 void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
@@ -156,8 +191,11 @@ void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
 }
 
 const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
+double kb_evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
 const char *kb_evaluator_device(const struct kb_evaluator *b) { return b->device; }
-int kb_evaluator_sandbox_starts(const struct kb_evaluator *b) { return kb__sandbox_starts(b->sb); }
+int kb_evaluator_sandbox_starts(const struct kb_evaluator *b) {
+  return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0);
+}
 double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b) {
   return kb__sandbox_last_start_s(b->sb);
 }
@@ -266,8 +304,14 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
     rc = fingerprint(task, src.data, key, err);
   if (rc)
     goto out;
+  struct kb__sandbox *sb = NULL;
+  rc = sandbox_for(b, task, &sb, err);
+  if (rc)
+    goto out;
   const char *lib = NULL;
-  for (int i = 0; i < MAX_ORACLES; i++)
+  if (task->oracle_kind == KB_ORACLE_PYTORCH)
+    lib = task->oracle_path; /* the module's source: the worker runs it */
+  for (int i = 0; lib == NULL && i < MAX_ORACLES; i++)
     if (b->oracles[i].lib != NULL && strcmp(b->oracles[i].fingerprint, key) == 0)
       lib = b->oracles[i].lib;
   if (lib == NULL) {
@@ -297,7 +341,7 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
     rc = kb_error_set(err, KB_ENOMEM, "cannot prepare task \"%s\": out of memory", task->id);
     goto out;
   }
-  rc = kb__sandbox_call(b->sb, req, PREPARE_TIMEOUT_S, &call, err);
+  rc = kb__sandbox_call(sb, req, PREPARE_TIMEOUT_S, &call, err);
   if (rc)
     goto out;
   char sbuf[32];
@@ -353,11 +397,18 @@ static void reset_verdict(const struct kb_evaluator *b, struct kb_result *r) {
   memset(&r->timing, 0, sizeof r->timing);
   r->baseline_median_us = NAN;
   r->same_run_speedup = NAN;
+  r->torch_eager_us = NAN;
+  r->torch_compile_us = NAN;
   r->kernel_us = NAN;
   r->dram_pct = NAN;
   r->sm_pct = NAN;
   r->occupancy_pct = NAN;
   r->l2_hit_pct = NAN;
+  r->trace = (struct kb_trace_summary){-1, -1, -1, -1, -1, -1};
+  kb_free(r->kernels);
+  r->kernels = NULL;
+  r->n_kernels = 0;
+  r->kernels_dropped = 0;
   r->cost_ms = 0;
 }
 
@@ -452,6 +503,28 @@ static char *build_baseline(struct kb_evaluator *b, const struct kb_task *task) 
 }
 
 /* Turns the sandbox's answer into the verdict in `r`. */
+
+/* The kernel trace's summary and the candidate's kernel records of a sandbox reply ("trace",
+ * "kernels", "kernels_dropped", result.h's "profile" form) into `r`; a malformed part is logged
+ * and left out. */
+static void profile_from_reply(struct kb_result *r, json_t *rep) {
+  static const char *const keys[] = {"trace", "kernels", "kernels_dropped"};
+  json_t *prof = json_object();
+  for (size_t i = 0; prof != NULL && i < sizeof keys / sizeof keys[0]; i++) {
+    json_t *v = json_object_get(rep, keys[i]);
+    if (v != NULL)
+      json_object_set(prof, keys[i], v);
+  }
+  char *text = NULL;
+  if (prof != NULL && json_object_size(prof) > 0 && kb_json_dump_compact(prof, &text) != KB_OK)
+    text = NULL;
+  json_decref(prof);
+  struct kb_error perr = {0};
+  if (text != NULL && kb_result_profile_from_json(r, text, "sandbox reply", &perr) != KB_OK)
+    kb_warn("kernel records left out: %s", perr.msg);
+  kb_free(text);
+}
+
 static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
   switch ((enum kb__sb_outcome)call->outcome) {
@@ -504,8 +577,13 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
              (double)json_integer_value(json_object_get(trace, "other_ns")) / 1e6,
              (double)json_integer_value(json_object_get(trace, "late_ns")) / 1e6,
              (long long)json_integer_value(json_object_get(trace, "dropped")));
-  kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox",
-           (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"));
+  profile_from_reply(r, rep);
+  json_t *ph = json_object_get(rep, "phases");
+  kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox (load %.3f, check %.3f, warm-up "
+           "%.3f, samples %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
+           (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"),
+           num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
+           num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));
@@ -542,6 +620,56 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
     r->baseline_median_us = base.median_us;
     r->same_run_speedup = base.median_us / t.median_us;
   }
+}
+
+/* Times the module of pytorch task `task` (prepared under `key`) in torch eager and
+ * torch.compile in the worker `sb`, as the tier times candidates, into `r`'s torch_eager_us and
+ * torch_compile_us (medians). Compiling may take minutes: the request has its own timeout, and a
+ * failure or a timeout leaves the fields NAN (logged) without touching the verdict. */
+static void time_torch(struct kb_evaluator *b, struct kb__sandbox *sb, const struct kb_task *task,
+                       const char *key, const struct kb_tier *tier, int tier_index,
+                       struct kb_result *r) {
+  struct kb__sb_call call;
+  struct kb_error err = {0};
+  memset(&call, 0, sizeof call);
+  int min_samples = tier->min_samples < tier->max_samples ? tier->min_samples : tier->max_samples;
+  json_t *req = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:b}", "op", "torch", "key",
+                          key, "sets", tier->input_sets > 0 ? tier->input_sets : 0, "warmup",
+                          tier->warmup > 0 ? tier->warmup : 0, "min_samples",
+                          min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples,
+                          "noise", tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
+                          b->kind == KB_BACKEND_CUDA && tier_index >= 2);
+  if (req == NULL || kb__sandbox_call(sb, req, TORCH_TIMEOUT_S, &call, &err) != KB_OK) {
+    kb_warn("task %s: torch eager and torch.compile not timed: %s", task->id,
+            err.msg[0] ? err.msg : "out of memory");
+    goto out;
+  }
+  if (call.outcome != KB__SB_REPLY) {
+    kb_warn("task %s: torch eager and torch.compile not timed: the PyTorch worker %s%s%s",
+            task->id, call.outcome == KB__SB_TIMEOUT ? "timed out" : "ended",
+            call.tail[0] ? ": " : "", call.tail);
+    goto out;
+  }
+  struct kb_timing eager, compiled;
+  timing_from_json(json_object_get(call.reply, "torch_eager"), &eager);
+  timing_from_json(json_object_get(call.reply, "torch_compile"), &compiled);
+  double claimed = (eager.samples > 0 ? eager.mean_us * eager.samples : 0) +
+                   (compiled.samples > 0 ? compiled.mean_us * compiled.samples : 0);
+  if (!(claimed <= call.seconds * 1e6 + 1)) {
+    kb_warn("task %s: torch timing report inconsistent with its %.3f s run time", task->id,
+            call.seconds);
+    goto out;
+  }
+  if (eager.samples > 0 && eager.median_us > 0)
+    r->torch_eager_us = eager.median_us;
+  if (compiled.samples > 0 && compiled.median_us > 0)
+    r->torch_compile_us = compiled.median_us;
+  const char *note = json_string_value(json_object_get(call.reply, "torch_note"));
+  if (note != NULL && *note)
+    kb_info("task %s: %s", task->id, note);
+out:
+  json_decref(req);
+  kb__sb_call_release(&call);
 }
 
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
@@ -588,7 +716,12 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     return KB_OK;
 
   char key[KB_CAND_ID_LEN + 1];
+  struct kb__sandbox *sb = NULL;
+  double t_prep = kb_now_mono();
   rc = prepare(b, task, key, err);
+  b->prepare_s += kb_now_mono() - t_prep;
+  if (rc == KB_OK)
+    rc = sandbox_for(b, task, &sb, err);
   if (rc)
     goto out;
   int timed = tier->max_samples >= 1;
@@ -612,7 +745,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     goto out;
   }
-  rc = kb__sandbox_call(b->sb, req, tier->timeout_s, &call, err);
+  rc = kb__sandbox_call(sb, req, tier->timeout_s, &call, err);
   if (rc)
     goto out;
   if (call.outcome == KB__SB_STOPPED) {
@@ -621,6 +754,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   r->cost_ms = (int64_t)ceil(call.seconds * 1000.0);
   judge(tier, &call, r);
+  if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
+      r->status == KB_STATUS_OK)
+    time_torch(b, sb, task, key, tier, tier_index, r);
 out:
   kb_free(baseline);
   json_decref(req);
@@ -631,10 +767,11 @@ out:
 static int check_task(const struct kb_evaluator *b, const struct kb_task *task,
                       const struct kb_tier *tier, int tier_index, struct kb_error *err) {
   int want_oracle = b->kind == KB_BACKEND_HOST ? KB_ORACLE_C : KB_ORACLE_CUDA;
-  if (task->backend != b->kind || task->oracle_kind != want_oracle)
+  if (task->backend != b->kind ||
+      (task->oracle_kind != want_oracle && task->oracle_kind != KB_ORACLE_PYTORCH))
     return kb_error_set(err, KB_EINVAL, "task \"%s\": the %s backend needs a %s task with a %s "
-                        "oracle", task->id, kb_backend_name(b->kind), kb_backend_name(b->kind),
-                        b->kind == KB_BACKEND_HOST ? "c" : "cuda");
+                        "or pytorch oracle", task->id, kb_backend_name(b->kind),
+                        kb_backend_name(b->kind), b->kind == KB_BACKEND_HOST ? "c" : "cuda");
   if (task->n_inputs < 1 || task->n_inputs > KB_MAX_TENSORS || task->n_outputs < 1 ||
       task->n_outputs > KB_MAX_TENSORS || task->n_sets < 1 || task->n_sets > KB_MAX_SETS)
     return kb_error_set(err, KB_EINVAL, "task \"%s\": bad number of tensors or input sets",

@@ -6,7 +6,10 @@
  * backend builds with `nvcc -shared -cudart shared` for the device's architecture (the
  * sandbox's hello says which) and runs them on the GPU the sandbox owns. Both prepare a task in
  * the sandbox on first use (the oracle, compiled here as trusted code, runs there on every input
- * set) and keep it there.
+ * set) and keep it there. A task whose oracle is a PyTorch module (kind "pytorch", imported from
+ * KernelBench) goes to a second sandbox process, the PyTorch worker (kb_sandbox_torch.py, same
+ * protocol and watchdog), started on first use; at the full tier it also times the module in
+ * torch eager and torch.compile (the result's torch_eager_us and torch_compile_us).
  */
 #ifndef KB_RUNNER_EVALUATOR_H
 #define KB_RUNNER_EVALUATOR_H
@@ -56,9 +59,13 @@ void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds);
 void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */
 const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b);
+/* Seconds spent so far making tasks ready in the sandbox (oracle builds, drawing inputs, running
+ * the oracle; a cached task costs a round trip), for the runner's time split. */
+double kb_evaluator_prepare_s(const struct kb_evaluator *b);
 /* The device name results carry: "NVIDIA H200", the CPU model (borrowed). */
 const char *kb_evaluator_device(const struct kb_evaluator *b);
-/* Sandbox processes started so far and the last start's seconds. */
+/* Sandbox processes started so far (kb-sandbox and the PyTorch worker together) and the last
+ * kb-sandbox start's seconds. */
 int kb_evaluator_sandbox_starts(const struct kb_evaluator *b);
 double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b);
 /* The running sandbox's pid, 0 when none. */
@@ -76,7 +83,8 @@ int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id)
 
 /* Evaluates candidate `c` of `task` at tier `tier` (index `tier_index`; 0 = compile only) with
  * `flags`, filling the verdict fields of `r` (status, reason, compile_*, sets_checked,
- * max_*_err, timing, baseline_median_us and same_run_speedup, the profile's kernel_us,
+ * max_*_err, timing, baseline_median_us and same_run_speedup, torch_eager_us and
+ * torch_compile_us (pytorch-oracle tasks, full tier), the profile's kernel_us,
  * dram_pct, sm_pct, occupancy_pct and l2_hit_pct, cost_ms, device, backend;
  * r->compile_log is replaced, new and owned by `r`). Statuses:
  *  - compile_error: does not build, a disallowed flag, no kb_forward (found from the ELF

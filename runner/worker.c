@@ -14,6 +14,7 @@
 #include "compile_pool.h"
 #include "evaluator.h"
 #include "kb/alloc.h"
+#include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
@@ -24,12 +25,27 @@
 
 #define MAX_CACHED_TASKS 256
 #define MAX_AHEAD 64
+#define ORACLE_TAG (UINT64_C(1) << 32) /* pool tags of oracle pre-builds: ORACLE_TAG | task */
+#define IDLE_MIN_MS 5     /* first poll when nothing can be claimed */
+#define IDLE_MAX_MS 50    /* polls at most this far apart: promotions land within milliseconds */
+
+/* Where the runner's wall time went, for the summary line at exit (seconds). */
+struct split {
+  double start;             /* kb_now_mono() at the loop's start */
+  double eval;              /* inside the evaluator (the sandbox's work, preparation included) */
+  double prepare_at_start;  /* kb_evaluator_prepare_s() when the loop started */
+  double wait_build;        /* items held, none built yet: the device waited for compilers */
+  double idle;              /* nothing held and nothing to claim: waiting for the scheduler */
+  double queue;             /* claim, complete and release calls to Redis */
+  long items;               /* items evaluated (every tier, compile-only included) */
+};
 
 /* A held lease: building, or built and waiting for the device. */
 struct held {
   int used;                 /* slot in use */
   struct kb_claim claim;
   double claimed;           /* unix seconds, the result's "started" */
+  double claimed_mono;      /* kb_now_mono() at the claim */
 };
 
 struct worker {
@@ -43,6 +59,8 @@ struct worker {
   struct kb_task *tasks;    /* loaded tasks (MAX_CACHED_TASKS) */
   int n_tasks;
   long claimed_items;       /* items claimed so far (for --max-items) */
+  struct split split;       /* the time split (runner thread only) */
+  int oracle_built[MAX_CACHED_TASKS]; /* 1: the task's oracle build was queued on the pool */
 
   /* Shared with the heartbeat thread. */
   pthread_mutex_t lock;
@@ -133,7 +151,9 @@ static void drop_slot(struct worker *w, int slot) {
 /* Gives the item in `slot` back and frees the slot. */
 static int release_slot(struct worker *w, int slot, const char *why, struct kb_error *err) {
   int released = 0;
+  double t_q = kb_now_mono();
   int rc = kb_queue_release(&w->q, &w->held[slot].claim, w->name, &released, err);
+  w->split.queue += kb_now_mono() - t_q;
   if (rc == KB_OK)
     kb_info("%sreleased %s (%s)%s", *w->opts->stop ? "stopping: " : "", w->held[slot].claim.item, why,
             released ? "" : "; the lease was gone already");
@@ -142,6 +162,7 @@ static int release_slot(struct worker *w, int slot, const char *why, struct kb_e
 }
 
 static int start_slot(struct worker *w, int slot, const struct kb_claim *c, struct kb_error *err);
+static int held_count(struct worker *w);
 static int campaign_open(struct worker *w);
 static void note_state(struct worker *w, const char *state);
 
@@ -164,6 +185,7 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
   if (rc == KB_OK) {
     int dup = 0;
     char state[16] = "";
+    double t_q = kb_now_mono();
     if (may_claim && wants_more(w)) {
       struct kb_error e = {0};
       rc = kb_queue_complete_and_claim(&w->q, &done, r->cost_ms, json, w->name,
@@ -182,6 +204,7 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
     } else {
       rc = kb_queue_complete(&w->q, &done, r->cost_ms, json, w->name, &dup, err);
     }
+    w->split.queue += kb_now_mono() - t_q;
     if (rc == KB_ELEASE) {
       kb_warn("%s: %s; result dropped, the item runs again", done.item, err->msg);
       kb_error_clear(err);
@@ -218,6 +241,32 @@ static int infra_slot(struct worker *w, int slot, const char *why, struct kb_err
   return rc;
 }
 
+/* Queues a build of `task`'s (C or CUDA) oracle on the pool the first time the task is met, so
+ * that the evaluator's own build of it (at the task's first evaluation, while the device waits)
+ * finds it in the compile cache. Only when the pool has room beyond what the free slots may need;
+ * the result is collected and dropped by the loop. A failure is left for the evaluator to meet. */
+static void prebuild_oracle(struct worker *w, const struct kb_task *task) {
+  int idx = (int)(task - w->tasks);
+  if (idx < 0 || idx >= MAX_CACHED_TASKS || w->oracle_built[idx] || task->oracle_path == NULL)
+    return;
+  if (task->oracle_kind != KB_ORACLE_C && task->oracle_kind != KB_ORACLE_CUDA)
+    return; /* a PyTorch or data oracle is not built */
+  int free_slots = w->ahead - held_count(w);
+  if (kb__compile_pool_space(w->pool) < free_slots + 2)
+    return; /* the item being started and the free slots come first; try at the next claim */
+  w->oracle_built[idx] = 1;
+  struct kb_buf src;
+  struct kb_error e = {0};
+  kb_buf_init(&src);
+  if (kb_buf_read_file(&src, task->oracle_path, &e) == KB_OK) {
+    /* as the evaluator builds it: trusted, no knobs, no flags (the same cache key) */
+    struct kb__compile_req req = {.source = src.data, .trusted = 1};
+    if (kb__compile_pool_submit(w->pool, ORACLE_TAG | (uint64_t)idx, &req, &e) == KB_OK)
+      kb_debug("task %s: oracle build queued ahead", task->id);
+  }
+  kb_buf_release(&src);
+}
+
 /* Holds claim `c` in the free slot `slot` and queues its build (or releases it at once when
  * the runner is leaving). */
 static int start_slot(struct worker *w, int slot, const struct kb_claim *c, struct kb_error *err) {
@@ -225,6 +274,7 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   w->held[slot].used = 1;
   w->held[slot].claim = *c;
   w->held[slot].claimed = kb_now_wall();
+  w->held[slot].claimed_mono = kb_now_mono();
   pthread_mutex_unlock(&w->lock);
   if (*w->opts->stop)
     return release_slot(w, slot, "claimed as the runner was asked to leave", err);
@@ -233,6 +283,8 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   memset(&cand, 0, sizeof cand);
   struct kb_error e = {0};
   const struct kb_task *task = find_task(w, c->task, &e);
+  if (task != NULL)
+    prebuild_oracle(w, task);
   int rc = task ? kb_catalog_get_candidate(&w->q, c->candidate, &cand, &e) : e.code;
   if (rc == KB_OK) {
     struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
@@ -256,7 +308,9 @@ static int claim_one(struct worker *w, char state[16], struct kb_error *err) {
     return KB_EEMPTY;
   struct kb_claim c;
   struct kb_error e = {0};
+  double t_q = kb_now_mono();
   int rc = kb_queue_claim(&w->q, w->name, w->opts->min_tier, w->opts->max_tier, &c, state, &e);
+  w->split.queue += kb_now_mono() - t_q;
   if (rc != KB_OK)
     return rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE ? rc
                                                                   : kb_error_set(err, rc, "%s", e.msg);
@@ -323,9 +377,18 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
   int flags = c->tier == w->q.n_tiers - 1 && w->q.n_tiers > 1 ? KB_EVAL_FULL : 0;
   if ((flags & KB_EVAL_FULL) && !kb_evaluator_has_baseline(w->ev, task->id))
     find_baseline(w, task);
+  double t_eval = kb_now_mono(), prep0 = kb_evaluator_prepare_s(w->ev);
   int rc = kb_evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
                                        flags, &r, &e);
   r.finished = kb_now_wall();
+  double t_done = kb_now_mono();
+  w->split.eval += t_done - t_eval;
+  w->split.items++;
+  kb_debug("item %s: claimed %.3f s before its evaluation (build %.3f s, %s), evaluated in "
+           "%.3f s (task preparation %.3f s)",
+           c->item, t_eval - w->held[slot].claimed_mono, b->build_s,
+           b->build.cached ? "cached" : "compiled", t_done - t_eval,
+           kb_evaluator_prepare_s(w->ev) - prep0);
   r.compile_s = b->build.cached ? 0 : b->build_s;
   if (rc == KB_EINTERRUPTED) {
     kb_result_release(&r);
@@ -371,12 +434,28 @@ static int release_all(struct worker *w, struct kb_error *err) {
   return rc;
 }
 
+/* Logs where the wall time went since the loop started. */
+static void log_split(struct worker *w) {
+  const struct split *sp = &w->split;
+  double wall = kb_now_mono() - sp->start;
+  double prep = kb_evaluator_prepare_s(w->ev) - sp->prepare_at_start;
+  double other = wall - sp->eval - sp->wait_build - sp->idle - sp->queue;
+  double pct = wall > 0 ? 100.0 / wall : 0;
+  kb_info("time split over %.1f s, %ld items: evaluating %.1f s (%.0f%%; preparing tasks %.1f s), "
+          "waiting for builds %.1f s (%.0f%%), nothing to claim %.1f s (%.0f%%), queue calls "
+          "%.1f s (%.0f%%), other %.1f s (%.0f%%)",
+          wall, sp->items, sp->eval, sp->eval * pct, prep, sp->wait_build, sp->wait_build * pct,
+          sp->idle, sp->idle * pct, sp->queue, sp->queue * pct, other, other * pct);
+}
+
 static int loop(struct worker *w, int *why, struct kb_error *err) {
-  long idle_ms = 50, done_items = 0;
+  long idle_ms = IDLE_MIN_MS, done_items = 0;
   int rc = KB_OK;
   struct kb__compiled built;
   kb__compiled_init(&built);
   *why = KB_WORKER_STOPPED;
+  w->split.start = kb_now_mono();
+  w->split.prepare_at_start = kb_evaluator_prepare_s(w->ev);
   while (!*w->opts->stop) {
     /* keep the pipeline full: claim while a slot is free */
     int nothing = 0;
@@ -404,15 +483,25 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
         goto out;
       }
       /* nothing we can take now: the scheduler may promote or end the campaign soon */
+      double t_idle = kb_now_mono();
+      int got = 0;
+      struct kb_error e = {0};
+      /* collect finished oracle pre-builds meanwhile, so they do not hold pool room */
+      while (kb__compile_pool_poll(w->pool, &built, &got, &e) == KB_OK && got)
+        kb__compiled_release(&built);
       kb_sleep_ms(idle_ms);
-      idle_ms = idle_ms * 2 > 1000 ? 1000 : idle_ms * 2;
+      idle_ms = idle_ms * 2 > IDLE_MAX_MS ? IDLE_MAX_MS : idle_ms * 2;
+      w->split.idle += kb_now_mono() - t_idle;
       continue;
     }
-    idle_ms = 50;
-    /* evaluate whichever build finished first */
+    idle_ms = IDLE_MIN_MS;
+    /* evaluate whichever build finished first; with nothing to claim, wait a little longer,
+     * but not so long that a promotion waits for the next claim */
     int got = 0;
     struct kb_error e = {0};
-    rc = kb__compile_pool_wait(w->pool, nothing ? 0.2 : 0.02, &built, &got, &e);
+    double t_wait = kb_now_mono();
+    rc = kb__compile_pool_wait(w->pool, nothing ? 0.05 : 0.02, &built, &got, &e);
+    w->split.wait_build += kb_now_mono() - t_wait;
     if (rc == KB_EEMPTY) {
       rc = KB_OK;
       continue;
@@ -423,6 +512,10 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
     }
     if (!got)
       continue;
+    if (built.tag & ORACLE_TAG) {
+      kb__compiled_release(&built); /* an oracle pre-build: it is in the compile cache now */
+      continue;
+    }
     rc = evaluate_slot(w, (int)built.tag, &built, err);
     kb__compiled_release(&built);
     if (rc)
@@ -432,6 +525,7 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
 out:
   kb__compiled_release(&built);
   int r2 = release_all(w, err);
+  log_split(w);
   return rc ? rc : r2;
 }
 

@@ -29,13 +29,26 @@ for c in $CANDS; do
   echo "$line"
   rows+=("$c")
 done
-# where the noise of a 15 us kernel comes from: the same timing with the L2 evicted by reads
-if [ -x "$build/indep_honest_vec4" ]; then
-  "$build/indep_honest_vec4" $SHAPES --label honest_vec4_flush_read --flush-read --noise 0.005 \
-    --max-seconds 2 --samples 2000 | tail -2 | head -1
-  "$build/indep_honest_vec4" $SHAPES --label honest_vec4_no_flush --no-flush --noise 0.005 \
-    --max-seconds 2 --samples 2000 | tail -2 | head -1
-fi
+# where the noise of a 15 us kernel comes from, and what brings it down: the same candidates
+# timed one flushed call per sample (the old way; --flushed-us 0), K calls back to back after one
+# flush on rotating input sets (--rotate), the L2 evicted by reads, and no flush at all
+for c in honest_vec4 honest_smem; do
+  [ -x "$build/indep_$c" ] || continue
+  for v in "single:--flushed-us 0" "rotate16_sets4:--rotate 16" "rotate16_sets8:--rotate 16 --sets 8" \
+           "flush_read:--flush-read --flushed-us 0" "no_flush:--no-flush" "again:"; do
+    "$build/indep_$c" $SHAPES --label "${c}_${v%%:*}" ${v#*:} --noise 0.005 --max-seconds 2 \
+      --samples 2000 | tail -1 >> "$OUT/indep-experiments.jsonl"
+  done
+done
+[ -f "$OUT/indep-experiments.jsonl" ] && python3 - "$OUT/indep-experiments.jsonl" <<'PY'
+import json, sys
+print("%-28s %10s %10s %10s %8s %8s %6s" % ("experiment", "median_us", "p10_us", "p90_us", "noise",
+      "samples", "batch"))
+for l in open(sys.argv[1]):
+    v = json.loads(l)
+    print("%-28s %10.3f %10.3f %10.3f %7.2f%% %8d %6d" % (v["label"], v["median_us"], v["p10_us"],
+          v["p90_us"], 100 * v["noise"], v["samples"], v["batch"]))
+PY
 [ -f "$OUT/catalogue-verdicts.jsonl" ] || { echo "no sandbox verdicts: independent side only"; exit $rc; }
 python3 - "$OUT/catalogue-verdicts.jsonl" "$OUT/indep-results.jsonl" "${rows[@]}" <<'PY' || rc=1
 import json, sys

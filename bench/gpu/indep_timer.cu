@@ -9,15 +9,21 @@
  * by writing a buffer of twice its size, record an event, call kb_forward, record an event; the
  * sample is the events' interval. Input sets rotate (separate buffers). Calls shorter than
  * --short-us are timed in batches queued behind a spin kernel (so launch gaps do not count),
- * the batch's time divided by its size. Warm-up first; sampling stops at --samples, or once the
- * relative noise (sample standard deviation / mean) is under --noise after --min-samples, or at
- * --max-seconds of timed work.
+ * the batch's time divided by its size. Calls from --short-us up to --flushed-us (100 us) are
+ * timed in flushed batches, as the sandbox does: a sample is the mean of K calls (K * call time
+ * about 600 us, K <= 64), each of them flushed and timed by its own pair of events exactly as a
+ * single call; the host waits once per sample. Warm-up first; sampling stops at --samples, or
+ * once the relative noise (sample standard deviation / mean) is under --noise after
+ * --min-samples, or at --max-seconds of timed work.
  *
  * Usage: indep_timer --in DTYPE:D0xD1x... [--in ...] --out DTYPE:SHAPE [--out ...]
  *          [--sets 4] [--warmup 5] [--min-samples 10] [--samples 1000] [--noise 0.005]
- *          [--max-seconds 2] [--short-us 10] [--no-flush | --flush-read] [--label NAME]
- * (--flush-read evicts by reading the flush buffer instead of writing it: an experiment on where
- * the noise of short kernels comes from.)
+ *          [--max-seconds 2] [--short-us 10] [--flushed-us 100] [--no-flush | --flush-read]
+ *          [--rotate K] [--label NAME]
+ * Experiments on where the noise of short kernels comes from: --flush-read evicts by reading the
+ * flush buffer instead of writing it; --flushed-us 0 times one flushed call per sample (the old
+ * way); --rotate K times K calls back to back after one flush, each on the next input set (cold
+ * only when the other sets' data exceed the L2).
  * Prints a few lines of text, then one JSON line:
  *   {"label":..., "median_us":..., "p10_us":..., "p90_us":..., "mean_us":..., "min_us":...,
  *    "noise":..., "samples":..., "batch":..., "flush_bytes":..., "device":...}
@@ -130,7 +136,8 @@ static double quantile(const std::vector<double> &v, double q) {
 int main(int argc, char **argv) {
   std::vector<kb_tensor> ins, outs;
   int sets = 4, warmup = 5, min_samples = 10, max_samples = 1000, flush = 1;
-  double noise_target = 0.005, max_seconds = 2, short_us = 10;
+  double noise_target = 0.005, max_seconds = 2, short_us = 10, flushed_us = 100;
+  int rotate = 0;
   const char *label = "candidate";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -153,6 +160,10 @@ int main(int argc, char **argv) {
       max_seconds = atof(argv[++i]);
     } else if (!strcmp(a, "--short-us") && v) {
       short_us = atof(argv[++i]);
+    } else if (!strcmp(a, "--flushed-us") && v) {
+      flushed_us = atof(argv[++i]);
+    } else if (!strcmp(a, "--rotate") && v) {
+      rotate = atoi(argv[++i]);
     } else if (!strcmp(a, "--label") && v) {
       label = argv[++i];
     } else if (!strcmp(a, "--no-flush")) {
@@ -192,9 +203,12 @@ int main(int argc, char **argv) {
   size_t flush_bytes = 2 * (size_t)prop.l2CacheSize;
   int4 *fbuf = NULL;
   CK(cudaMalloc(&fbuf, flush_bytes));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  enum { SLOTS = 64 };
+  cudaEvent_t e0[SLOTS], e1[SLOTS];
+  for (int k = 0; k < SLOTS; k++) {
+    CK(cudaEventCreate(&e0[k]));
+    CK(cudaEventCreate(&e1[k]));
+  }
   CK(cudaStreamSynchronize(s));
   int next = 0, tick = 0;
   auto call = [&](void) {
@@ -206,35 +220,61 @@ int main(int argc, char **argv) {
       exit(1);
     }
   };
-  auto sample = [&](int batch) -> double {
+  auto evict = [&](void) {
     if (flush == 1)
       flush_kernel<<<prop.multiProcessorCount * 8, 256, 0, s>>>(
           fbuf, (long long)(flush_bytes / 16), ++tick);
     else if (flush == 2)
       flush_read_kernel<<<prop.multiProcessorCount * 8, 256, 0, s>>>(
           fbuf, (long long)(flush_bytes / 16), (int *)fbuf);
-    if (batch > 1)
-      spin_kernel<<<1, 1, 0, s>>>((unsigned long long)((20.0 + 6.0 * batch) * 1000));
-    CK(cudaEventRecord(e0, s));
-    for (int b = 0; b < batch; b++)
+  };
+  /* queued: one eviction, then `batch` calls between one pair of events (behind a spin when
+   * batch > 1); flushed: `batch` calls, each evicted and between its own events */
+  auto sample = [&](int batch, int flushed) -> double {
+    int pairs = flushed ? batch : 1;
+    if (!flushed) {
+      evict();
+      if (batch > 1)
+        spin_kernel<<<1, 1, 0, s>>>((unsigned long long)((20.0 + 6.0 * batch) * 1000));
+      CK(cudaEventRecord(e0[0], s));
+    }
+    for (int b = 0; b < batch; b++) {
+      if (flushed) {
+        evict();
+        CK(cudaEventRecord(e0[b], s));
+      }
       call();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (flushed)
+        CK(cudaEventRecord(e1[b], s));
+    }
+    if (!flushed)
+      CK(cudaEventRecord(e1[0], s));
+    CK(cudaEventSynchronize(e1[pairs - 1]));
+    double us = 0;
+    for (int k = 0; k < pairs; k++) {
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[k], e1[k]));
+      us += ms * 1e3;
+    }
     CK(cudaGetLastError());
-    return ms * 1e3 / batch;
+    return us / batch;
   };
   double est = 0;
   for (int i = 0; i < warmup || i < 1; i++)
-    est = sample(1);
-  int batch = 1;
-  if (est < short_us)
+    est = sample(1, 0);
+  int batch = 1, flushed = 0;
+  if (rotate > 0)
+    batch = rotate;
+  else if (est < short_us)
     batch = std::min(256, std::max(2, (int)ceil(50.0 / std::max(est, 0.5))));
+  else if (flush && est < flushed_us) {
+    flushed = 1;
+    batch = std::min((int)SLOTS, std::max(2, (int)ceil(600.0 / est)));
+  }
   std::vector<double> v;
   double timed = 0, noise = 0;
   while ((int)v.size() < max_samples) {
-    double us = sample(batch);
+    double us = sample(batch, flushed);
     v.push_back(us);
     timed += us * batch * 1e-6;
     if ((int)v.size() >= min_samples) {
@@ -259,14 +299,16 @@ int main(int argc, char **argv) {
   for (double x : v)
     ss += (x - mean) * (x - mean);
   noise = v.size() > 1 ? sqrt(ss / (v.size() - 1)) / mean : 0;
-  printf("%s on %s: median %.3f us (p10 %.3f, p90 %.3f), noise %.2f%%, %zu samples, batch %d, "
-         "L2 flush %s\n",
+  printf("%s on %s: median %.3f us (p10 %.3f, p90 %.3f), noise %.2f%%, %zu samples, batch %d "
+         "(%s), L2 flush %s\n",
          label, prop.name, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9),
-         100 * noise, v.size(), batch, flush == 1 ? "by writes" : flush == 2 ? "by reads" : "off");
+         100 * noise, v.size(), batch,
+         flushed ? "each call flushed" : rotate ? "rotated, one flush" : "queued",
+         flush == 1 ? "by writes" : flush == 2 ? "by reads" : "off");
   printf("{\"label\":\"%s\",\"median_us\":%.4f,\"p10_us\":%.4f,\"p90_us\":%.4f,\"mean_us\":%.4f,"
-         "\"min_us\":%.4f,\"noise\":%.5f,\"samples\":%zu,\"batch\":%d,\"flush_bytes\":%zu,"
-         "\"device\":\"%s\"}\n",
+         "\"min_us\":%.4f,\"noise\":%.5f,\"samples\":%zu,\"batch\":%d,\"batch_flushed\":%d,"
+         "\"flush_bytes\":%zu,\"device\":\"%s\"}\n",
          label, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9), mean,
-         sorted[0], noise, v.size(), batch, flush ? flush_bytes : (size_t)0, prop.name);
+         sorted[0], noise, v.size(), batch, flushed, flush ? flush_bytes : (size_t)0, prop.name);
   return 0;
 }

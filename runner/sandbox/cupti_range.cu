@@ -81,16 +81,31 @@ static void session_end(struct session *s) {
   memset(s, 0, sizeof *s);
 }
 
+/* The one check of every CUPTI call: 0 when `r` is CUPTI_SUCCESS; otherwise "NAME (CUPTI's
+ * text)" in `why` (`size` bytes; prefixed "counters need admin rights: " for
+ * CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) and 2 for missing rights, 1 for anything else. */
+static int cupti_check(CUptiResult r, const char *name, char *why, size_t size) {
+  if (r == CUPTI_SUCCESS)
+    return 0;
+  int rights = r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  snprintf(why, size, "%s%s (%s)", rights ? "counters need admin rights: " : "", name,
+           result_text(r));
+  return rights ? 2 : 1;
+}
+
+/* In the session steps: returns the check's non-zero result from the enclosing function. */
 #define CALL(name, expr)                                                                       \
   do {                                                                                         \
-    CUptiResult r_ = (expr);                                                                   \
-    if (r_ != CUPTI_SUCCESS) {                                                                 \
-      snprintf(why, size, "%s%s (%s)",                                                         \
-               r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? "counters need admin rights: " : "", \
-               name, result_text(r_));                                                         \
-      return r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? 2 : 1;                                \
-    }                                                                                          \
+    int rc_ = cupti_check((expr), (name), why, size);                                          \
+    if (rc_ != 0)                                                                              \
+      return rc_;                                                                              \
   } while (0)
+
+/* Ends the session of a failed measurement and reports `why`. Returns `code`. */
+static int measure_failed(struct session *s, int code, const char *why, struct kb_error *err) {
+  session_end(s);
+  return kb_error_set(err, code, "cupti: %s", why);
+}
 
 /* Steps up to a host object with the config image. Returns 0, or non-zero with `why` set. */
 static int session_begin(struct session *s, char *why, size_t size) {
@@ -254,10 +269,8 @@ extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
   int rc = session_begin(&s, why, size);
   if (rc == 0)
     rc = session_enable(&s, KB_CUPTI_MAX_RANGES, why, size);
-  if (rc != 0) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINTERNAL, "cupti: %s", why);
-  }
+  if (rc != 0)
+    return measure_failed(&s, KB_EINTERNAL, why, err);
   snprintf(m->chip, sizeof m->chip, "%s", s.chip);
   m->passes = (int)s.passes;
 
@@ -265,58 +278,41 @@ extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
   memset(&st, 0, sizeof st);
   st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
   st.pRangeProfilerObject = s.rp;
-  CUptiResult r = cuptiRangeProfilerStart(&st);
-  if (r != CUPTI_SUCCESS) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINTERNAL, "cupti: %scuptiRangeProfilerStart (%s)",
-                        r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? "counters need admin rights: "
-                                                                  : "",
-                        result_text(r));
-  }
+  if (cupti_check(cuptiRangeProfilerStart(&st), "cuptiRangeProfilerStart", why, size))
+    return measure_failed(&s, KB_EINTERNAL, why, err);
   int lrc = launch(arg);
   cudaError_t ce = cudaDeviceSynchronize();
   CUpti_RangeProfiler_Stop_Params sp;
   memset(&sp, 0, sizeof sp);
   sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   sp.pRangeProfilerObject = s.rp;
-  r = cuptiRangeProfilerStop(&sp);
+  int stopped = cupti_check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop", why, size);
   if (lrc != 0 || ce != cudaSuccess) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINVAL, "cupti: the profiled launch failed: %s",
-                        ce != cudaSuccess ? cudaGetErrorString(ce) : "launch returned non-zero");
+    snprintf(why, size, "the profiled launch failed: %s",
+             ce != cudaSuccess ? cudaGetErrorString(ce) : "launch returned non-zero");
+    return measure_failed(&s, KB_EINVAL, why, err);
   }
-  if (r != CUPTI_SUCCESS) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerStop (%s)", result_text(r));
-  }
+  if (stopped)
+    return measure_failed(&s, KB_EINTERNAL, why, err);
   CUpti_RangeProfiler_DecodeData_Params dd;
   memset(&dd, 0, sizeof dd);
   dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
   dd.pRangeProfilerObject = s.rp;
-  r = cuptiRangeProfilerDecodeData(&dd);
-  if (r != CUPTI_SUCCESS) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerDecodeData (%s)",
-                        result_text(r));
-  }
+  if (cupti_check(cuptiRangeProfilerDecodeData(&dd), "cuptiRangeProfilerDecodeData", why, size))
+    return measure_failed(&s, KB_EINTERNAL, why, err);
   CUpti_RangeProfiler_GetCounterDataInfo_Params ci;
   memset(&ci, 0, sizeof ci);
   ci.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
   ci.pCounterDataImage = s.data;
   ci.counterDataImageSize = s.data_size;
-  r = cuptiRangeProfilerGetCounterDataInfo(&ci);
-  if (r != CUPTI_SUCCESS) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiRangeProfilerGetCounterDataInfo (%s)",
-                        result_text(r));
-  }
+  if (cupti_check(cuptiRangeProfilerGetCounterDataInfo(&ci),
+                  "cuptiRangeProfilerGetCounterDataInfo", why, size))
+    return measure_failed(&s, KB_EINTERNAL, why, err);
   size_t n = ci.numTotalRanges;
   if (n > KB_CUPTI_MAX_RANGES)
     n = KB_CUPTI_MAX_RANGES;
-  if (n == 0) {
-    session_end(&s);
-    return kb_error_set(err, KB_EINVAL, "cupti: the profiled launch ran no kernel");
-  }
+  if (n == 0)
+    return measure_failed(&s, KB_EINVAL, "the profiled launch ran no kernel", err);
   int best = 0;
   for (size_t i = 0; i < n; i++) {
     struct kb_cupti_range *g = &m->ranges[i];
@@ -344,12 +340,9 @@ extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
     ev.ppMetricNames = (const char **)metric_names;
     ev.numMetrics = N_METRICS;
     ev.pMetricValues = v;
-    r = cuptiProfilerHostEvaluateToGpuValues(&ev);
-    if (r != CUPTI_SUCCESS) {
-      session_end(&s);
-      return kb_error_set(err, KB_EINTERNAL, "cupti: cuptiProfilerHostEvaluateToGpuValues (%s)",
-                          result_text(r));
-    }
+    if (cupti_check(cuptiProfilerHostEvaluateToGpuValues(&ev),
+                    "cuptiProfilerHostEvaluateToGpuValues", why, size))
+      return measure_failed(&s, KB_EINTERNAL, why, err);
     g->duration_ns = v[0];
     g->dram_pct = v[1];
     g->sm_pct = v[2];

@@ -18,6 +18,9 @@
 #include "kb/task.h"
 #include "kb/verify.h"
 
+/* Timed intervals one sample may hold (a batch of flushed calls times each call alone). */
+#define KB__TIMER_SLOTS 64
+
 struct kb__dev {
   const char *backend;   /* "host" or "cuda" (static) */
   char name[256];        /* "NVIDIA H200", or the CPU model */
@@ -29,7 +32,7 @@ struct kb__dev {
   int driver_version;    /* CUDA driver; 0 on the host */
   int batch_short;       /* 1: short kernels are timed as a batch behind spin() */
   int end_marker;        /* set by the engine while tracing: timer_stop() queues a spin(0)
-                            right after its end event, closing the trace's window */
+                            right after each end event, closing the trace's window */
   void *stream;          /* handed to kb_forward (NULL on the host) */
   void *impl;            /* the implementation's state (owned by it) */
 
@@ -46,9 +49,12 @@ struct kb__dev {
                  double atol, double rtol, struct kb_verify_report *rep, int *pass);
   int (*flush_l2)(struct kb__dev *d);       /* evicts the L2 (no-op on the host) */
   int (*spin)(struct kb__dev *d, double us); /* a kernel busy for `us` (no-op on the host) */
-  int (*timer_start)(struct kb__dev *d);    /* marks the start of a timed interval */
-  /* Marks its end, waits for it, and gives the interval in microseconds. */
-  int (*timer_stop)(struct kb__dev *d, double *us);
+  /* Marks the start of timed interval `k` (0 <= k < KB__TIMER_SLOTS) of a sample. */
+  int (*timer_start)(struct kb__dev *d, int k);
+  /* Marks the end of interval `k`, without waiting for it. */
+  int (*timer_stop)(struct kb__dev *d, int k);
+  /* Waits for intervals 0..n-1 and gives the sum of their lengths in microseconds. */
+  int (*timer_read)(struct kb__dev *d, int n, double *us);
   /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
    * illegal address shows here). */
   int (*sync)(struct kb__dev *d);

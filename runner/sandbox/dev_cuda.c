@@ -1,12 +1,13 @@
 /* The CUDA implementation of the sandbox's device interface (see dev.h).
  *
- * One device, one non-blocking stream (the candidate's: it receives it as `stream`), two events
- * for timing on that stream, and the devkern context (flush buffer, reduction scratch). Error
- * codes are cudaError_t values. Errors that leave the context unusable (illegal address,
- * misaligned address, illegal instruction, a trap, a launch timeout, ECC, hardware stack error,
- * an assert in a kernel) are fatal: the sandbox replies and exits, and the runner starts a new
- * process (cudaDeviceReset does not recover from them). Built only with KB_HAVE_CUDA and
- * KB_HAVE_DEVKERN (devkern.cu present); otherwise kb__dev_cuda_open() says so.
+ * One device, one non-blocking stream (the candidate's: it receives it as `stream`), a pair of
+ * events per timed interval of a sample (KB__TIMER_SLOTS) on that stream, and the devkern context
+ * (flush buffer, reduction scratch). Error codes are cudaError_t values. Errors that leave the
+ * context unusable (illegal address, misaligned address, illegal instruction, a trap, a launch
+ * timeout, ECC, hardware stack error, an assert in a kernel) are fatal: the sandbox replies and
+ * exits, and the runner starts a new process (cudaDeviceReset does not recover from them). Built
+ * only with KB_HAVE_CUDA and KB_HAVE_DEVKERN (devkern.cu present); otherwise kb__dev_cuda_open()
+ * says so.
  */
 #include "dev.h"
 
@@ -22,7 +23,7 @@
 
 struct cuda {
   cudaStream_t stream;   /* the candidate's */
-  cudaEvent_t start, stop;
+  cudaEvent_t start[KB__TIMER_SLOTS], stop[KB__TIMER_SLOTS];
   struct kb_dk_ctx *dk;  /* devkern scratch */
 };
 
@@ -64,22 +65,36 @@ static int c_flush(struct kb__dev *d) {
 
 static int c_spin(struct kb__dev *d, double us) { return kb_dk_spin(us, d->stream); }
 
-static int c_timer_start(struct kb__dev *d) {
+static int c_timer_start(struct kb__dev *d, int k) {
   struct cuda *c = d->impl;
-  return (int)cudaEventRecord(c->start, c->stream);
+  if (k < 0 || k >= KB__TIMER_SLOTS)
+    return (int)cudaErrorInvalidValue;
+  return (int)cudaEventRecord(c->start[k], c->stream);
 }
 
-static int c_timer_stop(struct kb__dev *d, double *us) {
+static int c_timer_stop(struct kb__dev *d, int k) {
   struct cuda *c = d->impl;
-  cudaError_t e = cudaEventRecord(c->stop, c->stream);
+  if (k < 0 || k >= KB__TIMER_SLOTS)
+    return (int)cudaErrorInvalidValue;
+  cudaError_t e = cudaEventRecord(c->stop[k], c->stream);
   if (e == cudaSuccess && d->end_marker)
     e = (cudaError_t)kb_dk_spin(0.0, c->stream);
-  if (e == cudaSuccess)
-    e = cudaEventSynchronize(c->stop);
-  float ms = 0;
-  if (e == cudaSuccess)
-    e = cudaEventElapsedTime(&ms, c->start, c->stop);
-  *us = (double)ms * 1000.0;
+  return (int)e;
+}
+
+static int c_timer_read(struct kb__dev *d, int n, double *us) {
+  struct cuda *c = d->impl;
+  *us = 0;
+  if (n < 1 || n > KB__TIMER_SLOTS)
+    return (int)cudaErrorInvalidValue;
+  cudaError_t e = cudaEventSynchronize(c->stop[n - 1]); /* the stream's order: all are done */
+  double sum = 0;
+  for (int k = 0; k < n && e == cudaSuccess; k++) {
+    float ms = 0;
+    e = cudaEventElapsedTime(&ms, c->start[k], c->stop[k]);
+    sum += (double)ms * 1000.0;
+  }
+  *us = sum;
   return (int)e;
 }
 
@@ -133,10 +148,12 @@ static void c_close(struct kb__dev *d) {
     return;
   if (c->dk != NULL)
     kb_dk_ctx_free(c->dk);
-  if (c->start != NULL)
-    cudaEventDestroy(c->start);
-  if (c->stop != NULL)
-    cudaEventDestroy(c->stop);
+  for (int k = 0; k < KB__TIMER_SLOTS; k++) {
+    if (c->start[k] != NULL)
+      cudaEventDestroy(c->start[k]);
+    if (c->stop[k] != NULL)
+      cudaEventDestroy(c->stop[k]);
+  }
   if (c->stream != NULL)
     cudaStreamDestroy(c->stream);
   free(c);
@@ -163,12 +180,13 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
     step = "cudaStreamCreateWithFlags";
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
   }
-  if (e == cudaSuccess) {
-    step = "cudaEventCreate";
-    e = cudaEventCreate(&c->start);
-  }
   if (e == cudaSuccess)
-    e = cudaEventCreate(&c->stop);
+    step = "cudaEventCreate";
+  for (int k = 0; k < KB__TIMER_SLOTS && e == cudaSuccess; k++) {
+    e = cudaEventCreate(&c->start[k]);
+    if (e == cudaSuccess)
+      e = cudaEventCreate(&c->stop[k]);
+  }
   if (e == cudaSuccess) {
     step = "kb_dk_ctx_new";
     e = (cudaError_t)kb_dk_ctx_new(0, &c->dk);
@@ -198,6 +216,7 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
   d->spin = c_spin;
   d->timer_start = c_timer_start;
   d->timer_stop = c_timer_stop;
+  d->timer_read = c_timer_read;
   d->sync = c_sync;
   d->describe = c_describe;
   d->fatal = c_fatal;

@@ -12,7 +12,8 @@
 #include "kb/inputs.h"
 
 struct host {
-  double t0; /* kb_now_mono() at timer_start */
+  double t0[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_start, per interval */
+  double t1[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_stop, per interval */
 };
 
 static int h_alloc(struct kb__dev *d, size_t bytes, void **out) {
@@ -78,15 +79,31 @@ static int h_spin(struct kb__dev *d, double us) {
   return 0;
 }
 
-static int h_timer_start(struct kb__dev *d) {
+static int h_timer_start(struct kb__dev *d, int k) {
   struct host *h = d->impl;
-  h->t0 = kb_now_mono();
+  if (k < 0 || k >= KB__TIMER_SLOTS)
+    return EINVAL;
+  h->t0[k] = kb_now_mono();
   return 0;
 }
 
-static int h_timer_stop(struct kb__dev *d, double *us) {
+/* The host's calls are synchronous: the interval ends now. */
+static int h_timer_stop(struct kb__dev *d, int k) {
   struct host *h = d->impl;
-  *us = (kb_now_mono() - h->t0) * 1e6;
+  if (k < 0 || k >= KB__TIMER_SLOTS)
+    return EINVAL;
+  h->t1[k] = kb_now_mono();
+  return 0;
+}
+
+static int h_timer_read(struct kb__dev *d, int n, double *us) {
+  struct host *h = d->impl;
+  if (n < 1 || n > KB__TIMER_SLOTS)
+    return EINVAL;
+  double sum = 0;
+  for (int k = 0; k < n; k++)
+    sum += h->t1[k] - h->t0[k];
+  *us = sum * 1e6;
   return 0;
 }
 
@@ -151,6 +168,7 @@ int kb__dev_host_open(struct kb__dev *d) {
   d->spin = h_spin;
   d->timer_start = h_timer_start;
   d->timer_stop = h_timer_stop;
+  d->timer_read = h_timer_read;
   d->sync = h_nothing;
   d->describe = h_describe;
   d->fatal = h_fatal;

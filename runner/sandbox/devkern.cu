@@ -3,12 +3,13 @@
  * Bit-for-bit agreement with the host (common/src/inputs.c, common/src/verify.c) is the point of
  * this file, so:
  *   - every double operation the host does is written with an explicit round-to-nearest
- *     intrinsic (__dadd_rn, __dmul_rn, ...): nvcc would otherwise contract a + b * c into one
- *     fused multiply-add, which rounds once where the host (strict C11, no FMA contraction)
- *     rounds twice;
- *   - the f16 and bf16 conversions are the host's integer code, compiled for both sides
- *     (__host__ __device__), rather than the CUDA intrinsics: __float2half_rn agrees on finite
- *     values but not on the NaN payload the host keeps, and one source leaves nothing to prove.
+ *     intrinsic (__dadd_rn, __dmul_rn, ... here and through KB_GEN_ADD/SUB/MUL in
+ *     kb/inputs_gen.h): nvcc would otherwise contract a + b * c into one fused multiply-add,
+ *     which rounds once where the host (strict C11, no FMA contraction) rounds twice;
+ *   - the generator and the f16 and bf16 conversions are the host's own code: kb/inputs_gen.h,
+ *     included by common/src/inputs.c too, compiled here for both sides (KB_HD), rather than the
+ *     CUDA intrinsics (__float2half_rn agrees on finite values but not on the NaN payload the
+ *     host keeps); one source leaves nothing to prove.
  * Every kernel's name starts with kb_dk_ so a CUPTI trace can tell the evaluator's kernels from
  * a candidate's (cupti_trace.h).
  */
@@ -18,13 +19,12 @@
 #include <string.h>
 
 #include "devkern.h"
+#include "kb/inputs_gen.h"
 #include "kb_kernel.h"
 extern "C" {
 #include "kb/task.h" /* a C header without extern "C" of its own */
 }
 
-#define GOLDEN 0x9e3779b97f4a7c15ULL
-#define NORMAL_DRAWS 12
 #define THREADS 256
 
 /* The poison patterns of common/src/verify.c. */
@@ -52,90 +52,6 @@ struct dk_scratch {
   unsigned long long max_rel;    /* bits of a non-negative double */
 };
 
-/* --- the host's conversions and generator, for both sides ---------------------------------- */
-
-__host__ __device__ static inline uint64_t mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-__host__ __device__ static inline uint32_t f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-#endif
-}
-
-__host__ __device__ static inline float bits_f32(uint32_t x) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(x);
-#else
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-#endif
-}
-
-/* kb_f32_to_f16 of common/src/inputs.c, line for line. */
-__host__ __device__ static inline uint16_t f32_to_f16(float f) {
-  uint32_t x = f32_bits(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t exp = (x >> 23) & 0xffu;
-  uint32_t mant = x & 0x7fffffu;
-  if (exp == 0xff)
-    return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0));
-  int32_t e = (int32_t)exp - 127 + 15;
-  if (e >= 31)
-    return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    if (e < -10)
-      return (uint16_t)sign;
-    mant |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - e);
-    uint32_t h = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1);
-    uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (h & 1u)))
-      h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)e << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-    h++;
-  return (uint16_t)(sign | h);
-}
-
-/* kb_f16_to_f32: exact (a subnormal's mant * 2^-24 is exact in f32). */
-__host__ __device__ static inline float f16_to_f32(uint16_t h) {
-  uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-  uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;
-  uint32_t mant = (uint32_t)h & 0x3ffu;
-  if (exp == 0) {
-    float v = (float)mant * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  if (exp == 31)
-    return bits_f32(sign | 0x7f800000u | (mant << 13));
-  return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-__host__ __device__ static inline uint16_t f32_to_bf16(float f) {
-  uint32_t x = f32_bits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
-
-__host__ __device__ static inline float bf16_to_f32(uint16_t h) {
-  return bits_f32((uint32_t)h << 16);
-}
-
 /* The parameters of one fill, computed on the host (as kb_inputs_fill validates them). */
 struct fill_args {
   uint64_t key;  /* kb_rand_key(seed, tensor) */
@@ -145,38 +61,14 @@ struct fill_args {
   uint64_t span; /* integers: ceil(high) - ceil(low) */
 };
 
-__device__ static inline uint64_t rand_u64(uint64_t key, uint64_t pos) {
-  return mix(key + (pos + 1) * GOLDEN);
-}
-
-/* kb_input_value with every rounding explicit. */
+/* kb_input_value of common/src/inputs.c, through the same functions. */
 template <int DIST> __device__ static inline double input_value(const fill_args &a, int64_t i) {
-  uint64_t pos = (uint64_t)i;
-  if (DIST == KB_DIST_UNIFORM) {
-    double u = __dmul_rn(__ull2double_rn(rand_u64(a.key, pos) >> 11), 0x1p-53);
-    return __dadd_rn(a.low, __dmul_rn(__dsub_rn(a.high, a.low), u));
-  } else if (DIST == KB_DIST_NORMAL) {
-    uint64_t sum = 0;
-#pragma unroll
-    for (uint64_t d = 0; d < NORMAL_DRAWS; d++)
-      sum += rand_u64(a.key, pos * NORMAL_DRAWS + d) >> 11;
-    double z = __dsub_rn(__dmul_rn(__ull2double_rn(sum), 0x1p-53), 6.0);
-    return __dadd_rn(a.low, __dmul_rn(a.high, z));
-  } else {
-    return __ll2double_rn(a.lo + (int64_t)(rand_u64(a.key, pos) % a.span));
-  }
-}
-
-/* int_clamp of inputs.c: floor(v) clamped to [lo, hi]; NaN gives 0. */
-__device__ static inline double int_clamp(double v, double lo, double hi) {
-  if (isnan(v))
-    return 0;
-  v = floor(v);
-  if (v < lo)
-    return lo;
-  if (v > hi)
-    return hi;
-  return v;
+  if (DIST == KB_DIST_UNIFORM)
+    return kb_gen_uniform(a.key, i, a.low, a.high);
+  else if (DIST == KB_DIST_NORMAL)
+    return kb_gen_normal(a.key, i, a.low, a.high);
+  else
+    return kb_gen_integer(a.key, i, a.lo, a.span);
 }
 
 /* kb_dtype_store for one element. */
@@ -184,20 +76,21 @@ template <int DTYPE> __device__ static inline void store(void *dst, int64_t i, d
   if (DTYPE == KB_F32) {
     ((float *)dst)[i] = __double2float_rn(v);
   } else if (DTYPE == KB_F16) {
-    ((uint16_t *)dst)[i] = f32_to_f16(__double2float_rn(v));
+    ((uint16_t *)dst)[i] = kb_gen_f32_to_f16(__double2float_rn(v));
   } else if (DTYPE == KB_BF16) {
-    ((uint16_t *)dst)[i] = f32_to_bf16(__double2float_rn(v));
+    ((uint16_t *)dst)[i] = kb_gen_f32_to_bf16(__double2float_rn(v));
   } else if (DTYPE == KB_F64) {
     ((double *)dst)[i] = v;
   } else if (DTYPE == KB_I32) {
-    ((int32_t *)dst)[i] = (int32_t)__double2ll_rz(int_clamp(v, -2147483648.0, 2147483647.0));
+    double c = kb_gen_int_clamp(v, -2147483648.0, 2147483647.0);
+    ((int32_t *)dst)[i] = (int32_t)__double2ll_rz(c);
   } else if (DTYPE == KB_I64) {
-    double c = int_clamp(v, -0x1p63, 0x1p63);
+    double c = kb_gen_int_clamp(v, -0x1p63, 0x1p63);
     ((int64_t *)dst)[i] = c >= 0x1p63 ? INT64_MAX : __double2ll_rz(c);
   } else if (DTYPE == KB_U8) {
-    ((uint8_t *)dst)[i] = (uint8_t)__double2uint_rz(int_clamp(v, 0.0, 255.0));
+    ((uint8_t *)dst)[i] = (uint8_t)__double2uint_rz(kb_gen_int_clamp(v, 0.0, 255.0));
   } else {
-    ((uint8_t *)dst)[i] = (uint8_t)__double2uint_rz(int_clamp(v, 0.0, 1.0));
+    ((uint8_t *)dst)[i] = (uint8_t)__double2uint_rz(kb_gen_int_clamp(v, 0.0, 1.0));
   }
 }
 
@@ -251,7 +144,7 @@ int kb_dk_fill(void *dev, int dtype, int64_t n, uint64_t seed, int tensor, int d
     return cudaErrorInvalidValue;
   fill_args a;
   memset(&a, 0, sizeof a);
-  a.key = mix(seed + ((uint64_t)tensor + 1) * GOLDEN);
+  a.key = kb_gen_key(seed, tensor);
   a.low = low;
   a.high = high;
   switch (dist) {
@@ -261,13 +154,8 @@ int kb_dk_fill(void *dev, int dtype, int64_t n, uint64_t seed, int tensor, int d
       return cudaErrorInvalidValue;
     break;
   case KB_DIST_INTEGERS: {
-    /* integer_range of inputs.c */
-    double l = ceil(low), h = ceil(high);
-    if (!isfinite(l) || !isfinite(h) || !(h > l) || h - l > 0x1p62 || fabs(l) > 0x1p62 ||
-        fabs(h) > 0x1p62)
+    if (!kb_gen_integer_range(low, high, &a.lo, &a.span))
       return cudaErrorInvalidValue;
-    a.lo = (int64_t)l;
-    a.span = (uint64_t)((int64_t)h - (int64_t)l);
     break;
   }
   default:
@@ -392,12 +280,12 @@ void kb_dk_ctx_free(struct kb_dk_ctx *c) {
 /* --- checksum -------------------------------------------------------------------------------- */
 
 /* Word i of the buffer: its little-endian bytes [8i, 8i + 8), zero-padded past the end. The
- * checksum is the wrapping sum over i of mix(word_i + (i + 1) * GOLDEN) plus mix(bytes): every
- * term depends on its position, so moved bytes change it, and mix is a bijection, so one changed
- * word changes its term (and the sum) for certain; several changed words cancel with
- * probability about 2^-64. */
+ * checksum is the wrapping sum over i of mix(word_i + (i + 1) * GOLDEN) plus mix(bytes), with
+ * kb_gen_mix and KB_GEN_GOLDEN of kb/inputs_gen.h: every term depends on its position, so moved
+ * bytes change it, and mix is a bijection, so one changed word changes its term (and the sum) for
+ * certain; several changed words cancel with probability about 2^-64. */
 __device__ static inline unsigned long long word_term(uint64_t w, uint64_t i) {
-  return mix(w + (i + 1) * GOLDEN);
+  return kb_gen_mix(w + (i + 1) * KB_GEN_GOLDEN);
 }
 
 __device__ static inline unsigned long long warp_sum(unsigned long long v) {
@@ -477,7 +365,7 @@ int kb_dk_checksum(struct kb_dk_ctx *c, const void *dev, size_t bytes, uint64_t 
     rc = cudaStreamSynchronize(s);
   if (rc != cudaSuccess)
     return rc;
-  *sum = got + mix((uint64_t)bytes);
+  *sum = got + kb_gen_mix((uint64_t)bytes);
   return cudaSuccess;
 }
 
@@ -488,9 +376,9 @@ template <int DTYPE> __host__ __device__ static inline double load(const void *p
   if (DTYPE == KB_F32)
     return ((const float *)p)[i];
   if (DTYPE == KB_F16)
-    return f16_to_f32(((const uint16_t *)p)[i]);
+    return kb_gen_f16_to_f32(((const uint16_t *)p)[i]);
   if (DTYPE == KB_BF16)
-    return bf16_to_f32(((const uint16_t *)p)[i]);
+    return kb_gen_bf16_to_f32(((const uint16_t *)p)[i]);
   if (DTYPE == KB_F64)
     return ((const double *)p)[i];
   if (DTYPE == KB_I32)

@@ -21,6 +21,7 @@
 #define BATCH_TARGET_US 50.0  /* a batch of short calls lasts at least this long */
 #define BATCH_MAX 256         /* calls per batch at most */
 #define ENQUEUE_US 6.0        /* host time to queue one call, generous: the spin covers it */
+#define FLUSHED_TARGET_US 600.0 /* flushed calls of a sample add up to about this much */
 
 typedef int (*forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_out,
                           void *stream);
@@ -40,6 +41,7 @@ struct kb__prepared {
   unsigned char *scratch;    /* one input's worth, to find a changed element (owned) */
   int damaged;               /* the candidate changed inputs or references */
   int holds[KB_MAX_SETS];    /* input buffers of set slot b hold the data of set holds[b] */
+  size_t bytes;              /* device memory held: base and scratch */
 };
 
 static size_t align_up(size_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
@@ -78,6 +80,7 @@ static void say(char *buf, size_t size, const char *fmt, ...) {
 
 const char *kb__prepared_key(const struct kb__prepared *p) { return p->key; }
 int kb__prepared_damaged(const struct kb__prepared *p) { return p->damaged; }
+size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
 
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   if (p == NULL)
@@ -226,6 +229,7 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
     if (e == 0)
       p->scratch = mem;
   }
+  p->bytes = off + biggest_in;
   if (e) {
     say(why, size, "cannot allocate %zu bytes of device memory: %s", off,
         d->describe(d, e, msg, sizeof msg));
@@ -307,6 +311,7 @@ struct run {
   struct kb__verdict *v;
   int n_check;
   double start;
+  int windows;              /* timed samples (trace windows) since the kernel trace began */
 };
 
 /* Records a device error `code` met while doing `what` as the verdict: a crash of the
@@ -448,11 +453,16 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
   return pass_all;
 }
 
-/* One sample of `fn`: `batch` calls starting at set `*next` (advanced), outputs at `offs`,
- * poisoned before, the L2 flushed and, for batches, a spin kernel queued first. `*us` gets the
- * time per call. Returns 0 or 1 with the verdict set. */
-static int sample(struct run *r, forward_fn fn, int batch, int *next, const size_t *offs,
-                  uint32_t *timed_mask, const char *who, double *us) {
+/* One sample of `fn`: `batch` calls starting at set `*next` (advanced), outputs at `offs`; the
+ * outputs of the batch's sets poisoned first. Two shapes. Queued (`flushed` 0): the L2 flushed
+ * when the tier asks, for a batch a spin kernel queued first, then the calls back to back between
+ * one pair of timer marks. Flushed (`flushed` 1, tiers that flush): every call alone, as nvbench
+ * and bench/gpu/indep_timer.cu time one: the L2 flushed, then the call between its own pair of
+ * marks, nothing else in between; the host waits once for the whole batch. While tracing, one
+ * kernel-trace window (spin markers) encloses the sample in both shapes. `*us` gets the mean time
+ * per call. Returns 0 or 1 with the verdict set. */
+static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *next,
+                  const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
   struct kb__dev *d = r->d;
   for (int b = 0; b < batch && b < r->n_check; b++) {
     int pe = poison(d, r->p, (*next + b) % r->n_check, offs);
@@ -461,37 +471,65 @@ static int sample(struct run *r, forward_fn fn, int batch, int *next, const size
       return 1;
     }
   }
-  int e = r->e->flush_l2 ? d->flush_l2(d) : 0;
-  if (e == 0 && batch > 1)
-    e = d->spin(d, 20.0 + ENQUEUE_US * batch);
-  else if (e == 0 && d->end_marker)
-    e = d->spin(d, 0.0); /* the kernel trace's opening marker (the batch's spin is one too) */
-  if (e == 0)
-    e = d->timer_start(d);
+  int e = 0, marker = d->end_marker, bad = 0;
+  if (!flushed) {
+    e = r->e->flush_l2 ? d->flush_l2(d) : 0;
+    if (e == 0 && batch > 1)
+      e = d->spin(d, 20.0 + ENQUEUE_US * batch);
+    else if (e == 0 && marker)
+      e = d->spin(d, 0.0); /* the kernel trace's opening marker (the batch's spin is one too) */
+    if (e == 0)
+      e = d->timer_start(d, 0);
+  } else if (marker) {
+    e = d->spin(d, 0.0); /* opening marker; the closing one follows the last call */
+    d->end_marker = 0;
+  }
   if (e) {
     device_error(r, e, "cannot start a timed sample");
-    return 1;
+    bad = 1;
   }
-  for (int b = 0; b < batch; b++) {
+  for (int b = 0; b < batch && !bad; b++) {
     int s = *next;
+    if (flushed) {
+      /* the flush (tens of microseconds of device work) covers queueing the call behind it */
+      e = d->flush_l2(d);
+      if (e == 0)
+        e = d->timer_start(d, b);
+      if (e) {
+        device_error(r, e, "cannot start a timed call");
+        bad = 1;
+        break;
+      }
+    }
     *next = (*next + 1) % r->n_check;
     int ret = call(d, r->p, fn, s, offs);
     if (ret != 0) {
       r->v->status = KB_STATUS_CRASH;
-      say(r->v->reason, sizeof r->v->reason, "%skb_forward returned %d on input set %d (timed call)",
-          who, ret, s);
-      return 1;
+      say(r->v->reason, sizeof r->v->reason,
+          "%skb_forward returned %d on input set %d (timed call)", who, ret, s);
+      bad = 1;
+      break;
     }
     *timed_mask |= UINT32_C(1) << s;
+    if (flushed && (e = d->timer_stop(d, b)) != 0) {
+      device_error(r, e, "device error during a timed call");
+      bad = 1;
+    }
   }
+  d->end_marker = marker;
+  if (bad)
+    return 1;
   double t = 0;
-  e = d->timer_stop(d, &t);
+  e = flushed ? (marker ? d->spin(d, 0.0) : 0) : d->timer_stop(d, 0);
+  if (e == 0)
+    e = d->timer_read(d, flushed ? batch : 1, &t);
   if (e == 0)
     e = d->sync(d);
   if (e) {
     device_error(r, e, "device error during a timed call");
     return 1;
   }
+  r->windows++;
   *us = t / batch;
   return 0;
 }
@@ -545,9 +583,11 @@ static int rotate_inputs(struct run *r, int shift) {
 }
 
 #ifdef KB_HAVE_CUPTI_TRACE
-/* Ends the kernel trace of `windows` timed samples and cross-checks it. Returns 0, or 1 with the
+/* Ends the kernel trace of `windows` timed samples and cross-checks it; the verdict keeps the
+ * candidate's kernel records (`period`: windows per sample when the baseline was timed
+ * interleaved, else 0; see kb_cupti_keep_candidate). Returns 0, or 1 with the
  * verdict set (rejected, or a crash for a device error). */
-static int cross_check(struct run *r, int windows) {
+static int cross_check(struct run *r, int windows, int period) {
   struct kb__dev *d = r->d;
   struct kb__verdict *v = r->v;
   struct kb_cupti_kernel *recs = NULL;
@@ -584,6 +624,9 @@ static int cross_check(struct run *r, int windows) {
     v->trace_other_ns = chk.other_ns;
     v->trace_late_ns = chk.late_ns;
     v->trace_dropped = (int64_t)dropped;
+    v->trace_recs = recs; /* the reply carries the candidate's records (serve.c) */
+    v->n_trace_recs = kb_cupti_keep_candidate(recs, nrec, sid, w, nw, (size_t)period, NULL);
+    recs = NULL;
     if (!clean) {
       v->status = KB_STATUS_REJECTED;
       say(v->reason, sizeof v->reason, "work the timer did not see: %s", chk.reason);
@@ -665,6 +708,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
         "built without the CUPTI module");
 #endif
 
+  double t0 = kb_now_mono();
   lib = load(e->library, &fn, &nosym, msg, sizeof msg);
   if (lib == NULL) {
     v->status = KB_STATUS_COMPILE_ERROR;
@@ -683,6 +727,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     }
   }
 
+  v->t_load = kb_now_mono() - t0;
+  t0 = kb_now_mono();
   /* the check calls, one per set, each followed by a synchronization that surfaces its errors */
   for (int s = 0; s < r.n_check; s++) {
     if (one_call(&r, fn, s, p->chk_off, 0, "") || sync_or_crash(&r, s, 0))
@@ -717,6 +763,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   if (e->max_samples <= 0)
     goto out;
 
+  v->t_check = kb_now_mono() - t0;
+  t0 = kb_now_mono();
   /* from here on the sets' contents sit behind other pointers than in the check calls */
   if (r.n_check >= 2) {
     int re = rotate_inputs(&r, 1);
@@ -743,16 +791,26 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       continue;
     }
     int probe = 0;
-    if (sample(&r, fn, 1, &probe, p->tim_off, &timed_mask, "", &us))
+    if (sample(&r, fn, 1, 0, &probe, p->tim_off, &timed_mask, "", &us))
       goto out;
     est = us;
   }
-  int batch = 1;
+  v->t_warmup = kb_now_mono() - t0;
+  t0 = kb_now_mono();
+  int batch = 1, flushed = 0;
   if (d->batch_short && est < KB__SHORT_US) {
     batch = (int)ceil(BATCH_TARGET_US / (est > 0.5 ? est : 0.5));
     batch = batch < 2 ? 2 : batch > BATCH_MAX ? BATCH_MAX : batch;
+  } else if (d->batch_short && e->flush_l2 && est < KB__FLUSHED_US) {
+    /* one flushed call of some ten microseconds scatters by a few percent from call to call (its
+     * DRAM traffic, the write-back of the flush's dirty lines): a sample is then the mean of
+     * enough flushed calls, each still timed cold and alone */
+    flushed = 1;
+    batch = (int)ceil(FLUSHED_TARGET_US / est);
+    batch = batch < 2 ? 2 : batch > KB__TIMER_SLOTS ? KB__TIMER_SLOTS : batch;
   }
   v->batch = batch;
+  v->batch_flushed = flushed;
 
   samples = kb_calloc((size_t)e->max_samples, sizeof *samples);
   bsamples = bfn ? kb_calloc((size_t)e->max_samples, sizeof *bsamples) : NULL;
@@ -768,6 +826,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     if (kb_cupti_trace_start(&te) == KB_OK) {
       tracing = 1;
       d->end_marker = 1;
+      r.windows = 0;
     } else {
       say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: %s", te.msg);
     }
@@ -778,9 +837,10 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   double timed = 0, sum = 0, sumsq = 0;
   while (n < e->max_samples) {
     double us = 0, bus = 0;
-    if (sample(&r, fn, batch, &next, p->tim_off, &timed_mask, "", &us))
+    if (sample(&r, fn, batch, flushed, &next, p->tim_off, &timed_mask, "", &us))
       goto out;
-    if (bfn != NULL && sample(&r, bfn, batch, &bnext, p->chk_off, &bmask, "the baseline's ", &bus))
+    if (bfn != NULL &&
+        sample(&r, bfn, batch, flushed, &bnext, p->chk_off, &bmask, "the baseline's ", &bus))
       goto out;
     samples[n] = us;
     if (bsamples)
@@ -798,14 +858,18 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     if (n > 1 && mean > 0 && sqrt(var > 0 ? var : 0) / mean < e->noise)
       break;
   }
+  v->t_samples = kb_now_mono() - t0;
+  t0 = kb_now_mono();
 #ifdef KB_HAVE_CUPTI_TRACE
   if (tracing) {
     d->end_marker = 0;
     tracing = 0;
-    if (cross_check(&r, n * (bfn != NULL ? 2 : 1)))
+    if (cross_check(&r, r.windows, bfn != NULL ? 1 : 0))
       goto out;
   }
 #endif
+  v->t_trace = kb_now_mono() - t0;
+  t0 = kb_now_mono();
   if (integrity(&r, "after the timed calls"))
     goto out;
   if (e->recheck) {
@@ -819,6 +883,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       goto out;
     }
   }
+  v->t_recheck = kb_now_mono() - t0;
+  t0 = kb_now_mono();
   kb__timing_stats(samples, n, warm, &v->timing);
   if (bsamples != NULL)
     kb__timing_stats(bsamples, n, warm, &v->baseline);
@@ -833,6 +899,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: this kb-sandbox was built "
         "without CUPTI");
 #endif
+  v->t_metrics = kb_now_mono() - t0;
 out:
 #ifdef KB_HAVE_CUPTI_TRACE
   if (tracing) {

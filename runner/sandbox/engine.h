@@ -25,13 +25,21 @@
  * timed-time cap, or the budget is reached, or max_samples. On a device with batch_short set, a
  * candidate whose warm-up call took under KB__SHORT_US is timed in batches of back-to-back calls
  * queued behind a spin kernel, so launch overhead does not count; a sample is then a batch's
- * time over its calls. With a baseline library, every candidate sample is followed by one of
- * the baseline under the same conditions (same-run interleaving); the baseline writes into the
- * check outputs, so the candidate's timed outputs survive for the re-check.
+ * time over its calls. At tiers that flush, a candidate under KB__FLUSHED_US (and not under
+ * KB__SHORT_US) is timed in flushed batches: every call of the batch gets the L2 flushed right
+ * before it and its own pair of timer marks, exactly as a single timed call (the outputs are
+ * poisoned once per sample, before the batch); the sample is the mean of the batch's calls
+ * (enough of them to add up to about 600 us, at most KB__TIMER_SLOTS), so the call-to-call
+ * scatter of a cold call of tens of microseconds (a few percent) averages down in each sample
+ * (measured on the H200: 3% for one call of 15 us, 0.3 to 1% for the mean of 20). With a
+ * baseline library, every candidate sample is followed by one of the baseline under the same
+ * conditions (same-run interleaving); the baseline writes into the check outputs, so the
+ * candidate's timed outputs survive for the re-check.
  *
  * Kernel trace (CUDA builds with the CUPTI module, cupti_trace.h): when asked, the timed samples
- * run under a CUPTI kernel trace, each bracketed by spin markers on the candidate's stream (one
- * right before the start event, one right after the end event); afterwards every kernel that is
+ * run under a CUPTI kernel trace, each sample bracketed by spin markers on the candidate's stream
+ * (one right before its first start event, or before its first flush in a flushed batch; one
+ * right after its last end event); afterwards every kernel that is
  * not the evaluator's must have run on the candidate's stream inside a window, else `rejected`
  * (work hidden on another stream or after the end event).
  *
@@ -52,6 +60,10 @@
 
 /* A warm-up call under this many microseconds is timed in batches (devices with batch_short). */
 #define KB__SHORT_US 10.0
+/* At tiers that flush the L2, a call under this many microseconds (and not under KB__SHORT_US)
+ * is timed in flushed batches: a sample is the mean of several calls, each flushed and timed on
+ * its own (devices with batch_short). */
+#define KB__FLUSHED_US 100.0
 
 /* What a task needs on the device; strings borrowed. */
 struct kb__prep_spec {
@@ -67,6 +79,7 @@ struct kb__prep_spec {
 };
 
 struct kb__prepared; /* opaque */
+struct kb_cupti_kernel; /* cupti_trace.h */
 
 /* One evaluation's settings. */
 struct kb__eval_spec {
@@ -94,6 +107,7 @@ struct kb__verdict {
   struct kb_timing timing;  /* samples 0 when not timed */
   struct kb_timing baseline; /* the baseline's, samples 0 when none */
   int batch;                /* calls per sample: 1, or the batch size for short kernels */
+  int batch_flushed;        /* 1: each call of a batch was flushed and timed on its own */
   int fatal;                /* 1: the device or process is unusable; exit after replying */
   char trace_note[256];     /* why no trace was recorded, "" when none was asked or it was */
   int traced;               /* 1: a kernel trace of the timed calls was recorded and checked */
@@ -103,6 +117,9 @@ struct kb__verdict {
   uint64_t trace_other_ns;  /* candidate kernel time on other streams, nanoseconds */
   uint64_t trace_late_ns;   /* candidate kernel time outside the timed windows, nanoseconds */
   int64_t trace_dropped;    /* records CUPTI lost */
+  struct kb_cupti_kernel *trace_recs; /* the trace's records, sorted by start (owned: the caller
+                                         frees them with kb_free; NULL when none) */
+  size_t n_trace_recs;      /* records in trace_recs */
   int has_metrics;          /* 1: the fields below hold the longest kernel's metrics */
   double duration_ns;       /* gpu__time_duration of that kernel, nanoseconds */
   double dram_pct;          /* DRAM throughput, % of peak */
@@ -111,6 +128,11 @@ struct kb__verdict {
   double l2_hit_pct;        /* L2 hit rate, % */
   int metric_passes;        /* replay passes the metrics took */
   char metrics_note[256];   /* why no metrics were read, "" when none were asked or they were */
+  /* where the evaluation's wall time went, seconds (CLOCK_MONOTONIC; 0 for a phase not run):
+   * loading the libraries, the check calls with the integrity and output checks, warm-up,
+   * the timed samples (under the trace when one was asked), the trace's cross-check, the
+   * re-check after timing, the metrics pass */
+  double t_load, t_check, t_warmup, t_samples, t_trace, t_recheck, t_metrics;
 };
 
 /* Prepares `s` on `d` into `*out` (new; kb__prepared_free). Fills inputs on the device, runs
@@ -121,6 +143,8 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
                 int *fatal, char *why, size_t size);
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p);
 const char *kb__prepared_key(const struct kb__prepared *p);
+/* Device memory `p` holds, bytes (its one allocation and its scratch). */
+size_t kb__prepared_bytes(const struct kb__prepared *p);
 /* 1 when the candidate damaged `p` (its inputs or references changed): drop it. */
 int kb__prepared_damaged(const struct kb__prepared *p);
 

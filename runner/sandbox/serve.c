@@ -6,13 +6,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cupti_trace.h"
 #include "engine.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/jsonfile.h"
+#include "kb/result.h"
 #include "proto.h"
 
-#define MAX_PREPARED 4 /* tasks kept prepared at once, least recently used goes first */
+#define MAX_PREPARED 64 /* tasks kept prepared at once, least recently used goes first */
+/* ... and while they hold at most this share of the device memory: the rest is for candidates'
+ * own allocations and for the Range Profiler's kernel replay, which saves and restores device
+ * memory between its passes (a run that let prepared tasks hold 70% of the H200 did not finish
+ * the suite campaign in 240 s, its GPU mostly idle, where 127 s had been enough with 4 tasks) */
+#define PREPARED_SHARE 0.25
 #define FIELD_MAX 96
 
 struct server {
@@ -21,6 +29,7 @@ struct server {
   int out_fd;
   struct kb__prepared *tasks[MAX_PREPARED];
   uint64_t used[MAX_PREPARED];
+  double cost[MAX_PREPARED]; /* seconds its preparation took */
   uint64_t clock;
 };
 
@@ -213,8 +222,31 @@ static int prepare(struct server *sv, json_t *req) {
   kb__prepared_free(sv->d, sv->tasks[slot]);
   sv->tasks[slot] = p;
   sv->used[slot] = sv->clock;
+  double seconds = kb_now_mono() - t0;
+  sv->cost[slot] = seconds;
+  /* a campaign cycles through its tasks: keep as many prepared as the memory share allows
+   * (re-preparing a task costs its inputs and an oracle run, time the campaign waits for); over
+   * the share, drop first the tasks that were quickest to prepare (a big task with a simple
+   * oracle), the least recently used among equals */
+  for (;;) {
+    size_t held = 0;
+    int drop = -1;
+    for (int i = 0; i < MAX_PREPARED; i++) {
+      if (sv->tasks[i] == NULL)
+        continue;
+      held += kb__prepared_bytes(sv->tasks[i]);
+      if (i != slot && (drop < 0 || sv->cost[i] < sv->cost[drop] ||
+                        (sv->cost[i] == sv->cost[drop] && sv->used[i] < sv->used[drop])))
+        drop = i;
+    }
+    if (drop < 0 || sv->d->mem_bytes <= 0 ||
+        (double)held <= PREPARED_SHARE * (double)sv->d->mem_bytes)
+      break;
+    kb__prepared_free(sv->d, sv->tasks[drop]);
+    sv->tasks[drop] = NULL;
+  }
   return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key", s.key,
-                             "cached", 0, "seconds", kb_now_mono() - t0));
+                             "cached", 0, "seconds", seconds));
 }
 
 /* Adds the members of `t` that are known (finite) to `o`. */
@@ -229,6 +261,42 @@ static json_t *timing_json(const struct kb_timing *t) {
     if (isfinite(nums[i].v))
       json_object_set_new(o, nums[i].k, json_real(nums[i].v));
   return o;
+}
+
+/* The candidate's kernel records of a trace (`recs`, borrowed): every record but the evaluator's
+ * own ("kb_dk_" in the name), the first KB_KERNELS_MAX of them, as result.h's "kernels" array
+ * (new reference, NULL when out of memory); `*dropped` gets how many were left out. */
+static json_t *kernels_json(const struct kb_cupti_kernel *recs, size_t n, int64_t *dropped) {
+  json_t *a = json_array();
+  *dropped = 0;
+  for (size_t i = 0; a != NULL && i < n; i++) {
+    const struct kb_cupti_kernel *k = &recs[i];
+    if (strstr(k->name, "kb_dk_") != NULL)
+      continue;
+    if (json_array_size(a) >= KB_KERNELS_MAX) {
+      (*dropped)++;
+      continue;
+    }
+    char name[KB_KERNEL_NAME_MAX];
+    snprintf(name, sizeof name, "%s", k->name);
+    char *clean = kb_json_utf8_sanitize(name);
+    json_t *o = clean == NULL
+                    ? NULL
+                    : json_pack("{s:s, s:[i,i,i], s:[i,i,i], s:i, s:i, s:i, s:I, s:I, s:I, s:I}",
+                                "name", clean, "grid", k->grid[0], k->grid[1], k->grid[2],
+                                "block", k->block[0], k->block[1], k->block[2], "registers",
+                                (int)k->registers, "static_smem", (int)k->static_smem,
+                                "dynamic_smem", (int)k->dynamic_smem, "start_ns",
+                                (json_int_t)k->start, "end_ns", (json_int_t)k->end, "stream",
+                                (json_int_t)k->stream_id, "correlation",
+                                (json_int_t)k->correlation_id);
+    kb_free(clean);
+    if (o == NULL || json_array_append_new(a, o) != 0) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
 }
 
 static int eval(struct server *sv, json_t *req) {
@@ -317,6 +385,22 @@ static int eval(struct server *sv, json_t *req) {
                                   (json_int_t)v.trace_other_ns, "late_ns",
                                   (json_int_t)v.trace_late_ns, "dropped",
                                   (json_int_t)v.trace_dropped));
+  if (out != NULL && v.traced) {
+    int64_t left_out = 0;
+    json_t *ks = kernels_json(v.trace_recs, v.n_trace_recs, &left_out);
+    if (ks != NULL)
+      json_object_set_new(out, "kernels", ks);
+    if (left_out > 0)
+      json_object_set_new(out, "kernels_dropped", json_integer((json_int_t)left_out));
+  }
+  kb_free(v.trace_recs);
+  if (out != NULL) {
+    json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check", v.t_check,
+                           "warmup", v.t_warmup, "samples", v.t_samples, "trace", v.t_trace,
+                           "recheck", v.t_recheck, "metrics", v.t_metrics);
+    if (ph != NULL)
+      json_object_set_new(out, "phases", ph);
+  }
   if (out != NULL && v.metrics_note[0])
     json_object_set_new(out, "metrics_note", json_string(v.metrics_note));
   if (out != NULL && v.has_metrics) {

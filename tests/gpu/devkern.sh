@@ -26,10 +26,10 @@ run cupti test_cupti
 { hdr; bash tests/gpu/catalogue.sh; echo "exit $?"; } > "$OUT/catalogue-run.txt" 2>&1
 { hdr; bash bench/gpu/compare.sh; echo "exit $?"; } > "$OUT/indep.txt" 2>&1
 for f in devkern.txt cupti.txt catalogue-run.txt catalogue-verdicts.jsonl \
-         catalogue-sandbox-stderr.txt indep.txt indep-results.jsonl; do
+         catalogue-sandbox-stderr.txt indep.txt indep-results.jsonl indep-experiments.jsonl; do
   [ -f "$OUT/$f" ] && { echo "===== $f"; cat "$OUT/$f"; }
 done > "$FINAL/devkern-suite.txt"
 echo "== devkern"; grep -E "^(fill|poison|compare|checksum|flush|spin|  |PASS|FAIL|bandwidth)" "$OUT/devkern.txt"
 echo "== cupti"; grep -E "^(record|honest|other|legacy|after|outside|metrics|PASS|FAIL)" "$OUT/cupti.txt"
 echo "== catalogue"; tail -22 "$OUT/catalogue-run.txt"
-echo "== independent timer"; tail -12 "$OUT/indep.txt"
+echo "== independent timer"; tail -30 "$OUT/indep.txt"

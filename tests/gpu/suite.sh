@@ -9,9 +9,10 @@
 #   BUNDLE=.gpu bash tests/gpu/suite.sh          (outputs under $OUT)
 # KB_SUITE_PER_TASK (default 14) bounds the tune proposals per task; KB_SUITE_LIMIT_S (default
 # 240) the campaign's wall time (SIGINT then: runners release their work; the files stay).
-# Writes $OUT/suite-launch.txt (kb-launch's output and the busy fraction), $OUT/suite-report.json
-# (kb-submit report --format json), $OUT/suite-util.csv and the runner's and scheduler's logs; tests/gpu/suite_table.py turns the
-# report into the per-task table.
+# Writes $OUT/suite-launch.txt (kb-launch's output, the busy fraction, the runner's time split),
+# $OUT/suite-report.json (kb-submit report --format json), $OUT/suite-util.csv, the runner's and
+# scheduler's logs and $OUT/suite-h5.tar.gz (the campaign's HDF5 files); tests/gpu/suite_table.py
+# turns the report into the per-task table.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d)}
@@ -41,7 +42,12 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -
   > "$OUT/suite-util.csv" 2>&1 &
 SMI=$!
 t0=$(date +%s.%N)
-timeout -s INT "$LIMIT" kb-launch --local "$dir/campaign.json" >> "$LOG" 2>&1
+# KB_LOG=debug: the runner logs each item's timeline (claim, build, evaluation, preparation)
+# --foreground: the SIGINT reaches kb-launch alone, which stops its runners (they release their
+# leases) before Redis; without it timeout signals the whole process group, Redis exits first and
+# the runners spend their Redis retry budget (120 s) on the releases. -k: SIGKILL 90 s later.
+KB_LOG=${KB_LOG:-debug} timeout --foreground -k 90 -s INT "$LIMIT" kb-launch --local "$dir/campaign.json" \
+  >> "$LOG" 2>&1
 echo "kb-launch exit $?" >> "$LOG"
 t1=$(date +%s.%N)
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
@@ -72,4 +78,7 @@ for f in "$dir/results/suite/redis/runner-0.log" "$dir/results/suite/redis/sched
 done
 kb-submit report --format json --out "$OUT/suite-report.json" "$dir/results/suite" >> "$LOG" 2>&1
 echo "report exit $?" >> "$LOG"
+# the runner's time split (its summary line at exit) and the campaign's HDF5 files
+grep -h "time split" "$dir/results/suite/redis/runner-0.log" >> "$LOG" 2>/dev/null
+(cd "$dir/results/suite" && tar -czf "$OUT/suite-h5.tar.gz" ./*.h5) >> "$LOG" 2>&1
 tail -30 "$LOG"

@@ -54,6 +54,10 @@ JSON
     [ "$results" -eq 2 ] || fail "grace: $results results, want 2: $(tail -5 "$T/$cid.runner.log")"
     grep -q 'tier 1 (smoke): ok' "$T/$cid.runner.log" || fail "grace: no ok smoke result logged"
     grep -q 'released .*:1 ' "$T/$cid.runner.log" && fail "grace: the smoke item was released"
+    # the runner's time split at exit: both items evaluated, the slow smoke evaluation counted
+    grep -Eq 'time split over [0-9.]+ s, 2 items: evaluating ([1-9][0-9]*|0)\.[0-9] s' \
+      "$T/$cid.runner.log" && ! grep -q 'evaluating 0\.0 s' "$T/$cid.runner.log" ||
+      fail "grace: no time split with 2 items logged: $(grep 'time split' "$T/$cid.runner.log")"
   else
     [ "$results" -eq 1 ] || fail "nograce: $results results, want 1 (compile only)"
     grep -q 'stopping: released .*:1 (evaluation interrupted)' "$T/$cid.runner.log" ||
