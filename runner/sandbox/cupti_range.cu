@@ -4,7 +4,12 @@
  * Sequence: cuptiProfilerInitialize; the chip name and the counter availability image (this is
  * where missing permissions show: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); a profiler host object
  * that turns metric names into a config image; the range profiler enabled on the context with a
- * counter data image; auto ranges (one per kernel) with kernel replay; decode; evaluate.
+ * counter data image; auto ranges (one per kernel) with user replay (the caller's work is run
+ * once per pass, each pass prepared by the caller outside the profiled window, so CUPTI neither
+ * saves nor restores device memory: with kernel replay it copied every allocation of the
+ * process, gigabytes of prepared tasks, for every pass); decode; evaluate.
+ * The host side (initialization, host object, config image: the same for every measurement) is
+ * made once per process and kept; the range profiler is enabled on the context per measurement.
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -101,9 +106,25 @@ static int cupti_check(CUptiResult r, const char *name, char *why, size_t size) 
       return rc_;                                                                              \
   } while (0)
 
-/* Ends the session of a failed measurement and reports `why`. Returns `code`. */
+/* Disables the range profiler of one measurement and frees its counter data image; the host
+ * part of `s` stays. */
+static void range_end(struct session *s) {
+  if (s->rp) {
+    CUpti_RangeProfiler_Disable_Params p;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    p.pRangeProfilerObject = s->rp;
+    cuptiRangeProfilerDisable(&p);
+    s->rp = NULL;
+  }
+  free(s->data);
+  s->data = NULL;
+  s->data_size = 0;
+}
+
+/* Ends the measurement that failed and reports `why`. Returns `code`. */
 static int measure_failed(struct session *s, int code, const char *why, struct kb_error *err) {
-  session_end(s);
+  range_end(s);
   return kb_error_set(err, code, "cupti: %s", why);
 }
 
@@ -235,7 +256,7 @@ static int session_enable(struct session *s, size_t ranges, char *why, size_t si
   cp.counterDataImageSize = s->data_size;
   cp.pCounterDataImage = s->data;
   cp.range = CUPTI_AutoRange;
-  cp.replayMode = CUPTI_KernelReplay;
+  cp.replayMode = CUPTI_UserReplay;
   cp.maxRangesPerPass = ranges;
   cp.numNestingLevels = 1;
   cp.minNestingLevel = 1;
@@ -245,6 +266,26 @@ static int session_enable(struct session *s, size_t ranges, char *why, size_t si
   return 0;
 }
 
+/* The host part, made by the first call that needs it and kept for the process (its context
+ * is the sandbox's one, never destroyed while the process lives). */
+static struct session cached;
+static int cached_state; /* 0: not tried, 1: ready, -1: failed (cached_why says why) */
+static char cached_why[384];
+
+/* The kept session, or NULL with the reason of its failure in `why`. */
+static struct session *host_session(char *why, size_t size) {
+  if (cached_state == 0) {
+    cached_state = session_begin(&cached, cached_why, sizeof cached_why) == 0 ? 1 : -1;
+    if (cached_state < 0)
+      session_end(&cached);
+  }
+  if (cached_state < 0) {
+    snprintf(why, size, "%s", cached_why);
+    return NULL;
+  }
+  return &cached;
+}
+
 extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
   char local[8];
   if (why == NULL || size == 0) {
@@ -252,48 +293,64 @@ extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
     size = sizeof local;
   }
   why[0] = '\0';
-  struct session s;
-  int rc = session_begin(&s, why, size);
-  if (rc == 0)
-    rc = session_enable(&s, 1, why, size);
-  session_end(&s);
+  struct session *s = host_session(why, size);
+  if (s == NULL)
+    return 0;
+  int rc = session_enable(s, 1, why, size);
+  range_end(s);
   return rc == 0;
 }
 
-extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
-                                        struct kb_cupti_metrics *m, struct kb_error *err) {
+extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg),
+                                        void *arg, struct kb_cupti_metrics *m,
+                                        struct kb_error *err) {
   memset(m, 0, sizeof *m);
   char why[384] = "";
   size_t size = sizeof why;
-  struct session s;
-  int rc = session_begin(&s, why, size);
-  if (rc == 0)
-    rc = session_enable(&s, KB_CUPTI_MAX_RANGES, why, size);
-  if (rc != 0)
+  struct session *sp_ = host_session(why, size);
+  if (sp_ == NULL)
+    return kb_error_set(err, KB_EINTERNAL, "cupti: %s", why);
+  struct session &s = *sp_;
+  if (session_enable(&s, KB_CUPTI_MAX_RANGES, why, size) != 0)
     return measure_failed(&s, KB_EINTERNAL, why, err);
   snprintf(m->chip, sizeof m->chip, "%s", s.chip);
   m->passes = (int)s.passes;
 
-  CUpti_RangeProfiler_Start_Params st;
-  memset(&st, 0, sizeof st);
-  st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
-  st.pRangeProfilerObject = s.rp;
-  if (cupti_check(cuptiRangeProfilerStart(&st), "cuptiRangeProfilerStart", why, size))
-    return measure_failed(&s, KB_EINTERNAL, why, err);
-  int lrc = launch(arg);
-  cudaError_t ce = cudaDeviceSynchronize();
-  CUpti_RangeProfiler_Stop_Params sp;
-  memset(&sp, 0, sizeof sp);
-  sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
-  sp.pRangeProfilerObject = s.rp;
-  int stopped = cupti_check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop", why, size);
-  if (lrc != 0 || ce != cudaSuccess) {
-    snprintf(why, size, "the profiled launch failed: %s",
-             ce != cudaSuccess ? cudaGetErrorString(ce) : "launch returned non-zero");
-    return measure_failed(&s, KB_EINVAL, why, err);
+  /* user replay: one run of the work per pass until CUPTI has every pass (a bound in case it
+   * never says so) */
+  int all = 0;
+  for (size_t pass = 0; !all && pass < s.passes + 2; pass++) {
+    int prc = prepare != NULL ? prepare(arg) : 0;
+    cudaError_t ce = cudaDeviceSynchronize();
+    if (prc != 0 || ce != cudaSuccess) {
+      snprintf(why, size, "preparing pass %zu failed: %s", pass,
+               ce != cudaSuccess ? cudaGetErrorString(ce) : "prepare returned non-zero");
+      return measure_failed(&s, KB_EINVAL, why, err);
+    }
+    CUpti_RangeProfiler_Start_Params st;
+    memset(&st, 0, sizeof st);
+    st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+    st.pRangeProfilerObject = s.rp;
+    if (cupti_check(cuptiRangeProfilerStart(&st), "cuptiRangeProfilerStart", why, size))
+      return measure_failed(&s, KB_EINTERNAL, why, err);
+    int lrc = launch(arg);
+    ce = cudaDeviceSynchronize();
+    CUpti_RangeProfiler_Stop_Params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+    sp.pRangeProfilerObject = s.rp;
+    int stopped = cupti_check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop", why, size);
+    if (lrc != 0 || ce != cudaSuccess) {
+      snprintf(why, size, "the profiled launch failed: %s",
+               ce != cudaSuccess ? cudaGetErrorString(ce) : "launch returned non-zero");
+      return measure_failed(&s, KB_EINVAL, why, err);
+    }
+    if (stopped)
+      return measure_failed(&s, KB_EINTERNAL, why, err);
+    all = sp.isAllPassSubmitted != 0;
   }
-  if (stopped)
-    return measure_failed(&s, KB_EINTERNAL, why, err);
+  if (!all)
+    return measure_failed(&s, KB_EINTERNAL, "CUPTI never reported every pass submitted", err);
   CUpti_RangeProfiler_DecodeData_Params dd;
   memset(&dd, 0, sizeof dd);
   dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
@@ -353,6 +410,6 @@ extern "C" int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg,
   }
   m->n_ranges = (int)n;
   m->main = m->ranges[best];
-  session_end(&s);
+  range_end(&s);
   return KB_OK;
 }

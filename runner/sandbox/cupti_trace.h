@@ -150,15 +150,18 @@ struct kb_cupti_metrics {
  * CUDA's current context; never fails otherwise. `why` is borrowed. */
 int kb_cupti_metrics_probe(char *why, size_t size);
 
-/* Launches the work of `launch(arg)` under the Range Profiler and reads the metrics above for
- * each kernel it launched (at most KB_CUPTI_MAX_RANGES; later ones are not profiled). `launch`
- * enqueues its kernels and returns 0, or non-zero to abort; it is called once (CUPTI replays
- * each kernel itself) and the device is synchronized after it. `arg` is borrowed. Fills `*m`
- * (caller-owned). Errors: KB_EINVAL when `launch` failed or launched no kernel, KB_EINTERNAL
- * for a CUPTI failure (the message names the call and CUPTI's reason; insufficient privileges
- * among them). Do not run it while a kernel trace is running. */
-int kb_cupti_metrics_measure(int (*launch)(void *arg), void *arg, struct kb_cupti_metrics *m,
-                             struct kb_error *err);
+/* Runs the work of `launch(arg)` under the Range Profiler and reads the metrics above for each
+ * kernel it launched (at most KB_CUPTI_MAX_RANGES; later ones are not profiled). User replay:
+ * the work runs once per pass (kb_cupti_metrics.passes), so it must give the same kernels every
+ * time; `prepare(arg)` (optional, NULL for none) runs before each pass outside the profiled
+ * window (e.g. an L2 flush, so that every pass starts cold). Both enqueue work and return 0, or
+ * non-zero to abort; the device is synchronized after each. `arg` is borrowed. Fills `*m`
+ * (caller-owned). The profiler's host side is made on the first call and kept for the process.
+ * Errors: KB_EINVAL when `prepare` or `launch` failed or no kernel ran, KB_EINTERNAL for a
+ * CUPTI failure (the message names the call and CUPTI's reason; insufficient privileges among
+ * them). Do not run it while a kernel trace is running. */
+int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg), void *arg,
+                             struct kb_cupti_metrics *m, struct kb_error *err);
 
 #ifdef __cplusplus
 }

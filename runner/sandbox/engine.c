@@ -651,6 +651,15 @@ static int metric_launch(void *arg) {
   return call(m->r->d, m->r->p, m->fn, 0, m->r->p->tim_off);
 }
 
+/* Before each replay pass: the outputs poisoned and the L2 flushed, as before a timed call. */
+static int metric_prepare(void *arg) {
+  struct metric_call *m = arg;
+  struct kb__dev *d = m->r->d;
+  if (poison(d, m->r->p, 0, m->r->p->tim_off) != 0)
+    return 1;
+  return m->r->e->flush_l2 ? d->flush_l2(d) != 0 : 0;
+}
+
 /* Reads the hardware metrics of one call into the verdict, or why not into metrics_note. */
 static void read_metrics(struct run *r, forward_fn fn) {
   static int probed = 0, readable = 0;
@@ -667,10 +676,8 @@ static void read_metrics(struct run *r, forward_fn fn) {
   struct metric_call mc = {.r = r, .fn = fn};
   struct kb_cupti_metrics m;
   struct kb_error err = {0};
-  if (poison(r->d, r->p, 0, r->p->tim_off) != 0 ||
-      kb_cupti_metrics_measure(metric_launch, &mc, &m, &err) != KB_OK) {
-    say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: %s",
-        err.msg[0] ? err.msg : "cannot poison the outputs");
+  if (kb_cupti_metrics_measure(metric_prepare, metric_launch, &mc, &m, &err) != KB_OK) {
+    say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: %s", err.msg);
     return;
   }
   v->has_metrics = 1;

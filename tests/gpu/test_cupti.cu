@@ -271,7 +271,7 @@ int main(void) {
       float *y;
     } la = {a, b, n4, y};
     int rc = kb_cupti_metrics_measure(
-        [](void *p) -> int {
+        nullptr, [](void *p) -> int {
           launch_args *q = (launch_args *)p;
           test_copy<<<132 * 8, 256>>>(q->a, q->b, q->n4);
           return cudaGetLastError() != cudaSuccess;
@@ -290,7 +290,7 @@ int main(void) {
     }
     err.code = 0;
     rc = kb_cupti_metrics_measure(
-        [](void *p) -> int {
+        nullptr, [](void *p) -> int {
           launch_args *q = (launch_args *)p;
           test_fma<<<132 * 16, 256>>>(q->y, 20000);
           test_copy<<<132 * 8, 256>>>(q->a, q->b, q->n4);
