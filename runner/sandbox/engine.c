@@ -626,6 +626,17 @@ static int cross_check(struct run *r, int windows, int period) {
     v->trace_dropped = (int64_t)dropped;
     v->trace_recs = recs; /* the reply carries the candidate's records (serve.c) */
     v->n_trace_recs = kb_cupti_keep_candidate(recs, nrec, sid, w, nw, (size_t)period, NULL);
+    if (period > 0) {
+      /* the baseline ran on the same stream inside windows too: count the candidate's alone */
+      v->trace_own_kernels = 0;
+      v->trace_own_ns = 0;
+      for (size_t i = 0; i < v->n_trace_recs; i++) {
+        if (recs[i].stream_id != sid)
+          continue;
+        v->trace_own_kernels++;
+        v->trace_own_ns += recs[i].end - recs[i].start;
+      }
+    }
     recs = NULL;
     if (!clean) {
       v->status = KB_STATUS_REJECTED;
