@@ -22,21 +22,26 @@ export PATH=$PWD/$B/bin:$PATH
 export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
 PER_TASK=${KB_SUITE_PER_TASK:-14}
 LIMIT=${KB_SUITE_LIMIT_S:-240}
+# KB_SUITE_ETA=1: every candidate climbs every tier (a pool for kb-bench-ladder without the
+# promotion policy's bias: tools/export_pool.py on suite-h5.tar.gz); default: the campaign's
+ETA=${KB_SUITE_ETA:-}
 dir=$(mktemp -d)
-python3 - "$PWD" "$dir" "$PER_TASK" > "$dir/campaign.json" <<'PY'
+python3 - "$PWD" "$dir" "$PER_TASK" "$ETA" > "$dir/campaign.json" <<'PY'
 import json, sys
-root, d, per_task = sys.argv[1], sys.argv[2], int(sys.argv[3])
+root, d, per_task, eta = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 c = json.load(open(root + "/examples/suite/campaign.json"))
 c["tasks"] = [root + "/" + t.replace("../../", "") for t in c["tasks"]]
 c["results_dir"] = d + "/results"
 c["generators"]["max_per_task"] = per_task
+if eta:
+    c.setdefault("search", {})["eta"] = int(eta)
 print(json.dumps(c, indent=1))
 PY
 LOG=$OUT/suite-launch.txt
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(nproc) CPUs;" \
     "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-  echo "# campaign: examples/suite/campaign.json, tune max_per_task $PER_TASK, wall limit $LIMIT s"
+  echo "# campaign: examples/suite/campaign.json, tune max_per_task $PER_TASK, eta ${ETA:-default}, wall limit $LIMIT s"
 } > "$LOG"
 nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 \
   > "$OUT/suite-util.csv" 2>&1 &
