@@ -1176,38 +1176,38 @@ static void agg_row_of(const struct cand_mem *c, struct agg_row *a) {
   a->n_evaluations = c->n_evaluations;
 }
 
-/* Grows s->cands to hold `want` rows. Errors: KB_ENOMEM. */
-static int reserve_cands(struct kb_store *s, size_t want, struct kb_error *err) {
-  if (want > s->cap_cands) {
-    size_t cap = s->cap_cands ? s->cap_cands * 2 : 64;
-    while (cap < want)
-      cap *= 2;
-    struct cand_mem *c = kb_reallocarray(s->cands, cap, sizeof *c);
-    if (c == NULL)
-      return nomem(err, s->path);
-    s->cands = c;
-    s->cap_cands = cap;
+/* Grows the array `*rows` of `size`-byte rows (capacity `*cap`, doubling from 64) to hold
+ * `want` rows, and the id set `set` over it. Returns KB_OK, or -1 when out of memory (nothing
+ * changed that was not already grown). */
+static int reserve_rows(void **rows, size_t *cap, size_t size, struct cand_set *set,
+                        size_t want) {
+  if (want > *cap) {
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < want)
+      n *= 2;
+    void *grown = kb_reallocarray(*rows, n, size);
+    if (grown == NULL)
+      return -1;
+    *rows = grown;
+    *cap = n;
   }
-  if (cand_set_reserve(&s->cset, s->cands, sizeof *s->cands, want) != KB_OK)
-    return nomem(err, s->path);
-  return KB_OK;
+  return cand_set_reserve(set, *rows, size, want) == KB_OK ? KB_OK : -1;
+}
+
+/* Grows s->cands and its set to hold `want` rows. Errors: KB_ENOMEM. */
+static int reserve_cands(struct kb_store *s, size_t want, struct kb_error *err) {
+  void *rows = s->cands;
+  int rc = reserve_rows(&rows, &s->cap_cands, sizeof *s->cands, &s->cset, want);
+  s->cands = rows;
+  return rc == KB_OK ? KB_OK : nomem(err, s->path);
 }
 
 /* Grows s->llm_ids and its set to hold `want` rows. Errors: KB_ENOMEM. */
 static int reserve_llm(struct kb_store *s, size_t want, struct kb_error *err) {
-  if (want > s->cap_llm) {
-    size_t cap = s->cap_llm ? s->cap_llm * 2 : 64;
-    while (cap < want)
-      cap *= 2;
-    char(*ids)[ID_SIZE] = kb_reallocarray(s->llm_ids, cap, sizeof *ids);
-    if (ids == NULL)
-      return nomem(err, s->path);
-    s->llm_ids = ids;
-    s->cap_llm = cap;
-  }
-  if (cand_set_reserve(&s->lset, s->llm_ids, sizeof *s->llm_ids, want) != KB_OK)
-    return nomem(err, s->path);
-  return KB_OK;
+  void *rows = s->llm_ids;
+  int rc = reserve_rows(&rows, &s->cap_llm, sizeof *s->llm_ids, &s->lset, want);
+  s->llm_ids = rows;
+  return rc == KB_OK ? KB_OK : nomem(err, s->path);
 }
 
 /* Reads the request ids (and the last stream entry id) of the `n` committed /llm/requests rows

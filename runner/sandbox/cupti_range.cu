@@ -59,14 +59,25 @@ struct session {
   size_t data_size;
 };
 
-static void session_end(struct session *s) {
+/* Disables the range profiler of one measurement and frees its counter data image; the host
+ * part of `s` stays. */
+static void range_end(struct session *s) {
   if (s->rp) {
     CUpti_RangeProfiler_Disable_Params p;
     memset(&p, 0, sizeof p);
     p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
     p.pRangeProfilerObject = s->rp;
     cuptiRangeProfilerDisable(&p);
+    s->rp = NULL;
   }
+  free(s->data);
+  s->data = NULL;
+  s->data_size = 0;
+}
+
+/* Ends the whole session: the measurement part (range_end), then the host part. */
+static void session_end(struct session *s) {
+  range_end(s);
   if (s->host) {
     CUpti_Profiler_Host_Deinitialize_Params p;
     memset(&p, 0, sizeof p);
@@ -82,7 +93,6 @@ static void session_end(struct session *s) {
   }
   free(s->avail);
   free(s->config);
-  free(s->data);
   memset(s, 0, sizeof *s);
 }
 
@@ -105,22 +115,6 @@ static int cupti_check(CUptiResult r, const char *name, char *why, size_t size) 
     if (rc_ != 0)                                                                              \
       return rc_;                                                                              \
   } while (0)
-
-/* Disables the range profiler of one measurement and frees its counter data image; the host
- * part of `s` stays. */
-static void range_end(struct session *s) {
-  if (s->rp) {
-    CUpti_RangeProfiler_Disable_Params p;
-    memset(&p, 0, sizeof p);
-    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
-    p.pRangeProfilerObject = s->rp;
-    cuptiRangeProfilerDisable(&p);
-    s->rp = NULL;
-  }
-  free(s->data);
-  s->data = NULL;
-  s->data_size = 0;
-}
 
 /* Ends the measurement that failed and reports `why`. Returns `code`. */
 static int measure_failed(struct session *s, int code, const char *why, struct kb_error *err) {

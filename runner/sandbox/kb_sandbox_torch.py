@@ -928,6 +928,22 @@ def serve(sock, backend, ordinal):
     prepared = {}  # key -> Task
     used = {}
     clock = 0
+
+    def touch(key):
+        """Marks the task under `key` the most recently used."""
+        nonlocal clock
+        clock += 1
+        used[key] = clock
+
+    def use(key):
+        """The task prepared under `key`, marked the most recently used."""
+        task = prepared.get(key)
+        if task is None:
+            raise BadRequest("key", '"key": no task is prepared under this key (send '
+                             'prepare first)')
+        touch(key)
+        return task
+
     while True:
         head = read_exact(sock, 4)
         if head is None:
@@ -960,25 +976,18 @@ def serve(sock, backend, ordinal):
                 key = get(req, "key", "str")
                 t0 = time.monotonic()
                 if key in prepared:
-                    clock += 1
-                    used[key] = clock
+                    touch(key)
                     send(sock, {"op": "prepare", "ok": True, "key": key, "cached": True,
                                 "seconds": 0.0})
                     continue
                 reply = do_prepare(req, prepared, used)
                 if reply["ok"]:
-                    clock += 1
-                    used[key] = clock
+                    touch(key)
                 reply["seconds"] = time.monotonic() - t0
                 send(sock, reply)
             elif op == "eval":
                 e = eval_spec(req)
-                task = prepared.get(e["key"])
-                if task is None:
-                    raise BadRequest("key", '"key": no task is prepared under this key (send '
-                                     'prepare first)')
-                clock += 1
-                used[e["key"]] = clock
+                task = use(e["key"])
                 t0 = time.monotonic()
                 reply = evaluate(task, e)
                 reply["seconds"] = time.monotonic() - t0
@@ -989,12 +998,7 @@ def serve(sock, backend, ordinal):
                     return 3
             elif op == "torch":
                 e = eval_spec(req, torch_op=True)
-                task = prepared.get(e["key"])
-                if task is None:
-                    raise BadRequest("key", '"key": no task is prepared under this key (send '
-                                     'prepare first)')
-                clock += 1
-                used[e["key"]] = clock
+                task = use(e["key"])
                 t0 = time.monotonic()
                 reply = time_torch(task, e)
                 reply["seconds"] = time.monotonic() - t0

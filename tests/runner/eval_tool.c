@@ -14,12 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval_file.h"
 #include "evaluator.h"
 #include "kb/alloc.h"
-#include "kb/buf.h"
 #include "kb/campaign.h"
-#include "kb/candidate.h"
-#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/result.h"
@@ -28,28 +26,17 @@
 static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const char *name,
                     const char *path, const char *flags, const struct kb_campaign *ladder,
                     int tier) {
-  struct kb_buf src;
   struct kb_error err = {0};
-  kb_buf_init(&src);
-  if (kb_buf_read_file(&src, path, &err) != KB_OK) {
-    fprintf(stderr, "kb-test-eval: %s\n", err.msg);
-    return -1;
-  }
-  struct kb_candidate c;
-  int rc = kb_candidate_init(&c, task->id, name, "seed", src.data, "", flags ? flags : "", &err);
-  kb_buf_release(&src);
-  if (rc) {
-    fprintf(stderr, "kb-test-eval: %s\n", err.msg);
-    return -1;
-  }
   struct kb_result r;
-  kb_result_init(&r);
-  int flags_eval = tier == ladder->n_tiers - 1 ? KB_EVAL_FULL : 0;
-  double t0 = kb_now_mono();
-  rc = kb_evaluator_evaluate(ev, task, &c, &ladder->tiers[tier], tier, flags_eval, &r, &err);
-  double wall = kb_now_mono() - t0;
-  kb_candidate_release(&c);
-  if (rc) {
+  double wall = 0;
+  int rc = kb_test_eval_file(ev, task, name, path, flags ? flags : "", ladder, tier, &r, &wall,
+                             &err);
+  if (rc == 1) {
+    fprintf(stderr, "kb-test-eval: %s\n", err.msg);
+    kb_result_release(&r);
+    return -1;
+  }
+  if (rc == 2) {
     printf("%-12s %-22s %-6s infra_error: %s\n", task->id, name, ladder->tiers[tier].name,
            err.msg);
     kb_result_release(&r);
@@ -112,23 +99,16 @@ int main(int argc, char **argv) {
   }
   struct kb_error err = {0};
   struct kb_task task;
-  if (kb_task_load(argv[optind], &task, &err) != KB_OK) {
-    fprintf(stderr, "kb-test-eval: %s\n", err.msg);
-    return 1;
-  }
   struct kb_campaign ladder;
-  memset(&ladder, 0, sizeof ladder);
-  kb_campaign_default_ladder(&ladder);
   struct kb_evaluator *ev = NULL;
-  struct kb_evaluator_opts o = {.kind = kb_backend_from_name(backend), .cache_dir = cache};
-  double t0 = kb_now_mono();
-  if (kb_evaluator_new(&o, &ev, &err) != KB_OK) {
+  double ready_s = 0;
+  if (kb_test_eval_open(argv[optind], backend, cache, &task, &ladder, &ev, &ready_s, &err) !=
+      KB_OK) {
     fprintf(stderr, "kb-test-eval: %s\n", err.msg);
-    kb_task_release(&task);
     return 1;
   }
   printf("# backend %s, device %s, sandbox started in %.3f s (backend ready in %.3f s)\n",
-         backend, kb_evaluator_device(ev), kb_evaluator_sandbox_start_s(ev), kb_now_mono() - t0);
+         backend, kb_evaluator_device(ev), kb_evaluator_sandbox_start_s(ev), ready_s);
   int bad = 0;
   for (long k = 0; k < repeat; k++)
     for (const char *t = tiers; *t; t++) {

@@ -17,11 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eval_file.h"
 #include "evaluator.h"
-#include "kb/buf.h"
 #include "kb/campaign.h"
-#include "kb/candidate.h"
-#include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/result.h"
@@ -36,31 +34,18 @@ static json_t *number(double v) { return isfinite(v) ? json_real(v) : json_null(
  * verdict was reached, 1 otherwise. */
 static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const char *path,
                     const struct kb_campaign *ladder, int tier) {
-  struct kb_buf src;
   struct kb_error err = {0};
-  kb_buf_init(&src);
-  if (kb_buf_read_file(&src, path, &err) != KB_OK) {
-    fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
-    kb_buf_release(&src);
-    return 1;
-  }
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
-  struct kb_candidate c;
-  int rc = kb_candidate_init(&c, task->id, "cand", "seed", src.data, "", "", &err);
-  kb_buf_release(&src);
-  if (rc) {
+  struct kb_result r;
+  double wall = 0;
+  int rc = kb_test_eval_file(ev, task, "cand", path, "", ladder, tier, &r, &wall, &err);
+  if (rc == 1) {
     fprintf(stderr, "kb-test-torch-eval: %s: %s\n", path, err.msg);
+    kb_result_release(&r);
     return 1;
   }
-  struct kb_result r;
-  kb_result_init(&r);
-  double t0 = kb_now_mono();
-  rc = kb_evaluator_evaluate(ev, task, &c, &ladder->tiers[tier], tier,
-                             tier == ladder->n_tiers - 1 ? KB_EVAL_FULL : 0, &r, &err);
-  double wall = kb_now_mono() - t0;
-  kb_candidate_release(&c);
-  if (rc) {
+  if (rc == 2) {
     fprintf(stderr, "kb-test-torch-eval: %s: %s: no verdict: %s\n", task->id, name, err.msg);
     kb_result_release(&r);
     return 1;
@@ -105,18 +90,11 @@ int main(int argc, char **argv) {
   }
   struct kb_error err = {0};
   struct kb_task task;
-  if (kb_task_load(argv[optind], &task, &err) != KB_OK) {
-    fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
-    return 1;
-  }
   struct kb_campaign ladder;
-  memset(&ladder, 0, sizeof ladder);
-  kb_campaign_default_ladder(&ladder);
   struct kb_evaluator *ev = NULL;
-  struct kb_evaluator_opts o = {.kind = kb_backend_from_name(backend), .cache_dir = cache};
-  if (kb_evaluator_new(&o, &ev, &err) != KB_OK) {
+  if (kb_test_eval_open(argv[optind], backend, cache, &task, &ladder, &ev, NULL, &err) !=
+      KB_OK) {
     fprintf(stderr, "kb-test-torch-eval: %s\n", err.msg);
-    kb_task_release(&task);
     return 1;
   }
   int bad = 0;
