@@ -751,6 +751,18 @@ static size_t utf8_seq(const unsigned char *p, size_t left) {
   return n;
 }
 
+void kb_utf8_copy(char *dst, size_t cap, const char *src, size_t max) {
+  memset(dst, 0, cap);
+  if (src == NULL)
+    return;
+  size_t len = strnlen(src, max);
+  size_t n = len < cap - 1 ? len : cap - 1;
+  if (n < len)
+    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+      n--;
+  memcpy(dst, src, n);
+}
+
 int kb_json_utf8_valid(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0;

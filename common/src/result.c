@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kb/alloc.h"
@@ -280,16 +281,8 @@ static int parse_kernel(struct ctx *x, json_t *o, const char *path, struct kb_ke
   const char *name = NULL;
   if (rc == KB_OK)
     rc = kb_json_get_string(f, o, path, "name", 1, &name, x->err);
-  if (rc == KB_OK) {
-    size_t n = strlen(name);
-    if (n > sizeof k->name - 1) {
-      n = sizeof k->name - 1;
-      while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80)
-        n--;
-    }
-    memcpy(k->name, name, n);
-    k->name[n] = '\0';
-  }
+  if (rc == KB_OK)
+    kb_utf8_copy(k->name, sizeof k->name, name, SIZE_MAX);
   if (rc == KB_OK)
     rc = get_dim3(x, o, path, "grid", k->grid);
   if (rc == KB_OK)
@@ -415,14 +408,7 @@ static int parse_result(struct ctx *x) {
   if (rc)
     return rc;
   /* free text: keep what fits, cut at a character boundary */
-  size_t n = strlen(s);
-  if (n > sizeof r->reason - 1) {
-    n = sizeof r->reason - 1;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-      n--;
-  }
-  memcpy(r->reason, s, n);
-  r->reason[n] = '\0';
+  kb_utf8_copy(r->reason, sizeof r->reason, s, SIZE_MAX);
   rc = parse_compile(x, root);
   if (rc == KB_OK)
     rc = parse_check(x, root);

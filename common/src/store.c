@@ -28,6 +28,7 @@
  *   restored after), and the innermost HDF5 error description goes into struct kb_error with
  *   the path and the operation.
  */
+#include "kb/jsonfile.h"
 #include "kb/store.h"
 
 #include <errno.h>
@@ -550,20 +551,6 @@ static double now_unix(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Copies at most `cap - 1` bytes of `src` (reading at most `max` bytes of it) into `dst`,
- * NUL-terminated and NUL-padded. A cut never splits a UTF-8 sequence. */
-static void copy_text(char *dst, size_t cap, const char *src, size_t max) {
-  memset(dst, 0, cap);
-  if (src == NULL)
-    return;
-  size_t len = strnlen(src, max);
-  size_t n = len < cap - 1 ? len : cap - 1;
-  if (n < len)
-    while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-      n--;
-  memcpy(dst, src, n);
-}
-
 /* 1 when `s` is exactly 64 lowercase hex digits (read at most ID_SIZE bytes). */
 static int is_hex_id(const char *s) {
   if (strnlen(s, ID_SIZE) != KB_CAND_ID_LEN)
@@ -685,7 +672,7 @@ static herr_t put_str_attr(hid_t loc, const char *name, const char *value, size_
   size_t len = strnlen(value, ATTR_STR_MAX - 1);
   if (size == 0 || size > ATTR_STR_MAX)
     size = len + 1;
-  copy_text(buf, size, value, len);
+  kb_utf8_copy(buf, size, value, len);
   hid_t t = str_type(size);
   herr_t rc = t < 0 ? -1 : put_attr(loc, name, t, buf, create);
   close_id(&t, H5Tclose);
@@ -712,7 +699,7 @@ static herr_t get_str_attr(hid_t loc, const char *name, char *out, size_t cap) {
   memset(buf, 0, sizeof buf);
   if (mt < 0 || H5Aread(a, mt, buf) < 0)
     goto out;
-  copy_text(out, cap, buf, size);
+  kb_utf8_copy(out, cap, buf, size);
   rc = 0;
 out:
   close_id(&mt, H5Tclose);
@@ -1165,7 +1152,7 @@ static void agg_apply(struct cand_mem *c, int tier, int attempt, const char *sta
   if (tier > c->best_tier || (tier == c->best_tier && attempt > c->best_attempt)) {
     c->best_tier = tier;
     c->best_attempt = attempt;
-    copy_text(c->status, sizeof c->status, status, STATUS_SIZE);
+    kb_utf8_copy(c->status, sizeof c->status, status, STATUS_SIZE);
   }
 }
 
@@ -1233,8 +1220,8 @@ static int load_llm(struct kb_store *s, int64_t n, struct kb_error *err) {
       break;
     }
     for (int64_t i = 0; i < k; i++) {
-      copy_text(s->llm_ids[s->n_llm], ID_SIZE, rows[i].request, ID_SIZE);
-      copy_text(s->last_entry, sizeof s->last_entry, rows[i].entry, ENTRY_SIZE);
+      kb_utf8_copy(s->llm_ids[s->n_llm], ID_SIZE, rows[i].request, ID_SIZE);
+      kb_utf8_copy(s->last_entry, sizeof s->last_entry, rows[i].entry, ENTRY_SIZE);
       if (cand_set_find(&s->lset, s->llm_ids, sizeof *s->llm_ids, s->llm_ids[s->n_llm]) < 0)
         cand_set_put(&s->lset, s->llm_ids, sizeof *s->llm_ids, (int64_t)s->n_llm);
       s->n_llm++;
@@ -1311,7 +1298,7 @@ static int load(struct kb_store *s, struct kb_error *err) {
     for (int64_t i = 0; i < n; i++) {
       struct cand_mem *m = &s->cands[s->n_cands];
       memset(m, 0, sizeof *m);
-      copy_text(m->id, sizeof m->id, crows[i].id, ID_SIZE);
+      kb_utf8_copy(m->id, sizeof m->id, crows[i].id, ID_SIZE);
       m->best_tier = -1;
       stored[s->n_cands] = crows[i].agg;
       stored[s->n_cands].status[STATUS_SIZE - 1] = '\0';
@@ -1550,14 +1537,14 @@ static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, 
   size_t len = strlen(c->source);
   struct cand_row row;
   memset(&row, 0, sizeof row);
-  copy_text(row.id, sizeof row.id, c->id, ID_SIZE);
-  copy_text(row.task, sizeof row.task, c->task, sizeof c->task);
-  copy_text(row.name, sizeof row.name, c->name, sizeof c->name);
-  copy_text(row.generator, sizeof row.generator, c->generator, sizeof c->generator);
-  copy_text(row.parent0, sizeof row.parent0, c->parents[0], ID_SIZE);
-  copy_text(row.parent1, sizeof row.parent1, c->parents[1], ID_SIZE);
-  copy_text(row.knobs, sizeof row.knobs, c->knobs, SIZE_MAX);
-  copy_text(row.flags, sizeof row.flags, c->flags, SIZE_MAX);
+  kb_utf8_copy(row.id, sizeof row.id, c->id, ID_SIZE);
+  kb_utf8_copy(row.task, sizeof row.task, c->task, sizeof c->task);
+  kb_utf8_copy(row.name, sizeof row.name, c->name, sizeof c->name);
+  kb_utf8_copy(row.generator, sizeof row.generator, c->generator, sizeof c->generator);
+  kb_utf8_copy(row.parent0, sizeof row.parent0, c->parents[0], ID_SIZE);
+  kb_utf8_copy(row.parent1, sizeof row.parent1, c->parents[1], ID_SIZE);
+  kb_utf8_copy(row.knobs, sizeof row.knobs, c->knobs, SIZE_MAX);
+  kb_utf8_copy(row.flags, sizeof row.flags, c->flags, SIZE_MAX);
   row.created = c->created;
   row.best_tier = -1;
   row.n_evaluations = 0;
@@ -1589,15 +1576,15 @@ static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, 
 /* Copies `r` into the file row (texts cut to their columns); `status` is its status name. */
 static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const char *status) {
   memset(row, 0, sizeof *row);
-  copy_text(row->candidate, sizeof row->candidate, r->candidate, ID_SIZE);
+  kb_utf8_copy(row->candidate, sizeof row->candidate, r->candidate, ID_SIZE);
   row->tier = r->tier;
-  copy_text(row->tier_name, sizeof row->tier_name, r->tier_name, sizeof r->tier_name);
+  kb_utf8_copy(row->tier_name, sizeof row->tier_name, r->tier_name, sizeof r->tier_name);
   row->attempt = r->attempt;
-  copy_text(row->status, sizeof row->status, status, STATUS_SIZE);
-  copy_text(row->reason, sizeof row->reason, r->reason, sizeof r->reason);
-  copy_text(row->runner, sizeof row->runner, r->runner, sizeof r->runner);
-  copy_text(row->device, sizeof row->device, r->device, sizeof r->device);
-  copy_text(row->charge_id, sizeof row->charge_id, r->charge_id, sizeof r->charge_id);
+  kb_utf8_copy(row->status, sizeof row->status, status, STATUS_SIZE);
+  kb_utf8_copy(row->reason, sizeof row->reason, r->reason, sizeof r->reason);
+  kb_utf8_copy(row->runner, sizeof row->runner, r->runner, sizeof r->runner);
+  kb_utf8_copy(row->device, sizeof row->device, r->device, sizeof r->device);
+  kb_utf8_copy(row->charge_id, sizeof row->charge_id, r->charge_id, sizeof r->charge_id);
   row->started = r->started;
   row->finished = r->finished;
   row->compile_s = r->compile_s;
@@ -1642,10 +1629,10 @@ static struct kern_row *kern_rows_of(const struct kb_result *r) {
   for (int i = 0; rows != NULL && i < r->n_kernels; i++) {
     const struct kb_kernel_rec *k = &r->kernels[i];
     struct kern_row *w = &rows[i];
-    copy_text(w->candidate, sizeof w->candidate, r->candidate, ID_SIZE);
+    kb_utf8_copy(w->candidate, sizeof w->candidate, r->candidate, ID_SIZE);
     w->tier = r->tier;
     w->attempt = r->attempt;
-    copy_text(w->name, sizeof w->name, k->name, sizeof k->name);
+    kb_utf8_copy(w->name, sizeof w->name, k->name, sizeof k->name);
     w->grid_x = k->grid[0];
     w->grid_y = k->grid[1];
     w->grid_z = k->grid[2];
@@ -1768,19 +1755,19 @@ static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *a
     return rc;
   struct llm_row row;
   memset(&row, 0, sizeof row);
-  copy_text(row.request, sizeof row.request, x->request, ID_SIZE);
-  copy_text(row.entry, sizeof row.entry, x->entry, SIZE_MAX);
+  kb_utf8_copy(row.request, sizeof row.request, x->request, ID_SIZE);
+  kb_utf8_copy(row.entry, sizeof row.entry, x->entry, SIZE_MAX);
   row.time = x->time;
-  copy_text(row.kind, sizeof row.kind, x->kind, SIZE_MAX);
-  copy_text(row.status, sizeof row.status, x->status, SIZE_MAX);
-  copy_text(row.model, sizeof row.model, x->model, SIZE_MAX);
+  kb_utf8_copy(row.kind, sizeof row.kind, x->kind, SIZE_MAX);
+  kb_utf8_copy(row.status, sizeof row.status, x->status, SIZE_MAX);
+  kb_utf8_copy(row.model, sizeof row.model, x->model, SIZE_MAX);
   row.attempts = x->attempts;
   row.tokens_in = x->tokens_in;
   row.tokens_out = x->tokens_out;
-  copy_text(row.candidate, sizeof row.candidate, x->candidate, SIZE_MAX);
-  copy_text(row.parent0, sizeof row.parent0, x->parents[0], SIZE_MAX);
-  copy_text(row.parent1, sizeof row.parent1, x->parents[1], SIZE_MAX);
-  copy_text(row.error, sizeof row.error, x->error, SIZE_MAX);
+  kb_utf8_copy(row.candidate, sizeof row.candidate, x->candidate, SIZE_MAX);
+  kb_utf8_copy(row.parent0, sizeof row.parent0, x->parents[0], SIZE_MAX);
+  kb_utf8_copy(row.parent1, sizeof row.parent1, x->parents[1], SIZE_MAX);
+  kb_utf8_copy(row.error, sizeof row.error, x->error, SIZE_MAX);
   int64_t at = s->text_bytes;
   row.prompt_offset = at;
   row.prompt_len = x->prompt != NULL ? (int64_t)x->prompt_len : 0;

@@ -110,5 +110,9 @@ int kb_json_utf8_valid(const char *s, size_t len);
 /* Returns a copy of NUL-terminated `s` (borrowed) with every byte that is not part of a valid
  * UTF-8 sequence replaced by '?', so it can go into a JSON string (new), or NULL on ENOMEM. */
 char *kb_json_utf8_sanitize(const char *s);
+/* Copies at most `cap - 1` bytes of `src` (borrowed; reading at most `max` bytes of it; NULL
+ * copies nothing) into `dst` (`cap` > 0 bytes), NUL-terminated and NUL-padded; a cut never
+ * splits a UTF-8 sequence. For fixed-size text fields (results, HDF5 rows). */
+void kb_utf8_copy(char *dst, size_t cap, const char *src, size_t max);
 
 #endif
