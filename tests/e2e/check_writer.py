@@ -178,15 +178,20 @@ def main():
     sock, cid, rdir, tasks = args[0], args[1], args[2], args[3:]
     r = Redis(sock)
     key = "kb:{%s}:results" % cid
-    groups = r.cmd("XINFO", "GROUPS", key)
+    # the scheduler makes its group (reading from 0) when it starts; a kill before that leaves
+    # no group, and perhaps no stream yet: then nothing was consumed or acknowledged, and no
+    # file may hold an evaluation (checked below)
+    groups = r.cmd("XINFO", "GROUPS", key) if r.cmd("EXISTS", key) else []
     last = None
     for g in groups:
         d = dict(zip(g[::2], g[1::2]))
         if d["name"] == "scheduler":
             last = d["last-delivered-id"]
-    if last is None:
-        fail("no scheduler group")
-    pending = {p[0] for p in r.cmd("XPENDING", key, "scheduler", "-", "+", "100000")}
+    no_group = last is None
+    if no_group:
+        last, pending = "0-0", set()
+    else:
+        pending = {p[0] for p in r.cmd("XPENDING", key, "scheduler", "-", "+", "100000")}
     acked = {}
     n_entries = 0
     for eid, fields in r.cmd("XRANGE", key, "-", "+"):
@@ -212,6 +217,8 @@ def main():
         with h5py.File(path, "r", **opts) as h:
             commit = h.attrs["commit"]
             n_c, n_e = int(commit["candidates"]), int(commit["evaluations"])
+            if no_group and n_e:
+                fail(f"{path}: {n_e} evaluations committed, but the scheduler has no group")
             if not swmr and (len(h["candidates"]) != n_c or len(h["evaluations"]) != n_e):
                 fail(f"{path}: rows past the commit after recovery")
             cands = {c.decode() for c in h["candidates"]["id"][:n_c]}
