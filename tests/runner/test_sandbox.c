@@ -318,8 +318,12 @@ static char *script(const char *name, const char *body) {
 static void test_dies_mid_message(void **state) {
   (void)state;
   struct kb_error err = {0};
-  /* says hello, then starts a reply and dies after 8 of its 64 bytes */
+  /* reads the hello request (a 4-byte length and the 14 bytes of {"op":"hello"}) and says
+   * hello; then, once the call's request has begun, starts a reply and dies after 8 of its 64
+   * bytes (reading only the hello's length prefix let it die before the call began, so the
+   * call's fresh stderr tail could miss "dying now") */
   char *prog = script("half-reply.sh",
+                      "head -c 18 >/dev/null\n"
                       "printf '\\000\\000\\000\\016{\"op\":\"hello\"}'\n"
                       "head -c 4 >/dev/null\n"
                       "printf '\\000\\000\\000\\100{\"op\":\"ev'\n"
