@@ -158,9 +158,14 @@ for task in ("sum", "matmul"):
             assert t.startswith("[system]\n") and "\n[user]\n" in t, t[:80]
             texts.append(t[len("[system]\n"):].replace("\n[user]\n", "\n", 1))
         assert f["llm/text"].compression == "gzip", "llm/text is not deflate-compressed"
-sent = [json.loads(l)["prompt"] for l in open(sys.argv[2])]
+# every request the fake answered with tokens (billed, so audited: the ledger check above holds
+# billed = audited); a request in flight at the kill -9 (a 429 or 500 before its retry, an
+# answer that never came back) bills nothing and leaves no audit entry
+log = [json.loads(l) for l in open(sys.argv[2])]
+sent = [e["prompt"] for e in log if e.get("prompt_tokens") or e.get("completion_tokens")]
 missing = [p for p in sent if p and p not in texts]
-assert not missing, "%d prompt(s) the model got are not in /llm/text" % len(missing)
+assert sent, "no billed request in the fake's log"
+assert not missing, "%d prompt(s) the model answered are not in /llm/text" % len(missing)
 print("hdf5 llm: %s" % {t: v["llm"] for t, v in files.items()}, file=sys.stderr)
 PY
 grep -q "voided charge\|rebuilt state" "$T/sched2.log" || fail "restart did not rebuild"
