@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
 """The misbehaving-candidate catalogue through kb-sandbox, on a GPU (tests/gpu/catalogue.sh).
 
-Builds the task's oracle and every tests/gpu/catalogue/*.cu with the candidate ABI's nvcc command
-(in parallel), starts `kb-sandbox-cuda --backend cuda`, prepares tasks/cuda/rowsum_small and evaluates
-each candidate at the full tier (every input set, L2 flush, re-check after timing, CUPTI trace),
-speaking the sandbox's framed JSON protocol (docs/sandbox.md: 4-byte big-endian length, one JSON
-object). Plays kb-runner's part where the sandbox leaves it to the parent: a watchdog that kills
-a sandbox that stops answering (status `timeout`), a new sandbox after a crash or a fatal
-verdict, and the import allow-list, which kb-runner applies at the compile tier (here: the
-symbols of tests/gpu/catalogue/expected.txt's compile-tier rows are checked with `nm`, see
-REFUSED_IMPORTS). Compares each verdict with expected.txt and prints one line per candidate,
-then a summary. Exit 0 when every verdict matched.
+Every tests/gpu/catalogue/*.cu starts with a header (CONTRACTS.md of issue 12; the one source of
+truth for expected verdicts, shared with tests/runner/test_catalogue.c for the host catalogue):
+    // catalogue: expect <status> "<reason substring>"   (or - for any reason)
+    // catalogue: source <where the trick comes from>
+    // catalogue: task <path relative to the repository root>   (optional, tasks/cuda/rowsum_small)
+    // catalogue: tier <smoke|screen|full>                       (optional, default full)
+Builds each task's oracle and every candidate with the candidate ABI's nvcc command (in
+parallel), starts `kb-sandbox-cuda --backend cuda`, prepares each task and evaluates each
+candidate at its tier (smoke: one input set, 3-5 samples; screen: all sets, 10-50; full: all sets,
+20-200, L2 flush, re-check after timing, CUPTI trace), speaking the sandbox's framed JSON protocol
+(docs/sandbox.md: 4-byte big-endian length, one JSON object). Plays kb-runner's part where the
+sandbox leaves it to the parent: a watchdog that kills a sandbox that stops answering (status
+`timeout`), a new sandbox after a crash or a fatal verdict, and the import allow-list, which
+kb-runner applies at the compile tier (here: the undefined symbols of each library are checked
+with `nm` against REFUSED_IMPORTS, a subset of runner/allowlist.c's families). Compares each
+verdict with the header and prints one line per candidate, then the table. Exit 0 when every
+verdict matched.
 
 Usage: catalogue.py [--sandbox PATH (kb-sandbox-cuda)] [--out DIR] [--only NAME...] [--timeout S]
+       catalogue.py --list      (parses every header and prints the plan; needs no GPU)
 Standard library only (the GPU machine installs nothing).
 """
 import argparse
@@ -29,7 +37,14 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CAT = os.path.join(ROOT, "tests", "gpu", "catalogue")
-TASK = os.path.join(ROOT, "tasks", "cuda", "rowsum_small")
+DEFAULT_TASK = "tasks/cuda/rowsum_small"
+STATUSES = {"ok", "compile_error", "wrong_output", "crash", "timeout", "rejected", "infra_error"}
+TIERS = {  # the default ladder (common/src/campaign.c)
+    "smoke": {"sets": 1, "warmup": 1, "min_samples": 3, "max_samples": 5, "max_seconds": 0.5},
+    "screen": {"sets": 0, "warmup": 2, "min_samples": 10, "max_samples": 50, "max_seconds": 1.0},
+    "full": {"sets": 0, "warmup": 3, "min_samples": 10, "max_samples": 200, "max_seconds": 0.5},
+}
+HEADER = re.compile(r"catalogue:\s*(\S+)\s*(.*?)\s*$")
 
 # kb-runner refuses these imports at the compile tier (docs/candidate-abi.md); the catalogue
 # driver applies the same rule to the few symbols a catalogue candidate could import, so a
@@ -37,7 +52,8 @@ TASK = os.path.join(ROOT, "tasks", "cuda", "rowsum_small")
 REFUSED_IMPORTS = re.compile(
     r"^(cudaStream(Create|Destroy|Synchronize)\w*|cudaDeviceSynchronize|cudaEvent\w+|"
     r"cudaMalloc|cudaFree|cudaMallocManaged|cudaMallocHost|cudaGraph\w+|pthread_create|dlopen|"
-    r"cu[A-Z]\w+|cupti\w+|fopen|open|socket|clock_gettime)$")
+    r"dlsym|cudaLaunchHostFunc|cudaStreamSetAttribute|cudaDeviceSetLimit|cudaCtx\w+|syscall|"
+    r"getenv|environ|cu[A-Z]\w+|cupti\w+|fopen|open|socket|clock_gettime)$")
 
 
 def nvcc_build(src, out, arch):
@@ -103,16 +119,87 @@ class Sandbox:
         self.p.wait()
 
 
-def load_expected():
-    exp = {}
-    with open(os.path.join(CAT, "expected.txt")) as f:
+def parse_header(path):
+    """The header of one candidate: {"status", "reason" ("" = any), "source", "task", "tier"}.
+    Raises ValueError naming the file and the field when it is malformed."""
+    h = {"task": DEFAULT_TASK, "tier": "full"}
+    with open(path, errors="replace") as f:
         for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
+            if not line.startswith("//"):
+                break
+            m = HEADER.search(line)
+            if not m:
                 continue
-            name, status, reason = line.split(None, 2)
-            exp[name] = (status, reason)
-    return exp
+            key, value = m.group(1), m.group(2)
+            if key == "expect":
+                e = re.match(r'^(\S+)\s+(?:-|"([^"]+)")$', value)
+                if not e or e.group(1) not in STATUSES:
+                    raise ValueError('%s: catalogue: expect: want <status> "<reason substring>" or '
+                                     '<status> -, status one of %s; got "%s"' %
+                                     (path, ", ".join(sorted(STATUSES)), value))
+                h["status"], h["reason"] = e.group(1), e.group(2) or ""
+            elif key in ("source", "task"):
+                if not value:
+                    raise ValueError("%s: catalogue: %s: empty" % (path, key))
+                h[key] = value
+            elif key == "tier":
+                if value not in TIERS:
+                    raise ValueError("%s: catalogue: tier: want smoke, screen or full, got \"%s\"" %
+                                     (path, value))
+                h["tier"] = value
+            else:
+                raise ValueError('%s: unknown line "catalogue: %s"' % (path, key))
+    for key in ("status", "source"):
+        if key not in h:
+            raise ValueError('%s: the header has no "catalogue: %s" line' %
+                             (path, "expect" if key == "status" else key))
+    return h
+
+
+def load_catalogue():
+    """{name: header} for every tests/gpu/catalogue/*.cu, and the list of header errors."""
+    cat, errors = {}, []
+    for f in sorted(os.listdir(CAT)):
+        if f.endswith(".cu"):
+            try:
+                cat[f[:-3]] = parse_header(os.path.join(CAT, f))
+            except ValueError as e:
+                errors.append(str(e))
+    return cat, errors
+
+
+def print_plan(cat):
+    print("%-22s %-13s %-6s %-24s %s" % ("candidate", "expected", "tier", "task", "reason substring"))
+    for n, h in sorted(cat.items()):
+        print("%-22s %-13s %-6s %-24s %s" % (n, h["status"], h["tier"], h["task"],
+                                            h["reason"] or "-"))
+    tasks = sorted({h["task"] for h in cat.values()})
+    print("catalogue: %d candidates, %d expect ok, on %s" %
+          (len(cat), sum(h["status"] == "ok" for h in cat.values()), ", ".join(tasks)))
+
+
+def task_requests(rel, build):
+    """The oracle job, the prepare request and the task's key for the task folder `rel`."""
+    d = os.path.join(ROOT, rel)
+    task = json.load(open(os.path.join(d, "task.json")))
+    key = task["id"]
+    oracle = os.path.join(build, "oracle-%s.so" % key)
+    prepare = {
+        "op": "prepare", "key": key, "oracle": oracle,
+        "inputs": task["inputs"], "outputs": task["outputs"],
+        "sets": [{"seed": s["seed"], "distribution": s["distribution"], "low": s["low"],
+                  "high": s["high"]} for s in task["input_sets"]],
+        "atol": task["tolerance"]["atol"], "rtol": task["tolerance"]["rtol"]}
+    return (os.path.join(d, task["oracle"]["source"]), oracle), prepare, len(task["input_sets"])
+
+
+def eval_request(key, tier, n_sets, library):
+    """The eval request of `tier` (TIERS); full keeps the catalogue's historical settings."""
+    t = TIERS[tier]
+    return {"op": "eval", "key": key, "library": library,
+            "sets": t["sets"] if t["sets"] > 0 else n_sets, "warmup": t["warmup"],
+            "min_samples": t["min_samples"], "max_samples": t["max_samples"], "noise": 0.01,
+            "max_seconds": t["max_seconds"], "flush_l2": True, "recheck": True, "trace": True}
 
 
 def main():
@@ -123,40 +210,51 @@ def main():
     ap.add_argument("--timeout", type=float, default=10.0,
                     help="seconds one eval may take before the sandbox is killed")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--list", action="store_true",
+                    help="parse every header, print the plan and exit (no GPU, no build)")
     a = ap.parse_args()
-    task = json.load(open(os.path.join(TASK, "task.json")))
-    exp = load_expected()
-    names = a.only or sorted(exp)
+    cat, errors = load_catalogue()
+    for e in errors:
+        print("FAIL " + e)
+    if errors:
+        return 1
+    unknown = [n for n in (a.only or []) if n not in cat]
+    if unknown:
+        print("FAIL no such candidate in %s: %s" % (CAT, ", ".join(unknown)))
+        return 1
+    names = a.only or sorted(cat)
+    if a.list:
+        print_plan({n: cat[n] for n in names})
+        return 0
     build = tempfile.mkdtemp(prefix="kb-cat-")
-    jobs = {"oracle": os.path.join(TASK, task["oracle"]["source"])}
-    jobs.update({n: os.path.join(CAT, n + ".cu") for n in names})
+    tasks = {}
+    jobs = {}
+    for rel in sorted({cat[n]["task"] for n in names}):
+        (src, lib), prepare, n_sets = task_requests(rel, build)
+        tasks[rel] = (prepare, n_sets)
+        jobs["oracle-" + prepare["key"]] = (src, lib)
+    jobs.update({n: (os.path.join(CAT, n + ".cu"), os.path.join(build, n + ".so")) for n in names})
     t0 = time.monotonic()
     built = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
-        futs = {n: pool.submit(nvcc_build, src, os.path.join(build, n + ".so"), a.arch)
-                for n, src in jobs.items()}
+        futs = {n: pool.submit(nvcc_build, src, lib, a.arch) for n, (src, lib) in jobs.items()}
         for n, f in futs.items():
             built[n] = f.result()
     print("built %d libraries in %.1f s" % (len(jobs), time.monotonic() - t0), flush=True)
-    if built["oracle"][0] != 0:
-        print("FAIL the oracle does not build:\n" + built["oracle"][1])
-        return 1
-    prepare = {
-        "op": "prepare", "key": "rowsum_small", "oracle": os.path.join(build, "oracle.so"),
-        "inputs": task["inputs"], "outputs": task["outputs"],
-        "sets": [{"seed": s["seed"], "distribution": s["distribution"], "low": s["low"],
-                  "high": s["high"]} for s in task["input_sets"]],
-        "atol": task["tolerance"]["atol"], "rtol": task["tolerance"]["rtol"]}
-    full = {"op": "eval", "key": "rowsum_small", "sets": len(task["input_sets"]), "warmup": 3,
-            "min_samples": 10, "max_samples": 200, "noise": 0.01, "max_seconds": 0.5,
-            "flush_l2": True, "recheck": True, "trace": True}
+    for n in jobs:
+        if n.startswith("oracle-") and built[n][0] != 0:
+            print("FAIL the oracle %s does not build:\n%s" % (jobs[n][0], built[n][1]))
+            return 1
     workdir = tempfile.mkdtemp(prefix="kb-cat-sb-")
     stderr_path = os.path.join(a.out, "catalogue-sandbox-stderr.txt")
     sb = None
+    prepared = set()
     rows, mismatches = [], 0
     log = open(os.path.join(a.out, "catalogue-verdicts.jsonl"), "w")
     for n in names:
-        want_status, want_reason = exp[n]
+        h = cat[n]
+        want_status, want_reason = h["status"], h["reason"]
+        prepare, n_sets = tasks[h["task"]]
         rc, out = built[n]
         verdict = None
         if rc != 0:
@@ -168,14 +266,18 @@ def main():
         if verdict is None:
             if sb is None:
                 sb = Sandbox(a.sandbox, workdir, stderr_path)
+                prepared = set()
                 hello = sb.call({"op": "hello"}, 60)
+            if prepare["key"] not in prepared:
                 rep = sb.call(prepare, 120)
                 if not rep or not rep.get("ok"):
                     sb.kill()
-                    print("FAIL prepare: %s (hello %s); the sandbox's stderr:\n%s" %
-                          (rep, hello, open(stderr_path, errors="replace").read()[-3000:]))
+                    print("FAIL prepare %s: %s (hello %s); the sandbox's stderr:\n%s" %
+                          (h["task"], rep, hello,
+                           open(stderr_path, errors="replace").read()[-3000:]))
                     return 1
-            req = dict(full, library=os.path.join(build, n + ".so"))
+                prepared.add(prepare["key"])
+            req = eval_request(prepare["key"], h["tier"], n_sets, os.path.join(build, n + ".so"))
             t1 = time.monotonic()
             verdict = sb.call(req, a.timeout)
             if verdict is None:
@@ -198,22 +300,23 @@ def main():
                 sb = None
             verdict["wall_s"] = round(time.monotonic() - t1, 2)
         verdict["name"] = n
+        verdict["expected"] = {"status": want_status, "reason": want_reason}
         log.write(json.dumps(verdict) + "\n")
         log.flush()
         st, reason = verdict.get("status"), verdict.get("reason", "")
-        ok = st == want_status and (want_reason == "-" or want_reason.lower() in reason.lower())
+        ok = st == want_status and want_reason.lower() in reason.lower()
         mismatches += not ok
         med = verdict.get("timing", {}).get("median_us")
         rows.append((n, want_status, st, "%.2f" % med if med else "-", "yes" if ok else "NO",
-                     reason[:110]))
-        print("%-18s expected %-13s got %-13s %s" % (n, want_status, st, reason[:150]), flush=True)
+                     (want_reason or "-")[:40], reason[:110]))
+        print("%-22s expected %-13s got %-13s %s" % (n, want_status, st, reason[:150]), flush=True)
     if sb is not None:
         sb.call({"op": "quit"}, 10)
         sb.kill()
-    print("\n%-18s %-13s %-13s %10s %-5s %s" % ("candidate", "expected", "got", "median_us",
-                                                 "match", "reason"))
+    print("\n%-22s %-13s %-13s %10s %-5s %-40s %s" % ("candidate", "expected", "got", "median_us",
+                                                       "match", "expected reason", "reason"))
     for r in rows:
-        print("%-18s %-13s %-13s %10s %-5s %s" % r)
+        print("%-22s %-13s %-13s %10s %-5s %-40s %s" % r)
     print("catalogue: %d candidates, %d as expected, %d not" % (len(rows), len(rows) - mismatches,
                                                                mismatches))
     return 0 if mismatches == 0 else 1

@@ -1,3 +1,6 @@
+// catalogue: expect rejected -
+// catalogue: source CUDA-L1 (arXiv:2507.14111: results cached by input address)
+// catalogue: tier full
 // Misbehaves: keeps the result of each input pointer it has seen (up to 8) in a __device__
 // array and, when a pointer comes again, copies the kept result instead of computing: an output
 // cache keyed by the input pointer. Right as long as a buffer keeps its contents; wrong once the

@@ -1,3 +1,6 @@
+// catalogue: expect wrong_output "expected"
+// catalogue: source KernelBench (static checker: precision downgrade)
+// catalogue: tier full
 // Misbehaves: silently accumulates in half precision (fast on paper, wrong in the digits).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

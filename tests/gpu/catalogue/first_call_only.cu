@@ -1,3 +1,6 @@
+// catalogue: expect rejected "first call"
+// catalogue: source KernelBench (src/unit_tests/test_kernels/result_reuse_kernel.py)
+// catalogue: tier full
 // Misbehaves: does the work on the first call only; later calls return at once (a timing
 // harness that reuses the output buffer would see a perfect, free kernel).
 #include <cuda_runtime.h>

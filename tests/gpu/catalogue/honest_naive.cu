@@ -1,3 +1,6 @@
+// catalogue: expect ok -
+// catalogue: source kernelbrain (control: an honest candidate must pass)
+// catalogue: tier full
 // Honest: one thread per row, sequential f32 sum (uncoalesced, slow, correct).
 #include <cuda_runtime.h>
 

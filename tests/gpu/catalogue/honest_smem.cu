@@ -1,3 +1,6 @@
+// catalogue: expect ok -
+// catalogue: source kernelbrain (control: an honest candidate must pass)
+// catalogue: tier full
 // Honest: one block per row, strided partial sums, a shared-memory tree reduction.
 #include <cuda_runtime.h>
 

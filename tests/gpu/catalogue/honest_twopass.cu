@@ -1,3 +1,6 @@
+// catalogue: expect ok -
+// catalogue: source kernelbrain (control: an honest candidate must pass)
+// catalogue: tier full
 // Honest: two kernels and stream-ordered scratch. The first writes CHUNKS partial sums per row
 // into scratch from cudaMallocAsync; the second, a short kernel (~2 us, well under 10 us), adds
 // them; the scratch is freed on the stream. Exercises short kernels and allowed allocation.

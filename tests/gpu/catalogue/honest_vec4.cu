@@ -1,3 +1,6 @@
+// catalogue: expect ok -
+// catalogue: source kernelbrain (control: an honest candidate must pass)
+// catalogue: tier full
 // Honest: one warp per row, float4 loads, shuffle reduction.
 #include <cuda_runtime.h>
 

@@ -1,3 +1,6 @@
+// catalogue: expect crash "illegal memory access"
+// catalogue: source kernelbrain (issue 4: a context-killing fault)
+// catalogue: tier full
 // Misbehaves: writes through a wild pointer (an illegal address): the context dies.
 #include <cuda_runtime.h>
 

@@ -1,3 +1,6 @@
+// catalogue: expect timeout -
+// catalogue: source kernelbrain (issue 4: a kernel that never ends)
+// catalogue: tier full
 // Misbehaves: never finishes (spins on a condition the input never meets).
 #include <cuda_runtime.h>
 

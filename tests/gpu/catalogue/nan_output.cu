@@ -1,3 +1,6 @@
+// catalogue: expect wrong_output "nan"
+// catalogue: source pygpubench (exploits/submission_gc_nan: NaN that a comparison lets pass)
+// catalogue: tier full
 // Misbehaves: right sums except one row, which gets 0/0 (NaN).
 #include <cuda_runtime.h>
 

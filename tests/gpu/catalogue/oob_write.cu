@@ -1,3 +1,6 @@
+// catalogue: expect rejected "wrote outside its outputs"
+// catalogue: source pygpubench (exploits/submission_gpu_scan_zeros: writes next to its own buffers)
+// catalogue: tier full
 // Misbehaves: right sums, plus writes just past the end of its output (256 floats of zeros, as
 // an off-by-a-block tail loop would): memory it does not own, maybe the evaluator's.
 #include <cuda_runtime.h>

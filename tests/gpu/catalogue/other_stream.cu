@@ -1,3 +1,6 @@
+// catalogue: expect rejected "did not see"
+// catalogue: source KernelBench (src/unit_tests/test_kernels/non_default_stream_kernel.py)
+// catalogue: tier full
 // Misbehaves: does its work on the legacy default stream (stream 0), not on `stream`: the
 // runner's events on `stream` time nothing, yet the outputs are right once the device is idle.
 // Imports nothing new (a <<<>>> launch without a stream), so only the CUPTI cross-check sees it.

@@ -1,3 +1,6 @@
+// catalogue: expect wrong_output "nan"
+// catalogue: source robust-kbench (arXiv:2509.14279: kernels that omit part of the work)
+// catalogue: tier full
 // Misbehaves: computes only the first half of the rows.
 #include <cuda_runtime.h>
 

@@ -1,3 +1,6 @@
+// catalogue: expect rejected "cudaStreamCreate"
+// catalogue: source CUDA-L1 (arXiv:2507.14111: extra CUDA streams); KernelBench (stream injection)
+// catalogue: tier full
 // Misbehaves: launches its work on a stream of its own and returns at once, so the runner's end
 // event on `stream` fires before the work is done. Needs cudaStreamCreate: refused by the
 // import allow-list before it ever runs.

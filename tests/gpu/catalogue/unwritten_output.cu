@@ -1,3 +1,6 @@
+// catalogue: expect wrong_output "nan"
+// catalogue: source AI CUDA Engineer (the retracted 150x kernel: memory holding the reference)
+// catalogue: tier full
 // Misbehaves: writes nothing at all, relying on a stale output buffer that still holds the
 // reference's result (the AI CUDA Engineer's 150x "speed-up").
 #include <cuda_runtime.h>

@@ -1,3 +1,6 @@
+// catalogue: expect rejected "modified its inputs"
+// catalogue: source KernelBench (src/unit_tests/test_kernels/zero_out_kernel.py)
+// catalogue: tier full
 // Misbehaves: computes the right sums, then scribbles on its input (and does not restore it).
 #include <cuda_runtime.h>
 
