@@ -117,6 +117,9 @@ figs = {"status": st["gpu_ms"]["spent"], "summary.json": sm["gpu_ms"]["spent"],
 print("figures:", figs, file=sys.stderr)
 if any(v != spent for v in figs.values()): fail(f"figures disagree with the ledger's {spent}: {figs}")
 if st["stray"] != planted: fail(f"status counts {st['stray']} stray results, {planted} were planted")
+if sm["stray_results"] != planted: fail(f"summary.json counts {sm['stray_results']} stray results")
+# the reservations (kb_tier_reserve_ms) bound every evaluation: nothing overran
+if st["gpu_ms"]["overruns"] != 0 or sm["gpu_ms"]["overruns"] != 0: fail(f"overruns: {st['gpu_ms']}")
 PY
 grep -q "dropped as forged or stray" "$T/sched.log" || fail "no forged entry logged"
 [ "$(rcli HLEN 'kb:{led}:stray')" -eq "$planted" ] || fail "stray hash: $(rcli HGETALL 'kb:{led}:stray')"
