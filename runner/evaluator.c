@@ -22,6 +22,7 @@
 #include "kb/error.h"
 #include "kb/hash.h"
 #include "kb/jsonfile.h"
+#include "kb/ladder.h"
 #include "kb/log.h"
 #include "proc.h"
 #include "sandbox_client.h"
@@ -30,7 +31,8 @@
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
 #define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
-#define TORCH_TIMEOUT_S 600    /* timing torch eager and torch.compile (compiling included) */
+#define TORCH_TIMEOUT_S 600    /* timing torch eager and torch.compile, at most (and at most the
+                                  tier's timeout: kb/ladder.h) */
 
 struct oracle {
   char fingerprint[KB_CAND_ID_LEN + 1];
@@ -286,12 +288,14 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
                    "atol", task->atol, "rtol", task->rtol);
 }
 
-/* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task.
+/* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task,
+ * starting the sandbox first when it does not run: all of it before `deadline` (monotonic
+ * seconds; the setup limit of kb/ladder.h), each step given what is left.
  * `key` gets the fingerprint. Errors (infra): KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle
  * fails in the sandbox, or the sandbox died while preparing), KB_ETIMEOUT, KB_ECHILD (the
  * sandbox does not start), KB_EINTERRUPTED, KB_ENOMEM. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task,
-                   char key[KB_CAND_ID_LEN + 1], struct kb_error *err) {
+                   char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
   struct kb_buf src;
   struct kb__build build;
   struct kb__sb_call call;
@@ -306,6 +310,8 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
     goto out;
   struct kb__sandbox *sb = NULL;
   rc = sandbox_for(b, task, &sb, err);
+  if (rc == KB_OK)
+    rc = kb__sandbox_start(sb, err); /* a restart counts in the setup, not in the call */
   if (rc)
     goto out;
   const char *lib = NULL;
@@ -316,8 +322,13 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
       lib = b->oracles[i].lib;
   if (lib == NULL) {
     /* the oracle is trusted code: it skips the import allow-list that candidates face */
-    rc = kb__compile_req(&b->cc, &(struct kb__compile_req){.source = src.data, .trusted = 1},
-                         &build, err);
+    double left = deadline - kb_now_mono();
+    if (left > b->cc.timeout_s && b->cc.timeout_s > 0)
+      left = b->cc.timeout_s;
+    rc = left > 0 ? kb__compile_req(&b->cc, &(struct kb__compile_req){.source = src.data,
+                                    .trusted = 1, .timeout_s = left}, &build, err)
+                  : kb_error_set(err, KB_ETIMEOUT, "task \"%s\": no time left of the %g s setup "
+                                 "limit to build its oracle", task->id, KB_SETUP_LIMIT_S);
     if (rc)
       goto out;
     if (!build.ok) {
@@ -341,7 +352,12 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
     rc = kb_error_set(err, KB_ENOMEM, "cannot prepare task \"%s\": out of memory", task->id);
     goto out;
   }
-  rc = kb__sandbox_call(sb, req, PREPARE_TIMEOUT_S, &call, err);
+  double limit = deadline - kb_now_mono();
+  if (limit > PREPARE_TIMEOUT_S)
+    limit = PREPARE_TIMEOUT_S;
+  rc = limit > 0 ? kb__sandbox_call(sb, req, limit, &call, err)
+                 : kb_error_set(err, KB_ETIMEOUT, "task \"%s\": no time left of the %g s setup "
+                                "limit to prepare it", task->id, KB_SETUP_LIMIT_S);
   if (rc)
     goto out;
   char sbuf[32];
@@ -350,7 +366,7 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
     break;
   case KB__SB_TIMEOUT:
     rc = kb_error_set(err, KB_ETIMEOUT, "task \"%s\": preparing it in the sandbox took more "
-                      "than %d s", task->id, PREPARE_TIMEOUT_S);
+                      "than %.1f s (setup limit %g s)", task->id, limit, KB_SETUP_LIMIT_S);
     goto out;
   case KB__SB_DIED:
     rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox died while preparing it (%s "
@@ -624,11 +640,12 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
 
 /* Times the module of pytorch task `task` (prepared under `key`) in torch eager and
  * torch.compile in the worker `sb`, as the tier times candidates, into `r`'s torch_eager_us and
- * torch_compile_us (medians). Compiling may take minutes: the request has its own timeout, and a
- * failure or a timeout leaves the fields NAN (logged) without touching the verdict. */
-static void time_torch(struct kb_evaluator *b, struct kb__sandbox *sb, const struct kb_task *task,
-                       const char *key, const struct kb_tier *tier, int tier_index,
-                       struct kb_result *r) {
+ * torch_compile_us (medians). The request gets the tier's timeout (TORCH_TIMEOUT_S at most), a
+ * part of the item's reservation (kb/ladder.h); a failure or a timeout leaves the fields NAN
+ * (logged) without touching the verdict. Returns the call's seconds, counted in the cost. */
+static double time_torch(struct kb_evaluator *b, struct kb__sandbox *sb,
+                         const struct kb_task *task, const char *key, const struct kb_tier *tier,
+                         int tier_index, struct kb_result *r) {
   struct kb__sb_call call;
   struct kb_error err = {0};
   memset(&call, 0, sizeof call);
@@ -639,7 +656,13 @@ static void time_torch(struct kb_evaluator *b, struct kb__sandbox *sb, const str
                           min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples,
                           "noise", tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
                           b->kind == KB_BACKEND_CUDA && tier_index >= 2);
-  if (req == NULL || kb__sandbox_call(sb, req, TORCH_TIMEOUT_S, &call, &err) != KB_OK) {
+  double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
+  if (kb__sandbox_pid(sb) == 0) { /* the evaluation ended the worker: no uncounted restart */
+    kb_warn("task %s: torch eager and torch.compile not timed: the PyTorch worker ended",
+            task->id);
+    goto out;
+  }
+  if (req == NULL || kb__sandbox_call(sb, req, limit, &call, &err) != KB_OK) {
     kb_warn("task %s: torch eager and torch.compile not timed: %s", task->id,
             err.msg[0] ? err.msg : "out of memory");
     goto out;
@@ -670,6 +693,7 @@ static void time_torch(struct kb_evaluator *b, struct kb__sandbox *sb, const str
 out:
   json_decref(req);
   kb__sb_call_release(&call);
+  return call.seconds;
 }
 
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
@@ -715,11 +739,15 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   if (tier_index == 0)
     return KB_OK;
 
+  /* cost_ms: the device time this item used, each part under its limit (kb/ladder.h): setup
+   * (a sandbox restart, the oracle build, the task's preparation), the evaluation call and the
+   * torch timing call; set on every path from here, errors included */
   char key[KB_CAND_ID_LEN + 1];
   struct kb__sandbox *sb = NULL;
   double t_prep = kb_now_mono();
-  rc = prepare(b, task, key, err);
-  b->prepare_s += kb_now_mono() - t_prep;
+  rc = prepare(b, task, key, t_prep + KB_SETUP_LIMIT_S, err);
+  double used_s = kb_now_mono() - t_prep;
+  b->prepare_s += used_s;
   if (rc == KB_OK)
     rc = sandbox_for(b, task, &sb, err);
   if (rc)
@@ -746,18 +774,19 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     goto out;
   }
   rc = kb__sandbox_call(sb, req, tier->timeout_s, &call, err);
+  used_s += call.seconds;
   if (rc)
     goto out;
   if (call.outcome == KB__SB_STOPPED) {
     rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
     goto out;
   }
-  r->cost_ms = (int64_t)ceil(call.seconds * 1000.0);
   judge(tier, &call, r);
   if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
       r->status == KB_STATUS_OK)
-    time_torch(b, sb, task, key, tier, tier_index, r);
+    used_s += time_torch(b, sb, task, key, tier, tier_index, r);
 out:
+  r->cost_ms = (int64_t)ceil(used_s * 1000.0);
   kb_free(baseline);
   json_decref(req);
   kb__sb_call_release(&call);

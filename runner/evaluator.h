@@ -96,8 +96,11 @@ int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id)
  *    from kb_forward, a CUDA error (named) — with the sandbox's stderr tail;
  *  - timeout: the sandbox outlived tier->timeout_s (its process group is killed);
  *  - wrong_output: values outside tolerance, NaN or infinity (the first bad element named).
- * tier->input_sets sets are checked (0 = all); cost_ms is the evaluation's wall time, rounded
- * up; tier 0 and compile errors cost 0. Returns KB_OK whenever a verdict was reached;
+ * tier->input_sets sets are checked (0 = all); cost_ms is the device time the item used,
+ * rounded up: the setup (a sandbox restart, the oracle build, the task's preparation), the
+ * evaluation call and the torch timing call, each under its limit (kb/ladder.h: their sum is
+ * the item's reservation), set on errors too; tier 0 and compile errors cost 0. Returns KB_OK
+ * whenever a verdict was reached;
  * KB_EINTERRUPTED when the stop flag ended it first (no verdict); KB_ECHILD when the sandbox
  * cannot be started (no device any more: the runner, not the candidate, is broken); another
  * code when the runner failed for this task (oracle, memory): the caller reports infra_error. */

@@ -210,6 +210,10 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
       kb_error_clear(err);
       rc = KB_OK;
     } else if (rc == KB_OK) {
+      if (!dup && r->cost_ms > done.cost_ms)
+        kb_warn("%s: cost %lld ms overran its reservation of %lld ms: the overrun of %lld ms "
+                "was charged (ledger:log \"overrun\")", done.item, (long long)r->cost_ms,
+                (long long)done.cost_ms, (long long)(r->cost_ms - done.cost_ms));
       kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", done.task, done.candidate, done.tier,
               r->tier_name, kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason,
               r->timing.samples ? r->timing.median_us / 1000.0 : 0.0);
@@ -402,10 +406,9 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
     kb_error_clear(err);
     return kb_error_set(err, KB_ECHILD, "%s", e.msg);
   }
-  if (rc) {
+  if (rc) { /* the device time used until the failure (r.cost_ms) is still charged */
     r.status = KB_STATUS_INFRA_ERROR;
     snprintf(r.reason, sizeof r.reason, "%.255s", e.msg);
-    r.cost_ms = 0;
   }
   rc = complete_slot(w, slot, &r, 1, err);
   kb_result_release(&r);

@@ -14,6 +14,7 @@
 #include "kb/alloc.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/ladder.h"
 #include "kb/log.h"
 #include "kb/redis.h"
 #include "llm_key.h"
@@ -217,7 +218,7 @@ static int store_candidate(const struct kb_candidate *c, void *arg, struct kb_er
   rc = kb_catalog_put_candidate(g->q, c, err);
   int added = 0;
   if (rc == KB_OK)
-    rc = kb_queue_enqueue(g->q, c->id, c->task, 0, g->q->tiers[0].cost_ms,
+    rc = kb_queue_enqueue(g->q, c->id, c->task, 0, kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0),
                           1000.0 + (double)g->generated, &added, err);
   if (rc == KB_ESTATE) { /* the campaign closed meanwhile */
     kb_error_clear(err);
@@ -285,9 +286,11 @@ static int can(struct kb_gen *g, int kind, struct kb_task_pop *tp, const char *t
          kb_gen_llm_pending_task(g->llm, task) < g->camp.gen.llm.concurrency;
 }
 
-/* GPU milliseconds a new candidate needs: its compile and first timed tier. */
+/* GPU milliseconds a new candidate needs available: the reservations (kb/ladder.h) its compile
+ * and first timed tier must be able to claim. */
 static int64_t gpu_need(const struct kb_gen *g) {
-  return g->q->tiers[0].cost_ms + (g->q->n_tiers > 1 ? g->q->tiers[1].cost_ms : 0);
+  return kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0) +
+         kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 1);
 }
 
 /* The campaign's GPU budget left pays for a new candidate. */

@@ -2,7 +2,9 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/ladder.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -193,11 +196,149 @@ static void observe(struct sched *s, struct kb_task_pop *t, const struct kb_resu
 struct entry {
   char id[48];             /* stream entry id */
   struct kb_result result;
-  int valid;               /* 0 when the entry was malformed (acked and logged, not stored) */
+  int valid;               /* 0 when the entry is not recorded (acked and logged, not stored) */
+  int parsed;              /* `result` holds a decoded result (to release) */
+  /* the lease the entry says it settles (complete_claim.lua and reap.lua write these) */
+  char item[KB_ITEM_ID_MAX];
+  char charge[KB_CHARGE_ID_MAX];
+  char runner[512];
+  long long attempt;
+  char why[320];           /* why it is dropped, when it is (stray or malformed) */
 };
 
+/* Marks `x` dropped with the reason. */
+static void drop_entry(struct entry *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void drop_entry(struct entry *x, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (vsnprintf(x->why, sizeof x->why, fmt, ap) < 0)
+    snprintf(x->why, sizeof x->why, "dropped");
+  va_end(ap);
+  x->valid = 0;
+}
+
+/* The lease item `x` says it settles, as redis holds it: `item` (the item's JSON, or NULL) and
+ * `charge` (its charge record, or NULL). Drops `x` unless the item was settled by exactly this
+ * entry: done (charge posted at the result's cost) or dead-lettered (charge voided, by the
+ * reaper), by the runner, at the attempt and with the charge the entry and its result name. */
+static void check_lease(const struct sched *s, struct entry *x, const char *item,
+                        const char *charge) {
+  const struct kb_result *r = &x->result;
+  if (item == NULL) {
+    drop_entry(x, "unknown item \"%s\"", x->item);
+    return;
+  }
+  json_error_t je;
+  json_t *it = json_loads(item, 0, &je);
+  const char *state = json_string_value(json_object_get(it, "state"));
+  const char *cand = json_string_value(json_object_get(it, "cand"));
+  const char *task = json_string_value(json_object_get(it, "task"));
+  const char *runner = json_string_value(json_object_get(it, "runner"));
+  const char *ch = json_string_value(json_object_get(it, "charge"));
+  const char *xid = json_string_value(json_object_get(it, "result"));
+  json_int_t tier = json_integer_value(json_object_get(it, "tier"));
+  json_int_t attempt = json_integer_value(json_object_get(it, "attempt"));
+  int done = state && strcmp(state, "done") == 0, dead = state && strcmp(state, "dead") == 0;
+  long long posted = -1;
+  if (charge != NULL && charge[0] == 'P' && charge[1] == ':')
+    posted = strtoll(charge + 2, NULL, 10);
+  if (it == NULL || state == NULL || cand == NULL || task == NULL)
+    drop_entry(x, "item \"%s\" is malformed in redis", x->item);
+  else if (!done && !dead)
+    drop_entry(x, "item \"%s\" is %s: no lease of it was settled", x->item, state);
+  else if (xid == NULL || strcmp(xid, x->id) != 0)
+    drop_entry(x, "item \"%s\" was settled by results entry %s, not by this one (replayed "
+               "or forged)", x->item, xid ? xid : "(none recorded)");
+  else if (ch == NULL || strcmp(ch, x->charge) != 0)
+    drop_entry(x, "charge \"%s\", but item \"%s\" settled \"%s\"", x->charge, x->item,
+               ch ? ch : "");
+  else if (runner == NULL || strcmp(runner, x->runner) != 0)
+    drop_entry(x, "runner \"%s\", but the lease of item \"%s\" was \"%s\"'s", x->runner,
+               x->item, runner ? runner : "");
+  else if (attempt != x->attempt)
+    drop_entry(x, "attempt %lld, but item \"%s\" was settled at attempt %lld", x->attempt,
+               x->item, (long long)attempt);
+  else if (charge == NULL || (done && posted < 0) || (dead && charge[0] != 'V'))
+    drop_entry(x, "charge \"%s\" is %s, not %s", x->charge, charge ? charge : "unknown",
+               done ? "posted" : "voided");
+  else if (strcmp(r->campaign, s->q.cid) != 0 || strcmp(r->candidate, cand) != 0 ||
+           strcmp(r->task, task) != 0 || r->tier != tier || r->attempt != x->attempt ||
+           strcmp(r->charge_id, x->charge) != 0 ||
+           strncmp(r->runner, x->runner, sizeof r->runner - 1) != 0)
+    drop_entry(x, "its result (campaign %s, candidate %.12s, task %s, tier %d, attempt %d, "
+               "charge %.80s) is not item \"%s\"'s lease", r->campaign, r->candidate, r->task,
+               r->tier, r->attempt, r->charge_id, x->item);
+  else if (done && r->cost_ms != posted)
+    drop_entry(x, "its result costs %lld ms, but charge \"%s\" posted %lld",
+               (long long)r->cost_ms, x->charge, posted);
+  json_decref(it);
+}
+
+/* Results only from leases: drops (x->valid = 0, x->why) every entry of `e` that did not settle
+ * a lease of this campaign (check_lease), reading the items and charges it names in two
+ * commands. Errors: those of redis. */
+static int check_leases(struct sched *s, struct entry *e, int n, struct kb_error *err) {
+  const char *a_items[2 + BATCH], *a_charges[2 + BATCH];
+  int idx[BATCH], m = 0;
+  char k_items[200], k_charges[200];
+  kb_queue_key(&s->q, k_items, sizeof k_items, "items");
+  kb_queue_key(&s->q, k_charges, sizeof k_charges, "charges");
+  a_items[0] = a_charges[0] = "HMGET";
+  a_items[1] = k_items;
+  a_charges[1] = k_charges;
+  for (int i = 0; i < n; i++) {
+    if (!e[i].valid)
+      continue;
+    if (e[i].item[0] == '\0' || e[i].charge[0] == '\0' || e[i].attempt <= 0) {
+      drop_entry(&e[i], "no lease named (fields \"item\", \"charge\", \"runner\", "
+                 "\"attempt\" missing)");
+      continue;
+    }
+    idx[m] = i;
+    a_items[2 + m] = e[i].item;
+    a_charges[2 + m] = e[i].charge;
+    m++;
+  }
+  if (m == 0)
+    return KB_OK;
+  redisReply *items = NULL, *charges = NULL;
+  int rc = kb_redis_command(s->redis, 2 + m, a_items, NULL, 0, &items, err);
+  if (rc == KB_OK)
+    rc = kb_redis_command(s->redis, 2 + m, a_charges, NULL, 0, &charges, err);
+  if (rc == KB_OK && (items->type != REDIS_REPLY_ARRAY || items->elements != (size_t)m ||
+                      charges->type != REDIS_REPLY_ARRAY || charges->elements != (size_t)m))
+    rc = kb_error_set(err, KB_EREDIS, "HMGET of the results' items: unexpected reply");
+  for (int j = 0; rc == KB_OK && j < m; j++) {
+    const redisReply *it = items->element[j], *ch = charges->element[j];
+    check_lease(s, &e[idx[j]], it->type == REDIS_REPLY_STRING ? it->str : NULL,
+                ch->type == REDIS_REPLY_STRING ? ch->str : NULL);
+  }
+  if (items)
+    freeReplyObject(items);
+  if (charges)
+    freeReplyObject(charges);
+  return rc;
+}
+
+/* Acknowledges and counts (kb_queue_drop_stray) the entries of `e` dropped, each logged. */
+static int drop_strays(struct sched *s, struct entry *e, int n, struct kb_error *err) {
+  const char *ids[BATCH], *why[BATCH];
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (!e[i].valid) {
+      kb_warn("results entry %s dropped as forged or stray: %s", e[i].id, e[i].why);
+      ids[m] = e[i].id;
+      why[m++] = e[i].why;
+    }
+  return kb_queue_drop_stray(&s->q, ids, why, m, NULL, err);
+}
+
 static int handle_batch(struct sched *s, struct entry *e, int n, int write, struct kb_error *err) {
-  int rc = KB_OK;
+  /* 0. Only results that settled a lease count; the others are acknowledged and counted now
+   * (write) or, when rebuilding the state from the stream, just left out. */
+  int rc = check_leases(s, e, n, err);
+  if (rc == KB_OK && write)
+    rc = drop_strays(s, e, n, err);
   /* 1. Store every valid result and update the population. */
   for (int i = 0; rc == KB_OK && i < n; i++) {
     if (!e[i].valid)
@@ -256,7 +397,8 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     if (m == NULL || !kb_policy_promote(&s->policy, t, m, r->tier))
       continue;
     int next = r->tier + 1, added = 0;
-    rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next, s->q.tiers[next].cost_ms,
+    rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next,
+                          kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, next),
                           kb_policy_priority(t, m, r->tier), &added, err);
     if (rc == KB_ESTATE) { /* campaign ended meanwhile: nothing more to run */
       kb_error_clear(err);
@@ -278,23 +420,38 @@ static int decode_entries(const redisReply *arr, struct entry *e, int *n) {
     snprintf(x->id, sizeof x->id, "%s", ent->element[0]->str);
     const redisReply *fields = ent->element[1];
     const char *json = NULL;
-    for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2)
-      if (strcmp(fields->element[f]->str, "result") == 0)
-        json = fields->element[f + 1]->str;
+    for (size_t f = 0; fields->type == REDIS_REPLY_ARRAY && f + 1 < fields->elements; f += 2) {
+      const char *name = fields->element[f]->str, *v = fields->element[f + 1]->str;
+      if (fields->element[f]->type != REDIS_REPLY_STRING ||
+          fields->element[f + 1]->type != REDIS_REPLY_STRING)
+        continue;
+      if (strcmp(name, "result") == 0)
+        json = v;
+      else if (strcmp(name, "item") == 0)
+        snprintf(x->item, sizeof x->item, "%s", v);
+      else if (strcmp(name, "charge") == 0)
+        snprintf(x->charge, sizeof x->charge, "%s", v);
+      else if (strcmp(name, "runner") == 0)
+        snprintf(x->runner, sizeof x->runner, "%s", v);
+      else if (strcmp(name, "attempt") == 0)
+        x->attempt = strtoll(v, NULL, 10);
+    }
     struct kb_error perr = {0};
     char where[96];
     snprintf(where, sizeof where, "results stream entry %s", x->id);
-    if (json && kb_result_from_json(json, where, &x->result, &perr) == KB_OK)
-      x->valid = 1;
-    else
+    if (json && kb_result_from_json(json, where, &x->result, &perr) == KB_OK) {
+      x->valid = x->parsed = 1;
+    } else {
       kb_errlog("%s", json ? perr.msg : "result entry without a \"result\" field");
+      drop_entry(x, "%s", json ? perr.msg : "no \"result\" field");
+    }
   }
   return KB_OK;
 }
 
 static void release_entries(struct entry *e, int n) {
   for (int i = 0; i < n; i++)
-    if (e[i].valid)
+    if (e[i].parsed)
       kb_result_release(&e[i].result);
 }
 
@@ -336,6 +493,7 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
       snprintf(start, sizeof start, "(%s", e[n - 1].id);
     size_t got = rep->elements;
     freeReplyObject(rep);
+    rc = check_leases(s, e, n, err); /* a stray entry was never stored */
     for (int i = 0; rc == KB_OK && i < n; i++) {
       const struct kb_result *r = &e[i].result;
       if (!e[i].valid || strcmp(r->task, info->task) != 0)

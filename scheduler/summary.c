@@ -106,6 +106,12 @@ int kb_summary_write(const char *dir, const struct kb_queue *q, const struct kb_
       (json_int_t)st->gpu_available, "held", (json_int_t)st->gpu_held, "spent",
       (json_int_t)st->gpu_spent, "items", "done", (json_int_t)st->done, "dead",
       (json_int_t)st->dead, "tasks", tasks);
+  if (root != NULL) { /* the ledger's guards: overruns charged, forged or stray results dropped */
+    json_t *gpu = json_object_get(root, "gpu_ms");
+    json_object_set_new(gpu, "overruns", json_integer(st->gpu_overruns));
+    json_object_set_new(gpu, "overrun", json_integer(st->gpu_overrun_ms));
+    json_object_set_new(root, "stray_results", json_integer(st->stray));
+  }
   char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
   json_decref(root);
   if (text == NULL)

@@ -237,9 +237,42 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
     p->cands[c].median_us[r->tier] = r->timing.median_us;
 }
 
-/* Reads the results stream entries after `p->stream_pos`, in batches. */
+/* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
+ * stray (kb:{cid}:stray, kb/queue.h), one HMGET. */
+static int stray_of(struct kb_progress *p, const redisReply *rep, char *dropped,
+                    struct kb_error *err) {
+  size_t n = rep->elements;
+  char key[512];
+  const char **argv = kb_calloc(n + 2, sizeof *argv);
+  if (argv == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  kb_queue_key(&p->q, key, sizeof key, "stray");
+  argv[0] = "HMGET";
+  argv[1] = key;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    const redisReply *e = rep->element[i];
+    argv[2 + m++] = e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+                            e->element[0]->type == REDIS_REPLY_STRING
+                        ? e->element[0]->str
+                        : "-";
+  }
+  redisReply *h = NULL;
+  int rc = kb_redis_command(p->q.redis, (int)(2 + m), argv, NULL, 0, &h, err);
+  kb_free(argv);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < n && h->type == REDIS_REPLY_ARRAY && i < h->elements; i++)
+    dropped[i] = h->element[i]->type == REDIS_REPLY_STRING;
+  freeReplyObject(h);
+  return KB_OK;
+}
+
+/* Reads the results stream entries after `p->stream_pos`, in batches. Entries that name no lease
+ * (no "charge" field) or that the scheduler dropped as forged or stray are not counted. */
 static int read_results(struct kb_progress *p, struct kb_error *err) {
   char key[512], start[64];
+  char dropped[STREAM_BATCH];
   if (kb_queue_key(&p->q, key, sizeof key, "results"))
     return kb_error_set(err, KB_EINVAL, "key too long");
   for (;;) {
@@ -253,6 +286,11 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
     if (rc)
       return rc;
     size_t n = rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0;
+    memset(dropped, 0, sizeof dropped);
+    if (n > 0 && n <= STREAM_BATCH && (rc = stray_of(p, rep, dropped, err)) != KB_OK) {
+      freeReplyObject(rep);
+      return rc;
+    }
     for (size_t i = 0; i < n; i++) {
       redisReply *e = rep->element[i];
       if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -261,14 +299,19 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
       snprintf(p->stream_pos, sizeof p->stream_pos, "%s", e->element[0]->str);
       redisReply *f = e->element[1];
       const char *text = NULL;
+      int leased = 0;
       for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2)
         if (f->element[k]->type == REDIS_REPLY_STRING &&
-            strcmp(f->element[k]->str, "result") == 0 &&
-            f->element[k + 1]->type == REDIS_REPLY_STRING)
-          text = f->element[k + 1]->str;
+            f->element[k + 1]->type == REDIS_REPLY_STRING) {
+          if (strcmp(f->element[k]->str, "result") == 0)
+            text = f->element[k + 1]->str;
+          else if (strcmp(f->element[k]->str, "charge") == 0)
+            leased = 1;
+        }
       struct kb_result r;
       struct kb_error perr = {0};
-      if (text == NULL || kb_result_from_json(text, "results stream", &r, &perr)) {
+      if (text == NULL || !leased || dropped[i] ||
+          kb_result_from_json(text, "results stream", &r, &perr)) {
         p->bad_entries++;
         continue;
       }

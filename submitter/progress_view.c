@@ -140,7 +140,17 @@ int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o
     rc = budget_line(&b, o, bw, "llm tok", st->llm_total, st->llm_held, st->llm_spent,
                      st->llm_available);
   if (rc == KB_OK)
-    rc = kb_buf_addf(&b, "runners  %d alive, %d known\n", p->runners_alive, p->runners_known);
+    rc = kb_buf_addf(&b, "runners  %d alive, %d known", p->runners_alive, p->runners_known);
+  /* what the ledger and the scheduler guard against: shown once it happened */
+  if (rc == KB_OK && st->stray > 0)
+    rc = kb_buf_addf(&b, "   %s%lld forged or stray results dropped%s", c(o, YELLOW),
+                     (long long)st->stray, c(o, RESET));
+  if (rc == KB_OK && st->gpu_overruns > 0)
+    rc = kb_buf_addf(&b, "   %s%lld overruns (%lld gpu ms beyond their reservations)%s",
+                     c(o, YELLOW), (long long)st->gpu_overruns, (long long)st->gpu_overrun_ms,
+                     c(o, RESET));
+  if (rc == KB_OK)
+    rc = kb_buf_adds(&b, "\n");
   if (rc == KB_OK)
     rc = kb_buf_addf(&b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready", "leased",
                      "done", "ok", c(o, RESET));
@@ -200,6 +210,10 @@ void kb_progress_line(const struct kb_progress *p, FILE *f) {
     fprintf(f, " llm_tokens %lld/%lld held %lld", (long long)st->llm_spent,
             (long long)st->llm_total, (long long)st->llm_held);
   fprintf(f, " runners %d", p->runners_alive);
+  if (st->stray > 0)
+    fprintf(f, " stray %lld", (long long)st->stray);
+  if (st->gpu_overruns > 0)
+    fprintf(f, " overruns %lld", (long long)st->gpu_overruns);
   int shown = 0, more = 0;
   for (int i = 0; i < p->n_tasks; i++) {
     if (p->tasks[i].best_tier < 0)
@@ -215,9 +229,11 @@ void kb_progress_line(const struct kb_progress *p, FILE *f) {
   fprintf(f, " eta %s\n", eta);
 }
 
-static json_t *currency(int64_t total, int64_t available, int64_t held, int64_t spent) {
-  return json_pack("{s:I, s:I, s:I, s:I}", "total", (json_int_t)total, "available",
-                   (json_int_t)available, "held", (json_int_t)held, "spent", (json_int_t)spent);
+static json_t *currency(int64_t total, int64_t available, int64_t held, int64_t spent,
+                        int64_t overruns, int64_t overrun) {
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "total", (json_int_t)total, "available",
+                   (json_int_t)available, "held", (json_int_t)held, "spent", (json_int_t)spent,
+                   "overruns", (json_int_t)overruns, "overrun", (json_int_t)overrun);
 }
 
 json_t *kb_progress_json(const struct kb_progress *p) {
@@ -248,14 +264,20 @@ json_t *kb_progress_json(const struct kb_progress *p) {
       "campaign", p->cid, "state", st->state, "time_ms", (json_int_t)p->now_ms, "open",
       (json_int_t)st->open, "done", (json_int_t)st->done, "dead", (json_int_t)st->dead, "leased",
       (json_int_t)st->leased, "ready", ready, "tiers", tiers, "gpu_ms",
-      currency(st->gpu_total, st->gpu_available, st->gpu_held, st->gpu_spent), "llm_tokens",
-      currency(st->llm_total, st->llm_available, st->llm_held, st->llm_spent), "runners", "alive",
+      currency(st->gpu_total, st->gpu_available, st->gpu_held, st->gpu_spent, st->gpu_overruns,
+               st->gpu_overrun_ms),
+      "llm_tokens",
+      currency(st->llm_total, st->llm_available, st->llm_held, st->llm_spent, st->llm_overruns,
+               st->llm_overrun),
+      "runners", "alive",
       p->runners_alive, "known", p->runners_known, "tasks", tasks, "rate_per_s", p->rate, "results",
       (json_int_t)p->results);
   if (o) {
     json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
     json_object_set_new(o, "deadline", p->deadline > 0 ? json_integer(p->deadline) : json_null());
     json_object_set_new(o, "ended", json_boolean(kb_progress_ended(p)));
+    /* results-stream entries the scheduler dropped: they settled no lease it knows of */
+    json_object_set_new(o, "stray", json_integer(st->stray));
   }
   return o;
 }

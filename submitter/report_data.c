@@ -333,6 +333,7 @@ int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
       for (int e = 0; e < t->cands[c].n_evals; e++)
         spent += t->cands[c].evals[e].cost_ms;
   }
+  r->gpu_rows_ms = spent;
   if (r->gpu_spent_ms < 0)
     r->gpu_spent_ms = spent;
   for (int i = 0; files && i < n; i++)

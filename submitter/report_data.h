@@ -136,6 +136,8 @@ struct kb_report {
   char reason[256];     /* why it ended, from summary.json */
   int64_t gpu_total_ms; /* budget; -1 unknown */
   int64_t gpu_spent_ms; /* from the ledger (summary) or the evaluations' costs */
+  int64_t gpu_rows_ms;  /* the evaluations' cost_ms summed over the files (the burn-down's end):
+                           equal to the ledger's spent at the end of a campaign */
   double finished;      /* unix seconds, from summary.json; 0 unknown */
   char tier_names[KB_MAX_TIERS][KB_ID_MAX]; /* names seen in the evaluations */
   int n_tiers;                              /* highest tier seen + 1 */

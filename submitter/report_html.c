@@ -330,6 +330,10 @@ static void overview(FILE *out, const struct kb_report *r) {
   fprintf(out, ", finished %s. GPU budget: %lld ms spent", when, (long long)r->gpu_spent_ms);
   if (r->gpu_total_ms >= 0)
     fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+  /* the ledger's figure and the rows' (the burn-down's) agree at the end of a campaign */
+  if (r->gpu_rows_ms != r->gpu_spent_ms)
+    fprintf(out, " (the evaluations in the files cost %lld ms: the campaign is under way, or "
+                 "the files are not the ledger's)", (long long)r->gpu_rows_ms);
   fputs(".</p>\n<div class=\"grid\">"
         "<figure><figcaption>Tier funnel</figcaption><div class=\"chart\">"
         "<canvas id=\"chart-funnel\" role=\"img\" aria-label=\"tier funnel\"></canvas></div>"

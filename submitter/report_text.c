@@ -129,12 +129,13 @@ json_t *kb__report_json(const struct kb_report *r, int sources) {
   struct json_walk w = {r, sources, tasks, NULL};
   kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = json_task_begin, .cand = json_cand,
                                          .task_end = json_task_end, .arg = &w});
-  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I}, s:o, s:o}", "schema",
+  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I, s:I}, s:o, s:o}", "schema",
                    "kernelbrain.report/1", "campaign", r->campaign, "state", r->state, "reason",
                    r->reason, "finished", r->finished > 0 ? json_real(r->finished) : json_null(),
                    "gpu_ms", "total",
                    r->gpu_total_ms >= 0 ? json_integer(r->gpu_total_ms) : json_null(), "spent",
-                   (json_int_t)r->gpu_spent_ms, "funnel", funnel, "tasks", tasks);
+                   (json_int_t)r->gpu_spent_ms, "evaluations", (json_int_t)r->gpu_rows_ms,
+                   "funnel", funnel, "tasks", tasks);
 }
 
 static int io_result(FILE *out, struct kb_error *err) {

@@ -20,8 +20,15 @@
 --
 -- What it writes, and why that is all:
 -- - Complete: the charge becomes "P:<actual>" (idempotency: a retry finds it and changes
---   nothing); the ledger moves actual from held to spent and the rest back to available; the
---   result goes to the results stream; the lease ends; the item is "done"; meta counts it.
+--   nothing); the ledger moves actual from held to spent and the rest back to available. The
+--   actual cost is never clipped: an actual beyond the reservation posts the reservation and
+--   moves the overrun from available to spent ("overrun" audit entry; available may go below
+--   0), the charge becomes "P:<actual>:O:<overrun>" and meta counts them
+--   (gpu_ms:overruns, gpu_ms:overrun).
+--   The result goes to the results stream with the lease it settles ("charge", "runner",
+--   "attempt" fields); the lease ends; the item is "done" with "runner", "charge" and
+--   "result" (that stream entry's id: the scheduler records only entries matching a done or
+--   dead item this way); meta counts it.
 -- - Claim: the item leaves its queue for the lease set, with a deadline from Redis TIME; its
 --   charge "<item>#<claims>" holds its cost ("H:<cost>"); the ledger moves the cost from
 --   available to held; the item is "leased" with the token and runner.
@@ -58,6 +65,7 @@ end
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done')
 local open = -1
 local done, old -- "ok" | "dup" | "-", and the completed item
+local overrun, result_id -- what the completion charged beyond its reservation; its results entry
 local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
 
 -- Complete.
@@ -79,10 +87,18 @@ else
     return redis.error_reply('KB_LEASE lease of "' .. id .. '" was lost; its reservation was refunded')
   else
     done = 'ok'
-    local actual = math.min(math.max(tonumber(ARGV[6]) or 0, 0), reserved)
-    local rest = reserved - actual
-    if actual > 0 then
-      move('post', actual, 0, -actual, actual, charge)
+    -- the measured cost, whole: below the reservation the rest returns; beyond it (the runner
+    -- enforces limits whose sum is the reservation, so only a broken limit gets here) the
+    -- overrun is taken from available, which may go below 0: never lost, never clipped
+    local actual = math.max(math.floor(tonumber(ARGV[6]) or 0), 0)
+    local posted = math.min(actual, reserved)
+    local over = actual - posted
+    local rest = reserved - posted
+    if posted > 0 then
+      move('post', posted, 0, -posted, posted, charge)
+    end
+    if over > 0 then
+      move('overrun', over, -over, 0, over, charge)
     end
     if rest > 0 then
       move('void', rest, rest, -rest, 0, charge)
@@ -93,9 +109,16 @@ else
     if actual > 0 then
       redis.call('HINCRBY', KEYS[8], old.task .. ':spent', kb_int(actual))
     end
-    charge_w[1], charge_w[2] = charge, 'P:' .. kb_int(actual)
+    charge_w[1], charge_w[2] = charge, 'P:' .. kb_int(actual) ..
+                                       (over > 0 and ':O:' .. kb_int(over) or '')
+    if over > 0 then
+      overrun = over
+    end
     redis.call('ZREM', lease, id)
-    redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[7])
+    -- the entry names the lease it settles (charge, runner, attempt); the done item records the
+    -- entry's id: the scheduler accepts only entries that match (results only from leases)
+    result_id = redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[7], 'charge', charge,
+                           'runner', old.runner or '', 'attempt', kb_int(old.attempt))
     open = open - 1
   end
 end
@@ -186,9 +209,15 @@ end
 -- Writes, batched: one HSET per hash, one audit stream entry.
 if done == 'ok' then
   item_w[#item_w + 1] = id
-  item_w[#item_w + 1] = kb_item_encode(old, 'done', claim[1] == 'ok' and
-                                       ',"next":"' .. claim[2] .. '"' or '')
+  item_w[#item_w + 1] = kb_item_encode(old, 'done', ',"runner":' .. cjson.encode(old.runner or '') ..
+                                       ',"charge":"' .. ARGV[5] .. '","result":"' .. result_id ..
+                                       '"' .. (claim[1] == 'ok' and
+                                       ',"next":"' .. claim[2] .. '"' or ''))
   redis.call('HSET', meta, 'open', kb_int(open), 'done', kb_int(tonumber(m[5] or '0') + 1))
+  if overrun then
+    redis.call('HINCRBY', meta, 'gpu_ms:overruns', 1)
+    redis.call('HINCRBY', meta, 'gpu_ms:overrun', kb_int(overrun))
+  end
 end
 if #entries > 0 then
   redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',

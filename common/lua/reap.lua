@@ -1,6 +1,8 @@
 -- reap: leases past their deadline (by Redis's clock) go back to their queue with the
 -- reservation refunded; an item that has used max_attempts goes to the dead-letter hash instead,
--- and a result with status "infra_error" is appended so the scheduler records it.
+-- and a result with status "infra_error" is appended so the scheduler records it (with the
+-- fields "charge", "runner", "attempt" of the lease, whose entry id the dead item records as
+-- "result", as complete_claim does for a done one).
 -- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 dead, 8 results,
 --       9 taskbudget, 10.. queues by tier index (tier 0 first)
 -- ARGV: 1 campaign id, 2 most items to reap in this call, 3 who
@@ -40,13 +42,16 @@ for _, id in ipairs(expired) do
     redis.call('HINCRBY', meta, 'open', -1)
     redis.call('HINCRBY', meta, 'dead', 1)
     local tier = tiers[item.tier + 1] or {name = 'tier' .. item.tier}
-    redis.call('XADD', KEYS[8], '*', 'item', id, 'result', cjson.encode({
+    local xid = redis.call('XADD', KEYS[8], '*', 'item', id, 'result', cjson.encode({
       schema = 'kernelbrain.result/1', campaign = ARGV[1], task = item.task,
       candidate = item.cand, tier = item.tier, tier_name = tier.name, attempt = item.attempt,
       charge_id = charge, runner = runner, backend = backend, device = '',
       status = 'infra_error', reason = reason, cost_ms = 0, started = now / 1000,
-      finished = now / 1000}))
-    redis.call('HSET', items, id, kb_item_encode(item, 'dead', ''))
+      finished = now / 1000}), 'charge', charge, 'runner', runner, 'attempt',
+      kb_int(item.attempt))
+    redis.call('HSET', items, id, kb_item_encode(item, 'dead', ',"runner":' ..
+               cjson.encode(runner) .. ',"charge":' .. cjson.encode(charge) .. ',"result":"' ..
+               xid .. '"'))
     dead = dead + 1
   else
     redis.call('ZADD', KEYS[10 + item.tier], kb_item_priority(item), id)

@@ -2,8 +2,12 @@
 -- status: a consistent snapshot of a campaign, read-only.
 -- KEYS: 1 meta, 2 ledger, 3 lease, 4 items, 5.. queues by tier index
 -- Returns {state, open, done, dead, leased, gpu total, available, held, spent,
---          llm total, available, held, spent, cheapest ready cost or -1, ready per tier...}.
-local m = redis.call('HMGET', KEYS[1], 'state', 'open', 'done', 'dead')
+--          llm total, available, held, spent, cheapest ready cost or -1, ready per tier...,
+--          stray results, gpu_ms overruns, gpu_ms overrun, llm_tokens overruns, llm_tokens
+--          overrun}.
+local m = redis.call('HMGET', KEYS[1], 'state', 'open', 'done', 'dead', 'stray',
+                     'gpu_ms:overruns', 'gpu_ms:overrun', 'llm_tokens:overruns',
+                     'llm_tokens:overrun')
 if not m[1] then
   return redis.error_reply('KB_NOTFOUND no such campaign')
 end
@@ -30,5 +34,8 @@ end
 out[#out + 1] = cheapest
 for _, n in ipairs(ready) do
   out[#out + 1] = n
+end
+for i = 5, 9 do
+  out[#out + 1] = tonumber(m[i] or '0')
 end
 return out

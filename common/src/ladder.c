@@ -2,6 +2,7 @@
 #include "kb/ladder.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,4 +70,12 @@ int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tie
 out:
   json_decref(arr);
   return rc;
+}
+
+int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k) {
+  if (k <= 0 || k >= n)
+    return 0;
+  double limit = tiers[k].timeout_s > 0 ? tiers[k].timeout_s : 0;
+  double s = KB_SETUP_LIMIT_S + limit + (k == n - 1 ? limit : 0);
+  return (int64_t)ceil(s * 1000.0) + KB_RESERVE_SLACK_MS;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kb/error.h"
+#include "kb/log.h"
 #include "kb/redis.h"
 
 const char *kb_currency_name(int currency) {
@@ -15,8 +16,8 @@ static int charge(struct kb_queue *q, const char *op, int currency, const char *
                   int64_t amount, const char *who, int *dup, struct kb_error *err) {
   if (currency != KB_GPU_MS && currency != KB_LLM_TOKENS)
     return kb_error_set(err, KB_EINVAL, "unknown currency %d", currency);
-  char keys[3][200];
-  const char *kp[3] = {keys[0], keys[1], keys[2]};
+  char keys[4][200];
+  const char *kp[4] = {keys[0], keys[1], keys[2], keys[3]};
   kb_queue_key(q, keys[0], sizeof keys[0], "ledger");
   kb_queue_key(q, keys[1], sizeof keys[1], "ledger:log");
   /* GPU charges share the hash of claim/complete; other currencies have their own. */
@@ -24,16 +25,23 @@ static int charge(struct kb_queue *q, const char *op, int currency, const char *
     kb_queue_key(q, keys[2], sizeof keys[2], "charges");
   else
     kb_queue_key(q, keys[2], sizeof keys[2], "charges:llm_tokens");
+  kb_queue_key(q, keys[3], sizeof keys[3], "meta");
   char amount_s[32];
   snprintf(amount_s, sizeof amount_s, "%lld", (long long)amount);
   const char *args[] = {op, kb_currency_name(currency), charge_id, amount_s, who};
   redisReply *rep = NULL;
-  int rc = kb_redis_script(q->redis, "charge", 3, kp, 5, args, NULL, &rep, err);
+  int rc = kb_redis_script(q->redis, "charge", 4, kp, 5, args, NULL, &rep, err);
   if (rc)
     return rc;
   if (dup)
     *dup = rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
            rep->element[0]->type == REDIS_REPLY_STRING && strcmp(rep->element[0]->str, "dup") == 0;
+  /* {"ok", settled, overrun}: a post beyond its reservation was charged whole */
+  if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 3 &&
+      rep->element[2]->type == REDIS_REPLY_INTEGER && rep->element[2]->integer > 0)
+    kb_warn("charge %s: %lld %s posted, %lld beyond its reservation: the overrun was charged "
+            "(ledger:log \"overrun\")", charge_id, (long long)amount,
+            kb_currency_name(currency), (long long)rep->element[2]->integer);
   freeReplyObject(rep);
   return KB_OK;
 }

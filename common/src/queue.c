@@ -447,7 +447,7 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
   rc = kb_redis_script(q->redis, "status", ks.n, ks.ptr, 0, NULL, NULL, &rep, err);
   if (rc)
     return rc;
-  size_t want = 14 + (size_t)q->n_tiers;
+  size_t want = 14 + (size_t)q->n_tiers + 5;
   if (rep->type != REDIS_REPLY_ARRAY || rep->elements != want) {
     freeReplyObject(rep);
     return kb_error_set(err, KB_EREDIS, "status: unexpected reply from redis");
@@ -463,6 +463,10 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
   st->n_tiers = q->n_tiers;
   for (int t = 0; t < q->n_tiers; t++)
     parse_i64(e[14 + t], &st->ready[t]);
+  int64_t *tail[] = {&st->stray, &st->gpu_overruns, &st->gpu_overrun_ms, &st->llm_overruns,
+                     &st->llm_overrun};
+  for (size_t i = 0; i < 5; i++)
+    parse_i64(e[14 + (size_t)q->n_tiers + i], tail[i]);
   freeReplyObject(rep);
   return KB_OK;
 }
@@ -511,6 +515,35 @@ int kb_queue_task_budget(struct kb_queue *q, const char *task, int64_t *cap_ms, 
         rep->element[i]->type == REDIS_REPLY_STRING)
       parse_i64(rep->element[i], out[i]);
   }
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *const *why, int n,
+                        int *counted, struct kb_error *err) {
+  if (counted)
+    *counted = 0;
+  if (n <= 0)
+    return KB_OK;
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "results", "stray", NULL});
+  const char **args = rc == KB_OK ? kb_calloc(1 + 2 * (size_t)n, sizeof *args) : NULL;
+  if (rc == KB_OK && args == NULL)
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (rc)
+    return rc;
+  args[0] = "scheduler";
+  for (int i = 0; i < n; i++) {
+    args[1 + 2 * i] = ids[i];
+    args[2 + 2 * i] = why[i];
+  }
+  redisReply *rep = NULL;
+  rc = kb_redis_script(q->redis, "stray", ks.n, ks.ptr, 1 + 2 * n, args, NULL, &rep, err);
+  kb_free(args);
+  if (rc)
+    return rc;
+  if (counted && rep->type == REDIS_REPLY_INTEGER)
+    *counted = (int)rep->integer;
   freeReplyObject(rep);
   return KB_OK;
 }

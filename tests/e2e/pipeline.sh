@@ -22,7 +22,7 @@ grep -q '"submitted":true' "$T/submit.json" || fail "submit output: $(cat "$T/su
 rc=0; "$BIN/kb-submit" submit "$T/pipe.json" 2> "$T/again.err" || rc=$?
 [ $rc -eq 5 ] || fail "second submit: exit $rc, want 5 (exists)"
 
-note "malformed entries in the results stream are logged and skipped, not fatal"
+note "malformed entries and entries of no lease in the results stream are logged, dropped and counted, not fatal"
 rcli XADD 'kb:{pipe}:results' '*' item junk result '{"schema": "kernelbrain.result/1",' > /dev/null
 ghost=$(printf 'f%.0s' $(seq 64))
 rcli XADD 'kb:{pipe}:results' '*' item "$ghost:1" result "{\"schema\":\"kernelbrain.result/1\",\"campaign\":\"pipe\",\"task\":\"sum\",\"candidate\":\"$ghost\",\"tier\":1,\"tier_name\":\"smoke\",\"attempt\":1,\"charge_id\":\"$ghost:1#1\",\"runner\":\"x\",\"backend\":\"host\",\"device\":\"cpu\",\"status\":\"ok\",\"reason\":\"\",\"cost_ms\":0,\"started\":1,\"finished\":2}" > /dev/null
@@ -36,13 +36,15 @@ wait_pid $SCHED 240 || fail "scheduler failed: $(tail -5 "$T/sched.log")"
 wait_pid $RUNNER 30 || fail "runner exit code $?: $(tail -5 "$T/runner.log")"
 
 grep -q "results stream entry .*" "$T/sched.log" || fail "malformed entry not reported"
-grep -q "result skipped" "$T/sched.log" || fail "unknown candidate not reported: $(grep -i error "$T/sched.log")"
+grep -q "dropped as forged or stray: no lease named" "$T/sched.log" ||
+  fail "entry of no lease not reported: $(grep -i warn "$T/sched.log")"
 
 note "state, ledger, status"
 [ "$(rcli HGET 'kb:{pipe}:meta' state)" = done ] || fail "campaign not done"
 ledger_exact pipe
 "$BIN/kb-submit" --json status pipe > "$T/status.json"
 grep -q '"state":"done"' "$T/status.json" || fail "status: $(cat "$T/status.json")"
+grep -q '"stray":2' "$T/status.json" || fail "status does not count the 2 planted entries: $(cat "$T/status.json")"
 
 note "every message the code emitted matches its schema"
 stream_json 'kb:{pipe}:results' result "$T/all.jsonl"

@@ -268,8 +268,9 @@ struct charge_rec {
   char id[KB_CHARGE_ID_MAX];
   char kind;                          /* 'P', 'V', 'H' */
   int64_t amount;                     /* from the charges hash */
-  int reserves, posts, voids;         /* log entries */
-  int64_t reserved, posted_amt, voided_amt;
+  int64_t overrun;                    /* from the charges hash ("P:<n>:O:<overrun>") */
+  int reserves, posts, voids, overruns; /* log entries */
+  int64_t reserved, posted_amt, voided_amt, overrun_amt;
 };
 
 struct balance {
@@ -342,7 +343,7 @@ void kbq_assert_ledger_invariant(struct kb_queue *q) {
   if (kb_queue_status(q, &st, &err))
     fail_msg("status: %s", err.msg);
   assert_int_equal(st.gpu_available + st.gpu_held + st.gpu_spent, st.gpu_total);
-  assert_true(st.gpu_available >= 0);
+  assert_true(st.gpu_available >= -st.gpu_overrun_ms); /* overruns may take it below 0 */
   assert_true(st.gpu_held >= 0);
   assert_true(st.gpu_spent >= 0);
 }
@@ -360,7 +361,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   assert_int_equal(st.leased, 0);
   assert_int_equal(st.gpu_held, 0);
   assert_int_equal(st.gpu_available + st.gpu_held + st.gpu_spent, st.gpu_total);
-  assert_true(st.gpu_available >= 0);
+  assert_true(st.gpu_available >= -st.gpu_overrun_ms);
 
   char key[160];
   /* Items. */
@@ -450,6 +451,12 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
     c->kind = val[0];
     char *end = NULL;
     c->amount = strtoll(val + 2, &end, 10);
+    if (c->kind == 'P' && end != val + 2 && strncmp(end, ":O:", 3) == 0) {
+      const char *o = end + 3;
+      c->overrun = strtoll(o, &end, 10);
+      if (end == o || c->overrun <= 0 || c->overrun > c->amount)
+        fail_msg("charge %s has a malformed overrun \"%s\"", id, val);
+    }
     if (val[1] != ':' || end == val + 2 || *end != '\0')
       fail_msg("charge %s has a malformed value \"%s\"", id, val);
     if (c->kind == 'P') {
@@ -470,6 +477,13 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   }
   assert_int_equal(posted, done);
   assert_int_equal(posted_sum, st.gpu_spent);
+  int64_t overruns = 0, overrun_sum = 0;
+  for (size_t i = 0; i < nc; i++) {
+    overruns += charges[i].overrun > 0;
+    overrun_sum += charges[i].overrun;
+  }
+  assert_int_equal(overruns, st.gpu_overruns); /* meta counts every overrun, once */
+  assert_int_equal(overrun_sum, st.gpu_overrun_ms);
   for (int i = 0; i < n_items; i++) {
     struct item_rec *it = &items[i];
     int want = it->state == ST_DONE ? 1 : 0;
@@ -528,6 +542,10 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
       } else if (strcmp(op, "void") == 0) {
         b->held -= amount;
         b->available += amount;
+      } else if (strcmp(op, "overrun") == 0) {
+        /* charged beyond the reservation: from available, which may go below 0 */
+        b->available -= amount;
+        b->spent += amount;
       } else {
         fail_msg("ledger:log %s: unknown op \"%s\"", eid, op);
       }
@@ -557,6 +575,9 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
         } else if (strcmp(op, "post") == 0) {
           c->posts++;
           c->posted_amt += amount;
+        } else if (strcmp(op, "overrun") == 0) {
+          c->overruns++;
+          c->overrun_amt += amount;
         } else {
           c->voids++;
           c->voided_amt += amount;
@@ -572,13 +593,19 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
     struct charge_rec *c = &charges[i];
     /* Moves of amount 0 are not logged: a charge of 0 (tier 0) has no entry at all. */
     if (c->reserves != 1 && !(c->reserves == 0 && c->posts == 0 && c->voids == 0 &&
-                              c->amount == 0))
+                              c->amount == c->overrun))
       fail_msg("charge %s: %d reserve entries, expected 1", c->id, c->reserves);
-    if (c->posts > 1 || c->voids > 1)
-      fail_msg("charge %s posted %d and voided %d times", c->id, c->posts, c->voids);
-    if (c->kind == 'P' && (c->posts != (c->amount > 0) || c->posted_amt != c->amount))
-      fail_msg("charge %s is P:%lld but the log posted %lld in %d entries", c->id,
-               (long long)c->amount, (long long)c->posted_amt, c->posts);
+    if (c->posts > 1 || c->voids > 1 || c->overruns > 1)
+      fail_msg("charge %s posted %d, voided %d and overran %d times", c->id, c->posts, c->voids,
+               c->overruns);
+    if (c->overrun_amt != c->overrun || (c->overrun > 0 && c->voids != 0))
+      fail_msg("charge %s: overrun %lld in the charges hash, %lld in the log (and %d voids)",
+               c->id, (long long)c->overrun, (long long)c->overrun_amt, c->voids);
+    if (c->kind == 'P' && (c->posts != (c->amount > c->overrun) ||
+                           c->posted_amt + c->overrun_amt != c->amount))
+      fail_msg("charge %s is P:%lld but the log posted %lld + overran %lld in %d entries", c->id,
+               (long long)c->amount, (long long)c->posted_amt, (long long)c->overrun_amt,
+               c->posts);
     if (c->kind == 'V' && (c->posts != 0 || c->voids != (c->reserved > 0) ||
                            c->voided_amt != c->reserved || c->amount != c->reserved))
       fail_msg("charge %s is V:%lld; the log reserved %lld, posted %d times, voided %lld in %d "

@@ -48,7 +48,7 @@ static void assert_ledger_exact(struct kb_queue *q) {
   struct kb_error err = {0};
   assert_int_equal(kb_queue_status(q, &st, &err), KB_OK);
   assert_int_equal(st.gpu_available + st.gpu_held + st.gpu_spent, st.gpu_total);
-  assert_true(st.gpu_available >= 0 && st.gpu_held >= 0 && st.gpu_spent >= 0);
+  assert_true(st.gpu_available >= -st.gpu_overrun_ms && st.gpu_held >= 0 && st.gpu_spent >= 0);
 }
 
 static char cand_id(int i, char out[65]) {
@@ -111,23 +111,95 @@ static void test_enqueue_claim_complete(void **state) {
   kb_redis_free(r);
 }
 
-static void test_cost_capped_at_reservation(void **state) {
+/* The string reply of a command (new, free()), or fails. */
+static char *reply_str(struct kb_redis *r, const char *fmt, const char *a, const char *b) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, fmt, a, b), KB_OK);
+  char *out = rep->type == REDIS_REPLY_STRING ? strdup(rep->str) : NULL;
+  freeReplyObject(rep);
+  return out;
+}
+
+/* A settlement is never clipped: a cost beyond the reservation is charged whole, the overrun
+ * taken from available (below 0 here) with its own audit entry, the charge record and meta
+ * counting it; a retried complete charges nothing again; the results entry names its lease and
+ * the done item names that entry. */
+static void test_cost_beyond_reservation_charged(void **state) {
   (void)state;
   struct kb_redis *r = connect_or_die();
   make_campaign(r, "cap", 1000, 60000, 3);
   struct kb_queue q;
   struct kb_error err = {0};
   assert_int_equal(kb_queue_open(&q, r, "cap", &err), KB_OK);
-  char id[65];
+  char id[65], id2[65], item[80];
   cand_id(1, id);
+  cand_id(2, id2);
   assert_int_equal(kb_queue_enqueue(&q, id, "t", 2, 100, 1.0, NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_enqueue(&q, id2, "t", 2, 100, 2.0, NULL, &err), KB_OK);
   struct kb_claim c;
   assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
-  assert_int_equal(kb_queue_complete(&q, &c, 5000, "{}", "r1", NULL, &err), KB_OK);
+  int dup = -1;
+  assert_int_equal(kb_queue_complete(&q, &c, 5000, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
   struct kb_queue_status st;
   assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
-  assert_int_equal(st.gpu_spent, 100);
+  assert_int_equal(st.gpu_spent, 5000);
+  assert_int_equal(st.gpu_held, 0);
+  assert_int_equal(st.gpu_available, 1000 - 5000);
+  assert_int_equal(st.gpu_overruns, 1);
+  assert_int_equal(st.gpu_overrun_ms, 4900);
   assert_ledger_exact(&q);
+  char *v = reply_str(r, "HGET %s %s", "kb:{cap}:charges", c.charge_id);
+  assert_non_null(v);
+  assert_string_equal(v, "P:5000:O:4900");
+  free(v);
+  /* the audit stream: post of the reservation, then the overrun, each with its balances */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{cap}:ledger:log + - COUNT 1"),
+                   KB_OK);
+  assert_int_equal(rep->elements, 1);
+  const redisReply *f = rep->element[0]->element[1];
+  assert_int_equal(f->elements, 4);
+  assert_non_null(strstr(f->element[1]->str, "\"op\":\"post\",\"currency\":\"gpu_ms\",\"amount\":100,"));
+  assert_non_null(strstr(f->element[3]->str, "\"op\":\"overrun\",\"currency\":\"gpu_ms\",\"amount\":4900,"));
+  assert_non_null(strstr(f->element[3]->str, "\"available\":-4000,\"held\":0,\"spent\":5000,\"total\":1000}"));
+  freeReplyObject(rep);
+
+  /* a retry (lost reply) charges nothing twice, records nothing twice */
+  assert_int_equal(kb_queue_complete(&q, &c, 5000, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_queue_complete(&q, &c, 9000, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 5000);
+  assert_int_equal(st.gpu_overruns, 1);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XLEN kb:{cap}:results"), KB_OK);
+  assert_int_equal(rep->integer, 1);
+  freeReplyObject(rep);
+
+  /* the results entry names the lease it settled; the done item names the entry */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE kb:{cap}:results - +"), KB_OK);
+  const redisReply *e = rep->element[0];
+  f = e->element[1];
+  assert_int_equal(f->elements, 10);
+  assert_string_equal(f->element[4]->str, "charge");
+  assert_string_equal(f->element[5]->str, c.charge_id);
+  assert_string_equal(f->element[6]->str, "runner");
+  assert_string_equal(f->element[7]->str, "r1");
+  assert_string_equal(f->element[8]->str, "attempt");
+  assert_string_equal(f->element[9]->str, "1");
+  snprintf(item, sizeof item, "%s", c.item);
+  v = reply_str(r, "HGET %s %s", "kb:{cap}:items", item);
+  char want[200];
+  snprintf(want, sizeof want, ",\"runner\":\"r1\",\"charge\":\"%s\",\"result\":\"%s\"}",
+           c.charge_id, e->element[0]->str);
+  assert_non_null(strstr(v, want));
+  free(v);
+  freeReplyObject(rep);
+
+  /* with available below 0 nothing that costs can be claimed */
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_EBUDGET);
   kb_redis_free(r);
 }
 
@@ -440,6 +512,22 @@ static void test_llm_charges(void **state) {
   assert_int_equal(st.llm_held, 0);
   assert_int_equal(st.llm_available, 3800);
   assert_int_equal(st.llm_available + st.llm_held + st.llm_spent, st.llm_total);
+  /* usage beyond the reservation (max_tokens plus the prompt estimate) is charged whole */
+  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-3", 100, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1); /* a retry charges nothing */
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.llm_spent, 1200 + 250);
+  assert_int_equal(st.llm_available, 3800 - 250);
+  assert_int_equal(st.llm_held, 0);
+  assert_int_equal(st.llm_overruns, 1);
+  assert_int_equal(st.llm_overrun, 150);
+  assert_int_equal(st.llm_available + st.llm_held + st.llm_spent, st.llm_total);
+  char *v = reply_str(r, "HGET %s %s", "kb:{llm}:charges:llm_tokens", "req-3");
+  assert_string_equal(v, "P:250:O:150");
+  free(v);
   assert_ledger_exact(&q);
   kb_redis_free(r);
 }
@@ -675,7 +763,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_enqueue_claim_complete),
-      cmocka_unit_test(test_cost_capped_at_reservation),
+      cmocka_unit_test(test_cost_beyond_reservation_charged),
       cmocka_unit_test(test_budget_distinct_from_empty),
       cmocka_unit_test(test_state_and_missing),
       cmocka_unit_test(test_release_is_not_an_attempt),

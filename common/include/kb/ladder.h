@@ -4,6 +4,8 @@
 #ifndef KB_LADDER_H
 #define KB_LADDER_H
 
+#include <stdint.h>
+
 #include "kb/campaign.h"
 
 struct kb_error;
@@ -14,5 +16,26 @@ int kb_ladder_to_json(const struct kb_tier *tiers, int n, char **out, struct kb_
  * messages. Errors: KB_EPARSE. */
 int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tiers, int *n,
                         struct kb_error *err);
+
+/* ---- The reservation: the most device time one evaluation may be charged ------------------
+ * What a runner counts as an item's cost_ms (runner/evaluator.c), each part under a limit the
+ * runner enforces:
+ *   setup    the sandbox's (re)start when this item needs one, the oracle's build when not
+ *            cached, and the task's preparation in the sandbox: together at most
+ *            KB_SETUP_LIMIT_S (each step gets what is left of it);
+ *   eval     the evaluation call: the tier's timeout_seconds;
+ *   torch    at the last tier of a ladder of 2 or more, a PyTorch-oracle task's torch eager and
+ *            torch.compile timing: the tier's timeout_seconds again;
+ *   slack    KB_RESERVE_SLACK_MS for the clocks' granularity and the ends of the limits.
+ * The compile tier (index 0) uses no device and costs 0. A tier's "cost_ms" is the planning
+ * estimate of the budget split (scheduler/budget.c); the reservation is this bound, which every
+ * enqueue passes. A settlement charges the measured cost and refunds the rest; one beyond the
+ * reservation (a broken limit) is charged whole and logged as an overrun (complete_claim.lua). */
+#define KB_SETUP_LIMIT_S 60.0
+#define KB_RESERVE_SLACK_MS 2000
+
+/* The reservation, GPU milliseconds, of an evaluation at tier `k` of the `n` tiers `tiers`
+ * (borrowed): 0 for k == 0, else the sum of the limits above. */
+int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k);
 
 #endif

@@ -22,7 +22,10 @@ const char *kb_currency_name(int currency);
  * available), KB_ESTATE (the id was used), KB_EINVAL. */
 int kb_ledger_reserve(struct kb_queue *q, int currency, const char *charge_id, int64_t amount,
                       const char *who, int *dup, struct kb_error *err);
-/* Settles a reserved charge at `actual` (capped at the reservation; the rest returns).
+/* Settles a reserved charge at `actual`, never clipped: the rest of the reservation returns;
+ * an actual beyond it is charged whole (the overrun taken from available, which may go below
+ * 0, with an "overrun" audit entry, meta <currency>:overruns and :overrun counted, and a
+ * warning logged). A retry of a posted charge (`*dup` 1) charges nothing.
  * Errors: KB_ENOTFOUND, KB_ESTATE (already voided). */
 int kb_ledger_post(struct kb_queue *q, int currency, const char *charge_id, int64_t actual,
                    const char *who, int *dup, struct kb_error *err);

@@ -4,19 +4,27 @@
  *
  * Keys, all with the hash tag {cid} so a campaign lives on one Redis Cluster slot:
  *   kb:{cid}:meta        hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead,
- *                        task_caps ("1" once a task cap was set: claims read the caps)
- *   kb:{cid}:items       hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost,
- *                        priority, state, attempt, claims[, token, runner][, next]}, fields in
+ *                        task_caps ("1" once a task cap was set: claims read the caps),
+ *                        stray (results entries dropped), <currency>:overruns and
+ *                        <currency>:overrun (settlements beyond their reservation)
+ *   kb:{cid}:items       hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost
+ *                        (the reservation, kb_tier_reserve_ms), priority, state, attempt,
+ *                        claims[, token, runner][, runner, charge, result][, next]} (done and
+ *                        dead items: the lease's runner and charge, and the id of the one
+ *                        results entry that settled it), fields in
  *                        this order (the scripts rewrite the part after "priority" in place)
  *   kb:{cid}:q:<tier>    zset: ready items by priority (lower first)
  *   kb:{cid}:lease       zset: leased items by deadline (Redis TIME, milliseconds)
  *   kb:{cid}:ledger      hash: <currency>:total|available|held|spent (integers)
  *   kb:{cid}:charges     hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>"
+ *                        ("P:<posted>:O:<overrun>" when the cost exceeded the reservation)
  *   kb:{cid}:taskbudget  hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent
  *   kb:{cid}:ledger:log  stream: one JSON "entry" field per ledger change (ledger-entry
  *                        schema); one stream entry may carry several, in order (a settlement
  *                        and the next reservation); a move of amount 0 is not logged
- *   kb:{cid}:results     stream: "item", "result" (result schema); group "scheduler"
+ *   kb:{cid}:results     stream: "item", "result" (result schema), "charge", "runner",
+ *                        "attempt" (the lease settled); group "scheduler"
+ *   kb:{cid}:stray       hash: results entry id -> why the scheduler dropped it
  *   kb:{cid}:dead        hash: item id -> reason
  *   kb:{cid}:runners     hash: runner -> last heartbeat (ms)
  *   kb:{cid}:events      stream: state changes, for watchers
@@ -72,6 +80,10 @@ struct kb_queue_status {
   int64_t cheapest_ready; /* cost of the cheapest ready queue head, -1 when none is ready */
   int64_t ready[8];       /* ready items per tier */
   int n_tiers;
+  int64_t stray;          /* results-stream entries the scheduler dropped: no lease of theirs
+                             was settled (forged, replayed, unknown item, wrong runner/attempt) */
+  int64_t gpu_overruns, gpu_overrun_ms; /* settlements beyond their reservation, and by how much */
+  int64_t llm_overruns, llm_overrun;    /* the same for LLM tokens */
 };
 
 /* What the register script needs to create a campaign. Strings and `tiers` are borrowed. */
@@ -158,6 +170,13 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err);
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
+
+/* Acknowledges the `n` results-stream entries `ids` (group "scheduler") the scheduler drops as
+ * forged or stray, recording `why[i]` for each in kb:{cid}:stray and counting in meta "stray"
+ * those this call acknowledged (an entry acknowledged before is not counted again), in one
+ * script (common/lua/stray.lua). `*counted` (may be NULL) gets that number. */
+int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *const *why, int n,
+                        int *counted, struct kb_error *err);
 
 /* Caps what `task` may hold plus spend at `cap_ms` GPU milliseconds; claim skips its items that
  * would exceed it. A negative cap removes the cap. Held and spent are counted from the start;
