@@ -218,7 +218,7 @@ static int store_candidate(const struct kb_candidate *c, void *arg, struct kb_er
   rc = kb_catalog_put_candidate(g->q, c, err);
   int added = 0;
   if (rc == KB_OK)
-    rc = kb_queue_enqueue(g->q, c->id, c->task, 0, kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0),
+    rc = kb_queue_enqueue(g->q, c->id, c->task, 0, kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0, 0),
                           1000.0 + (double)g->generated, &added, err);
   if (rc == KB_ESTATE) { /* the campaign closed meanwhile */
     kb_error_clear(err);
@@ -289,8 +289,8 @@ static int can(struct kb_gen *g, int kind, struct kb_task_pop *tp, const char *t
 /* GPU milliseconds a new candidate needs available: the reservations (kb/ladder.h) its compile
  * and first timed tier must be able to claim. */
 static int64_t gpu_need(const struct kb_gen *g) {
-  return kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0) +
-         kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 1);
+  return kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 0, 0) +
+         kb_tier_reserve_ms(g->q->tiers, g->q->n_tiers, 1, 0);
 }
 
 /* The campaign's GPU budget left pays for a new candidate. */

@@ -37,7 +37,8 @@ struct kb_task_pop {
   struct kb_member *members; /* owned */
   int n, cap;
   long evaluations;          /* results seen */
-  int loaded;                /* 1 once the task's spec (baseline) was read */
+  int loaded;                /* 1 once the task's spec (baseline, oracle kind) was read */
+  int torch;                 /* 1: a PyTorch-oracle task (its last tier also times torch) */
   /* Search state, kept by kb_policy_observe() (policy.h) from the same results: */
   long observed;             /* results the policy has seen (== evaluations when up to date) */
   double spent_ms;           /* GPU milliseconds settled for this task's results */

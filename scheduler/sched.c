@@ -81,7 +81,8 @@ static int meta_field(struct sched *s, const char *field, char *out, size_t size
   return KB_OK;
 }
 
-/* Loads what the scheduler needs about `task` from Redis: the baseline seed's name. */
+/* Loads what the scheduler needs about `task` from Redis: the baseline seed's name and whether
+ * its oracle is PyTorch (the reservation of its last tier covers the torch timing). */
 static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct kb_error *err) {
   struct kb_task_pop *t = kb_population_task(&s->pop, task_id);
   if (t == NULL) {
@@ -95,6 +96,7 @@ static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct
     return NULL;
   if (task.baseline >= 0)
     snprintf(t->baseline, sizeof t->baseline, "%s", task.seeds[task.baseline].name);
+  t->torch = task.oracle_kind == KB_ORACLE_PYTORCH;
   t->loaded = 1;
   kb_task_release(&task);
   return t;
@@ -398,7 +400,7 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
       continue;
     int next = r->tier + 1, added = 0;
     rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next,
-                          kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, next),
+                          kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, next, t->torch),
                           kb_policy_priority(t, m, r->tier), &added, err);
     if (rc == KB_ESTATE) { /* campaign ended meanwhile: nothing more to run */
       kb_error_clear(err);

@@ -138,7 +138,7 @@ int kb_submission_register(const struct kb_submission *s, struct kb_redis *redis
     rc = kb_catalog_put_candidate(&q, cand, err);
     if (rc == KB_OK)
       rc = kb_queue_enqueue(&q, cand->id, cand->task, 0,
-                            kb_tier_reserve_ms(q.tiers, q.n_tiers, 0), (double)i, NULL, err);
+                            kb_tier_reserve_ms(q.tiers, q.n_tiers, 0, 0), (double)i, NULL, err);
   }
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, "submitting", "running", "submitted", who, err);

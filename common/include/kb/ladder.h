@@ -31,11 +31,12 @@ int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tie
  * estimate of the budget split (scheduler/budget.c); the reservation is this bound, which every
  * enqueue passes. A settlement charges the measured cost and refunds the rest; one beyond the
  * reservation (a broken limit) is charged whole and logged as an overrun (complete_claim.lua). */
-#define KB_SETUP_LIMIT_S 60.0
+#define KB_SETUP_LIMIT_S 20.0
 #define KB_RESERVE_SLACK_MS 2000
 
 /* The reservation, GPU milliseconds, of an evaluation at tier `k` of the `n` tiers `tiers`
- * (borrowed): 0 for k == 0, else the sum of the limits above. */
-int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k);
+ * (borrowed): 0 for k == 0, else the sum of the limits above; `torch` 1 for a PyTorch-oracle
+ * task (only then does the last tier add the torch timing's limit). */
+int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k, int torch);
 
 #endif
