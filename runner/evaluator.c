@@ -792,6 +792,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     goto out;
   }
   r->cost_ms = (int64_t)ceil(call.seconds * 1000.0);
+  snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
   if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
       r->status == KB_STATUS_OK)

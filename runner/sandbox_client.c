@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kb/alloc.h"
+#include "kb/campaign.h"
 #include "kb/buf.h"
 #include "kb/clock.h"
 #include "kb/error.h"
@@ -45,6 +46,7 @@ struct kb__sandbox {
   char tail[KB__SANDBOX_TAIL + 1]; /* stderr tail of the current call */
   size_t tail_len;
   char *ro[KB__SANDBOX_RO_MAX]; /* --ro paths, absolute (owned) */
+  char confinement[24];      /* the level the last child's hello reported, "" before one */
   int n_ro;
 };
 
@@ -374,6 +376,8 @@ pid_t kb__sandbox_pid(const struct kb__sandbox *sb) { return sb->pid; }
 json_t *kb__sandbox_hello(const struct kb__sandbox *sb) { return sb->hello; }
 int kb__sandbox_starts(const struct kb__sandbox *sb) { return sb->starts; }
 double kb__sandbox_last_start_s(const struct kb__sandbox *sb) { return sb->last_start_s; }
+const char *kb__sandbox_confinement(const struct kb__sandbox *sb) { return sb->confinement; }
+
 const char *kb__sandbox_dir(const struct kb__sandbox *sb) {
   return sb->dir[0] ? sb->dir : NULL;
 }
@@ -530,6 +534,10 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   if (st == KB__FRAME_OK &&
       strcmp(json_string_value(json_object_get(reply, "op")), "hello") == 0) {
     sb->hello = reply;
+    const char *lvl =
+        json_string_value(json_object_get(json_object_get(reply, "confinement"), "level"));
+    snprintf(sb->confinement, sizeof sb->confinement, "%s",
+             lvl != NULL && kb_confinement_rank(lvl) >= 0 ? lvl : "none");
     sb->starts++;
     sb->last_start_s = kb_now_mono() - t0;
     const char *dev = json_string_value(json_object_get(reply, "device"));

@@ -135,6 +135,9 @@ json_t *kb__sandbox_hello(const struct kb__sandbox *sb);
 /* Children started so far, and how long the last start took (spawn to hello), seconds. */
 int kb__sandbox_starts(const struct kb__sandbox *sb);
 double kb__sandbox_last_start_s(const struct kb__sandbox *sb);
+/* The confinement level the last child's hello reported ("none" when it named none; "" before
+ * any hello; borrowed): kept after the child died, for the verdict of the call it died in. */
+const char *kb__sandbox_confinement(const struct kb__sandbox *sb);
 /* The running child's working folder (borrowed; NULL when none runs). */
 const char *kb__sandbox_dir(const struct kb__sandbox *sb);
 
