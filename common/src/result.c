@@ -402,8 +402,13 @@ static int parse_result(struct ctx *x) {
     rc = kb_json_get_enum(f, root, "", "backend", 1, backend_names, &r->backend, x->err);
   if (rc == KB_OK)
     rc = get_printable(x, root, "device", 0, r->device, sizeof r->device);
-  if (rc == KB_OK)
-    rc = get_printable(x, root, "confinement", 0, r->confinement, sizeof r->confinement);
+  if (rc == KB_OK && json_object_get(root, "confinement") != NULL) {
+    static const char *const levels[] = {"none", "seccomp", "seccomp+landlock", NULL};
+    int level = 0;
+    rc = kb_json_get_enum(f, root, "", "confinement", 1, levels, &level, x->err);
+    if (rc == KB_OK)
+      snprintf(r->confinement, sizeof r->confinement, "%s", levels[level]);
+  }
   if (rc == KB_OK)
     rc = kb_json_get_enum(f, root, "", "status", 1, status_names, &r->status, x->err);
   if (rc == KB_OK)
