@@ -13,6 +13,7 @@
 
 void kb_devices_probe(struct kb_device_list *list) {
   memset(list, 0, sizeof *list);
+  kb__confine_probe(&list->confinement);
 #ifdef KB_HAVE_CUDA
   list->built_with_cuda = 1;
   cudaRuntimeGetVersion(&list->runtime_version);
@@ -63,6 +64,11 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
                           (json_int_t)list->cupti_version, "devices", devs);
     if (list->n == 0)
       json_object_set_new(o, "why_none", json_string(list->why_none));
+    json_object_set_new(o, "confinement",
+                        json_pack("{s:s, s:b, s:i, s:s}", "level", list->confinement.level,
+                                  "seccomp", list->confinement.seccomp, "landlock_abi",
+                                  list->confinement.landlock_abi, "note",
+                                  list->confinement.note));
     char *text = json_dumps(o, JSON_COMPACT);
     if (text)
       fprintf(out, "%s\n", text);
@@ -72,6 +78,7 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
   }
   fprintf(out, "CUDA runtime %d, driver %d, CUPTI %u\n", list->runtime_version,
           list->driver_version, (unsigned)list->cupti_version);
+  kb_devices_print_confinement(&list->confinement, out);
   if (list->n == 0) {
     fprintf(out, "no devices: %s\n", list->why_none);
     return;
@@ -82,4 +89,14 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
             d->cc_major, d->cc_minor, d->sm_count, (double)d->mem_bytes / (1 << 30),
             (double)d->l2_bytes / (1 << 20));
   }
+}
+
+void kb_devices_print_confinement(const struct kb__confine_level *l, FILE *out) {
+  char abi[32];
+  if (l->landlock_abi > 0)
+    snprintf(abi, sizeof abi, "ABI %d", l->landlock_abi);
+  else
+    snprintf(abi, sizeof abi, "unavailable");
+  fprintf(out, "sandbox confinement: %s (seccomp %s, Landlock %s)%s%s\n", l->level,
+          l->seccomp ? "yes" : "no", abi, l->note[0] ? ": " : "", l->note);
 }

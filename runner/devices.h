@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "confine.h"
+
 #define KB_MAX_DEVICES 16
 
 struct kb_device {
@@ -28,7 +30,11 @@ struct kb_device_list {
   int n;                  /* devices found */
   struct kb_device devices[KB_MAX_DEVICES];
   char why_none[256];     /* when n == 0: why ("no CUDA driver", "built without CUDA") */
+  struct kb__confine_level confinement; /* the level sandboxes reach on this node (probe) */
 };
+
+/* One line "sandbox confinement: LEVEL (seccomp yes|no, Landlock ABI N|unavailable): note". */
+void kb_devices_print_confinement(const struct kb__confine_level *l, FILE *out);
 
 /* Fills `list` (caller-owned). Never fails: a machine without GPUs is an answer, not an error.
  * Initialises the CUDA runtime in this process when there is a driver: call it only in a

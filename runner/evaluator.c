@@ -17,6 +17,7 @@
 
 #include "elfsym.h"
 #include "kb/alloc.h"
+#include "kb/catalog.h"
 #include "kb/buf.h"
 #include "kb/clock.h"
 #include "kb/error.h"
@@ -106,9 +107,14 @@ int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **ou
   b->kind = o->kind;
   b->stop = o->stop;
   b->ordinal = o->device;
+  /* the sandbox may read the build cache (candidates, oracles, task files) and nothing of the
+   * runner's beyond it: the cache must exist before the child confines itself */
   struct kb__sandbox_opts so = {.program = o->sandbox, .backend = kb_backend_name(o->kind),
-                                .device = o->device, .stop = o->stop};
-  int rc = kb__sandbox_new(&so, &b->sb, err);
+                                .device = o->device, .stop = o->stop,
+                                .ro = {o->cache_dir}, .n_ro = o->cache_dir != NULL};
+  int rc = o->cache_dir != NULL ? kb_mkdirs(o->cache_dir, err) : KB_OK;
+  if (rc == KB_OK)
+    rc = kb__sandbox_new(&so, &b->sb, err);
   if (rc == KB_OK)
     rc = kb__sandbox_start(b->sb, err);
   char arch[KB__ARCH_MAX] = "";
@@ -177,7 +183,8 @@ static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task,
   if (b->sb_torch == NULL) {
     struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH,
                                   .backend = kb_backend_name(b->kind),
-                                  .device = b->ordinal, .stop = b->stop};
+                                  .device = b->ordinal, .stop = b->stop,
+                                  .ro = {b->cc.cache_dir}, .n_ro = b->cc.cache_dir != NULL};
     int rc = kb__sandbox_new(&so, &b->sb_torch, err);
     if (rc)
       return rc;
@@ -541,6 +548,27 @@ static void profile_from_reply(struct kb_result *r, json_t *rep) {
   kb_free(text);
 }
 
+/* The system call named by the sandbox's last "kb-sandbox: blocked system call NAME (NR)" line
+ * in `tail`, into `name`. Returns 1, or 0 when no such line is there. */
+static int blocked_call(const char *tail, char *name, size_t size) {
+  static const char mark[] = "kb-sandbox: blocked system call ";
+  const char *at = NULL;
+  for (const char *p = strstr(tail, mark); p != NULL; p = strstr(p + 1, mark))
+    at = p;
+  if (at == NULL)
+    return 0;
+  at += sizeof mark - 1;
+  size_t n = 0;
+  while (n + 1 < size && (at[n] == '_' || (at[n] >= 'a' && at[n] <= 'z') ||
+                          (at[n] >= '0' && at[n] <= '9')))
+    n++;
+  if (n == 0 || at[n] != ' ')
+    return 0;
+  memcpy(name, at, n);
+  name[n] = '\0';
+  return 1;
+}
+
 static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
   switch ((enum kb__sb_outcome)call->outcome) {
@@ -550,6 +578,17 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
     append_output(r, call->tail);
     return;
   case KB__SB_DIED:
+    if (call->signal == SIGSYS) {
+      /* the sandbox's seccomp filter (confine.h): its SIGSYS handler names the call */
+      char name[40];
+      r->status = KB_STATUS_REJECTED;
+      if (blocked_call(call->tail, name, sizeof name))
+        set_reason(r, "called %s(2), which candidates may not use", name);
+      else
+        set_reason(r, "killed by SIGSYS: a system call candidates may not use");
+      append_output(r, call->tail);
+      return;
+    }
     r->status = KB_STATUS_CRASH;
     if (call->signal)
       set_reason(r, "killed by %s", kb__signal_name(call->signal, sbuf, sizeof sbuf));
@@ -781,6 +820,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
     goto out;
   }
+  snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
   if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
       r->status == KB_STATUS_OK)

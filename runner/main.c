@@ -62,6 +62,7 @@ static int parse_int(const char *s, const char *what, long min, long max, long *
 }
 
 int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-runner");
   static char cache_default[256];
   const char *user = getenv("USER");

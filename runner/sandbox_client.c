@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kb/alloc.h"
+#include "kb/campaign.h"
 #include "kb/buf.h"
 #include "kb/clock.h"
 #include "kb/error.h"
@@ -44,6 +45,9 @@ struct kb__sandbox {
   double last_start_s;
   char tail[KB__SANDBOX_TAIL + 1]; /* stderr tail of the current call */
   size_t tail_len;
+  char *ro[KB__SANDBOX_RO_MAX]; /* --ro paths, absolute (owned) */
+  char confinement[24];      /* the level the last child's hello reported, "" before one */
+  int n_ro;
 };
 
 /* ---- environment ----------------------------------------------------------------------- */
@@ -207,6 +211,24 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
     kb_free(sb);
     return rc;
   }
+  if (o->n_ro < 0 || o->n_ro > KB__SANDBOX_RO_MAX) {
+    kb_free(sb->program);
+    kb_free(sb);
+    return kb_error_set(err, KB_EINVAL, "at most %d read-only paths for the sandbox",
+                        KB__SANDBOX_RO_MAX);
+  }
+  for (int i = 0; i < o->n_ro; i++) {
+    char abs[PATH_MAX];
+    const char *p = realpath(o->ro[i], abs) != NULL ? abs : o->ro[i];
+    if ((sb->ro[sb->n_ro] = kb_strdup(p)) == NULL) {
+      for (int j = 0; j < sb->n_ro; j++)
+        kb_free(sb->ro[j]);
+      kb_free(sb->program);
+      kb_free(sb);
+      return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
+    }
+    sb->n_ro++;
+  }
   snprintf(sb->backend, sizeof sb->backend, "%s", backend);
   sb->device = o->device;
   sb->start_timeout_s = o->start_timeout_s > 0 ? o->start_timeout_s : 60;
@@ -336,6 +358,8 @@ void kb__sandbox_free(struct kb__sandbox *sb) {
     json_decref(quit);
   }
   stop_child(sb, NULL, NULL);
+  for (int i = 0; i < sb->n_ro; i++)
+    kb_free(sb->ro[i]);
   kb_free(sb->program);
   kb_free(sb);
 }
@@ -352,6 +376,8 @@ pid_t kb__sandbox_pid(const struct kb__sandbox *sb) { return sb->pid; }
 json_t *kb__sandbox_hello(const struct kb__sandbox *sb) { return sb->hello; }
 int kb__sandbox_starts(const struct kb__sandbox *sb) { return sb->starts; }
 double kb__sandbox_last_start_s(const struct kb__sandbox *sb) { return sb->last_start_s; }
+const char *kb__sandbox_confinement(const struct kb__sandbox *sb) { return sb->confinement; }
+
 const char *kb__sandbox_dir(const struct kb__sandbox *sb) {
   return sb->dir[0] ? sb->dir : NULL;
 }
@@ -449,8 +475,14 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
    * site-packages, no script folder on the path) */
   char *python = (char *)kb__sandbox_python();
   char isolated[] = "-I";
-  char *argv[] = {python, isolated, sb->program, "--backend", sb->backend, "--device", device,
-                  "--dir", sb->dir, "--parent", parent, NULL};
+  char ro_opt[] = "--ro";
+  char *argv[13 + 2 * KB__SANDBOX_RO_MAX] = {python, isolated, sb->program, "--backend",
+                                             sb->backend, "--device", device, "--dir", sb->dir,
+                                             "--parent", parent};
+  for (int i = 0; i < sb->n_ro; i++) {
+    argv[11 + 2 * i] = ro_opt;
+    argv[12 + 2 * i] = sb->ro[i];
+  }
   char **args = sb->worker == KB__SANDBOX_TORCH ? argv : argv + 2;
   have_fa = posix_spawn_file_actions_init(&fa) == 0;
   have_at = posix_spawnattr_init(&at) == 0;
@@ -502,6 +534,10 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   if (st == KB__FRAME_OK &&
       strcmp(json_string_value(json_object_get(reply, "op")), "hello") == 0) {
     sb->hello = reply;
+    const char *lvl =
+        json_string_value(json_object_get(json_object_get(reply, "confinement"), "level"));
+    snprintf(sb->confinement, sizeof sb->confinement, "%s",
+             lvl != NULL && kb_confinement_rank(lvl) >= 0 ? lvl : "none");
     sb->starts++;
     sb->last_start_s = kb_now_mono() - t0;
     const char *dev = json_string_value(json_object_get(reply, "device"));

@@ -31,6 +31,8 @@ struct kb__sandbox; /* opaque */
  * /usr/bin/python3). */
 enum kb__sandbox_worker { KB__SANDBOX_NATIVE = 0, KB__SANDBOX_TORCH };
 
+#define KB__SANDBOX_RO_MAX 8
+
 struct kb__sandbox_opts {
   const char *program;      /* the sandbox program, or the worker script for KB__SANDBOX_TORCH;
                                NULL: kb__sandbox_program() / kb__sandbox_torch_script()
@@ -40,6 +42,11 @@ struct kb__sandbox_opts {
   int device;               /* CUDA ordinal */
   double start_timeout_s;   /* spawn to hello at most; <= 0: 60 s */
   volatile sig_atomic_t *stop; /* set: calls end early, KB__SB_STOPPED (borrowed; may be NULL) */
+  const char *ro[KB__SANDBOX_RO_MAX]; /* folders and files the child may read (its confinement,
+                                         docs/sandbox.md): the build cache, where candidates,
+                                         oracles and task files live; each must exist when the
+                                         child starts (borrowed; copied, made absolute) */
+  int n_ro;
 };
 
 /* How a call ended. */
@@ -58,6 +65,10 @@ struct kb__sb_call {
   double seconds;       /* from sending to the outcome, wall clock */
   char tail[KB__SANDBOX_TAIL + 1]; /* the child's stderr during this call (tail), NUL-ended */
 };
+
+/* The child's arguments: --backend, --device, --dir, --parent and one --ro PATH per `ro` path
+ * (both the C sandboxes and the PyTorch worker take them); it confines itself with them before
+ * it says hello, and its hello's "confinement" says the level it reached. */
 
 /* Finds the sandbox program of `backend` ("host": kb-sandbox, which links no CUDA library;
  * "cuda": kb-sandbox-cuda) in $KB_SANDBOX_DIR, else next to this program (/proc/self/exe), else
@@ -124,6 +135,9 @@ json_t *kb__sandbox_hello(const struct kb__sandbox *sb);
 /* Children started so far, and how long the last start took (spawn to hello), seconds. */
 int kb__sandbox_starts(const struct kb__sandbox *sb);
 double kb__sandbox_last_start_s(const struct kb__sandbox *sb);
+/* The confinement level the last child's hello reported ("none" when it named none; "" before
+ * any hello; borrowed): kept after the child died, for the verdict of the call it died in. */
+const char *kb__sandbox_confinement(const struct kb__sandbox *sb);
 /* The running child's working folder (borrowed; NULL when none runs). */
 const char *kb__sandbox_dir(const struct kb__sandbox *sb);
 

@@ -14,6 +14,8 @@
 #include "compile_pool.h"
 #include "evaluator.h"
 #include "kb/alloc.h"
+#include "confine.h"
+#include "kb/campaign.h"
 #include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
@@ -322,6 +324,32 @@ static int claim_one(struct worker *w, char state[16], struct kb_error *err) {
   return start_slot(w, slot, &c, err);
 }
 
+/* The campaign's "sandbox": {"require": ...} (its spec in the meta hash) against the level
+ * this node's sandboxes reach (logged). Errors: KB_ECONFINE (kb-runner exits with
+ * KB_EXIT_CONFINE), KB_EPARSE, redis errors. */
+static int check_confinement(struct worker *w, struct kb_error *err) {
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  kb_info("sandbox confinement on this node: %s (seccomp %s, Landlock ABI %d)%s%s", l.level,
+          l.seccomp ? "yes" : "no", l.landlock_abi, l.note[0] ? ": " : "", l.note);
+  char key[KB_ID_MAX + 16];
+  kb_queue_key(&w->q, key, sizeof key, "meta");
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(w->redis, &rep, err, "HGET %s spec", key);
+  if (rc)
+    return rc;
+  if (rep->type == REDIS_REPLY_STRING) {
+    struct kb_campaign c;
+    memset(&c, 0, sizeof c);
+    rc = kb_campaign_parse("campaign.json", rep->str, "/", 0, &c, err);
+    if (rc == KB_OK)
+      rc = kb_confinement_check(w->q.cid, c.sandbox_require, l.level, err);
+    kb_campaign_release(&c);
+  }
+  freeReplyObject(rep);
+  return rc;
+}
+
 /* 1 unless the campaign was seen draining, cancelled or done (by a claim or the heartbeat). */
 static int campaign_open(struct worker *w) {
   pthread_mutex_lock(&w->lock);
@@ -559,6 +587,8 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
     rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" needs the %s backend, this runner "
                       "serves %s (--backend)", opts->campaign, kb_backend_name(w.q.backend),
                       opts->backend);
+  if (rc == KB_OK)
+    rc = check_confinement(&w, err);
   if (rc == KB_OK) {
     /* the sandbox starts now (a CUDA runner owns its GPU from here): before any thread */
     struct kb_evaluator_opts eo = {.kind = kind, .cache_dir = opts->cache_dir,

@@ -34,6 +34,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-scheduler");
   static char work_default[256];
   const char *user = getenv("USER");

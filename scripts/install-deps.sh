@@ -5,7 +5,7 @@ set -eu
 # chromium: tests/report/html.sh loads an HTML report in headless Chromium.
 # python3-torch: tools/kb-import-kernelbench (tests/tasks) reads KernelBench modules with it.
 pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
-libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev redis-server redis-tools
+libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev libseccomp-dev redis-server redis-tools
 python3 python3-jsonschema python3-h5py python3-numpy python3-torch
 chromium
 slurmctld slurmd slurm-client munge"

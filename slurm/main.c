@@ -10,6 +10,7 @@
 
 #include "kb/error.h"
 #include "kb/log.h"
+#include "kb/signals.h"
 #include "gpus.h"
 #include "local.h"
 #include "sbatch.h"
@@ -107,6 +108,7 @@ static int fail(const struct kb_error *err) {
 }
 
 int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-launch");
   static char dir[PATH_MAX];
   struct kb_local_opts lo = {.stop = &stop_requested};

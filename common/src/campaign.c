@@ -597,7 +597,42 @@ static int parse_search(struct ctx *x, json_t *root) {
 static const char *const campaign_fields[] = {
     "schema",        "id",          "name",   "backend",    "tasks",          "budget",
     "deadline",      "max_attempts", "lease_seconds", "results_dir", "ladder", "generators",
-    "target_speedup", "search", NULL};
+    "target_speedup", "search", "sandbox", NULL};
+
+int kb_confinement_rank(const char *level) {
+  static const char *const names[] = {"none", "seccomp", "seccomp+landlock"};
+  for (int i = 0; level != NULL && i < 3; i++)
+    if (strcmp(level, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+int kb_confinement_check(const char *cid, const char *required, const char *reached,
+                         struct kb_error *err) {
+  if (kb_confinement_rank(reached) >= kb_confinement_rank(required))
+    return KB_OK;
+  return kb_error_set(err, KB_ECONFINE, "campaign \"%s\" requires sandbox confinement \"%s\", "
+                      "this node reaches \"%s\" (kb-runner --list-devices says why; "
+                      "docs/sandbox.md)", cid, required, reached);
+}
+
+static const char *const sandbox_fields[] = {"require", NULL};
+
+static int parse_sandbox(struct ctx *x, json_t *root) {
+  snprintf(x->c->sandbox_require, sizeof x->c->sandbox_require, "none");
+  json_t *sb = NULL;
+  int rc = kb_json_get_object(x->f, root, "", "sandbox", 0, &sb, x->err);
+  if (rc || sb == NULL)
+    return rc;
+  rc = kb_jsonfile_check_unknown(x->f, sb, "sandbox", sandbox_fields, x->err);
+  static const char *const levels[] = {"none", "seccomp", "seccomp+landlock", NULL};
+  int level = 0;
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(x->f, sb, "sandbox", "require", 0, levels, &level, x->err);
+  if (rc == KB_OK)
+    snprintf(x->c->sandbox_require, sizeof x->c->sandbox_require, "%s", levels[level]);
+  return rc;
+}
 
 static int parse_campaign(struct ctx *x) {
   const struct kb_jsonfile *f = x->f;
@@ -696,6 +731,8 @@ static int parse_campaign(struct ctx *x) {
                             &c->target_speedup, x->err);
   if (rc == KB_OK)
     rc = parse_search(x, root);
+  if (rc == KB_OK)
+    rc = parse_sandbox(x, root);
   /* the file system last: every check of the text itself comes first */
   if (rc == KB_OK && x->check_files)
     rc = resolve_tasks(x, tasks);

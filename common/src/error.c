@@ -71,6 +71,8 @@ int kb_exit_code(int code) {
     return KB_EXIT_CONFLICT;
   case KB_EBUDGET:
     return KB_EXIT_BUDGET;
+  case KB_ECONFINE:
+    return KB_EXIT_CONFINE;
   case KB_EINTERRUPTED:
     return KB_EXIT_INTERRUPTED;
   case KB_ENOMEM:

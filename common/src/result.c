@@ -156,7 +156,8 @@ static const char *const kernel_fields[] = {"name",         "grid",     "block",
                                             "end_ns",       "stream",   "correlation", NULL};
 static const char *const result_fields[] = {
     "schema",  "campaign", "task",    "candidate", "tier",     "tier_name", "attempt",
-    "charge_id", "runner", "backend", "device",    "status",   "reason",    "compile",
+    "charge_id", "runner", "backend", "device",    "confinement", "status",   "reason",
+    "compile",
     "check",   "timing",   "cost_ms", "started",   "finished", "profile", NULL};
 
 static int parse_compile(struct ctx *x, json_t *root) {
@@ -401,6 +402,13 @@ static int parse_result(struct ctx *x) {
     rc = kb_json_get_enum(f, root, "", "backend", 1, backend_names, &r->backend, x->err);
   if (rc == KB_OK)
     rc = get_printable(x, root, "device", 0, r->device, sizeof r->device);
+  if (rc == KB_OK && json_object_get(root, "confinement") != NULL) {
+    static const char *const levels[] = {"none", "seccomp", "seccomp+landlock", NULL};
+    int level = 0;
+    rc = kb_json_get_enum(f, root, "", "confinement", 1, levels, &level, x->err);
+    if (rc == KB_OK)
+      snprintf(r->confinement, sizeof r->confinement, "%s", levels[level]);
+  }
   if (rc == KB_OK)
     rc = kb_json_get_enum(f, root, "", "status", 1, status_names, &r->status, x->err);
   if (rc == KB_OK)
@@ -558,6 +566,8 @@ static json_t *encode(const struct kb_result *r) {
                                                            ? kb_backend_name(r->backend)
                                                            : "unknown"));
   bad |= set_text(o, "device", r->device);
+  if (r->confinement[0])
+    bad |= set_text(o, "confinement", r->confinement);
   bad |= json_object_set_new(o, "status", json_string(kb_status_name(r->status)));
   bad |= set_text(o, "reason", r->reason);
   /* each part is filled before it is attached: a failed set frees the value it was given */

@@ -1,6 +1,8 @@
 /* Signal-to-flag handlers (see kb/signals.h). */
 #include "kb/signals.h"
 
+#include <sys/prctl.h>
+
 #include <string.h>
 
 static volatile sig_atomic_t *target;
@@ -19,3 +21,5 @@ void kb_signals_catch(volatile sig_atomic_t *flag, const int *sigs, int n) {
   for (int i = 0; i < n; i++)
     sigaction(sigs[i], &sa, NULL);
 }
+
+int kb_harden_process(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }

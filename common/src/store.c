@@ -96,6 +96,7 @@ struct eval_row {
   char reason[TEXT_SIZE];
   char runner[KB_ID_MAX];
   char device[KB_ID_MAX];
+  char confinement[24];
   char charge_id[160];
   double started;            /* unix seconds */
   double finished;           /* unix seconds */
@@ -239,7 +240,8 @@ static const struct field cand_fields[] = {
 static const struct field eval_fields[] = {
     F_STR(eval_row, candidate),   F_I32(eval_row, tier),          F_STR(eval_row, tier_name),
     F_I32(eval_row, attempt),     F_STR(eval_row, status),        F_STR(eval_row, reason),
-    F_STR(eval_row, runner),      F_STR(eval_row, device),        F_STR(eval_row, charge_id),
+    F_STR(eval_row, runner),      F_STR(eval_row, device),        F_STR(eval_row, confinement),
+    F_STR(eval_row, charge_id),
     F_F64(eval_row, started),     F_F64(eval_row, finished),      F_F64(eval_row, compile_s),
     F_I32(eval_row, compile_cached), F_I32(eval_row, registers),  F_I32(eval_row, spills),
     F_I32(eval_row, shared_bytes), F_I32(eval_row, sets_checked), F_F64(eval_row, max_abs_err),
@@ -1584,6 +1586,8 @@ static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const
   kb_utf8_copy(row->reason, sizeof row->reason, r->reason, sizeof r->reason);
   kb_utf8_copy(row->runner, sizeof row->runner, r->runner, sizeof r->runner);
   kb_utf8_copy(row->device, sizeof row->device, r->device, sizeof r->device);
+  kb_utf8_copy(row->confinement, sizeof row->confinement, r->confinement,
+               sizeof r->confinement);
   kb_utf8_copy(row->charge_id, sizeof row->charge_id, r->charge_id, sizeof r->charge_id);
   row->started = r->started;
   row->finished = r->finished;

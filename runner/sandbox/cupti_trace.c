@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kb/alloc.h"
+#include "devkern.h"
 #include "kb/error.h"
 
 #define BUFFER_BYTES (4u << 20) /* one activity buffer; CUPTI asks for more as needed */
@@ -285,4 +286,39 @@ size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t 
     kept++;
   }
   return kept;
+}
+
+/* ---- kb_cupti_prewarm ----------------------------------------------------------------------- */
+static int prewarm_launch(void *arg) {
+  (void)arg;
+  return kb_dk_spin(5.0, NULL);
+}
+
+int kb_cupti_prewarm(char *why, size_t size) {
+  struct kb_error err = {0};
+  why[0] = '\0';
+  int rc = kb_cupti_trace_start(&err);
+  if (rc == KB_OK) {
+    int spun = kb_dk_spin(5.0, NULL);
+    cudaDeviceSynchronize();
+    struct kb_cupti_kernel *recs = NULL;
+    size_t n = 0;
+    rc = kb_cupti_trace_stop(&recs, &n, NULL, &err);
+    kb_free(recs);
+    if (rc == KB_OK && spun != 0)
+      rc = kb_error_set(&err, KB_EINTERNAL, "cupti: the marker kernel did not launch");
+  }
+  if (rc != KB_OK) {
+    snprintf(why, size, "%s", err.msg);
+    return 1;
+  }
+  char mwhy[256] = "";
+  if (kb_cupti_metrics_probe(mwhy, sizeof mwhy)) {
+    struct kb_cupti_metrics m;
+    if (kb_cupti_metrics_measure(NULL, prewarm_launch, NULL, &m, &err) != KB_OK) {
+      snprintf(why, size, "%s", err.msg);
+      return 1;
+    }
+  }
+  return 0;
 }

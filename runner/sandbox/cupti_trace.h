@@ -163,6 +163,13 @@ int kb_cupti_metrics_probe(char *why, size_t size);
 int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg), void *arg,
                              struct kb_cupti_metrics *m, struct kb_error *err);
 
+/* Sets up, before the sandbox confines itself (confine.h), what CUPTI and the Range Profiler
+ * would otherwise set up lazily on first use (loading libnvperf_host/target, the activity
+ * buffers, CUPTI's threads): one kernel trace of a short marker kernel and one metrics
+ * measurement of it. A failure is not fatal (the evaluations then say why they have no trace or
+ * metrics); its reason goes to `why` (borrowed; "" when none). Returns 0, or 1 with `why`. */
+int kb_cupti_prewarm(char *why, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confine.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/verify.h"
@@ -103,7 +104,9 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
  * a library without kb_forward from one that does not load. */
 static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_t size) {
   *nosym = 0;
+  kb__confine_load_begin(); /* the loader's read-only opens pass (confine.h) */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  kb__confine_load_end();
   if (lib == NULL) {
     const char *e = dlerror();
     e = e ? e : "unknown error";

@@ -5,15 +5,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confine.h"
 #include "sandbox.h"
 
 static void usage(FILE *out) {
   fputs("usage: kb-sandbox [--backend host|cuda] [--device N] [--dir DIR] [--parent PID]\n"
+        "                  [--ro PATH]...\n"
         "\n"
         "The evaluation process of kb-runner: reads framed JSON requests on stdin and answers\n"
         "on stdout (docs/sandbox.md). kb-runner starts it; it is not meant to be run by hand.\n"
+        "It confines itself before serving: --dir read-write, each --ro PATH and the system's\n"
+        "library folders read-only (Landlock), a seccomp filter (docs/sandbox.md).\n"
         "exit codes: 0 quit or end of input, 1 failure, 2 the device cannot be opened,\n"
-        "3 ended after a fatal verdict (sticky device error, evaluator memory overwritten)\n",
+        "3 ended after a fatal verdict (sticky device error, evaluator memory overwritten)\n"
+        "(2 also when it cannot confine itself)\n",
         out);
 }
 
@@ -31,10 +36,11 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'}, {"device", required_argument, NULL, 'd'},
       {"dir", required_argument, NULL, 'D'},     {"parent", required_argument, NULL, 'p'},
+      {"ro", required_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   int ch;
   long v;
-  while ((ch = getopt_long(argc, argv, "b:d:D:p:h", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "b:d:D:p:r:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'b':
       if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0) {
@@ -51,6 +57,13 @@ int main(int argc, char **argv) {
       a.device = (int)v;
       break;
     case 'D': a.dir = optarg; break;
+    case 'r':
+      if (a.n_ro == (int)(sizeof a.ro / sizeof a.ro[0])) {
+        fprintf(stderr, "kb-sandbox: at most %d --ro paths\n", (int)(sizeof a.ro / sizeof a.ro[0]));
+        return 1;
+      }
+      a.ro[a.n_ro++] = optarg;
+      break;
     case 'p':
       if (parse_long(optarg, 1, 1L << 30, &v)) {
         fprintf(stderr, "kb-sandbox: --parent must be a process id\n");
@@ -66,5 +79,6 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
-  return kb__sandbox_run(&a);
+  /* once confined, exit handlers must not run under the filter (kb__confine_exit) */
+  kb__confine_exit(kb__sandbox_run(&a));
 }

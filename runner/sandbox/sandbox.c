@@ -11,8 +11,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "confine.h"
 #include "dev.h"
 #include "serve.h"
+#ifdef KB_HAVE_CUPTI_TRACE
+#include "cupti_trace.h"
+#endif
 
 #define PROTO_FD_MIN 10 /* the protocol moves to descriptors at or above this */
 
@@ -83,6 +89,23 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   }
   if (rc) {
     fprintf(stderr, "kb-sandbox: cannot open the %s device: %s\n", a->backend, why);
+    return 2;
+  }
+  /* what would otherwise be set up lazily, after confinement: CUPTI's and the Range Profiler's
+   * host side (libraries, buffers, threads), jansson's hash seed (it reads /dev/urandom) */
+#ifdef KB_HAVE_CUPTI_TRACE
+  if (strcmp(a->backend, "cuda") == 0 && kb_cupti_prewarm(why, sizeof why) != 0)
+    fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", why);
+#endif
+  json_object_seed(0);
+  struct kb__confine_opts co = {
+      .profile = strcmp(a->backend, "cuda") == 0 ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
+      .rw_dir = a->dir != NULL ? "." : NULL};
+  for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
+    co.ro[co.n_ro++] = a->ro[i];
+  struct kb__confine_level level;
+  if (kb__confine_apply(&co, &level, why, sizeof why) != 0) {
+    fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
     return 2;
   }
   rc = kb__sandbox_serve(&d, a->device, in, out);

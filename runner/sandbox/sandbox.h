@@ -9,7 +9,11 @@
  * SIGUSR2: those are for the runner, which ends this process itself), restores the default
  * action of SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and SIGTRAP (so a candidate's fault ends
  * the process with that signal, also in sanitizer builds), dies with its parent
- * (PR_SET_PDEATHSIG), writes no core files, opens the device and serves.
+ * (PR_SET_PDEATHSIG), writes no core files, opens the device, sets up what CUDA, CUPTI and the
+ * JSON library would set up lazily later (CUPTI's trace and Range Profiler, jansson's hash seed
+ * from /dev/urandom), confines itself (confine.h: seccomp, Landlock over `dir`, `ro` and the
+ * system folders, rlimits) and serves. From then on no candidate library has been loaded yet
+ * and none can undo the confinement.
  */
 #ifndef KB_SANDBOX_SANDBOX_H
 #define KB_SANDBOX_SANDBOX_H
@@ -21,10 +25,13 @@ struct kb__sandbox_args {
   int device;          /* CUDA ordinal */
   const char *dir;     /* working folder, NULL: stay */
   pid_t parent;        /* expected parent; 0: do not check */
+  const char *ro[16];  /* --ro: readable files and folders (the runner's build cache, ...) */
+  int n_ro;
 };
 
 /* Runs the sandbox; returns the process exit code: 0 after quit or end of input, 2 when the
- * device cannot be opened (the reason on stderr), 3 after a fatal verdict, 1 otherwise. */
+ * device cannot be opened or the process cannot be confined (the reason on stderr), 3 after a
+ * fatal verdict, 1 otherwise. */
 int kb__sandbox_run(const struct kb__sandbox_args *a);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confine.h"
 #include "cupti_trace.h"
 #include "engine.h"
 #include "kb/alloc.h"
@@ -59,12 +60,17 @@ static int reply_error(struct server *sv, const char *field, const char *reason)
 static int hello(struct server *sv) {
   char cc[16];
   snprintf(cc, sizeof cc, "%d.%d", sv->d->cc_major, sv->d->cc_minor);
-  return reply(sv, json_pack("{s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:i, s:i}", "op",
+  struct kb__confine_level cl;
+  kb__confine_current(&cl);
+  return reply(sv, json_pack("{s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:i, s:i, "
+                             "s:{s:s, s:b, s:i, s:s}}", "op",
                              "hello", "pid", (json_int_t)getpid(), "backend", sv->d->backend,
                              "device", sv->d->name, "ordinal", sv->ordinal, "cc", cc, "sm_count",
                              sv->d->sm_count, "mem_bytes", (json_int_t)sv->d->mem_bytes,
                              "l2_bytes", (json_int_t)sv->d->l2_bytes, "runtime",
-                             sv->d->runtime_version, "driver", sv->d->driver_version));
+                             sv->d->runtime_version, "driver", sv->d->driver_version,
+                             "confinement", "level", cl.level, "seccomp", cl.seccomp,
+                             "landlock_abi", cl.landlock_abi, "note", cl.note));
 }
 
 /* Reads one tensor spec at `path` (e.g. "inputs[1]"). */

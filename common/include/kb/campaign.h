@@ -175,7 +175,18 @@ struct kb_campaign {
   struct kb_generators gen; /* generators section, defaults filled in */
   struct kb_search search;  /* search section, defaults filled in */
   char *spec_json;       /* the campaign.json text exactly as read (owned) */
+  char sandbox_require[24]; /* "sandbox": {"require": ...}: the confinement level every
+                               sandbox must reach, "none" (default), "seccomp" or
+                               "seccomp+landlock" (docs/campaign.md) */
 };
+
+/* The rank of a confinement level name: 0 "none", 1 "seccomp", 2 "seccomp+landlock", -1 for
+ * any other string. */
+int kb_confinement_rank(const char *level);
+/* KB_OK when `reached` satisfies `required` (both level names, borrowed), else KB_ECONFINE
+ * with a message naming campaign `cid`, the required and the reached level. */
+int kb_confinement_check(const char *cid, const char *required, const char *reached,
+                         struct kb_error *err);
 
 /* Loads and validates the campaign file at `path` (borrowed; messages name it as given) into `c`
  * (caller-owned, zeroed first; released on failure). Does not load the task bundles (see

@@ -31,6 +31,7 @@
   X(TIMEOUT, "timed out")                                                                      \
   X(AUTH, "redis authentication failed")                                                       \
   X(INTERRUPTED, "interrupted")                                                                \
+  X(CONFINE, "sandbox confinement below the campaign's requirement")                           \
   X(INTERNAL, "internal error")
 
 enum kb_err {
@@ -69,6 +70,8 @@ enum kb_exit {
   KB_EXIT_REDIS = 4,    /* redis unreachable or authentication failed */
   KB_EXIT_CONFLICT = 5, /* campaign already exists, or in the wrong state */
   KB_EXIT_BUDGET = 6,   /* budget exhausted before the work was done */
+  KB_EXIT_CONFINE = 7,  /* the node cannot confine sandboxes as the campaign's sandbox.require
+                           asks (kb-runner; docs/campaign.md) */
   KB_EXIT_INTERRUPTED = 130
 };
 /* Maps an error code to the process exit code main() should return. */

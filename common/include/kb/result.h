@@ -113,6 +113,8 @@ struct kb_result {
   char runner[KB_ID_MAX];    /* runner name, "host:pid" style */
   int backend;               /* enum kb_backend */
   char device[KB_ID_MAX];    /* "cpu", "NVIDIA H200" */
+  char confinement[24];      /* the evaluating sandbox's confinement level: "none", "seccomp",
+                                "seccomp+landlock" (docs/sandbox.md); "" unknown */
   int status;                /* enum kb_status */
   char reason[256];          /* why, for any status but ok; "" for ok */
   double compile_s;          /* seconds; 0 when cached */

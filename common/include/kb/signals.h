@@ -10,4 +10,11 @@
  * early with EINTR. One flag per process: a second call replaces the first. */
 void kb_signals_catch(volatile sig_atomic_t *flag, const int *sigs, int n);
 
+/* Marks the process non-dumpable (prctl PR_SET_DUMPABLE 0): no core file, and a process of the
+ * same user (a candidate's sandbox among them) can neither ptrace it nor read its
+ * /proc/<pid>/environ, mem or maps. Call first thing in main(). Where the process runs as root,
+ * this protects nothing against a root child: the sandbox's Landlock rules keep it out of other
+ * processes' /proc entries (docs/sandbox.md, "Confinement"). Returns 0, or -1 (errno). */
+int kb_harden_process(void);
+
 #endif

@@ -1,0 +1,215 @@
+/* The sandbox's confinement (runner/sandbox/confine.h, docs/sandbox.md "Confinement"), on the
+ * host backend with the real kb-sandbox: each system call a candidate may not make, made with an
+ * inline `syscall` (no import, so the import allow-list passes it), ends the evaluation as
+ * rejected with a reason naming the call, and an honest candidate is ok after each; a candidate
+ * that reads its parent's /proc entries (environ, mem) finds no secret of the runner's; the level
+ * is in the sandbox's hello and in every result; a campaign that requires a level this machine
+ * cannot reach is refused. The candidates are tests/catalogue/host/sys_*.c (task row_sum).
+ *
+ * The test process plays the runner: it re-executes itself once with KB_TEST_SECRET=<random
+ * canary> in its initial environment (what /proc/<pid>/environ shows), then spawns the sandbox
+ * as kb-runner does. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "confine.h"
+#include "fixture.h"
+#include "kb/alloc.h"
+#include "kb/campaign.h"
+#include "kb/error.h"
+#include "sandbox_client.h"
+
+#define CATALOGUE KB_SOURCE_DIR "/tests/catalogue/host"
+
+static struct runner_fixture fx;
+static struct kb_task row_sum;
+
+static int setup(void **state) {
+  (void)state;
+  if (fixture_setup(&fx, "/tmp/kb-test-confine.XXXXXX") != 0)
+    return -1;
+  struct kb_error err = {0};
+  if (kb_task_load(KB_SOURCE_DIR "/tasks/host/row_sum", &row_sum, &err) != KB_OK) {
+    fprintf(stderr, "test_confine: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  kb_task_release(&row_sum);
+  fixture_teardown(&fx);
+  return 0;
+}
+
+static void eval_file(const char *name, struct kb_result *r) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.c", CATALOGUE, name);
+  char *source = fixture_slurp(path);
+  struct kb_error err = {0};
+  int rc = fixture_eval(&fx, &row_sum, source, "", &fx.ladder.tiers[FX_TIER_SMOKE],
+                        FX_TIER_SMOKE, 0, r, &err);
+  kb_free(source);
+  if (rc != KB_OK)
+    fail_msg("%s: %s", name, err.msg);
+}
+
+static void expect_level(const struct kb_result *r) {
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  if (strcmp(r->confinement, l.level) != 0)
+    fail_msg("result's confinement \"%s\", this node reaches \"%s\"", r->confinement, l.level);
+}
+
+static void test_blocked_calls(void **state) {
+  (void)state;
+  static const struct {
+    const char *file, *call;
+  } cases[] = {
+      {"sys_socket", "socket"},
+      {"sys_connect", "connect"},
+      {"sys_execve", "execve"},
+      {"sys_fork", "fork"},
+      {"sys_clone", "clone"},
+      {"sys_ptrace", "ptrace"},
+      {"sys_process_vm_readv", "process_vm_readv"},
+      {"sys_kill_parent", "kill"},
+      {"sys_mount", "mount"},
+      {"sys_bpf", "bpf"},
+      {"sys_perf_event_open", "perf_event_open"},
+      {"sys_personality", "personality"},
+      {"sys_prctl_dumpable", "prctl"},
+      {"sys_open_after_load", "openat"},
+      {"sys_write_outside", "openat"},
+      {"sys_proc_environ_call", "openat"},
+  };
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  if (!l.seccomp)
+    skip(); /* a kernel without seccomp filters: nothing is blocked (level "none") */
+  unlink("/tmp/kb-confine-escape");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char want[96];
+    snprintf(want, sizeof want, "called %s(2), which candidates may not use", cases[i].call);
+    struct kb_result r;
+    eval_file(cases[i].file, &r);
+    if (r.status != KB_STATUS_REJECTED || strstr(r.reason, want) == NULL)
+      fail_msg("%s: status %s, reason \"%s\"; expected rejected, \"%s\"", cases[i].file,
+               kb_status_name(r.status), r.reason, want);
+    expect_level(&r);
+    kb_result_release(&r);
+    eval_file("sys_honest", &r);
+    fixture_expect(&r, KB_STATUS_OK, NULL);
+    expect_level(&r);
+    kb_result_release(&r);
+  }
+  assert_int_equal(access("/tmp/kb-confine-escape", F_OK), -1); /* never created */
+}
+
+/* The runner's secret is in this process's initial environment; a candidate reading
+ * /proc/<parent>/environ or /proc/<parent>/mem from its constructor (inside the load window,
+ * where read-only opens pass the filter) must be refused by Landlock: it aborts when it finds
+ * the secret (a crash whose reason would hold it), else sums honestly. */
+static void test_secret(void **state) {
+  (void)state;
+  const char *secret = getenv("KB_TEST_SECRET");
+  assert_non_null(secret);
+  /* the canary is where the candidate looks: this process's /proc entry shows it */
+  char *env = fixture_slurp("/proc/self/environ");
+  int found = 0;
+  for (size_t i = 0; env[i] != '\0' || env[i + 1] != '\0'; i++)
+    if (strncmp(env + i, "KB_TEST_SECRET=", 15) == 0 && strstr(env + i, secret) != NULL)
+      found = 1;
+  kb_free(env);
+  assert_true(found);
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  struct kb_result r;
+  eval_file("sys_proc_environ", &r);
+  if (strstr(r.reason, secret) != NULL)
+    fail_msg("the candidate read the runner's secret: %s", r.reason);
+  if (l.landlock_abi > 0)
+    fixture_expect(&r, KB_STATUS_OK, NULL); /* it ran, and found nothing */
+  kb_result_release(&r);
+  eval_file("sys_proc_environ_call", &r);
+  if (strstr(r.reason, secret) != NULL)
+    fail_msg("the candidate read the runner's secret: %s", r.reason);
+  if (l.seccomp)
+    fixture_expect(&r, KB_STATUS_REJECTED, "called openat(2)");
+  kb_result_release(&r);
+}
+
+/* The sandbox's hello says the level it reached, the one this node's probe reports. */
+static void test_hello_level(void **state) {
+  (void)state;
+  char *prog = kb__sandbox_program("host");
+  struct kb__sandbox_opts o = {.program = prog, .backend = "host", .start_timeout_s = 10,
+                               .ro = {fx.cache}, .n_ro = 1};
+  struct kb__sandbox *sb = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb__sandbox_new(&o, &sb, &err), KB_OK);
+  assert_int_equal(kb__sandbox_start(sb, &err), KB_OK);
+  json_t *c = json_object_get(kb__sandbox_hello(sb), "confinement");
+  assert_true(json_is_object(c));
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  assert_string_equal(json_string_value(json_object_get(c, "level")), l.level);
+  assert_int_equal(json_is_true(json_object_get(c, "seccomp")), l.seccomp);
+  assert_int_equal(json_integer_value(json_object_get(c, "landlock_abi")), l.landlock_abi);
+  assert_true(json_is_string(json_object_get(c, "note")));
+  kb__sandbox_free(sb);
+  kb_free(prog);
+}
+
+/* A campaign's sandbox.require against what this node reaches. */
+static void test_campaign_require(void **state) {
+  (void)state;
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  struct kb_error err = {0};
+  assert_int_equal(kb_confinement_rank("none"), 0);
+  assert_int_equal(kb_confinement_rank("seccomp"), 1);
+  assert_int_equal(kb_confinement_rank("seccomp+landlock"), 2);
+  assert_int_equal(kb_confinement_rank("landlock"), -1);
+  assert_int_equal(kb_confinement_check("demo", "none", l.level, &err), KB_OK);
+  assert_int_equal(kb_confinement_check("demo", l.level, l.level, &err), KB_OK);
+  /* a level above the one reached is refused with a message naming the campaign and both */
+  assert_int_equal(kb_confinement_check("demo", "seccomp+landlock", "seccomp", &err), KB_ECONFINE);
+  assert_non_null(strstr(err.msg, "\"demo\""));
+  assert_non_null(strstr(err.msg, "seccomp+landlock"));
+  assert_non_null(strstr(err.msg, "reaches \"seccomp\""));
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  if (getenv("KB_TEST_SECRET") == NULL) {
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+      return 1;
+    char canary[64] = "kb-canary-";
+    for (size_t i = 0; i < sizeof raw; i++)
+      snprintf(canary + 10 + 2 * i, 3, "%02x", raw[i]);
+    setenv("KB_TEST_SECRET", canary, 1);
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "test_confine: cannot re-execute itself: %s\n", strerror(errno));
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_blocked_calls),
+      cmocka_unit_test(test_secret),
+      cmocka_unit_test(test_hello_level),
+      cmocka_unit_test(test_campaign_require),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
