@@ -206,6 +206,34 @@ static int read_only(long flags) {
          (flags & (O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE | O_PATH)) == 0;
 }
 
+/* 1 when `p` starts with `prefix` and holds no ".." component (so the prefix is the folder). */
+static int under(const char *p, const char *prefix) {
+  size_t n = strlen(prefix);
+  if (strncmp(p, prefix, n) != 0)
+    return 0;
+  for (const char *q = p; *q; q++)
+    if (q[0] == '.' && q[1] == '.' && (q == p || q[-1] == '/') && (q[2] == '/' || q[2] == '\0'))
+      return 0;
+  return 1;
+}
+
+/* The opens the CUDA driver makes on its own while the sandbox serves (measured on the H200,
+ * docs/sandbox.md "Confinement"): its device nodes, read-write (a new descriptor per mapping of
+ * device memory), and its procfs parameters, read-only. Neither gives a candidate anything it
+ * does not already have through the driver. `a` holds openat's arguments; on a match the path is
+ * in gate_path. */
+static int driver_open(int nr, const long *a) {
+  if (nr != SYS_openat || a[1] == 0)
+    return 0;
+  long flags = a[2];
+  if ((flags & (O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE | O_PATH)) != 0 ||
+      copy_path((const char *)a[1]) != 0)
+    return 0;
+  if (under(gate_path, "/dev/nvidia"))
+    return (flags & O_ACCMODE) == O_RDWR || (flags & O_ACCMODE) == O_RDONLY;
+  return under(gate_path, "/proc/driver/nvidia/") && (flags & O_ACCMODE) == O_RDONLY;
+}
+
 static void census_note(int nr, long a0, long a1, long a2) {
   int slot = nr >= 0 && nr < NAMES_MAX ? nr : 0;
   int open_like = 0;
@@ -286,6 +314,10 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
       return;
     }
     SET_RET(uc, kb__confine_gate(nr, a[0], a[1], a[2], a[3], a[4]));
+    return;
+  }
+  if (si->si_arch == GATE_ARCH && st.profile == KB__CONFINE_C_CUDA && driver_open(nr, a)) {
+    SET_RET(uc, kb__confine_gate(SYS_openat, AT_FDCWD, (long)gate_path, a[2] | O_CLOEXEC, 0, 0));
     return;
   }
   if (si->si_arch == GATE_ARCH && load_window && (st.profile != KB__CONFINE_PYTHON)) {
@@ -435,6 +467,9 @@ static int landlock(const struct kb__confine_opts *o, int abi, char *why, size_t
                                                      LANDLOCK_ACCESS_FS_MAKE_CHAR |
                                                      LANDLOCK_ACCESS_FS_MAKE_BLOCK),
                 abi, 1, why, size);
+  if (rc == 0 && o->profile == KB__CONFINE_C_CUDA) /* the driver reads its parameters there */
+    rc = ll_add(rs, "/proc/driver/nvidia", LANDLOCK_ACCESS_FS_READ_FILE |
+                LANDLOCK_ACCESS_FS_READ_DIR, abi, 0, why, size);
   static const char *const dev_rw[] = {"/dev/null", "/dev/zero", "/dev/urandom"};
   for (size_t i = 0; rc == 0 && i < sizeof dev_rw / sizeof dev_rw[0]; i++)
     rc = ll_add(rs, dev_rw[i], dev, abi, 0, why, size);
@@ -563,11 +598,24 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
     struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)prctl_ok[i]);
     rc = rule(ctx, SCMP_ACT_ALLOW, "prctl", 1, &c, why, size);
   }
-  if (profile != KB__CONFINE_C_HOST) {
+  if (profile == KB__CONFINE_C_CUDA) {
+    /* measured on the H200 (docs/sandbox.md): the driver's legacy stat(2) of its device nodes
+     * is metadata only; its unlink/symlink of them (once, when it checks the nodes) fail
+     * quietly: Landlock would refuse them anyway. The driver, the runtime and CUPTI start no
+     * thread once the sandbox is set up (5 threads when confined, 5 at exit, over a smoke,
+     * screen and full evaluation with trace and metrics), so clone and clone3 trap like any
+     * other call: a candidate that starts a thread is rejected. */
+    if (rc == 0)
+      rc = rule(ctx, SCMP_ACT_ALLOW, "stat", 0, NULL, why, size);
+    if (rc == 0)
+      rc = rule(ctx, SCMP_ACT_ERRNO(EACCES), "unlink", 0, NULL, why, size);
+    if (rc == 0)
+      rc = rule(ctx, SCMP_ACT_ERRNO(EACCES), "symlink", 0, NULL, why, size);
+  }
+  if (profile == KB__CONFINE_PYTHON) {
     /* threads, never processes: clone with CLONE_THREAD; clone3's flags sit in memory the
-     * filter cannot read, so it fails with ENOSYS and glibc falls back to clone. The CUDA
-     * profile keeps threads until a census on the GPU machine shows the driver and CUPTI make
-     * none after the set-up (docs/sandbox.md: not measured yet); the host profile has none. */
+     * filter cannot read, so it fails with ENOSYS and glibc falls back to clone. The C
+     * profiles start no thread once set up (measured), so there clone traps. */
     struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
     if (rc == 0)
       rc = rule(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread, why, size);
