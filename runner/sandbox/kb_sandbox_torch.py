@@ -284,7 +284,12 @@ def readable_paths(extra):
         want += ["/proc/driver/nvidia"]
     want += extra
     out = []
-    seen = set()
+    seen = set(["/"])  # never the whole tree, nor the user's home folder
+    try:
+        import pwd
+        seen.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    except (ImportError, KeyError):
+        pass
     for p in want:
         for q in (os.path.abspath(p), os.path.realpath(p)):
             if q in seen or ":" in q or not os.path.exists(q):
@@ -672,7 +677,7 @@ def draw(task, k, s=None):
     `s` (a set's description: seed, distribution, low, high) in set k's place."""
     if s is None:
         s = task.sets[k]
-    torch.manual_seed(s["seed"])
+    seed_all(s["seed"])
     with on_device():
         got = task.ns["get_inputs"]()
     if not isinstance(got, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in got):
@@ -708,6 +713,16 @@ def draw(task, k, s=None):
         elif s["distribution"] == "integers" and spec["dtype"] != "bool":
             t.random_(int(s["low"]), int(s["high"]), generator=g)
     return got
+
+
+def seed_all(seed):
+    """torch.manual_seed, but on the host only the CPU generator: there torch.manual_seed also
+    queues a CUDA seeding for later, with a formatted stack (reading the sources of every frame)
+    each time, which would grow for as long as the worker lives."""
+    if DEV.type == "cpu":
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
 
 
 def standard(s):
@@ -878,7 +893,7 @@ def prepare_task(req):
     task.rtol = get(req, "rtol", "num", lo=0, hi=1e300)
     ns = exec_reference(task.oracle)
     task.ns = ns
-    torch.manual_seed(MODEL_SEED)
+    seed_all(MODEL_SEED)
     try:
         with on_device():
             module = ns["Model"](*ns["get_init_inputs"]())
