@@ -94,14 +94,15 @@ ALIGN = 256
 FRESH_MIN = 2
 FRESH_MAX = 8
 FRESH_LATE = 16
-# a candidate is rejected when its median time on unseen inputs exceeds UNSEEN_RATIO times its
-# median on repeated inputs drawn again the same way (control), or MAIN_RATIO times its median
+# a candidate is rejected when its fastest time on unseen inputs exceeds UNSEEN_RATIO times its
+# fastest on repeated inputs drawn again the same way (control), or MAIN_RATIO times its fastest
 # on repeated inputs timed as the sampling times them (plain), by UNSEEN_FLOOR_US at least, twice:
 # on the scheduled samples, and on a confirmation round of CONFIRM_PAIRS more (plain, control,
 # unseen) triples (class Unseen)
 UNSEEN_RATIO = 1.5
 MAIN_RATIO = 3.0
 UNSEEN_FLOOR_US = 2.0
+HOST_PAUSE_S = 0.001
 CONFIRM_PAIRS = 6
 # speed of light (CUDA, flushed tiers): no time below the bytes a correct kernel must move at
 # SOL_MARGIN times the device-to-device copy bandwidth probed once per worker
@@ -903,7 +904,9 @@ def prepare_task(req):
     task.params = None
     task.set_inputs = []
     task.refs = []
-    task.trusted_only = CONF.trusted  # only timed in torch: no references, no output buffers
+    # only timed in torch (the trusted worker, or a tool importing this file): no references,
+    # no output buffers
+    task.trusted_only = CONF is None or CONF.trusted
     task.secret = int.from_bytes(os.urandom(8), "little") >> 2
     task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
     for k in range(len(task.sets)):
@@ -1267,6 +1270,11 @@ class Unseen:
                 task.holds[b] = held
         for b in bufs:
             poison_set(task.tim, b, task)
+        if STREAM is None:
+            # the host's clock is wall time: a pause gives the scheduler its turn before the
+            # window rather than in it (after a draw, the process had run for longer than
+            # after a plain sample, and was preempted in the fresh call more often)
+            time.sleep(HOST_PAUSE_S)
         self.timer.begin(run, k)
         for b in bufs:
             run.call(self.fn, b, task.tim, "", "timed")
@@ -1330,20 +1338,23 @@ class Unseen:
         if again is None:
             return None
         rep = self.control if again == "control" else self.plain
-        mf, mr = median(self.fresh), median(rep)
-        return ("times on unseen inputs (median %.1f us over %d samples) are %.1fx those on "
-                "repeated inputs (%.1f us over %d samples): results kept between calls"
-                % (mf, len(self.fresh), mf / mr if mr > 0 else float("inf"), mr, len(rep)))
+        lf, lr = min(self.fresh), min(rep)
+        return ("times on unseen inputs (fastest %.1f us, median %.1f us over %d samples) are "
+                "%.1fx those on repeated inputs (fastest %.1f us, median %.1f us over %d "
+                "samples): results kept between calls"
+                % (lf, median(self.fresh), len(self.fresh), lf / lr if lr > 0 else float("inf"),
+                   lr, median(rep), len(rep)))
 
     @staticmethod
     def suspect(fresh, control, plain):
         """"control" or "plain" (the repeated samples the unseen ones are too slow against), or
-        None."""
-        mf = median(fresh)
+        None. The fastest samples are compared: what disturbs a sample (preemption, an
+        interrupt, a neighbour on the memory bus) only adds time, and a candidate cannot make
+        its calls on unseen inputs faster than the work they need."""
+        lf = min(fresh)
         for name, rep, ratio in (("control", control, UNSEEN_RATIO), ("plain", plain,
                                                                        MAIN_RATIO)):
-            mr = median(rep)
-            if rep and mf > ratio * mr and mf - mr > UNSEEN_FLOOR_US:
+            if rep and lf > ratio * min(rep) and lf - min(rep) > UNSEEN_FLOOR_US:
                 return name
         return None
 
@@ -1502,11 +1513,11 @@ def evaluate(task, e):
         if why is not None:
             raise Verdict("rejected", why)
         reply["batch"] = batch
-        mf, mc, mp = median(unseen.fresh), median(unseen.control), median(unseen.plain)
-        reply["unseen"] = {"samples": len(unseen.fresh), "median_us": mf,
-                           "control_median_us": mc, "plain_median_us": mp,
-                           "ratio_control": mf / mc if mc > 0 else 0.0,
-                           "ratio_plain": mf / mp if mp > 0 else 0.0,
+        lf, lc, lp = min(unseen.fresh), min(unseen.control), min(unseen.plain)
+        reply["unseen"] = {"samples": len(unseen.fresh), "median_us": median(unseen.fresh),
+                           "min_us": lf, "control_min_us": lc, "plain_min_us": lp,
+                           "ratio_control": lf / lc if lc > 0 else 0.0,
+                           "ratio_plain": lf / lp if lp > 0 else 0.0,
                            "unverified": unseen.unverified}
         base_samples = None
         if bfn is not None:
