@@ -52,6 +52,9 @@ struct kb_evaluator {
   struct kb__compiler cc;
   struct kb__sandbox *sb;
   struct kb__sandbox *sb_torch; /* the PyTorch worker, started for the first pytorch task */
+  struct kb__sandbox *sb_torch_trusted; /* a second one (--trusted: never loads a candidate,
+                                           not confined) timing torch eager and torch.compile,
+                                           started for the first "torch" request */
   int ordinal;                 /* CUDA device ordinal */
   double grace_s;              /* kb_evaluator_set_grace() */
   char device[KB_ID_MAX];
@@ -150,6 +153,7 @@ void kb_evaluator_free(struct kb_evaluator *b) {
     return;
   kb__sandbox_free(b->sb);
   kb__sandbox_free(b->sb_torch);
+  kb__sandbox_free(b->sb_torch_trusted);
   for (int i = 0; i < MAX_ORACLES; i++)
     kb_free(b->oracles[i].lib);
   for (int i = 0; i < MAX_BASELINES; i++)
@@ -163,6 +167,8 @@ void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) 
   kb__sandbox_set_stop(b->sb, stop);
   if (b->sb_torch != NULL)
     kb__sandbox_set_stop(b->sb_torch, stop);
+  if (b->sb_torch_trusted != NULL)
+    kb__sandbox_set_stop(b->sb_torch_trusted, stop);
 }
 
 void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds) {
@@ -170,27 +176,32 @@ void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds) {
   kb__sandbox_set_grace(b->sb, seconds);
   if (b->sb_torch != NULL)
     kb__sandbox_set_grace(b->sb_torch, seconds);
+  if (b->sb_torch_trusted != NULL)
+    kb__sandbox_set_grace(b->sb_torch_trusted, seconds);
 }
 
 /* The sandbox that serves `task`: kb-sandbox for C and CUDA oracles, the PyTorch worker
- * (created on first use, started by the first call) for pytorch ones. Errors: those of
- * kb__sandbox_new (KB_ENOTFOUND: no interpreter or worker script). */
-static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task,
+ * (created on first use, started by the first call) for pytorch ones; with `trusted`, the
+ * trusted PyTorch worker that times torch eager and torch.compile (a confined process may not
+ * start inductor's compilers), created the same way. Errors: those of kb__sandbox_new
+ * (KB_ENOTFOUND: no interpreter or worker script). */
+static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                        struct kb__sandbox **out, struct kb_error *err) {
   *out = b->sb;
   if (task->oracle_kind != KB_ORACLE_PYTORCH)
     return KB_OK;
-  if (b->sb_torch == NULL) {
-    struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH,
+  struct kb__sandbox **slot = trusted ? &b->sb_torch_trusted : &b->sb_torch;
+  if (*slot == NULL) {
+    struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH, .trusted = trusted,
                                   .backend = kb_backend_name(b->kind),
                                   .device = b->ordinal, .stop = b->stop,
                                   .ro = {b->cc.cache_dir}, .n_ro = b->cc.cache_dir != NULL};
-    int rc = kb__sandbox_new(&so, &b->sb_torch, err);
+    int rc = kb__sandbox_new(&so, slot, err);
     if (rc)
       return rc;
-    kb__sandbox_set_grace(b->sb_torch, b->grace_s);
+    kb__sandbox_set_grace(*slot, b->grace_s);
   }
-  *out = b->sb_torch;
+  *out = *slot;
   return KB_OK;
 }
 
@@ -203,7 +214,8 @@ const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b) {
 double kb_evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
 const char *kb_evaluator_device(const struct kb_evaluator *b) { return b->device; }
 int kb_evaluator_sandbox_starts(const struct kb_evaluator *b) {
-  return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0);
+  return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0) +
+         (b->sb_torch_trusted ? kb__sandbox_starts(b->sb_torch_trusted) : 0);
 }
 double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b) {
   return kb__sandbox_last_start_s(b->sb);
@@ -295,13 +307,14 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
                    "atol", task->atol, "rtol", task->rtol);
 }
 
-/* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task,
- * starting the sandbox first when it does not run: all of it before `deadline` (monotonic
- * seconds; the setup limit of kb/ladder.h), each step given what is left.
- * `key` gets the fingerprint. Errors (infra): KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle
- * fails in the sandbox, or the sandbox died while preparing), KB_ETIMEOUT, KB_ECHILD (the
- * sandbox does not start), KB_EINTERRUPTED, KB_ENOMEM. */
-static int prepare(struct kb_evaluator *b, const struct kb_task *task,
+/* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task
+ * (with `trusted`, the trusted PyTorch worker of a pytorch task), starting the sandbox first
+ * when it does not run: all of it before `deadline` (monotonic seconds; the setup limit of
+ * kb/ladder.h), each step given what is left. `key` gets the fingerprint. Errors (infra):
+ * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
+ * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
+ * KB_ENOMEM. */
+static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                    char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
   struct kb_buf src;
   struct kb__build build;
@@ -316,7 +329,7 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task,
   if (rc)
     goto out;
   struct kb__sandbox *sb = NULL;
-  rc = sandbox_for(b, task, &sb, err);
+  rc = sandbox_for(b, task, trusted, &sb, err);
   if (rc == KB_OK)
     rc = kb__sandbox_start(sb, err); /* a restart counts in the setup, not in the call */
   if (rc)
@@ -677,31 +690,46 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   }
 }
 
-/* Times the module of pytorch task `task` (prepared under `key`) in torch eager and
- * torch.compile in the worker `sb`, as the tier times candidates, into `r`'s torch_eager_us and
- * torch_compile_us (medians). The request gets the tier's timeout (TORCH_TIMEOUT_S at most), a
- * part of the item's reservation (kb/ladder.h); a failure or a timeout leaves the fields NAN
- * (logged) without touching the verdict. Returns the call's seconds, counted in the cost. */
-static double time_torch(struct kb_evaluator *b, struct kb__sandbox *sb,
-                         const struct kb_task *task, const char *key, const struct kb_tier *tier,
-                         int tier_index, struct kb_result *r) {
+/* Times the module of pytorch task `task` in torch eager and torch.compile in the trusted
+ * PyTorch worker (prepared there first: it never loads a candidate, so inductor may fork its
+ * compilers), as the tier times candidates, into `r`'s torch_eager_us and torch_compile_us
+ * (medians). The preparation and the request together get the tier's timeout
+ * (TORCH_TIMEOUT_S at most), a part of the item's reservation (kb/ladder.h); a failure or a
+ * timeout leaves the fields NAN (logged) without touching the verdict. Returns the seconds it
+ * took, counted in the cost. */
+static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
+                         const struct kb_tier *tier, int tier_index, struct kb_result *r) {
   struct kb__sb_call call;
   struct kb_error err = {0};
   memset(&call, 0, sizeof call);
+  json_t *req = NULL;
+  char key[KB_CAND_ID_LEN + 1];
+  struct kb__sandbox *sb = NULL;
+  double t0 = kb_now_mono();
+  double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
+  int prc = prepare(b, task, 1, key, t0 + limit, &err);
+  b->prepare_s += kb_now_mono() - t0;
+  if (prc == KB_OK)
+    prc = sandbox_for(b, task, 1, &sb, &err);
+  if (prc != KB_OK) {
+    kb_warn("task %s: torch eager and torch.compile not timed: the trusted PyTorch worker: %s",
+            task->id, err.msg);
+    goto out;
+  }
   int min_samples = tier->min_samples < tier->max_samples ? tier->min_samples : tier->max_samples;
-  json_t *req = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:b}", "op", "torch", "key",
+  req = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:b}", "op", "torch", "key",
                           key, "sets", tier->input_sets > 0 ? tier->input_sets : 0, "warmup",
                           tier->warmup > 0 ? tier->warmup : 0, "min_samples",
                           min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples,
                           "noise", tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
                           b->kind == KB_BACKEND_CUDA && tier_index >= 2);
-  double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
-  if (kb__sandbox_pid(sb) == 0) { /* the evaluation ended the worker: no uncounted restart */
-    kb_warn("task %s: torch eager and torch.compile not timed: the PyTorch worker ended",
-            task->id);
+  double left = t0 + limit - kb_now_mono();
+  if (left <= 0) {
+    kb_warn("task %s: torch eager and torch.compile not timed: preparing the trusted worker "
+            "took the whole %.1f s limit", task->id, limit);
     goto out;
   }
-  if (req == NULL || kb__sandbox_call(sb, req, limit, &call, &err) != KB_OK) {
+  if (req == NULL || kb__sandbox_call(sb, req, left, &call, &err) != KB_OK) {
     kb_warn("task %s: torch eager and torch.compile not timed: %s", task->id,
             err.msg[0] ? err.msg : "out of memory");
     goto out;
@@ -732,7 +760,7 @@ static double time_torch(struct kb_evaluator *b, struct kb__sandbox *sb,
 out:
   json_decref(req);
   kb__sb_call_release(&call);
-  return call.seconds;
+  return kb_now_mono() - t0;
 }
 
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
@@ -784,11 +812,11 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   char key[KB_CAND_ID_LEN + 1];
   struct kb__sandbox *sb = NULL;
   double t_prep = kb_now_mono();
-  rc = prepare(b, task, key, t_prep + KB_SETUP_LIMIT_S, err);
+  rc = prepare(b, task, 0, key, t_prep + KB_SETUP_LIMIT_S, err);
   double used_s = kb_now_mono() - t_prep;
   b->prepare_s += used_s;
   if (rc == KB_OK)
-    rc = sandbox_for(b, task, &sb, err);
+    rc = sandbox_for(b, task, 0, &sb, err);
   if (rc)
     goto out;
   int timed = tier->max_samples >= 1;
@@ -824,7 +852,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   judge(tier, &call, r);
   if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
       r->status == KB_STATUS_OK)
-    used_s += time_torch(b, sb, task, key, tier, tier_index, r);
+    used_s += time_torch(b, task, tier, tier_index, r);
 out:
   r->cost_ms = (int64_t)ceil(used_s * 1000.0);
   kb_free(baseline);

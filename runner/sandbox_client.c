@@ -31,6 +31,7 @@ extern char **environ;
 struct kb__sandbox {
   char *program;             /* owned; the worker script for KB__SANDBOX_TORCH */
   int worker;                /* enum kb__sandbox_worker */
+  int trusted;               /* the PyTorch worker started with --trusted */
   char backend[8];           /* "host" or "cuda" */
   int device;
   double start_timeout_s;
@@ -71,7 +72,8 @@ int kb__env_secret(const char *name, size_t len) {
 static int env_kept(const char *name, size_t len) {
   static const char *const keep[] = {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
                                      "CUDA_DEVICE_ORDER", "LANG", "LC_ALL", "TZ",
-                                     "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+                                     "KB_CONFINE_OPTIONAL"};
   if (kb__env_secret(name, len))
     return 0;
   for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
@@ -183,6 +185,7 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
     return kb_error_set(err, KB_EINVAL, "unknown sandbox worker %d", o->worker);
   }
   sb->worker = o->worker;
+  sb->trusted = o->worker == KB__SANDBOX_TORCH && o->trusted;
   sb->program = o->program                        ? kb_strdup(o->program)
                 : o->worker == KB__SANDBOX_TORCH ? kb__sandbox_torch_script()
                                                   : kb__sandbox_program(backend);
@@ -476,13 +479,17 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   char *python = (char *)kb__sandbox_python();
   char isolated[] = "-I";
   char ro_opt[] = "--ro";
-  char *argv[13 + 2 * KB__SANDBOX_RO_MAX] = {python, isolated, sb->program, "--backend",
+  char trusted[] = "--trusted";
+  char *argv[14 + 2 * KB__SANDBOX_RO_MAX] = {python, isolated, sb->program, "--backend",
                                              sb->backend, "--device", device, "--dir", sb->dir,
                                              "--parent", parent};
+  int na = 11;
   for (int i = 0; i < sb->n_ro; i++) {
-    argv[11 + 2 * i] = ro_opt;
-    argv[12 + 2 * i] = sb->ro[i];
+    argv[na++] = ro_opt;
+    argv[na++] = sb->ro[i];
   }
+  if (sb->trusted)
+    argv[na++] = trusted;
   char **args = sb->worker == KB__SANDBOX_TORCH ? argv : argv + 2;
   have_fa = posix_spawn_file_actions_init(&fa) == 0;
   have_at = posix_spawnattr_init(&at) == 0;

@@ -38,6 +38,8 @@ struct kb__sandbox_opts {
                                NULL: kb__sandbox_program() / kb__sandbox_torch_script()
                                (borrowed) */
   int worker;               /* enum kb__sandbox_worker */
+  int trusted;              /* KB__SANDBOX_TORCH: start it with --trusted (it times torch eager
+                               and torch.compile, refuses eval, is not confined) */
   const char *backend;      /* "host" or "cuda" (borrowed; copied) */
   int device;               /* CUDA ordinal */
   double start_timeout_s;   /* spawn to hello at most; <= 0: 60 s */
@@ -83,8 +85,9 @@ char *kb__sandbox_torch_script(void);
 const char *kb__sandbox_python(void);
 
 /* The environment the child gets, made from `env` (borrowed, NULL-terminated, "NAME=value"):
- * only PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, LANG, LC_ALL, TZ and the
- * sanitizers' *SAN_OPTIONS are kept, never a name that looks like a secret (KB_REDIS_PASSWORD*,
+ * only PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, LANG, LC_ALL, TZ, the
+ * sanitizers' *SAN_OPTIONS and KB_CONFINE_OPTIONAL (the PyTorch worker runs unconfined when
+ * libkb-confine.so is missing, and says so in its hello) are kept, never a name that looks like a secret (KB_REDIS_PASSWORD*,
  * *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_PASSWD, *_CREDENTIALS); HOME and TMPDIR are set to
  * `dir` (borrowed). Returns a new NULL-terminated array (kb__env_free), or NULL when out of
  * memory. */

@@ -1,6 +1,7 @@
 """kb_sandbox_torch.py: the sandbox worker of tasks whose oracle is a PyTorch module.
 
 usage: python3 kb_sandbox_torch.py --backend host|cuda --device N --dir DIR --parent PID
+                                   [--ro PATH]... [--trusted]
 
 The runner starts it exactly as it starts kb-sandbox (runner/sandbox_client.c: posix_spawn, its
 own process group, a scrubbed environment, a fresh working folder, the protocol on stdin/stdout
@@ -32,14 +33,29 @@ monotonic clock), the L2 flushed when asked, warm-up, calls under 10 us timed in
 a spin kernel, samples until the noise, max_seconds or budget_s rule stops them. No kernel
 trace and no hardware metrics ("trace_note", "metrics_note" say so when asked).
 
-torch (this worker only; the runner sends it at the full tier): times the module in torch eager
-and torch.compile (inductor, default mode, compiled once per prepared task) the same way, in
-this process, on the same stream and input sets: "torch_eager" and "torch_compile" timing
-objects in the reply ("torch_note" says why one is missing).
+Trust layers (docs/sandbox.md "The PyTorch worker"): before the first candidate library is
+loaded, the process confines itself through libkb-confine.so (next to this script; a missing
+library is a start failure, exit 2, unless KB_CONFINE_OPTIONAL=1): seccomp profile "python" and
+Landlock, read-only to the interpreter, torch, the libraries mapped and the --ro paths,
+read-write to --dir and the device nodes. Timed samples include calls on inputs the candidate
+has never seen (fresh draws under never-used seeds, verified after the call against the module
+run on them); times on those inconsistent with times on repeated inputs are "rejected". Two
+calls on the same inputs must agree ("not deterministic"); at flushed tiers (CUDA) a time under
+what the measured copy bandwidth allows for the bytes moved is "rejected"; the L2 persisting
+window is reset before every timed sample. Candidate-visible tensors live in their own
+allocations between guards (host: PROT_NONE pages); references are stored masked.
+
+torch (the --trusted worker only; the runner sends it at the full tier to a second worker that
+never loads a candidate and is not confined, since inductor compiles in subprocesses): times the
+module in torch eager and torch.compile (inductor, default mode, compiled once per prepared
+task) the same way, on its own stream and the same input sets: "torch_eager" and
+"torch_compile" timing objects in the reply ("torch_note" says why one is missing). A trusted
+worker refuses "eval"; an untrusted one refuses "torch".
 """
 import ctypes
 import json
 import math
+import mmap
 import os
 import resource
 import signal
@@ -65,10 +81,42 @@ DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8"
 POISON = {"f32": ("int32", 0x7fcbadad), "f64": ("int64", 0x7ff8badbadbadbad),
           "f16": ("int16", 0x7ead), "bf16": ("int16", 0x7fed)}
 FLOATS = ("f32", "f16", "bf16", "f64")
+INT_VIEW = {"f32": "int32", "f64": "int64", "f16": "int16", "bf16": "int16", "i32": "int32",
+            "i64": "int64", "u8": "uint8", "bool": "uint8"}
+ELEM_SIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "u8": 1, "bool": 1}
+# candidate-visible tensors: their own allocation, GUARD bytes of guard on each side (host: whole
+# PROT_NONE pages, so a read or write past either end faults; CUDA: poisoned bytes, checked)
+GUARD = 1 << 16
+GUARD_BYTE = 0x5a
+ALIGN = 256
+# calls on unseen inputs (fresh draws): FRESH_MIN..FRESH_MAX per evaluation, the first ones
+# within min_samples, then one every FRESH_LATE repeated samples, at most 2 * FRESH_MAX
+FRESH_MIN = 2
+FRESH_MAX = 8
+FRESH_LATE = 16
+# a candidate is rejected when its fastest time on unseen inputs exceeds UNSEEN_RATIO times its
+# fastest on repeated inputs drawn again the same way (control), or MAIN_RATIO times its fastest
+# on repeated inputs timed as the sampling times them (plain), by UNSEEN_FLOOR_US at least, twice:
+# on the scheduled samples, and on a confirmation round of CONFIRM_PAIRS more (plain, control,
+# unseen) triples (class Unseen)
+UNSEEN_RATIO = 1.5
+MAIN_RATIO = 3.0
+UNSEEN_FLOOR_US = 2.0
+HOST_PAUSE_S = 0.001
+CONFIRM_PAIRS = 6
+# speed of light (CUDA, flushed tiers): no time below the bytes a correct kernel must move at
+# SOL_MARGIN times the device-to-device copy bandwidth probed once per worker
+SOL_MARGIN = 1.5
+SOL_PROBE_BYTES = 512 << 20
+EXIT_START = 2  # the start-failure status (no device, no confinement library)
+SELF_DIR = os.path.dirname(os.path.abspath(__file__))
+CONFINE_LIB = "libkb-confine.so"
 
 torch = None
 DEV = None  # the torch.device
 STREAM = None  # torch.cuda.Stream of the candidate (cuda)
+CUDART = None  # libcudart through ctypes (cuda): the L2 persisting window's reset
+CONF = None  # the Confinement
 
 
 class KbTensor(ctypes.Structure):
@@ -136,6 +184,181 @@ def setup(args):
     return socket.socket(fileno=proto)
 
 
+class Confinement:
+    """libkb-confine.so's kb_confine_python(), applied once, before the first candidate library
+    is loaded (after CUDA is initialised: the context, the libraries, the device nodes are open
+    by then). The library is loaded at start so that its absence is a start failure."""
+
+    def __init__(self, args):
+        self.lib = None
+        self.done = False
+        self.trusted = args["trusted"]
+        self.rw = os.path.abspath(args["dir"] or os.getcwd())
+        self.ro = [os.path.abspath(p) for p in args["ro"]]
+        self.note = ""
+        if self.trusted:
+            self.note = "trusted worker: times torch only, loads no candidate, not confined"
+            return
+        path = os.path.join(SELF_DIR, CONFINE_LIB)
+        try:
+            self.lib = ctypes.CDLL(path)
+            self.lib.kb_confine_python.restype = ctypes.c_int
+            self.lib.kb_confine_python.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                   ctypes.c_char_p, ctypes.c_size_t]
+            self.lib.kb_confine_level.restype = ctypes.c_char_p
+            self.lib.kb_confine_level.argtypes = []
+            self.lib.kb_confine_landlock_abi.restype = ctypes.c_int
+            self.lib.kb_confine_landlock_abi.argtypes = []
+        except (OSError, AttributeError) as e:
+            self.lib = None
+            if os.environ.get("KB_CONFINE_OPTIONAL") != "1":
+                print("kb_sandbox_torch: cannot load the confinement library %s: %s (the worker "
+                      "does not run candidates unconfined; KB_CONFINE_OPTIONAL=1 allows it)"
+                      % (path, first_line(e)), file=sys.stderr)
+                sys.exit(EXIT_START)
+            self.note = "unconfined: %s not loaded (KB_CONFINE_OPTIONAL=1): %s" % (
+                CONFINE_LIB, first_line(e))
+
+    def describe(self):
+        """The hello's "confinement": the level reached once confined, before that the level
+        it will apply."""
+        if self.lib is None:
+            return {"level": "none", "seccomp": False, "landlock_abi": 0, "note": self.note}
+        abi = int(self.lib.kb_confine_landlock_abi())
+        if self.done:
+            level = (self.lib.kb_confine_level() or b"none").decode()
+        else:
+            level = "seccomp+landlock" if abi > 0 else "seccomp"
+        note = self.note or ("" if abi > 0 else "landlock unavailable: kernel too old")
+        if not self.done:
+            note = ("will confine before the first candidate is loaded" +
+                    ("; " + note if note else ""))
+        return {"level": level, "seccomp": level != "none", "landlock_abi": abi, "note": note}
+
+    def apply(self):
+        """Confines the process (once). Raises Failure when the library refuses."""
+        if self.done or self.lib is None:
+            return
+        warm_up()
+        ro = readable_paths(self.ro)
+        why = ctypes.create_string_buffer(512)
+        rc = self.lib.kb_confine_python(self.rw.encode(), ":".join(ro).encode(), why,
+                                        ctypes.sizeof(why))
+        if rc != 0:
+            raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
+        self.done = True
+
+
+def readable_paths(extra):
+    """The files and folders the confined worker reads (measured with strace -f -e trace=%file
+    on torch 1.13, docs/sandbox.md): the interpreter's prefix, its standard library and package
+    folders (sys.path), torch's package folder, the folder of every library mapped now, the
+    dynamic loader's folders and cache (the candidate's own dependencies load after), the CUDA
+    toolkit's libraries, /proc/self (torch and the loader read its maps and status), the CPU
+    topology in /sys, and the runner's --ro paths (its build cache and task sources). Existing
+    paths only, no duplicates, none holding ':'."""
+    import sysconfig
+    want = [sys.prefix, sys.exec_prefix, sys.base_prefix]
+    for k in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            want.append(sysconfig.get_path(k))
+        except KeyError:
+            pass
+    want += [p for p in sys.path if p]
+    want.append(os.path.dirname(torch.__file__))
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    want.append(os.path.dirname(parts[5].strip()))
+    except OSError:
+        pass
+    want += ["/etc/ld.so.cache", "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
+    want += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    want += ld_conf_dirs("/etc/ld.so.conf", 0)
+    for cuda in ("/usr/local/cuda", os.environ.get("CUDA_HOME", "")):
+        if cuda:
+            want += [os.path.join(cuda, "lib64"), os.path.join(cuda, "targets")]
+    want += ["/proc/self", "/sys/devices/system/cpu"]
+    if DEV is not None and DEV.type == "cuda":
+        want += ["/proc/driver/nvidia"]
+    want += extra
+    out = []
+    seen = set(["/"])  # never the whole tree, nor the user's home folder
+    try:
+        import pwd
+        seen.add(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir))
+    except (ImportError, KeyError):
+        pass
+    for p in want:
+        for q in (os.path.abspath(p), os.path.realpath(p)):
+            if q in seen or ":" in q or not os.path.exists(q):
+                continue
+            seen.add(q)
+            out.append(q)
+    return out
+
+
+def ld_conf_dirs(path, depth):
+    """The folders /etc/ld.so.conf lists (include lines followed, 4 deep)."""
+    import glob
+    out = []
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("include") and depth < 4:
+            pattern = line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else ""
+            if not os.path.isabs(pattern):
+                pattern = os.path.join(os.path.dirname(path), pattern)
+            for inc in sorted(glob.glob(pattern)):
+                out += ld_conf_dirs(inc, depth + 1)
+        elif line.startswith("/"):
+            out.append(line)
+    return out
+
+
+def warm_up():
+    """Loads before confinement what the evaluation would otherwise load lazily: the modules
+    the worker imports on the way (json's encoders, glob, sysconfig), torch's lazily imported
+    parts an evaluation touches, one of each tensor operation it runs (allocation, fill, copy,
+    comparison, reductions, the generator), and on CUDA the events and the spin kernel."""
+    import glob  # noqa: F401
+    import sysconfig  # noqa: F401
+    x = torch.arange(64, dtype=torch.float32, device=DEV)
+    y = torch.empty_like(x)
+    y.copy_(x)
+    g = torch.Generator(device=DEV)
+    g.manual_seed(1)
+    y.uniform_(0, 1, generator=g)
+    y.normal_(0, 1, generator=g)
+    torch.randn(8, device=DEV)
+    torch.rand(8, device=DEV)
+    torch.randint(0, 4, (8,), device=DEV)
+    z = (x.to(torch.float64) - y.to(torch.float64)).abs()
+    bool(torch.isfinite(z).all())
+    int((z > 0).sum())
+    (z > 1).nonzero()
+    x.view(torch.int32).to(torch.int64).sum()
+    torch.bitwise_xor(x.view(torch.int32), x.view(torch.int32))
+    torch.equal(x, y)
+    if DEV.type == "cuda":
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record(STREAM)
+        torch.cuda._sleep(1000)
+        e1.record(STREAM)
+        e1.synchronize()
+        e0.elapsed_time(e1)
+    sync()
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -148,7 +371,7 @@ def cpu_model():
 
 
 def open_device(backend, ordinal):
-    global torch, DEV, STREAM
+    global torch, DEV, STREAM, CUDART
     import torch as torch_module
     torch = torch_module
     if backend == "host":
@@ -166,12 +389,62 @@ def open_device(backend, ordinal):
     # on the candidate's stream, ordered with its kernels: the stream does not synchronize with
     # the legacy default stream
     torch.cuda.set_stream(STREAM)
+    CUDART = find_cudart()
+    if CUDART is not None:
+        CUDART.cudaSetDevice(ordinal)  # a runtime instance of its own starts on device 0
+        CUDART.cudaGetLastError()
+
+
+def find_cudart():
+    """libcudart through ctypes (the one torch mapped, else the loader's), for the L2
+    persisting window's reset; None when there is none (the reset is then skipped)."""
+    names = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "/libcudart" in parts[5]:
+                    names.append(parts[5].strip())
+    except OSError:
+        pass
+    names += ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+            lib.cudaCtxResetPersistingL2Cache.restype = ctypes.c_int
+            lib.cudaDeviceSetLimit.restype = ctypes.c_int
+            lib.cudaDeviceSetLimit.argtypes = [ctypes.c_int, ctypes.c_size_t]
+            lib.cudaStreamSetAttribute.restype = ctypes.c_int
+            lib.cudaStreamSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int,
+                                                   ctypes.c_void_p]
+            lib.cudaGetLastError.restype = ctypes.c_int
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+L2_WINDOW_OFF = ctypes.create_string_buffer(128)  # a zeroed cudaStreamAttrValue: no window
+
+
+def reset_l2_persistence():
+    """Before every timed sample (CUDA): every persisting L2 line back to normal, the
+    persisting carve-out to 0 (cudaLimitPersistingL2CacheSize = 0x06) and the candidate's
+    stream's access policy window (cudaStreamAttributeAccessPolicyWindow = 1) cleared. Errors
+    are cleared from the runtime's last error (torch checks it after its launches)."""
+    if CUDART is None or STREAM is None:
+        return
+    CUDART.cudaCtxResetPersistingL2Cache()
+    CUDART.cudaDeviceSetLimit(0x06, 0)
+    CUDART.cudaStreamSetAttribute(ctypes.c_void_p(STREAM.cuda_stream), 1, L2_WINDOW_OFF)
+    CUDART.cudaGetLastError()
 
 
 def hello(backend, ordinal):
     msg = {"op": "hello", "pid": os.getpid(), "backend": backend, "ordinal": ordinal,
            "worker": "pytorch", "torch": torch.__version__, "cc": "0.0", "sm_count": 0,
-           "mem_bytes": 0, "l2_bytes": 0, "runtime": 0, "driver": 0}
+           "mem_bytes": 0, "l2_bytes": 0, "runtime": 0, "driver": 0,
+           "trusted": CONF.trusted, "confinement": CONF.describe()}
     if backend == "host":
         msg["device"] = cpu_model()
         return msg
@@ -292,8 +565,10 @@ def checksum(t):
     return (s1 & (2**64 - 1), s2 & (2**64 - 1))
 
 
-def compare(got, ref, dtype, atol, rtol):
-    """kb_verify's rule. Returns (bad, checked, first_bad, got, expected, max_abs, max_rel)."""
+def compare(got, ref, dtype, atol, rtol, secret=None):
+    """kb_verify's rule. `ref` is masked (its flat integer view, mask_) when `secret` is given.
+    The float64 temporaries that hold reference values are zeroed before they are freed.
+    Returns (bad, checked, first_bad, got, expected, max_abs, max_rel)."""
     g = got.reshape(-1)
     e = ref.reshape(-1)
     n = g.numel()
@@ -303,15 +578,20 @@ def compare(got, ref, dtype, atol, rtol):
     max_abs = 0.0
     max_rel = 0.0
     for at in range(0, n, CHUNK):
+        m = min(CHUNK, n - at)
+        ep = unmasked_chunk(e, at, m, secret, dtype) if secret is not None else e[at:at + m]
         if dtype == "bool":
-            gc = g[at:at + CHUNK].view(torch.uint8).to(torch.float64)
-            ec = e[at:at + CHUNK].view(torch.uint8).to(torch.float64)
+            gc = g[at:at + m].view(torch.uint8).to(torch.float64)
+            ec = ep.view(torch.uint8).to(torch.float64)
         else:
-            gc = g[at:at + CHUNK].to(torch.float64)
-            ec = e[at:at + CHUNK].to(torch.float64)
+            gc = g[at:at + m].to(torch.float64)
+            ec = ep.to(torch.float64)
+        if secret is not None:
+            ep.view(-1).view(torch.uint8).zero_()
         fin = torch.isfinite(gc) & torch.isfinite(ec)
         diff = (gc - ec).abs()
-        ok = fin & (diff <= atol + rtol * ec.abs())
+        lim = ec.abs()
+        ok = fin & (diff <= lim.mul_(rtol).add_(atol))
         if dtype == "bool":
             ok = ok & (gc <= 1)
         nb = int((~ok).sum())
@@ -319,12 +599,15 @@ def compare(got, ref, dtype, atol, rtol):
             max_abs = max(max_abs, float(diff[fin].max()))
             nz = fin & (ec != 0)
             if nz.any():
-                max_rel = max(max_rel, float((diff[nz] / ec[nz].abs()).max()))
+                lim.copy_(ec).abs_()
+                max_rel = max(max_rel, float(diff.div_(lim)[nz].max()))
         if nb and first < 0:
             i = int((~ok).nonzero()[0][0])
             first = at + i
             fg, fe = float(gc[i]), float(ec[i])
         bad += nb
+        for t in (ec, diff, lim):
+            t.zero_()
     return bad, n, first, fg, fe, max_abs, max_rel
 
 
@@ -390,10 +673,12 @@ class on_device:
         return False
 
 
-def draw(task, k):
-    """The inputs of set k (new tensors on the device, contiguous)."""
-    s = task.sets[k]
-    torch.manual_seed(s["seed"])
+def draw(task, k, s=None):
+    """The inputs of set k (new tensors on the device, contiguous); with `s`, those of the set
+    `s` (a set's description: seed, distribution, low, high) in set k's place."""
+    if s is None:
+        s = task.sets[k]
+    seed_all(s["seed"])
     with on_device():
         got = task.ns["get_inputs"]()
     if not isinstance(got, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in got):
@@ -431,6 +716,16 @@ def draw(task, k):
     return got
 
 
+def seed_all(seed):
+    """torch.manual_seed, but on the host only the CPU generator: there torch.manual_seed also
+    queues a CUDA seeding for later, with a formatted stack (reading the sources of every frame)
+    each time, which would grow for as long as the worker lives."""
+    if DEV.type == "cpu":
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
 def standard(s):
     """True for the sets the importer writes (normal (0, 1) or uniform [0, 1), what randn and
     rand draw): get_inputs()'s own values are kept, so structured inputs (triangular or
@@ -444,6 +739,150 @@ def run_module(module, inputs):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
+def reference(task, inputs, what):
+    """The module's outputs on `inputs` (TF32 off), checked against the task's dtypes and
+    shapes and for finiteness: new contiguous tensors. `what` names the inputs in reasons
+    ("input set 2"). Raises Failure."""
+    tf32 = None
+    if DEV.type == "cuda":
+        tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    try:
+        try:
+            outs = run_module(task.module, inputs[:len(inputs) - len(task.params)])
+        except Exception as e:
+            raise Failure("%s: %s: %s" % (what, type(e).__name__, e))
+    finally:
+        if tf32 is not None:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    if len(outs) != len(task.outputs):
+        raise Failure("the module returns %d outputs, the task lists %d"
+                      % (len(outs), len(task.outputs)))
+    refs = []
+    for o, (t, spec) in enumerate(zip(outs, task.outputs)):
+        if not isinstance(t, torch.Tensor) or list(t.shape) != spec["shape"] or \
+                t.dtype != torch_dtype(spec["dtype"]):
+            raise Failure('output "%s" (outputs[%d]) is %s, the task says %s %s'
+                          % (spec["name"], o, describe_tensor(t), spec["dtype"],
+                             spec["shape"]))
+        base = t.detach()
+        c = base.contiguous()
+        if shares(c, base):
+            c = c.clone()
+        if spec["dtype"] in FLOATS and not bool(torch.isfinite(c).all()):
+            raise Failure('the oracle\'s output "%s" of %s is not finite' % (spec["name"], what))
+        refs.append(c)
+    # the module's own output tensors are zeroed unless they share memory with an input, a
+    # parameter or a buffer: no reference stays behind, unmasked, in memory the allocator hands
+    # out again (the caller masks or zeroes the copies)
+    keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
+    for t in outs:
+        if isinstance(t, torch.Tensor) and not any(shares(t, x) for x in keep):
+            t.detach().zero_()
+    return refs
+
+
+def shares(a, b):
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() if hasattr(
+        a, "untyped_storage") else a.storage().data_ptr() == b.storage().data_ptr()
+
+
+# ---- the candidate's memory and the evaluator's -----------------------------------------------
+
+class HostGuarded:
+    """A host allocation between PROT_NONE guard pages (anonymous mmap): reading or writing past
+    either end of the tensor faults."""
+
+    def __init__(self, nbytes):
+        page = mmap.PAGESIZE
+        guard = max(page, (GUARD + page - 1) // page * page)
+        body = max(page, ((nbytes + 63) // 64 * 64 + page - 1) // page * page)
+        self.map = mmap.mmap(-1, guard + body + guard, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        probe = ctypes.c_char.from_buffer(self.map)
+        base = ctypes.addressof(probe)
+        del probe
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        for at in (base, base + guard + body):
+            if libc.mprotect(ctypes.c_void_p(at), guard, 0) != 0:
+                raise OSError(ctypes.get_errno(), "mprotect of a guard page failed")
+        # the tensor ends at the upper guard, so an overrun of even one byte faults
+        self.offset = guard + body - (nbytes + 63) // 64 * 64
+
+
+def guarded_empty(spec):
+    """An uninitialised tensor of the task's `spec` (dtype, shape) in its own allocation
+    between guards (host: PROT_NONE pages; CUDA: GUARD bytes of GUARD_BYTE each side, checked by
+    guards_intact). The tensor keeps its allocation alive."""
+    dt = torch_dtype(spec["dtype"])
+    n = 1
+    for d in spec["shape"]:
+        n *= d
+    nbytes = n * ELEM_SIZE[spec["dtype"]]
+    if DEV.type == "cpu":
+        h = HostGuarded(nbytes)
+        raw = torch.frombuffer(h.map, dtype=torch.uint8, count=nbytes, offset=h.offset)
+        t = raw.view(dt).view(spec["shape"])
+        return t
+    body = (nbytes + ALIGN - 1) // ALIGN * ALIGN
+    raw = torch.empty(GUARD + body + GUARD, dtype=torch.uint8, device=DEV)
+    raw[:GUARD].fill_(GUARD_BYTE)
+    raw[GUARD + nbytes:].fill_(GUARD_BYTE)
+    t = raw[GUARD:GUARD + nbytes].view(dt).view(spec["shape"])
+    t.kb_raw = raw
+    t.kb_nbytes = nbytes
+    return t
+
+
+def guards_intact(t):
+    """False when a CUDA guard around `t` (made by guarded_empty) was written."""
+    raw = getattr(t, "kb_raw", None)
+    if raw is None:
+        return True
+    lo = raw[:GUARD]
+    hi = raw[GUARD + t.kb_nbytes:]
+    return bool((lo == GUARD_BYTE).all()) and bool((hi == GUARD_BYTE).all())
+
+
+def guarded_copy(x, spec):
+    t = guarded_empty(spec)
+    t.copy_(x)
+    return t
+
+
+MASK_A = 0x5851F42D4C957F2D
+MASK_B = 0x2545F4914F6CDD1D
+
+
+def key_stream(secret, lo, n, view):
+    """The mask words lo..lo+n of a reference, in the integer view's dtype: a 64-bit mix of the
+    element's index and the task's secret, cut to the view's width."""
+    i = torch.arange(lo, lo + n, dtype=torch.int64, device=DEV)
+    x = i * MASK_A + secret
+    x = x ^ (x >> 31)
+    x = x * MASK_B
+    x = x ^ (x >> 29)
+    return x.to(getattr(torch, view))
+
+
+def mask_(t, secret, dtype):
+    """Masks (or unmasks: XOR is its own inverse) the reference `t` in place, in chunks;
+    returns its integer view, flat."""
+    v = t.reshape(-1).view(getattr(torch, INT_VIEW[dtype]))
+    for at in range(0, v.numel(), CHUNK):
+        c = v[at:at + CHUNK]
+        c.bitwise_xor_(key_stream(secret, at, c.numel(), INT_VIEW[dtype]))
+    return v
+
+
+def unmasked_chunk(ref, at, n, secret, dtype):
+    """Elements at..at+n of the masked reference `ref` (its flat integer view), unmasked, as a
+    new tensor of the task's dtype."""
+    c = ref[at:at + n] ^ key_stream(secret, at, n, INT_VIEW[dtype])
+    return c.view(torch_dtype(dtype))
+
+
 def prepare_task(req):
     task = Task()
     task.key = get(req, "key", "str")
@@ -455,7 +894,7 @@ def prepare_task(req):
     task.rtol = get(req, "rtol", "num", lo=0, hi=1e300)
     ns = exec_reference(task.oracle)
     task.ns = ns
-    torch.manual_seed(MODEL_SEED)
+    seed_all(MODEL_SEED)
     try:
         with on_device():
             module = ns["Model"](*ns["get_init_inputs"]())
@@ -465,49 +904,41 @@ def prepare_task(req):
     task.params = None
     task.set_inputs = []
     task.refs = []
-    tf32 = None
-    if DEV.type == "cuda":
-        tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-    try:
-        for k in range(len(task.sets)):
-            try:
-                inputs = draw(task, k)
-                outs = run_module(task.module, inputs[:len(inputs) - len(task.params)])
-            except Failure:
-                raise
-            except Exception as e:
-                raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
-            if len(outs) != len(task.outputs):
-                raise Failure("the module returns %d outputs, the task lists %d"
-                              % (len(outs), len(task.outputs)))
-            refs = []
-            for o, (t, spec) in enumerate(zip(outs, task.outputs)):
-                if not isinstance(t, torch.Tensor) or list(t.shape) != spec["shape"] or \
-                        t.dtype != torch_dtype(spec["dtype"]):
-                    raise Failure('output "%s" (outputs[%d]) is %s, the task says %s %s'
-                                  % (spec["name"], o, describe_tensor(t), spec["dtype"],
-                                     spec["shape"]))
-                t = t.detach().contiguous().clone()
-                if spec["dtype"] in FLOATS and not bool(torch.isfinite(t).all()):
-                    raise Failure('the oracle\'s output "%s" of input set %d is not finite'
-                                  % (spec["name"], k))
-                refs.append(t)
+    # only timed in torch (the trusted worker, or a tool importing this file): no references,
+    # no output buffers
+    task.trusted_only = CONF is None or CONF.trusted
+    task.secret = int.from_bytes(os.urandom(8), "little") >> 2
+    task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
+    for k in range(len(task.sets)):
+        try:
+            inputs = draw(task, k)
+        except Failure:
+            raise
+        except Exception as e:
+            raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
+        refs = reference(task, inputs, "input set %d" % k)
+        if task.trusted_only:
             task.set_inputs.append(inputs)
-            task.refs.append(refs)
-    finally:
-        if tf32 is not None:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+            for r in refs:
+                r.zero_()
+            continue
+        task.set_inputs.append([guarded_copy(x, spec) for x, spec in zip(inputs, task.inputs)])
+        task.refs.append([mask_(r, task.secret, spec["dtype"])
+                          for r, spec in zip(refs, task.outputs)])
+        del inputs
     sync()
     task.in_sums = [[checksum(t) for t in ins] for ins in task.set_inputs]
     task.ref_sums = [[checksum(t) for t in refs] for refs in task.refs]
-    task.chk = [[torch.empty_like(r) for r in refs] for refs in task.refs]
-    task.tim = [[torch.empty_like(r) for r in refs] for refs in task.refs]
+    if task.trusted_only:
+        task.chk = task.tim = []
+    else:
+        task.chk = [[guarded_empty(spec) for spec in task.outputs] for _ in task.sets]
+        task.tim = [[guarded_empty(spec) for spec in task.outputs] for _ in task.sets]
     task.holds = list(range(len(task.sets)))
     task.damaged = False
     task.compiled = None
     task.compile_error = None
+    task.fresh_seeds = set(s["seed"] for s in task.sets)
     return task
 
 
@@ -607,6 +1038,15 @@ class Run:
                     raise Verdict("rejected", 'wrote outside its outputs: the evaluator\'s '
                                   'reference for output "%s" of input set %d changed (%s)'
                                   % (t.outputs[o]["name"], s, when), fatal=True)
+        for role, group, specs in (("input", t.set_inputs, t.inputs), ("output", t.chk,
+                                   t.outputs), ("output", t.tim, t.outputs)):
+            for s, ts in enumerate(group):
+                for i, x in enumerate(ts):
+                    if not guards_intact(x):
+                        t.damaged = True
+                        raise Verdict("rejected", 'wrote outside its outputs: the guard bytes '
+                                      'around %s "%s" of input set %d changed (%s)'
+                                      % (role, specs[i]["name"], s, when))
 
     def outputs_pass(self, outs, mask):
         t = self.task
@@ -617,7 +1057,8 @@ class Run:
             held = t.holds[s]
             for o, spec in enumerate(t.outputs):
                 bad, n, first, g, e, mabs, mrel = compare(outs[s][o], t.refs[held][o],
-                                                          spec["dtype"], t.atol, t.rtol)
+                                                          spec["dtype"], t.atol, t.rtol,
+                                                          t.secret)
                 self.max_abs = mabs if self.max_abs is None else max(self.max_abs, mabs)
                 self.max_rel = mrel if self.max_rel is None else max(self.max_rel, mrel)
                 if bad and why is None:
@@ -640,11 +1081,17 @@ class Run:
             want = (b + shift) % self.n
             if t.holds[b] == want:
                 continue
-            fresh = draw(t, want)
-            for x, y in zip(t.set_inputs[b], fresh):
-                x.copy_(y)
-            t.holds[b] = want
+            self.put(b, want)
         sync()
+
+    def put(self, b, want):
+        """Draws the contents of input set `want` into the buffers of set `b`."""
+        t = self.task
+        t.holds[b] = -1  # unknown until the copy is done: a later rotate(0) redraws it
+        fresh = draw(t, want)
+        for x, y in zip(t.set_inputs[b], fresh):
+            x.copy_(y)
+        t.holds[b] = want
 
 
 def first_line(e):
@@ -672,6 +1119,7 @@ class Timer:
         if STREAM is None:
             self.t0 = time.perf_counter()
             return
+        reset_l2_persistence()
         with torch.cuda.stream(STREAM):
             if run.flush is not None:
                 run.flush.zero_()
@@ -706,9 +1154,10 @@ def stats(samples, warmup):
     return out
 
 
-def sample_loop(run, one, warm, start_time):
+def sample_loop(run, one, warm, start_time, after=None):
     """Warm-up, a probe for batching, then samples of `one(batch, first_set)` -> us per call
-    until a stopping rule. Returns (samples, batch)."""
+    until a stopping rule; `after(samples_so_far, batch)`, when given, runs after each sample
+    (the calls on unseen inputs) and returns the seconds it timed. Returns (samples, batch)."""
     e = run.e
     for w in range(warm):
         one(1, w % run.n, timed=False)
@@ -726,6 +1175,8 @@ def sample_loop(run, one, warm, start_time):
         samples.append(us)
         timed += us * batch * 1e-6
         n = len(samples)
+        if after is not None:
+            timed += after(n, batch)
         if n < e["min_samples"]:
             continue
         if timed >= e["max_seconds"] or time.monotonic() - start_time >= e["budget_s"]:
@@ -738,6 +1189,264 @@ def sample_loop(run, one, warm, start_time):
     return samples, batch
 
 
+def median(v):
+    return stats(v, 0).get("median_us", 0.0)
+
+
+class Unseen:
+    """Timed calls on input contents the candidate has never seen. A fresh sample draws, outside
+    the timed window, new contents into the buffers of k = min(batch, sets) input sets (the
+    buffers the candidate has seen, so neither pointer nor call count tells it apart): each set
+    the same distribution as the set its buffer holds, under a seed no set uses and drawn
+    anew for every sample; times k calls, one per buffer, as a repeated sample is timed; then,
+    outside the window, draws the same contents again, checks the buffers still hold them, runs
+    the module on them for the references, verifies every output element, and draws the
+    buffers' own contents back.
+
+    Each fresh sample comes with two samples on repeated contents, just before it: a plain one
+    (the same k calls made as the sampling makes them) and a control one (the buffers' own
+    contents drawn into them again first, so it went through exactly what the fresh sample went
+    through but for the contents being new). A candidate is rejected when its times on unseen
+    inputs exceed UNSEEN_RATIO times the control samples' or MAIN_RATIO times the plain ones'
+    (the looser bound, since a draw before a call can change its time; it is there for a
+    candidate that tells draws from the time between its calls), by UNSEEN_FLOOR_US at least,
+    and again on a confirmation round of CONFIRM_PAIRS more triples."""
+
+    def __init__(self, run, fn, timer, mask):
+        self.run = run
+        self.fn = fn
+        self.timer = timer
+        self.mask = mask  # the sets whose timed outputs the re-check compares
+        e = run.e
+        self.target = min(FRESH_MAX, max(FRESH_MIN, int(math.ceil(e["max_samples"] / 10.0))))
+        self.stride = max(1, e["min_samples"] // self.target)
+        self.fresh = []
+        self.control = []
+        self.plain = []
+        self.batch = 1
+        self.taken_at = 0  # main samples when the last fresh sample was taken
+        self.unverified = 0
+
+    def after(self, count, batch):
+        self.batch = batch
+        early = len(self.fresh) < self.target and count % self.stride == 0
+        late = (len(self.fresh) >= self.target and len(self.fresh) < 2 * FRESH_MAX and
+                count - self.taken_at >= FRESH_LATE)
+        if not early and not late:
+            return 0.0
+        self.taken_at = count
+        return self.take(self.plain, self.control, self.fresh)
+
+    def take(self, plain, control, fresh):
+        """One triple: plain, control and fresh sample; returns the seconds timed."""
+        k = min(self.batch, self.run.n)
+        first = len(fresh) % self.run.n
+        a = self.sample(k, first, "plain")
+        b = self.sample(k, first, "control")
+        c = self.sample(k, first, "fresh")
+        plain.append(a)
+        control.append(b)
+        fresh.append(c)
+        return (a + b + c) * k * 1e-6
+
+    def sample(self, k, first, mode):
+        run = self.run
+        task = run.task
+        bufs = [(first + b) % run.n for b in range(k)]
+        drawn = []
+        for b in bufs if mode != "plain" else []:
+            held = task.holds[b]
+            spec = dict(task.sets[held])
+            if mode == "fresh":
+                spec["seed"] = new_seed(task)
+            task.holds[b] = -1  # a verdict now leaves it to rotate(0) to draw it back
+            new = draw(task, held, spec)
+            for x, y in zip(task.set_inputs[b], new):
+                x.copy_(y)
+            del new
+            if mode == "fresh":
+                drawn.append((b, held, spec))
+            else:
+                task.holds[b] = held
+        for b in bufs:
+            poison_set(task.tim, b, task)
+        if STREAM is None:
+            # the host's clock is wall time: a pause gives the scheduler its turn before the
+            # window rather than in it (after a draw, the process had run for longer than
+            # after a plain sample, and was preempted in the fresh call more often)
+            time.sleep(HOST_PAUSE_S)
+        self.timer.begin(run, k)
+        for b in bufs:
+            run.call(self.fn, b, task.tim, "", "timed")
+            if mode == "fresh":  # its outputs are of other inputs: verified here, not re-checked
+                self.mask[0] &= ~(1 << b)
+            else:
+                self.mask[0] |= 1 << b
+        try:
+            us = self.timer.stop(k)
+        except RuntimeError as err:
+            raise Verdict("crash", "device error during a timed call: %s" % first_line(err),
+                          fatal=True)
+        for b, held, spec in drawn:
+            run.sync(b, "timed")
+            self.verify(b, held, spec)
+        return us
+
+    def verify(self, b, held, spec):
+        run = self.run
+        task = run.task
+        what = "an unseen input set (seed %d, drawn as input set %d)" % (spec["seed"], held)
+        again = draw(task, held, spec)
+        for i, (x, y) in enumerate(zip(task.set_inputs[b], again)):
+            if not torch.equal(x, y):
+                first = bitwise_first(x, y)
+                task.damaged = True
+                raise Verdict("rejected", 'modified its inputs: %sinput "%s" of %s changed'
+                              % ("element %d of " % first if first >= 0 else "",
+                                 task.inputs[i]["name"], what))
+        try:
+            refs = reference(task, again, what)
+        except Failure:
+            refs = None  # the module's outputs on these inputs are not finite: not verified
+            self.unverified += 1
+        for o, spec_o in enumerate(task.outputs if refs is not None else []):
+            bad, n, first, g, e, _, _ = compare(task.tim[b][o], refs[o], spec_o["dtype"],
+                                                task.atol, task.rtol)
+            if bad:
+                raise Verdict("rejected", 'wrong output on unseen inputs: output "%s" of %s: %s'
+                              % (spec_o["name"], what, describe(bad, n, first, g, e)))
+        for r in refs or []:
+            r.zero_()
+        del again, refs
+        run.put(b, held)
+
+    def judge(self):
+        """None, or the reason a candidate whose times on unseen inputs are inconsistent with
+        those on repeated inputs is rejected (after a confirmation round)."""
+        if len(self.fresh) < FRESH_MIN:
+            return None
+        first = self.suspect(self.fresh, self.control, self.plain)
+        if first is None:
+            return None
+        plain, control, fresh = [], [], []
+        for _ in range(CONFIRM_PAIRS):
+            self.take(plain, control, fresh)
+        again = self.suspect(fresh, control, plain)
+        self.fresh += fresh
+        self.control += control
+        self.plain += plain
+        if again is None:
+            return None
+        rep = self.control if again == "control" else self.plain
+        lf, lr = min(self.fresh), min(rep)
+        return ("times on unseen inputs (fastest %.1f us, median %.1f us over %d samples) are "
+                "%.1fx those on repeated inputs (fastest %.1f us, median %.1f us over %d "
+                "samples): results kept between calls"
+                % (lf, median(self.fresh), len(self.fresh), lf / lr if lr > 0 else float("inf"),
+                   lr, median(rep), len(rep)))
+
+    @staticmethod
+    def suspect(fresh, control, plain):
+        """"control" or "plain" (the repeated samples the unseen ones are too slow against), or
+        None. The fastest samples are compared: what disturbs a sample (preemption, an
+        interrupt, a neighbour on the memory bus) only adds time, and a candidate cannot make
+        its calls on unseen inputs faster than the work they need."""
+        lf = min(fresh)
+        for name, rep, ratio in (("control", control, UNSEEN_RATIO), ("plain", plain,
+                                                                       MAIN_RATIO)):
+            if rep and lf > ratio * min(rep) and lf - min(rep) > UNSEEN_FLOOR_US:
+                return name
+        return None
+
+
+def new_seed(task):
+    """A seed no input set of the task and no earlier fresh draw used."""
+    while True:
+        seed = int.from_bytes(os.urandom(8), "little") >> 2
+        if seed not in task.fresh_seeds:
+            task.fresh_seeds.add(seed)
+            return seed
+
+
+def determinism(run, fn):
+    """A second call on input set 0 must give the first call's outputs, within the tolerance."""
+    t = run.task
+    poison_set(t.tim, 0, t)
+    run.call(fn, 0, t.tim, "", "second check")
+    run.sync(0, "second check")
+    for o, spec in enumerate(t.outputs):
+        a = t.chk[0][o]
+        b = t.tim[0][o]
+        if spec["dtype"] in FLOATS and bool(torch.isnan(b).all()):
+            raise Verdict("rejected", 'did the work on the first call only: output "%s" of '
+                          'input set 0 was right on the first call and left untouched (still '
+                          'poisoned) on a second call on the same inputs' % spec["name"])
+        bad, n, first, g, e, _, _ = compare(b, a, spec["dtype"], t.atol, t.rtol)
+        if bad:
+            raise Verdict("rejected", 'not deterministic: two calls on input set 0 disagree '
+                          'beyond the tolerance: element %d of output "%s" is %s on the first '
+                          'call and %s on the second (%d of %d elements differ)'
+                          % (first, spec["name"], fmt(e), fmt(g), bad, n))
+
+
+COPY_BW = None  # bytes/s of a device-to-device copy, probed once (speed of light)
+
+
+def copy_bandwidth():
+    """The device-to-device copy bandwidth (bytes read + written per second), best of 5 copies
+    of up to SOL_PROBE_BYTES, probed once per worker."""
+    global COPY_BW
+    if COPY_BW is None:
+        free = torch.cuda.mem_get_info(DEV)[0]
+        n = max(1 << 20, min(SOL_PROBE_BYTES, free // 4))
+        a = torch.ones(n, dtype=torch.uint8, device=DEV)
+        b = torch.empty_like(a)
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        best = 0.0
+        for r in range(6):
+            e0.record(STREAM)
+            b.copy_(a)
+            e1.record(STREAM)
+            e1.synchronize()
+            sec = e0.elapsed_time(e1) / 1000.0
+            if r > 0 and sec > 0:
+                best = max(best, 2.0 * n / sec)
+        del a, b
+        COPY_BW = best
+    return COPY_BW
+
+
+def tensor_bytes(specs):
+    total = 0
+    for spec in specs:
+        n = ELEM_SIZE[spec["dtype"]]
+        for d in spec["shape"]:
+            n *= d
+        total += n
+    return total
+
+
+def speed_of_light(run, median_us):
+    """Flushed tiers (CUDA): a call must move its inputs once (the fraction the task declares
+    with sol_input_fraction) and write what of its outputs the L2 cannot hold."""
+    if DEV.type != "cuda" or run.flush is None or median_us <= 0:
+        return
+    t = run.task
+    l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
+    need = t.sol_fraction * tensor_bytes(t.inputs) + max(0, tensor_bytes(t.outputs) - l2)
+    bw = copy_bandwidth()
+    if need <= 0 or bw <= 0:
+        return
+    floor_us = need / (SOL_MARGIN * bw) * 1e6
+    if median_us < floor_us:
+        raise Verdict("rejected", "faster than the memory system allows: median %.2f us for "
+                      "the %.0f bytes a call must move (inputs read once, outputs beyond the L2 "
+                      "written once), which take at least %.2f us at %.0f GB/s (%.1fx the "
+                      "measured copy bandwidth, %.0f GB/s)"
+                      % (median_us, need, floor_us, SOL_MARGIN * bw / 1e9, SOL_MARGIN, bw / 1e9))
+
+
 def evaluate(task, e):
     reply = {"op": "eval", "status": "ok", "reason": "", "sets_checked": 0, "batch": 1,
              "fatal": False}
@@ -745,6 +1454,10 @@ def evaluate(task, e):
     start = time.monotonic()
     lib = blib = None
     try:
+        try:
+            CONF.apply()
+        except Failure as f:
+            raise Verdict("infra_error", str(f), fatal=True)
         lib, fn = load_library(e["library"], "")
         bfn = None
         if e.get("baseline") and e["max_samples"] > 0:
@@ -765,6 +1478,7 @@ def evaluate(task, e):
                                   'untouched (still poisoned) on call %d'
                                   % (task.outputs[u[1]]["name"], u[0], u[0] + 1))
             raise Verdict("wrong_output", why)
+        determinism(run, fn)
         if e["max_samples"] <= 0:
             return finish(reply, run)
         if run.n >= 2:
@@ -790,8 +1504,21 @@ def evaluate(task, e):
                 raise Verdict("crash", "device error during a timed call: %s" % first_line(err),
                               fatal=True)
 
-        samples, batch = sample_loop(run, cand, e["warmup"], start)
+        unseen = Unseen(run, fn, timer, mask)
+        samples, batch = sample_loop(run, cand, e["warmup"], start, unseen.after)
+        unseen.batch = batch
+        while len(unseen.fresh) < FRESH_MIN:  # sampling stopped before the schedule's first
+            unseen.take(unseen.plain, unseen.control, unseen.fresh)
+        why = unseen.judge()
+        if why is not None:
+            raise Verdict("rejected", why)
         reply["batch"] = batch
+        lf, lc, lp = min(unseen.fresh), min(unseen.control), min(unseen.plain)
+        reply["unseen"] = {"samples": len(unseen.fresh), "median_us": median(unseen.fresh),
+                           "min_us": lf, "control_min_us": lc, "plain_min_us": lp,
+                           "ratio_control": lf / lc if lc > 0 else 0.0,
+                           "ratio_plain": lf / lp if lp > 0 else 0.0,
+                           "unverified": unseen.unverified}
         base_samples = None
         if bfn is not None:
             def base(batch_, first, timed):
@@ -811,6 +1538,7 @@ def evaluate(task, e):
                 raise Verdict("rejected", "outputs right on the first call but wrong after "
                               "repeated calls: %s" % why)
         reply["timing"] = stats(samples, e["warmup"])
+        speed_of_light(run, reply["timing"].get("median_us", 0.0))
         if base_samples:
             reply["baseline_timing"] = stats(base_samples, e["warmup"])
         if e.get("trace"):
@@ -821,6 +1549,7 @@ def evaluate(task, e):
         reply["status"] = v.status
         reply["reason"] = v.reason[:255]
         reply["fatal"] = v.fatal
+        reply.pop("timing", None)
     except Failure as f:
         reply["status"] = "infra_error"
         reply["reason"] = str(f)[:255]
@@ -986,6 +1715,10 @@ def serve(sock, backend, ordinal):
                 reply["seconds"] = time.monotonic() - t0
                 send(sock, reply)
             elif op == "eval":
+                if CONF.trusted:
+                    raise BadRequest("op", '"op": this worker is trusted (--trusted): it times '
+                                     'torch eager and torch.compile and never loads a '
+                                     'candidate; send "eval" to the confined worker')
                 e = eval_spec(req)
                 task = use(e["key"])
                 t0 = time.monotonic()
@@ -997,6 +1730,10 @@ def serve(sock, backend, ordinal):
                 if reply["fatal"]:
                     return 3
             elif op == "torch":
+                if not CONF.trusted:
+                    raise BadRequest("op", '"op": "torch" goes to the trusted worker '
+                                     '(--trusted): torch.compile compiles in subprocesses, '
+                                     'which this confined worker may not start')
                 e = eval_spec(req, torch_op=True)
                 task = use(e["key"])
                 t0 = time.monotonic()
@@ -1017,6 +1754,7 @@ def do_prepare(req, prepared, used):
     get(req, "oracle", "str")
     for k in ("atol", "rtol"):
         get(req, k, "num", lo=0, hi=1e300)
+    get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
     while len(prepared) >= MAX_PREPARED:
         oldest = min(prepared, key=lambda k: used.get(k, 0))
         del prepared[oldest]
@@ -1037,27 +1775,43 @@ def do_prepare(req, prepared, used):
                 type(err).__name__, first_line(err))[:255], "fatal": False}
 
 
+USAGE = ("usage: kb_sandbox_torch.py --backend host|cuda --device N --dir DIR --parent PID "
+         "[--ro PATH]... [--trusted]")
+
+
 def parse_args(argv):
-    args = {"backend": "host", "device": 0, "dir": "", "parent": 0}
+    args = {"backend": "host", "device": 0, "dir": "", "parent": 0, "ro": [], "trusted": False}
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--backend", "--device", "--dir", "--parent") and i + 1 < len(argv):
+        if a == "--trusted":
+            args["trusted"] = True
+            i += 1
+        elif a == "--ro" and i + 1 < len(argv):
+            args["ro"].append(argv[i + 1])
+            i += 2
+        elif a in ("--backend", "--device", "--dir", "--parent") and i + 1 < len(argv):
             v = argv[i + 1]
-            args[a[2:]] = int(v) if a in ("--device", "--parent") else v
+            try:
+                args[a[2:]] = int(v) if a in ("--device", "--parent") else v
+            except ValueError:
+                print("kb_sandbox_torch: %s must be an integer, not \"%s\"" % (a, v),
+                      file=sys.stderr)
+                sys.exit(EXIT_START)
             i += 2
         else:
-            print("usage: kb_sandbox_torch.py --backend host|cuda --device N --dir DIR "
-                  "--parent PID", file=sys.stderr)
-            sys.exit(2)
+            print(USAGE, file=sys.stderr)
+            sys.exit(EXIT_START)
     if args["backend"] not in ("host", "cuda"):
         print("kb_sandbox_torch: --backend must be host or cuda", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_START)
     return args
 
 
 def main(argv):
+    global CONF
     args = parse_args(argv)
+    CONF = Confinement(args)  # the library is loaded now: its absence is a start failure
     sock = setup(args)
     open_device(args["backend"], args["device"])
     try:

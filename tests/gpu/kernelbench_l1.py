@@ -6,8 +6,8 @@ usage:
       (inductor, default mode) on input set 0, filling the inductor cache that
       TORCHINDUCTOR_CACHE_DIR names; stops starting tasks at DEADLINE (unix seconds)
   kernelbench_l1.py time  WORKER TASKS_DIR DEADLINE OUT.jsonl
-      one PyTorch worker (WORKER, started as the runner starts it: a socket pair on
-      stdin/stdout, --backend cuda), per task: "prepare" (every input set drawn on the GPU, the
+      one PyTorch worker (WORKER, started as the runner starts its trusted one: a socket pair
+      on stdin/stdout, --backend cuda --trusted), per task: "prepare" (every input set drawn on the GPU, the
       reference outputs, checksums), then "torch" (eager and torch.compile timed on the
       candidate's stream, L2 flushed); a worker that dies or stalls is replaced
   kernelbench_l1.py table IMPORT.jsonl TIME.jsonl WARM.jsonl BASELINE.json OUT.json
@@ -92,8 +92,11 @@ def warm(worker, tasks_dir, index, count, deadline, out):
 class Worker:
     def __init__(self, worker):
         self.sock, child = socket.socketpair()
+        # --trusted: this worker only prepares and times torch eager and torch.compile (a
+        # confined worker may not start inductor's compilers, and refuses "torch")
         self.proc = subprocess.Popen([sys.executable, "-I", worker, "--backend", BACKEND,
-                                      "--device", "0", "--parent", str(os.getpid())],
+                                      "--device", "0", "--parent", str(os.getpid()),
+                                      "--trusted"],
                                      stdin=child, stdout=child)
         child.close()
         self.hello = self.call({"op": "hello"}, 120)

@@ -8,7 +8,15 @@ runner's evaluator and sandbox client (kb-test-torch-eval) in the PyTorch worker
     outputs, f32 and i64) with honest candidates -> ok;
   - 12_small_linear: the module's weight and bias passed as inputs -> ok; ignoring the bias ->
     wrong_output;
-and the worker's protocol answers (errors naming the field, as kb-sandbox's).
+  - 2_sum_over_dim at screen: a memoizer keyed by content (outputs kept by a hash of sampled
+    input elements) and one keyed by call count -> rejected, "unseen inputs" (timed calls on
+    fresh draws: too slow against repeated contents, or wrong); 1_relu: a candidate whose second
+    call disagrees with its first -> rejected, "not deterministic";
+and the worker's protocol answers (errors naming the field, as kb-sandbox's; the hello's
+"confinement"; a --trusted worker times torch and refuses eval, the confined one refuses
+torch), and a worker without libkb-confine.so next to it refusing to start unless
+KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet, the worker runs with
+KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation here runs confined.
 
 usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
@@ -44,10 +52,20 @@ def evaluate(tool, task, cands, tiers, cache):
     return p.returncode, lines
 
 
-def protocol(worker, task_dir):
+LEVELS = ("none", "seccomp", "seccomp+landlock")
+
+
+def start_worker(worker, rw, extra=()):
     a, b = socket.socketpair()
-    p = subprocess.Popen([sys.executable, "-I", worker, "--backend", "host"], stdin=b, stdout=b)
+    p = subprocess.Popen([sys.executable, "-I", worker, "--backend", "host", "--dir", rw,
+                          "--ro", os.path.dirname(os.path.dirname(rw))] + list(extra),
+                         stdin=b, stdout=b)
     b.close()
+    return a, p
+
+
+def protocol(worker, task_dir, rw):
+    a, p = start_worker(worker, rw)
 
     def call(msg, raw=None):
         data = raw if raw is not None else json.dumps(msg).encode()
@@ -60,6 +78,10 @@ def protocol(worker, task_dir):
         h = call({"op": "hello"})
         check(h["op"] == "hello" and h["backend"] == "host" and h["pid"] == p.pid and
               h["worker"] == "pytorch", "hello names the process and the worker")
+        conf = h.get("confinement", {})
+        check(conf.get("level") in LEVELS and isinstance(conf.get("seccomp"), bool) and
+              isinstance(conf.get("landlock_abi"), int) and h.get("trusted") is False,
+              "hello says the confinement it will apply: %s" % conf)
         task = json.load(open(os.path.join(task_dir, "task.json")))
         good = {"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir, "reference.py"),
                 "inputs": task["inputs"], "outputs": task["outputs"],
@@ -88,6 +110,13 @@ def protocol(worker, task_dir):
         r = call({"op": "eval", "key": "k1", "library": "/nonexistent.so", "sets": 0,
                   "warmup": 0, "max_samples": 0, "flush_l2": False, "recheck": False})
         check(r.get("status") == "compile_error", "a library that does not load: %s" % r)
+        h2 = call({"op": "hello"})["confinement"]
+        check(h2["level"] == conf["level"] and (conf["level"] == "none") ==
+              ("unconfined" in conf["note"]), "after an eval, confined as announced: %s" % h2)
+        r = call({"op": "torch", "key": "k1", "sets": 1, "warmup": 0, "max_samples": 2,
+                  "flush_l2": False})
+        check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
+              r.get("reason", ""), "the confined worker refuses torch: %s" % r)
         check(call({"op": "quit"}) == {"op": "bye"}, "quit -> bye")
         check(p.wait(timeout=10) == 0, "exit status 0 after quit")
     finally:
@@ -97,8 +126,68 @@ def protocol(worker, task_dir):
         a.close()
 
 
+def trusted(worker, task_dir, rw):
+    """A --trusted worker: not confined, times torch, refuses eval naming the field."""
+    a, p = start_worker(worker, rw, ["--trusted"])
+
+    def call(msg):
+        data = json.dumps(msg).encode()
+        a.sendall(struct.pack(">I", len(data)) + data)
+        n = struct.unpack(">I", a.recv(4, socket.MSG_WAITALL))[0]
+        return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
+
+    try:
+        h = call({"op": "hello"})
+        check(h.get("trusted") is True and h["confinement"]["level"] == "none",
+              "a trusted worker says so, unconfined: %s" % h.get("confinement"))
+        task = json.load(open(os.path.join(task_dir, "task.json")))
+        r = call({"op": "prepare", "key": "t", "oracle": os.path.join(task_dir, "reference.py"),
+                  "inputs": task["inputs"], "outputs": task["outputs"],
+                  "sets": task["input_sets"], "atol": 1e-4, "rtol": 1e-4})
+        check(r.get("ok") is True, "the trusted worker prepares: %s" % r)
+        r = call({"op": "eval", "key": "t", "library": "/x.so", "sets": 0, "warmup": 0,
+                  "max_samples": 0, "flush_l2": False, "recheck": False})
+        check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
+              r.get("reason", ""), "the trusted worker refuses eval: %s" % r)
+        r = call({"op": "torch", "key": "t", "sets": 1, "warmup": 1, "min_samples": 2,
+                  "max_samples": 3, "flush_l2": False})
+        check(r.get("op") == "torch" and r.get("torch_eager", {}).get("samples") == 3,
+              "the trusted worker times torch eager: %s" % r.get("torch_eager"))
+        check(call({"op": "quit"}) == {"op": "bye"}, "trusted: quit -> bye")
+        check(p.wait(timeout=10) == 0, "trusted: exit status 0 after quit")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
+
+
+def no_library(worker, tmp):
+    """The worker copied where no libkb-confine.so lies: without KB_CONFINE_OPTIONAL it says why
+    on stderr and exits 2 (the start-failure status) before any hello."""
+    alone = os.path.join(tmp, "alone")
+    os.makedirs(alone)
+    copy = os.path.join(alone, "kb_sandbox_torch.py")
+    shutil.copy(worker, copy)
+    env = {k: v for k, v in os.environ.items() if k != "KB_CONFINE_OPTIONAL"}
+    a, b = socket.socketpair()
+    p = subprocess.run([sys.executable, "-I", copy, "--backend", "host", "--dir", alone],
+                       stdin=b, stdout=b, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    b.close()
+    a.close()
+    check(p.returncode == 2 and "libkb-confine.so" in p.stderr and "KB_CONFINE_OPTIONAL" in
+          p.stderr, "no libkb-confine.so: exit %d, %s" % (p.returncode, p.stderr.strip()))
+
+
 def main(argv):
     importer, tool, cands, worker = argv[1:5]
+    built = os.path.join(os.path.dirname(tool), "kb_sandbox_torch.py")
+    if os.path.isfile(built):
+        worker = built  # the build's copy: libkb-confine.so lies next to it once built
+    if not os.path.isfile(os.path.join(os.path.dirname(worker), "libkb-confine.so")):
+        print("note: no libkb-confine.so next to %s: the worker runs unconfined here "
+              "(KB_CONFINE_OPTIONAL=1)" % worker)
+        os.environ["KB_CONFINE_OPTIONAL"] = "1"
     tmp = tempfile.mkdtemp(prefix="kb-torch-oracle.")
     try:
         out = os.path.join(tmp, "tasks")
@@ -112,7 +201,11 @@ def main(argv):
         cache = os.path.join(tmp, "cache")
         c = lambda n: os.path.join(cands, n + ".c")  # noqa: E731
         relu = os.path.join(out, "1_relu")
-        protocol(worker, relu)
+        rw = os.path.join(tmp, "rw")
+        os.makedirs(rw)
+        protocol(worker, relu, rw)
+        trusted(worker, relu, rw)
+        no_library(worker, tmp)
 
         order = ["relu_honest", "relu_wrong", "relu_edits_input", "relu_crash", "relu_hang",
                  "relu_honest"]
@@ -150,6 +243,25 @@ def main(argv):
                              [c("linear_honest"), c("linear_no_bias")], "2", cache)
         check(rc == 0 and [x["status"] for x in lines] == ["ok", "wrong_output"],
               "12_small_linear: with the parameters ok, without the bias wrong_output")
+
+        # results kept between calls: caught by the timed calls on unseen inputs
+        rc, lines = evaluate(tool, os.path.join(out, "2_sum_over_dim"),
+                             [c("sum_memo_content"), c("sum_memo_count"), c("sum_honest")], "2",
+                             cache)
+        got = [(x["status"], x["reason"]) for x in lines]
+        check(rc == 0 and len(got) == 3, "2_sum_over_dim memoizers: a verdict for each")
+        if len(got) == 3:
+            check(got[0][0] == "rejected" and "times on unseen inputs" in got[0][1] and
+                  "results kept between calls" in got[0][1],
+                  "memoized by content: rejected, slow on unseen inputs: %s" % (got[0],))
+            check(got[1][0] == "rejected" and "unseen inputs" in got[1][1],
+                  "memoized by call count: rejected on unseen inputs: %s" % (got[1],))
+            check(got[2][0] == "ok", "the honest sum after them: ok")
+        rc, lines = evaluate(tool, relu, [c("relu_racy"), c("relu_honest")], "1", cache)
+        got = [(x["status"], x["reason"]) for x in lines]
+        check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
+              "not deterministic" in got[0][1] and got[1][0] == "ok",
+              "1_relu: second call disagrees -> not deterministic; honest ok: %s" % (got,))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
