@@ -239,6 +239,7 @@ static int fingerprint(const struct kb_task *task, const char *oracle_src,
   }
   rc = hash_bytes(h, &task->atol, sizeof task->atol, rc);
   rc = hash_bytes(h, &task->rtol, sizeof task->rtol, rc);
+  rc = hash_bytes(h, &task->must_read, sizeof task->must_read, rc);
   if (rc) {
     kb_sha256_free(h);
     return kb_error_set(err, KB_EINTERNAL, "cannot hash task \"%s\"", task->id);
@@ -280,10 +281,10 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
                                            (json_int_t)task->sets[s].seed, "distribution",
                                            dist_name(task->sets[s].dist), "low",
                                            task->sets[s].low, "high", task->sets[s].high));
-  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f}", "op", "prepare", "key", key,
+  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:f}", "op", "prepare", "key", key,
                    "oracle", lib, "inputs", tensors_json(task->inputs, task->n_inputs),
                    "outputs", tensors_json(task->outputs, task->n_outputs), "sets", sets,
-                   "atol", task->atol, "rtol", task->rtol);
+                   "atol", task->atol, "rtol", task->rtol, "must_read", task->must_read);
 }
 
 /* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task.

@@ -76,6 +76,7 @@ struct kb__prep_spec {
   struct kb_input_set sets[KB_MAX_SETS];
   int n_sets;               /* 1..KB_MAX_SETS */
   double atol, rtol;        /* tolerances */
+  double must_read;         /* share of the input bytes a correct kernel reads, 0..1 */
 };
 
 struct kb__prepared; /* opaque */
@@ -133,6 +134,8 @@ struct kb__verdict {
    * the timed samples (under the trace when one was asked), the trace's cross-check, the
    * re-check after timing, the metrics pass */
   double t_load, t_check, t_warmup, t_samples, t_trace, t_recheck, t_metrics;
+  double t_fresh;           /* the fresh samples: draws, checksums, oracle runs, compares, the
+                               draws back, their timed calls and control samples */
 };
 
 /* Prepares `s` on `d` into `*out` (new; kb__prepared_free). Fills inputs on the device, runs
