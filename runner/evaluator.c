@@ -581,10 +581,10 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   profile_from_reply(r, rep);
   json_t *ph = json_object_get(rep, "phases");
   kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox (load %.3f, check %.3f, warm-up "
-           "%.3f, samples %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
+           "%.3f, samples %.3f, fresh %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
            (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
-           num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
+           num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));
