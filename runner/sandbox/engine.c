@@ -31,7 +31,9 @@
  * evaluation, spread over the sampling one every KB__FRESH_GAP(min_samples) repeated samples. */
 #define FRESH_MIN 3
 #define FRESH_FLUSHED_CALLS 8 /* calls of a fresh sample in flushed-batch mode, at most */
-#define FRESH_SHARE 0.25      /* of the budget the fresh draws and oracle runs may take */
+#define FRESH_SHARE 0.25      /* of the budget the first FRESH_MIN fresh samples may take */
+#define FRESH_ONGOING 0.10    /* past FRESH_MIN, fresh samples go on while under this share of
+                                 the evaluation's time so far */
 /* Threshold of the fresh/repeated test. Every fresh sample is paired with a control sample taken
  * right before it, of the same shape on the same buffers holding their own (repeated) contents:
  * same set, same distribution (host softmax is 5x slower on one of its sets, denormals), same
@@ -1381,13 +1383,12 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   v->batch = batch;
   v->batch_flushed = flushed;
 
-  /* Fresh samples. Shape: a call timed exactly as the samples' calls are, so that for honest
-   * work both sets of times have one distribution. Flushed batches: a fresh sample is the mean
-   * of up to FRESH_FLUSHED_CALLS flushed calls, each on its own new contents (fewer when the
-   * oracle is slow: FRESH_MIN of them must fit FRESH_SHARE of the budget); one call per sample:
-   * one fresh call; queued batches of short calls (back to back, which fresh contents cannot be
-   * without a draw and an oracle run between calls): one fresh call timed alone, against a
-   * control sample of one call on repeated contents timed the same way right before it. */
+  /* Fresh samples, each after a control sample of the same shape on the same buffers (see
+   * FRESH_K). Flushed batches: a fresh sample is the mean of up to FRESH_FLUSHED_CALLS flushed
+   * calls, each on its own new contents (fewer when the oracle is slow: FRESH_MIN of them must
+   * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
+   * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
+   * between calls): one call timed alone, its control too. */
   fr.cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
                                                           : KB__FRESH_MAX;
   fr.f = kb_calloc((size_t)fr.cap, sizeof *fr.f);
@@ -1444,9 +1445,9 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     sum += us;
     sumsq += us * us;
     /* past the first FRESH_MIN, fresh samples keep their place while they take under
-     * FRESH_SHARE of the time spent */
+     * FRESH_ONGOING of the time spent */
     if (n % fr.gap == fr.offset % fr.gap &&
-        (fr.n < FRESH_MIN || fr.t < FRESH_SHARE * (kb_now_mono() - r.start)) &&
+        (fr.n < FRESH_MIN || fr.t < FRESH_ONGOING * (kb_now_mono() - r.start)) &&
         fresh_take(&r, fn, &fr, &next, &timed_mask))
       goto out;
     if (n < e->min_samples)
