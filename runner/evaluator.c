@@ -260,6 +260,7 @@ static int fingerprint(const struct kb_task *task, const char *oracle_src,
   }
   rc = hash_bytes(h, &task->atol, sizeof task->atol, rc);
   rc = hash_bytes(h, &task->rtol, sizeof task->rtol, rc);
+  rc = hash_bytes(h, &task->must_read, sizeof task->must_read, rc);
   if (rc) {
     kb_sha256_free(h);
     return kb_error_set(err, KB_EINTERNAL, "cannot hash task \"%s\"", task->id);
@@ -301,10 +302,10 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
                                            (json_int_t)task->sets[s].seed, "distribution",
                                            dist_name(task->sets[s].dist), "low",
                                            task->sets[s].low, "high", task->sets[s].high));
-  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f}", "op", "prepare", "key", key,
+  return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:f}", "op", "prepare", "key", key,
                    "oracle", lib, "inputs", tensors_json(task->inputs, task->n_inputs),
                    "outputs", tensors_json(task->outputs, task->n_outputs), "sets", sets,
-                   "atol", task->atol, "rtol", task->rtol);
+                   "atol", task->atol, "rtol", task->rtol, "must_read", task->must_read);
 }
 
 /* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task
@@ -648,10 +649,10 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   profile_from_reply(r, rep);
   json_t *ph = json_object_get(rep, "phases");
   kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox (load %.3f, check %.3f, warm-up "
-           "%.3f, samples %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
+           "%.3f, samples %.3f, fresh %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
            (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
-           num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
+           num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));

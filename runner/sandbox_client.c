@@ -548,8 +548,10 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
     sb->starts++;
     sb->last_start_s = kb_now_mono() - t0;
     const char *dev = json_string_value(json_object_get(reply, "device"));
-    kb_info("sandbox %ld started (%s, %s) in %.3f s", (long)pid, sb->backend,
-            dev ? dev : "unknown device", sb->last_start_s);
+    json_t *bw = json_object_get(reply, "bandwidth_gbs");
+    kb_info("sandbox %ld started (%s, %s) in %.3f s, memory bandwidth %.1f GB/s (probed)",
+            (long)pid, sb->backend, dev ? dev : "unknown device", sb->last_start_s,
+            json_is_number(bw) ? json_number_value(bw) : 0.0);
     goto done;
   }
   json_decref(reply);

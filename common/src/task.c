@@ -480,7 +480,8 @@ static int parse_baseline(struct ctx *c, json_t *root) {
 static const char *const oracle_fields[] = {"kind", "source", NULL};
 static const char *const task_fields[] = {
     "schema", "id",        "name",      "category",   "backend", "oracle",   "reference",
-    "inputs", "outputs",   "tolerance", "input_sets", "seeds",   "baseline", NULL};
+    "inputs", "outputs",   "tolerance", "input_sets", "seeds",   "baseline", "must_read",
+    NULL};
 
 static int check_tensor_names(struct ctx *c) {
   struct kb_task *t = c->t;
@@ -559,6 +560,9 @@ static int parse_task(struct ctx *c) {
     rc = check_tensor_names(c);
   if (rc == KB_OK)
     rc = parse_tolerance(c, root);
+  t->must_read = 1.0;
+  if (rc == KB_OK)
+    rc = kb_json_get_number(f, root, "", "must_read", 0, 0, 1, &t->must_read, c->err);
   if (rc == KB_OK)
     rc = parse_sets(c, root);
   if (rc == KB_OK)

@@ -31,6 +31,11 @@ struct kb__dev {
   int runtime_version;   /* CUDA runtime, 13000; 0 on the host */
   int driver_version;    /* CUDA driver; 0 on the host */
   int batch_short;       /* 1: short kernels are timed as a batch behind spin() */
+  double bandwidth;      /* bytes per second the memory system moved in the probe at open
+                            (CUDA: a device-to-device copy of a 1 GiB buffer, read and write
+                            counted; host: memcpy of a 64 MiB buffer); 0 unknown */
+  void *oracle_stream;   /* where the engine runs the trusted oracle (CUDA: a second stream, so
+                            that its kernels are not the candidate's in a trace; NULL host) */
   int end_marker;        /* set by the engine while tracing: timer_stop() queues a spin(0)
                             right after each end event, closing the trace's window */
   void *stream;          /* handed to kb_forward (NULL on the host) */
@@ -48,6 +53,15 @@ struct kb__dev {
   int (*compare)(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
                  double atol, double rtol, struct kb_verify_report *rep, int *pass);
   int (*flush_l2)(struct kb__dev *d);       /* evicts the L2 (no-op on the host) */
+  /* XORs `bytes` at `p` (8-byte aligned) with the key stream of `key` (kb__mask_word); twice
+   * restores the data. */
+  int (*mask)(struct kb__dev *d, void *p, size_t bytes, uint64_t key);
+  /* Undoes what a candidate may have set to keep data in the L2 between calls: the persisting
+   * carve-out (cudaLimitPersistingL2CacheSize) back to 0, the candidate stream's access policy
+   * window cleared, persisting lines made normal (cudaCtxResetPersistingL2Cache). `full` 0: only
+   * the cheap queries, and the reset when one of them found something set; 1: the reset always.
+   * No device work is queued on the candidate's stream. No-op on the host. */
+  int (*l2_reset)(struct kb__dev *d, int full);
   int (*spin)(struct kb__dev *d, double us); /* a kernel busy for `us` (no-op on the host) */
   /* Marks the start of timed interval `k` (0 <= k < KB__TIMER_SLOTS) of a sample. */
   int (*timer_start)(struct kb__dev *d, int k);
@@ -63,6 +77,15 @@ struct kb__dev {
   int (*fatal)(struct kb__dev *d, int code); /* 1 when the device is unusable after `code` */
   void (*close)(struct kb__dev *d);         /* releases everything; the struct stays */
 };
+
+/* Word `w` of the key stream of `key` (splitmix64 of key + (w + 1) * golden ratio): the mask
+ * of kb_dk_mask and of the host's mask, bit-identical. */
+static inline uint64_t kb__mask_word(uint64_t key, uint64_t w) {
+  uint64_t z = key + (w + 1) * UINT64_C(0x9e3779b97f4a7c15);
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
 
 /* Opens the host device into `d` (caller-owned). Returns 0. */
 int kb__dev_host_open(struct kb__dev *d);

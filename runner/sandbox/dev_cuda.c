@@ -23,6 +23,7 @@
 
 struct cuda {
   cudaStream_t stream;   /* the candidate's */
+  cudaStream_t oracle;   /* the trusted oracle's (fresh references while the trace runs) */
   cudaEvent_t start[KB__TIMER_SLOTS], stop[KB__TIMER_SLOTS];
   struct kb_dk_ctx *dk;  /* devkern scratch */
 };
@@ -61,6 +62,72 @@ static int c_compare(struct kb__dev *d, const void *got, const void *want, int d
 static int c_flush(struct kb__dev *d) {
   struct cuda *c = d->impl;
   return kb_dk_flush_l2(c->dk, d->stream);
+}
+
+static int c_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key) {
+  return kb_dk_mask(p, bytes, key, d->stream);
+}
+
+/* Host calls only; nothing is queued on the candidate's stream, so a flushed call stays exactly
+ * flush, event, call, event. Measured cost: docs/sandbox.md. */
+static int c_l2_reset(struct kb__dev *d, int full) {
+  struct cuda *c = d->impl;
+  size_t limit = 0;
+  cudaError_t e = cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize);
+  if (e == cudaSuccess && limit != 0) {
+    e = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    full = 1;
+  }
+  cudaStreamAttrValue v;
+  memset(&v, 0, sizeof v);
+  if (e == cudaSuccess)
+    e = cudaStreamGetAttribute(c->stream, cudaStreamAttributeAccessPolicyWindow, &v);
+  if (e == cudaSuccess && v.accessPolicyWindow.num_bytes != 0) {
+    memset(&v, 0, sizeof v);
+    v.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
+    v.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
+    e = cudaStreamSetAttribute(c->stream, cudaStreamAttributeAccessPolicyWindow, &v);
+    full = 1;
+  }
+  if (e == cudaSuccess && full)
+    e = cudaCtxResetPersistingL2Cache();
+  return (int)e;
+}
+
+/* The device's memory bandwidth, bytes per second: the best of five device-to-device copies of
+ * 1 GiB (half the memory when smaller), read and write counted. 0 when it cannot be measured. */
+static double cuda_bandwidth(struct cuda *c, int64_t mem) {
+  size_t n = (size_t)1 << 30;
+  if (mem > 0 && (size_t)(mem / 4) < n)
+    n = (size_t)(mem / 4);
+  void *a = NULL, *b = NULL;
+  cudaEvent_t t0 = NULL, t1 = NULL;
+  double best = 0;
+  if (cudaMalloc(&a, n) == cudaSuccess && cudaMalloc(&b, n) == cudaSuccess &&
+      cudaEventCreate(&t0) == cudaSuccess && cudaEventCreate(&t1) == cudaSuccess &&
+      cudaMemsetAsync(a, 1, n, c->stream) == cudaSuccess) {
+    for (int k = 0; k < 6; k++) {
+      float ms = 0;
+      if (cudaEventRecord(t0, c->stream) != cudaSuccess ||
+          cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, c->stream) != cudaSuccess ||
+          cudaEventRecord(t1, c->stream) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess)
+        break;
+      if (k > 0 && ms > 0 && 2.0 * (double)n / (ms * 1e-3) > best) /* the first one warms up */
+        best = 2.0 * (double)n / (ms * 1e-3);
+    }
+  }
+  cudaStreamSynchronize(c->stream);
+  if (t0 != NULL)
+    cudaEventDestroy(t0);
+  if (t1 != NULL)
+    cudaEventDestroy(t1);
+  if (a != NULL)
+    cudaFree(a);
+  if (b != NULL)
+    cudaFree(b);
+  cudaGetLastError(); /* a failed probe leaves no error behind */
+  return best;
 }
 
 static int c_spin(struct kb__dev *d, double us) { return kb_dk_spin(us, d->stream); }
@@ -156,6 +223,8 @@ static void c_close(struct kb__dev *d) {
   }
   if (c->stream != NULL)
     cudaStreamDestroy(c->stream);
+  if (c->oracle != NULL)
+    cudaStreamDestroy(c->oracle);
   free(c);
   d->impl = NULL;
 }
@@ -179,6 +248,8 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
   if (e == cudaSuccess) {
     step = "cudaStreamCreateWithFlags";
     e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+      e = cudaStreamCreateWithFlags(&c->oracle, cudaStreamNonBlocking);
   }
   if (e == cudaSuccess)
     step = "cudaEventCreate";
@@ -206,6 +277,8 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
   cudaDriverGetVersion(&d->driver_version);
   d->batch_short = 1;
   d->stream = c->stream;
+  d->oracle_stream = c->oracle;
+  d->bandwidth = cuda_bandwidth(c, d->mem_bytes);
   d->alloc = c_alloc;
   d->free = c_free;
   d->fill = c_fill;
@@ -213,6 +286,8 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
   d->checksum = c_checksum;
   d->compare = c_compare;
   d->flush_l2 = c_flush;
+  d->mask = c_mask;
+  d->l2_reset = c_l2_reset;
   d->spin = c_spin;
   d->timer_start = c_timer_start;
   d->timer_stop = c_timer_stop;

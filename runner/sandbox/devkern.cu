@@ -604,6 +604,43 @@ int kb_dk_compare(struct kb_dk_ctx *c, const void *got_dev, const void *want_dev
   return cudaSuccess;
 }
 
+/* --- mask ------------------------------------------------------------------------------------ */
+
+__device__ static inline unsigned long long dk_mask_word(unsigned long long key,
+                                                         unsigned long long w) {
+  unsigned long long z = key + (w + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* `p` need not be 8-byte aligned as a whole: the evaluator's buffers are 256-byte aligned, so
+ * word w sits at byte 8 w; the tail is done bytewise by thread 0 of block 0 */
+__global__ void __launch_bounds__(THREADS) kb_dk_mask_kernel(unsigned char *p, int64_t words,
+                                                             int64_t tail, unsigned long long key) {
+  int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  unsigned long long *q = (unsigned long long *)p;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride)
+    q[i] ^= dk_mask_word(key, (unsigned long long)i);
+  if (tail > 0 && blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned long long m = dk_mask_word(key, (unsigned long long)words);
+    for (int64_t b = 0; b < tail; b++)
+      p[words * 8 + b] ^= (unsigned char)(m >> (8 * b));
+  }
+}
+
+int kb_dk_mask(void *dev, size_t bytes, uint64_t key, void *stream) {
+  if (bytes == 0)
+    return cudaSuccess;
+  if (((uintptr_t)dev & 7) != 0)
+    return cudaErrorInvalidValue;
+  int64_t words = (int64_t)(bytes / 8), tail = (int64_t)(bytes % 8);
+  kb_dk_mask_kernel<<<grid_for(words > 0 ? words : 1, sm_count(), 8), THREADS, 0,
+                      (cudaStream_t)stream>>>((unsigned char *)dev, words, tail,
+                                               (unsigned long long)key);
+  return cudaGetLastError();
+}
+
 /* --- L2 flush and spin ----------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__(THREADS) kb_dk_flush_kernel(uint4 *p, int64_t n16, unsigned v) {

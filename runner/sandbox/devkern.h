@@ -58,6 +58,12 @@ int kb_dk_compare(struct kb_dk_ctx *c, const void *got_dev, const void *want_dev
 /* Evicts the L2 cache: writes the context's flush buffer (at least twice the L2 size). */
 int kb_dk_flush_l2(struct kb_dk_ctx *c, void *stream);
 
+/* XORs `bytes` bytes at `dev` with the key stream of `key` (kb__mask_word of dev.h: 8-byte word
+ * w is XORed with kb__mask_word(key, w), a tail shorter than 8 bytes with the low bytes of the
+ * next word's), bit-identical to the host's. Applied twice it restores the data: the evaluator
+ * keeps its references masked so that a scan of device memory finds nothing usable. */
+int kb_dk_mask(void *dev, size_t bytes, uint64_t key, void *stream);
+
 /* A kernel that spins for about `us` microseconds of GPU time (by %globaltimer), so that the
  * launches queued behind it start back to back: timing short kernels without launch gaps. */
 int kb_dk_spin(double us, void *stream);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "confine.h"
 #include "kb/alloc.h"
@@ -23,6 +24,45 @@
 #define BATCH_MAX 256         /* calls per batch at most */
 #define ENQUEUE_US 6.0        /* host time to queue one call, generous: the spin covers it */
 #define FLUSHED_TARGET_US 600.0 /* flushed calls of a sample add up to about this much */
+/* Bytes of guard after every buffer the candidate receives (and one before the first): filled
+ * with the u8 poison pattern, checksummed with the inputs. A write past the end of a buffer by
+ * up to this much (a kernel whose last block overruns) lands in a guard. */
+#define GUARD 16384
+/* Fresh samples (calls on contents the candidate never saw): at least this many per timed
+ * evaluation, spread over the sampling one every KB__FRESH_GAP(min_samples) repeated samples. */
+#define FRESH_MIN 3
+#define FRESH_FLUSHED_CALLS 8 /* calls of a fresh sample in flushed-batch mode, at most */
+#define FRESH_SHARE 0.25      /* of the budget the first FRESH_MIN fresh samples may take */
+#define FRESH_ONGOING 0.10    /* past FRESH_MIN, fresh samples go on while under this share of
+                                 the evaluation's time so far */
+/* Threshold of the fresh/repeated test. Every fresh sample is paired with a control sample taken
+ * right before it, of the same shape on the same buffers holding their own (repeated) contents:
+ * same set, same distribution (host softmax is 5x slower on one of its sets, denormals), same
+ * cache state (a flushed call starts from a flushed L2 either way; an unflushed fresh call
+ * finds its inputs just written and checksummed, as warm as repeated ones), same moment of the
+ * machine's load. The median of the ratios fresh / control must stay under 1 + max(floor,
+ * FRESH_K * the ratios' relative spread), the slack capped. For honest work a ratio is 1 up to
+ * sampling noise. On the H200 a flushed sample (a call of 100 us or more, or the mean of a
+ * flushed batch) scatters by 0.3-3%, an unflushed one by up to 10% (bench/results, devkern
+ * runs); the host scatters by whatever the machine's other load does. The floors are 5 or more
+ * times those: 15% where the L2 is flushed, 30% on the GPU unflushed (smoke), 50% on the host,
+ * and FRESH_K = 6 robust standard deviations (from p10..p90) of the ratios on top, so a noisy
+ * run widens the bound, up to a cap (1.5x, 2x, 3x) so that noise a candidate makes itself does
+ * not widen it without end. A cache gains at most that factor undetected; the caches seen so far
+ * gain 1.5x (CUDA row sum) to 450x (host row sum). A ratio over the bound is confirmed by a
+ * second round of FRESH_MIN pairs before it rejects: all pairs together must still be over. */
+#define FRESH_FLOOR_FLUSHED 0.15
+#define FRESH_FLOOR_GPU 0.30
+#define FRESH_FLOOR_HOST 0.50
+#define FRESH_K 6.0
+#define FRESH_CAP_FLUSHED 0.5 /* the bound never exceeds 1.5x (flushed GPU), 2x, 3x (host) */
+#define FRESH_CAP_GPU 1.0
+#define FRESH_CAP_HOST 2.0
+#define KB__FRESH_MAX 4096    /* fresh samples per evaluation at most */
+/* Speed of light: a flushed call faster than this share of the time the probed bandwidth needs
+ * for its bytes is impossible. The probe is a copy (cudaMemcpy reaches 80-90% of the peak, a
+ * read-mostly kernel up to 95%): 0.5 admits twice the copy's bandwidth, more than any kernel. */
+#define SOL_MARGIN 0.5
 
 typedef int (*forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_out,
                           void *stream);
@@ -33,16 +73,35 @@ struct kb__prepared {
   struct kb_tensor_spec in_spec[KB_MAX_TENSORS];
   struct kb_tensor_spec out_spec[KB_MAX_TENSORS];
   struct kb_input_set sets[KB_MAX_SETS];
-  double atol, rtol;
-  unsigned char *base;       /* the one device allocation (owned) */
+  double atol, rtol, must_read;
+  /* What the candidate receives, one device allocation: per set its inputs, check outputs and
+   * timed outputs, then the second check outputs of set 0 (determinism), each buffer followed
+   * by a guard (and one guard before the first). Nothing else is in it. */
+  unsigned char *cand;       /* owned */
+  size_t cand_bytes;
+  size_t *in_off, *chk_off, *tim_off; /* per set and tensor, into cand (owned) */
+  size_t dup_off[KB_MAX_TENSORS];     /* set 0's second check outputs, into cand */
+  size_t *guard_off;         /* into cand (owned) */
+  int n_guards;
+  uint64_t guard_sum;        /* the checksum of a guard as written */
+  /* The evaluator's device memory, a second allocation: the references (kept masked, unmasked
+   * only around a compare), one set's worth of fresh references, scratch for one input. */
+  unsigned char *priv;       /* owned */
+  size_t priv_bytes;
+  size_t *ref_off;           /* per set and output, into priv (owned) */
+  size_t fresh_off[KB_MAX_TENSORS]; /* into priv */
+  size_t scratch_off;        /* into priv */
+  uint64_t mask_key;         /* the references' mask */
+  uint64_t *in_sum, *ref_sum; /* checksums, the references' of their masked form (owned) */
   size_t in_bytes[KB_MAX_TENSORS], out_bytes[KB_MAX_TENSORS];
   int64_t in_n[KB_MAX_TENSORS], out_n[KB_MAX_TENSORS];
-  size_t *in_off, *chk_off, *ref_off, *tim_off; /* per set and tensor (owned) */
-  uint64_t *in_sum, *ref_sum; /* checksums (owned) */
-  unsigned char *scratch;    /* one input's worth, to find a changed element (owned) */
+  void *oracle_lib;          /* kept loaded for the fresh references (owned) */
+  forward_fn oracle;
+  double oracle_s;           /* the slowest oracle run at prepare, seconds */
+  double fill_s;             /* the slowest draw of one set's inputs at prepare, seconds */
   int damaged;               /* the candidate changed inputs or references */
   int holds[KB_MAX_SETS];    /* input buffers of set slot b hold the data of set holds[b] */
-  size_t bytes;              /* device memory held: base and scratch */
+  size_t bytes;              /* device memory held: both allocations */
 };
 
 static size_t align_up(size_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
@@ -79,6 +138,28 @@ static void say(char *buf, size_t size, const char *fmt, ...) {
   va_end(ap);
 }
 
+static uint64_t splitmix(uint64_t x) { return kb__mask_word(x, 0); }
+
+/* A seed no input set of this process has used: a counter from a start drawn from the clock and
+ * the pid, skipping the task's own seeds. */
+static uint64_t fresh_seed(const struct kb__prepared *p) {
+  static uint64_t base, count;
+  if (base == 0) {
+    double t = kb_now_mono();
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    base = splitmix(bits ^ ((uint64_t)getpid() << 32)) | 1;
+  }
+  for (;;) {
+    uint64_t s = splitmix(base + count++);
+    int used = s == 0;
+    for (int k = 0; k < p->n_sets && !used; k++)
+      used = p->sets[k].seed == s;
+    if (!used)
+      return s;
+  }
+}
+
 const char *kb__prepared_key(const struct kb__prepared *p) { return p->key; }
 int kb__prepared_damaged(const struct kb__prepared *p) { return p->damaged; }
 size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
@@ -86,15 +167,18 @@ size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   if (p == NULL)
     return;
-  if (p->base != NULL)
-    d->free(d, p->base);
-  if (p->scratch != NULL)
-    d->free(d, p->scratch);
+  if (p->cand != NULL)
+    d->free(d, p->cand);
+  if (p->priv != NULL)
+    d->free(d, p->priv);
+  if (p->oracle_lib != NULL)
+    dlclose(p->oracle_lib);
   kb_free(p->key);
   kb_free(p->in_off);
   kb_free(p->chk_off);
   kb_free(p->ref_off);
   kb_free(p->tim_off);
+  kb_free(p->guard_off);
   kb_free(p->in_sum);
   kb_free(p->ref_sum);
   kb_free(p);
@@ -132,25 +216,61 @@ static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_
   return lib;
 }
 
-/* Calls `fn` on set `s` into the outputs at `offs`. The descriptors are built fresh each call,
- * so a candidate that scribbles on them does not steer the next. */
+/* Calls `fn` on the inputs of set slot `s` into the outputs at `offs` (into cand). The
+ * descriptors are built fresh each call, so a candidate that scribbles on them does not steer
+ * the next. */
 static int call(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
                 const size_t *offs) {
   kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
   for (int i = 0; i < p->n_in; i++)
-    tensor(&in[i], &p->in_spec[i], p->base + p->in_off[s * p->n_in + i]);
+    tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
-    tensor(&out[o], &p->out_spec[o], p->base + offs[s * p->n_out + o]);
+    tensor(&out[o], &p->out_spec[o], p->cand + offs[o]);
   return fn(in, p->n_in, out, p->n_out, d->stream);
 }
 
-static int poison(struct kb__dev *d, const struct kb__prepared *p, int s, const size_t *offs) {
+/* The outputs of slot `s` at per-set offsets `offs` (chk_off, tim_off). */
+static const size_t *outs_of(const struct kb__prepared *p, const size_t *offs, int s) {
+  return offs + (size_t)s * (size_t)p->n_out;
+}
+
+/* The trusted oracle on the inputs of slot `s` into `n_out` outputs at `offs` (into priv), on
+ * the oracle's stream, synchronized. Returns the oracle's value (non-zero: it failed), with a
+ * device error in `*e`. */
+static int call_oracle(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
+                       const size_t *offs, int *e) {
+  kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
+  for (int i = 0; i < p->n_in; i++)
+    tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
+  for (int o = 0; o < p->n_out; o++)
+    tensor(&out[o], &p->out_spec[o], p->priv + offs[o]);
+  *e = d->sync(d); /* the inputs were drawn on the candidate's stream */
+  int ret = *e ? 0 : fn(in, p->n_in, out, p->n_out, d->oracle_stream);
+  if (*e == 0)
+    *e = d->sync(d);
+  return ret;
+}
+
+static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t *outs) {
   for (int o = 0; o < p->n_out; o++) {
-    int e = d->poison(d, p->base + offs[s * p->n_out + o], p->out_spec[o].dtype, p->out_n[o]);
+    int e = d->poison(d, p->cand + outs[o], p->out_spec[o].dtype, p->out_n[o]);
     if (e)
       return e;
   }
   return 0;
+}
+
+/* Compares `got` (into cand) with the reference of set `set`, output `o`, unmasked for the
+ * compare only. */
+static int compare_ref(struct kb__dev *d, struct kb__prepared *p, const unsigned char *got,
+                       int set, int o, struct kb_verify_report *rep, int *pass) {
+  unsigned char *ref = p->priv + p->ref_off[set * p->n_out + o];
+  int e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  if (e)
+    return e;
+  e = d->compare(d, got, ref, p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, rep, pass);
+  int e2 = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  return e ? e : e2;
 }
 
 int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
@@ -158,7 +278,6 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   *out = NULL;
   *fatal = 0;
   char msg[200] = "";
-  void *lib = NULL;
   struct kb__prepared *p = kb_calloc(1, sizeof *p);
   if (p == NULL) {
     say(why, size, "out of memory");
@@ -171,19 +290,22 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->n_sets = ns;
   p->atol = s->atol;
   p->rtol = s->rtol;
+  p->must_read = s->must_read;
   memcpy(p->in_spec, s->inputs, sizeof p->in_spec);
   memcpy(p->out_spec, s->outputs, sizeof p->out_spec);
   memcpy(p->sets, s->sets, sizeof p->sets);
   for (int k = 0; k < KB_MAX_SETS; k++)
     p->holds[k] = k;
+  p->n_guards = 1 + ns * (ni + 2 * no) + no;
   p->in_off = kb_calloc((size_t)ns * (size_t)ni, sizeof *p->in_off);
   p->chk_off = kb_calloc((size_t)ns * (size_t)no, sizeof *p->chk_off);
   p->ref_off = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_off);
   p->tim_off = kb_calloc((size_t)ns * (size_t)no, sizeof *p->tim_off);
+  p->guard_off = kb_calloc((size_t)p->n_guards, sizeof *p->guard_off);
   p->in_sum = kb_calloc((size_t)ns * (size_t)ni, sizeof *p->in_sum);
   p->ref_sum = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_sum);
-  if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->in_sum ||
-      !p->ref_sum) {
+  if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->guard_off ||
+      !p->in_sum || !p->ref_sum) {
     say(why, size, "out of memory");
     goto fail;
   }
@@ -205,60 +327,97 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
       p->out_n[i - ni] = n;
     }
   }
+  /* the candidate's allocation: guard, then each buffer followed by its guard */
   size_t off = 0;
+  int g = 0;
+#define PLACE(dst, bytes)                                                                        \
+  do {                                                                                           \
+    p->guard_off[g++] = off;                                                                     \
+    off += GUARD;                                                                                \
+    (dst) = off;                                                                                 \
+    off = align_up(off + (bytes));                                                               \
+  } while (0)
   for (int k = 0; k < ns; k++) {
-    for (int i = 0; i < ni; i++) {
-      p->in_off[k * ni + i] = off;
-      off = align_up(off + p->in_bytes[i]);
-    }
-    for (int o = 0; o < no; o++) {
-      p->chk_off[k * no + o] = off;
-      off = align_up(off + p->out_bytes[o]);
-    }
-    for (int o = 0; o < no; o++) {
-      p->ref_off[k * no + o] = off;
-      off = align_up(off + p->out_bytes[o]);
-    }
-    for (int o = 0; o < no; o++) {
-      p->tim_off[k * no + o] = off;
-      off = align_up(off + p->out_bytes[o]);
-    }
+    for (int i = 0; i < ni; i++)
+      PLACE(p->in_off[k * ni + i], p->in_bytes[i]);
+    for (int o = 0; o < no; o++)
+      PLACE(p->chk_off[k * no + o], p->out_bytes[o]);
+    for (int o = 0; o < no; o++)
+      PLACE(p->tim_off[k * no + o], p->out_bytes[o]);
   }
+  for (int o = 0; o < no; o++)
+    PLACE(p->dup_off[o], p->out_bytes[o]);
+#undef PLACE
+  p->guard_off[g++] = off;
+  off += GUARD;
+  p->cand_bytes = off;
+  /* the evaluator's */
+  size_t poff = 0;
+  for (int k = 0; k < ns; k++)
+    for (int o = 0; o < no; o++) {
+      p->ref_off[k * no + o] = poff;
+      poff = align_up(poff + p->out_bytes[o]);
+    }
+  for (int o = 0; o < no; o++) {
+    p->fresh_off[o] = poff;
+    poff = align_up(poff + p->out_bytes[o]);
+  }
+  p->scratch_off = poff;
+  poff = align_up(poff + biggest_in);
+  p->priv_bytes = poff;
   void *mem = NULL;
-  int e = d->alloc(d, off, &mem);
+  int e = d->alloc(d, p->cand_bytes, &mem);
   if (e == 0) {
-    p->base = mem;
-    e = d->alloc(d, biggest_in, &mem);
+    p->cand = mem;
+    e = d->alloc(d, p->priv_bytes, &mem);
     if (e == 0)
-      p->scratch = mem;
+      p->priv = mem;
   }
-  p->bytes = off + biggest_in;
+  p->bytes = p->cand_bytes + p->priv_bytes;
   if (e) {
-    say(why, size, "cannot allocate %zu bytes of device memory: %s", off,
+    say(why, size, "cannot allocate %zu bytes of device memory: %s", p->bytes,
         d->describe(d, e, msg, sizeof msg));
     *fatal = d->fatal(d, e);
     goto fail;
   }
-  forward_fn fn;
+  for (int k = 0; k < g && e == 0; k++)
+    e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD);
+  if (e == 0)
+    e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum);
+  if (e) {
+    say(why, size, "cannot write the guards: %s", d->describe(d, e, msg, sizeof msg));
+    *fatal = d->fatal(d, e);
+    goto fail;
+  }
+  {
+    double t = kb_now_mono();
+    uint64_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
+  }
   int nosym = 0;
-  lib = load(s->oracle, &fn, &nosym, msg, sizeof msg);
-  if (lib == NULL) {
+  p->oracle_lib = load(s->oracle, &p->oracle, &nosym, msg, sizeof msg);
+  if (p->oracle_lib == NULL) {
     say(why, size, "cannot load the oracle: %s", msg);
     goto fail;
   }
   for (int k = 0; k < ns; k++) {
+    double t0 = kb_now_mono();
     for (int i = 0; i < ni && e == 0; i++)
-      e = d->fill(d, p->base + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
+      e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
                   &p->sets[k], i);
+    for (int o = 0; o < no && e == 0; o++)
+      e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o]);
     if (e == 0)
-      e = poison(d, p, k, p->ref_off);
+      e = d->sync(d);
     if (e) {
       say(why, size, "cannot draw input set %d: %s", k, d->describe(d, e, msg, sizeof msg));
       *fatal = d->fatal(d, e);
       goto fail;
     }
-    int ret = call(d, p, fn, k, p->ref_off);
-    e = d->sync(d);
+    double t1 = kb_now_mono();
+    p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
+    int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e);
     if (ret != 0 || e != 0) {
       if (e)
         say(why, size, "the oracle failed on input set %d: %s", k,
@@ -268,17 +427,21 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
       *fatal = e ? d->fatal(d, e) : 0;
       goto fail;
     }
+    double t2 = kb_now_mono();
+    p->oracle_s = t2 - t1 > p->oracle_s ? t2 - t1 : p->oracle_s;
     for (int o = 0; o < no; o++) {
       /* a reference compared with itself passes exactly when every element is finite */
       struct kb_verify_report rep;
       int pass = 0;
-      const void *ref = p->base + p->ref_off[k * no + o];
+      unsigned char *ref = p->priv + p->ref_off[k * no + o];
       e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass);
       if (e == 0 && !pass) {
         say(why, size, "the oracle's output \"%s\" of input set %d: element %lld is not finite",
             p->out_spec[o].name, k, (long long)rep.first_bad);
         goto fail;
       }
+      if (e == 0)
+        e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
       if (e == 0)
         e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o]);
       if (e) {
@@ -288,19 +451,16 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
       }
     }
     for (int i = 0; i < ni && e == 0; i++)
-      e = d->checksum(d, p->base + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i]);
+      e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i]);
     if (e) {
       say(why, size, "cannot checksum the inputs: %s", d->describe(d, e, msg, sizeof msg));
       *fatal = d->fatal(d, e);
       goto fail;
     }
   }
-  dlclose(lib);
   *out = p;
   return 0;
 fail:
-  if (lib != NULL)
-    dlclose(lib);
   kb__prepared_free(d, p);
   return -1;
 }
@@ -315,6 +475,8 @@ struct run {
   int n_check;
   double start;
   int windows;              /* timed samples (trace windows) since the kernel trace began */
+  int pad_windows;          /* 1: a baseline is interleaved under the trace: every window of a
+                               sample of the candidate's alone is followed by an empty one */
 };
 
 /* Records a device error `code` met while doing `what` as the verdict: a crash of the
@@ -329,16 +491,16 @@ static void device_error(struct run *r, int code, const char *what) {
 
 static const char *phase_text[] = {"check", "warm-up", "timed"};
 
-/* One call of `fn` on set `s` into `offs`, with poisoning first. Returns 0, or 1 with the
+/* One call of `fn` on set `s` into `outs`, with poisoning first. Returns 0, or 1 with the
  * verdict set. */
-static int one_call(struct run *r, forward_fn fn, int s, const size_t *offs, int phase,
+static int one_call(struct run *r, forward_fn fn, int s, const size_t *outs, int phase,
                     const char *who) {
-  int e = poison(r->d, r->p, s, offs);
+  int e = poison(r->d, r->p, outs);
   if (e) {
     device_error(r, e, "cannot poison the outputs");
     return 1;
   }
-  int ret = call(r->d, r->p, fn, s, offs);
+  int ret = call(r->d, r->p, fn, s, outs);
   if (ret != 0) {
     r->v->status = KB_STATUS_CRASH;
     say(r->v->reason, sizeof r->v->reason, "%skb_forward returned %d on input set %d (%s call)",
@@ -359,15 +521,62 @@ static int sync_or_crash(struct run *r, int s, int phase) {
   return 0;
 }
 
-/* Checks every input and reference of every set against its checksum. Returns 0, or 1 with
- * the verdict set (rejected) and the prepared task marked damaged. */
-static int integrity(struct run *r, const char *when) {
+/* Names the buffer guard `k` follows. */
+static void guard_name(const struct kb__prepared *p, int k, char *out, size_t size) {
+  if (k == 0) {
+    say(out, size, "the guard before input \"%s\" of input set 0", p->in_spec[0].name);
+    return;
+  }
+  int per = p->n_in + 2 * p->n_out, b = k - 1;
+  if (b >= p->n_sets * per) {
+    b -= p->n_sets * per;
+    if (b < p->n_out)
+      say(out, size, "the guard after output \"%s\" of input set 0 (determinism call)",
+          p->out_spec[b].name);
+    else
+      say(out, size, "the guard after the last buffer");
+    return;
+  }
+  int s = b / per, j = b % per;
+  if (j < p->n_in)
+    say(out, size, "the guard after input \"%s\" of input set %d", p->in_spec[j].name, s);
+  else if (j < p->n_in + p->n_out)
+    say(out, size, "the guard after output \"%s\" of input set %d (check call)",
+        p->out_spec[j - p->n_in].name, s);
+  else
+    say(out, size, "the guard after output \"%s\" of input set %d (timed calls)",
+        p->out_spec[j - p->n_in - p->n_out].name, s);
+}
+
+/* Checks the guards and, unless `guards_only`, every input and reference of every set against
+ * its checksum. Returns 0, or 1 with the verdict set (rejected) and the prepared task marked
+ * damaged. */
+static int integrity(struct run *r, const char *when, int guards_only) {
   struct kb__prepared *p = r->p;
   struct kb__dev *d = r->d;
-  for (int s = 0; s < p->n_sets; s++) {
+  for (int k = 0; k < p->n_guards; k++) {
+    uint64_t sum = 0;
+    int e = d->checksum(d, p->cand + p->guard_off[k], GUARD, &sum);
+    if (e) {
+      device_error(r, e, "cannot checksum the guards");
+      return 1;
+    }
+    if (sum != p->guard_sum) {
+      char name[160];
+      guard_name(p, k, name, sizeof name);
+      p->damaged = 1;
+      /* it wrote out of bounds: what else it wrote is unknown, the process is not trusted */
+      r->v->fatal = 1;
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason, "wrote outside its outputs: %s changed (%s)", name,
+          when);
+      return 1;
+    }
+  }
+  for (int s = 0; s < p->n_sets && !guards_only; s++) {
     for (int i = 0; i < p->n_in; i++) {
       uint64_t sum = 0;
-      unsigned char *in = p->base + p->in_off[s * p->n_in + i];
+      unsigned char *in = p->cand + p->in_off[s * p->n_in + i];
       int e = d->checksum(d, in, p->in_bytes[i], &sum);
       if (e) {
         device_error(r, e, "cannot checksum the inputs");
@@ -380,8 +589,9 @@ static int integrity(struct run *r, const char *when) {
       long long element = -1;
       struct kb_verify_report rep;
       int pass = 1;
-      if (d->fill(d, p->scratch, p->in_spec[i].dtype, p->in_n[i], &p->sets[held], i) == 0 &&
-          d->compare(d, in, p->scratch, p->in_spec[i].dtype, p->in_n[i], 0, 0, &rep, &pass) == 0 &&
+      unsigned char *scratch = p->priv + p->scratch_off;
+      if (d->fill(d, scratch, p->in_spec[i].dtype, p->in_n[i], &p->sets[held], i) == 0 &&
+          d->compare(d, in, scratch, p->in_spec[i].dtype, p->in_n[i], 0, 0, &rep, &pass) == 0 &&
           !pass)
         element = (long long)rep.first_bad;
       p->damaged = 1;
@@ -398,7 +608,7 @@ static int integrity(struct run *r, const char *when) {
     }
     for (int o = 0; o < p->n_out; o++) {
       uint64_t sum = 0;
-      int e = d->checksum(d, p->base + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum);
+      int e = d->checksum(d, p->priv + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum);
       if (e) {
         device_error(r, e, "cannot checksum the reference outputs");
         return 1;
@@ -433,9 +643,7 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
       struct kb_verify_report rep;
       int pass = 0;
       int held = p->holds[s];
-      int e = r->d->compare(r->d, p->base + offs[s * p->n_out + o],
-                            p->base + p->ref_off[held * p->n_out + o], p->out_spec[o].dtype,
-                            p->out_n[o], p->atol, p->rtol, &rep, &pass);
+      int e = compare_ref(r->d, p, p->cand + outs_of(p, offs, s)[o], held, o, &rep, &pass);
       if (e) {
         device_error(r, e, "cannot compare the outputs");
         return -1;
@@ -456,26 +664,41 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
   return pass_all;
 }
 
+/* While a baseline is interleaved under the trace, a window of the candidate's alone is
+ * followed by an empty one, so that windows keep alternating candidate, baseline (see
+ * kb_cupti_keep_candidate). */
+static int pad_window(struct run *r) {
+  if (!r->pad_windows || !r->d->end_marker)
+    return 0;
+  int e = r->d->spin(r->d, 0.0);
+  if (e == 0)
+    e = r->d->spin(r->d, 0.0);
+  r->windows++;
+  return e;
+}
+
 /* One sample of `fn`: `batch` calls starting at set `*next` (advanced), outputs at `offs`; the
  * outputs of the batch's sets poisoned first. Two shapes. Queued (`flushed` 0): the L2 flushed
  * when the tier asks, for a batch a spin kernel queued first, then the calls back to back between
  * one pair of timer marks. Flushed (`flushed` 1, tiers that flush): every call alone, as nvbench
  * and bench/gpu/indep_timer.cu time one: the L2 flushed, then the call between its own pair of
- * marks, nothing else in between; the host waits once for the whole batch. While tracing, one
- * kernel-trace window (spin markers) encloses the sample in both shapes. `*us` gets the mean time
- * per call. Returns 0 or 1 with the verdict set. */
+ * marks, nothing else in between; the host waits once for the whole batch. Before the sample
+ * (and in a flushed batch before each call's flush) the L2 persistence a candidate may have set
+ * is undone, by host calls only. While tracing, one kernel-trace window (spin markers) encloses
+ * the sample in both shapes. `*us` gets the mean time per call. Returns 0 or 1 with the verdict
+ * set. */
 static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *next,
                   const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
   struct kb__dev *d = r->d;
   for (int b = 0; b < batch && b < r->n_check; b++) {
-    int pe = poison(d, r->p, (*next + b) % r->n_check, offs);
+    int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check));
     if (pe) {
       device_error(r, pe, "cannot poison the outputs");
       return 1;
     }
   }
-  int e = 0, marker = d->end_marker, bad = 0;
-  if (!flushed) {
+  int e = d->l2_reset(d, 1), marker = d->end_marker, bad = 0;
+  if (e == 0 && !flushed) {
     e = r->e->flush_l2 ? d->flush_l2(d) : 0;
     if (e == 0 && batch > 1)
       e = d->spin(d, 20.0 + ENQUEUE_US * batch);
@@ -483,7 +706,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       e = d->spin(d, 0.0); /* the kernel trace's opening marker (the batch's spin is one too) */
     if (e == 0)
       e = d->timer_start(d, 0);
-  } else if (marker) {
+  } else if (e == 0 && marker) {
     e = d->spin(d, 0.0); /* opening marker; the closing one follows the last call */
     d->end_marker = 0;
   }
@@ -495,7 +718,9 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
     int s = *next;
     if (flushed) {
       /* the flush (tens of microseconds of device work) covers queueing the call behind it */
-      e = d->flush_l2(d);
+      e = b > 0 ? d->l2_reset(d, 0) : 0;
+      if (e == 0)
+        e = d->flush_l2(d);
       if (e == 0)
         e = d->timer_start(d, b);
       if (e) {
@@ -505,7 +730,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       }
     }
     *next = (*next + 1) % r->n_check;
-    int ret = call(d, r->p, fn, s, offs);
+    int ret = call(d, r->p, fn, s, outs_of(r->p, offs, s));
     if (ret != 0) {
       r->v->status = KB_STATUS_CRASH;
       say(r->v->reason, sizeof r->v->reason,
@@ -550,7 +775,7 @@ static int untouched_set(struct run *r, const size_t *offs, int *out) {
     for (int o = 0; o < p->n_out; o++) {
       if (!is_float(p->out_spec[o].dtype))
         continue;
-      const void *got = p->base + offs[s * p->n_out + o];
+      const void *got = p->cand + outs_of(p, offs, s)[o];
       struct kb_verify_report rep;
       int pass = 1;
       /* compared with itself, an element fails exactly when it is not finite */
@@ -564,6 +789,18 @@ static int untouched_set(struct run *r, const size_t *offs, int *out) {
   return -1;
 }
 
+/* Draws the inputs of set `set` into the input buffers of slot `b`. */
+static int fill_slot(struct run *r, int b, const struct kb_input_set *set) {
+  struct kb__prepared *p = r->p;
+  for (int i = 0; i < p->n_in; i++) {
+    int e = r->d->fill(r->d, p->cand + p->in_off[b * p->n_in + i], p->in_spec[i].dtype,
+                       p->in_n[i], set, i);
+    if (e)
+      return e;
+  }
+  return 0;
+}
+
 /* Puts the data of set (b + shift) % n_check into the input buffers of set slot b, for every
  * checked slot (shift 0 puts everything back). A candidate that keeps results keyed by the input
  * pointers (an output cache) then returns the old set's answer for the new contents. Returns 0
@@ -574,29 +811,329 @@ static int rotate_inputs(struct run *r, int shift) {
     int set = (b + shift) % r->n_check;
     if (p->holds[b] == set)
       continue;
-    for (int i = 0; i < p->n_in; i++) {
-      int e = r->d->fill(r->d, p->base + p->in_off[b * p->n_in + i], p->in_spec[i].dtype,
-                         p->in_n[i], &p->sets[set], i);
-      if (e)
-        return e;
-    }
+    int e = fill_slot(r, b, &p->sets[set]);
+    if (e)
+      return e;
     p->holds[b] = set;
   }
   return 0;
 }
 
+/* ---- fresh samples ------------------------------------------------------------------------ */
+
+/* Median and relative robust spread ((p90 - p10) / 2.563, a standard deviation for normal
+ * noise, over the median) of `n` > 0 values (left unchanged). */
+static void med_spread(const double *v, int n, double *med, double *spread) {
+  double *c = kb_calloc((size_t)n, sizeof *c);
+  *med = 0;
+  *spread = 0;
+  if (c == NULL)
+    return;
+  memcpy(c, v, (size_t)n * sizeof *c);
+  struct kb_timing t;
+  kb__timing_stats(c, n, 0, &t);
+  *med = t.median_us;
+  *spread = t.median_us > 0 ? (t.p90_us - t.p10_us) / 2.563 / t.median_us : 0;
+  kb_free(c);
+}
+
+/* The verdict after a fresh output failed: one more call on the set's own (restored) contents
+ * tells a candidate wrong only on unseen inputs (it returns results kept from earlier calls)
+ * from one wrong on every call after the first few (the older reason). Returns 1. */
+static int fresh_wrong(struct run *r, forward_fn fn, int s, uint32_t *timed_mask,
+                       const char *detail) {
+  struct kb__prepared *p = r->p;
+  if (one_call(r, fn, s, outs_of(p, p->tim_off, s), 2, "") || sync_or_crash(r, s, 2))
+    return 1;
+  *timed_mask |= UINT32_C(1) << s;
+  char msg[200];
+  int pass = outputs_pass(r, p->tim_off, *timed_mask, msg, sizeof msg);
+  if (pass < 0)
+    return 1;
+  r->v->status = KB_STATUS_REJECTED;
+  if (!pass)
+    say(r->v->reason, sizeof r->v->reason,
+        "outputs right on the first call but wrong after repeated calls: %s", msg);
+  else
+    say(r->v->reason, sizeof r->v->reason, "wrong output on unseen inputs: %s", detail);
+  return 1;
+}
+
+/* One fresh sample of `calls` calls, each on contents never drawn before in this process, in
+ * the buffers of the next slot in the rotation (`*next`, advanced; pointers the candidate has
+ * seen). Per call, outside the timed window: new contents from a new seed (same distribution),
+ * their checksums, the timed outputs poisoned, L2 persistence undone; then the call timed exactly
+ * as a call of a sample (`flush_l2`: the L2 flushed right before the start mark); then, outside
+ * the window again: the inputs must be unchanged, the oracle makes the reference only now (so
+ * none exists while the candidate runs), the outputs are compared with it, and the slot's own
+ * contents are drawn back. `*us` gets the mean time per call. Returns 0 or 1 with the verdict
+ * set. */
+static int fresh_sample(struct run *r, forward_fn fn, int calls, int *next, uint32_t *timed_mask,
+                        double *us) {
+  struct kb__dev *d = r->d;
+  struct kb__prepared *p = r->p;
+  for (int k = 0; k < calls; k++) {
+    int s = *next;
+    *next = (s + 1) % r->n_check;
+    *timed_mask &= ~(UINT32_C(1) << s); /* its timed outputs are the fresh call's now */
+    struct kb_input_set fs = p->sets[p->holds[s]];
+    fs.seed = fresh_seed(p);
+    uint64_t sum0[KB_MAX_TENSORS];
+    const size_t *outs = outs_of(p, p->tim_off, s);
+    int e = fill_slot(r, s, &fs);
+    for (int i = 0; i < p->n_in && e == 0; i++)
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum0[i]);
+    if (e == 0)
+      e = poison(d, p, outs);
+    if (e == 0)
+      e = d->l2_reset(d, 1);
+    if (e == 0 && d->end_marker)
+      e = d->spin(d, 0.0); /* the trace's opening marker; timer_stop queues the closing one */
+    if (e == 0 && r->e->flush_l2)
+      e = d->flush_l2(d);
+    if (e == 0)
+      e = d->timer_start(d, k);
+    if (e) {
+      device_error(r, e, "cannot start a timed call on unseen inputs");
+      return 1;
+    }
+    int ret = call(d, p, fn, s, outs);
+    if (ret != 0) {
+      r->v->status = KB_STATUS_CRASH;
+      say(r->v->reason, sizeof r->v->reason,
+          "kb_forward returned %d on input set %d (timed call on unseen inputs)", ret, s);
+      return 1;
+    }
+    e = d->timer_stop(d, k);
+    if (e == 0)
+      e = d->sync(d);
+    if (e) {
+      device_error(r, e, "device error during a timed call on unseen inputs");
+      return 1;
+    }
+    r->windows++;
+    if ((e = pad_window(r)) != 0) {
+      device_error(r, e, "cannot mark the kernel trace");
+      return 1;
+    }
+    for (int i = 0; i < p->n_in; i++) {
+      uint64_t sum = 0;
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum);
+      if (e) {
+        device_error(r, e, "cannot checksum the inputs");
+        return 1;
+      }
+      if (sum != sum0[i]) {
+        r->v->status = KB_STATUS_REJECTED;
+        say(r->v->reason, sizeof r->v->reason,
+            "modified its inputs: input \"%s\" changed during a timed call on unseen inputs (in "
+            "the buffers of input set %d)", p->in_spec[i].name, s);
+        p->holds[s] = -1; /* nobody's contents: drawn back at the end */
+        return 1;
+      }
+    }
+    ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e);
+    if (e) {
+      device_error(r, e, "device error in the oracle on unseen inputs");
+      return 1;
+    }
+    if (ret != 0) {
+      r->v->status = KB_STATUS_INFRA_ERROR;
+      say(r->v->reason, sizeof r->v->reason, "the oracle returned %d on unseen inputs", ret);
+      p->holds[s] = -1;
+      return 1;
+    }
+    char detail[200] = "";
+    for (int o = 0; o < p->n_out && e == 0 && detail[0] == '\0'; o++) {
+      struct kb_verify_report rep;
+      int pass = 0;
+      e = d->compare(d, p->cand + outs[o], p->priv + p->fresh_off[o], p->out_spec[o].dtype,
+                     p->out_n[o], p->atol, p->rtol, &rep, &pass);
+      if (e == 0 && !pass) {
+        char what[160];
+        kb_verify_describe(&rep, what, sizeof what);
+        say(detail, sizeof detail,
+            "output \"%s\" for contents never seen before (in the buffers of input set %d): %s",
+            p->out_spec[o].name, s, what);
+      }
+    }
+    if (e == 0)
+      e = fill_slot(r, s, &p->sets[p->holds[s]]);
+    if (e) {
+      p->holds[s] = -1;
+      device_error(r, e, "cannot check a call on unseen inputs");
+      return 1;
+    }
+    if (detail[0])
+      return fresh_wrong(r, fn, s, timed_mask, detail);
+  }
+  int e = d->timer_read(d, calls, us);
+  if (e) {
+    device_error(r, e, "device error during a timed call on unseen inputs");
+    return 1;
+  }
+  *us /= calls;
+  return 0;
+}
+
+/* What the fresh samples need through an evaluation. */
+struct fresh {
+  double *f;     /* fresh samples, microseconds per call (owned) */
+  double *c;     /* their control samples (owned): c[k] taken right before f[k], of the same
+                    shape on the same buffers with their own (repeated) contents */
+  int n, cap;
+  int calls;     /* calls per fresh sample */
+  int flushed;   /* 1: a sample's calls are flushed and timed one by one (flushed batches) */
+  int gap, offset; /* one fresh sample after repeated sample n when n % gap == offset */
+  double floor, cap_slack; /* of the threshold (FRESH_FLOOR_*, FRESH_CAP_*) */
+  double t;      /* seconds spent in fresh and control samples */
+};
+
+/* One control sample, then one fresh sample on the same slots. Returns 0 or 1 with the
+ * verdict set. */
+static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
+                      uint32_t *timed_mask) {
+  if (fr->n >= fr->cap)
+    return 0;
+  double t0 = kb_now_mono();
+  double cus = 0, fus = 0;
+  int nx = *next;
+  if (sample(r, fn, fr->calls, fr->flushed, &nx, r->p->tim_off, timed_mask, "", &cus))
+    return 1;
+  int e = pad_window(r);
+  if (e) {
+    device_error(r, e, "cannot mark the kernel trace");
+    return 1;
+  }
+  if (fresh_sample(r, fn, fr->calls, next, timed_mask, &fus))
+    return 1;
+  fr->c[fr->n] = cus;
+  fr->f[fr->n] = fus;
+  fr->n++;
+  fr->t += kb_now_mono() - t0;
+  return 0;
+}
+
+/* Judges pairs `from`..n-1: 1 when the median of the ratios fresh / control is over the bound,
+ * with the numbers in `*fm` (fresh median), `*cm` (control median), `*ratio` and `*bound`. The
+ * bound widens with the ratios' own spread, but no further than cap_slack: noise a candidate
+ * makes itself buys it at most that factor. */
+static int fresh_over(const struct fresh *fr, int from, double *fm, double *cm, double *ratio,
+                      double *bound) {
+  int n = fr->n - from;
+  double q[KB__FRESH_MAX];
+  double fs = 0, cs = 0, rs = 0;
+  if (n <= 0 || n > KB__FRESH_MAX)
+    return 0;
+  for (int k = 0; k < n; k++)
+    q[k] = fr->c[from + k] > 0 ? fr->f[from + k] / fr->c[from + k] : 1.0;
+  med_spread(fr->f + from, n, fm, &fs);
+  med_spread(fr->c + from, n, cm, &cs);
+  med_spread(q, n, ratio, &rs);
+  double slack = FRESH_K * rs > fr->floor ? FRESH_K * rs : fr->floor;
+  slack = slack < fr->cap_slack ? slack : fr->cap_slack;
+  *bound = 1.0 + slack;
+  return *ratio > *bound;
+}
+
+/* ---- plausibility ----------------------------------------------------------------------- */
+
+/* A second call on input set 0 (right after the check calls, slot 0 holding set 0) into a
+ * second poisoned buffer must agree with the first check call's outputs by kb_verify's rule: a
+ * race or a read of uninitialised memory that happened to pass once shows here. Outputs left
+ * untouched (still poisoned) are work skipped, not a race: with `timed` the timed calls name that
+ * (their reasons say more), else it is rejected here. Returns 0, or 1 with the verdict set. */
+static int determinism(struct run *r, forward_fn fn, int timed) {
+  struct kb__prepared *p = r->p;
+  int calls = r->n_check + 1;
+  if (one_call(r, fn, 0, p->dup_off, 0, "") || sync_or_crash(r, 0, 0))
+    return 1;
+  for (int o = 0; o < p->n_out; o++) {
+    struct kb_verify_report rep;
+    int pass = 0;
+    const unsigned char *got = p->cand + p->dup_off[o];
+    int e = r->d->compare(r->d, got, p->cand + outs_of(p, p->chk_off, 0)[o],
+                          p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, &rep, &pass);
+    if (e) {
+      device_error(r, e, "cannot compare the outputs");
+      return 1;
+    }
+    if (pass)
+      continue;
+    struct kb_verify_report self;
+    int self_pass = 1;
+    e = r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &self,
+                      &self_pass);
+    int untouched = e == 0 && is_float(p->out_spec[o].dtype) && !self_pass &&
+                    self.bad == self.checked && self.checked > 0 && isnan(self.got);
+    if (untouched && timed)
+      return 0;
+    r->v->status = KB_STATUS_REJECTED;
+    if (untouched) {
+      say(r->v->reason, sizeof r->v->reason,
+          "did the work on the first call only: output \"%s\" of input set 0 was right on the "
+          "first call and left untouched (still poisoned) on call %d",
+          p->out_spec[o].name, calls);
+      return 1;
+    }
+    char detail[160];
+    kb_verify_describe(&rep, detail, sizeof detail);
+    say(r->v->reason, sizeof r->v->reason,
+        "not deterministic: two calls on input set 0 disagree beyond the tolerance: output \"%s\" "
+        "of the second call: %s (the first call's value as expected)",
+        p->out_spec[o].name, detail);
+    return 1;
+  }
+  return 0;
+}
+
+/* Bytes a correct call must move: the inputs' share it must read (task.json "must_read"), read
+ * once, and the outputs, written once. */
+static double must_move(const struct kb__prepared *p) {
+  double in = 0, out = 0;
+  for (int i = 0; i < p->n_in; i++)
+    in += (double)p->in_bytes[i];
+  for (int o = 0; o < p->n_out; o++)
+    out += (double)p->out_bytes[o];
+  return p->must_read * in + out;
+}
+
+/* Speed of light, where it is sound: on the GPU, with every timed call starting from a flushed
+ * L2 (flush_l2 and one call per sample, or flushed batches), a median under SOL_MARGIN of the
+ * time the probed bandwidth needs for must_move() bytes is impossible. Returns 0, or 1 with the
+ * verdict set. */
+static int speed_of_light(struct run *r, int batch, int flushed) {
+  struct kb__dev *d = r->d;
+  if (!(d->bandwidth > 0) || strcmp(d->backend, "cuda") != 0 || !r->e->flush_l2 ||
+      (batch > 1 && !flushed) || r->v->timing.samples <= 0)
+    return 0;
+  double bytes = must_move(r->p);
+  double least_us = bytes / d->bandwidth * 1e6;
+  double med = r->v->timing.median_us;
+  if (!(med < SOL_MARGIN * least_us))
+    return 0;
+  r->v->status = KB_STATUS_REJECTED;
+  say(r->v->reason, sizeof r->v->reason,
+      "faster than the memory system allows: %.4g us per call for %.4g MB a correct kernel must "
+      "move (inputs read once, outputs written once, the L2 flushed) is %.4g GB/s; this device "
+      "moved %.4g GB/s in a copy, so no call can take under %.4g us",
+      med, bytes / 1e6, bytes / (med * 1e-6) / 1e9, d->bandwidth / 1e9, SOL_MARGIN * least_us);
+  return 1;
+}
+
 #ifdef KB_HAVE_CUPTI_TRACE
 /* Ends the kernel trace of `windows` timed samples and cross-checks it; the verdict keeps the
  * candidate's kernel records (`period`: windows per sample when the baseline was timed
- * interleaved, else 0; see kb_cupti_keep_candidate). Returns 0, or 1 with the
- * verdict set (rejected, or a crash for a device error). */
+ * interleaved, else 0; see kb_cupti_keep_candidate). The oracle's kernels (fresh references, on
+ * the oracle's own stream) are dropped first. Returns 0, or 1 with the verdict set (rejected,
+ * or a crash for a device error). */
 static int cross_check(struct run *r, int windows, int period) {
   struct kb__dev *d = r->d;
   struct kb__verdict *v = r->v;
   struct kb_cupti_kernel *recs = NULL;
   struct kb_cupti_window *w = NULL;
   size_t nrec = 0, dropped = 0, nw = 0;
-  uint32_t sid = 0;
+  uint32_t sid = 0, osid = UINT32_MAX;
   struct kb_error te = {0};
   int e = d->sync(d);
   if (e) {
@@ -609,6 +1146,15 @@ static int cross_check(struct run *r, int windows, int period) {
   int rc = kb_cupti_trace_stop(&recs, &nrec, &dropped, &te);
   if (rc == KB_OK)
     rc = kb_cupti_stream_id(d->stream, &sid, &te);
+  if (rc == KB_OK && d->oracle_stream != NULL)
+    rc = kb_cupti_stream_id(d->oracle_stream, &osid, &te);
+  if (rc == KB_OK && osid != UINT32_MAX && osid != sid) {
+    size_t kept = 0;
+    for (size_t i = 0; i < nrec; i++)
+      if (recs[i].stream_id != osid)
+        recs[kept++] = recs[i];
+    nrec = kept;
+  }
   if (rc == KB_OK) {
     w = kb_calloc((size_t)windows + 1, sizeof *w);
     rc = w == NULL ? kb_error_set(&te, KB_ENOMEM, "out of memory for %d windows", windows)
@@ -662,14 +1208,14 @@ struct metric_call {
 /* The profiled launch: one call of the candidate on set 0 into its timed outputs. */
 static int metric_launch(void *arg) {
   struct metric_call *m = arg;
-  return call(m->r->d, m->r->p, m->fn, 0, m->r->p->tim_off);
+  return call(m->r->d, m->r->p, m->fn, 0, outs_of(m->r->p, m->r->p->tim_off, 0));
 }
 
 /* Before each replay pass: the outputs poisoned and the L2 flushed, as before a timed call. */
 static int metric_prepare(void *arg) {
   struct metric_call *m = arg;
   struct kb__dev *d = m->r->d;
-  if (poison(d, m->r->p, 0, m->r->p->tim_off) != 0)
+  if (poison(d, m->r->p, outs_of(m->r->p, m->r->p->tim_off, 0)) != 0 || d->l2_reset(d, 1) != 0)
     return 1;
   return m->r->e->flush_l2 ? d->flush_l2(d) != 0 : 0;
 }
@@ -716,6 +1262,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   char msg[200];
   void *lib = NULL, *blib = NULL;
   double *samples = NULL, *bsamples = NULL;
+  struct fresh fr;
+  memset(&fr, 0, sizeof fr);
   int rc = 0;
   forward_fn fn = NULL, bfn = NULL;
   int nosym = 0;
@@ -752,10 +1300,10 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   t0 = kb_now_mono();
   /* the check calls, one per set, each followed by a synchronization that surfaces its errors */
   for (int s = 0; s < r.n_check; s++) {
-    if (one_call(&r, fn, s, p->chk_off, 0, "") || sync_or_crash(&r, s, 0))
+    if (one_call(&r, fn, s, outs_of(p, p->chk_off, s), 0, "") || sync_or_crash(&r, s, 0))
       goto out;
   }
-  if (integrity(&r, "after the check calls"))
+  if (integrity(&r, "after the check calls", 0))
     goto out;
   v->sets_checked = r.n_check;
   uint32_t all = r.n_check >= 32 ? UINT32_MAX : (UINT32_C(1) << r.n_check) - 1;
@@ -781,8 +1329,13 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     }
     goto out;
   }
-  if (e->max_samples <= 0)
+  if (determinism(&r, fn, e->max_samples > 0) ||
+      integrity(&r, "after the determinism call", 1))
     goto out;
+  if (e->max_samples <= 0) {
+    v->t_check = kb_now_mono() - t0;
+    goto out;
+  }
 
   v->t_check = kb_now_mono() - t0;
   t0 = kb_now_mono();
@@ -803,10 +1356,10 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     double us = 0;
     if (w < warm) {
       int s = w % r.n_check;
-      if (one_call(&r, fn, s, p->tim_off, 1, "") || sync_or_crash(&r, s, 1))
+      if (one_call(&r, fn, s, outs_of(p, p->tim_off, s), 1, "") || sync_or_crash(&r, s, 1))
         goto out;
       timed_mask |= UINT32_C(1) << s;
-      if (bfn != NULL && (one_call(&r, bfn, s, p->chk_off, 1, "the baseline's ") ||
+      if (bfn != NULL && (one_call(&r, bfn, s, outs_of(p, p->chk_off, s), 1, "the baseline's ") ||
                           sync_or_crash(&r, s, 1)))
         goto out;
       continue;
@@ -833,9 +1386,32 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   v->batch = batch;
   v->batch_flushed = flushed;
 
+  /* Fresh samples, each after a control sample of the same shape on the same buffers (see
+   * FRESH_K). Flushed batches: a fresh sample is the mean of up to FRESH_FLUSHED_CALLS flushed
+   * calls, each on its own new contents (fewer when the oracle is slow: FRESH_MIN of them must
+   * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
+   * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
+   * between calls): one call timed alone, its control too. */
+  fr.cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
+                                                          : KB__FRESH_MAX;
+  fr.f = kb_calloc((size_t)fr.cap, sizeof *fr.f);
+  fr.c = kb_calloc((size_t)fr.cap, sizeof *fr.c);
+  fr.flushed = flushed;
+  fr.calls = flushed ? (batch < FRESH_FLUSHED_CALLS ? batch : FRESH_FLUSHED_CALLS) : 1;
+  {
+    double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
+    double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
+    int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr.calls;
+    fr.calls = fit < 1 ? 1 : fit < fr.calls ? fit : fr.calls;
+  }
+  fr.gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
+  fr.offset = (int)(fresh_seed(p) % (uint64_t)fr.gap);
+  int host = strcmp(d->backend, "cuda") != 0;
+  fr.floor = host ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
+  fr.cap_slack = host ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
   samples = kb_calloc((size_t)e->max_samples, sizeof *samples);
   bsamples = bfn ? kb_calloc((size_t)e->max_samples, sizeof *bsamples) : NULL;
-  if (samples == NULL || (bfn != NULL && bsamples == NULL)) {
+  if (samples == NULL || (bfn != NULL && bsamples == NULL) || fr.f == NULL || fr.c == NULL) {
     v->status = KB_STATUS_INFRA_ERROR;
     say(v->reason, sizeof v->reason, "sandbox: out of memory for %d samples", e->max_samples);
     rc = -1;
@@ -848,6 +1424,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       tracing = 1;
       d->end_marker = 1;
       r.windows = 0;
+      r.pad_windows = bfn != NULL;
     } else {
       say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: %s", te.msg);
     }
@@ -870,6 +1447,12 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     timed += us * batch * 1e-6;
     sum += us;
     sumsq += us * us;
+    /* past the first FRESH_MIN, fresh samples keep their place while they take under
+     * FRESH_ONGOING of the time spent */
+    if (n % fr.gap == fr.offset % fr.gap &&
+        (fr.n < FRESH_MIN || fr.t < FRESH_ONGOING * (kb_now_mono() - r.start)) &&
+        fresh_take(&r, fn, &fr, &next, &timed_mask))
+      goto out;
     if (n < e->min_samples)
       continue;
     if (timed >= e->max_seconds || kb_now_mono() - r.start >= e->budget_s)
@@ -879,7 +1462,11 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     if (n > 1 && mean > 0 && sqrt(var > 0 ? var : 0) / mean < e->noise)
       break;
   }
-  v->t_samples = kb_now_mono() - t0;
+  /* a short ladder (max_samples under the spacing) or the budget ended sampling early */
+  while (fr.n < FRESH_MIN)
+    if (fresh_take(&r, fn, &fr, &next, &timed_mask))
+      goto out;
+  v->t_samples = kb_now_mono() - t0 - fr.t;
   t0 = kb_now_mono();
 #ifdef KB_HAVE_CUPTI_TRACE
   if (tracing) {
@@ -891,7 +1478,28 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
 #endif
   v->t_trace = kb_now_mono() - t0;
   t0 = kb_now_mono();
-  if (integrity(&r, "after the timed calls"))
+  {
+    /* fresh against repeated; over the bound, FRESH_MIN more pairs, and all pairs together must
+     * still be over */
+    double fm = 0, cm = 0, ratio = 0, bound = 0;
+    if (fresh_over(&fr, 0, &fm, &cm, &ratio, &bound)) {
+      for (int k = 0; k < FRESH_MIN; k++)
+        if (fresh_take(&r, fn, &fr, &next, &timed_mask))
+          goto out;
+      if (fresh_over(&fr, 0, &fm, &cm, &ratio, &bound)) {
+        v->status = KB_STATUS_REJECTED;
+        say(v->reason, sizeof v->reason,
+            "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
+            "inputs (%.4g us over %d samples): results kept between calls (honest noise allows "
+            "%.3gx)",
+            fm, fr.n, ratio, cm, fr.n, bound);
+        goto out;
+      }
+    }
+  }
+  v->t_fresh = fr.t + (kb_now_mono() - t0);
+  t0 = kb_now_mono();
+  if (integrity(&r, "after the timed calls", 0))
     goto out;
   if (e->recheck) {
     pass = outputs_pass(&r, p->tim_off, timed_mask, msg, sizeof msg);
@@ -909,6 +1517,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   kb__timing_stats(samples, n, warm, &v->timing);
   if (bsamples != NULL)
     kb__timing_stats(bsamples, n, warm, &v->baseline);
+  if (speed_of_light(&r, batch, flushed))
+    goto out;
   if (e->metrics && strcmp(d->backend, "cuda") != 0)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics on the %s device",
         d->backend);
@@ -936,10 +1546,14 @@ out:
 #else
   (void)tracing;
 #endif
+  if (v->t_fresh == 0 && fr.t > 0)
+    v->t_fresh = fr.t;
   if (!v->fatal && rotate_inputs(&r, 0) != 0)
     p->damaged = 1; /* cannot put the inputs back: make the task again next time */
   kb_free(samples);
   kb_free(bsamples);
+  kb_free(fr.f);
+  kb_free(fr.c);
   if (lib != NULL && !v->fatal)
     dlclose(lib);
   if (blib != NULL && !v->fatal)

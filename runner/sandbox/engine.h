@@ -2,10 +2,19 @@
  * trusted oracle for the reference outputs, keeps both) and evaluates candidate libraries
  * against it: verification and timing, written once against the device interface of dev.h.
  *
- * Layout of a prepared task: one device allocation; per input set, the inputs, the check
- * outputs (first call), the reference outputs, then the timed outputs, each tensor on a 256-byte
- * boundary. A candidate that writes past its check outputs lands in the reference, whose
- * checksum the engine verifies after every phase.
+ * Layout of a prepared task: two device allocations. The candidate's: per input set the
+ * inputs, the check outputs (first call) and the timed outputs, then set 0's second check
+ * outputs (the determinism call), each tensor on a 256-byte boundary and followed by a
+ * checksummed guard. The evaluator's, separate: the references (masked, unmasked only around a
+ * compare), the fresh references, scratch. A candidate that writes past a buffer lands in a
+ * guard (`rejected`, fatal); one that reads past it finds a guard or masked data.
+ *
+ * Fresh samples (every timed evaluation, at least three, spread through the sampling): a call on
+ * contents never drawn before in the process, timed as any call, its reference made by the
+ * oracle after it and compared; each paired with a control sample on repeated contents; fresh
+ * times inconsistent with the controls' are `rejected` (results kept between calls). Also a
+ * determinism call after the check calls, the speed-of-light bound on flushed GPU timings and
+ * the reset of L2 persistence before every sample (docs/sandbox.md).
  *
  * Verification: outputs poisoned before every call; every element of every output of every
  * checked set compared (NaN and infinity never pass); input and reference checksums after the
@@ -76,6 +85,7 @@ struct kb__prep_spec {
   struct kb_input_set sets[KB_MAX_SETS];
   int n_sets;               /* 1..KB_MAX_SETS */
   double atol, rtol;        /* tolerances */
+  double must_read;         /* share of the input bytes a correct kernel reads, 0..1 */
 };
 
 struct kb__prepared; /* opaque */
@@ -133,6 +143,8 @@ struct kb__verdict {
    * the timed samples (under the trace when one was asked), the trace's cross-check, the
    * re-check after timing, the metrics pass */
   double t_load, t_check, t_warmup, t_samples, t_trace, t_recheck, t_metrics;
+  double t_fresh;           /* the fresh samples: draws, checksums, oracle runs, compares, the
+                               draws back, their timed calls and control samples */
 };
 
 /* Prepares `s` on `d` into `*out` (new; kb__prepared_free). Fills inputs on the device, runs

@@ -62,13 +62,14 @@ static int hello(struct server *sv) {
   snprintf(cc, sizeof cc, "%d.%d", sv->d->cc_major, sv->d->cc_minor);
   struct kb__confine_level cl;
   kb__confine_current(&cl);
-  return reply(sv, json_pack("{s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:i, s:i, "
+  return reply(sv, json_pack("{s:s, s:I, s:s, s:s, s:i, s:s, s:i, s:I, s:I, s:i, s:i, s:f, "
                              "s:{s:s, s:b, s:i, s:s}}", "op",
                              "hello", "pid", (json_int_t)getpid(), "backend", sv->d->backend,
                              "device", sv->d->name, "ordinal", sv->ordinal, "cc", cc, "sm_count",
                              sv->d->sm_count, "mem_bytes", (json_int_t)sv->d->mem_bytes,
                              "l2_bytes", (json_int_t)sv->d->l2_bytes, "runtime",
                              sv->d->runtime_version, "driver", sv->d->driver_version,
+                             "bandwidth_gbs", sv->d->bandwidth / 1e9,
                              "confinement", "level", cl.level, "seccomp", cl.seccomp,
                              "landlock_abi", cl.landlock_abi, "note", cl.note));
 }
@@ -185,6 +186,9 @@ static int prepare(struct server *sv, json_t *req) {
     rc = kb__msg_num(req, "", "atol", 1, 0, 1e300, &s.atol, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_num(req, "", "rtol", 1, 0, 1e300, &s.rtol, field, sizeof field, &err);
+  s.must_read = 1.0;
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "must_read", 0, 0, 1, &s.must_read, field, sizeof field, &err);
   if (rc)
     return reply_error(sv, field, err.msg);
   sv->clock++;
@@ -401,9 +405,10 @@ static int eval(struct server *sv, json_t *req) {
   }
   kb_free(v.trace_recs);
   if (out != NULL) {
-    json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check", v.t_check,
-                           "warmup", v.t_warmup, "samples", v.t_samples, "trace", v.t_trace,
-                           "recheck", v.t_recheck, "metrics", v.t_metrics);
+    json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check",
+                           v.t_check, "warmup", v.t_warmup, "samples", v.t_samples, "trace",
+                           v.t_trace, "recheck", v.t_recheck, "metrics", v.t_metrics, "fresh",
+                           v.t_fresh);
     if (ph != NULL)
       json_object_set_new(out, "phases", ph);
   }

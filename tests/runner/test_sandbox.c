@@ -487,11 +487,12 @@ static void test_edits_inputs(void **state) {
 
 static void test_writes_reference(void **state) {
   (void)state;
-  /* the forged reference would make its wrong answer pass; the checksum catches it, and the
-   * sandbox, whose memory it wrote, is replaced */
+  /* where an evaluator keeping its reference next to the outputs would have it, the guard after
+   * the output is: its checksum catches the write, and the sandbox, whose memory it wrote out of
+   * bounds, is replaced */
   misbehaves(CANDIDATES "/writes_reference.c", FX_TIER_SMOKE, KB_STATUS_REJECTED,
-             "wrote outside its outputs: the evaluator's reference for output \"sum\" of input "
-             "set 0 changed",
+             "wrote outside its outputs: the guard after output \"sum\" of input set 0 (check "
+             "call) changed",
              1);
 }
 

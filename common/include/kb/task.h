@@ -80,6 +80,8 @@ struct kb_task {
   int n_outputs;         /* 1..KB_MAX_TENSORS */
   double atol;           /* absolute tolerance */
   double rtol;           /* relative tolerance */
+  double must_read;      /* share of the input bytes any correct kernel reads, 0..1 (default 1;
+                            task.json "must_read"): the sandbox's speed-of-light bound */
   struct kb_input_set sets[KB_MAX_SETS];
   int n_sets;            /* 1..KB_MAX_SETS */
   struct kb_seed_source seeds[KB_MAX_SEEDS];

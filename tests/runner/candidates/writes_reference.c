@@ -1,7 +1,8 @@
 /* A cheat that writes out of bounds: it stores 0 as its answer and 0 at the first element past
  * its output's 256-byte slot too, where an evaluator that keeps the expected output right after
- * the candidate's (as kb-sandbox does) has it. Were the reference not checksummed, its wrong
- * answer would match the reference it forged. */
+ * the candidate's (as kb-sandbox once did) has it. kb-sandbox keeps its references in another
+ * allocation, masked, and a checksummed guard follows every buffer: the write lands in the
+ * guard. */
 #include <stdint.h>
 
 #include "kb_kernel.h"

@@ -1,0 +1,144 @@
+/* The sandbox engine's hardening against candidates that game the verdict (issue 12), through
+ * the real kb-sandbox on the host backend: output caches keyed by content or by call count are
+ * caught by timed calls on unseen inputs, a candidate whose two calls on the same inputs
+ * disagree is `not deterministic`, and no honest seed of a built-in host task is rejected at
+ * smoke, screen or full (with the cost of the fresh samples per tier printed: KB_LOG=debug
+ * shows each evaluation's phases, "fresh" among them). */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "kb/alloc.h"
+#include "kb/clock.h"
+#include "kb/error.h"
+#include "kb/log.h"
+#include "kb/result.h"
+#include "kb/task.h"
+
+#define CANDIDATES KB_SOURCE_DIR "/tests/runner/candidates"
+
+static struct runner_fixture fx;
+static struct kb_task row_sum;
+
+static int group_setup(void **state) {
+  (void)state;
+  if (fixture_setup(&fx, "/tmp/kb-test-trust.XXXXXX") != 0)
+    return -1;
+  struct kb_error err = {0};
+  if (kb_task_load(KB_SOURCE_DIR "/tasks/host/row_sum", &row_sum, &err) != KB_OK) {
+    fprintf(stderr, "task: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  kb_task_release(&row_sum);
+  fixture_teardown(&fx);
+  return 0;
+}
+
+/* Evaluates the file `path` (flags `cflags`) as a candidate of `task` at tier `index`. */
+static void eval_path(const struct kb_task *task, const char *path, const char *cflags,
+                      int index, struct kb_result *r) {
+  struct kb_error err = {0};
+  char *source = fixture_slurp(path);
+  if (fixture_eval(&fx, task, source, cflags, &fx.ladder.tiers[index], index, 0, r, &err) !=
+      KB_OK)
+    fail_msg("evaluate %s: %s", path, err.msg);
+  kb_free(source);
+}
+
+static void expect(const char *file, int tier, int status, const char *in_reason) {
+  struct kb_result r;
+  eval_path(&row_sum, file, "", tier, &r);
+  fixture_expect(&r, status, in_reason);
+  kb_result_release(&r);
+}
+
+/* Keyed by a hash of sampled elements: right on every call, fast on repeated contents only. */
+static void test_content_memoizer(void **state) {
+  (void)state;
+  for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++)
+    expect(CANDIDATES "/memo_content.c", t, KB_STATUS_REJECTED,
+           "results kept between calls");
+  expect(CANDIDATES "/memo_content.c", FX_TIER_SMOKE, KB_STATUS_REJECTED, "unseen inputs");
+}
+
+/* Keyed by the call count: the outputs of an earlier call returned for unseen contents. */
+static void test_call_count_memoizer(void **state) {
+  (void)state;
+  expect(CANDIDATES "/memo_calls.c", FX_TIER_SMOKE, KB_STATUS_REJECTED,
+         "wrong output on unseen inputs: output \"sums\" for contents never seen before");
+}
+
+static void test_nondeterministic(void **state) {
+  (void)state;
+  for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++)
+    expect(CANDIDATES "/nondeterministic.c", t, KB_STATUS_REJECTED,
+           "not deterministic: two calls on input set 0 disagree");
+}
+
+/* Every seed of every built-in host task stays ok at smoke, screen and full. */
+static void test_honest_seeds(void **state) {
+  (void)state;
+  DIR *dir = opendir(KB_SOURCE_DIR "/tasks/host");
+  assert_non_null(dir);
+  struct dirent *de;
+  int evaluated = 0, rejected = 0;
+  double per_tier[4] = {0, 0, 0, 0};
+  kb_log_set_level(KB_LOG_DEBUG); /* each evaluation's phases, the fresh samples' among them */
+  while ((de = readdir(dir)) != NULL) {
+    if (de->d_name[0] == '.')
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/tasks/host/%s", KB_SOURCE_DIR, de->d_name);
+    struct kb_task task;
+    struct kb_error err = {0};
+    if (kb_task_load(path, &task, &err) != KB_OK)
+      fail_msg("task %s: %s", path, err.msg);
+    for (int i = 0; i < task.n_seeds; i++)
+      for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++) {
+        struct kb_result r;
+        double t0 = kb_now_mono();
+        eval_path(&task, task.seeds[i].path, task.seeds[i].flags, t, &r);
+        double wall = kb_now_mono() - t0;
+        per_tier[t] += wall;
+        print_message("%-14s %-8s %-6s %-9s median %10.2f us  n %3d  cost %5lld ms  %s\n",
+                      task.id, task.seeds[i].name, fx.ladder.tiers[t].name,
+                      kb_status_name(r.status), r.timing.median_us, r.timing.samples,
+                      (long long)r.cost_ms, r.reason);
+        evaluated++;
+        if (r.status != KB_STATUS_OK)
+          rejected++;
+        kb_result_release(&r);
+      }
+    kb_task_release(&task);
+  }
+  closedir(dir);
+  kb_log_set_level(KB_LOG_INFO);
+  print_message("%d honest evaluations, %d not ok; wall time smoke %.2f s, screen %.2f s, full "
+                "%.2f s\n",
+                evaluated, rejected, per_tier[1], per_tier[2], per_tier[3]);
+  assert_true(evaluated >= 3 * 15);
+  assert_int_equal(rejected, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_content_memoizer),
+      cmocka_unit_test(test_call_count_memoizer),
+      cmocka_unit_test(test_nondeterministic),
+      cmocka_unit_test(test_honest_seeds),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
