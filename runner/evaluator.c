@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfsym.h"
 #include "kb/alloc.h"
@@ -336,8 +337,21 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
   if (rc)
     goto out;
   const char *lib = NULL;
-  if (task->oracle_kind == KB_ORACLE_PYTORCH)
-    lib = task->oracle_path; /* the module's source: the worker runs it */
+  char module[4096];
+  if (task->oracle_kind == KB_ORACLE_PYTORCH) {
+    /* the module's source, which the worker runs, from the build cache: a confined worker
+     * reads only there (its --ro path), whatever folder the task bundle came from */
+    int n = snprintf(module, sizeof module, "%s/oracle-%s.py", b->cc.cache_dir, key);
+    if (n < 0 || (size_t)n >= sizeof module) {
+      rc = kb_error_set(err, KB_EINVAL, "task \"%s\": cache path too long", task->id);
+      goto out;
+    }
+    if (access(module, R_OK) != 0)
+      rc = kb_write_file_atomic(module, src.data, src.len, err);
+    if (rc)
+      goto out;
+    lib = module;
+  }
   for (int i = 0; lib == NULL && i < MAX_ORACLES; i++)
     if (b->oracles[i].lib != NULL && strcmp(b->oracles[i].fingerprint, key) == 0)
       lib = b->oracles[i].lib;

@@ -513,6 +513,8 @@ static const struct allowed allow[] = {
     {"newfstatat", P_ALL}, {"statx", P_ALL}, {"fcntl", P_ALL}, {"dup", P_ALL}, {"dup3", P_PY},
     {"dup2", P_PY}, {"poll", P_ALL}, {"ppoll", P_ALL}, {"select", P_ALL}, {"pselect6", P_ALL},
     {"sendto", P_ALL}, {"recvfrom", P_ALL}, {"sendmsg", P_ALL}, {"recvmsg", P_ALL},
+    {"getsockname", P_PY}, {"getpeername", P_PY}, {"shutdown", P_PY},
+    {"getsockopt", P_PY}, /* Python's socket object on the pair it holds (close at exit) */
     {"ioctl", P_CUDA | P_PY}, {"epoll_create1", P_CUDA | P_PY}, {"epoll_ctl", P_CUDA | P_PY},
     {"epoll_wait", P_CUDA | P_PY}, {"epoll_pwait", P_CUDA | P_PY}, {"eventfd2", P_CUDA | P_PY},
     {"pipe2", P_CUDA | P_PY}, {"pipe", P_PY}, {"timerfd_create", P_CUDA | P_PY},
@@ -829,4 +831,10 @@ KB_CONFINE_API int kb_confine_python(const char *rw_dir, const char *ro_paths, c
 }
 
 KB_CONFINE_API const char *kb_confine_level(void) { return st.level.level; }
-KB_CONFINE_API int kb_confine_landlock_abi(void) { return st.applied ? st.level.landlock_abi : 0; }
+KB_CONFINE_API int kb_confine_landlock_abi(void) {
+  if (st.applied)
+    return st.level.landlock_abi;
+  struct kb__confine_level l; /* not confined yet: what this node offers */
+  kb__confine_probe(&l);
+  return l.landlock_abi;
+}

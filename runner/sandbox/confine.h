@@ -34,7 +34,7 @@ enum kb__confine_profile {
   KB__CONFINE_PYTHON      /* the PyTorch worker */
 };
 
-#define KB__CONFINE_RO_MAX 16
+#define KB__CONFINE_RO_MAX 256
 
 /* What a node can reach (kb__confine_probe) or what a process reached (kb__confine_apply). */
 struct kb__confine_level {
@@ -84,6 +84,8 @@ void kb__confine_load_end(void);
  * with the reason in `why`. Idempotent. */
 int kb_confine_python(const char *rw_dir, const char *ro_paths, char *why, size_t size);
 const char *kb_confine_level(void);
+/* kb_confine_landlock_abi: the Landlock ABI reached once confined; before that the ABI this
+ * node offers (0: none). */
 int kb_confine_landlock_abi(void);
 
 #endif

@@ -112,7 +112,7 @@ def protocol(worker, task_dir, rw):
         check(r.get("status") == "compile_error", "a library that does not load: %s" % r)
         h2 = call({"op": "hello"})["confinement"]
         check(h2["level"] == conf["level"] and (conf["level"] == "none") ==
-              ("unconfined" in conf["note"]), "after an eval, confined as announced: %s" % h2)
+              ("unconfined" in conf["note"]), "after an eval, confined as announced: %s (announced %s)" % (h2, conf))
         r = call({"op": "torch", "key": "k1", "sets": 1, "warmup": 0, "max_samples": 2,
                   "flush_l2": False})
         check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
