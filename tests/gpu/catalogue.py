@@ -29,6 +29,7 @@ import json
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -75,8 +76,9 @@ def refused_import(lib):
 class Sandbox:
     """One kb-sandbox process; its stderr is appended to `stderr_path`."""
 
-    def __init__(self, path, workdir, stderr_path):
-        self.p = subprocess.Popen([path, "--backend", "cuda", "--device", "0", "--dir", workdir],
+    def __init__(self, path, workdir, stderr_path, ro):
+        self.p = subprocess.Popen([path, "--backend", "cuda", "--device", "0", "--dir", workdir,
+                                   "--ro", ro],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=open(stderr_path, "ab"))
 
@@ -265,7 +267,7 @@ def main():
                 verdict = {"status": "rejected", "reason": 'imports "%s" (compile tier)' % sym}
         if verdict is None:
             if sb is None:
-                sb = Sandbox(a.sandbox, workdir, stderr_path)
+                sb = Sandbox(a.sandbox, workdir, stderr_path, build)
                 prepared = set()
                 hello = sb.call({"op": "hello"}, 60)
             if prepare["key"] not in prepared:
@@ -289,6 +291,14 @@ def main():
                     verdict = {"status": "timeout",
                                "reason": "no answer within %.0f s: the sandbox was killed" %
                                a.timeout}
+                elif sb_exit == -signal.SIGSYS:
+                    # kb-runner's rule (runner/evaluator.c): a death by SIGSYS is a system call
+                    # the confinement refused, named by the sandbox's last stderr line
+                    tail = open(stderr_path, errors="replace").read()[-4000:]
+                    m = re.findall(r"kb-sandbox: blocked system call (\S+) \(", tail)
+                    verdict = {"status": "rejected",
+                               "reason": ("called %s(2), which candidates may not use" % m[-1])
+                               if m else "killed by SIGSYS: a system call candidates may not use"}
                 else:
                     verdict = {"status": "crash",
                                "reason": "the sandbox died without an answer (exit %s)" %

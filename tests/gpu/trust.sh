@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issue 12 on the GPU machine: the trust layers on the H200. Builds nothing there. From the
+# repository root after bundling (../shared/gpu/README.md):
+#   ../shared/gpu/bundle.sh .gpu build/bin/kb-* build/bin/libkb-confine.so build/bin/kb_sandbox_torch.py
+# then on the device: KB_COMMIT=<sha> bash tests/gpu/trust.sh [catalogue|engine|torch|suite ...]
+# (default: catalogue engine torch). Outputs under $OUT:
+#   catalogue.txt   every tests/gpu/catalogue/*.cu through kb-sandbox-cuda at its tier against
+#                   the verdict in its header (tests/gpu/catalogue.sh)
+#   engine-trust.txt every seed of every tasks/cuda task at smoke, screen and full: false
+#                   rejections, the probed bandwidth, the fresh samples' cost per tier
+#                   (tests/gpu/engine_trust.sh)
+#   torch.txt       the confined PyTorch worker on the GPU: tests/tasks/kernelbench/1_relu
+#                   imported, a CUDA ReLU (ok) and a wrong one at smoke and full (torch eager and
+#                   torch.compile from the trusted worker), with the worker's confinement
+#   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
+#                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$(mktemp -d)}
+B=${BUNDLE:-.gpu}
+export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PWD/$B/bin:$PATH
+export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+steps=${*:-catalogue engine torch}
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(id -un) (uid $(id -u));" \
+    "kernel $(uname -r); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+  kb-runner --list-devices 2>&1 | grep -i -E "confinement|NVIDIA" | head -3
+} > "$OUT/machine.txt"
+for s in $steps; do
+  t0=$(date +%s)
+  case $s in
+  catalogue) OUT=$OUT bash tests/gpu/catalogue.sh > /dev/null 2>&1; echo "catalogue exit $?" ;;
+  engine) OUT=$OUT BUNDLE=$B bash tests/gpu/engine_trust.sh > /dev/null 2>&1; echo "engine exit $?" ;;
+  torch)
+    W=$(mktemp -d)
+    {
+      python3 tools/kb-import-kernelbench --out "$W/tasks" tests/tasks/kernelbench/1_relu.py 2>&1 | tail -2
+      C=tests/gpu/kernelbench_l1_candidates
+      KB_LOG=info timeout 240 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
+        "$W/tasks/"*relu* "$C/relu.cu" "$C/relu_wrong.cu" 2>&1
+      echo "kb-test-torch-eval exit $?"
+    } > "$OUT/torch.txt" 2>&1
+    echo "torch exit (see torch.txt)" ;;
+  suite)
+    KB_SUITE_ETA=1 KB_SUITE_LIMIT_S=${KB_SUITE_LIMIT_S:-300} OUT=$OUT BUNDLE=$B bash tests/gpu/suite.sh > /dev/null 2>&1
+    echo "suite exit $?" ;;
+  esac
+  echo "  $s: $(( $(date +%s) - t0 )) s"
+done > "$OUT/trust-steps.txt" 2>&1
+cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
+[ -f "$OUT/catalogue.txt" ] && tail -60 "$OUT/catalogue.txt"
+[ -f "$OUT/engine-trust.txt" ] && grep -A40 -i "^== \|bandwidth" "$OUT/engine-trust.txt" | tail -40
+[ -f "$OUT/torch.txt" ] && grep -v " debug: " "$OUT/torch.txt" | tail -25
+exit 0
