@@ -28,7 +28,7 @@ struct kb_budget_task {
  *   - the rest of the available budget goes to the running tasks in proportion to a UCB score:
  *     rate / (best rate) + explore * sqrt(ln(1 + all results) / (1 + the task's results)),
  *     or evenly when every score is 0;
- *   - every running task gets at least `min_grant_ms` (the dearest tier's cost) while that
+ *   - every running task gets at least `min_grant_ms` (the dearest tier's reservation) while that
  *     much is available, so no task with work left waits on shares computed for idle ones.
  * A task's cap is its used milliseconds plus what it got. The caps add up to at most used +
  * available, plus the minimum grants. */

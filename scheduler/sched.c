@@ -761,10 +761,17 @@ static int split_budget(struct sched *s, const struct kb_queue_status *st, struc
     bt[i] = (struct kb_budget_task){.used_ms = held + spent, .rate = kb_policy_rate(t),
                                     .results = t->evaluations, .stopped = t->stopped};
   }
+  /* the minimum grant: the dearest reservation a claim must fit (kb/ladder.h), not the tier's
+   * estimate, else a task's cap can be below what one evaluation holds and nothing of it runs */
+  int torch = 0;
+  for (int i = 0; i < n; i++)
+    torch |= s->pop.tasks[i].torch;
   int64_t dearest = 0;
-  for (int k = 0; k < s->q.n_tiers; k++)
-    if (s->q.tiers[k].cost_ms > dearest)
-      dearest = s->q.tiers[k].cost_ms;
+  for (int k = 0; k < s->q.n_tiers; k++) {
+    int64_t r = kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, k, torch);
+    if (r > dearest)
+      dearest = r;
+  }
   if (rc == KB_OK)
     kb_budget_split(&s->search, st->gpu_total, st->gpu_available, dearest, bt, n, caps);
   for (int i = 0; rc == KB_OK && i < n; i++)

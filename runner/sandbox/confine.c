@@ -753,6 +753,14 @@ int kb__confine_apply(const struct kb__confine_opts *o, struct kb__confine_level
   }
   if (set_limits(why, size) != 0)
     return -1;
+  /* no core dump, whatever core_pattern says: a blocked call ends the process by SIGSYS, whose
+   * default action dumps core, and RLIMIT_CORE 0 does not stop a piped core_pattern; on the
+   * H200 the dump of a CUDA process (its device mappings) outlasted the 10 s the catalogue
+   * waited. Its own /proc entries stay readable to itself (same thread group). */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    snprintf(why, size, "cannot clear the dumpable flag: %s", strerror(errno));
+    return -1;
+  }
   if (probe.landlock_abi > 0) {
     if (landlock(o, probe.landlock_abi, why, size) != 0)
       return -1;

@@ -36,7 +36,9 @@
 #define FRESH_ONGOING 0.10    /* past FRESH_MIN, fresh samples go on while under this share of
                                  the evaluation's time so far */
 /* Threshold of the fresh/repeated test. Every fresh sample is paired with a control sample taken
- * right before it, of the same shape on the same buffers holding their own (repeated) contents:
+ * right before it, of the same shape on the same buffers holding their own (repeated) contents,
+ * made by the same procedure (the draw, checksums and synchronisations around each call), so
+ * that only the novelty of the contents differs:
  * same set, same distribution (host softmax is 5x slower on one of its sets, denormals), same
  * cache state (a flushed call starts from a flushed L2 either way; an unflushed fresh call
  * finds its inputs just written and checksummed, as warm as repeated ones), same moment of the
@@ -58,6 +60,9 @@
 #define FRESH_CAP_FLUSHED 0.5 /* the bound never exceeds 1.5x (flushed GPU), 2x, 3x (host) */
 #define FRESH_CAP_GPU 1.0
 #define FRESH_CAP_HOST 2.0
+/* Against the plain samples (timed back to back like every repeated sample) the slack is this
+ * many times the cap: 2x on a flushed GPU tier, 3x unflushed, 5x on the host. */
+#define FRESH_PLAIN_X 2.0
 #define KB__FRESH_MAX 4096    /* fresh samples per evaluation at most */
 /* Speed of light: a flushed call faster than this share of the time the probed bandwidth needs
  * for its bytes is impossible. The probe is a copy (cudaMemcpy reaches 80-90% of the peak, a
@@ -866,10 +871,15 @@ static int fresh_wrong(struct run *r, forward_fn fn, int s, uint32_t *timed_mask
  * as a call of a sample (`flush_l2`: the L2 flushed right before the start mark); then, outside
  * the window again: the inputs must be unchanged, the oracle makes the reference only now (so
  * none exists while the candidate runs), the outputs are compared with it, and the slot's own
- * contents are drawn back. `*us` gets the mean time per call. Returns 0 or 1 with the verdict
- * set. */
-static int fresh_sample(struct run *r, forward_fn fn, int calls, int *next, uint32_t *timed_mask,
-                        double *us) {
+ * contents are drawn back. `*us` gets the mean time per call. With `control`, the same
+ * procedure up to the input check after the call on the slot's own contents (drawn again from
+ * their own seed; no oracle run, no compare, nothing drawn back): the control sample of a fresh
+ * one, which differs from it before and during each call only in the novelty of the contents
+ * (the draws and host synchronisations between calls change what an honest kernel pays, e.g. a
+ * stream-ordered allocation whose pool was trimmed at a synchronisation). Returns 0 or 1 with
+ * the verdict set. */
+static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, int *next,
+                        uint32_t *timed_mask, double *us) {
   struct kb__dev *d = r->d;
   struct kb__prepared *p = r->p;
   for (int k = 0; k < calls; k++) {
@@ -877,7 +887,8 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int *next, uint
     *next = (s + 1) % r->n_check;
     *timed_mask &= ~(UINT32_C(1) << s); /* its timed outputs are the fresh call's now */
     struct kb_input_set fs = p->sets[p->holds[s]];
-    fs.seed = fresh_seed(p);
+    if (!control)
+      fs.seed = fresh_seed(p);
     uint64_t sum0[KB_MAX_TENSORS];
     const size_t *outs = outs_of(p, p->tim_off, s);
     int e = fill_slot(r, s, &fs);
@@ -932,6 +943,8 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int *next, uint
         return 1;
       }
     }
+    if (control)
+      continue; /* its own contents: the timed re-check judges its outputs, no oracle run */
     ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e);
     if (e) {
       device_error(r, e, "device error in the oracle on unseen inputs");
@@ -981,6 +994,8 @@ struct fresh {
   double *f;     /* fresh samples, microseconds per call (owned) */
   double *c;     /* their control samples (owned): c[k] taken right before f[k], of the same
                     shape on the same buffers with their own (repeated) contents */
+  double *pl;    /* their plain controls (owned): pl[k] a sample timed like every repeated one
+                    (calls back to back, nothing in between), right before c[k] */
   int n, cap;
   int calls;     /* calls per fresh sample */
   int flushed;   /* 1: a sample's calls are flushed and timed one by one (flushed batches) */
@@ -989,49 +1004,62 @@ struct fresh {
   double t;      /* seconds spent in fresh and control samples */
 };
 
-/* One control sample, then one fresh sample on the same slots. Returns 0 or 1 with the
- * verdict set. */
+/* One plain control sample (timed like the repeated samples), one control sample
+ * (fresh_sample's procedure on the slots' own contents), then one fresh sample, all on the same
+ * slots. Returns 0 or 1 with the verdict set. */
 static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
                       uint32_t *timed_mask) {
   if (fr->n >= fr->cap)
     return 0;
   double t0 = kb_now_mono();
   double cus = 0, fus = 0;
+  double pus = 0;
   int nx = *next;
-  if (sample(r, fn, fr->calls, fr->flushed, &nx, r->p->tim_off, timed_mask, "", &cus))
+  if (sample(r, fn, fr->calls, fr->flushed, &nx, r->p->tim_off, timed_mask, "", &pus))
     return 1;
   int e = pad_window(r);
   if (e) {
     device_error(r, e, "cannot mark the kernel trace");
     return 1;
   }
-  if (fresh_sample(r, fn, fr->calls, next, timed_mask, &fus))
+  nx = *next;
+  if (fresh_sample(r, fn, fr->calls, 1, &nx, timed_mask, &cus))
+    return 1;
+  e = pad_window(r);
+  if (e) {
+    device_error(r, e, "cannot mark the kernel trace");
+    return 1;
+  }
+  if (fresh_sample(r, fn, fr->calls, 0, next, timed_mask, &fus))
     return 1;
   fr->c[fr->n] = cus;
+  fr->pl[fr->n] = pus;
   fr->f[fr->n] = fus;
   fr->n++;
   fr->t += kb_now_mono() - t0;
   return 0;
 }
 
-/* Judges pairs `from`..n-1: 1 when the median of the ratios fresh / control is over the bound,
+/* Judges pairs `from`..n-1 against the controls `ctl` (fr->c or fr->pl): 1 when the median of
+ * the ratios fresh / control is over the bound 1 + max(floor, FRESH_K * spread) (at most
+ * 1 + cap),
  * with the numbers in `*fm` (fresh median), `*cm` (control median), `*ratio` and `*bound`. The
  * bound widens with the ratios' own spread, but no further than cap_slack: noise a candidate
  * makes itself buys it at most that factor. */
-static int fresh_over(const struct fresh *fr, int from, double *fm, double *cm, double *ratio,
-                      double *bound) {
+static int fresh_over(const struct fresh *fr, const double *ctl, double floor, double cap,
+                      int from, double *fm, double *cm, double *ratio, double *bound) {
   int n = fr->n - from;
   double q[KB__FRESH_MAX];
   double fs = 0, cs = 0, rs = 0;
   if (n <= 0 || n > KB__FRESH_MAX)
     return 0;
   for (int k = 0; k < n; k++)
-    q[k] = fr->c[from + k] > 0 ? fr->f[from + k] / fr->c[from + k] : 1.0;
+    q[k] = ctl[from + k] > 0 ? fr->f[from + k] / ctl[from + k] : 1.0;
   med_spread(fr->f + from, n, fm, &fs);
-  med_spread(fr->c + from, n, cm, &cs);
+  med_spread(ctl + from, n, cm, &cs);
   med_spread(q, n, ratio, &rs);
-  double slack = FRESH_K * rs > fr->floor ? FRESH_K * rs : fr->floor;
-  slack = slack < fr->cap_slack ? slack : fr->cap_slack;
+  double slack = FRESH_K * rs > floor ? FRESH_K * rs : floor;
+  slack = slack < cap ? slack : cap;
   *bound = 1.0 + slack;
   return *ratio > *bound;
 }
@@ -1396,6 +1424,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
                                                           : KB__FRESH_MAX;
   fr.f = kb_calloc((size_t)fr.cap, sizeof *fr.f);
   fr.c = kb_calloc((size_t)fr.cap, sizeof *fr.c);
+  fr.pl = kb_calloc((size_t)fr.cap, sizeof *fr.pl);
   fr.flushed = flushed;
   fr.calls = flushed ? (batch < FRESH_FLUSHED_CALLS ? batch : FRESH_FLUSHED_CALLS) : 1;
   {
@@ -1411,7 +1440,8 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   fr.cap_slack = host ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
   samples = kb_calloc((size_t)e->max_samples, sizeof *samples);
   bsamples = bfn ? kb_calloc((size_t)e->max_samples, sizeof *bsamples) : NULL;
-  if (samples == NULL || (bfn != NULL && bsamples == NULL) || fr.f == NULL || fr.c == NULL) {
+  if (samples == NULL || (bfn != NULL && bsamples == NULL) || fr.f == NULL || fr.c == NULL ||
+      fr.pl == NULL) {
     v->status = KB_STATUS_INFRA_ERROR;
     say(v->reason, sizeof v->reason, "sandbox: out of memory for %d samples", e->max_samples);
     rc = -1;
@@ -1482,11 +1512,20 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
     /* fresh against repeated; over the bound, FRESH_MIN more pairs, and all pairs together must
      * still be over */
     double fm = 0, cm = 0, ratio = 0, bound = 0;
-    if (fresh_over(&fr, 0, &fm, &cm, &ratio, &bound)) {
+    /* against the controls made the same way (tight), and against the plain samples (loose:
+     * the procedure between fresh calls may cost an honest kernel a little; a candidate that
+     * computes only after a pause or a synchronisation and answers back-to-back calls from a
+     * cache is caught here) */
+    double pf = fr.cap_slack * FRESH_PLAIN_X;
+    int over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
+               fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
+    if (over) {
       for (int k = 0; k < FRESH_MIN; k++)
         if (fresh_take(&r, fn, &fr, &next, &timed_mask))
           goto out;
-      if (fresh_over(&fr, 0, &fm, &cm, &ratio, &bound)) {
+      over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
+             fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
+      if (over) {
         v->status = KB_STATUS_REJECTED;
         say(v->reason, sizeof v->reason,
             "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
@@ -1554,6 +1593,7 @@ out:
   kb_free(bsamples);
   kb_free(fr.f);
   kb_free(fr.c);
+  kb_free(fr.pl);
   if (lib != NULL && !v->fatal)
     dlclose(lib);
   if (blib != NULL && !v->fatal)

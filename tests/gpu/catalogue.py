@@ -282,6 +282,12 @@ def main():
             req = eval_request(prepare["key"], h["tier"], n_sets, os.path.join(build, n + ".so"))
             t1 = time.monotonic()
             verdict = sb.call(req, a.timeout)
+            if verdict and verdict.get("op") == "error" and verdict.get("field") == "key":
+                # the previous candidate damaged the prepared task, which the sandbox dropped:
+                # prepare it again, as kb-runner does
+                rep = sb.call(prepare, 120)
+                if rep and rep.get("ok"):
+                    verdict = sb.call(req, a.timeout)
             if verdict is None:
                 alive = sb.p.poll() is None
                 sb_exit = sb.p.returncode

@@ -21,6 +21,7 @@ B=${BUNDLE:-.gpu}
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$PWD/$B/bin:$PATH
 export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+export KB_PYTHON=${KB_PYTHON:-$(command -v python3)} # the interpreter that has torch
 steps=${*:-catalogue engine torch}
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(id -un) (uid $(id -u));" \
@@ -31,7 +32,8 @@ for s in $steps; do
   t0=$(date +%s)
   case $s in
   catalogue) OUT=$OUT bash tests/gpu/catalogue.sh > /dev/null 2>&1; echo "catalogue exit $?" ;;
-  engine) OUT=$OUT BUNDLE=$B bash tests/gpu/engine_trust.sh > /dev/null 2>&1; echo "engine exit $?" ;;
+  engine) OUT=$OUT BUNDLE=$B bash tests/gpu/engine_trust.sh > "$OUT/engine-summary.txt" 2>&1
+    echo "engine exit $?" ;;
   torch)
     W=$(mktemp -d)
     {
@@ -50,6 +52,6 @@ for s in $steps; do
 done > "$OUT/trust-steps.txt" 2>&1
 cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
 [ -f "$OUT/catalogue.txt" ] && tail -60 "$OUT/catalogue.txt"
-[ -f "$OUT/engine-trust.txt" ] && grep -A40 -i "^== \|bandwidth" "$OUT/engine-trust.txt" | tail -40
+[ -f "$OUT/engine-summary.txt" ] && tail -8 "$OUT/engine-summary.txt"
 [ -f "$OUT/torch.txt" ] && grep -v " debug: " "$OUT/torch.txt" | tail -25
 exit 0
