@@ -27,6 +27,7 @@
 #include "kb/ladder.h"
 #include "kb/log.h"
 #include "proc.h"
+#include "sandbox/proto.h"
 #include "sandbox_client.h"
 
 #define MAX_ORACLES 8          /* oracle libraries remembered by task fingerprint */
@@ -606,8 +607,10 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
     append_output(r, call->tail);
     return;
   case KB__SB_DIED:
-    if (call->signal == SIGSYS) {
-      /* the sandbox's seccomp filter (confine.h): its SIGSYS handler names the call */
+    if (call->signal == SIGSYS ||
+        (call->signal == 0 && call->exit_code == KB__SANDBOX_EXIT_BLOCKED)) {
+      /* the sandbox's seccomp filter (runner/sandbox/confine.h): its SIGSYS handler names the
+       * call and exits with KB__SANDBOX_EXIT_BLOCKED (or the process dies by SIGSYS) */
       char name[40];
       r->status = KB_STATUS_REJECTED;
       if (blocked_call(call->tail, name, sizeof name))

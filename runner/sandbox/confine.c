@@ -1,6 +1,7 @@
 /* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement"). */
 #define _GNU_SOURCE
 #include "confine.h"
+#include "proto.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -342,8 +343,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
   at = put_num(buf, at, sizeof buf, nr);
   at = put(buf, at, sizeof buf, ")\n");
   say(buf, at);
-  /* SIGSYS is blocked while this handler runs: a second blocked call makes the kernel reset
-   * the action to the default and end the process by SIGSYS (force_sig_seccomp) */
+  /* the runner reads this status (with the line above) as a blocked call; were exit_group
+   * itself refused, SIGSYS is blocked while this handler runs, so a second blocked call makes
+   * the kernel reset the action to the default and end the process by SIGSYS
+   * (force_sig_seccomp), which the runner reads the same way */
+  syscall(SYS_exit_group, KB__SANDBOX_EXIT_BLOCKED);
   for (;;)
     syscall(SYS_personality, 0xffffffffL);
 }
@@ -357,6 +361,18 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
  * CLONE_THREAD. */
 #define FSIZE_MAX_BYTES (256LL << 20) /* no file the sandbox writes is larger */
 static int set_limits(char *why, size_t size) {
+  /* no core dump, whatever core_pattern says: RLIMIT_CORE of 1 byte is below the smallest core
+   * file and is the kernel's own "do not pipe this core" value (do_coredump; 0 does not stop a
+   * piped core_pattern such as apport's). On the H200 a confined CUDA sandbox that died by
+   * SIGSYS was still dumping to the pipe 10 s later. */
+  struct rlimit core = {1, 1};
+  struct rlimit had;
+  if (getrlimit(RLIMIT_CORE, &had) == 0 && had.rlim_max < 1)
+    core = had; /* 0 already: no file cores; it cannot be raised to 1 without privilege */
+  if (setrlimit(RLIMIT_CORE, &core) != 0) {
+    snprintf(why, size, "cannot set RLIMIT_CORE: %s", strerror(errno));
+    return -1;
+  }
   struct rlimit cur;
   struct rlimit fs = {(rlim_t)FSIZE_MAX_BYTES, (rlim_t)FSIZE_MAX_BYTES};
   if (getrlimit(RLIMIT_FSIZE, &cur) == 0 && cur.rlim_max != RLIM_INFINITY &&
@@ -753,14 +769,6 @@ int kb__confine_apply(const struct kb__confine_opts *o, struct kb__confine_level
   }
   if (set_limits(why, size) != 0)
     return -1;
-  /* no core dump, whatever core_pattern says: a blocked call ends the process by SIGSYS, whose
-   * default action dumps core, and RLIMIT_CORE 0 does not stop a piped core_pattern; on the
-   * H200 the dump of a CUDA process (its device mappings) outlasted the 10 s the catalogue
-   * waited. Its own /proc entries stay readable to itself (same thread group). */
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
-    snprintf(why, size, "cannot clear the dumpable flag: %s", strerror(errno));
-    return -1;
-  }
   if (probe.landlock_abi > 0) {
     if (landlock(o, probe.landlock_abi, why, size) != 0)
       return -1;

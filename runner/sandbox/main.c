@@ -18,7 +18,8 @@ static void usage(FILE *out) {
         "library folders read-only (Landlock), a seccomp filter (docs/sandbox.md).\n"
         "exit codes: 0 quit or end of input, 1 failure, 2 the device cannot be opened,\n"
         "3 ended after a fatal verdict (sticky device error, evaluator memory overwritten)\n"
-        "(2 also when it cannot confine itself)\n",
+        "(2 also when it cannot confine itself), 159 stopped by the confinement: a system call\n"
+        "candidates may not use (named on stderr)\n",
         out);
 }
 

@@ -18,6 +18,11 @@
 
 struct kb_error;
 
+/* The exit status of a sandbox process whose seccomp filter stopped a system call (128 +
+ * SIGSYS, as a shell shows a death by SIGSYS), after the line
+ * "kb-sandbox: blocked system call <name> (<nr>)" on its stderr (confine.h). */
+#define KB__SANDBOX_EXIT_BLOCKED 159
+
 /* Largest frame either side accepts, bytes. */
 #define KB__FRAME_MAX (16u << 20)
 

@@ -60,7 +60,7 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   static const int ignore[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
   for (size_t i = 0; i < sizeof ignore / sizeof ignore[0]; i++)
     signal(ignore[i], SIG_IGN);
-  struct rlimit no_core = {0, 0};
+  struct rlimit no_core = {1, 1}; /* 1 byte: no core file, and no piped core (confine.c) */
   setrlimit(RLIMIT_CORE, &no_core);
 
   int in = fcntl(0, F_DUPFD_CLOEXEC, PROTO_FD_MIN);

@@ -297,7 +297,7 @@ def main():
                     verdict = {"status": "timeout",
                                "reason": "no answer within %.0f s: the sandbox was killed" %
                                a.timeout}
-                elif sb_exit == -signal.SIGSYS:
+                elif sb_exit in (-signal.SIGSYS, 159):  # 159: KB__SANDBOX_EXIT_BLOCKED
                     # kb-runner's rule (runner/evaluator.c): a death by SIGSYS is a system call
                     # the confinement refused, named by the sandbox's last stderr line
                     tail = open(stderr_path, errors="replace").read()[-4000:]
