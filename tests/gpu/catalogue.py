@@ -86,6 +86,7 @@ class Sandbox:
         """Sends `msg`, returns the reply (a dict), or None when the sandbox died or stayed
         silent for `timeout` seconds."""
         data = json.dumps(msg).encode()
+        self.eof = False
         try:
             self.p.stdin.write(struct.pack(">I", len(data)) + data)
             self.p.stdin.flush()
@@ -111,6 +112,7 @@ class Sandbox:
                 return None
             chunk = os.read(fd, n - len(buf))
             if not chunk:
+                self.eof = True  # the sandbox closed its end: it ended or is ending
                 return None
             buf += chunk
         return buf
@@ -289,6 +291,11 @@ def main():
                 if rep and rep.get("ok"):
                     verdict = sb.call(req, a.timeout)
             if verdict is None:
+                if sb.eof:  # end of file comes as the process exits, before it can be reaped
+                    try:
+                        sb.p.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        pass
                 alive = sb.p.poll() is None
                 sb_exit = sb.p.returncode
                 sb.kill()
