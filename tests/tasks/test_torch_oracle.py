@@ -22,6 +22,7 @@ usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
 import json
 import os
+import platform
 import shutil
 import socket
 import struct
@@ -40,10 +41,10 @@ def check(cond, what):
         failures.append(what)
 
 
-def evaluate(tool, task, cands, tiers, cache):
+def evaluate(tool, task, cands, tiers, cache, env=None):
     cmd = [tool, "--backend", "host", "--cache", cache, "--tiers", tiers, task] + cands
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=240)
+                       timeout=240, env=env)
     if p.returncode != 0:
         print(p.stderr)
     lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
@@ -262,6 +263,21 @@ def main(argv):
         check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
               "not deterministic" in got[0][1] and got[1][0] == "ok",
               "1_relu: second call disagrees -> not deterministic; honest ok: %s" % (got,))
+        # the confinement: a raw socket(2) is rejected naming the call; the runner's (here
+        # kb-test-torch-eval's) environment holds a canary the candidate must not read
+        if platform.machine() == "x86_64":
+            canary = "kb-canary-%s" % os.urandom(8).hex()
+            env = dict(os.environ, KB_TEST_SECRET=canary)
+            rc, lines = evaluate(tool, os.path.join(out, "2_sum_over_dim"),
+                                 [c("sum_socket"), c("sum_parent_environ"), c("sum_honest")],
+                                 "1", cache, env)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 3 and got[0][0] == "rejected" and
+                  "called socket(2), which candidates may not use" in got[0][1],
+                  "raw socket(2) in the confined worker: rejected, named: %s" % (got[:1],))
+            check(len(got) == 3 and got[1][0] == "ok" and got[2][0] == "ok" and
+                  all(canary not in json.dumps(x) for x in lines),
+                  "/proc/<parent>/environ out of reach (ok, canary unseen): %s" % (got[1:],))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
