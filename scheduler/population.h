@@ -58,6 +58,12 @@ struct kb_population {
 
 void kb_population_init(struct kb_population *p, int n_tiers);
 void kb_population_release(struct kb_population *p);
+/* Lifetimes: the tasks and members these return are elements of arrays that grow by
+ * reallocation. A pointer from kb_population_task() stays valid until the next call that adds
+ * a task to `p`; one from kb_population_member(), kb_population_add(),
+ * kb_population_baseline() or kb_population_best() until the next call that adds a member to
+ * that task (kb_population_member() or kb_population_add() with a new candidate). All are
+ * borrowed: kb_population_release() frees them. */
 /* The population of `task`, created when absent (NULL on ENOMEM). */
 struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task);
 /* The member `id` of `t`, created with `name`/`generator` when absent (NULL on ENOMEM). */

@@ -1,8 +1,8 @@
 /* The campaign summary, <results>/<campaign>/summary.json, written when a campaign ends:
  * state, reason, ledger, and per task with results its file, leaderboard (speedups over the
  * baseline seed at the same tier) and search state ("search": spent_gpu_ms, improvements,
- * results_since_gain, stopped: the stop reason or null; docs/search.md). kb-launch and
- * kb-submit print it with kb_leaderboard_print(). */
+ * results_since_gain, stopped: the stop reason or null; docs/search.md). kb-launch --local
+ * prints it with kb_leaderboard_print() (slurm/local.c). */
 #ifndef KB_SCHED_SUMMARY_H
 #define KB_SCHED_SUMMARY_H
 

@@ -15,7 +15,8 @@
  * `ordinal` is the CUDA device number, reported by hello. */
 int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd);
 
-/* Reads a dtype name ("f32") and the like for requests; exposed for tests. */
+/* The input distribution named `name` ("uniform", "normal", "integers": enum kb_dist of
+ * kb/inputs.h), or -1 for another name; exposed for tests. */
 int kb__sandbox_dist_from_name(const char *name);
 
 #endif

@@ -61,7 +61,7 @@ int kb_error_set(struct kb_error *err, int code, const char *fmt, ...)
 /* Clears `err` (may be NULL) for reuse. */
 void kb_error_clear(struct kb_error *err);
 
-/* Process exit codes, documented in docs/exit-codes.md and every --help. */
+/* Process exit codes, documented in docs/cli.md ("Exit codes") and every --help. */
 enum kb_exit {
   KB_EXIT_OK = 0,
   KB_EXIT_FAILURE = 1,  /* anything not listed below */

@@ -29,7 +29,7 @@
  *   kb:{cid}:runners     hash: runner -> last heartbeat (ms)
  *   kb:{cid}:events      stream: state changes, for watchers
  *   kb:{cid}:task:<id>   hash: spec, oracle, reference (texts)
- *   kb:{cid}:tasks       list: task ids in campaign order
+ *   (the task ids in campaign order are meta's "tasks", a JSON array)
  *   kb:{cid}:cand:<id>   hash: task, json (zstd-compressed candidate JSON)
  */
 #ifndef KB_QUEUE_H
