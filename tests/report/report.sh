@@ -50,10 +50,14 @@ RUNNER=$!; BG_PIDS+=($RUNNER)
 "$PROFILE_RUNNER" rep 3 > "$T/profiled" 2> "$T/profile_runner.log" &
 PROFILER=$!; BG_PIDS+=($PROFILER)
 # The report reads files the scheduler still writes (as a SWMR reader, up to the last commit).
-for _ in $(seq 300); do
+# (up to 120 s: under ASan an evaluation with its unseen-input samples and the naive host
+# oracles takes seconds, and the second task's first result can come 30 s in)
+for _ in $(seq 1200); do
   [ -e "$T/results/rep/matmul.h5" ] && [ -e "$T/results/rep/sum.h5" ] && break
   sleep 0.1
 done
+[ -e "$T/results/rep/matmul.h5" ] && [ -e "$T/results/rep/sum.h5" ] ||
+  fail "no result files of both tasks within 120 s: $(ls "$T/results/rep")
 "$BIN/kb-submit" report "$T/results/rep" --format json > "$T/running.json" ||
   fail "report while the campaign runs failed"
 $KB_PY -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["tasks"]) == 2, d' \
