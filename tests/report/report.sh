@@ -57,7 +57,7 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 [ -e "$T/results/rep/matmul.h5" ] && [ -e "$T/results/rep/sum.h5" ] ||
-  fail "no result files of both tasks within 120 s: $(ls "$T/results/rep")
+  fail "no result files of both tasks within 120 s: $(ls "$T/results/rep")"
 "$BIN/kb-submit" report "$T/results/rep" --format json > "$T/running.json" ||
   fail "report while the campaign runs failed"
 $KB_PY -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["tasks"]) == 2, d' \
