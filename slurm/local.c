@@ -140,18 +140,16 @@ static int prepare_dirs(struct local *l, struct kb_error *err) {
   return KB_OK;
 }
 
-/* redis-server with the settings the design asks for: AOF every second, no eviction. */
+/* redis-server on a socket in the campaign folder, with kb_redis_server_settings (kb/redis.h). */
 static int start_redis(struct local *l, struct kb_error *err) {
   char log[2200];
   snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
-  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", l->sock, "--unixsocketperm",
-                  "700", "--dir", l->redis_dir, "--appendonly", "yes", "--appendfsync",
-                  "everysec", "--maxmemory-policy", "noeviction",
-                  /* kb:{cid}:taskbudget holds 2-3 fields per task: past 128 a hashtable beats
-                   * the listpack, whose lookups are linear (see queue-2026-11-30-experiments.md
-                   * in bench/results) */
-                  "--hash-max-listpack-entries", "128", "--save", "",
-                  "--daemonize", "no", NULL};
+  char *argv[32] = {"redis-server", "--port", "0", "--unixsocket", l->sock,
+                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no"};
+  int n = 11;
+  for (int i = 0; kb_redis_server_settings[i] && n < 31; i++)
+    argv[n++] = kb_redis_server_settings[i];
+  argv[n] = NULL;
   int rc = spawn(argv, log, &l->redis_pid, err);
   if (rc)
     return rc;

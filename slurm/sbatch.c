@@ -381,10 +381,26 @@ static int render_scripts(struct launch *l, struct kb_error *err) {
   for (int i = 0; rc == KB_OK && i < N_PLAIN; i++)
     if (kb__shell_quote(plain[i], &quoted[i]))
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
-  struct kb__var vars[N_PLAIN + 2];
+  /* the Redis job's config lines, from kb_redis_server_settings (kb/redis.h), as shell words:
+   * "appendonly yes" ... 'save ""' */
+  struct kb_buf settings, line;
+  kb_buf_init(&settings);
+  kb_buf_init(&line);
+  for (int i = 0; rc == KB_OK && kb_redis_server_settings[i]; i += 2) {
+    const char *value = kb_redis_server_settings[i + 1];
+    kb_buf_reset(&line);
+    if (kb_buf_adds(&line, kb_redis_server_settings[i] + 2) || kb_buf_adds(&line, " ") ||
+        kb_buf_adds(&line, value[0] ? value : "\"\"") ||
+        (settings.len > 0 && kb_buf_adds(&settings, " ")) ||
+        kb__shell_quote(line.data, &settings))
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  kb_buf_release(&line);
+  struct kb__var vars[N_PLAIN + 3];
   for (int i = 0; i < N_PLAIN; i++)
     vars[i] = (struct kb__var){names[i], quoted[i].data};
   vars[N_PLAIN] = (struct kb__var){"WAIT", wait};
+  vars[N_PLAIN + 2] = (struct kb__var){"REDIS_SETTINGS", settings.data};
   const char *files[] = {"kb-job.sh", job_scripts[JOB_REDIS], job_scripts[JOB_SCHED],
                          job_scripts[JOB_RUNNERS]};
   for (int f = 0; rc == KB_OK && f < 4; f++) {
@@ -405,12 +421,13 @@ static int render_scripts(struct launch *l, struct kb_error *err) {
     if (rc == KB_OK && tmpl == NULL)
       rc = kb_error_set(err, KB_EINTERNAL, "template \"%s\" is not built in", files[f]);
     if (rc == KB_OK)
-      rc = kb__render(tmpl, vars, N_PLAIN + 2, &out, err);
+      rc = kb__render(tmpl, vars, N_PLAIN + 3, &out, err);
     if (rc == KB_OK)
       rc = write_file(path, out.data, out.len, which >= 0 ? 0755 : 0644, err);
   }
   for (int i = 0; i < N_PLAIN; i++)
     kb_buf_release(&quoted[i]);
+  kb_buf_release(&settings);
   kb_buf_release(&block);
   kb_buf_release(&out);
   return rc;

@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include "kb/error.h"
+#include "kb/redis.h"
 
 static void nap_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -91,10 +92,12 @@ int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
       dup2(null, 1);
       dup2(null, 2);
     }
-    char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--unixsocketperm",
-                    "700", "--dir", s->dir, "--appendonly", "yes", "--appendfsync", "everysec",
-                    "--maxmemory-policy", "noeviction", "--hash-max-listpack-entries", "128",
-                    "--save", "", "--logfile", log, NULL};
+    char *argv[32] = {"redis-server", "--port", "0", "--unixsocket", sock, "--unixsocketperm",
+                      "700", "--dir", s->dir, "--logfile", log};
+    int n = 11;
+    for (int i = 0; kb_redis_server_settings[i] && n < 31; i++)
+      argv[n++] = kb_redis_server_settings[i];
+    argv[n] = NULL;
     execvp("redis-server", argv);
     _exit(127);
   }

@@ -19,6 +19,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "kb/redis.h"
+
 extern char **environ;
 
 static void nap(long ms) {
@@ -82,11 +84,11 @@ static int spawn_server(struct kbt_redis *r) {
     argv[n++] = conf; /* a config file must come first */
   }
   char *rest[] = {"--port", port, "--unixsocket", sock, "--unixsocketperm", "700",
-                  "--dir", r->dir, "--appendonly", "yes", "--appendfsync", "everysec",
-                  "--maxmemory-policy", "noeviction", "--hash-max-listpack-entries", "128",
-                  "--save", "", "--logfile", log, NULL};
+                  "--dir", r->dir, "--logfile", log, NULL};
   for (int i = 0; rest[i]; i++)
     argv[n++] = rest[i];
+  for (int i = 0; kb_redis_server_settings[i]; i++)
+    argv[n++] = kb_redis_server_settings[i];
   if (r->tcp_port > 0) {
     argv[n++] = "--bind";
     argv[n++] = "127.0.0.1";

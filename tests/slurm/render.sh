@@ -40,6 +40,12 @@ want scheduler.sbatch "#SBATCH --partition=cpu"
 want redis.sbatch "#SBATCH --partition=cpu"
 want redis.sbatch "#SBATCH --requeue"
 ! grep -q -- "--gres" "$S/scheduler.sbatch" "$S/redis.sbatch" || fail "a CPU job asks for a GPU"
+# the Redis job's config gets kb_redis_server_settings (kb/redis.h): what its printf line writes
+conf=$(bash -c "$(grep -m1 "^ *printf '%s\\\\n' " "$S/redis.sbatch")")
+for line in "appendonly yes" "appendfsync everysec" "maxmemory-policy noeviction" \
+  "hash-max-listpack-entries 128" 'save ""'; do
+  grep -qxF -- "$line" <<< "$conf" || fail "redis.sbatch's config lacks '$line': $conf"
+done
 grep -q "trap 'kb_forward USR1' USR1" "$S/kb-job.sh" || fail "USR1 is not forwarded"
 grep -q "trap 'kb_forward TERM' TERM" "$S/kb-job.sh" || fail "TERM is not forwarded"
 grep -A2 '^kb_run() {' "$S/kb-job.sh" | grep -q '"\$@" &' || fail "kb_run does not run in the background"

@@ -19,6 +19,14 @@
 struct kb_error;
 struct kb_redis; /* opaque */
 
+/* The settings every redis-server of a campaign runs with, as redis-server arguments ("--name",
+ * "value", ..., NULL; static): the append-only file fsynced every second (a restart from it
+ * loses at most a second of writes, which the idempotent scripts absorb), no eviction (a full
+ * Redis refuses writes rather than dropping items), no RDB snapshots, and hashes kept as
+ * listpacks only up to 128 fields. kb-launch --local, the Slurm redis job (its config file),
+ * the tests' servers and the queue benchmark's all start from this one list. */
+extern char *const kb_redis_server_settings[];
+
 struct kb_redis_opts {
   const char *addr;      /* see above; NULL = $KB_REDIS or 127.0.0.1:6379 (borrowed) */
   int connect_timeout_ms; /* per connection attempt; 0 = 2000 */
