@@ -1,10 +1,10 @@
 #!/bin/sh
-# Runs one benchmark command and saves its output under bench/results/ with a header line that
+# Runs one benchmark command and saves its output under bench/results/queue/ with a header line that
 # says when, on which commit, on which machine and with which exact command it was measured.
 #
 # usage: bench/queue/record.sh WHAT COMMAND [ARGS...]
 #   e.g. bench/queue/record.sh 256-runners-1 build/bin/kb-bench-queue --runners 256 --seconds 10
-# writes bench/results/queue-<date>-WHAT.txt (date as YYYY-MM-DD) and exits with the command's
+# writes bench/results/queue/queue-<date>-WHAT.txt (date as YYYY-MM-DD) and exits with the command's
 # status. The machine may be shared: first it waits (up to $KB_BENCH_QUIET_WAIT seconds, default
 # 600) until the CPUs were less than 15% busy over 3 s, and the header says how busy they were.
 set -eu
@@ -13,8 +13,8 @@ what=$1
 shift
 root=$(cd "$(dirname "$0")/../.." && pwd)
 day=$(date +%Y-%m-%d)
-out="$root/bench/results/queue-$day-$what.txt"
-mkdir -p "$root/bench/results"
+out="$root/bench/results/queue/queue-$day-$what.txt"
+mkdir -p "$root/bench/results/queue"
 # share of all CPUs busy over the next 3 s, in percent (from /proc/stat)
 busy() {
   a=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)

@@ -38,7 +38,7 @@ struct kb_redis {
 char *const kb_redis_server_settings[] = {
     "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
     /* kb:{cid}:taskbudget holds 2-3 fields per task: past 128 a hashtable beats the listpack,
-     * whose lookups are linear (bench/results/queue-2026-11-30-experiments.md) */
+     * whose lookups are linear (bench/results/queue/queue-2026-11-30-experiments.md) */
     "--hash-max-listpack-entries", "128", "--save", "", NULL};
 
 static int parse_addr(struct kb_redis *r, const char *addr, struct kb_error *err) {

@@ -45,7 +45,7 @@
  * machine's load. The median of the ratios fresh / control must stay under 1 + max(floor,
  * FRESH_K * the ratios' relative spread), the slack capped. For honest work a ratio is 1 up to
  * sampling noise. On the H200 a flushed sample (a call of 100 us or more, or the mean of a
- * flushed batch) scatters by 0.3-3%, an unflushed one by up to 10% (bench/results, devkern
+ * flushed batch) scatters by 0.3-3%, an unflushed one by up to 10% (bench/results/gpu, devkern
  * runs); the host scatters by whatever the machine's other load does. The floors are 5 or more
  * times those: 15% where the L2 is flushed, 30% on the GPU unflushed (smoke), 50% on the host,
  * and FRESH_K = 6 robust standard deviations (from p10..p90) of the ratios on top, so a noisy
