@@ -133,182 +133,240 @@ static double quantile(const std::vector<double> &v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - (double)lo);
 }
 
-int main(int argc, char **argv) {
+struct opts {
   std::vector<kb_tensor> ins, outs;
-  int sets = 4, warmup = 5, min_samples = 10, max_samples = 1000, flush = 1;
+  int sets = 4, warmup = 5, min_samples = 10, max_samples = 1000, flush = 1, rotate = 0;
   double noise_target = 0.005, max_seconds = 2, short_us = 10, flushed_us = 100;
-  int rotate = 0;
   const char *label = "candidate";
+};
+
+/* A whole number or a number in [lo, hi] from `s`, with its end checked; false when it is not. */
+static bool parse_int(const char *s, int lo, int hi, int *out) {
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi)
+    return false;
+  *out = (int)v;
+  return true;
+}
+static bool parse_real(const char *s, double lo, double *out) {
+  char *end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= lo))
+    return false;
+  *out = v;
+  return true;
+}
+
+/* The command line into `o`; 0, or 2 (usage) after saying what is wrong. The timer is built
+ * apart from kernelbrain (see the top), so it has its own small parser. */
+static int parse_args(int argc, char **argv, opts *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     kb_tensor t;
-    if ((!strcmp(a, "--in") || !strcmp(a, "--out")) && v && parse_tensor(v, &t) == 0) {
-      (a[2] == 'i' ? ins : outs).push_back(t);
-      i++;
-    } else if (!strcmp(a, "--sets") && v) {
-      sets = atoi(argv[++i]);
-    } else if (!strcmp(a, "--warmup") && v) {
-      warmup = atoi(argv[++i]);
-    } else if (!strcmp(a, "--min-samples") && v) {
-      min_samples = atoi(argv[++i]);
-    } else if (!strcmp(a, "--samples") && v) {
-      max_samples = atoi(argv[++i]);
-    } else if (!strcmp(a, "--noise") && v) {
-      noise_target = atof(argv[++i]);
-    } else if (!strcmp(a, "--max-seconds") && v) {
-      max_seconds = atof(argv[++i]);
-    } else if (!strcmp(a, "--short-us") && v) {
-      short_us = atof(argv[++i]);
-    } else if (!strcmp(a, "--flushed-us") && v) {
-      flushed_us = atof(argv[++i]);
-    } else if (!strcmp(a, "--rotate") && v) {
-      rotate = atoi(argv[++i]);
-    } else if (!strcmp(a, "--label") && v) {
-      label = argv[++i];
-    } else if (!strcmp(a, "--no-flush")) {
-      flush = 0;
-    } else if (!strcmp(a, "--flush-read")) {
-      flush = 2;
+    bool ok = v != NULL;
+    if ((!strcmp(a, "--in") || !strcmp(a, "--out")) && v && parse_tensor(v, &t) == 0)
+      (a[2] == 'i' ? o->ins : o->outs).push_back(t);
+    else if (!strcmp(a, "--sets") && v)
+      ok = parse_int(v, 1, 1 << 20, &o->sets);
+    else if (!strcmp(a, "--warmup") && v)
+      ok = parse_int(v, 0, 1 << 20, &o->warmup);
+    else if (!strcmp(a, "--min-samples") && v)
+      ok = parse_int(v, 1, 1 << 24, &o->min_samples);
+    else if (!strcmp(a, "--samples") && v)
+      ok = parse_int(v, 1, 1 << 24, &o->max_samples);
+    else if (!strcmp(a, "--noise") && v)
+      ok = parse_real(v, 0, &o->noise_target);
+    else if (!strcmp(a, "--max-seconds") && v)
+      ok = parse_real(v, 0, &o->max_seconds);
+    else if (!strcmp(a, "--short-us") && v)
+      ok = parse_real(v, 0, &o->short_us);
+    else if (!strcmp(a, "--flushed-us") && v)
+      ok = parse_real(v, 0, &o->flushed_us);
+    else if (!strcmp(a, "--rotate") && v)
+      ok = parse_int(v, 0, 1 << 16, &o->rotate);
+    else if (!strcmp(a, "--label") && v)
+      o->label = v;
+    else if (!strcmp(a, "--no-flush") || !strcmp(a, "--flush-read")) {
+      o->flush = a[2] == 'n' ? 0 : 2;
+      continue;
     } else {
       fprintf(stderr, "indep_timer: bad argument \"%s\" (see the comment at the top of "
                       "bench/gpu/indep_timer.cu)\n", a);
       return 2;
     }
+    if (!ok) {
+      fprintf(stderr, "indep_timer: %s: bad value \"%s\"\n", a, v);
+      return 2;
+    }
+    i++;
   }
-  if (ins.empty() || outs.empty() || sets < 1 || max_samples < 1) {
+  if (o->ins.empty() || o->outs.empty()) {
     fprintf(stderr, "indep_timer: need --in and --out tensors\n");
     return 2;
   }
+  return 0;
+}
+
+enum { SLOTS = 64 };
+
+/* The device side of one run: the input and output sets, the flush buffer, the events. */
+struct rig {
+  const opts *o;
   cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  /* per set: its own inputs and outputs */
-  std::vector<std::vector<kb_tensor>> in_sets(sets, ins), out_sets(sets, outs);
-  for (int k = 0; k < sets; k++) {
-    for (size_t j = 0; j < ins.size(); j++) {
-      kb_tensor &t = in_sets[k][j];
+  std::vector<std::vector<kb_tensor>> in_sets, out_sets;
+  size_t flush_bytes;
+  int4 *fbuf = NULL;
+  cudaEvent_t e0[SLOTS], e1[SLOTS];
+  int next = 0, tick = 0;
+};
+
+static void rig_init(rig *r, const opts *o) {
+  r->o = o;
+  CK(cudaGetDeviceProperties(&r->prop, 0));
+  CK(cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking));
+  r->in_sets.assign(o->sets, o->ins);
+  r->out_sets.assign(o->sets, o->outs);
+  for (int k = 0; k < o->sets; k++) {
+    for (size_t j = 0; j < o->ins.size(); j++) {
+      kb_tensor &t = r->in_sets[k][j];
       size_t bytes = (size_t)kb_tensor_numel(&t) * kb_dtype_size(t.dtype);
       CK(cudaMalloc(&t.data, bytes));
-      fill_kernel<<<prop.multiProcessorCount * 8, 256, 0, s>>>(t.data, t.dtype,
-                                                               kb_tensor_numel(&t),
-                                                               1000003ULL * k + j);
+      fill_kernel<<<r->prop.multiProcessorCount * 8, 256, 0, r->s>>>(
+          t.data, t.dtype, kb_tensor_numel(&t), 1000003ULL * k + j);
     }
-    for (size_t j = 0; j < outs.size(); j++) {
-      kb_tensor &t = out_sets[k][j];
+    for (size_t j = 0; j < o->outs.size(); j++) {
+      kb_tensor &t = r->out_sets[k][j];
       CK(cudaMalloc(&t.data, (size_t)kb_tensor_numel(&t) * kb_dtype_size(t.dtype)));
     }
   }
-  size_t flush_bytes = 2 * (size_t)prop.l2CacheSize;
-  int4 *fbuf = NULL;
-  CK(cudaMalloc(&fbuf, flush_bytes));
-  enum { SLOTS = 64 };
-  cudaEvent_t e0[SLOTS], e1[SLOTS];
+  r->flush_bytes = 2 * (size_t)r->prop.l2CacheSize;
+  CK(cudaMalloc(&r->fbuf, r->flush_bytes));
   for (int k = 0; k < SLOTS; k++) {
-    CK(cudaEventCreate(&e0[k]));
-    CK(cudaEventCreate(&e1[k]));
+    CK(cudaEventCreate(&r->e0[k]));
+    CK(cudaEventCreate(&r->e1[k]));
   }
-  CK(cudaStreamSynchronize(s));
-  int next = 0, tick = 0;
-  auto call = [&](void) {
-    int k = next++ % sets;
-    int rc = kb_forward(in_sets[k].data(), (int)ins.size(), out_sets[k].data(),
-                        (int)outs.size(), (void *)s);
-    if (rc != 0) {
-      fprintf(stderr, "indep_timer: kb_forward returned %d\n", rc);
-      exit(1);
-    }
-  };
-  auto evict = [&](void) {
-    if (flush == 1)
-      flush_kernel<<<prop.multiProcessorCount * 8, 256, 0, s>>>(
-          fbuf, (long long)(flush_bytes / 16), ++tick);
-    else if (flush == 2)
-      flush_read_kernel<<<prop.multiProcessorCount * 8, 256, 0, s>>>(
-          fbuf, (long long)(flush_bytes / 16), (int *)fbuf);
-  };
-  /* queued: one eviction, then `batch` calls between one pair of events (behind a spin when
-   * batch > 1); flushed: `batch` calls, each evicted and between its own events */
-  auto sample = [&](int batch, int flushed) -> double {
-    int pairs = flushed ? batch : 1;
-    if (!flushed) {
-      evict();
-      if (batch > 1)
-        spin_kernel<<<1, 1, 0, s>>>((unsigned long long)((20.0 + 6.0 * batch) * 1000));
-      CK(cudaEventRecord(e0[0], s));
-    }
-    for (int b = 0; b < batch; b++) {
-      if (flushed) {
-        evict();
-        CK(cudaEventRecord(e0[b], s));
-      }
-      call();
-      if (flushed)
-        CK(cudaEventRecord(e1[b], s));
-    }
-    if (!flushed)
-      CK(cudaEventRecord(e1[0], s));
-    CK(cudaEventSynchronize(e1[pairs - 1]));
-    double us = 0;
-    for (int k = 0; k < pairs; k++) {
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0[k], e1[k]));
-      us += ms * 1e3;
-    }
-    CK(cudaGetLastError());
-    return us / batch;
-  };
-  double est = 0;
-  for (int i = 0; i < warmup || i < 1; i++)
-    est = sample(1, 0);
-  int batch = 1, flushed = 0;
-  if (rotate > 0)
-    batch = rotate;
-  else if (est < short_us)
-    batch = std::min(256, std::max(2, (int)ceil(50.0 / std::max(est, 0.5))));
-  else if (flush && est < flushed_us) {
-    flushed = 1;
-    batch = std::min((int)SLOTS, std::max(2, (int)ceil(600.0 / est)));
+  CK(cudaStreamSynchronize(r->s));
+}
+
+/* One call of the candidate on the next input set; exits 1 when it fails. */
+static void rig_call(rig *r) {
+  int k = r->next++ % r->o->sets;
+  int rc = kb_forward(r->in_sets[k].data(), (int)r->o->ins.size(), r->out_sets[k].data(),
+                      (int)r->o->outs.size(), (void *)r->s);
+  if (rc != 0) {
+    fprintf(stderr, "indep_timer: kb_forward returned %d\n", rc);
+    exit(1);
   }
-  std::vector<double> v;
-  double timed = 0, noise = 0;
-  while ((int)v.size() < max_samples) {
-    double us = sample(batch, flushed);
-    v.push_back(us);
-    timed += us * batch * 1e-6;
-    if ((int)v.size() >= min_samples) {
-      double mean = 0, ss = 0;
-      for (double x : v)
-        mean += x;
-      mean /= v.size();
-      for (double x : v)
-        ss += (x - mean) * (x - mean);
-      noise = sqrt(ss / (v.size() - 1)) / mean;
-      if (noise < noise_target || timed > max_seconds)
-        break;
-    }
+}
+
+static void rig_evict(rig *r) {
+  long long n = (long long)(r->flush_bytes / 16);
+  int grid = r->prop.multiProcessorCount * 8;
+  if (r->o->flush == 1)
+    flush_kernel<<<grid, 256, 0, r->s>>>(r->fbuf, n, ++r->tick);
+  else if (r->o->flush == 2)
+    flush_read_kernel<<<grid, 256, 0, r->s>>>(r->fbuf, n, (int *)r->fbuf);
+}
+
+/* One sample in microseconds per call. Queued: one eviction, then `batch` calls between one pair
+ * of events (behind a spin when batch > 1); flushed: `batch` calls, each evicted and between its
+ * own events. */
+static double rig_sample(rig *r, int batch, int flushed) {
+  int pairs = flushed ? batch : 1;
+  if (!flushed) {
+    rig_evict(r);
+    if (batch > 1)
+      spin_kernel<<<1, 1, 0, r->s>>>((unsigned long long)((20.0 + 6.0 * batch) * 1000));
+    CK(cudaEventRecord(r->e0[0], r->s));
   }
-  std::vector<double> sorted = v;
-  std::sort(sorted.begin(), sorted.end());
-  double mean = 0;
+  for (int b = 0; b < batch; b++) {
+    if (flushed) {
+      rig_evict(r);
+      CK(cudaEventRecord(r->e0[b], r->s));
+    }
+    rig_call(r);
+    if (flushed)
+      CK(cudaEventRecord(r->e1[b], r->s));
+  }
+  if (!flushed)
+    CK(cudaEventRecord(r->e1[0], r->s));
+  CK(cudaEventSynchronize(r->e1[pairs - 1]));
+  double us = 0;
+  for (int k = 0; k < pairs; k++) {
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, r->e0[k], r->e1[k]));
+    us += ms * 1e3;
+  }
+  CK(cudaGetLastError());
+  return us / batch;
+}
+
+/* Sample standard deviation over the mean; 0 for fewer than two samples. */
+static double rel_noise(const std::vector<double> &v, double *mean_out) {
+  double mean = 0, ss = 0;
   for (double x : v)
     mean += x;
   mean /= v.size();
-  double ss = 0;
   for (double x : v)
     ss += (x - mean) * (x - mean);
-  noise = v.size() > 1 ? sqrt(ss / (v.size() - 1)) / mean : 0;
+  *mean_out = mean;
+  return v.size() > 1 ? sqrt(ss / (v.size() - 1)) / mean : 0;
+}
+
+/* Warm-up, then the batch size and mode from the call's estimated time (see the top). */
+static void choose_batch(rig *r, int *batch, int *flushed) {
+  const opts *o = r->o;
+  double est = 0;
+  for (int i = 0; i < o->warmup || i < 1; i++)
+    est = rig_sample(r, 1, 0);
+  *batch = 1;
+  *flushed = 0;
+  if (o->rotate > 0)
+    *batch = o->rotate;
+  else if (est < o->short_us)
+    *batch = std::min(256, std::max(2, (int)ceil(50.0 / std::max(est, 0.5))));
+  else if (o->flush && est < o->flushed_us) {
+    *flushed = 1;
+    *batch = std::min((int)SLOTS, std::max(2, (int)ceil(600.0 / est)));
+  }
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc)
+    return rc;
+  rig r;
+  rig_init(&r, &o);
+  int batch, flushed;
+  choose_batch(&r, &batch, &flushed);
+  std::vector<double> v;
+  double timed = 0, mean = 0;
+  while ((int)v.size() < o.max_samples) {
+    double us = rig_sample(&r, batch, flushed);
+    v.push_back(us);
+    timed += us * batch * 1e-6;
+    if ((int)v.size() >= o.min_samples &&
+        (rel_noise(v, &mean) < o.noise_target || timed > o.max_seconds))
+      break;
+  }
+  double noise = rel_noise(v, &mean);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const char *name = r.prop.name;
   printf("%s on %s: median %.3f us (p10 %.3f, p90 %.3f), noise %.2f%%, %zu samples, batch %d "
          "(%s), L2 flush %s\n",
-         label, prop.name, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9),
+         o.label, name, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9),
          100 * noise, v.size(), batch,
-         flushed ? "each call flushed" : rotate ? "rotated, one flush" : "queued",
-         flush == 1 ? "by writes" : flush == 2 ? "by reads" : "off");
+         flushed ? "each call flushed" : o.rotate ? "rotated, one flush" : "queued",
+         o.flush == 1 ? "by writes" : o.flush == 2 ? "by reads" : "off");
   printf("{\"label\":\"%s\",\"median_us\":%.4f,\"p10_us\":%.4f,\"p90_us\":%.4f,\"mean_us\":%.4f,"
          "\"min_us\":%.4f,\"noise\":%.5f,\"samples\":%zu,\"batch\":%d,\"batch_flushed\":%d,"
          "\"flush_bytes\":%zu,\"device\":\"%s\"}\n",
-         label, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9), mean,
-         sorted[0], noise, v.size(), batch, flushed, flush ? flush_bytes : (size_t)0, prop.name);
+         o.label, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9), mean,
+         sorted[0], noise, v.size(), batch, flushed, o.flush ? r.flush_bytes : (size_t)0, name);
   return 0;
 }
