@@ -252,14 +252,8 @@ static int get_dup(const struct kb_jsonfile *f, json_t *o, const char *key, char
 static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry *e,
                            struct kb_error *err) {
   json_t *o = f->root;
-  if (!json_is_object(o))
-    return kb_jsonfile_fail(f, err, "", "an archive entry must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, o, "", entry_fields, err);
-  const char *schema = NULL, *s = NULL;
-  if (rc == KB_OK)
-    rc = kb_json_get_string(f, o, "", "schema", 1, &schema, err);
-  if (rc == KB_OK && strcmp(schema, KB_ARCHIVE_SCHEMA) != 0)
-    rc = kb_jsonfile_fail(f, err, "schema", "\"schema\" must be \"%s\"", KB_ARCHIVE_SCHEMA);
+  int rc = kb_jsonfile_check_document(f, "an archive entry", entry_fields, KB_ARCHIVE_SCHEMA, err);
+  const char *s = NULL;
   if (rc == KB_OK)
     rc = get_id(f, o, "id", e->id, err);
   if (rc == KB_OK)

@@ -148,25 +148,20 @@ static const char *const tier_fields[] = {"name",        "cost_ms",     "input_s
                                           "max_seconds", "noise",       "timeout_seconds",
                                           NULL};
 
-static int parse_tier(struct ctx *x, json_t *item, const char *path, int index) {
+static int parse_tier(struct ctx *x, json_t *arr, int index) {
   const struct kb_jsonfile *f = x->f;
   struct kb_tier *t = &x->c->tiers[index];
-  if (!json_is_object(item))
-    return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be an object", path);
-  int rc = kb_jsonfile_check_unknown(f, item, path, tier_fields, x->err);
+  char path[KB_JSON_PATH_MAX];
+  json_t *item;
+  int rc = kb_json_array_object(f, arr, "ladder", (size_t)index, tier_fields, path, &item, x->err);
   if (rc)
     return rc;
-  const char *name = NULL;
-  rc = kb_json_get_string(f, item, path, "name", 1, &name, x->err);
+  char name[KB_ID_MAX];
+  rc = kb_id_get(f, item, path, "name", name, x->err);
   if (rc)
     return rc;
   char full[KB_JSON_PATH_MAX];
   kb_json_path(full, sizeof full, path, "name");
-  if (!kb_id_valid(name))
-    return kb_jsonfile_fail(f, x->err, full,
-                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit",
-                            full);
   if (index == 0 && strcmp(name, "compile") != 0)
     return kb_jsonfile_fail(f, x->err, full,
                             "\"%s\" must be \"compile\": the first tier is the compile tier",
@@ -232,9 +227,7 @@ static int parse_ladder(struct ctx *x, json_t *root) {
   if (rc || arr == NULL)
     return rc;
   for (size_t i = 0; i < json_array_size(arr); i++) {
-    char path[KB_JSON_PATH_MAX];
-    kb_json_index_path(path, sizeof path, "ladder", i);
-    rc = parse_tier(x, json_array_get(arr, i), path, (int)i);
+    rc = parse_tier(x, arr, (int)i);
     if (rc)
       return rc;
   }
@@ -638,25 +631,11 @@ static int parse_campaign(struct ctx *x) {
   const struct kb_jsonfile *f = x->f;
   struct kb_campaign *c = x->c;
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, x->err, "", "a campaign must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", campaign_fields, x->err);
+  int rc = kb_jsonfile_check_document(f, "a campaign", campaign_fields, CAMPAIGN_SCHEMA, x->err);
+  if (rc == KB_OK)
+    rc = kb_id_get(f, root, "", "id", c->id, x->err);
   if (rc)
     return rc;
-  const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (strcmp(s, CAMPAIGN_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" CAMPAIGN_SCHEMA "\"");
-  rc = kb_json_get_string(f, root, "", "id", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(f, x->err, "id",
-                            "\"id\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit");
-  snprintf(c->id, sizeof c->id, "%s", s);
   const char *name = c->id;
   rc = kb_json_get_string(f, root, "", "name", 0, &name, x->err);
   if (rc)

@@ -160,31 +160,19 @@ static const char *const candidate_fields[] = {"schema", "id",    "task",    "na
 static int candidate_from_file(const struct kb_jsonfile *f, struct kb_candidate *c,
                                struct kb_error *err) {
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, err, "", "a candidate must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", candidate_fields, err);
+  int rc = kb_jsonfile_check_document(f, "a candidate", candidate_fields, CANDIDATE_SCHEMA, err);
   if (rc)
     return rc;
   const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, err);
-  if (rc)
-    return rc;
-  if (strcmp(s, CANDIDATE_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, err, "schema", "\"schema\" must be \"" CANDIDATE_SCHEMA "\"");
   const char *id = NULL;
   rc = kb_json_get_string(f, root, "", "id", 1, &id, err);
   if (rc)
     return rc;
   if (!kb_candidate_id_valid(id))
     return kb_jsonfile_fail(f, err, "id", "\"id\" must be 64 lowercase hex digits");
-  rc = kb_json_get_string(f, root, "", "task", 1, &s, err);
+  rc = kb_id_get(f, root, "", "task", c->task, err);
   if (rc)
     return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(f, err, "task",
-                            "\"task\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit");
-  snprintf(c->task, sizeof c->task, "%s", s);
   rc = kb_json_get_string(f, root, "", "name", 1, &s, err);
   if (rc)
     return rc;

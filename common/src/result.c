@@ -100,20 +100,6 @@ struct ctx {
 };
 
 /* A required string field of 1..63 id characters, copied into `out` (KB_ID_MAX bytes). */
-static int get_id(struct ctx *x, json_t *obj, const char *key, char *out) {
-  const char *s = NULL;
-  int rc = kb_json_get_string(x->f, obj, "", key, 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(x->f, x->err, key,
-                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit",
-                            key);
-  snprintf(out, KB_ID_MAX, "%s", s);
-  return KB_OK;
-}
-
 /* A required string of `min`..`size`-1 printable ASCII characters, copied into `out`. */
 static int get_printable(struct ctx *x, json_t *obj, const char *key, size_t min, char *out,
                          size_t size) {
@@ -368,20 +354,12 @@ static int parse_result(struct ctx *x) {
   const struct kb_jsonfile *f = x->f;
   struct kb_result *r = x->r;
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, x->err, "", "a result must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", result_fields, x->err);
-  if (rc)
-    return rc;
-  const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (strcmp(s, RESULT_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" RESULT_SCHEMA "\"");
-  rc = get_id(x, root, "campaign", r->campaign);
+  int rc = kb_jsonfile_check_document(f, "a result", result_fields, RESULT_SCHEMA, x->err);
   if (rc == KB_OK)
-    rc = get_id(x, root, "task", r->task);
+    rc = kb_id_get(f, root, "", "campaign", r->campaign, x->err);
+  if (rc == KB_OK)
+    rc = kb_id_get(f, root, "", "task", r->task, x->err);
+  const char *s = NULL;
   if (rc == KB_OK)
     rc = kb_json_get_string(f, root, "", "candidate", 1, &s, x->err);
   if (rc)
@@ -391,7 +369,7 @@ static int parse_result(struct ctx *x) {
   snprintf(r->candidate, sizeof r->candidate, "%s", s);
   rc = get_count(x, root, "", "tier", 1, 0, KB_MAX_TIERS - 1, &r->tier);
   if (rc == KB_OK)
-    rc = get_id(x, root, "tier_name", r->tier_name);
+    rc = kb_id_get(f, root, "", "tier_name", r->tier_name, x->err);
   if (rc == KB_OK)
     rc = get_count(x, root, "", "attempt", 1, 1, ATTEMPT_MAX, &r->attempt);
   if (rc == KB_OK)
