@@ -526,6 +526,94 @@ static json_t *encode_kernels(const struct kb_kernel_rec *k, int n) {
   return a;
 }
 
+/* The optional parts of a result's JSON, each attached to `o` only when it has something to
+ * say. Each part is filled before it is attached: a failed set frees the value it was given. */
+/* "compile": time, cache, registers, spills, shared memory, log; returns nonzero when a set failed. */
+static int encode_compile(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  int has_compile = isfinite(r->compile_s) || r->compile_cached || r->registers >= 0 ||
+                    r->spills >= 0 || r->shared_bytes >= 0 || r->compile_log != NULL;
+  if (has_compile) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "seconds", r->compile_s);
+      bad |= json_object_set_new(c, "cached", json_boolean(r->compile_cached));
+      bad |= set_count(c, "registers", r->registers);
+      bad |= set_count(c, "spills", r->spills);
+      bad |= set_count(c, "shared_bytes", r->shared_bytes);
+      if (r->compile_log != NULL)
+        bad |= set_text(c, "log", r->compile_log);
+    }
+    bad |= json_object_set_new(o, "compile", c);
+  }
+  return bad;
+}
+
+/* "check": sets compared and the largest errors; returns nonzero when a set failed. */
+static int encode_check(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (r->sets_checked != 0 || isfinite(r->max_abs_err) || isfinite(r->max_rel_err)) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= json_object_set_new(c, "sets", json_integer(r->sets_checked));
+      bad |= set_real(c, "max_abs_err", r->max_abs_err);
+      bad |= set_real(c, "max_rel_err", r->max_rel_err);
+    }
+    bad |= json_object_set_new(o, "check", c);
+  }
+  return bad;
+}
+
+/* "timing": the samples' summary and the comparisons; returns nonzero when a set failed. */
+static int encode_timing(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (r->timing.samples != 0) {
+    const struct kb_timing *t = &r->timing;
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "median_us", t->median_us);
+      bad |= set_real(c, "p10_us", t->p10_us);
+      bad |= set_real(c, "p90_us", t->p90_us);
+      bad |= set_real(c, "mean_us", t->mean_us);
+      bad |= set_real(c, "min_us", t->min_us);
+      bad |= set_real(c, "noise", t->noise);
+      bad |= json_object_set_new(c, "samples", json_integer(t->samples));
+      bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
+      bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
+      bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
+      bad |= set_real(c, "torch_eager_us", r->torch_eager_us);
+      bad |= set_real(c, "torch_compile_us", r->torch_compile_us);
+    }
+    bad |= json_object_set_new(o, "timing", c);
+  }
+  return bad;
+}
+
+/* "profile": counters, the trace and the kernel records; returns nonzero when a set failed. */
+static int encode_profile(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
+      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct) || r->trace.kernels >= 0 ||
+      r->n_kernels > 0 || r->kernels_dropped > 0) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "kernel_us", r->kernel_us);
+      bad |= set_real(c, "dram_pct", r->dram_pct);
+      bad |= set_real(c, "sm_pct", r->sm_pct);
+      bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
+      bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
+      if (r->trace.kernels >= 0)
+        bad |= json_object_set_new(c, "trace", encode_trace(&r->trace));
+      if (r->n_kernels > 0)
+        bad |= json_object_set_new(c, "kernels", encode_kernels(r->kernels, r->n_kernels));
+      if (r->kernels_dropped > 0)
+        bad |= json_object_set_new(c, "kernels_dropped", json_integer(r->kernels_dropped));
+    }
+    bad |= json_object_set_new(o, "profile", c);
+  }
+  return bad;
+}
+
 static json_t *encode(const struct kb_result *r) {
   json_t *o = json_object();
   if (o == NULL)
@@ -548,69 +636,10 @@ static json_t *encode(const struct kb_result *r) {
     bad |= set_text(o, "confinement", r->confinement);
   bad |= json_object_set_new(o, "status", json_string(kb_status_name(r->status)));
   bad |= set_text(o, "reason", r->reason);
-  /* each part is filled before it is attached: a failed set frees the value it was given */
-  int has_compile = isfinite(r->compile_s) || r->compile_cached || r->registers >= 0 ||
-                    r->spills >= 0 || r->shared_bytes >= 0 || r->compile_log != NULL;
-  if (has_compile) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "seconds", r->compile_s);
-      bad |= json_object_set_new(c, "cached", json_boolean(r->compile_cached));
-      bad |= set_count(c, "registers", r->registers);
-      bad |= set_count(c, "spills", r->spills);
-      bad |= set_count(c, "shared_bytes", r->shared_bytes);
-      if (r->compile_log != NULL)
-        bad |= set_text(c, "log", r->compile_log);
-    }
-    bad |= json_object_set_new(o, "compile", c);
-  }
-  if (r->sets_checked != 0 || isfinite(r->max_abs_err) || isfinite(r->max_rel_err)) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= json_object_set_new(c, "sets", json_integer(r->sets_checked));
-      bad |= set_real(c, "max_abs_err", r->max_abs_err);
-      bad |= set_real(c, "max_rel_err", r->max_rel_err);
-    }
-    bad |= json_object_set_new(o, "check", c);
-  }
-  if (r->timing.samples != 0) {
-    const struct kb_timing *t = &r->timing;
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "median_us", t->median_us);
-      bad |= set_real(c, "p10_us", t->p10_us);
-      bad |= set_real(c, "p90_us", t->p90_us);
-      bad |= set_real(c, "mean_us", t->mean_us);
-      bad |= set_real(c, "min_us", t->min_us);
-      bad |= set_real(c, "noise", t->noise);
-      bad |= json_object_set_new(c, "samples", json_integer(t->samples));
-      bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
-      bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
-      bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
-      bad |= set_real(c, "torch_eager_us", r->torch_eager_us);
-      bad |= set_real(c, "torch_compile_us", r->torch_compile_us);
-    }
-    bad |= json_object_set_new(o, "timing", c);
-  }
-  if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
-      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct) || r->trace.kernels >= 0 ||
-      r->n_kernels > 0 || r->kernels_dropped > 0) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "kernel_us", r->kernel_us);
-      bad |= set_real(c, "dram_pct", r->dram_pct);
-      bad |= set_real(c, "sm_pct", r->sm_pct);
-      bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
-      bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
-      if (r->trace.kernels >= 0)
-        bad |= json_object_set_new(c, "trace", encode_trace(&r->trace));
-      if (r->n_kernels > 0)
-        bad |= json_object_set_new(c, "kernels", encode_kernels(r->kernels, r->n_kernels));
-      if (r->kernels_dropped > 0)
-        bad |= json_object_set_new(c, "kernels_dropped", json_integer(r->kernels_dropped));
-    }
-    bad |= json_object_set_new(o, "profile", c);
-  }
+  bad |= encode_compile(o, r);
+  bad |= encode_check(o, r);
+  bad |= encode_timing(o, r);
+  bad |= encode_profile(o, r);
   bad |= json_object_set_new(o, "cost_ms", json_integer(r->cost_ms));
   bad |= set_real(o, "started", r->started);
   bad |= set_real(o, "finished", r->finished);
