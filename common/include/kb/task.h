@@ -98,7 +98,8 @@ struct kb_task {
  * file exists and is a readable regular file. Messages name the file as `dir`/task.json.
  * Errors: KB_EPARSE with "dir/task.json:line:col: what is wrong" (also for a referenced file
  * that is missing or unreadable: that is a malformed bundle), KB_EIO when task.json itself
- * cannot be read, KB_ENOMEM. `dir` is borrowed. */
+ * cannot be read, KB_EINVAL when the path of task.json would not fit PATH_MAX, KB_ENOMEM. `dir`
+ * is borrowed. */
 int kb_task_load(const char *dir, struct kb_task *task, struct kb_error *err);
 /* Same as kb_task_load, from task.json `text` already in memory; `name` is used in messages and
  * relative paths resolve against `dir`. With `check_files` = 0 referenced files need not exist
