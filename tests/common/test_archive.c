@@ -20,6 +20,29 @@
 #include "kb/archive.h"
 #include "kb/error.h"
 
+/* A folder for the archive and a task "sum" whose kernels go in it. */
+struct fx {
+  char dir[64];        /* temporary archive folder */
+  struct kb_task task; /* "sum", category "reduction", 1024 floats in */
+};
+
+static int setup(void **state) {
+  struct fx *x = calloc(1, sizeof *x);
+  assert_non_null(x);
+  kbt_archive_tmpdir(x->dir, sizeof x->dir);
+  kbt_archive_task("sum", "reduction", 1024, &x->task);
+  *state = x;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fx *x = *state;
+  kb_task_release(&x->task);
+  kbt_archive_rmtree(x->dir);
+  free(x);
+  return 0;
+}
+
 static void test_fingerprint(void **state) {
   (void)state;
   struct kb_task a, b, c, d;
@@ -44,13 +67,11 @@ static void test_fingerprint(void **state) {
 }
 
 static void test_roundtrip(void **state) {
-  (void)state;
-  char dir[64];
-  kbt_archive_tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  kbt_archive_task("sum", "reduction", 1024, &t);
+  struct fx *x = *state;
+  const char *dir = x->dir;
+  const struct kb_task *task = &x->task;
   struct kb_archive_entry e;
-  kbt_archive_entry(&t, 1, 2.5, "NVIDIA H200", &e);
+  kbt_archive_entry(task, 1, 2.5, "NVIDIA H200", &e);
   struct kb_error err = {0};
   assert_int_equal(kb_archive_entry_add_tag(&e, "Tiled Loop", &err), KB_OK);
   char path[4200];
@@ -100,8 +121,6 @@ static void test_roundtrip(void **state) {
   assert_non_null(strstr(err.msg, "\"candidate\" does not match"));
   kb_free(text);
   kb_archive_entry_release(&e);
-  kb_task_release(&t);
-  kbt_archive_rmtree(dir);
 }
 
 struct warned {
@@ -116,13 +135,11 @@ static void on_warn(const char *msg, void *arg) {
 }
 
 static void test_corrupt_and_missing(void **state) {
-  (void)state;
-  char dir[64];
-  kbt_archive_tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  kbt_archive_task("sum", "reduction", 1024, &t);
+  struct fx *x = *state;
+  const char *dir = x->dir;
+  const struct kb_task *task = &x->task;
   struct kb_archive_entry e;
-  kbt_archive_entry(&t, 1, 2, "cpu", &e);
+  kbt_archive_entry(task, 1, 2, "cpu", &e);
   struct kb_error err = {0};
   assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
   /* a file with an entry's name whose "gpu" is a number; a half-written one; a temp file */
@@ -167,22 +184,18 @@ static void test_corrupt_and_missing(void **state) {
   assert_non_null(strstr(err.msg, missing));
   assert_int_equal(kb_archive_put(missing, &e, NULL, 0, &err), KB_ENOTFOUND);
   kb_archive_entry_release(&e);
-  kb_task_release(&t);
-  kbt_archive_rmtree(dir);
 }
 
 /* Allocation failures while reading a folder: each run fails with KB_ENOMEM (nothing skipped
  * as if it were corrupt, nothing leaked under ASan) or reads every entry. */
 static void test_alloc_failures(void **state) {
-  (void)state;
-  char dir[64];
-  kbt_archive_tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  kbt_archive_task("sum", "reduction", 1024, &t);
+  struct fx *x = *state;
+  const char *dir = x->dir;
+  const struct kb_task *task = &x->task;
   struct kb_error err = {0};
   for (int k = 0; k < 3; k++) {
     struct kb_archive_entry e;
-    kbt_archive_entry(&t, k, 1 + k, "cpu", &e);
+    kbt_archive_entry(task, k, 1 + k, "cpu", &e);
     assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
     kb_archive_entry_release(&e);
   }
@@ -206,18 +219,14 @@ static void test_alloc_failures(void **state) {
     }
   }
   assert_true(ok_runs == 20);
-  kb_task_release(&t);
-  kbt_archive_rmtree(dir);
 }
 
 /* Two processes write 60 entries each, 30 of them the same ones, while this one reads the
  * folder over and over: every entry it sees is whole, and the end holds exactly 90. */
 static void test_concurrent_writers(void **state) {
-  (void)state;
-  char dir[64];
-  kbt_archive_tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  kbt_archive_task("sum", "reduction", 1024, &t);
+  struct fx *x = *state;
+  const char *dir = x->dir;
+  const struct kb_task *task = &x->task;
   pid_t kids[2];
   for (int w = 0; w < 2; w++) {
     kids[w] = fork();
@@ -227,7 +236,7 @@ static void test_concurrent_writers(void **state) {
       for (int i = 0; i < 60; i++) {
         int k = i < 30 ? i : 1000 * (w + 1) + i; /* 0..29 shared */
         struct kb_archive_entry e;
-        kbt_archive_entry(&t, k, 1 + k % 7, "cpu", &e);
+        kbt_archive_entry(task, k, 1 + k % 7, "cpu", &e);
         struct kb_error err = {0};
         bad |= kb_archive_put(dir, &e, NULL, 0, &err) != KB_OK;
         kb_archive_entry_release(&e);
@@ -277,16 +286,16 @@ static void test_concurrent_writers(void **state) {
   assert_int_equal(files, 90);
   fprintf(stderr, "concurrent writers: %d reads of the folder while writing, all whole\n",
           reads);
-  kb_task_release(&t);
-  kbt_archive_rmtree(dir);
 }
 
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fingerprint),         cmocka_unit_test(test_roundtrip),
-      cmocka_unit_test(test_corrupt_and_missing), cmocka_unit_test(test_concurrent_writers),
-      cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_fingerprint),
+      cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_and_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
