@@ -239,6 +239,14 @@ int kb_candidate_from_json(const char *text, const char *where, struct kb_candid
   return rc;
 }
 
+/* kb_candidate_from_json as kb_json_dump_checked calls it. */
+static int decodes(const char *text, struct kb_error *why) {
+  struct kb_candidate check;
+  int rc = kb_candidate_from_json(text, "candidate", &check, why);
+  kb_candidate_release(&check);
+  return rc;
+}
+
 int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_error *err) {
   *out = NULL;
   json_t *parents = json_array();
@@ -271,22 +279,7 @@ int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_err
       return kb_error_set(err, KB_EINVAL, "candidate %s: strings must be utf-8", c->id);
     return kb_error_set(err, KB_ENOMEM, "candidate %s: out of memory", c->id);
   }
-  char *text = NULL;
-  rc = kb_json_dump_compact(o, &text);
-  json_decref(o);
-  if (rc)
-    return kb_error_set(err, rc, "candidate %s: out of memory", c->id);
-  /* emit only what kb_candidate_from_json (and so the schema) accepts */
-  struct kb_candidate check;
-  struct kb_error why = {0};
-  rc = kb_candidate_from_json(text, "candidate", &check, &why);
-  kb_candidate_release(&check);
-  if (rc) {
-    kb_free(text);
-    if (rc == KB_ENOMEM)
-      return kb_error_set(err, rc, "candidate %s: out of memory", c->id);
-    return kb_error_set(err, KB_EINVAL, "cannot encode candidate %s: %s", c->id, why.msg);
-  }
-  *out = text;
-  return KB_OK;
+  char what[KB_CAND_ID_LEN + 16];
+  snprintf(what, sizeof what, "candidate %s", c->id);
+  return kb_json_dump_checked(o, decodes, what, out, err);
 }

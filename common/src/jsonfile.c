@@ -820,6 +820,26 @@ char *kb_json_utf8_sanitize(const char *s) {
 
 /* --- output ------------------------------------------------------------------------------ */
 
+int kb_json_dump_checked(json_t *o, kb_json_decode_fn decodes, const char *what, char **out,
+                         struct kb_error *err) {
+  *out = NULL;
+  char *text = NULL;
+  int rc = kb_json_dump_compact(o, &text);
+  json_decref(o);
+  if (rc)
+    return kb_error_set(err, rc, "%s: out of memory", what);
+  struct kb_error why = {0};
+  rc = decodes(text, &why);
+  if (rc) {
+    kb_free(text);
+    if (rc == KB_ENOMEM)
+      return kb_error_set(err, rc, "%s: out of memory", what);
+    return kb_error_set(err, KB_EINVAL, "cannot encode %s: %s", what, why.msg);
+  }
+  *out = text;
+  return KB_OK;
+}
+
 static int dump_to_buf(const char *buffer, size_t size, void *data) {
   return kb_buf_add(data, buffer, size) == KB_OK ? 0 : -1;
 }

@@ -650,27 +650,20 @@ static json_t *encode(const struct kb_result *r) {
   return o;
 }
 
+/* kb_result_from_json as kb_json_dump_checked calls it. */
+static int decodes(const char *text, struct kb_error *why) {
+  struct kb_result check;
+  int rc = kb_result_from_json(text, "result", &check, why);
+  kb_result_release(&check);
+  return rc;
+}
+
 int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *err) {
   *out = NULL;
   json_t *o = encode(r);
   if (o == NULL)
     return kb_error_set(err, KB_ENOMEM, "result of %s: out of memory", r->candidate);
-  char *text = NULL;
-  int rc = kb_json_dump_compact(o, &text);
-  json_decref(o);
-  if (rc)
-    return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
-  /* emit only what kb_result_from_json (and so the schema) accepts */
-  struct kb_result check;
-  struct kb_error why = {0};
-  rc = kb_result_from_json(text, "result", &check, &why);
-  kb_result_release(&check);
-  if (rc) {
-    kb_free(text);
-    if (rc == KB_ENOMEM)
-      return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
-    return kb_error_set(err, KB_EINVAL, "cannot encode result of %s: %s", r->candidate, why.msg);
-  }
-  *out = text;
-  return KB_OK;
+  char what[sizeof r->candidate + 16];
+  snprintf(what, sizeof what, "result of %s", r->candidate);
+  return kb_json_dump_checked(o, decodes, what, out, err);
 }

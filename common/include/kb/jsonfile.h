@@ -119,6 +119,17 @@ int kb_jsonfile_check_document(const struct kb_jsonfile *f, const char *what,
  * free with kb_free). Returns KB_OK or KB_ENOMEM. */
 int kb_json_dump_compact(const json_t *v, char **out);
 
+/* A decoder as kb_json_dump_checked calls it: KB_OK when it accepts `text` (borrowed for the
+ * call), else its code with the reason in `why`. */
+typedef int (*kb_json_decode_fn)(const char *text, struct kb_error *why);
+/* Encodes `o` (stolen: the reference is dropped, also on failure) as kb_json_dump_compact does
+ * into `*out` (new, kb_free; NULL on failure), but only text that `decodes` accepts: how an
+ * encoder keeps its promise to emit only what its decoder, and so the schema, takes. `what`
+ * (borrowed) names the record in messages: KB_ENOMEM "<what>: out of memory" (also when the
+ * decoder runs out), KB_EINVAL "cannot encode <what>: <the decoder's reason>". */
+int kb_json_dump_checked(json_t *o, kb_json_decode_fn decodes, const char *what, char **out,
+                         struct kb_error *err);
+
 /* 1 when `len` bytes of `s` (borrowed) are valid UTF-8 that jansson accepts in a string (no NUL,
  * no overlong forms, no surrogates), else 0. */
 int kb_json_utf8_valid(const char *s, size_t len);
