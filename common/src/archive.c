@@ -249,17 +249,58 @@ static int get_dup(const struct kb_jsonfile *f, json_t *o, const char *key, char
   return *out ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
 }
 
+/* The "tags" list, each added as kb_archive_entry_add_tag does. */
+static int get_tags(const struct kb_jsonfile *f, json_t *o, struct kb_archive_entry *e,
+                    struct kb_error *err) {
+  json_t *tags = NULL;
+  int rc = kb_json_get_array(f, o, "", "tags", 1, 0, KB_ARCHIVE_MAX_TAGS, &tags, err);
+  for (size_t i = 0; rc == KB_OK && i < json_array_size(tags); i++) {
+    char path[64];
+    kb_json_index_path(path, sizeof path, "tags", i);
+    const char *t = json_string_value(json_array_get(tags, i));
+    struct kb_error terr = {0};
+    if (t == NULL)
+      rc = kb_jsonfile_fail(f, err, path, "\"%s\" must be a string", path);
+    else if (kb_archive_entry_add_tag(e, t, &terr) != KB_OK)
+      rc = kb_jsonfile_fail(f, err, path, "\"%s\": %s", path, terr.msg);
+  }
+  return rc;
+}
+
+/* The ids of `e`, read from the file, must be those its content makes; the source is stored
+ * normalized. */
+static int check_ids(const struct kb_jsonfile *f, struct kb_archive_entry *e,
+                     struct kb_error *err) {
+  /* the ids must match the content: a hand-edited source is caught here */
+  char want[KB_CAND_ID_LEN + 1];
+  int rc = kb_candidate_id(e->task, e->source, e->knobs, e->flags, want, err);
+  if (rc == KB_OK && strcmp(want, e->candidate) != 0)
+    rc = kb_jsonfile_fail(f, err, "candidate",
+                          "\"candidate\" does not match the task, source, knobs and flags");
+  if (rc == KB_OK) {
+    char *norm = kb_source_normalize(e->source);
+    if (norm == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    } else {
+      kb_free(e->source);
+      e->source = norm;
+    }
+  }
+  if (rc == KB_OK) {
+    memcpy(want, e->id, sizeof want);
+    rc = kb_archive_entry_set_id(e, err);
+    if (rc == KB_OK && strcmp(want, e->id) != 0)
+      rc = kb_jsonfile_fail(f, err, "id",
+                            "\"id\" does not match the fingerprint, candidate and gpu");
+  }
+  return rc;
+}
+
 static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry *e,
                            struct kb_error *err) {
   json_t *o = f->root;
-  if (!json_is_object(o))
-    return kb_jsonfile_fail(f, err, "", "an archive entry must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, o, "", entry_fields, err);
-  const char *schema = NULL, *s = NULL;
-  if (rc == KB_OK)
-    rc = kb_json_get_string(f, o, "", "schema", 1, &schema, err);
-  if (rc == KB_OK && strcmp(schema, KB_ARCHIVE_SCHEMA) != 0)
-    rc = kb_jsonfile_fail(f, err, "schema", "\"schema\" must be \"%s\"", KB_ARCHIVE_SCHEMA);
+  int rc = kb_jsonfile_check_document(f, "an archive entry", entry_fields, KB_ARCHIVE_SCHEMA, err);
+  const char *s = NULL;
   if (rc == KB_OK)
     rc = get_id(f, o, "id", e->id, err);
   if (rc == KB_OK)
@@ -316,42 +357,10 @@ static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry 
     rc = get_fixed(f, o, "campaign", e->campaign, sizeof e->campaign, 0, err);
   if (rc == KB_OK)
     rc = kb_json_get_number(f, o, "", "added", 1, 0, DBL_MAX, &e->added, err);
-  json_t *tags = NULL;
   if (rc == KB_OK)
-    rc = kb_json_get_array(f, o, "", "tags", 1, 0, KB_ARCHIVE_MAX_TAGS, &tags, err);
-  for (size_t i = 0; rc == KB_OK && i < json_array_size(tags); i++) {
-    char path[64];
-    kb_json_index_path(path, sizeof path, "tags", i);
-    const char *t = json_string_value(json_array_get(tags, i));
-    struct kb_error terr = {0};
-    if (t == NULL)
-      rc = kb_jsonfile_fail(f, err, path, "\"%s\" must be a string", path);
-    else if (kb_archive_entry_add_tag(e, t, &terr) != KB_OK)
-      rc = kb_jsonfile_fail(f, err, path, "\"%s\": %s", path, terr.msg);
-  }
-  /* the ids must match the content: a hand-edited source is caught here */
-  char want[KB_CAND_ID_LEN + 1];
+    rc = get_tags(f, o, e, err);
   if (rc == KB_OK)
-    rc = kb_candidate_id(e->task, e->source, e->knobs, e->flags, want, err);
-  if (rc == KB_OK && strcmp(want, e->candidate) != 0)
-    rc = kb_jsonfile_fail(f, err, "candidate",
-                          "\"candidate\" does not match the task, source, knobs and flags");
-  if (rc == KB_OK) {
-    char *norm = kb_source_normalize(e->source);
-    if (norm == NULL) {
-      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
-    } else {
-      kb_free(e->source);
-      e->source = norm;
-    }
-  }
-  if (rc == KB_OK) {
-    memcpy(want, e->id, sizeof want);
-    rc = kb_archive_entry_set_id(e, err);
-    if (rc == KB_OK && strcmp(want, e->id) != 0)
-      rc = kb_jsonfile_fail(f, err, "id",
-                            "\"id\" does not match the fingerprint, candidate and gpu");
-  }
+    rc = check_ids(f, e, err);
   return rc;
 }
 

@@ -148,25 +148,20 @@ static const char *const tier_fields[] = {"name",        "cost_ms",     "input_s
                                           "max_seconds", "noise",       "timeout_seconds",
                                           NULL};
 
-static int parse_tier(struct ctx *x, json_t *item, const char *path, int index) {
+static int parse_tier(struct ctx *x, json_t *arr, int index) {
   const struct kb_jsonfile *f = x->f;
   struct kb_tier *t = &x->c->tiers[index];
-  if (!json_is_object(item))
-    return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be an object", path);
-  int rc = kb_jsonfile_check_unknown(f, item, path, tier_fields, x->err);
+  char path[KB_JSON_PATH_MAX];
+  json_t *item;
+  int rc = kb_json_array_object(f, arr, "ladder", (size_t)index, tier_fields, path, &item, x->err);
   if (rc)
     return rc;
-  const char *name = NULL;
-  rc = kb_json_get_string(f, item, path, "name", 1, &name, x->err);
+  char name[KB_ID_MAX];
+  rc = kb_id_get(f, item, path, "name", name, x->err);
   if (rc)
     return rc;
   char full[KB_JSON_PATH_MAX];
   kb_json_path(full, sizeof full, path, "name");
-  if (!kb_id_valid(name))
-    return kb_jsonfile_fail(f, x->err, full,
-                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit",
-                            full);
   if (index == 0 && strcmp(name, "compile") != 0)
     return kb_jsonfile_fail(f, x->err, full,
                             "\"%s\" must be \"compile\": the first tier is the compile tier",
@@ -232,9 +227,7 @@ static int parse_ladder(struct ctx *x, json_t *root) {
   if (rc || arr == NULL)
     return rc;
   for (size_t i = 0; i < json_array_size(arr); i++) {
-    char path[KB_JSON_PATH_MAX];
-    kb_json_index_path(path, sizeof path, "ladder", i);
-    rc = parse_tier(x, json_array_get(arr, i), path, (int)i);
+    rc = parse_tier(x, arr, (int)i);
     if (rc)
       return rc;
   }
@@ -634,55 +627,21 @@ static int parse_sandbox(struct ctx *x, json_t *root) {
   return rc;
 }
 
-static int parse_campaign(struct ctx *x) {
+/* The "tasks" list as text (into *tasks, borrowed from the tree): non-empty strings, no two
+ * alike. The folders they name are checked later, by resolve_tasks. */
+static int check_task_list(struct ctx *x, json_t *root, json_t **tasks) {
   const struct kb_jsonfile *f = x->f;
-  struct kb_campaign *c = x->c;
-  json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, x->err, "", "a campaign must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", campaign_fields, x->err);
+  int rc = kb_json_get_array(f, root, "", "tasks", 1, 1, KB_MAX_TASKS, tasks, x->err);
   if (rc)
     return rc;
-  const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (strcmp(s, CAMPAIGN_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" CAMPAIGN_SCHEMA "\"");
-  rc = kb_json_get_string(f, root, "", "id", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(f, x->err, "id",
-                            "\"id\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit");
-  snprintf(c->id, sizeof c->id, "%s", s);
-  const char *name = c->id;
-  rc = kb_json_get_string(f, root, "", "name", 0, &name, x->err);
-  if (rc)
-    return rc;
-  if (name[0] == '\0')
-    return kb_jsonfile_fail(f, x->err, "name", "\"name\" must be a non-empty string");
-  c->name = kb_strdup(name);
-  if (c->name == NULL)
-    return nomem(x);
-  static const char *const backends[] = {"host", "cuda", NULL};
-  rc = kb_json_get_enum(f, root, "", "backend", 1, backends, &c->backend, x->err);
-  if (rc)
-    return rc;
-
-  json_t *tasks = NULL;
-  rc = kb_json_get_array(f, root, "", "tasks", 1, 1, KB_MAX_TASKS, &tasks, x->err);
-  if (rc)
-    return rc;
-  for (size_t i = 0; i < json_array_size(tasks); i++) {
+  for (size_t i = 0; i < json_array_size(*tasks); i++) {
     char path[KB_JSON_PATH_MAX];
     kb_json_index_path(path, sizeof path, "tasks", i);
-    json_t *t = json_array_get(tasks, i);
+    json_t *t = json_array_get(*tasks, i);
     if (!json_is_string(t) || json_string_length(t) == 0)
       return kb_jsonfile_fail(f, x->err, path, "\"%s\" must be a non-empty string", path);
     for (size_t j = 0; j < i; j++) {
-      if (strcmp(json_string_value(json_array_get(tasks, j)), json_string_value(t)) == 0) {
+      if (strcmp(json_string_value(json_array_get(*tasks, j)), json_string_value(t)) == 0) {
         char other[KB_JSON_PATH_MAX];
         kb_json_index_path(other, sizeof other, "tasks", j);
         return kb_jsonfile_fail(f, x->err, path, "\"%s\" names the same task folder as \"%s\"",
@@ -690,12 +649,15 @@ static int parse_campaign(struct ctx *x) {
       }
     }
   }
+  return KB_OK;
+}
 
-  rc = parse_budget(x, root);
-  if (rc)
-    return rc;
+/* "deadline", "max_attempts", "lease_seconds" and "results_dir", with their defaults. */
+static int parse_limits(struct ctx *x, json_t *root) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_campaign *c = x->c;
   const char *deadline = NULL;
-  rc = kb_json_get_string(f, root, "", "deadline", 0, &deadline, x->err);
+  int rc = kb_json_get_string(f, root, "", "deadline", 0, &deadline, x->err);
   if (rc)
     return rc;
   if (deadline != NULL && !parse_rfc3339(deadline, &c->deadline))
@@ -722,6 +684,40 @@ static int parse_campaign(struct ctx *x) {
   c->results_dir = kb_path_resolve(c->dir, results);
   if (c->results_dir == NULL)
     return nomem(x);
+  return KB_OK;
+}
+
+static int parse_campaign(struct ctx *x) {
+  const struct kb_jsonfile *f = x->f;
+  struct kb_campaign *c = x->c;
+  json_t *root = f->root;
+  int rc = kb_jsonfile_check_document(f, "a campaign", campaign_fields, CAMPAIGN_SCHEMA, x->err);
+  if (rc == KB_OK)
+    rc = kb_id_get(f, root, "", "id", c->id, x->err);
+  if (rc)
+    return rc;
+  const char *name = c->id;
+  rc = kb_json_get_string(f, root, "", "name", 0, &name, x->err);
+  if (rc)
+    return rc;
+  if (name[0] == '\0')
+    return kb_jsonfile_fail(f, x->err, "name", "\"name\" must be a non-empty string");
+  c->name = kb_strdup(name);
+  if (c->name == NULL)
+    return nomem(x);
+  static const char *const backends[] = {"host", "cuda", NULL};
+  rc = kb_json_get_enum(f, root, "", "backend", 1, backends, &c->backend, x->err);
+  if (rc)
+    return rc;
+
+  json_t *tasks = NULL;
+  rc = check_task_list(x, root, &tasks);
+  if (rc == KB_OK)
+    rc = parse_budget(x, root);
+  if (rc == KB_OK)
+    rc = parse_limits(x, root);
+  if (rc)
+    return rc;
   kb_campaign_default_ladder(c);
   rc = parse_ladder(x, root);
   if (rc == KB_OK)

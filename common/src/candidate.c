@@ -160,31 +160,19 @@ static const char *const candidate_fields[] = {"schema", "id",    "task",    "na
 static int candidate_from_file(const struct kb_jsonfile *f, struct kb_candidate *c,
                                struct kb_error *err) {
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, err, "", "a candidate must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", candidate_fields, err);
+  int rc = kb_jsonfile_check_document(f, "a candidate", candidate_fields, CANDIDATE_SCHEMA, err);
   if (rc)
     return rc;
   const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, err);
-  if (rc)
-    return rc;
-  if (strcmp(s, CANDIDATE_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, err, "schema", "\"schema\" must be \"" CANDIDATE_SCHEMA "\"");
   const char *id = NULL;
   rc = kb_json_get_string(f, root, "", "id", 1, &id, err);
   if (rc)
     return rc;
   if (!kb_candidate_id_valid(id))
     return kb_jsonfile_fail(f, err, "id", "\"id\" must be 64 lowercase hex digits");
-  rc = kb_json_get_string(f, root, "", "task", 1, &s, err);
+  rc = kb_id_get(f, root, "", "task", c->task, err);
   if (rc)
     return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(f, err, "task",
-                            "\"task\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit");
-  snprintf(c->task, sizeof c->task, "%s", s);
   rc = kb_json_get_string(f, root, "", "name", 1, &s, err);
   if (rc)
     return rc;
@@ -251,6 +239,14 @@ int kb_candidate_from_json(const char *text, const char *where, struct kb_candid
   return rc;
 }
 
+/* kb_candidate_from_json as kb_json_dump_checked calls it. */
+static int decodes(const char *text, struct kb_error *why) {
+  struct kb_candidate check;
+  int rc = kb_candidate_from_json(text, "candidate", &check, why);
+  kb_candidate_release(&check);
+  return rc;
+}
+
 int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_error *err) {
   *out = NULL;
   json_t *parents = json_array();
@@ -283,22 +279,7 @@ int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_err
       return kb_error_set(err, KB_EINVAL, "candidate %s: strings must be utf-8", c->id);
     return kb_error_set(err, KB_ENOMEM, "candidate %s: out of memory", c->id);
   }
-  char *text = NULL;
-  rc = kb_json_dump_compact(o, &text);
-  json_decref(o);
-  if (rc)
-    return kb_error_set(err, rc, "candidate %s: out of memory", c->id);
-  /* emit only what kb_candidate_from_json (and so the schema) accepts */
-  struct kb_candidate check;
-  struct kb_error why = {0};
-  rc = kb_candidate_from_json(text, "candidate", &check, &why);
-  kb_candidate_release(&check);
-  if (rc) {
-    kb_free(text);
-    if (rc == KB_ENOMEM)
-      return kb_error_set(err, rc, "candidate %s: out of memory", c->id);
-    return kb_error_set(err, KB_EINVAL, "cannot encode candidate %s: %s", c->id, why.msg);
-  }
-  *out = text;
-  return KB_OK;
+  char what[KB_CAND_ID_LEN + 16];
+  snprintf(what, sizeof what, "candidate %s", c->id);
+  return kb_json_dump_checked(o, decodes, what, out, err);
 }

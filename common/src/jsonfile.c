@@ -238,56 +238,45 @@ static int scan_string(struct scanner *s, struct kb_buf *decoded) {
 
 static int scan_value(struct scanner *s, int key_line, int key_col);
 
-static int scan_object(struct scanner *s) {
-  size_t base = s->path.len;
-  advance(s); /* '{' */
-  skip_ws(s);
-  if (s->p < s->end && *s->p == '}') {
-    advance(s);
-    return KB_OK;
-  }
-  while (s->p < s->end) {
+/* One member of an object, from its key to the end of its value; the key is appended to the
+ * path (after a '.' unless the object is the root at `base` 0). */
+static int scan_member(struct scanner *s, size_t base) {
+  int kline = s->line;
+  int kcol = s->col;
+  int rc = KB_OK;
+  if (base > 0)
+    rc = kb_buf_add(&s->path, ".", 1);
+  if (rc == KB_OK)
+    rc = scan_string(s, &s->path);
+  if (rc == KB_OK) {
     skip_ws(s);
-    int kline = s->line;
-    int kcol = s->col;
-    int rc = KB_OK;
-    if (base > 0)
-      rc = kb_buf_add(&s->path, ".", 1);
-    if (rc == KB_OK)
-      rc = scan_string(s, &s->path);
-    if (rc == KB_OK) {
-      skip_ws(s);
-      advance(s); /* ':' */
-      rc = scan_value(s, kline, kcol);
-    }
-    s->path.len = base;
-    s->path.data[base] = '\0';
-    if (rc)
-      return rc;
-    skip_ws(s);
-    if (s->p >= s->end)
-      break;
-    char c = *s->p;
-    advance(s); /* ',' or '}' */
-    if (c == '}')
-      break;
+    advance(s); /* ':' */
+    rc = scan_value(s, kline, kcol);
   }
-  return KB_OK;
+  return rc;
 }
 
-static int scan_array(struct scanner *s) {
+/* Item `i` of an array; "[i]" is appended to the path. */
+static int scan_item(struct scanner *s, size_t i) {
+  int rc = kb_buf_addf(&s->path, "[%zu]", i);
+  if (rc == KB_OK)
+    rc = scan_value(s, 0, 0);
+  return rc;
+}
+
+/* An object or an array, from its opening bracket to past `close` ('}' or ']'): each member
+ * or item is scanned under the container's path extended by its key or index. */
+static int scan_container(struct scanner *s, char close) {
   size_t base = s->path.len;
-  advance(s); /* '[' */
+  advance(s); /* '{' or '[' */
   skip_ws(s);
-  if (s->p < s->end && *s->p == ']') {
+  if (s->p < s->end && *s->p == close) {
     advance(s);
     return KB_OK;
   }
   for (size_t i = 0; s->p < s->end; i++) {
     skip_ws(s);
-    int rc = kb_buf_addf(&s->path, "[%zu]", i);
-    if (rc == KB_OK)
-      rc = scan_value(s, 0, 0);
+    int rc = close == '}' ? scan_member(s, base) : scan_item(s, i);
     s->path.len = base;
     s->path.data[base] = '\0';
     if (rc)
@@ -296,8 +285,8 @@ static int scan_array(struct scanner *s) {
     if (s->p >= s->end)
       break;
     char c = *s->p;
-    advance(s); /* ',' or ']' */
-    if (c == ']')
+    advance(s); /* ',' or the closing bracket */
+    if (c == close)
       break;
   }
   return KB_OK;
@@ -320,9 +309,9 @@ static int scan_value(struct scanner *s, int key_line, int key_col) {
     return KB_OK;
   switch (*s->p) {
   case '{':
-    return scan_object(s);
+    return scan_container(s, '}');
   case '[':
-    return scan_array(s);
+    return scan_container(s, ']');
   case '"':
     return scan_string(s, NULL);
   default:
@@ -491,28 +480,50 @@ void kb_json_index_path(char *out, size_t size, const char *path, size_t index) 
     out[0] = '\0';
 }
 
-/* Looks `key` up in `obj`. Returns KB_OK with *val set, KB_OK with *val NULL when absent and
- * optional, or the KB_EPARSE of a missing required field (reported at the object). */
+/* The JSON type a getter asks for: the check member() makes, and its message. */
+enum kind { ANY_KIND, STRING_KIND, BOOL_KIND, ARRAY_KIND, OBJECT_KIND };
+
+static int kind_ok(const json_t *v, enum kind kind) {
+  switch (kind) {
+  case ANY_KIND: return 1;
+  case STRING_KIND: return json_is_string(v);
+  case BOOL_KIND: return json_is_boolean(v);
+  case ARRAY_KIND: return json_is_array(v);
+  case OBJECT_KIND: return json_is_object(v);
+  }
+  return 0;
+}
+
+static const char *const kind_name[] = {
+    [ANY_KIND] = "anything", [STRING_KIND] = "a string", [BOOL_KIND] = "true or false",
+    [ARRAY_KIND] = "an array", [OBJECT_KIND] = "an object",
+};
+
+/* Looks `key` up in `obj` and writes its path into `full` (KB_JSON_PATH_MAX bytes). Returns
+ * KB_OK with *val set, KB_OK with *val NULL when absent and optional, or the KB_EPARSE of a
+ * missing required field (reported at the object) or of a value not of `kind` (at the value). */
 static int member(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
-                  int required, const char *full, json_t **val, struct kb_error *err) {
+                  int required, enum kind kind, char *full, json_t **val,
+                  struct kb_error *err) {
+  kb_json_path(full, KB_JSON_PATH_MAX, path, key);
   *val = json_object_get(obj, key);
   if (*val == NULL && required)
     return kb_jsonfile_fail(f, err, path, "\"%s\" is required", full);
+  if (*val != NULL && !kind_ok(*val, kind)) {
+    *val = NULL;
+    return kb_jsonfile_fail(f, err, full, "\"%s\" must be %s", full, kind_name[kind]);
+  }
   return KB_OK;
 }
 
 int kb_json_get_string(const struct kb_jsonfile *f, json_t *obj, const char *path,
                        const char *key, int required, const char **out, struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
-  if (rc || v == NULL)
-    return rc;
-  if (!json_is_string(v))
-    return kb_jsonfile_fail(f, err, full, "\"%s\" must be a string", full);
-  *out = json_string_value(v);
-  return KB_OK;
+  int rc = member(f, obj, path, key, required, STRING_KIND, full, &v, err);
+  if (rc == KB_OK && v != NULL)
+    *out = json_string_value(v);
+  return rc;
 }
 
 /* What an integer field must be, for messages: "an integer between 1 and 20" when both bounds
@@ -540,9 +551,8 @@ static void describe_int(char *out, size_t size, int64_t min, int64_t max, int a
 int kb_json_get_int(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
                     int required, int64_t min, int64_t max, int64_t *out, struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
+  int rc = member(f, obj, path, key, required, ANY_KIND, full, &v, err);
   if (rc || v == NULL)
     return rc;
   int ok = 0;
@@ -591,9 +601,8 @@ int kb_json_get_number(const struct kb_jsonfile *f, json_t *obj, const char *pat
                        const char *key, int required, double min, double max, double *out,
                        struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
+  int rc = member(f, obj, path, key, required, ANY_KIND, full, &v, err);
   if (rc || v == NULL)
     return rc;
   double value = json_is_number(v) ? json_number_value(v) : NAN;
@@ -609,28 +618,21 @@ int kb_json_get_number(const struct kb_jsonfile *f, json_t *obj, const char *pat
 int kb_json_get_bool(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
                      int required, int *out, struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
-  if (rc || v == NULL)
-    return rc;
-  if (!json_is_boolean(v))
-    return kb_jsonfile_fail(f, err, full, "\"%s\" must be true or false", full);
-  *out = json_is_true(v);
-  return KB_OK;
+  int rc = member(f, obj, path, key, required, BOOL_KIND, full, &v, err);
+  if (rc == KB_OK && v != NULL)
+    *out = json_is_true(v);
+  return rc;
 }
 
 int kb_json_get_array(const struct kb_jsonfile *f, json_t *obj, const char *path,
                       const char *key, int required, size_t min_len, size_t max_len,
                       json_t **out, struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
+  int rc = member(f, obj, path, key, required, ARRAY_KIND, full, &v, err);
   if (rc || v == NULL)
     return rc;
-  if (!json_is_array(v))
-    return kb_jsonfile_fail(f, err, full, "\"%s\" must be an array", full);
   size_t n = json_array_size(v);
   if (n < min_len)
     return kb_jsonfile_fail(f, err, full, "\"%s\" must have at least %zu item%s", full, min_len,
@@ -645,15 +647,11 @@ int kb_json_get_array(const struct kb_jsonfile *f, json_t *obj, const char *path
 int kb_json_get_object(const struct kb_jsonfile *f, json_t *obj, const char *path,
                        const char *key, int required, json_t **out, struct kb_error *err) {
   char full[KB_JSON_PATH_MAX];
-  kb_json_path(full, sizeof full, path, key);
   json_t *v;
-  int rc = member(f, obj, path, key, required, full, &v, err);
-  if (rc || v == NULL)
-    return rc;
-  if (!json_is_object(v))
-    return kb_jsonfile_fail(f, err, full, "\"%s\" must be an object", full);
-  *out = v;
-  return KB_OK;
+  int rc = member(f, obj, path, key, required, OBJECT_KIND, full, &v, err);
+  if (rc == KB_OK && v != NULL)
+    *out = v;
+  return rc;
 }
 
 int kb_json_get_enum(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
@@ -713,6 +711,33 @@ int kb_jsonfile_check_unknown(const struct kb_jsonfile *f, json_t *obj, const ch
   char full[KB_JSON_PATH_MAX];
   kb_json_path(full, sizeof full, path, first);
   return kb_jsonfile_fail_key(f, err, full, "unknown field \"%s\"", full);
+}
+
+int kb_json_array_object(const struct kb_jsonfile *f, json_t *arr, const char *path,
+                         size_t index, const char *const *allowed, char *item_path,
+                         json_t **out, struct kb_error *err) {
+  kb_json_index_path(item_path, KB_JSON_PATH_MAX, path, index);
+  json_t *item = json_array_get(arr, index);
+  if (!json_is_object(item))
+    return kb_jsonfile_fail(f, err, item_path, "\"%s\" must be an object", item_path);
+  int rc = kb_jsonfile_check_unknown(f, item, item_path, allowed, err);
+  if (rc == KB_OK)
+    *out = item;
+  return rc;
+}
+
+int kb_jsonfile_check_document(const struct kb_jsonfile *f, const char *what,
+                               const char *const *allowed, const char *schema,
+                               struct kb_error *err) {
+  if (!json_is_object(f->root))
+    return kb_jsonfile_fail(f, err, "", "%s must be a JSON object", what);
+  int rc = kb_jsonfile_check_unknown(f, f->root, "", allowed, err);
+  const char *s = NULL;
+  if (rc == KB_OK)
+    rc = kb_json_get_string(f, f->root, "", "schema", 1, &s, err);
+  if (rc == KB_OK && strcmp(s, schema) != 0)
+    rc = kb_jsonfile_fail(f, err, "schema", "\"schema\" must be \"%s\"", schema);
+  return rc;
 }
 
 /* --- UTF-8 ------------------------------------------------------------------------------- */
@@ -794,6 +819,26 @@ char *kb_json_utf8_sanitize(const char *s) {
 }
 
 /* --- output ------------------------------------------------------------------------------ */
+
+int kb_json_dump_checked(json_t *o, kb_json_decode_fn decodes, const char *what, char **out,
+                         struct kb_error *err) {
+  *out = NULL;
+  char *text = NULL;
+  int rc = kb_json_dump_compact(o, &text);
+  json_decref(o);
+  if (rc)
+    return kb_error_set(err, rc, "%s: out of memory", what);
+  struct kb_error why = {0};
+  rc = decodes(text, &why);
+  if (rc) {
+    kb_free(text);
+    if (rc == KB_ENOMEM)
+      return kb_error_set(err, rc, "%s: out of memory", what);
+    return kb_error_set(err, KB_EINVAL, "cannot encode %s: %s", what, why.msg);
+  }
+  *out = text;
+  return KB_OK;
+}
 
 static int dump_to_buf(const char *buffer, size_t size, void *data) {
   return kb_buf_add(data, buffer, size) == KB_OK ? 0 : -1;

@@ -100,20 +100,6 @@ struct ctx {
 };
 
 /* A required string field of 1..63 id characters, copied into `out` (KB_ID_MAX bytes). */
-static int get_id(struct ctx *x, json_t *obj, const char *key, char *out) {
-  const char *s = NULL;
-  int rc = kb_json_get_string(x->f, obj, "", key, 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(x->f, x->err, key,
-                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit",
-                            key);
-  snprintf(out, KB_ID_MAX, "%s", s);
-  return KB_OK;
-}
-
 /* A required string of `min`..`size`-1 printable ASCII characters, copied into `out`. */
 static int get_printable(struct ctx *x, json_t *obj, const char *key, size_t min, char *out,
                          size_t size) {
@@ -368,20 +354,12 @@ static int parse_result(struct ctx *x) {
   const struct kb_jsonfile *f = x->f;
   struct kb_result *r = x->r;
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, x->err, "", "a result must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", result_fields, x->err);
-  if (rc)
-    return rc;
-  const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, x->err);
-  if (rc)
-    return rc;
-  if (strcmp(s, RESULT_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, x->err, "schema", "\"schema\" must be \"" RESULT_SCHEMA "\"");
-  rc = get_id(x, root, "campaign", r->campaign);
+  int rc = kb_jsonfile_check_document(f, "a result", result_fields, RESULT_SCHEMA, x->err);
   if (rc == KB_OK)
-    rc = get_id(x, root, "task", r->task);
+    rc = kb_id_get(f, root, "", "campaign", r->campaign, x->err);
+  if (rc == KB_OK)
+    rc = kb_id_get(f, root, "", "task", r->task, x->err);
+  const char *s = NULL;
   if (rc == KB_OK)
     rc = kb_json_get_string(f, root, "", "candidate", 1, &s, x->err);
   if (rc)
@@ -391,7 +369,7 @@ static int parse_result(struct ctx *x) {
   snprintf(r->candidate, sizeof r->candidate, "%s", s);
   rc = get_count(x, root, "", "tier", 1, 0, KB_MAX_TIERS - 1, &r->tier);
   if (rc == KB_OK)
-    rc = get_id(x, root, "tier_name", r->tier_name);
+    rc = kb_id_get(f, root, "", "tier_name", r->tier_name, x->err);
   if (rc == KB_OK)
     rc = get_count(x, root, "", "attempt", 1, 1, ATTEMPT_MAX, &r->attempt);
   if (rc == KB_OK)
@@ -548,6 +526,94 @@ static json_t *encode_kernels(const struct kb_kernel_rec *k, int n) {
   return a;
 }
 
+/* The optional parts of a result's JSON, each attached to `o` only when it has something to
+ * say. Each part is filled before it is attached: a failed set frees the value it was given. */
+/* "compile": time, cache, registers, spills, shared memory, log; returns nonzero when a set failed. */
+static int encode_compile(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  int has_compile = isfinite(r->compile_s) || r->compile_cached || r->registers >= 0 ||
+                    r->spills >= 0 || r->shared_bytes >= 0 || r->compile_log != NULL;
+  if (has_compile) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "seconds", r->compile_s);
+      bad |= json_object_set_new(c, "cached", json_boolean(r->compile_cached));
+      bad |= set_count(c, "registers", r->registers);
+      bad |= set_count(c, "spills", r->spills);
+      bad |= set_count(c, "shared_bytes", r->shared_bytes);
+      if (r->compile_log != NULL)
+        bad |= set_text(c, "log", r->compile_log);
+    }
+    bad |= json_object_set_new(o, "compile", c);
+  }
+  return bad;
+}
+
+/* "check": sets compared and the largest errors; returns nonzero when a set failed. */
+static int encode_check(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (r->sets_checked != 0 || isfinite(r->max_abs_err) || isfinite(r->max_rel_err)) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= json_object_set_new(c, "sets", json_integer(r->sets_checked));
+      bad |= set_real(c, "max_abs_err", r->max_abs_err);
+      bad |= set_real(c, "max_rel_err", r->max_rel_err);
+    }
+    bad |= json_object_set_new(o, "check", c);
+  }
+  return bad;
+}
+
+/* "timing": the samples' summary and the comparisons; returns nonzero when a set failed. */
+static int encode_timing(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (r->timing.samples != 0) {
+    const struct kb_timing *t = &r->timing;
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "median_us", t->median_us);
+      bad |= set_real(c, "p10_us", t->p10_us);
+      bad |= set_real(c, "p90_us", t->p90_us);
+      bad |= set_real(c, "mean_us", t->mean_us);
+      bad |= set_real(c, "min_us", t->min_us);
+      bad |= set_real(c, "noise", t->noise);
+      bad |= json_object_set_new(c, "samples", json_integer(t->samples));
+      bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
+      bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
+      bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
+      bad |= set_real(c, "torch_eager_us", r->torch_eager_us);
+      bad |= set_real(c, "torch_compile_us", r->torch_compile_us);
+    }
+    bad |= json_object_set_new(o, "timing", c);
+  }
+  return bad;
+}
+
+/* "profile": counters, the trace and the kernel records; returns nonzero when a set failed. */
+static int encode_profile(json_t *o, const struct kb_result *r) {
+  int bad = 0;
+  if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
+      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct) || r->trace.kernels >= 0 ||
+      r->n_kernels > 0 || r->kernels_dropped > 0) {
+    json_t *c = json_object();
+    if (c != NULL) {
+      bad |= set_real(c, "kernel_us", r->kernel_us);
+      bad |= set_real(c, "dram_pct", r->dram_pct);
+      bad |= set_real(c, "sm_pct", r->sm_pct);
+      bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
+      bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
+      if (r->trace.kernels >= 0)
+        bad |= json_object_set_new(c, "trace", encode_trace(&r->trace));
+      if (r->n_kernels > 0)
+        bad |= json_object_set_new(c, "kernels", encode_kernels(r->kernels, r->n_kernels));
+      if (r->kernels_dropped > 0)
+        bad |= json_object_set_new(c, "kernels_dropped", json_integer(r->kernels_dropped));
+    }
+    bad |= json_object_set_new(o, "profile", c);
+  }
+  return bad;
+}
+
 static json_t *encode(const struct kb_result *r) {
   json_t *o = json_object();
   if (o == NULL)
@@ -570,69 +636,10 @@ static json_t *encode(const struct kb_result *r) {
     bad |= set_text(o, "confinement", r->confinement);
   bad |= json_object_set_new(o, "status", json_string(kb_status_name(r->status)));
   bad |= set_text(o, "reason", r->reason);
-  /* each part is filled before it is attached: a failed set frees the value it was given */
-  int has_compile = isfinite(r->compile_s) || r->compile_cached || r->registers >= 0 ||
-                    r->spills >= 0 || r->shared_bytes >= 0 || r->compile_log != NULL;
-  if (has_compile) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "seconds", r->compile_s);
-      bad |= json_object_set_new(c, "cached", json_boolean(r->compile_cached));
-      bad |= set_count(c, "registers", r->registers);
-      bad |= set_count(c, "spills", r->spills);
-      bad |= set_count(c, "shared_bytes", r->shared_bytes);
-      if (r->compile_log != NULL)
-        bad |= set_text(c, "log", r->compile_log);
-    }
-    bad |= json_object_set_new(o, "compile", c);
-  }
-  if (r->sets_checked != 0 || isfinite(r->max_abs_err) || isfinite(r->max_rel_err)) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= json_object_set_new(c, "sets", json_integer(r->sets_checked));
-      bad |= set_real(c, "max_abs_err", r->max_abs_err);
-      bad |= set_real(c, "max_rel_err", r->max_rel_err);
-    }
-    bad |= json_object_set_new(o, "check", c);
-  }
-  if (r->timing.samples != 0) {
-    const struct kb_timing *t = &r->timing;
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "median_us", t->median_us);
-      bad |= set_real(c, "p10_us", t->p10_us);
-      bad |= set_real(c, "p90_us", t->p90_us);
-      bad |= set_real(c, "mean_us", t->mean_us);
-      bad |= set_real(c, "min_us", t->min_us);
-      bad |= set_real(c, "noise", t->noise);
-      bad |= json_object_set_new(c, "samples", json_integer(t->samples));
-      bad |= json_object_set_new(c, "warmup", json_integer(t->warmup));
-      bad |= set_real(c, "baseline_median_us", r->baseline_median_us);
-      bad |= set_real(c, "same_run_speedup", r->same_run_speedup);
-      bad |= set_real(c, "torch_eager_us", r->torch_eager_us);
-      bad |= set_real(c, "torch_compile_us", r->torch_compile_us);
-    }
-    bad |= json_object_set_new(o, "timing", c);
-  }
-  if (isfinite(r->kernel_us) || isfinite(r->dram_pct) || isfinite(r->sm_pct) ||
-      isfinite(r->occupancy_pct) || isfinite(r->l2_hit_pct) || r->trace.kernels >= 0 ||
-      r->n_kernels > 0 || r->kernels_dropped > 0) {
-    json_t *c = json_object();
-    if (c != NULL) {
-      bad |= set_real(c, "kernel_us", r->kernel_us);
-      bad |= set_real(c, "dram_pct", r->dram_pct);
-      bad |= set_real(c, "sm_pct", r->sm_pct);
-      bad |= set_real(c, "occupancy_pct", r->occupancy_pct);
-      bad |= set_real(c, "l2_hit_pct", r->l2_hit_pct);
-      if (r->trace.kernels >= 0)
-        bad |= json_object_set_new(c, "trace", encode_trace(&r->trace));
-      if (r->n_kernels > 0)
-        bad |= json_object_set_new(c, "kernels", encode_kernels(r->kernels, r->n_kernels));
-      if (r->kernels_dropped > 0)
-        bad |= json_object_set_new(c, "kernels_dropped", json_integer(r->kernels_dropped));
-    }
-    bad |= json_object_set_new(o, "profile", c);
-  }
+  bad |= encode_compile(o, r);
+  bad |= encode_check(o, r);
+  bad |= encode_timing(o, r);
+  bad |= encode_profile(o, r);
   bad |= json_object_set_new(o, "cost_ms", json_integer(r->cost_ms));
   bad |= set_real(o, "started", r->started);
   bad |= set_real(o, "finished", r->finished);
@@ -643,27 +650,20 @@ static json_t *encode(const struct kb_result *r) {
   return o;
 }
 
+/* kb_result_from_json as kb_json_dump_checked calls it. */
+static int decodes(const char *text, struct kb_error *why) {
+  struct kb_result check;
+  int rc = kb_result_from_json(text, "result", &check, why);
+  kb_result_release(&check);
+  return rc;
+}
+
 int kb_result_to_json(const struct kb_result *r, char **out, struct kb_error *err) {
   *out = NULL;
   json_t *o = encode(r);
   if (o == NULL)
     return kb_error_set(err, KB_ENOMEM, "result of %s: out of memory", r->candidate);
-  char *text = NULL;
-  int rc = kb_json_dump_compact(o, &text);
-  json_decref(o);
-  if (rc)
-    return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
-  /* emit only what kb_result_from_json (and so the schema) accepts */
-  struct kb_result check;
-  struct kb_error why = {0};
-  rc = kb_result_from_json(text, "result", &check, &why);
-  kb_result_release(&check);
-  if (rc) {
-    kb_free(text);
-    if (rc == KB_ENOMEM)
-      return kb_error_set(err, rc, "result of %s: out of memory", r->candidate);
-    return kb_error_set(err, KB_EINVAL, "cannot encode result of %s: %s", r->candidate, why.msg);
-  }
-  *out = text;
-  return KB_OK;
+  char what[sizeof r->candidate + 16];
+  snprintf(what, sizeof what, "result of %s", r->candidate);
+  return kb_json_dump_checked(o, decodes, what, out, err);
 }

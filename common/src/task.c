@@ -69,6 +69,24 @@ int kb_id_valid(const char *s) {
   return 1;
 }
 
+int kb_id_get(const struct kb_jsonfile *f, json_t *obj, const char *path, const char *key,
+              char *out, struct kb_error *err) {
+  const char *s = NULL;
+  int rc = kb_json_get_string(f, obj, path, key, 1, &s, err);
+  if (rc)
+    return rc;
+  if (!kb_id_valid(s)) {
+    char full[KB_JSON_PATH_MAX];
+    kb_json_path(full, sizeof full, path, key);
+    return kb_jsonfile_fail(f, err, full,
+                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
+                            "starting with a letter or digit",
+                            full);
+  }
+  snprintf(out, KB_ID_MAX, "%s", s);
+  return KB_OK;
+}
+
 char *kb_path_resolve(const char *base, const char *rel) {
   struct kb_buf joined;
   kb_buf_init(&joined);
@@ -266,11 +284,8 @@ static int parse_tensors(struct ctx *c, json_t *root, const char *key,
     return rc;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     char path[KB_JSON_PATH_MAX];
-    kb_json_index_path(path, sizeof path, key, i);
-    json_t *item = json_array_get(arr, i);
-    if (!json_is_object(item))
-      return kb_jsonfile_fail(c->f, c->err, path, "\"%s\" must be an object", path);
-    rc = kb_jsonfile_check_unknown(c->f, item, path, tensor_fields, c->err);
+    json_t *item;
+    rc = kb_json_array_object(c->f, arr, key, i, tensor_fields, path, &item, c->err);
     if (rc)
       return rc;
     struct kb_tensor_spec *ts = &out[i];
@@ -376,11 +391,8 @@ static int parse_sets(struct ctx *c, json_t *root) {
     return rc;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     char path[KB_JSON_PATH_MAX];
-    kb_json_index_path(path, sizeof path, "input_sets", i);
-    json_t *item = json_array_get(arr, i);
-    if (!json_is_object(item))
-      return kb_jsonfile_fail(c->f, c->err, path, "\"%s\" must be an object", path);
-    rc = kb_jsonfile_check_unknown(c->f, item, path, set_fields, c->err);
+    json_t *item;
+    rc = kb_json_array_object(c->f, arr, "input_sets", i, set_fields, path, &item, c->err);
     if (rc)
       return rc;
     struct kb_input_set *s = &c->t->sets[i];
@@ -408,6 +420,24 @@ static int parse_sets(struct ctx *c, json_t *root) {
   return KB_OK;
 }
 
+/* A seed name field: a string of [a-z0-9_.-]{1,63} (borrowed from the tree into *out). */
+static int get_seed_name(struct ctx *c, json_t *obj, const char *path, const char *key,
+                         int required, const char **out) {
+  const char *name = NULL;
+  int rc = kb_json_get_string(c->f, obj, path, key, required, &name, c->err);
+  if (rc || name == NULL)
+    return rc;
+  if (!seed_name_valid(name)) {
+    char full[KB_JSON_PATH_MAX];
+    kb_json_path(full, sizeof full, path, key);
+    return kb_jsonfile_fail(c->f, c->err, full,
+                            "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\"",
+                            full);
+  }
+  *out = name;
+  return KB_OK;
+}
+
 static const char *const seed_fields[] = {"name", "source", "flags", NULL};
 
 static int parse_seeds(struct ctx *c, json_t *root) {
@@ -418,24 +448,17 @@ static int parse_seeds(struct ctx *c, json_t *root) {
     return rc;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     char path[KB_JSON_PATH_MAX];
-    kb_json_index_path(path, sizeof path, "seeds", i);
-    json_t *item = json_array_get(arr, i);
-    if (!json_is_object(item))
-      return kb_jsonfile_fail(c->f, c->err, path, "\"%s\" must be an object", path);
-    rc = kb_jsonfile_check_unknown(c->f, item, path, seed_fields, c->err);
+    json_t *item;
+    rc = kb_json_array_object(c->f, arr, "seeds", i, seed_fields, path, &item, c->err);
     if (rc)
       return rc;
     struct kb_seed_source *s = &t->seeds[i];
     const char *name = NULL;
-    rc = kb_json_get_string(c->f, item, path, "name", 1, &name, c->err);
+    rc = get_seed_name(c, item, path, "name", 1, &name);
     if (rc)
       return rc;
     char full[KB_JSON_PATH_MAX];
     kb_json_path(full, sizeof full, path, "name");
-    if (!seed_name_valid(name))
-      return kb_jsonfile_fail(c->f, c->err, full,
-                              "\"%s\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\"",
-                              full);
     for (size_t j = 0; j < i; j++)
       if (strcmp(t->seeds[j].name, name) == 0)
         return kb_jsonfile_fail(c->f, c->err, full, "\"%s\" repeats the seed name \"%s\"", full,
@@ -460,13 +483,9 @@ static int parse_seeds(struct ctx *c, json_t *root) {
 static int parse_baseline(struct ctx *c, json_t *root) {
   struct kb_task *t = c->t;
   const char *name = NULL;
-  int rc = kb_json_get_string(c->f, root, "", "baseline", 0, &name, c->err);
+  int rc = get_seed_name(c, root, "", "baseline", 0, &name);
   if (rc || name == NULL)
     return rc;
-  if (!seed_name_valid(name))
-    return kb_jsonfile_fail(c->f, c->err, "baseline",
-                            "\"baseline\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", "
-                            "\"-\"");
   for (int i = 0; i < t->n_seeds; i++) {
     if (strcmp(t->seeds[i].name, name) == 0) {
       t->baseline = i;
@@ -510,25 +529,11 @@ static int parse_task(struct ctx *c) {
   const struct kb_jsonfile *f = c->f;
   struct kb_task *t = c->t;
   json_t *root = f->root;
-  if (!json_is_object(root))
-    return kb_jsonfile_fail(f, c->err, "", "a task must be a JSON object");
-  int rc = kb_jsonfile_check_unknown(f, root, "", task_fields, c->err);
+  int rc = kb_jsonfile_check_document(f, "a task", task_fields, TASK_SCHEMA, c->err);
+  if (rc == KB_OK)
+    rc = kb_id_get(f, root, "", "id", t->id, c->err);
   if (rc)
     return rc;
-  const char *s = NULL;
-  rc = kb_json_get_string(f, root, "", "schema", 1, &s, c->err);
-  if (rc)
-    return rc;
-  if (strcmp(s, TASK_SCHEMA) != 0)
-    return kb_jsonfile_fail(f, c->err, "schema", "\"schema\" must be \"" TASK_SCHEMA "\"");
-  rc = kb_json_get_string(f, root, "", "id", 1, &s, c->err);
-  if (rc)
-    return rc;
-  if (!kb_id_valid(s))
-    return kb_jsonfile_fail(f, c->err, "id",
-                            "\"id\" must be 1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
-                            "starting with a letter or digit");
-  snprintf(t->id, sizeof t->id, "%s", s);
   rc = get_text(c, root, "", "name", 1, NULL, &t->name);
   if (rc == KB_OK)
     rc = get_text(c, root, "", "category", 0, "other", &t->category);

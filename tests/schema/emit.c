@@ -130,15 +130,21 @@ static const char seed_src[] =
     "  return 0;\r\n"
     "}\r\n\r\n";
 
-/* Encodes `c` and checks kb_candidate_from_json takes it back; returns the text (new). */
-static char *candidate_text(const struct kb_candidate *c) {
-  struct kb_error err = {0};
-  char *text = NULL;
-  if (kb_candidate_to_json(c, &text, &err) != KB_OK) {
-    fprintf(stderr, "kb_schema_emit: %s\n", err.msg);
+/* The `text` (new) an encoder made with code `rc`; on a failure, says `err` and exits. */
+static char *encoded(int rc, char *text, const struct kb_error *err) {
+  if (rc != KB_OK) {
+    fprintf(stderr, "kb_schema_emit: %s\n", err->msg);
     exit(1);
   }
   return text;
+}
+
+/* Encodes `c`; returns the text (new). */
+static char *candidate_text(const struct kb_candidate *c) {
+  struct kb_error err = {0};
+  char *text = NULL;
+  int rc = kb_candidate_to_json(c, &text, &err);
+  return encoded(rc, text, &err);
 }
 
 static void make_candidate(struct kb_candidate *c, const char *name, const char *gen,
@@ -287,14 +293,12 @@ static int good_result(int i, struct kb_result *r) {
   }
 }
 
+/* Encodes `r`; returns the text (new). */
 static char *result_text(const struct kb_result *r) {
   struct kb_error err = {0};
   char *text = NULL;
-  if (kb_result_to_json(r, &text, &err) != KB_OK) {
-    fprintf(stderr, "kb_schema_emit: %s\n", err.msg);
-    exit(1);
-  }
-  return text;
+  int rc = kb_result_to_json(r, &text, &err);
+  return encoded(rc, text, &err);
 }
 
 static void results_good(void) {

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "kb/error.h"
+
 /* A task.json that kb_task_load accepts; "%s" slots: none. Bundles made by fx_bundle hold the
  * files it names. */
 #define FX_TASK_JSON                                                                           \
@@ -123,6 +125,38 @@ static inline char *fx_replace(const char *text, const char *from, const char *t
   const char *tail = at + strlen(from);
   memcpy(out + head + strlen(to), tail, strlen(tail) + 1);
   return out;
+}
+
+/* One bad edit of a fixture document: `from` replaced by `to` must fail with `want` in the
+ * message. */
+struct fx_edit {
+  const char *from; /* text of the fixture to replace */
+  const char *to;   /* what replaces it */
+  const char *want; /* part of the expected KB_EPARSE message */
+};
+
+/* Writes `text` with its first `from` replaced by `to` to `dir`/`rel`. */
+static inline void fx_write_edit(const char *dir, const char *rel, const char *text,
+                                 const char *from, const char *to) {
+  char *json = fx_replace(text, from, to);
+  fx_write(dir, rel, json);
+  free(json);
+}
+
+/* Fails the test unless `rc` is KB_EPARSE with `e->want` in `msg`. */
+static inline void fx_expect_parse_error(int rc, const char *msg, const struct fx_edit *e) {
+  if (rc != KB_EPARSE || strstr(msg, e->want) == NULL)
+    fail_msg("edit \"%s\" -> \"%s\": rc %d \"%s\", want KB_EPARSE \"%s\"", e->from, e->to, rc,
+             msg, e->want);
+}
+
+/* Teardown for a state struct whose first member is its `char dir[PATH_MAX]`: removes that
+ * folder and frees the struct. */
+static inline int fx_teardown(void **state) {
+  char *dir = *state; /* a pointer to a struct is a pointer to its first member */
+  fx_rmtree(dir);
+  free(*state);
+  return 0;
 }
 
 #endif

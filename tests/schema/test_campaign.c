@@ -16,7 +16,7 @@
   "}\n"
 
 struct fx {
-  char dir[PATH_MAX];       /* temporary folder: campaign.json, tasks/t1, tasks/t2 */
+  char dir[PATH_MAX]; /* temporary folder: campaign.json, tasks/t1, tasks/t2 (first: fx_teardown) */
   char path[PATH_MAX + 16]; /* its campaign.json */
 };
 
@@ -32,30 +32,22 @@ static int setup(void **state) {
   return 0;
 }
 
-static int teardown(void **state) {
-  struct fx *x = *state;
-  fx_rmtree(x->dir);
-  free(x);
-  return 0;
-}
-
 static int load_edit(struct fx *x, const char *from, const char *to, struct kb_campaign *c,
                      struct kb_error *err) {
-  char *json = fx_replace(CAMPAIGN_JSON, from, to);
-  fx_write(x->dir, "campaign.json", json);
-  free(json);
+  fx_write_edit(x->dir, "campaign.json", CAMPAIGN_JSON, from, to);
   return kb_campaign_load(x->path, c, err);
 }
 
-static void expect_error(struct fx *x, const char *from, const char *to, const char *want) {
-  struct kb_campaign c;
-  struct kb_error err = {0};
-  int rc = load_edit(x, from, to, &c, &err);
-  if (rc != KB_EPARSE || strstr(err.msg, want) == NULL)
-    fail_msg("edit \"%s\" -> \"%s\": rc %d \"%s\", want KB_EPARSE \"%s\"", from, to, rc, err.msg,
-             want);
-  assert_null(c.name);
-  kb_campaign_release(&c);
+/* Each edit of `cases` (`n` of them) must fail to load with its message. */
+static void expect_errors(struct fx *x, const struct fx_edit *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct kb_campaign c;
+    struct kb_error err = {0};
+    int rc = load_edit(x, cases[i].from, cases[i].to, &c, &err);
+    fx_expect_parse_error(rc, err.msg, &cases[i]);
+    assert_null(c.name);
+    kb_campaign_release(&c);
+  }
 }
 
 static void assert_tier(const struct kb_tier *t, const char *name, int64_t cost, int sets,
@@ -206,78 +198,84 @@ static void test_deadlines(void **state) {
 
 static void test_bad_fields(void **state) {
   struct fx *x = *state;
-  expect_error(x, "\"id\": \"c1\",", "\"id\": \"c1\", \"dedline\": 1,",
-               "campaign.json:3:15: unknown field \"dedline\"");
-  expect_error(x, "\"gpu_seconds\": 120", "\"gpu_seconds\": -5",
-               "campaign.json:6:29: \"budget.gpu_seconds\" must be a positive number");
-  expect_error(x, "\"gpu_seconds\": 120", "\"gpu_seconds\": 0",
-               "\"budget.gpu_seconds\" must be a positive number");
-  expect_error(x, "\"gpu_seconds\": 120", "\"gpu_seconds\": \"120\"",
-               "\"budget.gpu_seconds\" must be a positive number");
-  expect_error(x, "\"gpu_seconds\": 120", "\"gpu_seconds\": 2e9",
-               "\"budget.gpu_seconds\" must be at most 1e+09");
-  expect_error(x, "\"gpu_seconds\": 120", "\"gpu_secs\": 120",
-               "campaign.json:6:14: unknown field \"budget.gpu_secs\"");
-  expect_error(x, "{\"gpu_seconds\": 120}", "{\"llm_tokens\": 1}",
-               "campaign.json:6:13: \"budget.gpu_seconds\" is required");
-  expect_error(x, "  \"backend\": \"host\",\n", "", "campaign.json:1:1: \"backend\" is required");
-  expect_error(x, "\"c1\"", "\"C 1\"", "campaign.json:3:9: \"id\" must be 1 to 63 characters");
-  expect_error(x, "[\"tasks/t1\"]", "[]", "campaign.json:5:12: \"tasks\" must have at least 1 item");
-  expect_error(x, "[\"tasks/t1\"]", "\"tasks/t1\"", "\"tasks\" must be an array");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t1\", 3]", "\"tasks[1]\" must be a non-empty string");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t1\", \"tasks/t1\"]",
-               "campaign.json:5:25: \"tasks[1]\" names the same task folder as \"tasks[0]\"");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t2\", \"tasks/../tasks/./t2/\"]",
-               "\"tasks[1]\" names the same task folder as \"tasks[0]\"");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t1\", \"tasks/t9\"]",
-               "campaign.json:5:25: \"tasks[1]\": no task folder \"tasks/t9\": No such file");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t1/task.json\"]",
-               "\"tasks[0]\": no task folder \"tasks/t1/task.json\": not a folder");
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/empty\"]",
-               "\"tasks[0]\": task folder \"tasks/empty\" has no readable task.json");
-  expect_error(x, "\"host\"", "\"rocm\"", "\"backend\" must be one of \"host\", \"cuda\"");
-  expect_error(x, "\"kernelbrain.campaign/1\"", "\"kernelbrain.campaign\"",
-               "\"schema\" must be \"kernelbrain.campaign/1\"");
-  expect_error(x, "120}", "120}, \"max_attempts\": 0",
-               "\"max_attempts\" must be an integer between 1 and 20");
-  expect_error(x, "120}", "120}, \"lease_seconds\": 1.5",
-               "\"lease_seconds\" must be an integer between 5 and 86400");
-  expect_error(x, "120}", "120}, \"results_dir\": \"\"", "\"results_dir\" must be a non-empty");
-  expect_error(x, "120}", "120}, \"name\": \"\"", "\"name\" must be a non-empty string");
-  expect_error(x, "120}", "120}, \"generators\": {\"evolve\": true}",
-               "unknown field \"generators.evolve\"");
-  expect_error(x, "120}", "120}, \"generators\": {\"archive\": true}",
-               "\"generators.archive\" must be an object");
-  expect_error(x, "120}", "120}, \"target_speedup\": 0",
-               "\"target_speedup\" must be a positive number");
-  expect_error(x, "120}", "120}, \"budget\": {}", "duplicate object key");
-  /* text checks come before the file system: a bad budget with a missing folder */
-  expect_error(x, "[\"tasks/t1\"]", "[\"tasks/t9\"], \"max_attempts\": 99",
-               "\"max_attempts\" must be");
+  static const struct fx_edit cases[] = {
+      {"\"id\": \"c1\",", "\"id\": \"c1\", \"dedline\": 1,",
+       "campaign.json:3:15: unknown field \"dedline\""},
+      {"\"gpu_seconds\": 120", "\"gpu_seconds\": -5",
+       "campaign.json:6:29: \"budget.gpu_seconds\" must be a positive number"},
+      {"\"gpu_seconds\": 120", "\"gpu_seconds\": 0",
+       "\"budget.gpu_seconds\" must be a positive number"},
+      {"\"gpu_seconds\": 120", "\"gpu_seconds\": \"120\"",
+       "\"budget.gpu_seconds\" must be a positive number"},
+      {"\"gpu_seconds\": 120", "\"gpu_seconds\": 2e9",
+       "\"budget.gpu_seconds\" must be at most 1e+09"},
+      {"\"gpu_seconds\": 120", "\"gpu_secs\": 120",
+       "campaign.json:6:14: unknown field \"budget.gpu_secs\""},
+      {"{\"gpu_seconds\": 120}", "{\"llm_tokens\": 1}",
+       "campaign.json:6:13: \"budget.gpu_seconds\" is required"},
+      {"  \"backend\": \"host\",\n", "", "campaign.json:1:1: \"backend\" is required"},
+      {"\"c1\"", "\"C 1\"", "campaign.json:3:9: \"id\" must be 1 to 63 characters"},
+      {"[\"tasks/t1\"]", "[]", "campaign.json:5:12: \"tasks\" must have at least 1 item"},
+      {"[\"tasks/t1\"]", "\"tasks/t1\"", "\"tasks\" must be an array"},
+      {"[\"tasks/t1\"]", "[\"tasks/t1\", 3]", "\"tasks[1]\" must be a non-empty string"},
+      {"[\"tasks/t1\"]", "[\"tasks/t1\", \"tasks/t1\"]",
+       "campaign.json:5:25: \"tasks[1]\" names the same task folder as \"tasks[0]\""},
+      {"[\"tasks/t1\"]", "[\"tasks/t2\", \"tasks/../tasks/./t2/\"]",
+       "\"tasks[1]\" names the same task folder as \"tasks[0]\""},
+      {"[\"tasks/t1\"]", "[\"tasks/t1\", \"tasks/t9\"]",
+       "campaign.json:5:25: \"tasks[1]\": no task folder \"tasks/t9\": No such file"},
+      {"[\"tasks/t1\"]", "[\"tasks/t1/task.json\"]",
+       "\"tasks[0]\": no task folder \"tasks/t1/task.json\": not a folder"},
+      {"[\"tasks/t1\"]", "[\"tasks/empty\"]",
+       "\"tasks[0]\": task folder \"tasks/empty\" has no readable task.json"},
+      {"\"host\"", "\"rocm\"", "\"backend\" must be one of \"host\", \"cuda\""},
+      {"\"kernelbrain.campaign/1\"", "\"kernelbrain.campaign\"",
+       "\"schema\" must be \"kernelbrain.campaign/1\""},
+      {"120}", "120}, \"max_attempts\": 0",
+       "\"max_attempts\" must be an integer between 1 and 20"},
+      {"120}", "120}, \"lease_seconds\": 1.5",
+       "\"lease_seconds\" must be an integer between 5 and 86400"},
+      {"120}", "120}, \"results_dir\": \"\"", "\"results_dir\" must be a non-empty"},
+      {"120}", "120}, \"name\": \"\"", "\"name\" must be a non-empty string"},
+      {"120}", "120}, \"generators\": {\"evolve\": true}",
+       "unknown field \"generators.evolve\""},
+      {"120}", "120}, \"generators\": {\"archive\": true}",
+       "\"generators.archive\" must be an object"},
+      {"120}", "120}, \"target_speedup\": 0",
+       "\"target_speedup\" must be a positive number"},
+      {"120}", "120}, \"budget\": {}", "duplicate object key"},
+      /* text checks come before the file system: a bad budget with a missing folder */
+      {"[\"tasks/t1\"]", "[\"tasks/t9\"], \"max_attempts\": 99",
+       "\"max_attempts\" must be"},
+  };
+  expect_errors(x, cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_bad_ladders(void **state) {
   struct fx *x = *state;
-  expect_error(x, "120}", "120}, \"ladder\": []", "\"ladder\" must have at least 1 item");
-  expect_error(x, "120}",
-               "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"screen\", \"noise\": 0}]",
-               "campaign.json:6:95: \"ladder[1].noise\" must be a positive number");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"smoke\"}]",
-               "\"ladder[0].name\" must be \"compile\": the first tier is the compile tier");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"compile\"}]",
-               "\"ladder[1].name\" repeats the tier name \"compile\"");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"mine\"}]",
-               "\"ladder[1].cost_ms\" is required");
-  expect_error(x, "120}",
-               "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"full\", \"min_samples\": "
-               "300}]",
-               "\"ladder[1].min_samples\" (300) must not exceed \"ladder[1].max_samples\" (200)");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"compile\", \"colour\": 1}]",
-               "unknown field \"ladder[0].colour\"");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"compile\", \"input_sets\": 33}]",
-               "\"ladder[0].input_sets\" must be an integer between 0 and 32");
-  expect_error(x, "120}", "120}, \"ladder\": [{\"name\": \"compile\"}, 3]",
-               "\"ladder[1]\" must be an object");
+  static const struct fx_edit cases[] = {
+      {"120}", "120}, \"ladder\": []", "\"ladder\" must have at least 1 item"},
+      {"120}",
+       "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"screen\", \"noise\": 0}]",
+       "campaign.json:6:95: \"ladder[1].noise\" must be a positive number"},
+      {"120}", "120}, \"ladder\": [{\"name\": \"smoke\"}]",
+       "\"ladder[0].name\" must be \"compile\": the first tier is the compile tier"},
+      {"120}", "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"compile\"}]",
+       "\"ladder[1].name\" repeats the tier name \"compile\""},
+      {"120}", "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"mine\"}]",
+       "\"ladder[1].cost_ms\" is required"},
+      {"120}",
+       "120}, \"ladder\": [{\"name\": \"compile\"}, {\"name\": \"full\", \"min_samples\": "
+       "300}]",
+       "\"ladder[1].min_samples\" (300) must not exceed \"ladder[1].max_samples\" (200)"},
+      {"120}", "120}, \"ladder\": [{\"name\": \"compile\", \"colour\": 1}]",
+       "unknown field \"ladder[0].colour\""},
+      {"120}", "120}, \"ladder\": [{\"name\": \"compile\", \"input_sets\": 33}]",
+       "\"ladder[0].input_sets\" must be an integer between 0 and 32"},
+      {"120}", "120}, \"ladder\": [{\"name\": \"compile\"}, 3]",
+       "\"ladder[1]\" must be an object"},
+  };
+  expect_errors(x, cases, sizeof cases / sizeof cases[0]);
   char nine[512] = "120}, \"ladder\": [{\"name\": \"compile\"}";
   for (int i = 0; i < 8; i++) {
     size_t len = strlen(nine);
@@ -285,7 +283,8 @@ static void test_bad_ladders(void **state) {
   }
   size_t len = strlen(nine);
   snprintf(nine + len, sizeof nine - len, "]");
-  expect_error(x, "120}", nine, "\"ladder\" must have at most 8 items");
+  const struct fx_edit too_many = {"120}", nine, "\"ladder\" must have at most 8 items"};
+  expect_errors(x, &too_many, 1);
 }
 
 static void test_unreadable(void **state) {
@@ -304,13 +303,13 @@ static void test_unreadable(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_all_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_budget_rounding, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_ladders, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_defaults, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_all_fields, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_budget_rounding, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_deadlines, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_bad_fields, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_bad_ladders, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_unreadable, setup, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -308,32 +308,43 @@ static void expect_reject(const char *key, const char *value, const char *want) 
   free(edited);
 }
 
+/* One field of a good result set to a bad value (NULL: deleted), and the message it must get. */
+struct reject {
+  const char *key;   /* field path, "timing.samples" */
+  const char *value; /* JSON text of the new value, or NULL to delete the field */
+  const char *want;  /* part of the expected KB_EPARSE message */
+};
+
 static void test_decode_rejects(void **state) {
   (void)state;
-  expect_reject("status", "\"fine\"", "stream:1:");
-  expect_reject("status", "\"fine\"", "\"status\" must be one of \"ok\", \"compile_error\"");
-  expect_reject("extra", "1", "unknown field \"extra\"");
-  expect_reject("timing.extra", "1", "unknown field \"timing.extra\"");
-  expect_reject("cost_ms", NULL, "stream:1:1: \"cost_ms\" is required");
-  expect_reject("cost_ms", "-1", "\"cost_ms\" must be a non-negative integer");
-  expect_reject("tier", "8", "\"tier\" must be an integer between 0 and 7");
-  expect_reject("attempt", "0", "\"attempt\" must be an integer between 1 and 1000");
-  expect_reject("campaign", "\"Demo\"", "\"campaign\" must be 1 to 63 characters");
-  expect_reject("candidate", "\"abc\"", "\"candidate\" must be 64 lowercase hex digits");
-  expect_reject("runner", "\"\"", "\"runner\" must be 1 to 63 printable ascii characters");
-  expect_reject("device", "\"tab\\there\"", "\"device\" must be 0 to 63 printable");
-  expect_reject("backend", "\"tpu\"", "\"backend\" must be one of \"host\", \"cuda\"");
-  expect_reject("timing.samples", "0", "\"timing.samples\" must be a positive integer");
-  expect_reject("timing.warmup", NULL, "\"timing.warmup\" is required");
-  expect_reject("timing.noise", "-0.5", "\"timing.noise\" must be a non-negative number");
-  expect_reject("check.sets", NULL, "\"check.sets\" is required");
-  expect_reject("check.sets", "33", "\"check.sets\" must be an integer between 0 and 32");
-  expect_reject("compile.cached", "1", "\"compile.cached\" must be true or false");
-  expect_reject("compile.registers", "-1", "\"compile.registers\" must be a non-negative");
-  expect_reject("compile.log", "null", "\"compile.log\" must be a string");
-  expect_reject("started", "\"now\"", "\"started\" must be a non-negative number");
-  expect_reject("schema", "\"kernelbrain.result/2\"",
-                "\"schema\" must be \"kernelbrain.result/1\"");
+  static const struct reject cases[] = {
+      {"status", "\"fine\"", "stream:1:"},
+      {"status", "\"fine\"", "\"status\" must be one of \"ok\", \"compile_error\""},
+      {"extra", "1", "unknown field \"extra\""},
+      {"timing.extra", "1", "unknown field \"timing.extra\""},
+      {"cost_ms", NULL, "stream:1:1: \"cost_ms\" is required"},
+      {"cost_ms", "-1", "\"cost_ms\" must be a non-negative integer"},
+      {"tier", "8", "\"tier\" must be an integer between 0 and 7"},
+      {"attempt", "0", "\"attempt\" must be an integer between 1 and 1000"},
+      {"campaign", "\"Demo\"", "\"campaign\" must be 1 to 63 characters"},
+      {"candidate", "\"abc\"", "\"candidate\" must be 64 lowercase hex digits"},
+      {"runner", "\"\"", "\"runner\" must be 1 to 63 printable ascii characters"},
+      {"device", "\"tab\\there\"", "\"device\" must be 0 to 63 printable"},
+      {"backend", "\"tpu\"", "\"backend\" must be one of \"host\", \"cuda\""},
+      {"timing.samples", "0", "\"timing.samples\" must be a positive integer"},
+      {"timing.warmup", NULL, "\"timing.warmup\" is required"},
+      {"timing.noise", "-0.5", "\"timing.noise\" must be a non-negative number"},
+      {"check.sets", NULL, "\"check.sets\" is required"},
+      {"check.sets", "33", "\"check.sets\" must be an integer between 0 and 32"},
+      {"compile.cached", "1", "\"compile.cached\" must be true or false"},
+      {"compile.registers", "-1", "\"compile.registers\" must be a non-negative"},
+      {"compile.log", "null", "\"compile.log\" must be a string"},
+      {"started", "\"now\"", "\"started\" must be a non-negative number"},
+      {"schema", "\"kernelbrain.result/2\"",
+       "\"schema\" must be \"kernelbrain.result/1\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_reject(cases[i].key, cases[i].value, cases[i].want);
   struct kb_result r;
   struct kb_error err = {0};
   assert_int_equal(kb_result_from_json("[]", "stream", &r, &err), KB_EPARSE);

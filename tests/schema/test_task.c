@@ -8,7 +8,7 @@
 #include "kb/task.h"
 
 struct fx {
-  char dir[PATH_MAX];      /* temporary folder holding bundle "t1" */
+  char dir[PATH_MAX];      /* temporary folder holding bundle "t1" (first: fx_teardown) */
   char t1[PATH_MAX + 8];   /* its bundle folder */
 };
 
@@ -21,32 +21,24 @@ static int setup(void **state) {
   return 0;
 }
 
-static int teardown(void **state) {
-  struct fx *x = *state;
-  fx_rmtree(x->dir);
-  free(x);
-  return 0;
-}
-
 /* Loads bundle t1 after replacing `from` by `to` in FX_TASK_JSON; returns the code. */
 static int load_edit(struct fx *x, const char *from, const char *to, struct kb_task *t,
                      struct kb_error *err) {
-  char *json = fx_replace(FX_TASK_JSON, from, to);
-  fx_write(x->t1, "task.json", json);
-  free(json);
+  fx_write_edit(x->t1, "task.json", FX_TASK_JSON, from, to);
   return kb_task_load(x->t1, t, err);
 }
 
-static void expect_error(struct fx *x, const char *from, const char *to, const char *want) {
-  struct kb_task t;
-  struct kb_error err = {0};
-  int rc = load_edit(x, from, to, &t, &err);
-  if (rc != KB_EPARSE || strstr(err.msg, want) == NULL)
-    fail_msg("edit \"%s\" -> \"%s\": rc %d \"%s\", want KB_EPARSE \"%s\"", from, to, rc, err.msg,
-             want);
-  /* released on failure: nothing left to free, and release again is harmless */
-  assert_null(t.name);
-  kb_task_release(&t);
+/* Each edit of `cases` (`n` of them) must fail to load with its message. */
+static void expect_errors(struct fx *x, const struct fx_edit *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct kb_task t;
+    struct kb_error err = {0};
+    int rc = load_edit(x, cases[i].from, cases[i].to, &t, &err);
+    fx_expect_parse_error(rc, err.msg, &cases[i]);
+    /* released on failure: nothing left to free, and release again is harmless */
+    assert_null(t.name);
+    kb_task_release(&t);
+  }
 }
 
 static void test_defaults(void **state) {
@@ -156,68 +148,74 @@ static void test_tolerance_defaults(void **state) {
 
 static void test_bad_fields(void **state) {
   struct fx *x = *state;
-  expect_error(x, "\"name\": \"test task\",", "\"name\": \"test task\", \"inptus\": 1,",
-               "task.json:4:24: unknown field \"inptus\"");
-  expect_error(x, "\"kernelbrain.task/1\"", "\"kernelbrain.task/2\"",
-               "task.json:2:13: \"schema\" must be \"kernelbrain.task/1\"");
-  expect_error(x, "\"id\": \"t1\"", "\"id\": \"T1\"", "task.json:3:9: \"id\" must be 1 to 63");
-  expect_error(x, "\"name\": \"test task\",", "", "task.json:1:1: \"name\" is required");
-  expect_error(x, "\"dtype\": \"f32\", \"shape\": [16]}]", "\"dtype\": \"f31\", \"shape\": [16]}]",
-               "task.json:7:37: \"inputs[0].dtype\" must be one of \"f32\", \"f16\", \"bf16\", "
-               "\"f64\", \"i32\", \"i64\", \"u8\", \"bool\"");
-  expect_error(x, "\"shape\": [16]", "\"shape\": [16, 0]",
-               "task.json:7:58: \"inputs[0].shape[1]\" must be a positive integer");
-  expect_error(x, "\"shape\": [16]", "\"shape\": [-2]",
-               "\"inputs[0].shape[0]\" must be a positive integer");
-  expect_error(x, "\"shape\": [16]", "\"shape\": [1,1,1,1,1,1,1,1,1]",
-               "task.json:7:53: \"inputs[0].shape\" must have at most 8 items");
-  expect_error(x, "\"shape\": [16]", "\"shape\": [2147483647,2147483647,2147483647]",
-               "\"inputs[0].shape\" is too large");
-  expect_error(x, "\"uniform\"", "\"gaussian\"",
-               "\"input_sets[0].distribution\" must be one of \"uniform\", \"normal\", "
-               "\"integers\"");
-  expect_error(x, "\"low\": -1, \"high\": 1", "\"low\": 1, \"high\": 1",
-               "\"input_sets[0].high\" must be greater than \"input_sets[0].low\"");
-  expect_error(x, "\"uniform\", \"low\": -1, \"high\": 1", "\"normal\", \"low\": -1, \"high\": 0",
-               "\"input_sets[0].high\" must be a positive number");
-  expect_error(x, "\"seed\": 1,", "\"seed\": -1,", "\"input_sets[0].seed\" must be a non-negative");
-  expect_error(x, "\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"y\"",
-               "\"outputs[0].name\" repeats the tensor name \"y\"");
-  expect_error(x, "\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"1x\"",
-               "\"inputs[0].name\" must be a C identifier");
-  expect_error(x, "\"outputs\": [{", "\"outputs\": [], \"x\": [{", "unknown field \"x\"");
-  expect_error(x, "\"outputs\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [16]}]",
-               "\"outputs\": []", "\"outputs\" must have at least 1 item");
-  expect_error(x, "\"source\": \"seeds/naive.c\"}]",
-               "\"source\": \"seeds/naive.c\"}], \"baseline\": \"turbo\"",
-               "\"baseline\" must name one of \"seeds\": no seed \"turbo\"");
-  expect_error(x, "\"source\": \"seeds/naive.c\"}]",
-               "\"source\": \"seeds/naive.c\"}, {\"name\": \"naive\", \"source\": \"oracle.c\"}]",
-               "\"seeds[1].name\" repeats the seed name \"naive\"");
-  expect_error(x, "\"backend\": \"host\"", "\"backend\": \"gpu\"",
-               "task.json:5:14: \"backend\" must be one of \"host\", \"cuda\"");
-  expect_error(x, "\"kind\": \"c\"", "\"kind\": \"python\"", "\"oracle.kind\" must be one of");
-  expect_error(x, "\"seeds\": [", "\"tolerance\": {\"atol\": -1}, \"seeds\": [",
-               "\"tolerance.atol\" must be a non-negative number");
-  expect_error(x, "\"seeds\": [", "\"tolerance\": {\"abs\": 1}, \"seeds\": [",
-               "unknown field \"tolerance.abs\"");
+  static const struct fx_edit cases[] = {
+      {"\"name\": \"test task\",", "\"name\": \"test task\", \"inptus\": 1,",
+       "task.json:4:24: unknown field \"inptus\""},
+      {"\"kernelbrain.task/1\"", "\"kernelbrain.task/2\"",
+       "task.json:2:13: \"schema\" must be \"kernelbrain.task/1\""},
+      {"\"id\": \"t1\"", "\"id\": \"T1\"", "task.json:3:9: \"id\" must be 1 to 63"},
+      {"\"name\": \"test task\",", "", "task.json:1:1: \"name\" is required"},
+      {"\"dtype\": \"f32\", \"shape\": [16]}]", "\"dtype\": \"f31\", \"shape\": [16]}]",
+       "task.json:7:37: \"inputs[0].dtype\" must be one of \"f32\", \"f16\", \"bf16\", "
+       "\"f64\", \"i32\", \"i64\", \"u8\", \"bool\""},
+      {"\"shape\": [16]", "\"shape\": [16, 0]",
+       "task.json:7:58: \"inputs[0].shape[1]\" must be a positive integer"},
+      {"\"shape\": [16]", "\"shape\": [-2]",
+       "\"inputs[0].shape[0]\" must be a positive integer"},
+      {"\"shape\": [16]", "\"shape\": [1,1,1,1,1,1,1,1,1]",
+       "task.json:7:53: \"inputs[0].shape\" must have at most 8 items"},
+      {"\"shape\": [16]", "\"shape\": [2147483647,2147483647,2147483647]",
+       "\"inputs[0].shape\" is too large"},
+      {"\"uniform\"", "\"gaussian\"",
+       "\"input_sets[0].distribution\" must be one of \"uniform\", \"normal\", "
+       "\"integers\""},
+      {"\"low\": -1, \"high\": 1", "\"low\": 1, \"high\": 1",
+       "\"input_sets[0].high\" must be greater than \"input_sets[0].low\""},
+      {"\"uniform\", \"low\": -1, \"high\": 1", "\"normal\", \"low\": -1, \"high\": 0",
+       "\"input_sets[0].high\" must be a positive number"},
+      {"\"seed\": 1,", "\"seed\": -1,", "\"input_sets[0].seed\" must be a non-negative"},
+      {"\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"y\"",
+       "\"outputs[0].name\" repeats the tensor name \"y\""},
+      {"\"inputs\": [{\"name\": \"x\"", "\"inputs\": [{\"name\": \"1x\"",
+       "\"inputs[0].name\" must be a C identifier"},
+      {"\"outputs\": [{", "\"outputs\": [], \"x\": [{", "unknown field \"x\""},
+      {"\"outputs\": [{\"name\": \"y\", \"dtype\": \"f32\", \"shape\": [16]}]",
+       "\"outputs\": []", "\"outputs\" must have at least 1 item"},
+      {"\"source\": \"seeds/naive.c\"}]",
+       "\"source\": \"seeds/naive.c\"}], \"baseline\": \"turbo\"",
+       "\"baseline\" must name one of \"seeds\": no seed \"turbo\""},
+      {"\"source\": \"seeds/naive.c\"}]",
+       "\"source\": \"seeds/naive.c\"}, {\"name\": \"naive\", \"source\": \"oracle.c\"}]",
+       "\"seeds[1].name\" repeats the seed name \"naive\""},
+      {"\"backend\": \"host\"", "\"backend\": \"gpu\"",
+       "task.json:5:14: \"backend\" must be one of \"host\", \"cuda\""},
+      {"\"kind\": \"c\"", "\"kind\": \"python\"", "\"oracle.kind\" must be one of"},
+      {"\"seeds\": [", "\"tolerance\": {\"atol\": -1}, \"seeds\": [",
+       "\"tolerance.atol\" must be a non-negative number"},
+      {"\"seeds\": [", "\"tolerance\": {\"abs\": 1}, \"seeds\": [",
+       "unknown field \"tolerance.abs\""},
+  };
+  expect_errors(x, cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_paths_stay_inside(void **state) {
   struct fx *x = *state;
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"../oracle.c\"",
-               "task.json:6:37: \"oracle.source\" must be a relative path inside the task "
-               "bundle, without \"..\": \"../oracle.c\"");
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"seeds/../oracle.c\"",
-               "\"oracle.source\" must be a relative path inside the task bundle");
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"/etc/hostname\"",
-               "\"oracle.source\" must be a relative path inside the task bundle");
-  expect_error(x, "\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/..\"",
-               "\"seeds[0].source\" must be a relative path inside the task bundle");
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"\"",
-               "\"oracle.source\" must be a relative path inside the task bundle");
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"oracle.c\\n\"",
-               "task.json:6:37: \"oracle.source\" must not contain control characters");
+  static const struct fx_edit cases[] = {
+      {"\"source\": \"oracle.c\"", "\"source\": \"../oracle.c\"",
+       "task.json:6:37: \"oracle.source\" must be a relative path inside the task "
+       "bundle, without \"..\": \"../oracle.c\""},
+      {"\"source\": \"oracle.c\"", "\"source\": \"seeds/../oracle.c\"",
+       "\"oracle.source\" must be a relative path inside the task bundle"},
+      {"\"source\": \"oracle.c\"", "\"source\": \"/etc/hostname\"",
+       "\"oracle.source\" must be a relative path inside the task bundle"},
+      {"\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/..\"",
+       "\"seeds[0].source\" must be a relative path inside the task bundle"},
+      {"\"source\": \"oracle.c\"", "\"source\": \"\"",
+       "\"oracle.source\" must be a relative path inside the task bundle"},
+      {"\"source\": \"oracle.c\"", "\"source\": \"oracle.c\\n\"",
+       "task.json:6:37: \"oracle.source\" must not contain control characters"},
+  };
+  expect_errors(x, cases, sizeof cases / sizeof cases[0]);
   /* ".." inside a name is no parent folder */
   struct kb_task t;
   struct kb_error err = {0};
@@ -229,10 +227,13 @@ static void test_paths_stay_inside(void **state) {
 
 static void test_missing_files(void **state) {
   struct fx *x = *state;
-  expect_error(x, "\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/gone.c\"",
-               "task.json:10:41: \"seeds[0].source\": cannot read \"seeds/gone.c\": No such file");
-  expect_error(x, "\"source\": \"oracle.c\"", "\"source\": \"seeds\"",
-               "\"oracle.source\": cannot read \"seeds\": not a regular file");
+  static const struct fx_edit cases[] = {
+      {"\"source\": \"seeds/naive.c\"", "\"source\": \"seeds/gone.c\"",
+       "task.json:10:41: \"seeds[0].source\": cannot read \"seeds/gone.c\": No such file"},
+      {"\"source\": \"oracle.c\"", "\"source\": \"seeds\"",
+       "\"oracle.source\": cannot read \"seeds\": not a regular file"},
+  };
+  expect_errors(x, cases, sizeof cases / sizeof cases[0]);
   /* without checking files, kb_task_parse takes the spec alone */
   struct kb_task t;
   struct kb_error err = {0};
@@ -329,13 +330,13 @@ static void test_path_resolve(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_all_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_tolerance_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_paths_stay_inside, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_missing_files, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_messages_name_path_as_given, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_defaults, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_all_fields, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_tolerance_defaults, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_bad_fields, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_paths_stay_inside, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_missing_files, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_messages_name_path_as_given, setup, fx_teardown),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_ids),
       cmocka_unit_test(test_path_resolve),

@@ -112,19 +112,20 @@ void kb_archive_entry_release(struct kb_archive_entry *e);
  * \"dir\" does not exist", KB_EINVAL (not a folder), KB_EIO. */
 int kb_archive_check_dir(const char *dir, struct kb_error *err);
 /* Writes `e` (borrowed; its id is computed first) into folder `dir` (borrowed) atomically, as
- * the header comment says. `*path_out` (may be NULL; caller-owned, `path_size` bytes) gets the
+ * the header comment says. `path_out` (may be NULL; caller-owned, `path_size` bytes) gets the
  * entry's path. Errors: KB_EINVAL (entry not valid), KB_ENOTFOUND (no folder), KB_EIO,
  * KB_ENOMEM. */
 int kb_archive_put(const char *dir, struct kb_archive_entry *e, char *path_out,
                    size_t path_size, struct kb_error *err);
 /* Reads every entry of folder `dir` (borrowed) into `a` (caller-owned, zeroed first), sorted
  * by task, then speedup (best first), then id. A file that is not a valid entry is skipped:
- * `warn` (may be NULL) gets its message naming the file and field, `a->skipped` counts it.
- * Errors: KB_ENOTFOUND / KB_EINVAL / KB_EIO for the folder itself, KB_ENOMEM. */
+ * `warn` (may be NULL) gets its message naming the file and field, with `arg` (passed through),
+ * and `a->skipped` counts it. On failure `a` holds nothing to release. Errors: KB_ENOTFOUND / KB_EINVAL / KB_EIO for the folder itself, KB_ENOMEM. */
 int kb_archive_load(const char *dir, struct kb_archive *a, kb_archive_warn_fn warn, void *arg,
                     struct kb_error *err);
-/* The entry of `a` whose id starts with `prefix` (borrowed; 4..64 hex), or NULL when none or
- * more than one (`*ambiguous` set to 1 then; may be NULL). */
+/* The entry of `a` whose id starts with `prefix` (borrowed; 4..64 characters, else NULL), or
+ * NULL when none or more than one (`*ambiguous` set to 1 then; may be NULL). The entry is
+ * borrowed from `a`, valid until kb_archive_release(a). */
 const struct kb_archive_entry *kb_archive_find(const struct kb_archive *a, const char *prefix,
                                                int *ambiguous);
 /* Frees the contents of `a`; NULL is fine. */

@@ -47,11 +47,13 @@ struct kb_error {
   char msg[512]; /* "what failed: why", lowercase, no full stop */
 };
 
-/* Description of a code ("budget exhausted"); never NULL, "unknown error" for bad codes. */
+/* Description of a code ("budget exhausted"; static); never NULL, "unknown error" for bad
+ * codes. */
 const char *kb_strerror(int code);
-/* Symbolic name of a code without prefix ("BUDGET"); never NULL. */
+/* Symbolic name of a code without prefix ("BUDGET"; static); never NULL, "UNKNOWN" for bad
+ * codes. */
 const char *kb_err_name(int code);
-/* Code for a symbolic name as kb_err_name() gives it; KB_EINTERNAL when unknown. */
+/* Code for a symbolic name (borrowed) as kb_err_name() gives it; KB_EINTERNAL when unknown. */
 int kb_err_from_name(const char *name);
 
 /* Records `code` and a printf-style message in `err` unless it already holds an error.

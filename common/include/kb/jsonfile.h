@@ -100,9 +100,35 @@ int kb_json_get_enum(const struct kb_jsonfile *f, json_t *obj, const char *path,
 int kb_jsonfile_check_unknown(const struct kb_jsonfile *f, json_t *obj, const char *path,
                               const char *const *allowed, struct kb_error *err);
 
+/* Item `index` of the array `arr` (borrowed) whose own path is `path`: it must be an object
+ * (else KB_EPARSE `"<path>[i]" must be an object`) with no key outside the NULL-terminated
+ * `allowed` (as kb_jsonfile_check_unknown). Writes its path into `item_path` (caller-owned,
+ * KB_JSON_PATH_MAX bytes) and the item into *out (borrowed from the tree, valid while `f` is). */
+int kb_json_array_object(const struct kb_jsonfile *f, json_t *arr, const char *path,
+                         size_t index, const char *const *allowed, char *item_path,
+                         json_t **out, struct kb_error *err);
+/* The checks every document of this project starts with, in order: the root is an object
+ * (else KB_EPARSE "<what> must be a JSON object", `what` being e.g. "a task"), it has no
+ * top-level key outside `allowed` (NULL-terminated), and its required "schema" string is
+ * `schema` (else `"schema" must be "<schema>"`). All arguments borrowed. */
+int kb_jsonfile_check_document(const struct kb_jsonfile *f, const char *what,
+                               const char *const *allowed, const char *schema,
+                               struct kb_error *err);
+
 /* Encodes `v` (borrowed) as compact one-line JSON, keys in insertion order, into `*out` (new,
  * free with kb_free). Returns KB_OK or KB_ENOMEM. */
 int kb_json_dump_compact(const json_t *v, char **out);
+
+/* A decoder as kb_json_dump_checked calls it: KB_OK when it accepts `text` (borrowed for the
+ * call), else its code with the reason in `why`. */
+typedef int (*kb_json_decode_fn)(const char *text, struct kb_error *why);
+/* Encodes `o` (stolen: the reference is dropped, also on failure) as kb_json_dump_compact does
+ * into `*out` (new, kb_free; NULL on failure), but only text that `decodes` accepts: how an
+ * encoder keeps its promise to emit only what its decoder, and so the schema, takes. `what`
+ * (borrowed) names the record in messages: KB_ENOMEM "<what>: out of memory" (also when the
+ * decoder runs out), KB_EINVAL "cannot encode <what>: <the decoder's reason>". */
+int kb_json_dump_checked(json_t *o, kb_json_decode_fn decodes, const char *what, char **out,
+                         struct kb_error *err);
 
 /* 1 when `len` bytes of `s` (borrowed) are valid UTF-8 that jansson accepts in a string (no NUL,
  * no overlong forms, no surrogates), else 0. */

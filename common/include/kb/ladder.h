@@ -10,10 +10,11 @@
 
 struct kb_error;
 
-/* Encodes `n` tiers into `*out` (new, compact JSON). Errors: KB_ENOMEM. */
+/* Encodes `n` tiers of `tiers` (borrowed) into `*out` (new, kb_free; compact JSON).
+ * Errors: KB_ENOMEM. */
 int kb_ladder_to_json(const struct kb_tier *tiers, int n, char **out, struct kb_error *err);
-/* Decodes a ladder into `tiers` (KB_MAX_TIERS entries) and `*n`. `where` names the origin for
- * messages. Errors: KB_EPARSE. */
+/* Decodes the ladder `text` (borrowed) into `tiers` (caller-owned, KB_MAX_TIERS entries) and
+ * `*n`. `where` (borrowed) names the origin for messages. Errors: KB_EPARSE. */
 int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tiers, int *n,
                         struct kb_error *err);
 

@@ -60,7 +60,7 @@ enum kb_status {
   KB_STATUS_COUNT
 };
 
-const char *kb_status_name(int status); /* "ok"; "unknown" for bad values */
+const char *kb_status_name(int status); /* "ok" (static); "unknown" for bad values */
 int kb_status_from_name(const char *name); /* -1 when unknown */
 
 struct kb_timing {

@@ -23,14 +23,15 @@ struct kb_submission {
   int n_candidates;
 };
 
-/* Loads campaign `path`, its task bundles and their seed sources into `s` (caller-owned; released
- * on failure). Checks task ids are unique and every task's backend matches the campaign's.
+/* Loads campaign `path` (borrowed), its task bundles and their seed sources into `s`
+ * (caller-owned, zeroed first; released on failure). Checks task ids are unique and every task's backend matches the campaign's.
  * Errors: KB_EPARSE "file:line:col: ...", KB_EIO, KB_ENOMEM. */
 int kb_submission_load(const char *path, struct kb_submission *s, struct kb_error *err);
+/* Frees the contents of `s` and zeroes it; NULL is fine. */
 void kb_submission_release(struct kb_submission *s);
 
-/* Registers `s` in Redis and opens it (state "running"). `who` names the submitter in the audit
- * log. `*resumed` (may be NULL) is 1 when an interrupted identical submission was completed.
+/* Registers `s` (borrowed) in Redis through `redis` (borrowed) and opens it (state "running").
+ * `who` (borrowed) names the submitter in the audit log. `*resumed` (may be NULL) is 1 when an interrupted identical submission was completed.
  * Errors: KB_EEXISTS (campaign exists), KB_ECONN, KB_EREDIS, KB_ENOMEM. */
 int kb_submission_register(const struct kb_submission *s, struct kb_redis *redis, const char *who,
                            int *resumed, struct kb_error *err);

@@ -33,12 +33,14 @@
 
 #include "kb_kernel.h"
 
+struct json_t; /* jansson's json_t */
+struct kb_error;
+struct kb_jsonfile;
+
 #define KB_ID_MAX 64       /* ids: up to 63 chars + NUL */
 #define KB_MAX_TENSORS 16
 #define KB_MAX_SETS 32
 #define KB_MAX_SEEDS 32
-
-struct kb_error;
 
 enum kb_backend { KB_BACKEND_HOST = 0, KB_BACKEND_CUDA = 1 };
 enum kb_oracle_kind { KB_ORACLE_C = 0, KB_ORACLE_CUDA, KB_ORACLE_PYTORCH, KB_ORACLE_DATA };
@@ -96,7 +98,8 @@ struct kb_task {
  * file exists and is a readable regular file. Messages name the file as `dir`/task.json.
  * Errors: KB_EPARSE with "dir/task.json:line:col: what is wrong" (also for a referenced file
  * that is missing or unreadable: that is a malformed bundle), KB_EIO when task.json itself
- * cannot be read, KB_ENOMEM. `dir` is borrowed. */
+ * cannot be read, KB_EINVAL when the path of task.json would not fit PATH_MAX, KB_ENOMEM. `dir`
+ * is borrowed. */
 int kb_task_load(const char *dir, struct kb_task *task, struct kb_error *err);
 /* Same as kb_task_load, from task.json `text` already in memory; `name` is used in messages and
  * relative paths resolve against `dir`. With `check_files` = 0 referenced files need not exist
@@ -116,6 +119,12 @@ int kb_backend_from_name(const char *name);
 
 /* 1 when `s` is a valid task or campaign id: [a-z0-9][a-z0-9_.-]{0,62}, else 0. */
 int kb_id_valid(const char *s);
+/* Reads the required id field `key` of `obj` (borrowed) whose own path in `f` is `path` ("" for
+ * the root), as kb_json_get_string does, and copies it into `out` (caller-owned, KB_ID_MAX
+ * bytes). One that is not kb_id_valid fails with KB_EPARSE `"<path>.<key>" must be 1 to 63
+ * characters of a-z, 0-9, "_", ".", "-", starting with a letter or digit`. */
+int kb_id_get(const struct kb_jsonfile *f, struct json_t *obj, const char *path, const char *key,
+              char *out, struct kb_error *err);
 /* Returns `rel` made absolute against folder `base` (NULL: the current directory) and
  * lexically normalized ("." and ".." components and repeated slashes removed; symbolic links
  * are not resolved). An absolute `rel` ignores `base`. Returns a new string, or NULL on ENOMEM
