@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "kb/task.h"
-#include "kb/verify.h"
+#include "verify.h"
 
 /* Timed intervals one sample may hold (a batch of flushed calls times each call alone). */
 #define KB__TIMER_SLOTS 64
@@ -44,7 +44,7 @@ struct kb__dev {
   /* `bytes` of device memory into `*out`, aligned to 256 bytes. */
   int (*alloc)(struct kb__dev *d, size_t bytes, void **out);
   void (*free)(struct kb__dev *d, void *p); /* NULL is fine */
-  /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (kb/inputs.h). */
+  /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (inputs.h). */
   int (*fill)(struct kb__dev *d, void *p, int dtype, int64_t n, const struct kb_input_set *set,
               int tensor);
   int (*poison)(struct kb__dev *d, void *p, int dtype, int64_t n); /* kb_poison's pattern */

@@ -11,7 +11,7 @@
 
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "kb/inputs.h"
+#include "inputs.h"
 
 struct host {
   double t0[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_start, per interval */

@@ -12,7 +12,7 @@
 #include "confine.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
-#include "kb/verify.h"
+#include "verify.h"
 #include "stats.h"
 #ifdef KB_HAVE_CUPTI_TRACE
 #include "cupti_trace.h"

@@ -16,7 +16,7 @@
 int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd);
 
 /* The input distribution named `name` ("uniform", "normal", "integers": enum kb_dist of
- * kb/inputs.h), or -1 for another name; exposed for tests. */
+ * inputs.h), or -1 for another name; exposed for tests. */
 int kb__sandbox_dist_from_name(const char *name);
 
 #endif

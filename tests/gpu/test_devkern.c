@@ -20,8 +20,8 @@
 
 #include "devkern.h"
 #include "kb/error.h"
-#include "kb/inputs.h"
-#include "kb/verify.h"
+#include "inputs.h"
+#include "verify.h"
 #include "kb_kernel.h"
 
 /* tests/gpu/readprobe.cu: one read pass over `bytes` at `p` on `stream`. */

@@ -1,4 +1,4 @@
-/* Deterministic input generation (kb/inputs.h): the generator's exact output is pinned, so a
+/* Deterministic input generation (inputs.h): the generator's exact output is pinned, so a
  * change to the PRNG, the distributions or the conversions fails here before it silently changes
  * every task's inputs (and every stored reference). */
 #include <math.h>
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "kb/error.h"
-#include "kb/inputs.h"
+#include "inputs.h"
 
 static uint32_t bits32(float f) {
   uint32_t b;

@@ -1,12 +1,12 @@
-/* Deterministic inputs and dtype conversions (see kb/inputs.h); the generator and the f16/bf16
- * conversions themselves are in kb/inputs_gen.h, shared with the CUDA sandbox's fill kernel. */
-#include "kb/inputs.h"
+/* Deterministic inputs and dtype conversions (see inputs.h); the generator and the f16/bf16
+ * conversions themselves are in inputs_gen.h, shared with the CUDA sandbox's fill kernel. */
+#include "inputs.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "kb/error.h"
-#include "kb/inputs_gen.h"
+#include "inputs_gen.h"
 
 uint64_t kb_rand_mix(uint64_t x) { return kb_gen_mix(x); }
 

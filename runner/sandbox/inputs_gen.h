@@ -1,7 +1,7 @@
 /* The input generator and the f16/bf16 conversions, written once for the host (C) and the device
- * (CUDA): common/src/inputs.c (kb_inputs_fill, kb_dtype_store, ...) and the sandbox's fill kernel
+ * (CUDA): runner/sandbox/inputs.c (kb_inputs_fill, kb_dtype_store, ...) and the sandbox's fill kernel
  * (runner/sandbox/devkern.cu) both include this header, so the two cannot drift apart. The
- * method and the distributions are described in kb/inputs.h.
+ * method and the distributions are described in inputs.h.
  *
  * Every function is `static inline` and marked KB_HD: `__host__ __device__` when nvcc compiles
  * the including file, nothing in C. Bit-for-bit agreement needs the same roundings on both
@@ -14,8 +14,8 @@
  *
  * No function allocates, fails or keeps state; pointers are borrowed.
  */
-#ifndef KB_INPUTS_GEN_H
-#define KB_INPUTS_GEN_H
+#ifndef KB_SANDBOX_INPUTS_GEN_H
+#define KB_SANDBOX_INPUTS_GEN_H
 
 #include <math.h>
 #include <stdint.h>

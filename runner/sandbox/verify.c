@@ -1,11 +1,11 @@
-/* Output verification and poisoning (see kb/verify.h). */
-#include "kb/verify.h"
+/* Output verification and poisoning (see verify.h). */
+#include "verify.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kb/inputs.h"
+#include "inputs.h"
 #include "kb_kernel.h"
 
 /* Quiet NaNs with a recognisable payload ("bad"), one per float width. */
