@@ -441,6 +441,18 @@ static int read_reply(struct kb__sandbox *sb, double deadline, json_t **out,
   return rc == KB_OK ? KB__FRAME_OK : KB__FRAME_IO;
 }
 
+/* What the sandbox's exit status `code` before its hello means (docs/sandbox.md), as ": ..." to
+ * follow the number, or "" for a status without a meaning of its own. */
+static const char *start_status_text(int code) {
+  switch (code) {
+  case KB_EXIT_USAGE: return ": bad command line";
+  case KB_EXIT_CONFINE: return ": it cannot confine itself";
+  case KB_EXIT_DEVICE: return ": the device cannot be opened";
+  case KB__SANDBOX_EXIT_BLOCKED: return ": a blocked system call";
+  default: return "";
+  }
+}
+
 int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   if (sb->pid > 0)
     return KB_OK;
@@ -582,8 +594,8 @@ died: {
     rc = kb_error_set(err, KB_ECHILD, "sandbox died before saying hello: killed by %s%s%s",
                       kb__signal_name(sig, sbuf, sizeof sbuf), tail[0] ? ": " : "", tail);
   else
-    rc = kb_error_set(err, KB_ECHILD, "sandbox did not say hello (exit status %d)%s%s", code,
-                      tail[0] ? ": " : "", tail);
+    rc = kb_error_set(err, KB_ECHILD, "sandbox did not say hello (exit status %d%s)%s%s", code,
+                      start_status_text(code), tail[0] ? ": " : "", tail);
   goto done;
 }
 fail:

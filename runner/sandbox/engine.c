@@ -189,10 +189,10 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   kb_free(p);
 }
 
-/* Loads `path` and finds kb_forward. Returns the handle, or NULL with `why` set; `*nosym` tells
- * a library without kb_forward from one that does not load. */
-static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_t size) {
-  *nosym = 0;
+/* Loads `path` and finds kb_forward. Returns the handle (the caller dlcloses it), or NULL with
+ * the reason in `err`: KB_ELOAD when the library does not load (dlerror's text without the
+ * path), KB_ENOTFOUND when it does not export kb_forward. */
+static void *load(const char *path, forward_fn *fn, struct kb_error *err) {
   kb__confine_load_begin(); /* the loader's read-only opens pass (confine.h) */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   kb__confine_load_end();
@@ -203,7 +203,7 @@ static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_
     size_t plen = strlen(path);
     if (strncmp(e, path, plen) == 0 && strncmp(e + plen, ": ", 2) == 0)
       e += plen + 2;
-    say(why, size, "%s", e);
+    kb_error_set(err, KB_ELOAD, "%s", e);
     return NULL;
   }
   union {
@@ -212,8 +212,7 @@ static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_
   } sym;
   sym.obj = dlsym(lib, "kb_forward");
   if (sym.obj == NULL) {
-    *nosym = 1;
-    say(why, size, "the library does not export kb_forward");
+    kb_error_set(err, KB_ENOTFOUND, "the library does not export kb_forward");
     dlclose(lib);
     return NULL;
   }
@@ -241,24 +240,25 @@ static const size_t *outs_of(const struct kb__prepared *p, const size_t *offs, i
 
 /* The trusted oracle on the inputs of slot `s` into `n_out` outputs at `offs` (into priv), on
  * the oracle's stream, synchronized. Returns the oracle's value (non-zero: it failed), with a
- * device error in `*e`. */
+ * device error code in `*e` (KB_OK when none) and its text in `err`. */
 static int call_oracle(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
-                       const size_t *offs, int *e) {
+                       const size_t *offs, int *e, struct kb_error *err) {
   kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
   for (int i = 0; i < p->n_in; i++)
     tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
     tensor(&out[o], &p->out_spec[o], p->priv + offs[o]);
-  *e = d->sync(d); /* the inputs were drawn on the candidate's stream */
+  *e = d->sync(d, err); /* the inputs were drawn on the candidate's stream */
   int ret = *e ? 0 : fn(in, p->n_in, out, p->n_out, d->oracle_stream);
   if (*e == 0)
-    *e = d->sync(d);
+    *e = d->sync(d, err);
   return ret;
 }
 
-static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t *outs) {
+static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t *outs,
+                  struct kb_error *err) {
   for (int o = 0; o < p->n_out; o++) {
-    int e = d->poison(d, p->cand + outs[o], p->out_spec[o].dtype, p->out_n[o]);
+    int e = d->poison(d, p->cand + outs[o], p->out_spec[o].dtype, p->out_n[o], err);
     if (e)
       return e;
   }
@@ -268,26 +268,26 @@ static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t 
 /* Compares `got` (into cand) with the reference of set `set`, output `o`, unmasked for the
  * compare only. */
 static int compare_ref(struct kb__dev *d, struct kb__prepared *p, const unsigned char *got,
-                       int set, int o, struct kb_verify_report *rep, int *pass) {
+                       int set, int o, struct kb_verify_report *rep, int *pass,
+                       struct kb_error *err) {
   unsigned char *ref = p->priv + p->ref_off[set * p->n_out + o];
-  int e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  int e = d->mask(d, ref, p->out_bytes[o], p->mask_key, err);
   if (e)
     return e;
-  e = d->compare(d, got, ref, p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, rep, pass);
-  int e2 = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  e = d->compare(d, got, ref, p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, rep, pass, err);
+  int e2 = d->mask(d, ref, p->out_bytes[o], p->mask_key, err);
   return e ? e : e2;
 }
 
 int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
-                int *fatal, char *why, size_t size) {
+                int *fatal, struct kb_error *err) {
   *out = NULL;
   *fatal = 0;
-  char msg[200] = "";
+  struct kb_error de = {0}; /* a device error's or the loader's text */
+  int rc = KB_OK;
   struct kb__prepared *p = kb_calloc(1, sizeof *p);
-  if (p == NULL) {
-    say(why, size, "out of memory");
-    return -1;
-  }
+  if (p == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   int ns = s->n_sets, ni = s->n_in, no = s->n_out;
   p->key = kb_strdup(s->key);
   p->n_in = ni;
@@ -311,7 +311,7 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->ref_sum = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_sum);
   if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->guard_off ||
       !p->in_sum || !p->ref_sum) {
-    say(why, size, "out of memory");
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     goto fail;
   }
   size_t biggest_in = 0;
@@ -320,7 +320,7 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
     int64_t n = 0;
     size_t bytes = spec_bytes(t, &n);
     if (bytes == 0) {
-      say(why, size, "tensor \"%s\" has a bad dtype or shape", t->name);
+      rc = kb_error_set(err, KB_EINVAL, "tensor \"%s\" has a bad dtype or shape", t->name);
       goto fail;
     }
     if (i < ni) {
@@ -371,27 +371,24 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   poff = align_up(poff + biggest_in);
   p->priv_bytes = poff;
   void *mem = NULL;
-  int e = d->alloc(d, p->cand_bytes, &mem);
+  int e = d->alloc(d, p->cand_bytes, &mem, &de);
   if (e == 0) {
     p->cand = mem;
-    e = d->alloc(d, p->priv_bytes, &mem);
+    e = d->alloc(d, p->priv_bytes, &mem, &de);
     if (e == 0)
       p->priv = mem;
   }
   p->bytes = p->cand_bytes + p->priv_bytes;
   if (e) {
-    say(why, size, "cannot allocate %zu bytes of device memory: %s", p->bytes,
-        d->describe(d, e, msg, sizeof msg));
-    *fatal = d->fatal(d, e);
+    rc = kb_error_set(err, e, "cannot allocate %zu bytes of device memory: %s", p->bytes, de.msg);
     goto fail;
   }
   for (int k = 0; k < g && e == 0; k++)
-    e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD);
+    e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD, &de);
   if (e == 0)
-    e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum);
+    e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum, &de);
   if (e) {
-    say(why, size, "cannot write the guards: %s", d->describe(d, e, msg, sizeof msg));
-    *fatal = d->fatal(d, e);
+    rc = kb_error_set(err, e, "cannot write the guards: %s", de.msg);
     goto fail;
   }
   {
@@ -400,36 +397,32 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
     memcpy(&bits, &t, sizeof bits);
     p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
   }
-  int nosym = 0;
-  p->oracle_lib = load(s->oracle, &p->oracle, &nosym, msg, sizeof msg);
+  p->oracle_lib = load(s->oracle, &p->oracle, &de);
   if (p->oracle_lib == NULL) {
-    say(why, size, "cannot load the oracle: %s", msg);
+    rc = kb_error_set(err, de.code, "cannot load the oracle: %s", de.msg);
     goto fail;
   }
   for (int k = 0; k < ns; k++) {
     double t0 = kb_now_mono();
     for (int i = 0; i < ni && e == 0; i++)
       e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
-                  &p->sets[k], i);
+                  &p->sets[k], i, &de);
     for (int o = 0; o < no && e == 0; o++)
-      e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o]);
+      e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o], &de);
     if (e == 0)
-      e = d->sync(d);
+      e = d->sync(d, &de);
     if (e) {
-      say(why, size, "cannot draw input set %d: %s", k, d->describe(d, e, msg, sizeof msg));
-      *fatal = d->fatal(d, e);
+      rc = kb_error_set(err, e, "cannot draw input set %d: %s", k, de.msg);
       goto fail;
     }
     double t1 = kb_now_mono();
     p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
-    int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e);
+    int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e, &de);
     if (ret != 0 || e != 0) {
       if (e)
-        say(why, size, "the oracle failed on input set %d: %s", k,
-            d->describe(d, e, msg, sizeof msg));
+        rc = kb_error_set(err, e, "the oracle failed on input set %d: %s", k, de.msg);
       else
-        say(why, size, "the oracle returned %d on input set %d", ret, k);
-      *fatal = e ? d->fatal(d, e) : 0;
+        rc = kb_error_set(err, KB_EINTERNAL, "the oracle returned %d on input set %d", ret, k);
       goto fail;
     }
     double t2 = kb_now_mono();
@@ -439,35 +432,36 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
       struct kb_verify_report rep;
       int pass = 0;
       unsigned char *ref = p->priv + p->ref_off[k * no + o];
-      e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass);
+      e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, &de);
       if (e == 0 && !pass) {
-        say(why, size, "the oracle's output \"%s\" of input set %d: element %lld is not finite",
-            p->out_spec[o].name, k, (long long)rep.first_bad);
+        rc = kb_error_set(err, KB_EINTERNAL,
+                          "the oracle's output \"%s\" of input set %d: element %lld is not finite",
+                          p->out_spec[o].name, k, (long long)rep.first_bad);
         goto fail;
       }
       if (e == 0)
-        e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+        e = d->mask(d, ref, p->out_bytes[o], p->mask_key, &de);
       if (e == 0)
-        e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o]);
+        e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o], &de);
       if (e) {
-        say(why, size, "cannot check the oracle's outputs: %s", d->describe(d, e, msg, sizeof msg));
-        *fatal = d->fatal(d, e);
+        rc = kb_error_set(err, e, "cannot check the oracle's outputs: %s", de.msg);
         goto fail;
       }
     }
     for (int i = 0; i < ni && e == 0; i++)
-      e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i]);
+      e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i],
+                      &de);
     if (e) {
-      say(why, size, "cannot checksum the inputs: %s", d->describe(d, e, msg, sizeof msg));
-      *fatal = d->fatal(d, e);
+      rc = kb_error_set(err, e, "cannot checksum the inputs: %s", de.msg);
       goto fail;
     }
   }
   *out = p;
-  return 0;
+  return KB_OK;
 fail:
+  *fatal = d->broken;
   kb__prepared_free(d, p);
-  return -1;
+  return rc;
 }
 
 /* ---- evaluation ------------------------------------------------------------------------- */
@@ -482,16 +476,17 @@ struct run {
   int windows;              /* timed samples (trace windows) since the kernel trace began */
   int pad_windows;          /* 1: a baseline is interleaved under the trace: every window of a
                                sample of the candidate's alone is followed by an empty one */
+  struct kb_error derr;     /* the text of the device error device_error() reports */
 };
 
-/* Records a device error `code` met while doing `what` as the verdict: a crash of the
- * candidate (its asynchronous work is what fails), fatal when the device says so. */
-static void device_error(struct run *r, int code, const char *what) {
-  char msg[160];
+/* Records the device error in r->derr, met while doing `what`, as the verdict: a crash of the
+ * candidate (its asynchronous work is what fails), fatal when it left the device broken. Clears
+ * r->derr for the next one. */
+static void device_error(struct run *r, const char *what) {
   r->v->status = KB_STATUS_CRASH;
-  say(r->v->reason, sizeof r->v->reason, "%s: %s", what,
-      r->d->describe(r->d, code, msg, sizeof msg));
-  r->v->fatal = r->d->fatal(r->d, code);
+  say(r->v->reason, sizeof r->v->reason, "%s: %s", what, r->derr.msg);
+  r->v->fatal = r->d->broken;
+  kb_error_clear(&r->derr);
 }
 
 static const char *phase_text[] = {"check", "warm-up", "timed"};
@@ -500,9 +495,9 @@ static const char *phase_text[] = {"check", "warm-up", "timed"};
  * verdict set. */
 static int one_call(struct run *r, forward_fn fn, int s, const size_t *outs, int phase,
                     const char *who) {
-  int e = poison(r->d, r->p, outs);
+  int e = poison(r->d, r->p, outs, &r->derr);
   if (e) {
-    device_error(r, e, "cannot poison the outputs");
+    device_error(r, "cannot poison the outputs");
     return 1;
   }
   int ret = call(r->d, r->p, fn, s, outs);
@@ -516,11 +511,11 @@ static int one_call(struct run *r, forward_fn fn, int s, const size_t *outs, int
 }
 
 static int sync_or_crash(struct run *r, int s, int phase) {
-  int e = r->d->sync(r->d);
+  int e = r->d->sync(r->d, &r->derr);
   if (e) {
     char what[96];
     say(what, sizeof what, "device error after the %s call on input set %d", phase_text[phase], s);
-    device_error(r, e, what);
+    device_error(r, what);
     return 1;
   }
   return 0;
@@ -561,9 +556,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
   struct kb__dev *d = r->d;
   for (int k = 0; k < p->n_guards; k++) {
     uint64_t sum = 0;
-    int e = d->checksum(d, p->cand + p->guard_off[k], GUARD, &sum);
+    int e = d->checksum(d, p->cand + p->guard_off[k], GUARD, &sum, &r->derr);
     if (e) {
-      device_error(r, e, "cannot checksum the guards");
+      device_error(r, "cannot checksum the guards");
       return 1;
     }
     if (sum != p->guard_sum) {
@@ -582,9 +577,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
     for (int i = 0; i < p->n_in; i++) {
       uint64_t sum = 0;
       unsigned char *in = p->cand + p->in_off[s * p->n_in + i];
-      int e = d->checksum(d, in, p->in_bytes[i], &sum);
+      int e = d->checksum(d, in, p->in_bytes[i], &sum, &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the inputs");
+        device_error(r, "cannot checksum the inputs");
         return 1;
       }
       int held = p->holds[s];
@@ -595,9 +590,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
       struct kb_verify_report rep;
       int pass = 1;
       unsigned char *scratch = p->priv + p->scratch_off;
-      if (d->fill(d, scratch, p->in_spec[i].dtype, p->in_n[i], &p->sets[held], i) == 0 &&
-          d->compare(d, in, scratch, p->in_spec[i].dtype, p->in_n[i], 0, 0, &rep, &pass) == 0 &&
-          !pass)
+      int dtype = p->in_spec[i].dtype;
+      if (d->fill(d, scratch, dtype, p->in_n[i], &p->sets[held], i, NULL) == KB_OK &&
+          d->compare(d, in, scratch, dtype, p->in_n[i], 0, 0, &rep, &pass, NULL) == KB_OK && !pass)
         element = (long long)rep.first_bad;
       p->damaged = 1;
       r->v->status = KB_STATUS_REJECTED;
@@ -613,9 +608,10 @@ static int integrity(struct run *r, const char *when, int guards_only) {
     }
     for (int o = 0; o < p->n_out; o++) {
       uint64_t sum = 0;
-      int e = d->checksum(d, p->priv + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum);
+      int e = d->checksum(d, p->priv + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum,
+                          &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the reference outputs");
+        device_error(r, "cannot checksum the reference outputs");
         return 1;
       }
       if (sum != p->ref_sum[s * p->n_out + o]) {
@@ -648,9 +644,10 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
       struct kb_verify_report rep;
       int pass = 0;
       int held = p->holds[s];
-      int e = compare_ref(r->d, p, p->cand + outs_of(p, offs, s)[o], held, o, &rep, &pass);
+      int e = compare_ref(r->d, p, p->cand + outs_of(p, offs, s)[o], held, o, &rep, &pass,
+                          &r->derr);
       if (e) {
-        device_error(r, e, "cannot compare the outputs");
+        device_error(r, "cannot compare the outputs");
         return -1;
       }
       if (isnan(r->v->max_abs_err) || rep.max_abs_err > r->v->max_abs_err)
@@ -675,9 +672,9 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
 static int pad_window(struct run *r) {
   if (!r->pad_windows || !r->d->end_marker)
     return 0;
-  int e = r->d->spin(r->d, 0.0);
+  int e = r->d->spin(r->d, 0.0, &r->derr);
   if (e == 0)
-    e = r->d->spin(r->d, 0.0);
+    e = r->d->spin(r->d, 0.0, &r->derr);
   r->windows++;
   return e;
 }
@@ -696,40 +693,41 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
                   const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
   struct kb__dev *d = r->d;
   for (int b = 0; b < batch && b < r->n_check; b++) {
-    int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check));
+    int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check), &r->derr);
     if (pe) {
-      device_error(r, pe, "cannot poison the outputs");
+      device_error(r, "cannot poison the outputs");
       return 1;
     }
   }
-  int e = d->l2_reset(d, 1), marker = d->end_marker, bad = 0;
+  int e = d->l2_reset(d, 1, &r->derr), marker = d->end_marker, bad = 0;
   if (e == 0 && !flushed) {
-    e = r->e->flush_l2 ? d->flush_l2(d) : 0;
+    e = r->e->flush_l2 ? d->flush_l2(d, &r->derr) : 0;
     if (e == 0 && batch > 1)
-      e = d->spin(d, 20.0 + ENQUEUE_US * batch);
+      e = d->spin(d, 20.0 + ENQUEUE_US * batch, &r->derr);
     else if (e == 0 && marker)
-      e = d->spin(d, 0.0); /* the kernel trace's opening marker (the batch's spin is one too) */
+      /* the kernel trace's opening marker (the batch's spin is one too) */
+      e = d->spin(d, 0.0, &r->derr);
     if (e == 0)
-      e = d->timer_start(d, 0);
+      e = d->timer_start(d, 0, &r->derr);
   } else if (e == 0 && marker) {
-    e = d->spin(d, 0.0); /* opening marker; the closing one follows the last call */
+    e = d->spin(d, 0.0, &r->derr); /* opening marker; the closing one follows the last call */
     d->end_marker = 0;
   }
   if (e) {
-    device_error(r, e, "cannot start a timed sample");
+    device_error(r, "cannot start a timed sample");
     bad = 1;
   }
   for (int b = 0; b < batch && !bad; b++) {
     int s = *next;
     if (flushed) {
       /* the flush (tens of microseconds of device work) covers queueing the call behind it */
-      e = b > 0 ? d->l2_reset(d, 0) : 0;
+      e = b > 0 ? d->l2_reset(d, 0, &r->derr) : 0;
       if (e == 0)
-        e = d->flush_l2(d);
+        e = d->flush_l2(d, &r->derr);
       if (e == 0)
-        e = d->timer_start(d, b);
+        e = d->timer_start(d, b, &r->derr);
       if (e) {
-        device_error(r, e, "cannot start a timed call");
+        device_error(r, "cannot start a timed call");
         bad = 1;
         break;
       }
@@ -744,8 +742,8 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       break;
     }
     *timed_mask |= UINT32_C(1) << s;
-    if (flushed && (e = d->timer_stop(d, b)) != 0) {
-      device_error(r, e, "device error during a timed call");
+    if (flushed && (e = d->timer_stop(d, b, &r->derr)) != 0) {
+      device_error(r, "device error during a timed call");
       bad = 1;
     }
   }
@@ -753,13 +751,13 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
   if (bad)
     return 1;
   double t = 0;
-  e = flushed ? (marker ? d->spin(d, 0.0) : 0) : d->timer_stop(d, 0);
+  e = flushed ? (marker ? d->spin(d, 0.0, &r->derr) : 0) : d->timer_stop(d, 0, &r->derr);
   if (e == 0)
-    e = d->timer_read(d, flushed ? batch : 1, &t);
+    e = d->timer_read(d, flushed ? batch : 1, &t, &r->derr);
   if (e == 0)
-    e = d->sync(d);
+    e = d->sync(d, &r->derr);
   if (e) {
-    device_error(r, e, "device error during a timed call");
+    device_error(r, "device error during a timed call");
     return 1;
   }
   r->windows++;
@@ -784,7 +782,7 @@ static int untouched_set(struct run *r, const size_t *offs, int *out) {
       struct kb_verify_report rep;
       int pass = 1;
       /* compared with itself, an element fails exactly when it is not finite */
-      if (r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass))
+      if (r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, NULL))
         return -1;
       if (!pass && rep.bad == rep.checked && rep.checked > 0 && isnan(rep.got)) {
         *out = o;
@@ -799,7 +797,7 @@ static int fill_slot(struct run *r, int b, const struct kb_input_set *set) {
   struct kb__prepared *p = r->p;
   for (int i = 0; i < p->n_in; i++) {
     int e = r->d->fill(r->d, p->cand + p->in_off[b * p->n_in + i], p->in_spec[i].dtype,
-                       p->in_n[i], set, i);
+                       p->in_n[i], set, i, &r->derr);
     if (e)
       return e;
   }
@@ -893,19 +891,20 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     const size_t *outs = outs_of(p, p->tim_off, s);
     int e = fill_slot(r, s, &fs);
     for (int i = 0; i < p->n_in && e == 0; i++)
-      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum0[i]);
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum0[i], &r->derr);
     if (e == 0)
-      e = poison(d, p, outs);
+      e = poison(d, p, outs, &r->derr);
     if (e == 0)
-      e = d->l2_reset(d, 1);
+      e = d->l2_reset(d, 1, &r->derr);
     if (e == 0 && d->end_marker)
-      e = d->spin(d, 0.0); /* the trace's opening marker; timer_stop queues the closing one */
+      /* the trace's opening marker; timer_stop queues the closing one */
+      e = d->spin(d, 0.0, &r->derr);
     if (e == 0 && r->e->flush_l2)
-      e = d->flush_l2(d);
+      e = d->flush_l2(d, &r->derr);
     if (e == 0)
-      e = d->timer_start(d, k);
+      e = d->timer_start(d, k, &r->derr);
     if (e) {
-      device_error(r, e, "cannot start a timed call on unseen inputs");
+      device_error(r, "cannot start a timed call on unseen inputs");
       return 1;
     }
     int ret = call(d, p, fn, s, outs);
@@ -915,23 +914,23 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
           "kb_forward returned %d on input set %d (timed call on unseen inputs)", ret, s);
       return 1;
     }
-    e = d->timer_stop(d, k);
+    e = d->timer_stop(d, k, &r->derr);
     if (e == 0)
-      e = d->sync(d);
+      e = d->sync(d, &r->derr);
     if (e) {
-      device_error(r, e, "device error during a timed call on unseen inputs");
+      device_error(r, "device error during a timed call on unseen inputs");
       return 1;
     }
     r->windows++;
     if ((e = pad_window(r)) != 0) {
-      device_error(r, e, "cannot mark the kernel trace");
+      device_error(r, "cannot mark the kernel trace");
       return 1;
     }
     for (int i = 0; i < p->n_in; i++) {
       uint64_t sum = 0;
-      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum);
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum, &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the inputs");
+        device_error(r, "cannot checksum the inputs");
         return 1;
       }
       if (sum != sum0[i]) {
@@ -945,9 +944,9 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     }
     if (control)
       continue; /* its own contents: the timed re-check judges its outputs, no oracle run */
-    ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e);
+    ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e, &r->derr);
     if (e) {
-      device_error(r, e, "device error in the oracle on unseen inputs");
+      device_error(r, "device error in the oracle on unseen inputs");
       return 1;
     }
     if (ret != 0) {
@@ -961,7 +960,7 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
       struct kb_verify_report rep;
       int pass = 0;
       e = d->compare(d, p->cand + outs[o], p->priv + p->fresh_off[o], p->out_spec[o].dtype,
-                     p->out_n[o], p->atol, p->rtol, &rep, &pass);
+                     p->out_n[o], p->atol, p->rtol, &rep, &pass, &r->derr);
       if (e == 0 && !pass) {
         char what[160];
         kb_verify_describe(&rep, what, sizeof what);
@@ -974,15 +973,15 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
       e = fill_slot(r, s, &p->sets[p->holds[s]]);
     if (e) {
       p->holds[s] = -1;
-      device_error(r, e, "cannot check a call on unseen inputs");
+      device_error(r, "cannot check a call on unseen inputs");
       return 1;
     }
     if (detail[0])
       return fresh_wrong(r, fn, s, timed_mask, detail);
   }
-  int e = d->timer_read(d, calls, us);
+  int e = d->timer_read(d, calls, us, &r->derr);
   if (e) {
-    device_error(r, e, "device error during a timed call on unseen inputs");
+    device_error(r, "device error during a timed call on unseen inputs");
     return 1;
   }
   *us /= calls;
@@ -1019,7 +1018,7 @@ static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
     return 1;
   int e = pad_window(r);
   if (e) {
-    device_error(r, e, "cannot mark the kernel trace");
+    device_error(r, "cannot mark the kernel trace");
     return 1;
   }
   nx = *next;
@@ -1027,7 +1026,7 @@ static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
     return 1;
   e = pad_window(r);
   if (e) {
-    device_error(r, e, "cannot mark the kernel trace");
+    device_error(r, "cannot mark the kernel trace");
     return 1;
   }
   if (fresh_sample(r, fn, fr->calls, 0, next, timed_mask, &fus))
@@ -1081,9 +1080,10 @@ static int determinism(struct run *r, forward_fn fn, int timed) {
     int pass = 0;
     const unsigned char *got = p->cand + p->dup_off[o];
     int e = r->d->compare(r->d, got, p->cand + outs_of(p, p->chk_off, 0)[o],
-                          p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, &rep, &pass);
+                          p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, &rep, &pass,
+                          &r->derr);
     if (e) {
-      device_error(r, e, "cannot compare the outputs");
+      device_error(r, "cannot compare the outputs");
       return 1;
     }
     if (pass)
@@ -1091,7 +1091,7 @@ static int determinism(struct run *r, forward_fn fn, int timed) {
     struct kb_verify_report self;
     int self_pass = 1;
     e = r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &self,
-                      &self_pass);
+                      &self_pass, NULL);
     int untouched = e == 0 && is_float(p->out_spec[o].dtype) && !self_pass &&
                     self.bad == self.checked && self.checked > 0 && isnan(self.got);
     if (untouched && timed)
@@ -1163,12 +1163,12 @@ static int cross_check(struct run *r, int windows, int period) {
   size_t nrec = 0, dropped = 0, nw = 0;
   uint32_t sid = 0, osid = UINT32_MAX;
   struct kb_error te = {0};
-  int e = d->sync(d);
+  int e = d->sync(d, &r->derr);
   if (e) {
     struct kb_cupti_kernel *junk = NULL;
     kb_cupti_trace_stop(&junk, &nrec, NULL, &te);
     kb_free(junk);
-    device_error(r, e, "device error during a timed call");
+    device_error(r, "device error during a timed call");
     return 1;
   }
   int rc = kb_cupti_trace_stop(&recs, &nrec, &dropped, &te);
@@ -1243,9 +1243,10 @@ static int metric_launch(void *arg) {
 static int metric_prepare(void *arg) {
   struct metric_call *m = arg;
   struct kb__dev *d = m->r->d;
-  if (poison(d, m->r->p, outs_of(m->r->p, m->r->p->tim_off, 0)) != 0 || d->l2_reset(d, 1) != 0)
+  if (poison(d, m->r->p, outs_of(m->r->p, m->r->p->tim_off, 0), NULL) != 0 ||
+      d->l2_reset(d, 1, NULL) != 0)
     return 1;
-  return m->r->e->flush_l2 ? d->flush_l2(d) != 0 : 0;
+  return m->r->e->flush_l2 ? d->flush_l2(d, NULL) != 0 : 0;
 }
 
 /* Reads the hardware metrics of one call into the verdict, or why not into metrics_note. */
@@ -1294,7 +1295,6 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   memset(&fr, 0, sizeof fr);
   int rc = 0;
   forward_fn fn = NULL, bfn = NULL;
-  int nosym = 0;
   int tracing = 0;
   if (e->trace && strcmp(d->backend, "cuda") != 0)
     say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: the %s device has "
@@ -1306,20 +1306,21 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
 #endif
 
   double t0 = kb_now_mono();
-  lib = load(e->library, &fn, &nosym, msg, sizeof msg);
+  struct kb_error le = {0};
+  lib = load(e->library, &fn, &le);
   if (lib == NULL) {
     v->status = KB_STATUS_COMPILE_ERROR;
-    if (nosym)
-      say(v->reason, sizeof v->reason, "%s", msg);
+    if (le.code == KB_ENOTFOUND)
+      say(v->reason, sizeof v->reason, "%s", le.msg);
     else
-      say(v->reason, sizeof v->reason, "cannot load the library: %s", msg);
+      say(v->reason, sizeof v->reason, "cannot load the library: %s", le.msg);
     goto out;
   }
   if (e->baseline != NULL && e->max_samples > 0) {
-    blib = load(e->baseline, &bfn, &nosym, msg, sizeof msg);
+    blib = load(e->baseline, &bfn, &le);
     if (blib == NULL) {
       v->status = KB_STATUS_INFRA_ERROR;
-      say(v->reason, sizeof v->reason, "cannot load the baseline: %s", msg);
+      say(v->reason, sizeof v->reason, "cannot load the baseline: %s", le.msg);
       goto out;
     }
   }
@@ -1371,7 +1372,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
   if (r.n_check >= 2) {
     int re = rotate_inputs(&r, 1);
     if (re) {
-      device_error(&r, re, "cannot rotate the input sets");
+      device_error(&r, "cannot rotate the input sets");
       goto out;
     }
   }
@@ -1444,7 +1445,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       fr.pl == NULL) {
     v->status = KB_STATUS_INFRA_ERROR;
     say(v->reason, sizeof v->reason, "sandbox: out of memory for %d samples", e->max_samples);
-    rc = -1;
+    rc = KB_ENOMEM;
     goto out;
   }
 #ifdef KB_HAVE_CUPTI_TRACE
@@ -1578,7 +1579,7 @@ out:
     struct kb_cupti_kernel *recs = NULL;
     size_t nrec = 0;
     struct kb_error te = {0};
-    d->sync(d);
+    d->sync(d, NULL);
     kb_cupti_trace_stop(&recs, &nrec, NULL, &te);
     kb_free(recs);
   }

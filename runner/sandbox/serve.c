@@ -201,9 +201,9 @@ static int prepare(struct server *sv, json_t *req) {
   double t0 = kb_now_mono();
   struct kb__prepared *p = NULL;
   int fatal = 0;
-  char why[256];
-  rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
-  if (rc != 0 && !fatal) {
+  struct kb_error perr = {0};
+  rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
+  if (rc != KB_OK && !fatal) {
     /* the device may be full of other tasks' data: drop them all and try once more */
     int dropped = 0;
     for (int i = 0; i < MAX_PREPARED; i++)
@@ -212,12 +212,14 @@ static int prepare(struct server *sv, json_t *req) {
         sv->tasks[i] = NULL;
         dropped++;
       }
-    if (dropped)
-      rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
+    if (dropped) {
+      kb_error_clear(&perr); /* the retry's reason is the one to give */
+      rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
+    }
   }
-  if (rc != 0) {
+  if (rc != KB_OK) {
     int broken = reply(sv, json_pack("{s:s, s:b, s:s, s:b}", "op", "prepare", "ok", 0, "reason",
-                                     why, "fatal", fatal));
+                                     perr.msg, "fatal", fatal));
     return broken ? 1 : fatal ? 3 : 0;
   }
   int slot = 0;

@@ -345,12 +345,12 @@ static void test_dies_mid_message(void **state) {
   kb__sandbox_free(sb);
   kb_free(prog);
   /* one that dies before its hello is a start failure with its stderr */
-  prog = script("no-hello.sh", "echo 'cannot open the device' >&2\nexit 2");
+  prog = script("no-hello.sh", "echo 'cannot open the device' >&2\nexit 8");
   o.program = prog;
   assert_int_equal(kb__sandbox_new(&o, &sb, &err), KB_OK);
   kb_error_clear(&err);
   assert_int_equal(kb__sandbox_call(sb, req, 5, &call, &err), KB_ECHILD);
-  assert_non_null(strstr(err.msg, "exit status 2"));
+  assert_non_null(strstr(err.msg, "exit status 8: the device cannot be opened"));
   assert_non_null(strstr(err.msg, "cannot open the device"));
   kb__sandbox_free(sb);
   kb_free(prog);
