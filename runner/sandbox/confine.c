@@ -1,4 +1,7 @@
-/* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement"). */
+/* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement").
+ *
+ * It allocates with libc's calloc, strdup and free, not kb/alloc.h: this file is also built
+ * alone, without libkb, as libkb-confine.so for the PyTorch worker. */
 #define _GNU_SOURCE
 #include "confine.h"
 #include "proto.h"

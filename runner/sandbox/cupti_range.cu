@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cupti_trace.h"
+#include "kb/alloc.h"
 extern "C" {
 #include "kb/error.h" /* a C header without extern "C" of its own */
 }
@@ -70,7 +71,7 @@ static void range_end(struct session *s) {
     cuptiRangeProfilerDisable(&p);
     s->rp = NULL;
   }
-  free(s->data);
+  kb_free(s->data);
   s->data = NULL;
   s->data_size = 0;
 }
@@ -91,8 +92,8 @@ static void session_end(struct session *s) {
     p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
     cuptiProfilerDeInitialize(&p);
   }
-  free(s->avail);
-  free(s->config);
+  kb_free(s->avail);
+  kb_free(s->config);
   memset(s, 0, sizeof *s);
 }
 
@@ -154,7 +155,7 @@ static int session_begin(struct session *s, char *why, size_t size) {
   ap.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
   ap.ctx = s->ctx;
   CALL("cuptiProfilerGetCounterAvailability", cuptiProfilerGetCounterAvailability(&ap));
-  s->avail = (uint8_t *)calloc(1, ap.counterAvailabilityImageSize + 1);
+  s->avail = (uint8_t *)kb_calloc(1, ap.counterAvailabilityImageSize + 1);
   if (s->avail == NULL) {
     snprintf(why, size, "out of memory");
     return 1;
@@ -185,7 +186,7 @@ static int session_begin(struct session *s, char *why, size_t size) {
   sp.pHostObject = s->host;
   CALL("cuptiProfilerHostGetConfigImageSize", cuptiProfilerHostGetConfigImageSize(&sp));
   s->config_size = sp.configImageSize;
-  s->config = (uint8_t *)calloc(1, s->config_size + 1);
+  s->config = (uint8_t *)kb_calloc(1, s->config_size + 1);
   if (s->config == NULL) {
     snprintf(why, size, "out of memory");
     return 1;
@@ -227,7 +228,7 @@ static int session_enable(struct session *s, size_t ranges, char *why, size_t si
   dp.maxNumRangeTreeNodes = (uint32_t)ranges;
   CALL("cuptiRangeProfilerGetCounterDataSize", cuptiRangeProfilerGetCounterDataSize(&dp));
   s->data_size = dp.counterDataSize;
-  s->data = (uint8_t *)calloc(1, s->data_size + 1);
+  s->data = (uint8_t *)kb_calloc(1, s->data_size + 1);
   if (s->data == NULL) {
     snprintf(why, size, "out of memory");
     return 1;

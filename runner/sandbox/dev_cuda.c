@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "devkern.h"
+#include "kb/alloc.h"
 
 struct cuda {
   cudaStream_t stream;   /* the candidate's */
@@ -236,14 +237,14 @@ static void c_close(struct kb__dev *d) {
     cudaStreamDestroy(c->stream);
   if (c->oracle != NULL)
     cudaStreamDestroy(c->oracle);
-  free(c);
+  kb_free(c);
   d->impl = NULL;
 }
 
 int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   memset(d, 0, sizeof *d);
   d->backend = "cuda";
-  struct cuda *c = calloc(1, sizeof *c);
+  struct cuda *c = kb_calloc(1, sizeof *c);
   if (c == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   d->impl = c;

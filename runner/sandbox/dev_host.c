@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/error.h"
 #include "inputs.h"
@@ -134,7 +135,7 @@ static int h_l2_reset(struct kb__dev *d, int full, struct kb_error *err) {
  * judge host timings by it. */
 static double host_bandwidth(void) {
   size_t n = (size_t)64 << 20;
-  unsigned char *a = malloc(n), *b = malloc(n);
+  unsigned char *a = kb_malloc(n), *b = kb_malloc(n);
   double best = 0;
   if (a != NULL && b != NULL) {
     memset(a, 1, n);
@@ -148,8 +149,8 @@ static double host_bandwidth(void) {
       a[k] = b[n - 1 - (size_t)k]; /* keeps the copies */
     }
   }
-  free(a);
-  free(b);
+  kb_free(a);
+  kb_free(b);
   return best;
 }
 
@@ -195,7 +196,7 @@ static int h_timer_read(struct kb__dev *d, int n, double *us, struct kb_error *e
 }
 
 static void h_close(struct kb__dev *d) {
-  free(d->impl);
+  kb_free(d->impl);
   d->impl = NULL;
 }
 
@@ -229,7 +230,7 @@ int kb__dev_host_open(struct kb__dev *d, struct kb_error *err) {
   memset(d, 0, sizeof *d);
   d->backend = "host";
   cpu_name(d->name, sizeof d->name);
-  d->impl = calloc(1, sizeof(struct host));
+  d->impl = kb_calloc(1, sizeof(struct host));
   if (d->impl == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   d->alloc = h_alloc;

@@ -20,6 +20,7 @@
 
 #include "devkern.h"
 #include "inputs_gen.h"
+#include "kb/alloc.h"
 #include "kb_kernel.h"
 extern "C" {
 #include "kb/task.h" /* a C header without extern "C" of its own */
@@ -245,7 +246,7 @@ int kb_dk_poison(void *dev, int dtype, int64_t n, void *stream) {
 
 int kb_dk_ctx_new(size_t flush_bytes, struct kb_dk_ctx **out) {
   *out = NULL;
-  struct kb_dk_ctx *c = (struct kb_dk_ctx *)calloc(1, sizeof *c);
+  struct kb_dk_ctx *c = (struct kb_dk_ctx *)kb_calloc(1, sizeof *c);
   if (c == NULL)
     return cudaErrorMemoryAllocation;
   cudaError_t rc = cudaGetDevice(&c->device);
@@ -274,7 +275,7 @@ void kb_dk_ctx_free(struct kb_dk_ctx *c) {
     return;
   cudaFree(c->flush);
   cudaFree(c->scratch);
-  free(c);
+  kb_free(c);
 }
 
 /* --- checksum -------------------------------------------------------------------------------- */
