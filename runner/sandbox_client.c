@@ -242,27 +242,6 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
   return KB_OK;
 }
 
-/* rm -r `path` (the working folder: files and folders a candidate could have made). */
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[PATH_MAX];
-      if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
-        continue;
-      struct stat st;
-      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
 
 /* Appends what the child's stderr holds now to the tail. */
 static void drain_stderr(struct kb__sandbox *sb) {
@@ -322,7 +301,7 @@ static void stop_child(struct kb__sandbox *sb, int *sig, int *code) {
     close(sb->err_fd);
   sb->sock = sb->err_fd = -1;
   if (sb->dir[0]) {
-    remove_tree(sb->dir);
+    kb__remove_tree(sb->dir);
     sb->dir[0] = '\0';
   }
   json_decref(sb->hello);
@@ -600,7 +579,7 @@ died: {
 }
 fail:
   if (sb->dir[0]) {
-    remove_tree(sb->dir);
+    kb__remove_tree(sb->dir);
     sb->dir[0] = '\0';
   }
 done:

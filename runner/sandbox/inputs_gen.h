@@ -105,24 +105,22 @@ static inline KB_HD double kb_gen_int_clamp(double v, double lo, double hi) {
   return v;
 }
 
+/* An f32 and its bits: the bit casts below, the same on host and device. */
+union kb_gen_f32 {
+  float f;
+  uint32_t bits;
+};
+
 static inline KB_HD uint32_t kb_gen_f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-#endif
+  union kb_gen_f32 c;
+  c.f = f;
+  return c.bits;
 }
 
 static inline KB_HD float kb_gen_bits_f32(uint32_t x) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(x);
-#else
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-#endif
+  union kb_gen_f32 c;
+  c.bits = x;
+  return c.f;
 }
 
 /* f32 to IEEE half, rounding to nearest even; NaN stays a quiet NaN with its top payload bits,

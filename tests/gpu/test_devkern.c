@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "devkern.h"
+#include "gpu_check.h"
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "inputs.h"
@@ -27,30 +28,6 @@
 
 /* tests/gpu/readprobe.cu: one read pass over `bytes` at `p` on `stream`. */
 int test_read_probe(const void *p, size_t bytes, unsigned *sink, void *stream);
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    checks++;                                                                                  \
-    if (!(cond)) {                                                                             \
-      failures++;                                                                              \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                              \
-      printf(__VA_ARGS__);                                                                     \
-      printf("\n");                                                                            \
-    }                                                                                          \
-  } while (0)
-
-#define CUDA_OK(expr)                                                                          \
-  do {                                                                                         \
-    int rc_ = (int)(expr);                                                                     \
-    if (rc_ != 0) {                                                                            \
-      printf("FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                               \
-             cudaGetErrorString((cudaError_t)rc_));                                            \
-      exit(2);                                                                                 \
-    }                                                                                          \
-  } while (0)
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8", "bool"};
 
