@@ -317,6 +317,8 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
  * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
  * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
  * KB_ENOMEM. */
+/* Kept whole (110 lines): one request and its reply's cases, read in the order the protocol
+ * (docs/sandbox.md) gives them. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                    char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
   struct kb_buf src;
@@ -591,6 +593,8 @@ static int blocked_call(const char *tail, char *name, size_t size) {
   return 1;
 }
 
+/* Kept whole (109 lines): one table of the sandbox call's outcomes and the verdict of each;
+ * splitting it would scatter that table. */
 static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
   switch ((enum kb__sb_outcome)call->outcome) {
@@ -774,6 +778,8 @@ out:
   return kb_now_mono() - t0;
 }
 
+/* Kept whole (97 lines): builds one eval request, sends it, and copies the reply's fields into
+ * the result in the order the protocol lists them. */
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
                     const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
                     struct kb_error *err) {

@@ -578,6 +578,7 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
   return 0;
 }
 
+/* Kept whole (129 lines): one seccomp program built rule after rule; its order is the filter. */
 static int build_filter(int profile, int census, struct sock_fprog *out, char *why,
                         size_t size) {
   int mask = profile == KB__CONFINE_PYTHON ? P_PY

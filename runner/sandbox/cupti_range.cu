@@ -274,6 +274,8 @@ extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
   return rc == 0;
 }
 
+/* Kept whole (100 lines): CUPTI's user-replay protocol, pass after pass, then the decode;
+ * its calls must come in this order on one session. */
 extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg),
                                         void *arg, struct kb_cupti_metrics *m,
                                         struct kb_error *err) {

@@ -26,6 +26,8 @@
 
 struct kb__dev {
   const char *backend;   /* "host" or "cuda" (static) */
+  int gpu;               /* 1 on a GPU (CUDA): kernel traces, hardware metrics and the
+                            speed-of-light bound apply; 0 on the host */
   char name[256];        /* "NVIDIA H200", or the CPU model */
   int cc_major, cc_minor; /* compute capability; 0 on the host */
   int sm_count;          /* multiprocessors; 0 on the host */

@@ -244,6 +244,7 @@ static void c_close(struct kb__dev *d) {
 int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   memset(d, 0, sizeof *d);
   d->backend = "cuda";
+  d->gpu = 1;
   struct cuda *c = kb_calloc(1, sizeof *c);
   if (c == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");

@@ -279,13 +279,12 @@ static int compare_ref(struct kb__dev *d, struct kb__prepared *p, const unsigned
   return e ? e : e2;
 }
 
-int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
-                int *fatal, struct kb_error *err) {
-  *out = NULL;
-  *fatal = 0;
-  struct kb_error de = {0}; /* a device error's or the loader's text */
-  int rc = KB_OK;
+/* Preparing, phase 1: the bookkeeping of `s` into a new `*out` (kb__prepared_free), the
+ * tensors' sizes. Returns KB_OK, or KB_ENOMEM / KB_EINVAL (a bad tensor spec) with `err`. */
+static int prep_new(const struct kb__prep_spec *s, struct kb__prepared **out,
+                    struct kb_error *err) {
   struct kb__prepared *p = kb_calloc(1, sizeof *p);
+  *out = p;
   if (p == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   int ns = s->n_sets, ni = s->n_in, no = s->n_out;
@@ -310,31 +309,33 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->in_sum = kb_calloc((size_t)ns * (size_t)ni, sizeof *p->in_sum);
   p->ref_sum = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_sum);
   if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->guard_off ||
-      !p->in_sum || !p->ref_sum) {
-    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
-    goto fail;
-  }
-  size_t biggest_in = 0;
+      !p->in_sum || !p->ref_sum)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   for (int i = 0; i < ni + no; i++) {
     const struct kb_tensor_spec *t = i < ni ? &s->inputs[i] : &s->outputs[i - ni];
     int64_t n = 0;
     size_t bytes = spec_bytes(t, &n);
-    if (bytes == 0) {
-      rc = kb_error_set(err, KB_EINVAL, "tensor \"%s\" has a bad dtype or shape", t->name);
-      goto fail;
-    }
+    if (bytes == 0)
+      return kb_error_set(err, KB_EINVAL, "tensor \"%s\" has a bad dtype or shape", t->name);
     if (i < ni) {
       p->in_bytes[i] = bytes;
       p->in_n[i] = n;
-      biggest_in = bytes > biggest_in ? bytes : biggest_in;
     } else {
       p->out_bytes[i - ni] = bytes;
       p->out_n[i - ni] = n;
     }
   }
-  /* the candidate's allocation: guard, then each buffer followed by its guard */
-  size_t off = 0;
+  return KB_OK;
+}
+
+/* Phase 2: the layout of both allocations (engine.h): the candidate's, a guard, then each buffer
+ * followed by its guard; the evaluator's, the references, the fresh references, scratch. */
+static void prep_layout(struct kb__prepared *p) {
+  int ns = p->n_sets, ni = p->n_in, no = p->n_out;
+  size_t off = 0, biggest_in = 0;
   int g = 0;
+  for (int i = 0; i < ni; i++)
+    biggest_in = p->in_bytes[i] > biggest_in ? p->in_bytes[i] : biggest_in;
 #define PLACE(dst, bytes)                                                                        \
   do {                                                                                           \
     p->guard_off[g++] = off;                                                                     \
@@ -356,7 +357,6 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->guard_off[g++] = off;
   off += GUARD;
   p->cand_bytes = off;
-  /* the evaluator's */
   size_t poff = 0;
   for (int k = 0; k < ns; k++)
     for (int o = 0; o < no; o++) {
@@ -370,6 +370,12 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->scratch_off = poff;
   poff = align_up(poff + biggest_in);
   p->priv_bytes = poff;
+}
+
+/* Phase 3: both allocations on the device, the guards written and checksummed, the mask key.
+ * Returns KB_OK or the device's code with `err`. */
+static int prep_device(struct kb__dev *d, struct kb__prepared *p, struct kb_error *err) {
+  struct kb_error de = {0};
   void *mem = NULL;
   int e = d->alloc(d, p->cand_bytes, &mem, &de);
   if (e == 0) {
@@ -379,89 +385,98 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
       p->priv = mem;
   }
   p->bytes = p->cand_bytes + p->priv_bytes;
-  if (e) {
-    rc = kb_error_set(err, e, "cannot allocate %zu bytes of device memory: %s", p->bytes, de.msg);
-    goto fail;
-  }
-  for (int k = 0; k < g && e == 0; k++)
+  if (e)
+    return kb_error_set(err, e, "cannot allocate %zu bytes of device memory: %s", p->bytes,
+                        de.msg);
+  for (int k = 0; k < p->n_guards && e == 0; k++)
     e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD, &de);
   if (e == 0)
     e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum, &de);
-  if (e) {
-    rc = kb_error_set(err, e, "cannot write the guards: %s", de.msg);
-    goto fail;
-  }
-  {
-    double t = kb_now_mono();
-    uint64_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
-  }
-  p->oracle_lib = load(s->oracle, &p->oracle, &de);
-  if (p->oracle_lib == NULL) {
-    rc = kb_error_set(err, de.code, "cannot load the oracle: %s", de.msg);
-    goto fail;
-  }
-  for (int k = 0; k < ns; k++) {
-    double t0 = kb_now_mono();
-    for (int i = 0; i < ni && e == 0; i++)
-      e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
-                  &p->sets[k], i, &de);
-    for (int o = 0; o < no && e == 0; o++)
-      e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o], &de);
-    if (e == 0)
-      e = d->sync(d, &de);
-    if (e) {
-      rc = kb_error_set(err, e, "cannot draw input set %d: %s", k, de.msg);
-      goto fail;
-    }
-    double t1 = kb_now_mono();
-    p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
-    int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e, &de);
-    if (ret != 0 || e != 0) {
-      if (e)
-        rc = kb_error_set(err, e, "the oracle failed on input set %d: %s", k, de.msg);
-      else
-        rc = kb_error_set(err, KB_EINTERNAL, "the oracle returned %d on input set %d", ret, k);
-      goto fail;
-    }
-    double t2 = kb_now_mono();
-    p->oracle_s = t2 - t1 > p->oracle_s ? t2 - t1 : p->oracle_s;
-    for (int o = 0; o < no; o++) {
-      /* a reference compared with itself passes exactly when every element is finite */
-      struct kb_verify_report rep;
-      int pass = 0;
-      unsigned char *ref = p->priv + p->ref_off[k * no + o];
-      e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, &de);
-      if (e == 0 && !pass) {
-        rc = kb_error_set(err, KB_EINTERNAL,
+  if (e)
+    return kb_error_set(err, e, "cannot write the guards: %s", de.msg);
+  double t = kb_now_mono();
+  uint64_t bits;
+  memcpy(&bits, &t, sizeof bits);
+  p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
+  return KB_OK;
+}
+
+/* Phase 4, per input set `k`: its inputs drawn, the oracle run into its references, which must
+ * be finite, masked and checksummed, and the inputs' checksums. Returns KB_OK, or a code with
+ * `err`. */
+static int prep_set(struct kb__dev *d, struct kb__prepared *p, int k, struct kb_error *err) {
+  int ni = p->n_in, no = p->n_out;
+  struct kb_error de = {0};
+  int e = KB_OK;
+  double t0 = kb_now_mono();
+  for (int i = 0; i < ni && e == 0; i++)
+    e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
+                &p->sets[k], i, &de);
+  for (int o = 0; o < no && e == 0; o++)
+    e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o], &de);
+  if (e == 0)
+    e = d->sync(d, &de);
+  if (e)
+    return kb_error_set(err, e, "cannot draw input set %d: %s", k, de.msg);
+  double t1 = kb_now_mono();
+  p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
+  int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e, &de);
+  if (e)
+    return kb_error_set(err, e, "the oracle failed on input set %d: %s", k, de.msg);
+  if (ret != 0)
+    return kb_error_set(err, KB_EINTERNAL, "the oracle returned %d on input set %d", ret, k);
+  double t2 = kb_now_mono();
+  p->oracle_s = t2 - t1 > p->oracle_s ? t2 - t1 : p->oracle_s;
+  for (int o = 0; o < no; o++) {
+    /* a reference compared with itself passes exactly when every element is finite */
+    struct kb_verify_report rep;
+    int pass = 0;
+    unsigned char *ref = p->priv + p->ref_off[k * no + o];
+    e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, &de);
+    if (e == 0 && !pass)
+      return kb_error_set(err, KB_EINTERNAL,
                           "the oracle's output \"%s\" of input set %d: element %lld is not finite",
                           p->out_spec[o].name, k, (long long)rep.first_bad);
-        goto fail;
-      }
-      if (e == 0)
-        e = d->mask(d, ref, p->out_bytes[o], p->mask_key, &de);
-      if (e == 0)
-        e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o], &de);
-      if (e) {
-        rc = kb_error_set(err, e, "cannot check the oracle's outputs: %s", de.msg);
-        goto fail;
-      }
-    }
-    for (int i = 0; i < ni && e == 0; i++)
-      e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i],
-                      &de);
-    if (e) {
-      rc = kb_error_set(err, e, "cannot checksum the inputs: %s", de.msg);
-      goto fail;
-    }
+    if (e == 0)
+      e = d->mask(d, ref, p->out_bytes[o], p->mask_key, &de);
+    if (e == 0)
+      e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o], &de);
+    if (e)
+      return kb_error_set(err, e, "cannot check the oracle's outputs: %s", de.msg);
+  }
+  for (int i = 0; i < ni && e == 0; i++)
+    e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i],
+                    &de);
+  if (e)
+    return kb_error_set(err, e, "cannot checksum the inputs: %s", de.msg);
+  return KB_OK;
+}
+
+int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
+                int *fatal, struct kb_error *err) {
+  *out = NULL;
+  *fatal = 0;
+  struct kb__prepared *p = NULL;
+  int rc = prep_new(s, &p, err);
+  if (rc == KB_OK) {
+    prep_layout(p);
+    rc = prep_device(d, p, err);
+  }
+  if (rc == KB_OK) {
+    struct kb_error le = {0};
+    p->oracle_lib = load(s->oracle, &p->oracle, &le);
+    if (p->oracle_lib == NULL)
+      rc = kb_error_set(err, le.code, "cannot load the oracle: %s", le.msg);
+  }
+  for (int k = 0; k < s->n_sets && rc == KB_OK; k++)
+    rc = prep_set(d, p, k, err);
+  if (rc != KB_OK) {
+    *fatal = d->broken;
+    kb__prepared_free(d, p);
+    return rc;
   }
   *out = p;
   return KB_OK;
-fail:
-  *fatal = d->broken;
-  kb__prepared_free(d, p);
-  return rc;
 }
 
 /* ---- evaluation ------------------------------------------------------------------------- */
@@ -876,6 +891,8 @@ static int fresh_wrong(struct run *r, forward_fn fn, int s, uint32_t *timed_mask
  * (the draws and host synchronisations between calls change what an honest kernel pays, e.g. a
  * stream-ordered allocation whose pool was trimmed at a synchronisation). Returns 0 or 1 with
  * the verdict set. */
+/* Kept whole (111 lines): one fresh call's fixed sequence (draw, time, check, oracle, compare,
+ * draw back), which the control sample must repeat step for step. */
 static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, int *next,
                         uint32_t *timed_mask, double *us) {
   struct kb__dev *d = r->d;
@@ -1132,7 +1149,7 @@ static double must_move(const struct kb__prepared *p) {
  * verdict set. */
 static int speed_of_light(struct run *r, int batch, int flushed) {
   struct kb__dev *d = r->d;
-  if (!(d->bandwidth > 0) || strcmp(d->backend, "cuda") != 0 || !r->e->flush_l2 ||
+  if (!(d->bandwidth > 0) || !d->gpu || !r->e->flush_l2 ||
       (batch > 1 && !flushed) || r->v->timing.samples <= 0)
     return 0;
   double bytes = must_move(r->p);
@@ -1279,73 +1296,78 @@ static void read_metrics(struct run *r, forward_fn fn) {
 }
 #endif
 
-int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
-                 struct kb__verdict *v) {
-  memset(v, 0, sizeof *v);
-  v->status = KB_STATUS_OK;
-  v->max_abs_err = NAN;
-  v->max_rel_err = NAN;
-  v->batch = 1;
-  struct run r = {.d = d, .p = p, .e = e, .v = v, .start = kb_now_mono()};
-  r.n_check = e->sets <= 0 || e->sets > p->n_sets ? p->n_sets : e->sets;
-  char msg[200];
-  void *lib = NULL, *blib = NULL;
-  double *samples = NULL, *bsamples = NULL;
-  struct fresh fr;
-  memset(&fr, 0, sizeof fr);
-  int rc = 0;
-  forward_fn fn = NULL, bfn = NULL;
-  int tracing = 0;
-  if (e->trace && strcmp(d->backend, "cuda") != 0)
-    say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: the %s device has "
-        "none", d->backend);
-#ifndef KB_HAVE_CUPTI_TRACE
-  else if (e->trace)
-    say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: this kb-sandbox was "
-        "built without the CUPTI module");
-#endif
+/* ---- the evaluation, phase by phase (engine.h) ------------------------------------------- */
 
+/* One evaluation's state across its phases. */
+struct evaluation {
+  struct run r;
+  void *lib, *blib;         /* the candidate's and the baseline's libraries (dlclosed at the end) */
+  forward_fn fn, bfn;       /* their kb_forward; bfn NULL without a baseline */
+  double *samples, *bsamples; /* timed samples of the candidate and the baseline (owned) */
+  struct fresh fr;
+  uint32_t timed_mask;      /* sets whose timed outputs hold a timed call's results */
+  int next;                 /* the set the next timed call uses */
+  int warm;                 /* warm-up calls (the samples the statistics skip) */
+  double est;               /* the last warm-up call's time, microseconds */
+  int batch, flushed;       /* calls per sample; 1: flushed batches */
+  int n;                    /* samples taken */
+  int tracing;              /* 1 while the kernel trace runs */
+  int rc;                   /* kb__evaluate's return: KB_OK, or KB_ENOMEM */
+};
+
+/* Loading: the candidate's library and the baseline's. Returns 0, or 1 with the verdict set. */
+static int phase_load(struct evaluation *ev) {
+  struct kb__verdict *v = ev->r.v;
+  const struct kb__eval_spec *e = ev->r.e;
   double t0 = kb_now_mono();
   struct kb_error le = {0};
-  lib = load(e->library, &fn, &le);
-  if (lib == NULL) {
+  ev->lib = load(e->library, &ev->fn, &le);
+  if (ev->lib == NULL) {
     v->status = KB_STATUS_COMPILE_ERROR;
     if (le.code == KB_ENOTFOUND)
       say(v->reason, sizeof v->reason, "%s", le.msg);
     else
       say(v->reason, sizeof v->reason, "cannot load the library: %s", le.msg);
-    goto out;
+    return 1;
   }
   if (e->baseline != NULL && e->max_samples > 0) {
-    blib = load(e->baseline, &bfn, &le);
-    if (blib == NULL) {
+    ev->blib = load(e->baseline, &ev->bfn, &le);
+    if (ev->blib == NULL) {
       v->status = KB_STATUS_INFRA_ERROR;
       say(v->reason, sizeof v->reason, "cannot load the baseline: %s", le.msg);
-      goto out;
+      return 1;
     }
   }
-
   v->t_load = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  /* the check calls, one per set, each followed by a synchronization that surfaces its errors */
-  for (int s = 0; s < r.n_check; s++) {
-    if (one_call(&r, fn, s, outs_of(p, p->chk_off, s), 0, "") || sync_or_crash(&r, s, 0))
-      goto out;
+  return 0;
+}
+
+/* The check calls, one per set, each followed by a synchronization that surfaces its errors;
+ * the integrity and output checks; the determinism call. Returns 0, or 1 with the verdict set. */
+static int phase_check(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__prepared *p = r->p;
+  struct kb__verdict *v = r->v;
+  double t0 = kb_now_mono();
+  for (int s = 0; s < r->n_check; s++) {
+    if (one_call(r, ev->fn, s, outs_of(p, p->chk_off, s), 0, "") || sync_or_crash(r, s, 0))
+      return 1;
   }
-  if (integrity(&r, "after the check calls", 0))
-    goto out;
-  v->sets_checked = r.n_check;
-  uint32_t all = r.n_check >= 32 ? UINT32_MAX : (UINT32_C(1) << r.n_check) - 1;
-  int pass = outputs_pass(&r, p->chk_off, all, msg, sizeof msg);
+  if (integrity(r, "after the check calls", 0))
+    return 1;
+  v->sets_checked = r->n_check;
+  uint32_t all = r->n_check >= 32 ? UINT32_MAX : (UINT32_C(1) << r->n_check) - 1;
+  char msg[200];
+  int pass = outputs_pass(r, p->chk_off, all, msg, sizeof msg);
   if (pass < 0)
-    goto out;
+    return 1;
   if (!pass) {
     /* right on the first call and untouched on a later one: the work was skipped, a cheat
      * (a harness that reuses one output buffer would see a free kernel), not a wrong result */
     char first[8];
     int o_bad = 0, s_bad = -1;
-    if (r.n_check >= 2 && outputs_pass(&r, p->chk_off, 1u, first, sizeof first) == 1)
-      s_bad = untouched_set(&r, p->chk_off, &o_bad);
+    if (r->n_check >= 2 && outputs_pass(r, p->chk_off, 1u, first, sizeof first) == 1)
+      s_bad = untouched_set(r, p->chk_off, &o_bad);
     if (s_bad > 0) {
       v->status = KB_STATUS_REJECTED;
       say(v->reason, sizeof v->reason,
@@ -1356,64 +1378,72 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       v->status = KB_STATUS_WRONG_OUTPUT;
       say(v->reason, sizeof v->reason, "%s", msg);
     }
-    goto out;
+    return 1;
   }
-  if (determinism(&r, fn, e->max_samples > 0) ||
-      integrity(&r, "after the determinism call", 1))
-    goto out;
-  if (e->max_samples <= 0) {
-    v->t_check = kb_now_mono() - t0;
-    goto out;
-  }
-
+  if (determinism(r, ev->fn, r->e->max_samples > 0) ||
+      integrity(r, "after the determinism call", 1))
+    return 1;
   v->t_check = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  /* from here on the sets' contents sit behind other pointers than in the check calls */
-  if (r.n_check >= 2) {
-    int re = rotate_inputs(&r, 1);
-    if (re) {
-      device_error(&r, "cannot rotate the input sets");
-      goto out;
-    }
+  return 0;
+}
+
+/* Warm-up, after the input rotation (from here on the sets' contents sit behind other pointers
+ * than in the check calls); the last call, timed alone, gives ev->est, which decides about
+ * batching. Returns 0, or 1 with the verdict set. */
+static int phase_warmup(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__prepared *p = r->p;
+  double t0 = kb_now_mono();
+  if (r->n_check >= 2 && rotate_inputs(r, 1) != KB_OK) {
+    device_error(r, "cannot rotate the input sets");
+    return 1;
   }
-  /* warm-up; the last call, timed alone, decides about batching */
-  int warm = e->warmup > 0 ? e->warmup : 0;
-  uint32_t timed_mask = 0;
-  int next = 0;
-  double est = 0;
-  for (int w = 0; w < warm + 1; w++) {
+  ev->warm = r->e->warmup > 0 ? r->e->warmup : 0;
+  for (int w = 0; w < ev->warm + 1; w++) {
     double us = 0;
-    if (w < warm) {
-      int s = w % r.n_check;
-      if (one_call(&r, fn, s, outs_of(p, p->tim_off, s), 1, "") || sync_or_crash(&r, s, 1))
-        goto out;
-      timed_mask |= UINT32_C(1) << s;
-      if (bfn != NULL && (one_call(&r, bfn, s, outs_of(p, p->chk_off, s), 1, "the baseline's ") ||
-                          sync_or_crash(&r, s, 1)))
-        goto out;
+    if (w < ev->warm) {
+      int s = w % r->n_check;
+      if (one_call(r, ev->fn, s, outs_of(p, p->tim_off, s), 1, "") || sync_or_crash(r, s, 1))
+        return 1;
+      ev->timed_mask |= UINT32_C(1) << s;
+      if (ev->bfn != NULL &&
+          (one_call(r, ev->bfn, s, outs_of(p, p->chk_off, s), 1, "the baseline's ") ||
+           sync_or_crash(r, s, 1)))
+        return 1;
       continue;
     }
     int probe = 0;
-    if (sample(&r, fn, 1, 0, &probe, p->tim_off, &timed_mask, "", &us))
-      goto out;
-    est = us;
+    if (sample(r, ev->fn, 1, 0, &probe, p->tim_off, &ev->timed_mask, "", &us))
+      return 1;
+    ev->est = us;
   }
-  v->t_warmup = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  int batch = 1, flushed = 0;
-  if (d->batch_short && est < KB__SHORT_US) {
-    batch = (int)ceil(BATCH_TARGET_US / (est > 0.5 ? est : 0.5));
-    batch = batch < 2 ? 2 : batch > BATCH_MAX ? BATCH_MAX : batch;
-  } else if (d->batch_short && e->flush_l2 && est < KB__FLUSHED_US) {
+  r->v->t_warmup = kb_now_mono() - t0;
+  return 0;
+}
+
+/* The shape of the timed samples (batch, flushed batches) from the warm-up's estimate, the
+ * fresh samples' plan and the sample arrays. Returns 0, or 1 with the verdict set (out of
+ * memory: ev->rc KB_ENOMEM). */
+static int phase_plan(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  const struct kb__eval_spec *e = r->e;
+  struct kb__prepared *p = r->p;
+  struct fresh *fr = &ev->fr;
+  double est = ev->est;
+  ev->batch = 1;
+  if (r->d->batch_short && est < KB__SHORT_US) {
+    ev->batch = (int)ceil(BATCH_TARGET_US / (est > 0.5 ? est : 0.5));
+    ev->batch = ev->batch < 2 ? 2 : ev->batch > BATCH_MAX ? BATCH_MAX : ev->batch;
+  } else if (r->d->batch_short && e->flush_l2 && est < KB__FLUSHED_US) {
     /* one flushed call of some ten microseconds scatters by a few percent from call to call (its
      * DRAM traffic, the write-back of the flush's dirty lines): a sample is then the mean of
      * enough flushed calls, each still timed cold and alone */
-    flushed = 1;
-    batch = (int)ceil(FLUSHED_TARGET_US / est);
-    batch = batch < 2 ? 2 : batch > KB__TIMER_SLOTS ? KB__TIMER_SLOTS : batch;
+    ev->flushed = 1;
+    ev->batch = (int)ceil(FLUSHED_TARGET_US / est);
+    ev->batch = ev->batch < 2 ? 2 : ev->batch > KB__TIMER_SLOTS ? KB__TIMER_SLOTS : ev->batch;
   }
-  v->batch = batch;
-  v->batch_flushed = flushed;
+  r->v->batch = ev->batch;
+  r->v->batch_flushed = ev->flushed;
 
   /* Fresh samples, each after a control sample of the same shape on the same buffers (see
    * FRESH_K). Flushed batches: a fresh sample is the mean of up to FRESH_FLUSHED_CALLS flushed
@@ -1421,72 +1451,110 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
    * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
    * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
    * between calls): one call timed alone, its control too. */
-  fr.cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
-                                                          : KB__FRESH_MAX;
-  fr.f = kb_calloc((size_t)fr.cap, sizeof *fr.f);
-  fr.c = kb_calloc((size_t)fr.cap, sizeof *fr.c);
-  fr.pl = kb_calloc((size_t)fr.cap, sizeof *fr.pl);
-  fr.flushed = flushed;
-  fr.calls = flushed ? (batch < FRESH_FLUSHED_CALLS ? batch : FRESH_FLUSHED_CALLS) : 1;
-  {
-    double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
-    double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
-    int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr.calls;
-    fr.calls = fit < 1 ? 1 : fit < fr.calls ? fit : fr.calls;
+  fr->cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
+                                                           : KB__FRESH_MAX;
+  fr->f = kb_calloc((size_t)fr->cap, sizeof *fr->f);
+  fr->c = kb_calloc((size_t)fr->cap, sizeof *fr->c);
+  fr->pl = kb_calloc((size_t)fr->cap, sizeof *fr->pl);
+  fr->flushed = ev->flushed;
+  fr->calls = ev->flushed ? (ev->batch < FRESH_FLUSHED_CALLS ? ev->batch : FRESH_FLUSHED_CALLS)
+                          : 1;
+  double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
+  double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
+  int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr->calls;
+  fr->calls = fit < 1 ? 1 : fit < fr->calls ? fit : fr->calls;
+  fr->gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
+  fr->offset = (int)(fresh_seed(p) % (uint64_t)fr->gap);
+  int gpu = r->d->gpu;
+  fr->floor = !gpu ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
+  fr->cap_slack = !gpu ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
+  ev->samples = kb_calloc((size_t)e->max_samples, sizeof *ev->samples);
+  ev->bsamples = ev->bfn ? kb_calloc((size_t)e->max_samples, sizeof *ev->bsamples) : NULL;
+  if (ev->samples == NULL || (ev->bfn != NULL && ev->bsamples == NULL) || fr->f == NULL ||
+      fr->c == NULL || fr->pl == NULL) {
+    r->v->status = KB_STATUS_INFRA_ERROR;
+    say(r->v->reason, sizeof r->v->reason, "sandbox: out of memory for %d samples",
+        e->max_samples);
+    ev->rc = KB_ENOMEM;
+    return 1;
   }
-  fr.gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
-  fr.offset = (int)(fresh_seed(p) % (uint64_t)fr.gap);
-  int host = strcmp(d->backend, "cuda") != 0;
-  fr.floor = host ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
-  fr.cap_slack = host ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
-  samples = kb_calloc((size_t)e->max_samples, sizeof *samples);
-  bsamples = bfn ? kb_calloc((size_t)e->max_samples, sizeof *bsamples) : NULL;
-  if (samples == NULL || (bfn != NULL && bsamples == NULL) || fr.f == NULL || fr.c == NULL ||
-      fr.pl == NULL) {
-    v->status = KB_STATUS_INFRA_ERROR;
-    say(v->reason, sizeof v->reason, "sandbox: out of memory for %d samples", e->max_samples);
-    rc = KB_ENOMEM;
-    goto out;
-  }
-#ifdef KB_HAVE_CUPTI_TRACE
-  if (e->trace && strcmp(d->backend, "cuda") == 0) {
-    struct kb_error te = {0};
-    if (kb_cupti_trace_start(&te) == KB_OK) {
-      tracing = 1;
-      d->end_marker = 1;
-      r.windows = 0;
-      r.pad_windows = bfn != NULL;
-    } else {
-      say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: %s", te.msg);
-    }
-  }
+  return 0;
+}
+
+/* Why no kernel trace will be recorded although one was asked, into the verdict's trace_note:
+ * the device has none, or this build has no CUPTI module. */
+static void trace_unavailable(struct run *r) {
+  if (!r->e->trace)
+    return;
+  if (!r->d->gpu)
+    say(r->v->trace_note, sizeof r->v->trace_note,
+        "kernel trace not recorded: the %s device has none", r->d->backend);
+#ifndef KB_HAVE_CUPTI_TRACE
+  else
+    say(r->v->trace_note, sizeof r->v->trace_note,
+        "kernel trace not recorded: this kb-sandbox was built without the CUPTI module");
 #endif
-  int n = 0, bnext = 0;
+}
+
+/* Starts the kernel trace when asked and the device has one (its failure goes to the
+ * verdict's trace_note). */
+static void trace_begin(struct evaluation *ev) {
+#ifdef KB_HAVE_CUPTI_TRACE
+  struct run *r = &ev->r;
+  if (!r->e->trace || !r->d->gpu)
+    return;
+  struct kb_error te = {0};
+  if (kb_cupti_trace_start(&te) == KB_OK) {
+    ev->tracing = 1;
+    r->d->end_marker = 1;
+    r->windows = 0;
+    r->pad_windows = ev->bfn != NULL;
+  } else {
+    say(r->v->trace_note, sizeof r->v->trace_note, "kernel trace not recorded: %s", te.msg);
+  }
+#else
+  (void)ev;
+#endif
+}
+
+/* The timed samples (under the trace when one was asked), each followed by the baseline's when
+ * there is one, with the fresh samples spread among them, until min_samples are in and the noise
+ * target, the timed-time cap or the budget is reached, or max_samples; then the fresh samples
+ * still missing. Returns 0, or 1 with the verdict set. */
+static int phase_samples(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  const struct kb__eval_spec *e = r->e;
+  struct kb__prepared *p = r->p;
+  struct fresh *fr = &ev->fr;
+  double t0 = kb_now_mono();
+  trace_begin(ev);
+  int bnext = 0;
   uint32_t bmask = 0;
   double timed = 0, sum = 0, sumsq = 0;
-  while (n < e->max_samples) {
+  while (ev->n < e->max_samples) {
     double us = 0, bus = 0;
-    if (sample(&r, fn, batch, flushed, &next, p->tim_off, &timed_mask, "", &us))
-      goto out;
-    if (bfn != NULL &&
-        sample(&r, bfn, batch, flushed, &bnext, p->chk_off, &bmask, "the baseline's ", &bus))
-      goto out;
-    samples[n] = us;
-    if (bsamples)
-      bsamples[n] = bus;
-    n++;
-    timed += us * batch * 1e-6;
+    if (sample(r, ev->fn, ev->batch, ev->flushed, &ev->next, p->tim_off, &ev->timed_mask, "",
+               &us))
+      return 1;
+    if (ev->bfn != NULL && sample(r, ev->bfn, ev->batch, ev->flushed, &bnext, p->chk_off, &bmask,
+                                  "the baseline's ", &bus))
+      return 1;
+    ev->samples[ev->n] = us;
+    if (ev->bsamples)
+      ev->bsamples[ev->n] = bus;
+    int n = ++ev->n;
+    timed += us * ev->batch * 1e-6;
     sum += us;
     sumsq += us * us;
     /* past the first FRESH_MIN, fresh samples keep their place while they take under
      * FRESH_ONGOING of the time spent */
-    if (n % fr.gap == fr.offset % fr.gap &&
-        (fr.n < FRESH_MIN || fr.t < FRESH_ONGOING * (kb_now_mono() - r.start)) &&
-        fresh_take(&r, fn, &fr, &next, &timed_mask))
-      goto out;
+    if (n % fr->gap == fr->offset % fr->gap &&
+        (fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - r->start)) &&
+        fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+      return 1;
     if (n < e->min_samples)
       continue;
-    if (timed >= e->max_seconds || kb_now_mono() - r.start >= e->budget_s)
+    if (timed >= e->max_seconds || kb_now_mono() - r->start >= e->budget_s)
       break;
     double mean = sum / n;
     double var = n > 1 ? (sumsq - sum * mean) / (n - 1) : 0;
@@ -1494,110 +1562,160 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       break;
   }
   /* a short ladder (max_samples under the spacing) or the budget ended sampling early */
-  while (fr.n < FRESH_MIN)
-    if (fresh_take(&r, fn, &fr, &next, &timed_mask))
-      goto out;
-  v->t_samples = kb_now_mono() - t0 - fr.t;
-  t0 = kb_now_mono();
+  while (fr->n < FRESH_MIN)
+    if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+      return 1;
+  r->v->t_samples = kb_now_mono() - t0 - fr->t;
+  return 0;
+}
+
+/* The kernel trace's cross-check. Returns 0, or 1 with the verdict set. */
+static int phase_trace(struct evaluation *ev) {
+  double t0 = kb_now_mono();
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (tracing) {
-    d->end_marker = 0;
-    tracing = 0;
-    if (cross_check(&r, r.windows, bfn != NULL ? 1 : 0))
-      goto out;
+  if (ev->tracing) {
+    ev->r.d->end_marker = 0;
+    ev->tracing = 0;
+    if (cross_check(&ev->r, ev->r.windows, ev->bfn != NULL ? 1 : 0))
+      return 1;
   }
 #endif
-  v->t_trace = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  {
-    /* fresh against repeated; over the bound, FRESH_MIN more pairs, and all pairs together must
-     * still be over */
-    double fm = 0, cm = 0, ratio = 0, bound = 0;
-    /* against the controls made the same way (tight), and against the plain samples (loose:
-     * the procedure between fresh calls may cost an honest kernel a little; a candidate that
-     * computes only after a pause or a synchronisation and answers back-to-back calls from a
-     * cache is caught here) */
-    double pf = fr.cap_slack * FRESH_PLAIN_X;
-    int over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
-               fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
-    if (over) {
-      for (int k = 0; k < FRESH_MIN; k++)
-        if (fresh_take(&r, fn, &fr, &next, &timed_mask))
-          goto out;
-      over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
-             fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
-      if (over) {
-        v->status = KB_STATUS_REJECTED;
-        say(v->reason, sizeof v->reason,
-            "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
-            "inputs (%.4g us over %d samples): results kept between calls (honest noise allows "
-            "%.3gx)",
-            fm, fr.n, ratio, cm, fr.n, bound);
-        goto out;
-      }
+  ev->r.v->t_trace = kb_now_mono() - t0;
+  return 0;
+}
+
+/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs, and all pairs together
+ * must still be over. Returns 0, or 1 with the verdict set. */
+static int phase_fresh(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct fresh *fr = &ev->fr;
+  double t0 = kb_now_mono();
+  double fm = 0, cm = 0, ratio = 0, bound = 0;
+  /* against the controls made the same way (tight), and against the plain samples (loose:
+   * the procedure between fresh calls may cost an honest kernel a little; a candidate that
+   * computes only after a pause or a synchronisation and answers back-to-back calls from a
+   * cache is caught here) */
+  double pf = fr->cap_slack * FRESH_PLAIN_X;
+  for (int round = 0; round < 2; round++) {
+    int over = fresh_over(fr, fr->c, fr->floor, fr->cap_slack, 0, &fm, &cm, &ratio, &bound) ||
+               fresh_over(fr, fr->pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
+    if (!over)
+      break;
+    if (round == 1) {
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason,
+          "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
+          "inputs (%.4g us over %d samples): results kept between calls (honest noise allows "
+          "%.3gx)",
+          fm, fr->n, ratio, cm, fr->n, bound);
+      return 1;
     }
+    for (int k = 0; k < FRESH_MIN; k++)
+      if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+        return 1;
   }
-  v->t_fresh = fr.t + (kb_now_mono() - t0);
-  t0 = kb_now_mono();
-  if (integrity(&r, "after the timed calls", 0))
-    goto out;
-  if (e->recheck) {
-    pass = outputs_pass(&r, p->tim_off, timed_mask, msg, sizeof msg);
+  r->v->t_fresh = fr->t + (kb_now_mono() - t0);
+  return 0;
+}
+
+/* The integrity checks after timing and the re-check of the timed outputs. Returns 0, or 1
+ * with the verdict set. */
+static int phase_recheck(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  double t0 = kb_now_mono();
+  if (integrity(r, "after the timed calls", 0))
+    return 1;
+  if (r->e->recheck) {
+    char msg[200];
+    int pass = outputs_pass(r, r->p->tim_off, ev->timed_mask, msg, sizeof msg);
     if (pass < 0)
-      goto out;
+      return 1;
     if (!pass) {
-      v->status = KB_STATUS_REJECTED;
-      say(v->reason, sizeof v->reason,
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason,
           "outputs right on the first call but wrong after repeated calls: %s", msg);
-      goto out;
+      return 1;
     }
   }
-  v->t_recheck = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  kb__timing_stats(samples, n, warm, &v->timing);
-  if (bsamples != NULL)
-    kb__timing_stats(bsamples, n, warm, &v->baseline);
-  if (speed_of_light(&r, batch, flushed))
-    goto out;
-  if (e->metrics && strcmp(d->backend, "cuda") != 0)
+  r->v->t_recheck = kb_now_mono() - t0;
+  return 0;
+}
+
+/* The timing statistics, the speed-of-light bound and, when asked, the hardware metrics.
+ * Returns 0, or 1 with the verdict set. */
+static int phase_metrics(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__verdict *v = r->v;
+  double t0 = kb_now_mono();
+  kb__timing_stats(ev->samples, ev->n, ev->warm, &v->timing);
+  if (ev->bsamples != NULL)
+    kb__timing_stats(ev->bsamples, ev->n, ev->warm, &v->baseline);
+  if (speed_of_light(r, ev->batch, ev->flushed))
+    return 1;
+  if (r->e->metrics && !r->d->gpu)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics on the %s device",
-        d->backend);
+        r->d->backend);
 #ifdef KB_HAVE_CUPTI_TRACE
-  else if (e->metrics)
-    read_metrics(&r, fn);
+  else if (r->e->metrics)
+    read_metrics(r, ev->fn);
 #else
-  else if (e->metrics)
+  else if (r->e->metrics)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: this kb-sandbox was built "
         "without CUPTI");
 #endif
   v->t_metrics = kb_now_mono() - t0;
-out:
+  return 0;
+}
+
+/* What every evaluation ends with, however far it got: a trace still running is ended (its
+ * records dropped), the inputs put back, the arrays freed, the libraries closed (unless the
+ * process is not to be trusted any more). */
+static void evaluation_end(struct evaluation *ev) {
+  struct run *r = &ev->r;
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (tracing) {
-    /* left early (a crash, a failed call): end the trace, keep nothing */
-    d->end_marker = 0;
+  if (ev->tracing) {
+    r->d->end_marker = 0;
     struct kb_cupti_kernel *recs = NULL;
     size_t nrec = 0;
     struct kb_error te = {0};
-    d->sync(d, NULL);
+    r->d->sync(r->d, NULL);
     kb_cupti_trace_stop(&recs, &nrec, NULL, &te);
     kb_free(recs);
   }
-#else
-  (void)tracing;
 #endif
-  if (v->t_fresh == 0 && fr.t > 0)
-    v->t_fresh = fr.t;
-  if (!v->fatal && rotate_inputs(&r, 0) != 0)
-    p->damaged = 1; /* cannot put the inputs back: make the task again next time */
-  kb_free(samples);
-  kb_free(bsamples);
-  kb_free(fr.f);
-  kb_free(fr.c);
-  kb_free(fr.pl);
-  if (lib != NULL && !v->fatal)
-    dlclose(lib);
-  if (blib != NULL && !v->fatal)
-    dlclose(blib);
-  return rc;
+  if (r->v->t_fresh == 0 && ev->fr.t > 0)
+    r->v->t_fresh = ev->fr.t;
+  if (!r->v->fatal && rotate_inputs(r, 0) != 0)
+    r->p->damaged = 1; /* cannot put the inputs back: make the task again next time */
+  kb_free(ev->samples);
+  kb_free(ev->bsamples);
+  kb_free(ev->fr.f);
+  kb_free(ev->fr.c);
+  kb_free(ev->fr.pl);
+  if (ev->lib != NULL && !r->v->fatal)
+    dlclose(ev->lib);
+  if (ev->blib != NULL && !r->v->fatal)
+    dlclose(ev->blib);
+}
+
+int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
+                 struct kb__verdict *v) {
+  memset(v, 0, sizeof *v);
+  v->status = KB_STATUS_OK;
+  v->max_abs_err = NAN;
+  v->max_rel_err = NAN;
+  v->batch = 1;
+  struct evaluation ev;
+  memset(&ev, 0, sizeof ev);
+  ev.r = (struct run){.d = d, .p = p, .e = e, .v = v, .start = kb_now_mono()};
+  ev.r.n_check = e->sets <= 0 || e->sets > p->n_sets ? p->n_sets : e->sets;
+  ev.rc = KB_OK;
+  trace_unavailable(&ev.r);
+  /* each phase returns 1 once the verdict is final */
+  if (phase_load(&ev) == 0 && phase_check(&ev) == 0 && e->max_samples > 0 &&
+      phase_warmup(&ev) == 0 && phase_plan(&ev) == 0 && phase_samples(&ev) == 0 &&
+      phase_trace(&ev) == 0 && phase_fresh(&ev) == 0 && phase_recheck(&ev) == 0)
+    phase_metrics(&ev);
+  evaluation_end(&ev);
+  return ev.rc;
 }
