@@ -32,8 +32,8 @@ void kb__proc_result_release(struct kb__proc_result *res);
  * folders). */
 void kb__remove_tree(const char *path);
 
-/* Name of a signal for messages: "SIGSEGV"; "signal 42" style for others, written into `buf`
- * (`size` bytes) which is returned. */
+/* Name of a signal for messages: a static "SIGSEGV" for the common ones; for others "signal 42"
+ * written into `buf` (`size` bytes, borrowed), which is then returned. */
 const char *kb__signal_name(int sig, char *buf, size_t size);
 
 #endif

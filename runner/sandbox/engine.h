@@ -156,7 +156,10 @@ struct kb__verdict {
  * afterwards. */
 int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
                 int *fatal, struct kb_error *err);
+/* Frees `p` (NULL is fine): its device memory on `d`, the one it was prepared on, and the
+ * oracle library. */
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p);
+/* The task key `p` was prepared for (borrowed: lives as long as `p`). */
 const char *kb__prepared_key(const struct kb__prepared *p);
 /* Device memory `p` holds, bytes (its one allocation and its scratch). */
 size_t kb__prepared_bytes(const struct kb__prepared *p);
