@@ -1,7 +1,8 @@
 /* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement").
  *
- * It allocates with libc's calloc, strdup and free, not kb/alloc.h: this file is also built
- * alone, without libkb, as libkb-confine.so for the PyTorch worker. */
+ * It allocates with libc's calloc, strdup and free, not kb/alloc.h, and reports failures as -1
+ * with a reason buffer, not struct kb_error: this file is also built alone, without libkb, as
+ * libkb-confine.so for the PyTorch worker (ctypes passes the buffer). */
 #define _GNU_SOURCE
 #include "confine.h"
 #include "proto.h"
