@@ -337,6 +337,7 @@ static int run_query(char **argv, char **envp, struct kb__proc_result *res,
   return kb__spawn_run(argv, envp, NULL, VERSION_TIMEOUT_S, KB__COMPILE_LOG_MAX, NULL, res, err);
 }
 
+/* Kept whole (115 lines): one chain of set-up steps, each failing to the one cleanup at out. */
 static int compiler_init(struct kb__compiler *cc, enum kb__lang lang, const char *cache_dir,
                          const char *command, const char *include_dir, const char *arch,
                          struct kb_error *err) {
@@ -1037,6 +1038,8 @@ static int check_imports(const struct kb__compiler *cc, struct kb__build *b,
   return KB_OK;
 }
 
+/* Kept whole (200 lines): the build's one transaction (key, cache, temporary folder, tool run,
+ * publish), every step failing to the one cleanup at out; split it would scatter that cleanup. */
 int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__compile_req *req,
                             const atomic_int *cancel, struct kb__build *b,
                             struct kb_error *err) {

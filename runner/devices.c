@@ -72,7 +72,7 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
     char *text = json_dumps(o, JSON_COMPACT);
     if (text)
       fprintf(out, "%s\n", text);
-    free(text);
+    free(text); /* jansson's allocator */
     json_decref(o);
     return;
   }

@@ -188,6 +188,8 @@ static int copy_opt(char **dst, const char *s) {
   return *dst != NULL;
 }
 
+/* Kept whole (126 lines): one walk over the ELF sections, symbols and dynamic entries sharing
+ * the mapped file and one cleanup. */
 int kb__elf_read_imports(const char *path, struct kb__elf_imports *im, struct kb_error *err) {
   struct kb_buf file;
   struct elf e;

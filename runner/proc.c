@@ -1,8 +1,12 @@
-/* Child process results and signal names (see proc.h). */
+/* Child process results, signal names and folder removal (see proc.h). */
 #include "proc.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *kb__signal_name(int sig, char *buf, size_t size) {
   static const struct {
@@ -34,4 +38,25 @@ void kb__proc_result_release(struct kb__proc_result *res) {
     return;
   kb_buf_release(&res->output);
   kb_buf_release(&res->report);
+}
+
+void kb__remove_tree(const char *path) {
+  DIR *d = opendir(path);
+  if (d != NULL) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        continue;
+      char child[PATH_MAX];
+      if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
+        continue;
+      struct stat st;
+      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+        kb__remove_tree(child);
+      else
+        unlink(child);
+    }
+    closedir(d);
+  }
+  rmdir(path);
 }

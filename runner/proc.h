@@ -27,8 +27,13 @@ struct kb__proc_result {
 void kb__proc_result_init(struct kb__proc_result *res);
 void kb__proc_result_release(struct kb__proc_result *res);
 
-/* Name of a signal for messages: "SIGSEGV"; "signal 42" style for others, written into `buf`
- * (`size` bytes) which is returned. */
+/* rm -r `path` (borrowed): files and folders under it, symbolic links removed, never
+ * followed; what cannot be removed stays, silently (the sandbox's working folder, test
+ * folders). */
+void kb__remove_tree(const char *path);
+
+/* Name of a signal for messages: a static "SIGSEGV" for the common ones; for others "signal 42"
+ * written into `buf` (`size` bytes, borrowed), which is then returned. */
 const char *kb__signal_name(int sig, char *buf, size_t size);
 
 #endif

@@ -242,27 +242,6 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
   return KB_OK;
 }
 
-/* rm -r `path` (the working folder: files and folders a candidate could have made). */
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[PATH_MAX];
-      if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
-        continue;
-      struct stat st;
-      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
 
 /* Appends what the child's stderr holds now to the tail. */
 static void drain_stderr(struct kb__sandbox *sb) {
@@ -322,7 +301,7 @@ static void stop_child(struct kb__sandbox *sb, int *sig, int *code) {
     close(sb->err_fd);
   sb->sock = sb->err_fd = -1;
   if (sb->dir[0]) {
-    remove_tree(sb->dir);
+    kb__remove_tree(sb->dir);
     sb->dir[0] = '\0';
   }
   json_decref(sb->hello);
@@ -441,6 +420,20 @@ static int read_reply(struct kb__sandbox *sb, double deadline, json_t **out,
   return rc == KB_OK ? KB__FRAME_OK : KB__FRAME_IO;
 }
 
+/* What the sandbox's exit status `code` before its hello means (docs/sandbox.md), as ": ..." to
+ * follow the number, or "" for a status without a meaning of its own. */
+static const char *start_status_text(int code) {
+  switch (code) {
+  case KB_EXIT_USAGE: return ": bad command line";
+  case KB_EXIT_CONFINE: return ": it cannot confine itself";
+  case KB_EXIT_DEVICE: return ": the device cannot be opened";
+  case KB__SANDBOX_EXIT_BLOCKED: return ": a blocked system call";
+  default: return "";
+  }
+}
+
+/* Kept whole (145 lines): spawn and hello are one transaction whose failure paths (fail,
+ * died, done) share the child's descriptors and its reaping. */
 int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   if (sb->pid > 0)
     return KB_OK;
@@ -582,13 +575,13 @@ died: {
     rc = kb_error_set(err, KB_ECHILD, "sandbox died before saying hello: killed by %s%s%s",
                       kb__signal_name(sig, sbuf, sizeof sbuf), tail[0] ? ": " : "", tail);
   else
-    rc = kb_error_set(err, KB_ECHILD, "sandbox did not say hello (exit status %d)%s%s", code,
-                      tail[0] ? ": " : "", tail);
+    rc = kb_error_set(err, KB_ECHILD, "sandbox did not say hello (exit status %d%s)%s%s", code,
+                      start_status_text(code), tail[0] ? ": " : "", tail);
   goto done;
 }
 fail:
   if (sb->dir[0]) {
-    remove_tree(sb->dir);
+    kb__remove_tree(sb->dir);
     sb->dir[0] = '\0';
   }
 done:

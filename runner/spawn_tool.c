@@ -47,6 +47,8 @@ static void drain_tail(int *fd, struct kb_buf *b, size_t cap, size_t *dropped) {
   }
 }
 
+/* Kept whole (135 lines): the pipe, the spawn, the watchdog loop and the reaping share the
+ * child's descriptors and process group; the order of their steps is the contract. */
 int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, double timeout_s,
                   size_t keep_output, const atomic_int *cancel, struct kb__proc_result *res,
                   struct kb_error *err) {

@@ -40,10 +40,12 @@ enum kb_worker_exit {
 };
 
 /* Runs until the campaign ends or `*opts->stop` is set. On return every lease this runner held
- * was completed or released. `*why` gets an enum kb_worker_exit. Errors: KB_ECONN (redis gone
- * past the retry budget), KB_ENOTFOUND (campaign never appeared, or no kb-sandbox), KB_EINVAL
- * (bad options, a campaign of the other backend), KB_ECHILD (the sandbox does not start: no GPU,
- * no driver). */
+ * was completed or released. `*why` gets an enum kb_worker_exit when it returns KB_OK. Errors:
+ * KB_ECONN (redis gone past the retry budget), KB_ENOTFOUND (campaign never appeared, or no
+ * kb-sandbox), KB_EINVAL (bad options, a campaign of the other backend), KB_ECHILD (the sandbox
+ * does not start: no GPU, no driver), KB_ECONFINE (this node cannot confine the sandbox as the
+ * campaign's sandbox.require asks), KB_EINTERRUPTED (`*opts->stop` set while it waited for the
+ * campaign). */
 int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err);
 
 #endif

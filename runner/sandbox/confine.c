@@ -1,4 +1,8 @@
-/* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement"). */
+/* Confinement of a sandbox process (see confine.h; docs/sandbox.md, "Confinement").
+ *
+ * It allocates with libc's calloc, strdup and free, not kb/alloc.h, and reports failures as -1
+ * with a reason buffer, not struct kb_error: this file is also built alone, without libkb, as
+ * libkb-confine.so for the PyTorch worker (ctypes passes the buffer). */
 #define _GNU_SOURCE
 #include "confine.h"
 #include "proto.h"
@@ -575,6 +579,7 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
   return 0;
 }
 
+/* Kept whole (129 lines): one seccomp program built rule after rule; its order is the filter. */
 static int build_filter(int profile, int census, struct sock_fprog *out, char *why,
                         size_t size) {
   int mask = profile == KB__CONFINE_PYTHON ? P_PY

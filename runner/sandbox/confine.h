@@ -83,6 +83,7 @@ void kb__confine_load_end(void);
  * kb_confine_python: `ro_paths` is ':'-separated; profile KB__CONFINE_PYTHON. Returns 0, or -1
  * with the reason in `why`. Idempotent. */
 int kb_confine_python(const char *rw_dir, const char *ro_paths, char *why, size_t size);
+/* kb_confine_level: the level reached, or "none" (static: lives as long as the process). */
 const char *kb_confine_level(void);
 /* kb_confine_landlock_abi: the Landlock ABI reached once confined; before that the ABI this
  * node offers (0: none). */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cupti_trace.h"
+#include "kb/alloc.h"
 extern "C" {
 #include "kb/error.h" /* a C header without extern "C" of its own */
 }
@@ -59,18 +60,23 @@ struct session {
   size_t data_size;
 };
 
+/* Declares `var`, the parameter struct `type` of a CUPTI call, zeroed with its structSize set
+ * (CUPTI's convention for every such struct). */
+#define PARAMS(type, var)                                                                      \
+  type var;                                                                                    \
+  memset(&var, 0, sizeof var);                                                                 \
+  var.structSize = type##_STRUCT_SIZE
+
 /* Disables the range profiler of one measurement and frees its counter data image; the host
  * part of `s` stays. */
 static void range_end(struct session *s) {
   if (s->rp) {
-    CUpti_RangeProfiler_Disable_Params p;
-    memset(&p, 0, sizeof p);
-    p.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    PARAMS(CUpti_RangeProfiler_Disable_Params, p);
     p.pRangeProfilerObject = s->rp;
     cuptiRangeProfilerDisable(&p);
     s->rp = NULL;
   }
-  free(s->data);
+  kb_free(s->data);
   s->data = NULL;
   s->data_size = 0;
 }
@@ -79,20 +85,16 @@ static void range_end(struct session *s) {
 static void session_end(struct session *s) {
   range_end(s);
   if (s->host) {
-    CUpti_Profiler_Host_Deinitialize_Params p;
-    memset(&p, 0, sizeof p);
-    p.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+    PARAMS(CUpti_Profiler_Host_Deinitialize_Params, p);
     p.pHostObject = s->host;
     cuptiProfilerHostDeinitialize(&p);
   }
   if (s->initialized) {
-    CUpti_Profiler_DeInitialize_Params p;
-    memset(&p, 0, sizeof p);
-    p.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE;
+    PARAMS(CUpti_Profiler_DeInitialize_Params, p);
     cuptiProfilerDeInitialize(&p);
   }
-  free(s->avail);
-  free(s->config);
+  kb_free(s->avail);
+  kb_free(s->config);
   memset(s, 0, sizeof *s);
 }
 
@@ -116,6 +118,16 @@ static int cupti_check(CUptiResult r, const char *name, char *why, size_t size) 
       return rc_;                                                                              \
   } while (0)
 
+/* A zeroed image of `bytes` (one more, so never 0) into `*out` (owned by the session); 0, or 1
+ * with "out of memory" in `why`. */
+static int image_alloc(size_t bytes, uint8_t **out, char *why, size_t size) {
+  *out = (uint8_t *)kb_calloc(1, bytes + 1);
+  if (*out != NULL)
+    return 0;
+  snprintf(why, size, "out of memory");
+  return 1;
+}
+
 /* Ends the measurement that failed and reports `why`. Returns `code`. */
 static int measure_failed(struct session *s, int code, const char *why, struct kb_error *err) {
   range_end(s);
@@ -136,71 +148,49 @@ static int session_begin(struct session *s, char *why, size_t size) {
     snprintf(why, size, "no current cuda context");
     return 1;
   }
-  CUpti_Profiler_Initialize_Params ip;
-  memset(&ip, 0, sizeof ip);
-  ip.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Initialize_Params, ip);
   CALL("cuptiProfilerInitialize", cuptiProfilerInitialize(&ip));
   s->initialized = 1;
 
-  CUpti_Device_GetChipName_Params cp;
-  memset(&cp, 0, sizeof cp);
-  cp.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Device_GetChipName_Params, cp);
   cp.deviceIndex = (size_t)dev;
   CALL("cuptiDeviceGetChipName", cuptiDeviceGetChipName(&cp));
   snprintf(s->chip, sizeof s->chip, "%s", cp.pChipName ? cp.pChipName : "?");
 
-  CUpti_Profiler_GetCounterAvailability_Params ap;
-  memset(&ap, 0, sizeof ap);
-  ap.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_GetCounterAvailability_Params, ap);
   ap.ctx = s->ctx;
   CALL("cuptiProfilerGetCounterAvailability", cuptiProfilerGetCounterAvailability(&ap));
-  s->avail = (uint8_t *)calloc(1, ap.counterAvailabilityImageSize + 1);
-  if (s->avail == NULL) {
-    snprintf(why, size, "out of memory");
+  if (image_alloc(ap.counterAvailabilityImageSize, &s->avail, why, size))
     return 1;
-  }
   ap.pCounterAvailabilityImage = s->avail;
   CALL("cuptiProfilerGetCounterAvailability", cuptiProfilerGetCounterAvailability(&ap));
 
-  CUpti_Profiler_Host_Initialize_Params hp;
-  memset(&hp, 0, sizeof hp);
-  hp.structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Host_Initialize_Params, hp);
   hp.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   hp.pChipName = s->chip;
   hp.pCounterAvailabilityImage = s->avail;
   CALL("cuptiProfilerHostInitialize", cuptiProfilerHostInitialize(&hp));
   s->host = hp.pHostObject;
 
-  CUpti_Profiler_Host_ConfigAddMetrics_Params mp;
-  memset(&mp, 0, sizeof mp);
-  mp.structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params, mp);
   mp.pHostObject = s->host;
   mp.ppMetricNames = (const char **)metric_names;
   mp.numMetrics = N_METRICS;
   CALL("cuptiProfilerHostConfigAddMetrics", cuptiProfilerHostConfigAddMetrics(&mp));
 
-  CUpti_Profiler_Host_GetConfigImageSize_Params sp;
-  memset(&sp, 0, sizeof sp);
-  sp.structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params, sp);
   sp.pHostObject = s->host;
   CALL("cuptiProfilerHostGetConfigImageSize", cuptiProfilerHostGetConfigImageSize(&sp));
   s->config_size = sp.configImageSize;
-  s->config = (uint8_t *)calloc(1, s->config_size + 1);
-  if (s->config == NULL) {
-    snprintf(why, size, "out of memory");
+  if (image_alloc(s->config_size, &s->config, why, size))
     return 1;
-  }
-  CUpti_Profiler_Host_GetConfigImage_Params gp;
-  memset(&gp, 0, sizeof gp);
-  gp.structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Host_GetConfigImage_Params, gp);
   gp.pHostObject = s->host;
   gp.configImageSize = s->config_size;
   gp.pConfigImage = s->config;
   CALL("cuptiProfilerHostGetConfigImage", cuptiProfilerHostGetConfigImage(&gp));
 
-  CUpti_Profiler_Host_GetNumOfPasses_Params np;
-  memset(&np, 0, sizeof np);
-  np.structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params, np);
   np.configImageSize = s->config_size;
   np.pConfigImage = s->config;
   CALL("cuptiProfilerHostGetNumOfPasses", cuptiProfilerHostGetNumOfPasses(&np));
@@ -210,16 +200,12 @@ static int session_begin(struct session *s, char *why, size_t size) {
 
 /* Enables the range profiler with a counter data image for `ranges` kernels and its config. */
 static int session_enable(struct session *s, size_t ranges, char *why, size_t size) {
-  CUpti_RangeProfiler_Enable_Params ep;
-  memset(&ep, 0, sizeof ep);
-  ep.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_Enable_Params, ep);
   ep.ctx = s->ctx;
   CALL("cuptiRangeProfilerEnable", cuptiRangeProfilerEnable(&ep));
   s->rp = ep.pRangeProfilerObject;
 
-  CUpti_RangeProfiler_GetCounterDataSize_Params dp;
-  memset(&dp, 0, sizeof dp);
-  dp.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params, dp);
   dp.pRangeProfilerObject = s->rp;
   dp.pMetricNames = (const char **)metric_names;
   dp.numMetrics = N_METRICS;
@@ -227,23 +213,16 @@ static int session_enable(struct session *s, size_t ranges, char *why, size_t si
   dp.maxNumRangeTreeNodes = (uint32_t)ranges;
   CALL("cuptiRangeProfilerGetCounterDataSize", cuptiRangeProfilerGetCounterDataSize(&dp));
   s->data_size = dp.counterDataSize;
-  s->data = (uint8_t *)calloc(1, s->data_size + 1);
-  if (s->data == NULL) {
-    snprintf(why, size, "out of memory");
+  if (image_alloc(s->data_size, &s->data, why, size))
     return 1;
-  }
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params ip;
-  memset(&ip, 0, sizeof ip);
-  ip.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params, ip);
   ip.pRangeProfilerObject = s->rp;
   ip.counterDataSize = s->data_size;
   ip.pCounterData = s->data;
   CALL("cuptiRangeProfilerCounterDataImageInitialize",
        cuptiRangeProfilerCounterDataImageInitialize(&ip));
 
-  CUpti_RangeProfiler_SetConfig_Params cp;
-  memset(&cp, 0, sizeof cp);
-  cp.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_SetConfig_Params, cp);
   cp.pRangeProfilerObject = s->rp;
   cp.configSize = s->config_size;
   cp.pConfig = s->config;
@@ -295,6 +274,8 @@ extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
   return rc == 0;
 }
 
+/* Kept whole (100 lines): CUPTI's user-replay protocol, pass after pass, then the decode;
+ * its calls must come in this order on one session. */
 extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg),
                                         void *arg, struct kb_cupti_metrics *m,
                                         struct kb_error *err) {
@@ -321,17 +302,13 @@ extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)
                ce != cudaSuccess ? cudaGetErrorString(ce) : "prepare returned non-zero");
       return measure_failed(&s, KB_EINVAL, why, err);
     }
-    CUpti_RangeProfiler_Start_Params st;
-    memset(&st, 0, sizeof st);
-    st.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+    PARAMS(CUpti_RangeProfiler_Start_Params, st);
     st.pRangeProfilerObject = s.rp;
     if (cupti_check(cuptiRangeProfilerStart(&st), "cuptiRangeProfilerStart", why, size))
       return measure_failed(&s, KB_EINTERNAL, why, err);
     int lrc = launch(arg);
     ce = cudaDeviceSynchronize();
-    CUpti_RangeProfiler_Stop_Params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+    PARAMS(CUpti_RangeProfiler_Stop_Params, sp);
     sp.pRangeProfilerObject = s.rp;
     int stopped = cupti_check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop", why, size);
     if (lrc != 0 || ce != cudaSuccess) {
@@ -345,15 +322,11 @@ extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)
   }
   if (!all)
     return measure_failed(&s, KB_EINTERNAL, "CUPTI never reported every pass submitted", err);
-  CUpti_RangeProfiler_DecodeData_Params dd;
-  memset(&dd, 0, sizeof dd);
-  dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_DecodeData_Params, dd);
   dd.pRangeProfilerObject = s.rp;
   if (cupti_check(cuptiRangeProfilerDecodeData(&dd), "cuptiRangeProfilerDecodeData", why, size))
     return measure_failed(&s, KB_EINTERNAL, why, err);
-  CUpti_RangeProfiler_GetCounterDataInfo_Params ci;
-  memset(&ci, 0, sizeof ci);
-  ci.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params, ci);
   ci.pCounterDataImage = s.data;
   ci.counterDataImageSize = s.data_size;
   if (cupti_check(cuptiRangeProfilerGetCounterDataInfo(&ci),
@@ -370,9 +343,7 @@ extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)
     double v[N_METRICS];
     for (size_t k = 0; k < N_METRICS; k++)
       v[k] = NAN;
-    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params ri;
-    memset(&ri, 0, sizeof ri);
-    ri.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
+    PARAMS(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params, ri);
     ri.pCounterDataImage = s.data;
     ri.counterDataImageSize = s.data_size;
     ri.rangeIndex = i;
@@ -381,9 +352,7 @@ extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)
       snprintf(g->name, sizeof g->name, "%s", ri.rangeName);
     else
       snprintf(g->name, sizeof g->name, "%zu", i);
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
-    memset(&ev, 0, sizeof ev);
-    ev.structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
+    PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params, ev);
     ev.pHostObject = s.host;
     ev.pCounterDataImage = s.data;
     ev.counterDataImageSize = s.data_size;

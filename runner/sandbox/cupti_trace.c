@@ -91,7 +91,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
     trace.dropped += lost;
   pthread_mutex_unlock(&trace.lock);
   (void)size;
-  free(buffer);
+  free(buffer); /* posix_memalign's (buffer_requested): the wrapper has no aligned allocation */
 }
 
 int kb_cupti_trace_start(struct kb_error *err) {

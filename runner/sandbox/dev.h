@@ -3,11 +3,13 @@
  * kb_verify, kb/inputs, clock_gettime) and dev_cuda.c (cudaMalloc, the trusted kernels of
  * devkern.h, CUDA events on a non-blocking stream that the candidate receives).
  *
- * Every operation returns 0 or a backend error code (errno-like for the host, a cudaError_t for
- * CUDA) that describe() turns into text and fatal() classifies: a fatal (sticky) error leaves
- * the device unusable, and the sandbox process must exit after replying. Pointers are device
- * memory of this device, borrowed; `stream` is what kb_forward receives (NULL on the host).
- * Operations are ordered on that stream; those returning a value to the host synchronize it.
+ * Every fallible operation returns KB_OK or an enum kb_err code (KB_ENOMEM: out of memory,
+ * KB_EINVAL: a bad argument, KB_EIO: any other device error) and fills `err` (may be NULL; the
+ * first error stays) with the backend's text: strerror() on the host, "text (cudaErrorName)" for
+ * CUDA. An error that leaves the device unusable (a sticky CUDA error) also sets `broken`: the
+ * sandbox process must exit after replying. Pointers are device memory of this device,
+ * borrowed; `stream` is what kb_forward receives (NULL on the host). Operations are ordered on
+ * that stream; those returning a value to the host synchronize it.
  */
 #ifndef KB_SANDBOX_DEV_H
 #define KB_SANDBOX_DEV_H
@@ -15,14 +17,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kb/error.h"
 #include "kb/task.h"
-#include "kb/verify.h"
+#include "verify.h"
 
 /* Timed intervals one sample may hold (a batch of flushed calls times each call alone). */
 #define KB__TIMER_SLOTS 64
 
 struct kb__dev {
   const char *backend;   /* "host" or "cuda" (static) */
+  int gpu;               /* 1 on a GPU (CUDA): kernel traces, hardware metrics and the
+                            speed-of-light bound apply; 0 on the host */
   char name[256];        /* "NVIDIA H200", or the CPU model */
   int cc_major, cc_minor; /* compute capability; 0 on the host */
   int sm_count;          /* multiprocessors; 0 on the host */
@@ -38,43 +43,46 @@ struct kb__dev {
                             that its kernels are not the candidate's in a trace; NULL host) */
   int end_marker;        /* set by the engine while tracing: timer_stop() queues a spin(0)
                             right after each end event, closing the trace's window */
+  int broken;            /* 1 once an operation failed with an error that leaves the device
+                            unusable (sticky); never reset */
   void *stream;          /* handed to kb_forward (NULL on the host) */
   void *impl;            /* the implementation's state (owned by it) */
 
   /* `bytes` of device memory into `*out`, aligned to 256 bytes. */
-  int (*alloc)(struct kb__dev *d, size_t bytes, void **out);
+  int (*alloc)(struct kb__dev *d, size_t bytes, void **out, struct kb_error *err);
   void (*free)(struct kb__dev *d, void *p); /* NULL is fine */
-  /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (kb/inputs.h). */
+  /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (inputs.h). */
   int (*fill)(struct kb__dev *d, void *p, int dtype, int64_t n, const struct kb_input_set *set,
-              int tensor);
-  int (*poison)(struct kb__dev *d, void *p, int dtype, int64_t n); /* kb_poison's pattern */
-  int (*checksum)(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum);
+              int tensor, struct kb_error *err);
+  /* kb_poison's pattern into `n` elements of `dtype` at `p`. */
+  int (*poison)(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err);
+  int (*checksum)(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
+                  struct kb_error *err);
   /* kb_verify()'s rule; `*pass` 1 when all `n` elements pass. */
   int (*compare)(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
-                 double atol, double rtol, struct kb_verify_report *rep, int *pass);
-  int (*flush_l2)(struct kb__dev *d);       /* evicts the L2 (no-op on the host) */
+                 double atol, double rtol, struct kb_verify_report *rep, int *pass,
+                 struct kb_error *err);
+  int (*flush_l2)(struct kb__dev *d, struct kb_error *err); /* evicts the L2 (no-op on the host) */
   /* XORs `bytes` at `p` (8-byte aligned) with the key stream of `key` (kb__mask_word); twice
    * restores the data. */
-  int (*mask)(struct kb__dev *d, void *p, size_t bytes, uint64_t key);
+  int (*mask)(struct kb__dev *d, void *p, size_t bytes, uint64_t key, struct kb_error *err);
   /* Undoes what a candidate may have set to keep data in the L2 between calls: the persisting
    * carve-out (cudaLimitPersistingL2CacheSize) back to 0, the candidate stream's access policy
    * window cleared, persisting lines made normal (cudaCtxResetPersistingL2Cache). `full` 0: only
    * the cheap queries, and the reset when one of them found something set; 1: the reset always.
    * No device work is queued on the candidate's stream. No-op on the host. */
-  int (*l2_reset)(struct kb__dev *d, int full);
-  int (*spin)(struct kb__dev *d, double us); /* a kernel busy for `us` (no-op on the host) */
+  int (*l2_reset)(struct kb__dev *d, int full, struct kb_error *err);
+  /* A kernel busy for `us` (no-op on the host). */
+  int (*spin)(struct kb__dev *d, double us, struct kb_error *err);
   /* Marks the start of timed interval `k` (0 <= k < KB__TIMER_SLOTS) of a sample. */
-  int (*timer_start)(struct kb__dev *d, int k);
+  int (*timer_start)(struct kb__dev *d, int k, struct kb_error *err);
   /* Marks the end of interval `k`, without waiting for it. */
-  int (*timer_stop)(struct kb__dev *d, int k);
+  int (*timer_stop)(struct kb__dev *d, int k, struct kb_error *err);
   /* Waits for intervals 0..n-1 and gives the sum of their lengths in microseconds. */
-  int (*timer_read)(struct kb__dev *d, int n, double *us);
+  int (*timer_read)(struct kb__dev *d, int n, double *us, struct kb_error *err);
   /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
    * illegal address shows here). */
-  int (*sync)(struct kb__dev *d);
-  /* Text for an error code, into `buf` (`size` bytes), which is returned. */
-  const char *(*describe)(struct kb__dev *d, int code, char *buf, size_t size);
-  int (*fatal)(struct kb__dev *d, int code); /* 1 when the device is unusable after `code` */
+  int (*sync)(struct kb__dev *d, struct kb_error *err);
   void (*close)(struct kb__dev *d);         /* releases everything; the struct stays */
 };
 
@@ -87,13 +95,15 @@ static inline uint64_t kb__mask_word(uint64_t key, uint64_t w) {
   return z ^ (z >> 31);
 }
 
-/* Opens the host device into `d` (caller-owned). Returns 0. */
-int kb__dev_host_open(struct kb__dev *d);
+/* Opens the host device into `d` (caller-owned; d->close releases what it holds). Returns KB_OK
+ * or KB_ENOMEM. */
+int kb__dev_host_open(struct kb__dev *d, struct kb_error *err);
 
-/* Opens CUDA device `ordinal` into `d`: sets it current, creates the candidate's non-blocking
- * stream, events and the devkern context, and fills the facts. Returns 0 or a cudaError_t, with
- * a message in `why` (`size` bytes). Only in builds with KB_HAVE_CUDA; elsewhere it returns -1
- * with "this kb-sandbox was built without CUDA". */
-int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size);
+/* Opens CUDA device `ordinal` into `d` (caller-owned; d->close releases what it holds): sets it
+ * current, creates the candidate's non-blocking stream, events and the devkern context, and
+ * fills the facts. Returns KB_OK, or KB_ENOMEM / KB_EIO with the failing step in `err`
+ * ("cuda device 0: cudaSetDevice failed: ..."). Only in builds with KB_HAVE_CUDA; elsewhere it
+ * returns KB_EINVAL with "this kb-sandbox was built without CUDA". */
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err);
 
 #endif

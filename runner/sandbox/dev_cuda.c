@@ -2,12 +2,12 @@
  *
  * One device, one non-blocking stream (the candidate's: it receives it as `stream`), a pair of
  * events per timed interval of a sample (KB__TIMER_SLOTS) on that stream, and the devkern context
- * (flush buffer, reduction scratch). Error codes are cudaError_t values. Errors that leave the
- * context unusable (illegal address, misaligned address, illegal instruction, a trap, a launch
- * timeout, ECC, hardware stack error, an assert in a kernel) are fatal: the sandbox replies and
- * exits, and the runner starts a new process (cudaDeviceReset does not recover from them). Built
- * only with KB_HAVE_CUDA and KB_HAVE_DEVKERN (devkern.cu present); otherwise kb__dev_cuda_open()
- * says so.
+ * (flush buffer, reduction scratch). A failed CUDA call becomes an enum kb_err code with the
+ * runtime's text (cuda_error); errors that leave the context unusable (illegal address,
+ * misaligned address, illegal instruction, a trap, a launch timeout, ECC, hardware stack error,
+ * an assert in a kernel) set `broken`: the sandbox replies and exits, and the runner starts a
+ * new process (cudaDeviceReset does not recover from them). Built only with KB_HAVE_CUDA and
+ * KB_HAVE_DEVKERN (devkern.cu present); otherwise kb__dev_cuda_open() says so.
  */
 #include "dev.h"
 
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "devkern.h"
+#include "kb/alloc.h"
 
 struct cuda {
   cudaStream_t stream;   /* the candidate's */
@@ -28,9 +29,46 @@ struct cuda {
   struct kb_dk_ctx *dk;  /* devkern scratch */
 };
 
-static int c_alloc(struct kb__dev *d, size_t bytes, void **out) {
-  (void)d;
-  return (int)cudaMalloc(out, bytes ? bytes : 1);
+/* 1 when the context is unusable after `e`: the listed sticky errors, or any error after which
+ * a trivial call fails. */
+static int sticky(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchFailure:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorECCUncorrectable:
+  case cudaErrorContextIsDestroyed:
+  case cudaErrorUnknown:
+    return 1;
+  default:
+    break;
+  }
+  /* anything that makes a trivial call fail has poisoned the context */
+  int dev = 0;
+  return cudaGetDevice(&dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess;
+}
+
+/* `e` as an enum kb_err code (KB_OK for cudaSuccess) with "text (cudaErrorName)" in `err`;
+ * marks the device broken when the error is sticky. */
+static int cuda_error(struct kb__dev *d, cudaError_t e, struct kb_error *err) {
+  if (e == cudaSuccess)
+    return KB_OK;
+  if (sticky(e))
+    d->broken = 1;
+  int code = e == cudaErrorMemoryAllocation ? KB_ENOMEM
+             : e == cudaErrorInvalidValue   ? KB_EINVAL
+                                            : KB_EIO;
+  return kb_error_set(err, code, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static int c_alloc(struct kb__dev *d, size_t bytes, void **out, struct kb_error *err) {
+  return cuda_error(d, cudaMalloc(out, bytes ? bytes : 1), err);
 }
 
 static void c_free(struct kb__dev *d, void *p) {
@@ -40,37 +78,42 @@ static void c_free(struct kb__dev *d, void *p) {
 }
 
 static int c_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
-                  const struct kb_input_set *set, int tensor) {
-  return kb_dk_fill(p, dtype, n, set->seed, tensor, set->dist, set->low, set->high, d->stream);
+                  const struct kb_input_set *set, int tensor, struct kb_error *err) {
+  return cuda_error(d, (cudaError_t)kb_dk_fill(p, dtype, n, set->seed, tensor, set->dist,
+                                               set->low, set->high, d->stream), err);
 }
 
-static int c_poison(struct kb__dev *d, void *p, int dtype, int64_t n) {
-  return kb_dk_poison(p, dtype, n, d->stream);
+static int c_poison(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err) {
+  return cuda_error(d, (cudaError_t)kb_dk_poison(p, dtype, n, d->stream), err);
 }
 
-static int c_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum) {
+static int c_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
+                      struct kb_error *err) {
   struct cuda *c = d->impl;
-  return kb_dk_checksum(c->dk, p, bytes, sum, d->stream);
+  return cuda_error(d, (cudaError_t)kb_dk_checksum(c->dk, p, bytes, sum, d->stream), err);
 }
 
 static int c_compare(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
-                     double atol, double rtol, struct kb_verify_report *rep, int *pass) {
+                     double atol, double rtol, struct kb_verify_report *rep, int *pass,
+                     struct kb_error *err) {
   struct cuda *c = d->impl;
-  return kb_dk_compare(c->dk, got, want, dtype, n, atol, rtol, rep, pass, d->stream);
+  return cuda_error(
+      d, (cudaError_t)kb_dk_compare(c->dk, got, want, dtype, n, atol, rtol, rep, pass, d->stream),
+      err);
 }
 
-static int c_flush(struct kb__dev *d) {
+static int c_flush(struct kb__dev *d, struct kb_error *err) {
   struct cuda *c = d->impl;
-  return kb_dk_flush_l2(c->dk, d->stream);
+  return cuda_error(d, (cudaError_t)kb_dk_flush_l2(c->dk, d->stream), err);
 }
 
-static int c_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key) {
-  return kb_dk_mask(p, bytes, key, d->stream);
+static int c_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key, struct kb_error *err) {
+  return cuda_error(d, (cudaError_t)kb_dk_mask(p, bytes, key, d->stream), err);
 }
 
 /* Host calls only; nothing is queued on the candidate's stream, so a flushed call stays exactly
  * flush, event, call, event. Measured cost: docs/sandbox.md. */
-static int c_l2_reset(struct kb__dev *d, int full) {
+static int c_l2_reset(struct kb__dev *d, int full, struct kb_error *err) {
   struct cuda *c = d->impl;
   size_t limit = 0;
   cudaError_t e = cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize);
@@ -91,7 +134,7 @@ static int c_l2_reset(struct kb__dev *d, int full) {
   }
   if (e == cudaSuccess && full)
     e = cudaCtxResetPersistingL2Cache();
-  return (int)e;
+  return cuda_error(d, e, err);
 }
 
 /* The device's memory bandwidth, bytes per second: the best of five device-to-device copies of
@@ -130,30 +173,32 @@ static double cuda_bandwidth(struct cuda *c, int64_t mem) {
   return best;
 }
 
-static int c_spin(struct kb__dev *d, double us) { return kb_dk_spin(us, d->stream); }
-
-static int c_timer_start(struct kb__dev *d, int k) {
-  struct cuda *c = d->impl;
-  if (k < 0 || k >= KB__TIMER_SLOTS)
-    return (int)cudaErrorInvalidValue;
-  return (int)cudaEventRecord(c->start[k], c->stream);
+static int c_spin(struct kb__dev *d, double us, struct kb_error *err) {
+  return cuda_error(d, (cudaError_t)kb_dk_spin(us, d->stream), err);
 }
 
-static int c_timer_stop(struct kb__dev *d, int k) {
+static int c_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
   struct cuda *c = d->impl;
   if (k < 0 || k >= KB__TIMER_SLOTS)
-    return (int)cudaErrorInvalidValue;
+    return cuda_error(d, cudaErrorInvalidValue, err);
+  return cuda_error(d, cudaEventRecord(c->start[k], c->stream), err);
+}
+
+static int c_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
+  struct cuda *c = d->impl;
+  if (k < 0 || k >= KB__TIMER_SLOTS)
+    return cuda_error(d, cudaErrorInvalidValue, err);
   cudaError_t e = cudaEventRecord(c->stop[k], c->stream);
   if (e == cudaSuccess && d->end_marker)
     e = (cudaError_t)kb_dk_spin(0.0, c->stream);
-  return (int)e;
+  return cuda_error(d, e, err);
 }
 
-static int c_timer_read(struct kb__dev *d, int n, double *us) {
+static int c_timer_read(struct kb__dev *d, int n, double *us, struct kb_error *err) {
   struct cuda *c = d->impl;
   *us = 0;
   if (n < 1 || n > KB__TIMER_SLOTS)
-    return (int)cudaErrorInvalidValue;
+    return cuda_error(d, cudaErrorInvalidValue, err);
   cudaError_t e = cudaEventSynchronize(c->stop[n - 1]); /* the stream's order: all are done */
   double sum = 0;
   for (int k = 0; k < n && e == cudaSuccess; k++) {
@@ -162,10 +207,10 @@ static int c_timer_read(struct kb__dev *d, int n, double *us) {
     sum += (double)ms * 1000.0;
   }
   *us = sum;
-  return (int)e;
+  return cuda_error(d, e, err);
 }
 
-static int c_sync(struct kb__dev *d) {
+static int c_sync(struct kb__dev *d, struct kb_error *err) {
   struct cuda *c = d->impl;
   cudaError_t e = cudaStreamSynchronize(c->stream);
   /* work the candidate put elsewhere (the legacy stream, another stream) fails here too */
@@ -173,40 +218,7 @@ static int c_sync(struct kb__dev *d) {
     e = cudaDeviceSynchronize();
   if (e == cudaSuccess)
     e = cudaGetLastError();
-  return (int)e;
-}
-
-static const char *c_describe(struct kb__dev *d, int code, char *buf, size_t size) {
-  (void)d;
-  if (snprintf(buf, size, "%s (%s)", cudaGetErrorString((cudaError_t)code),
-               cudaGetErrorName((cudaError_t)code)) < 0 &&
-      size > 0)
-    buf[0] = '\0';
-  return buf;
-}
-
-static int c_fatal(struct kb__dev *d, int code) {
-  (void)d;
-  switch ((cudaError_t)code) {
-  case cudaErrorIllegalAddress:
-  case cudaErrorMisalignedAddress:
-  case cudaErrorIllegalInstruction:
-  case cudaErrorInvalidPc:
-  case cudaErrorLaunchFailure:
-  case cudaErrorLaunchTimeout:
-  case cudaErrorAssert:
-  case cudaErrorHardwareStackError:
-  case cudaErrorInvalidAddressSpace:
-  case cudaErrorECCUncorrectable:
-  case cudaErrorContextIsDestroyed:
-  case cudaErrorUnknown:
-    return 1;
-  default:
-    break;
-  }
-  /* anything that makes a trivial call fail has poisoned the context */
-  int dev = 0;
-  return cudaGetDevice(&dev) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess;
+  return cuda_error(d, e, err);
 }
 
 static void c_close(struct kb__dev *d) {
@@ -225,18 +237,17 @@ static void c_close(struct kb__dev *d) {
     cudaStreamDestroy(c->stream);
   if (c->oracle != NULL)
     cudaStreamDestroy(c->oracle);
-  free(c);
+  kb_free(c);
   d->impl = NULL;
 }
 
-int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   memset(d, 0, sizeof *d);
   d->backend = "cuda";
-  struct cuda *c = calloc(1, sizeof *c);
-  if (c == NULL) {
-    snprintf(why, size, "out of memory");
-    return (int)cudaErrorMemoryAllocation;
-  }
+  d->gpu = 1;
+  struct cuda *c = kb_calloc(1, sizeof *c);
+  if (c == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   d->impl = c;
   const char *step = "cudaSetDevice";
   cudaError_t e = cudaSetDevice(ordinal);
@@ -276,9 +287,10 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
     e = (cudaError_t)kb_dk_ctx_new(0, &c->dk);
   }
   if (e != cudaSuccess) {
-    snprintf(why, size, "cuda device %d: %s failed: %s", ordinal, step, cudaGetErrorString(e));
+    int code = e == cudaErrorMemoryAllocation ? KB_ENOMEM : KB_EIO;
+    kb_error_set(err, code, "cuda device %d: %s failed: %s", ordinal, step, cudaGetErrorString(e));
     c_close(d);
-    return (int)e;
+    return code;
   }
   snprintf(d->name, sizeof d->name, "%s", prop.name);
   d->cc_major = prop.major;
@@ -306,25 +318,23 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
   d->timer_stop = c_timer_stop;
   d->timer_read = c_timer_read;
   d->sync = c_sync;
-  d->describe = c_describe;
-  d->fatal = c_fatal;
   d->close = c_close;
-  return 0;
+  return KB_OK;
 }
 
 #else
 
-int kb__dev_cuda_open(struct kb__dev *d, int ordinal, char *why, size_t size) {
+int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   (void)ordinal;
   memset(d, 0, sizeof *d);
 #ifdef KB_HAVE_CUDA
   /* INTEGRATION POINT: the CUDA device needs the trusted kernels of devkern.h, implemented in
    * runner/sandbox/devkern.cu by the GPU engineer; this build did not find that file. */
-  snprintf(why, size, "this kb-sandbox was built without runner/sandbox/devkern.cu");
+  return kb_error_set(err, KB_EINVAL,
+                      "this kb-sandbox was built without runner/sandbox/devkern.cu");
 #else
-  snprintf(why, size, "this kb-sandbox was built without CUDA");
+  return kb_error_set(err, KB_EINVAL, "this kb-sandbox was built without CUDA");
 #endif
-  return -1;
 }
 
 #endif

@@ -1,5 +1,5 @@
 /* The host implementation of the sandbox's device interface (see dev.h): memory is the
- * process's own, the clock is CLOCK_MONOTONIC. Error codes are errno values. */
+ * process's own, the clock is CLOCK_MONOTONIC. Errors carry strerror()'s text; none is fatal. */
 #include "dev.h"
 
 #include <errno.h>
@@ -9,9 +9,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "kb/inputs.h"
+#include "inputs.h"
 
 struct host {
   double t0[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_start, per interval */
@@ -27,7 +28,13 @@ static size_t page_size(void) {
   return p > 0 ? (size_t)p : 4096;
 }
 
-static int h_alloc(struct kb__dev *d, size_t bytes, void **out) {
+/* errno `e` as an enum kb_err code with strerror()'s text in `err`. */
+static int sys_error(int e, struct kb_error *err) {
+  return kb_error_set(err, e == ENOMEM ? KB_ENOMEM : e == EINVAL ? KB_EINVAL : KB_EIO, "%s",
+                      strerror(e));
+}
+
+static int h_alloc(struct kb__dev *d, size_t bytes, void **out, struct kb_error *err) {
   (void)d;
   size_t pg = page_size();
   size_t body = (bytes + pg - 1) / pg * pg;
@@ -36,15 +43,15 @@ static int h_alloc(struct kb__dev *d, size_t bytes, void **out) {
   size_t len = body + 3 * pg;
   unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED)
-    return ENOMEM;
+    return sys_error(ENOMEM, err);
   if (mprotect(m + pg, pg, PROT_NONE) != 0 || mprotect(m + 2 * pg + body, pg, PROT_NONE) != 0) {
     int e = errno;
     munmap(m, len);
-    return e;
+    return sys_error(e, err);
   }
   memcpy(m, &len, sizeof len);
   *out = m + 2 * pg;
-  return 0;
+  return KB_OK;
 }
 
 static void h_free(struct kb__dev *d, void *p) {
@@ -58,20 +65,22 @@ static void h_free(struct kb__dev *d, void *p) {
 }
 
 static int h_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
-                  const struct kb_input_set *set, int tensor) {
+                  const struct kb_input_set *set, int tensor, struct kb_error *err) {
   (void)d;
-  struct kb_error err = {0};
-  return kb_inputs_fill(set, tensor, dtype, p, n, &err) == KB_OK ? 0 : EINVAL;
+  return kb_inputs_fill(set, tensor, dtype, p, n, err);
 }
 
-static int h_poison(struct kb__dev *d, void *p, int dtype, int64_t n) {
+static int h_poison(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err) {
+  (void)err;
   (void)d;
   kb_poison(dtype, p, n);
-  return 0;
+  return KB_OK;
 }
 
 /* FNV-1a over 8-byte words, then the tail: order-sensitive, fast enough for every call. */
-static int h_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum) {
+static int h_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
+                      struct kb_error *err) {
+  (void)err;
   (void)d;
   const unsigned char *s = p;
   uint64_t h = UINT64_C(0xcbf29ce484222325);
@@ -85,17 +94,20 @@ static int h_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *
   for (; i < bytes; i++)
     h = (h ^ s[i]) * UINT64_C(0x100000001b3);
   *sum = h ^ (uint64_t)bytes;
-  return 0;
+  return KB_OK;
 }
 
 static int h_compare(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
-                     double atol, double rtol, struct kb_verify_report *rep, int *pass) {
+                     double atol, double rtol, struct kb_verify_report *rep, int *pass,
+                     struct kb_error *err) {
+  (void)err;
   (void)d;
   *pass = kb_verify(dtype, got, want, n, atol, rtol, rep);
-  return 0;
+  return KB_OK;
 }
 
-static int h_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key) {
+static int h_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key, struct kb_error *err) {
+  (void)err;
   (void)d;
   unsigned char *b = p;
   size_t words = bytes / 8;
@@ -108,13 +120,14 @@ static int h_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key) {
   uint64_t m = kb__mask_word(key, words);
   for (size_t i = 0; i < bytes % 8; i++)
     b[8 * words + i] ^= (unsigned char)(m >> (8 * i));
-  return 0;
+  return KB_OK;
 }
 
-static int h_l2_reset(struct kb__dev *d, int full) {
+static int h_l2_reset(struct kb__dev *d, int full, struct kb_error *err) {
+  (void)err;
   (void)d;
   (void)full;
-  return 0;
+  return KB_OK;
 }
 
 /* memcpy's bandwidth, read and write counted, over a buffer beyond the CPU's caches: the best of
@@ -122,7 +135,7 @@ static int h_l2_reset(struct kb__dev *d, int full) {
  * judge host timings by it. */
 static double host_bandwidth(void) {
   size_t n = (size_t)64 << 20;
-  unsigned char *a = malloc(n), *b = malloc(n);
+  unsigned char *a = kb_malloc(n), *b = kb_malloc(n);
   double best = 0;
   if (a != NULL && b != NULL) {
     memset(a, 1, n);
@@ -136,65 +149,54 @@ static double host_bandwidth(void) {
       a[k] = b[n - 1 - (size_t)k]; /* keeps the copies */
     }
   }
-  free(a);
-  free(b);
+  kb_free(a);
+  kb_free(b);
   return best;
 }
 
-static int h_nothing(struct kb__dev *d) {
+static int h_nothing(struct kb__dev *d, struct kb_error *err) {
+  (void)err;
   (void)d;
-  return 0;
+  return KB_OK;
 }
 
-static int h_spin(struct kb__dev *d, double us) {
+static int h_spin(struct kb__dev *d, double us, struct kb_error *err) {
+  (void)err;
   (void)d;
   (void)us;
-  return 0;
+  return KB_OK;
 }
 
-static int h_timer_start(struct kb__dev *d, int k) {
+static int h_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
   struct host *h = d->impl;
   if (k < 0 || k >= KB__TIMER_SLOTS)
-    return EINVAL;
+    return sys_error(EINVAL, err);
   h->t0[k] = kb_now_mono();
-  return 0;
+  return KB_OK;
 }
 
 /* The host's calls are synchronous: the interval ends now. */
-static int h_timer_stop(struct kb__dev *d, int k) {
+static int h_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
   struct host *h = d->impl;
   if (k < 0 || k >= KB__TIMER_SLOTS)
-    return EINVAL;
+    return sys_error(EINVAL, err);
   h->t1[k] = kb_now_mono();
-  return 0;
+  return KB_OK;
 }
 
-static int h_timer_read(struct kb__dev *d, int n, double *us) {
+static int h_timer_read(struct kb__dev *d, int n, double *us, struct kb_error *err) {
   struct host *h = d->impl;
   if (n < 1 || n > KB__TIMER_SLOTS)
-    return EINVAL;
+    return sys_error(EINVAL, err);
   double sum = 0;
   for (int k = 0; k < n; k++)
     sum += h->t1[k] - h->t0[k];
   *us = sum * 1e6;
-  return 0;
-}
-
-static const char *h_describe(struct kb__dev *d, int code, char *buf, size_t size) {
-  (void)d;
-  if (snprintf(buf, size, "%s", strerror(code)) < 0 && size > 0)
-    buf[0] = '\0';
-  return buf;
-}
-
-static int h_fatal(struct kb__dev *d, int code) {
-  (void)d;
-  (void)code;
-  return 0;
+  return KB_OK;
 }
 
 static void h_close(struct kb__dev *d) {
-  free(d->impl);
+  kb_free(d->impl);
   d->impl = NULL;
 }
 
@@ -224,13 +226,13 @@ static void cpu_name(char *out, size_t size) {
   fclose(f);
 }
 
-int kb__dev_host_open(struct kb__dev *d) {
+int kb__dev_host_open(struct kb__dev *d, struct kb_error *err) {
   memset(d, 0, sizeof *d);
   d->backend = "host";
   cpu_name(d->name, sizeof d->name);
-  d->impl = calloc(1, sizeof(struct host));
+  d->impl = kb_calloc(1, sizeof(struct host));
   if (d->impl == NULL)
-    return ENOMEM;
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   d->alloc = h_alloc;
   d->free = h_free;
   d->fill = h_fill;
@@ -245,9 +247,7 @@ int kb__dev_host_open(struct kb__dev *d) {
   d->timer_stop = h_timer_stop;
   d->timer_read = h_timer_read;
   d->sync = h_nothing;
-  d->describe = h_describe;
-  d->fatal = h_fatal;
   d->close = h_close;
   d->bandwidth = host_bandwidth();
-  return 0;
+  return KB_OK;
 }

@@ -4,9 +4,9 @@
  * this file, so:
  *   - every double operation the host does is written with an explicit round-to-nearest
  *     intrinsic (__dadd_rn, __dmul_rn, ... here and through KB_GEN_ADD/SUB/MUL in
- *     kb/inputs_gen.h): nvcc would otherwise contract a + b * c into one fused multiply-add,
+ *     inputs_gen.h): nvcc would otherwise contract a + b * c into one fused multiply-add,
  *     which rounds once where the host (strict C11, no FMA contraction) rounds twice;
- *   - the generator and the f16 and bf16 conversions are the host's own code: kb/inputs_gen.h,
+ *   - the generator and the f16 and bf16 conversions are the host's own code: inputs_gen.h,
  *     included by common/src/inputs.c too, compiled here for both sides (KB_HD), rather than the
  *     CUDA intrinsics (__float2half_rn agrees on finite values but not on the NaN payload the
  *     host keeps); one source leaves nothing to prove.
@@ -19,7 +19,8 @@
 #include <string.h>
 
 #include "devkern.h"
-#include "kb/inputs_gen.h"
+#include "inputs_gen.h"
+#include "kb/alloc.h"
 #include "kb_kernel.h"
 extern "C" {
 #include "kb/task.h" /* a C header without extern "C" of its own */
@@ -245,7 +246,7 @@ int kb_dk_poison(void *dev, int dtype, int64_t n, void *stream) {
 
 int kb_dk_ctx_new(size_t flush_bytes, struct kb_dk_ctx **out) {
   *out = NULL;
-  struct kb_dk_ctx *c = (struct kb_dk_ctx *)calloc(1, sizeof *c);
+  struct kb_dk_ctx *c = (struct kb_dk_ctx *)kb_calloc(1, sizeof *c);
   if (c == NULL)
     return cudaErrorMemoryAllocation;
   cudaError_t rc = cudaGetDevice(&c->device);
@@ -274,14 +275,14 @@ void kb_dk_ctx_free(struct kb_dk_ctx *c) {
     return;
   cudaFree(c->flush);
   cudaFree(c->scratch);
-  free(c);
+  kb_free(c);
 }
 
 /* --- checksum -------------------------------------------------------------------------------- */
 
 /* Word i of the buffer: its little-endian bytes [8i, 8i + 8), zero-padded past the end. The
  * checksum is the wrapping sum over i of mix(word_i + (i + 1) * GOLDEN) plus mix(bytes), with
- * kb_gen_mix and KB_GEN_GOLDEN of kb/inputs_gen.h: every term depends on its position, so moved
+ * kb_gen_mix and KB_GEN_GOLDEN of inputs_gen.h: every term depends on its position, so moved
  * bytes change it, and mix is a bijection, so one changed word changes its term (and the sum) for
  * certain; several changed words cancel with probability about 2^-64. */
 __device__ static inline unsigned long long word_term(uint64_t w, uint64_t i) {

@@ -8,9 +8,9 @@
  * kb_dk_ctx_new.
  *
  * The values and rules are exactly the host's, so the host and CUDA backends agree bit for bit:
- *   - kb_dk_fill draws element i of an input with the counter-based generator of kb/inputs.h
+ *   - kb_dk_fill draws element i of an input with the counter-based generator of inputs.h
  *     (same key, same positions, same dtype conversions), one thread per element;
- *   - kb_dk_poison writes kb_poison()'s pattern (kb/verify.h);
+ *   - kb_dk_poison writes kb_poison()'s pattern (verify.h);
  *   - kb_dk_compare applies kb_verify()'s rule (|got - want| <= atol + rtol*|want|, NaN and
  *     infinity never pass, bool exactly 0 or 1) and fills a struct kb_verify_report with the same
  *     meaning (first_bad is the lowest failing flat index).
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kb/verify.h"
+#include "verify.h"
 
 #ifdef __cplusplus
 extern "C" {

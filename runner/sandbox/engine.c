@@ -12,7 +12,7 @@
 #include "confine.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
-#include "kb/verify.h"
+#include "verify.h"
 #include "stats.h"
 #ifdef KB_HAVE_CUPTI_TRACE
 #include "cupti_trace.h"
@@ -189,10 +189,10 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   kb_free(p);
 }
 
-/* Loads `path` and finds kb_forward. Returns the handle, or NULL with `why` set; `*nosym` tells
- * a library without kb_forward from one that does not load. */
-static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_t size) {
-  *nosym = 0;
+/* Loads `path` and finds kb_forward. Returns the handle (the caller dlcloses it), or NULL with
+ * the reason in `err`: KB_ELOAD when the library does not load (dlerror's text without the
+ * path), KB_ENOTFOUND when it does not export kb_forward. */
+static void *load(const char *path, forward_fn *fn, struct kb_error *err) {
   kb__confine_load_begin(); /* the loader's read-only opens pass (confine.h) */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   kb__confine_load_end();
@@ -203,7 +203,7 @@ static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_
     size_t plen = strlen(path);
     if (strncmp(e, path, plen) == 0 && strncmp(e + plen, ": ", 2) == 0)
       e += plen + 2;
-    say(why, size, "%s", e);
+    kb_error_set(err, KB_ELOAD, "%s", e);
     return NULL;
   }
   union {
@@ -212,8 +212,7 @@ static void *load(const char *path, forward_fn *fn, int *nosym, char *why, size_
   } sym;
   sym.obj = dlsym(lib, "kb_forward");
   if (sym.obj == NULL) {
-    *nosym = 1;
-    say(why, size, "the library does not export kb_forward");
+    kb_error_set(err, KB_ENOTFOUND, "the library does not export kb_forward");
     dlclose(lib);
     return NULL;
   }
@@ -241,24 +240,25 @@ static const size_t *outs_of(const struct kb__prepared *p, const size_t *offs, i
 
 /* The trusted oracle on the inputs of slot `s` into `n_out` outputs at `offs` (into priv), on
  * the oracle's stream, synchronized. Returns the oracle's value (non-zero: it failed), with a
- * device error in `*e`. */
+ * device error code in `*e` (KB_OK when none) and its text in `err`. */
 static int call_oracle(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
-                       const size_t *offs, int *e) {
+                       const size_t *offs, int *e, struct kb_error *err) {
   kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
   for (int i = 0; i < p->n_in; i++)
     tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
     tensor(&out[o], &p->out_spec[o], p->priv + offs[o]);
-  *e = d->sync(d); /* the inputs were drawn on the candidate's stream */
+  *e = d->sync(d, err); /* the inputs were drawn on the candidate's stream */
   int ret = *e ? 0 : fn(in, p->n_in, out, p->n_out, d->oracle_stream);
   if (*e == 0)
-    *e = d->sync(d);
+    *e = d->sync(d, err);
   return ret;
 }
 
-static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t *outs) {
+static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t *outs,
+                  struct kb_error *err) {
   for (int o = 0; o < p->n_out; o++) {
-    int e = d->poison(d, p->cand + outs[o], p->out_spec[o].dtype, p->out_n[o]);
+    int e = d->poison(d, p->cand + outs[o], p->out_spec[o].dtype, p->out_n[o], err);
     if (e)
       return e;
   }
@@ -268,26 +268,25 @@ static int poison(struct kb__dev *d, const struct kb__prepared *p, const size_t 
 /* Compares `got` (into cand) with the reference of set `set`, output `o`, unmasked for the
  * compare only. */
 static int compare_ref(struct kb__dev *d, struct kb__prepared *p, const unsigned char *got,
-                       int set, int o, struct kb_verify_report *rep, int *pass) {
+                       int set, int o, struct kb_verify_report *rep, int *pass,
+                       struct kb_error *err) {
   unsigned char *ref = p->priv + p->ref_off[set * p->n_out + o];
-  int e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  int e = d->mask(d, ref, p->out_bytes[o], p->mask_key, err);
   if (e)
     return e;
-  e = d->compare(d, got, ref, p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, rep, pass);
-  int e2 = d->mask(d, ref, p->out_bytes[o], p->mask_key);
+  e = d->compare(d, got, ref, p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, rep, pass, err);
+  int e2 = d->mask(d, ref, p->out_bytes[o], p->mask_key, err);
   return e ? e : e2;
 }
 
-int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
-                int *fatal, char *why, size_t size) {
-  *out = NULL;
-  *fatal = 0;
-  char msg[200] = "";
+/* Preparing, phase 1: the bookkeeping of `s` into a new `*out` (kb__prepared_free), the
+ * tensors' sizes. Returns KB_OK, or KB_ENOMEM / KB_EINVAL (a bad tensor spec) with `err`. */
+static int prep_new(const struct kb__prep_spec *s, struct kb__prepared **out,
+                    struct kb_error *err) {
   struct kb__prepared *p = kb_calloc(1, sizeof *p);
-  if (p == NULL) {
-    say(why, size, "out of memory");
-    return -1;
-  }
+  *out = p;
+  if (p == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   int ns = s->n_sets, ni = s->n_in, no = s->n_out;
   p->key = kb_strdup(s->key);
   p->n_in = ni;
@@ -310,31 +309,33 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->in_sum = kb_calloc((size_t)ns * (size_t)ni, sizeof *p->in_sum);
   p->ref_sum = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_sum);
   if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->guard_off ||
-      !p->in_sum || !p->ref_sum) {
-    say(why, size, "out of memory");
-    goto fail;
-  }
-  size_t biggest_in = 0;
+      !p->in_sum || !p->ref_sum)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
   for (int i = 0; i < ni + no; i++) {
     const struct kb_tensor_spec *t = i < ni ? &s->inputs[i] : &s->outputs[i - ni];
     int64_t n = 0;
     size_t bytes = spec_bytes(t, &n);
-    if (bytes == 0) {
-      say(why, size, "tensor \"%s\" has a bad dtype or shape", t->name);
-      goto fail;
-    }
+    if (bytes == 0)
+      return kb_error_set(err, KB_EINVAL, "tensor \"%s\" has a bad dtype or shape", t->name);
     if (i < ni) {
       p->in_bytes[i] = bytes;
       p->in_n[i] = n;
-      biggest_in = bytes > biggest_in ? bytes : biggest_in;
     } else {
       p->out_bytes[i - ni] = bytes;
       p->out_n[i - ni] = n;
     }
   }
-  /* the candidate's allocation: guard, then each buffer followed by its guard */
-  size_t off = 0;
+  return KB_OK;
+}
+
+/* Phase 2: the layout of both allocations (engine.h): the candidate's, a guard, then each buffer
+ * followed by its guard; the evaluator's, the references, the fresh references, scratch. */
+static void prep_layout(struct kb__prepared *p) {
+  int ns = p->n_sets, ni = p->n_in, no = p->n_out;
+  size_t off = 0, biggest_in = 0;
   int g = 0;
+  for (int i = 0; i < ni; i++)
+    biggest_in = p->in_bytes[i] > biggest_in ? p->in_bytes[i] : biggest_in;
 #define PLACE(dst, bytes)                                                                        \
   do {                                                                                           \
     p->guard_off[g++] = off;                                                                     \
@@ -356,7 +357,6 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->guard_off[g++] = off;
   off += GUARD;
   p->cand_bytes = off;
-  /* the evaluator's */
   size_t poff = 0;
   for (int k = 0; k < ns; k++)
     for (int o = 0; o < no; o++) {
@@ -370,104 +370,113 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   p->scratch_off = poff;
   poff = align_up(poff + biggest_in);
   p->priv_bytes = poff;
+}
+
+/* Phase 3: both allocations on the device, the guards written and checksummed, the mask key.
+ * Returns KB_OK or the device's code with `err`. */
+static int prep_device(struct kb__dev *d, struct kb__prepared *p, struct kb_error *err) {
+  struct kb_error de = {0};
   void *mem = NULL;
-  int e = d->alloc(d, p->cand_bytes, &mem);
+  int e = d->alloc(d, p->cand_bytes, &mem, &de);
   if (e == 0) {
     p->cand = mem;
-    e = d->alloc(d, p->priv_bytes, &mem);
+    e = d->alloc(d, p->priv_bytes, &mem, &de);
     if (e == 0)
       p->priv = mem;
   }
   p->bytes = p->cand_bytes + p->priv_bytes;
-  if (e) {
-    say(why, size, "cannot allocate %zu bytes of device memory: %s", p->bytes,
-        d->describe(d, e, msg, sizeof msg));
-    *fatal = d->fatal(d, e);
-    goto fail;
-  }
-  for (int k = 0; k < g && e == 0; k++)
-    e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD);
+  if (e)
+    return kb_error_set(err, e, "cannot allocate %zu bytes of device memory: %s", p->bytes,
+                        de.msg);
+  for (int k = 0; k < p->n_guards && e == 0; k++)
+    e = d->poison(d, p->cand + p->guard_off[k], KB_U8, GUARD, &de);
   if (e == 0)
-    e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum);
-  if (e) {
-    say(why, size, "cannot write the guards: %s", d->describe(d, e, msg, sizeof msg));
-    *fatal = d->fatal(d, e);
-    goto fail;
-  }
-  {
-    double t = kb_now_mono();
-    uint64_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
-  }
-  int nosym = 0;
-  p->oracle_lib = load(s->oracle, &p->oracle, &nosym, msg, sizeof msg);
-  if (p->oracle_lib == NULL) {
-    say(why, size, "cannot load the oracle: %s", msg);
-    goto fail;
-  }
-  for (int k = 0; k < ns; k++) {
-    double t0 = kb_now_mono();
-    for (int i = 0; i < ni && e == 0; i++)
-      e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
-                  &p->sets[k], i);
-    for (int o = 0; o < no && e == 0; o++)
-      e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o]);
+    e = d->checksum(d, p->cand + p->guard_off[0], GUARD, &p->guard_sum, &de);
+  if (e)
+    return kb_error_set(err, e, "cannot write the guards: %s", de.msg);
+  double t = kb_now_mono();
+  uint64_t bits;
+  memcpy(&bits, &t, sizeof bits);
+  p->mask_key = splitmix(bits ^ (uint64_t)(uintptr_t)p ^ fresh_seed(p));
+  return KB_OK;
+}
+
+/* Phase 4, per input set `k`: its inputs drawn, the oracle run into its references, which must
+ * be finite, masked and checksummed, and the inputs' checksums. Returns KB_OK, or a code with
+ * `err`. */
+static int prep_set(struct kb__dev *d, struct kb__prepared *p, int k, struct kb_error *err) {
+  int ni = p->n_in, no = p->n_out;
+  struct kb_error de = {0};
+  int e = KB_OK;
+  double t0 = kb_now_mono();
+  for (int i = 0; i < ni && e == 0; i++)
+    e = d->fill(d, p->cand + p->in_off[k * ni + i], p->in_spec[i].dtype, p->in_n[i],
+                &p->sets[k], i, &de);
+  for (int o = 0; o < no && e == 0; o++)
+    e = d->poison(d, p->priv + p->ref_off[k * no + o], p->out_spec[o].dtype, p->out_n[o], &de);
+  if (e == 0)
+    e = d->sync(d, &de);
+  if (e)
+    return kb_error_set(err, e, "cannot draw input set %d: %s", k, de.msg);
+  double t1 = kb_now_mono();
+  p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
+  int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e, &de);
+  if (e)
+    return kb_error_set(err, e, "the oracle failed on input set %d: %s", k, de.msg);
+  if (ret != 0)
+    return kb_error_set(err, KB_EINTERNAL, "the oracle returned %d on input set %d", ret, k);
+  double t2 = kb_now_mono();
+  p->oracle_s = t2 - t1 > p->oracle_s ? t2 - t1 : p->oracle_s;
+  for (int o = 0; o < no; o++) {
+    /* a reference compared with itself passes exactly when every element is finite */
+    struct kb_verify_report rep;
+    int pass = 0;
+    unsigned char *ref = p->priv + p->ref_off[k * no + o];
+    e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, &de);
+    if (e == 0 && !pass)
+      return kb_error_set(err, KB_EINTERNAL,
+                          "the oracle's output \"%s\" of input set %d: element %lld is not finite",
+                          p->out_spec[o].name, k, (long long)rep.first_bad);
     if (e == 0)
-      e = d->sync(d);
-    if (e) {
-      say(why, size, "cannot draw input set %d: %s", k, d->describe(d, e, msg, sizeof msg));
-      *fatal = d->fatal(d, e);
-      goto fail;
-    }
-    double t1 = kb_now_mono();
-    p->fill_s = t1 - t0 > p->fill_s ? t1 - t0 : p->fill_s;
-    int ret = call_oracle(d, p, p->oracle, k, p->ref_off + (size_t)k * (size_t)no, &e);
-    if (ret != 0 || e != 0) {
-      if (e)
-        say(why, size, "the oracle failed on input set %d: %s", k,
-            d->describe(d, e, msg, sizeof msg));
-      else
-        say(why, size, "the oracle returned %d on input set %d", ret, k);
-      *fatal = e ? d->fatal(d, e) : 0;
-      goto fail;
-    }
-    double t2 = kb_now_mono();
-    p->oracle_s = t2 - t1 > p->oracle_s ? t2 - t1 : p->oracle_s;
-    for (int o = 0; o < no; o++) {
-      /* a reference compared with itself passes exactly when every element is finite */
-      struct kb_verify_report rep;
-      int pass = 0;
-      unsigned char *ref = p->priv + p->ref_off[k * no + o];
-      e = d->compare(d, ref, ref, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass);
-      if (e == 0 && !pass) {
-        say(why, size, "the oracle's output \"%s\" of input set %d: element %lld is not finite",
-            p->out_spec[o].name, k, (long long)rep.first_bad);
-        goto fail;
-      }
-      if (e == 0)
-        e = d->mask(d, ref, p->out_bytes[o], p->mask_key);
-      if (e == 0)
-        e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o]);
-      if (e) {
-        say(why, size, "cannot check the oracle's outputs: %s", d->describe(d, e, msg, sizeof msg));
-        *fatal = d->fatal(d, e);
-        goto fail;
-      }
-    }
-    for (int i = 0; i < ni && e == 0; i++)
-      e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i]);
-    if (e) {
-      say(why, size, "cannot checksum the inputs: %s", d->describe(d, e, msg, sizeof msg));
-      *fatal = d->fatal(d, e);
-      goto fail;
-    }
+      e = d->mask(d, ref, p->out_bytes[o], p->mask_key, &de);
+    if (e == 0)
+      e = d->checksum(d, ref, p->out_bytes[o], &p->ref_sum[k * no + o], &de);
+    if (e)
+      return kb_error_set(err, e, "cannot check the oracle's outputs: %s", de.msg);
+  }
+  for (int i = 0; i < ni && e == 0; i++)
+    e = d->checksum(d, p->cand + p->in_off[k * ni + i], p->in_bytes[i], &p->in_sum[k * ni + i],
+                    &de);
+  if (e)
+    return kb_error_set(err, e, "cannot checksum the inputs: %s", de.msg);
+  return KB_OK;
+}
+
+int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
+                int *fatal, struct kb_error *err) {
+  *out = NULL;
+  *fatal = 0;
+  struct kb__prepared *p = NULL;
+  int rc = prep_new(s, &p, err);
+  if (rc == KB_OK) {
+    prep_layout(p);
+    rc = prep_device(d, p, err);
+  }
+  if (rc == KB_OK) {
+    struct kb_error le = {0};
+    p->oracle_lib = load(s->oracle, &p->oracle, &le);
+    if (p->oracle_lib == NULL)
+      rc = kb_error_set(err, le.code, "cannot load the oracle: %s", le.msg);
+  }
+  for (int k = 0; k < s->n_sets && rc == KB_OK; k++)
+    rc = prep_set(d, p, k, err);
+  if (rc != KB_OK) {
+    *fatal = d->broken;
+    kb__prepared_free(d, p);
+    return rc;
   }
   *out = p;
-  return 0;
-fail:
-  kb__prepared_free(d, p);
-  return -1;
+  return KB_OK;
 }
 
 /* ---- evaluation ------------------------------------------------------------------------- */
@@ -482,16 +491,17 @@ struct run {
   int windows;              /* timed samples (trace windows) since the kernel trace began */
   int pad_windows;          /* 1: a baseline is interleaved under the trace: every window of a
                                sample of the candidate's alone is followed by an empty one */
+  struct kb_error derr;     /* the text of the device error device_error() reports */
 };
 
-/* Records a device error `code` met while doing `what` as the verdict: a crash of the
- * candidate (its asynchronous work is what fails), fatal when the device says so. */
-static void device_error(struct run *r, int code, const char *what) {
-  char msg[160];
+/* Records the device error in r->derr, met while doing `what`, as the verdict: a crash of the
+ * candidate (its asynchronous work is what fails), fatal when it left the device broken. Clears
+ * r->derr for the next one. */
+static void device_error(struct run *r, const char *what) {
   r->v->status = KB_STATUS_CRASH;
-  say(r->v->reason, sizeof r->v->reason, "%s: %s", what,
-      r->d->describe(r->d, code, msg, sizeof msg));
-  r->v->fatal = r->d->fatal(r->d, code);
+  say(r->v->reason, sizeof r->v->reason, "%s: %s", what, r->derr.msg);
+  r->v->fatal = r->d->broken;
+  kb_error_clear(&r->derr);
 }
 
 static const char *phase_text[] = {"check", "warm-up", "timed"};
@@ -500,9 +510,9 @@ static const char *phase_text[] = {"check", "warm-up", "timed"};
  * verdict set. */
 static int one_call(struct run *r, forward_fn fn, int s, const size_t *outs, int phase,
                     const char *who) {
-  int e = poison(r->d, r->p, outs);
+  int e = poison(r->d, r->p, outs, &r->derr);
   if (e) {
-    device_error(r, e, "cannot poison the outputs");
+    device_error(r, "cannot poison the outputs");
     return 1;
   }
   int ret = call(r->d, r->p, fn, s, outs);
@@ -516,11 +526,11 @@ static int one_call(struct run *r, forward_fn fn, int s, const size_t *outs, int
 }
 
 static int sync_or_crash(struct run *r, int s, int phase) {
-  int e = r->d->sync(r->d);
+  int e = r->d->sync(r->d, &r->derr);
   if (e) {
     char what[96];
     say(what, sizeof what, "device error after the %s call on input set %d", phase_text[phase], s);
-    device_error(r, e, what);
+    device_error(r, what);
     return 1;
   }
   return 0;
@@ -561,9 +571,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
   struct kb__dev *d = r->d;
   for (int k = 0; k < p->n_guards; k++) {
     uint64_t sum = 0;
-    int e = d->checksum(d, p->cand + p->guard_off[k], GUARD, &sum);
+    int e = d->checksum(d, p->cand + p->guard_off[k], GUARD, &sum, &r->derr);
     if (e) {
-      device_error(r, e, "cannot checksum the guards");
+      device_error(r, "cannot checksum the guards");
       return 1;
     }
     if (sum != p->guard_sum) {
@@ -582,9 +592,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
     for (int i = 0; i < p->n_in; i++) {
       uint64_t sum = 0;
       unsigned char *in = p->cand + p->in_off[s * p->n_in + i];
-      int e = d->checksum(d, in, p->in_bytes[i], &sum);
+      int e = d->checksum(d, in, p->in_bytes[i], &sum, &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the inputs");
+        device_error(r, "cannot checksum the inputs");
         return 1;
       }
       int held = p->holds[s];
@@ -595,9 +605,9 @@ static int integrity(struct run *r, const char *when, int guards_only) {
       struct kb_verify_report rep;
       int pass = 1;
       unsigned char *scratch = p->priv + p->scratch_off;
-      if (d->fill(d, scratch, p->in_spec[i].dtype, p->in_n[i], &p->sets[held], i) == 0 &&
-          d->compare(d, in, scratch, p->in_spec[i].dtype, p->in_n[i], 0, 0, &rep, &pass) == 0 &&
-          !pass)
+      int dtype = p->in_spec[i].dtype;
+      if (d->fill(d, scratch, dtype, p->in_n[i], &p->sets[held], i, NULL) == KB_OK &&
+          d->compare(d, in, scratch, dtype, p->in_n[i], 0, 0, &rep, &pass, NULL) == KB_OK && !pass)
         element = (long long)rep.first_bad;
       p->damaged = 1;
       r->v->status = KB_STATUS_REJECTED;
@@ -613,9 +623,10 @@ static int integrity(struct run *r, const char *when, int guards_only) {
     }
     for (int o = 0; o < p->n_out; o++) {
       uint64_t sum = 0;
-      int e = d->checksum(d, p->priv + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum);
+      int e = d->checksum(d, p->priv + p->ref_off[s * p->n_out + o], p->out_bytes[o], &sum,
+                          &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the reference outputs");
+        device_error(r, "cannot checksum the reference outputs");
         return 1;
       }
       if (sum != p->ref_sum[s * p->n_out + o]) {
@@ -648,9 +659,10 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
       struct kb_verify_report rep;
       int pass = 0;
       int held = p->holds[s];
-      int e = compare_ref(r->d, p, p->cand + outs_of(p, offs, s)[o], held, o, &rep, &pass);
+      int e = compare_ref(r->d, p, p->cand + outs_of(p, offs, s)[o], held, o, &rep, &pass,
+                          &r->derr);
       if (e) {
-        device_error(r, e, "cannot compare the outputs");
+        device_error(r, "cannot compare the outputs");
         return -1;
       }
       if (isnan(r->v->max_abs_err) || rep.max_abs_err > r->v->max_abs_err)
@@ -675,9 +687,9 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
 static int pad_window(struct run *r) {
   if (!r->pad_windows || !r->d->end_marker)
     return 0;
-  int e = r->d->spin(r->d, 0.0);
+  int e = r->d->spin(r->d, 0.0, &r->derr);
   if (e == 0)
-    e = r->d->spin(r->d, 0.0);
+    e = r->d->spin(r->d, 0.0, &r->derr);
   r->windows++;
   return e;
 }
@@ -696,40 +708,41 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
                   const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
   struct kb__dev *d = r->d;
   for (int b = 0; b < batch && b < r->n_check; b++) {
-    int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check));
+    int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check), &r->derr);
     if (pe) {
-      device_error(r, pe, "cannot poison the outputs");
+      device_error(r, "cannot poison the outputs");
       return 1;
     }
   }
-  int e = d->l2_reset(d, 1), marker = d->end_marker, bad = 0;
+  int e = d->l2_reset(d, 1, &r->derr), marker = d->end_marker, bad = 0;
   if (e == 0 && !flushed) {
-    e = r->e->flush_l2 ? d->flush_l2(d) : 0;
+    e = r->e->flush_l2 ? d->flush_l2(d, &r->derr) : 0;
     if (e == 0 && batch > 1)
-      e = d->spin(d, 20.0 + ENQUEUE_US * batch);
+      e = d->spin(d, 20.0 + ENQUEUE_US * batch, &r->derr);
     else if (e == 0 && marker)
-      e = d->spin(d, 0.0); /* the kernel trace's opening marker (the batch's spin is one too) */
+      /* the kernel trace's opening marker (the batch's spin is one too) */
+      e = d->spin(d, 0.0, &r->derr);
     if (e == 0)
-      e = d->timer_start(d, 0);
+      e = d->timer_start(d, 0, &r->derr);
   } else if (e == 0 && marker) {
-    e = d->spin(d, 0.0); /* opening marker; the closing one follows the last call */
+    e = d->spin(d, 0.0, &r->derr); /* opening marker; the closing one follows the last call */
     d->end_marker = 0;
   }
   if (e) {
-    device_error(r, e, "cannot start a timed sample");
+    device_error(r, "cannot start a timed sample");
     bad = 1;
   }
   for (int b = 0; b < batch && !bad; b++) {
     int s = *next;
     if (flushed) {
       /* the flush (tens of microseconds of device work) covers queueing the call behind it */
-      e = b > 0 ? d->l2_reset(d, 0) : 0;
+      e = b > 0 ? d->l2_reset(d, 0, &r->derr) : 0;
       if (e == 0)
-        e = d->flush_l2(d);
+        e = d->flush_l2(d, &r->derr);
       if (e == 0)
-        e = d->timer_start(d, b);
+        e = d->timer_start(d, b, &r->derr);
       if (e) {
-        device_error(r, e, "cannot start a timed call");
+        device_error(r, "cannot start a timed call");
         bad = 1;
         break;
       }
@@ -744,8 +757,8 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       break;
     }
     *timed_mask |= UINT32_C(1) << s;
-    if (flushed && (e = d->timer_stop(d, b)) != 0) {
-      device_error(r, e, "device error during a timed call");
+    if (flushed && (e = d->timer_stop(d, b, &r->derr)) != 0) {
+      device_error(r, "device error during a timed call");
       bad = 1;
     }
   }
@@ -753,13 +766,13 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
   if (bad)
     return 1;
   double t = 0;
-  e = flushed ? (marker ? d->spin(d, 0.0) : 0) : d->timer_stop(d, 0);
+  e = flushed ? (marker ? d->spin(d, 0.0, &r->derr) : 0) : d->timer_stop(d, 0, &r->derr);
   if (e == 0)
-    e = d->timer_read(d, flushed ? batch : 1, &t);
+    e = d->timer_read(d, flushed ? batch : 1, &t, &r->derr);
   if (e == 0)
-    e = d->sync(d);
+    e = d->sync(d, &r->derr);
   if (e) {
-    device_error(r, e, "device error during a timed call");
+    device_error(r, "device error during a timed call");
     return 1;
   }
   r->windows++;
@@ -784,7 +797,7 @@ static int untouched_set(struct run *r, const size_t *offs, int *out) {
       struct kb_verify_report rep;
       int pass = 1;
       /* compared with itself, an element fails exactly when it is not finite */
-      if (r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass))
+      if (r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &rep, &pass, NULL))
         return -1;
       if (!pass && rep.bad == rep.checked && rep.checked > 0 && isnan(rep.got)) {
         *out = o;
@@ -799,7 +812,7 @@ static int fill_slot(struct run *r, int b, const struct kb_input_set *set) {
   struct kb__prepared *p = r->p;
   for (int i = 0; i < p->n_in; i++) {
     int e = r->d->fill(r->d, p->cand + p->in_off[b * p->n_in + i], p->in_spec[i].dtype,
-                       p->in_n[i], set, i);
+                       p->in_n[i], set, i, &r->derr);
     if (e)
       return e;
   }
@@ -878,6 +891,8 @@ static int fresh_wrong(struct run *r, forward_fn fn, int s, uint32_t *timed_mask
  * (the draws and host synchronisations between calls change what an honest kernel pays, e.g. a
  * stream-ordered allocation whose pool was trimmed at a synchronisation). Returns 0 or 1 with
  * the verdict set. */
+/* Kept whole (111 lines): one fresh call's fixed sequence (draw, time, check, oracle, compare,
+ * draw back), which the control sample must repeat step for step. */
 static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, int *next,
                         uint32_t *timed_mask, double *us) {
   struct kb__dev *d = r->d;
@@ -893,19 +908,20 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     const size_t *outs = outs_of(p, p->tim_off, s);
     int e = fill_slot(r, s, &fs);
     for (int i = 0; i < p->n_in && e == 0; i++)
-      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum0[i]);
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum0[i], &r->derr);
     if (e == 0)
-      e = poison(d, p, outs);
+      e = poison(d, p, outs, &r->derr);
     if (e == 0)
-      e = d->l2_reset(d, 1);
+      e = d->l2_reset(d, 1, &r->derr);
     if (e == 0 && d->end_marker)
-      e = d->spin(d, 0.0); /* the trace's opening marker; timer_stop queues the closing one */
+      /* the trace's opening marker; timer_stop queues the closing one */
+      e = d->spin(d, 0.0, &r->derr);
     if (e == 0 && r->e->flush_l2)
-      e = d->flush_l2(d);
+      e = d->flush_l2(d, &r->derr);
     if (e == 0)
-      e = d->timer_start(d, k);
+      e = d->timer_start(d, k, &r->derr);
     if (e) {
-      device_error(r, e, "cannot start a timed call on unseen inputs");
+      device_error(r, "cannot start a timed call on unseen inputs");
       return 1;
     }
     int ret = call(d, p, fn, s, outs);
@@ -915,23 +931,23 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
           "kb_forward returned %d on input set %d (timed call on unseen inputs)", ret, s);
       return 1;
     }
-    e = d->timer_stop(d, k);
+    e = d->timer_stop(d, k, &r->derr);
     if (e == 0)
-      e = d->sync(d);
+      e = d->sync(d, &r->derr);
     if (e) {
-      device_error(r, e, "device error during a timed call on unseen inputs");
+      device_error(r, "device error during a timed call on unseen inputs");
       return 1;
     }
     r->windows++;
     if ((e = pad_window(r)) != 0) {
-      device_error(r, e, "cannot mark the kernel trace");
+      device_error(r, "cannot mark the kernel trace");
       return 1;
     }
     for (int i = 0; i < p->n_in; i++) {
       uint64_t sum = 0;
-      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum);
+      e = d->checksum(d, p->cand + p->in_off[s * p->n_in + i], p->in_bytes[i], &sum, &r->derr);
       if (e) {
-        device_error(r, e, "cannot checksum the inputs");
+        device_error(r, "cannot checksum the inputs");
         return 1;
       }
       if (sum != sum0[i]) {
@@ -945,9 +961,9 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     }
     if (control)
       continue; /* its own contents: the timed re-check judges its outputs, no oracle run */
-    ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e);
+    ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e, &r->derr);
     if (e) {
-      device_error(r, e, "device error in the oracle on unseen inputs");
+      device_error(r, "device error in the oracle on unseen inputs");
       return 1;
     }
     if (ret != 0) {
@@ -961,7 +977,7 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
       struct kb_verify_report rep;
       int pass = 0;
       e = d->compare(d, p->cand + outs[o], p->priv + p->fresh_off[o], p->out_spec[o].dtype,
-                     p->out_n[o], p->atol, p->rtol, &rep, &pass);
+                     p->out_n[o], p->atol, p->rtol, &rep, &pass, &r->derr);
       if (e == 0 && !pass) {
         char what[160];
         kb_verify_describe(&rep, what, sizeof what);
@@ -974,15 +990,15 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
       e = fill_slot(r, s, &p->sets[p->holds[s]]);
     if (e) {
       p->holds[s] = -1;
-      device_error(r, e, "cannot check a call on unseen inputs");
+      device_error(r, "cannot check a call on unseen inputs");
       return 1;
     }
     if (detail[0])
       return fresh_wrong(r, fn, s, timed_mask, detail);
   }
-  int e = d->timer_read(d, calls, us);
+  int e = d->timer_read(d, calls, us, &r->derr);
   if (e) {
-    device_error(r, e, "device error during a timed call on unseen inputs");
+    device_error(r, "device error during a timed call on unseen inputs");
     return 1;
   }
   *us /= calls;
@@ -1019,7 +1035,7 @@ static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
     return 1;
   int e = pad_window(r);
   if (e) {
-    device_error(r, e, "cannot mark the kernel trace");
+    device_error(r, "cannot mark the kernel trace");
     return 1;
   }
   nx = *next;
@@ -1027,7 +1043,7 @@ static int fresh_take(struct run *r, forward_fn fn, struct fresh *fr, int *next,
     return 1;
   e = pad_window(r);
   if (e) {
-    device_error(r, e, "cannot mark the kernel trace");
+    device_error(r, "cannot mark the kernel trace");
     return 1;
   }
   if (fresh_sample(r, fn, fr->calls, 0, next, timed_mask, &fus))
@@ -1081,9 +1097,10 @@ static int determinism(struct run *r, forward_fn fn, int timed) {
     int pass = 0;
     const unsigned char *got = p->cand + p->dup_off[o];
     int e = r->d->compare(r->d, got, p->cand + outs_of(p, p->chk_off, 0)[o],
-                          p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, &rep, &pass);
+                          p->out_spec[o].dtype, p->out_n[o], p->atol, p->rtol, &rep, &pass,
+                          &r->derr);
     if (e) {
-      device_error(r, e, "cannot compare the outputs");
+      device_error(r, "cannot compare the outputs");
       return 1;
     }
     if (pass)
@@ -1091,7 +1108,7 @@ static int determinism(struct run *r, forward_fn fn, int timed) {
     struct kb_verify_report self;
     int self_pass = 1;
     e = r->d->compare(r->d, got, got, p->out_spec[o].dtype, p->out_n[o], 0, 0, &self,
-                      &self_pass);
+                      &self_pass, NULL);
     int untouched = e == 0 && is_float(p->out_spec[o].dtype) && !self_pass &&
                     self.bad == self.checked && self.checked > 0 && isnan(self.got);
     if (untouched && timed)
@@ -1132,7 +1149,7 @@ static double must_move(const struct kb__prepared *p) {
  * verdict set. */
 static int speed_of_light(struct run *r, int batch, int flushed) {
   struct kb__dev *d = r->d;
-  if (!(d->bandwidth > 0) || strcmp(d->backend, "cuda") != 0 || !r->e->flush_l2 ||
+  if (!(d->bandwidth > 0) || !d->gpu || !r->e->flush_l2 ||
       (batch > 1 && !flushed) || r->v->timing.samples <= 0)
     return 0;
   double bytes = must_move(r->p);
@@ -1163,12 +1180,12 @@ static int cross_check(struct run *r, int windows, int period) {
   size_t nrec = 0, dropped = 0, nw = 0;
   uint32_t sid = 0, osid = UINT32_MAX;
   struct kb_error te = {0};
-  int e = d->sync(d);
+  int e = d->sync(d, &r->derr);
   if (e) {
     struct kb_cupti_kernel *junk = NULL;
     kb_cupti_trace_stop(&junk, &nrec, NULL, &te);
     kb_free(junk);
-    device_error(r, e, "device error during a timed call");
+    device_error(r, "device error during a timed call");
     return 1;
   }
   int rc = kb_cupti_trace_stop(&recs, &nrec, &dropped, &te);
@@ -1243,9 +1260,10 @@ static int metric_launch(void *arg) {
 static int metric_prepare(void *arg) {
   struct metric_call *m = arg;
   struct kb__dev *d = m->r->d;
-  if (poison(d, m->r->p, outs_of(m->r->p, m->r->p->tim_off, 0)) != 0 || d->l2_reset(d, 1) != 0)
+  if (poison(d, m->r->p, outs_of(m->r->p, m->r->p->tim_off, 0), NULL) != 0 ||
+      d->l2_reset(d, 1, NULL) != 0)
     return 1;
-  return m->r->e->flush_l2 ? d->flush_l2(d) != 0 : 0;
+  return m->r->e->flush_l2 ? d->flush_l2(d, NULL) != 0 : 0;
 }
 
 /* Reads the hardware metrics of one call into the verdict, or why not into metrics_note. */
@@ -1278,73 +1296,78 @@ static void read_metrics(struct run *r, forward_fn fn) {
 }
 #endif
 
-int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
-                 struct kb__verdict *v) {
-  memset(v, 0, sizeof *v);
-  v->status = KB_STATUS_OK;
-  v->max_abs_err = NAN;
-  v->max_rel_err = NAN;
-  v->batch = 1;
-  struct run r = {.d = d, .p = p, .e = e, .v = v, .start = kb_now_mono()};
-  r.n_check = e->sets <= 0 || e->sets > p->n_sets ? p->n_sets : e->sets;
-  char msg[200];
-  void *lib = NULL, *blib = NULL;
-  double *samples = NULL, *bsamples = NULL;
-  struct fresh fr;
-  memset(&fr, 0, sizeof fr);
-  int rc = 0;
-  forward_fn fn = NULL, bfn = NULL;
-  int nosym = 0;
-  int tracing = 0;
-  if (e->trace && strcmp(d->backend, "cuda") != 0)
-    say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: the %s device has "
-        "none", d->backend);
-#ifndef KB_HAVE_CUPTI_TRACE
-  else if (e->trace)
-    say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: this kb-sandbox was "
-        "built without the CUPTI module");
-#endif
+/* ---- the evaluation, phase by phase (engine.h) ------------------------------------------- */
 
+/* One evaluation's state across its phases. */
+struct evaluation {
+  struct run r;
+  void *lib, *blib;         /* the candidate's and the baseline's libraries (dlclosed at the end) */
+  forward_fn fn, bfn;       /* their kb_forward; bfn NULL without a baseline */
+  double *samples, *bsamples; /* timed samples of the candidate and the baseline (owned) */
+  struct fresh fr;
+  uint32_t timed_mask;      /* sets whose timed outputs hold a timed call's results */
+  int next;                 /* the set the next timed call uses */
+  int warm;                 /* warm-up calls (the samples the statistics skip) */
+  double est;               /* the last warm-up call's time, microseconds */
+  int batch, flushed;       /* calls per sample; 1: flushed batches */
+  int n;                    /* samples taken */
+  int tracing;              /* 1 while the kernel trace runs */
+  int rc;                   /* kb__evaluate's return: KB_OK, or KB_ENOMEM */
+};
+
+/* Loading: the candidate's library and the baseline's. Returns 0, or 1 with the verdict set. */
+static int phase_load(struct evaluation *ev) {
+  struct kb__verdict *v = ev->r.v;
+  const struct kb__eval_spec *e = ev->r.e;
   double t0 = kb_now_mono();
-  lib = load(e->library, &fn, &nosym, msg, sizeof msg);
-  if (lib == NULL) {
+  struct kb_error le = {0};
+  ev->lib = load(e->library, &ev->fn, &le);
+  if (ev->lib == NULL) {
     v->status = KB_STATUS_COMPILE_ERROR;
-    if (nosym)
-      say(v->reason, sizeof v->reason, "%s", msg);
+    if (le.code == KB_ENOTFOUND)
+      say(v->reason, sizeof v->reason, "%s", le.msg);
     else
-      say(v->reason, sizeof v->reason, "cannot load the library: %s", msg);
-    goto out;
+      say(v->reason, sizeof v->reason, "cannot load the library: %s", le.msg);
+    return 1;
   }
   if (e->baseline != NULL && e->max_samples > 0) {
-    blib = load(e->baseline, &bfn, &nosym, msg, sizeof msg);
-    if (blib == NULL) {
+    ev->blib = load(e->baseline, &ev->bfn, &le);
+    if (ev->blib == NULL) {
       v->status = KB_STATUS_INFRA_ERROR;
-      say(v->reason, sizeof v->reason, "cannot load the baseline: %s", msg);
-      goto out;
+      say(v->reason, sizeof v->reason, "cannot load the baseline: %s", le.msg);
+      return 1;
     }
   }
-
   v->t_load = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  /* the check calls, one per set, each followed by a synchronization that surfaces its errors */
-  for (int s = 0; s < r.n_check; s++) {
-    if (one_call(&r, fn, s, outs_of(p, p->chk_off, s), 0, "") || sync_or_crash(&r, s, 0))
-      goto out;
+  return 0;
+}
+
+/* The check calls, one per set, each followed by a synchronization that surfaces its errors;
+ * the integrity and output checks; the determinism call. Returns 0, or 1 with the verdict set. */
+static int phase_check(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__prepared *p = r->p;
+  struct kb__verdict *v = r->v;
+  double t0 = kb_now_mono();
+  for (int s = 0; s < r->n_check; s++) {
+    if (one_call(r, ev->fn, s, outs_of(p, p->chk_off, s), 0, "") || sync_or_crash(r, s, 0))
+      return 1;
   }
-  if (integrity(&r, "after the check calls", 0))
-    goto out;
-  v->sets_checked = r.n_check;
-  uint32_t all = r.n_check >= 32 ? UINT32_MAX : (UINT32_C(1) << r.n_check) - 1;
-  int pass = outputs_pass(&r, p->chk_off, all, msg, sizeof msg);
+  if (integrity(r, "after the check calls", 0))
+    return 1;
+  v->sets_checked = r->n_check;
+  uint32_t all = r->n_check >= 32 ? UINT32_MAX : (UINT32_C(1) << r->n_check) - 1;
+  char msg[200];
+  int pass = outputs_pass(r, p->chk_off, all, msg, sizeof msg);
   if (pass < 0)
-    goto out;
+    return 1;
   if (!pass) {
     /* right on the first call and untouched on a later one: the work was skipped, a cheat
      * (a harness that reuses one output buffer would see a free kernel), not a wrong result */
     char first[8];
     int o_bad = 0, s_bad = -1;
-    if (r.n_check >= 2 && outputs_pass(&r, p->chk_off, 1u, first, sizeof first) == 1)
-      s_bad = untouched_set(&r, p->chk_off, &o_bad);
+    if (r->n_check >= 2 && outputs_pass(r, p->chk_off, 1u, first, sizeof first) == 1)
+      s_bad = untouched_set(r, p->chk_off, &o_bad);
     if (s_bad > 0) {
       v->status = KB_STATUS_REJECTED;
       say(v->reason, sizeof v->reason,
@@ -1355,64 +1378,72 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       v->status = KB_STATUS_WRONG_OUTPUT;
       say(v->reason, sizeof v->reason, "%s", msg);
     }
-    goto out;
+    return 1;
   }
-  if (determinism(&r, fn, e->max_samples > 0) ||
-      integrity(&r, "after the determinism call", 1))
-    goto out;
-  if (e->max_samples <= 0) {
-    v->t_check = kb_now_mono() - t0;
-    goto out;
-  }
-
+  if (determinism(r, ev->fn, r->e->max_samples > 0) ||
+      integrity(r, "after the determinism call", 1))
+    return 1;
   v->t_check = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  /* from here on the sets' contents sit behind other pointers than in the check calls */
-  if (r.n_check >= 2) {
-    int re = rotate_inputs(&r, 1);
-    if (re) {
-      device_error(&r, re, "cannot rotate the input sets");
-      goto out;
-    }
+  return 0;
+}
+
+/* Warm-up, after the input rotation (from here on the sets' contents sit behind other pointers
+ * than in the check calls); the last call, timed alone, gives ev->est, which decides about
+ * batching. Returns 0, or 1 with the verdict set. */
+static int phase_warmup(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__prepared *p = r->p;
+  double t0 = kb_now_mono();
+  if (r->n_check >= 2 && rotate_inputs(r, 1) != KB_OK) {
+    device_error(r, "cannot rotate the input sets");
+    return 1;
   }
-  /* warm-up; the last call, timed alone, decides about batching */
-  int warm = e->warmup > 0 ? e->warmup : 0;
-  uint32_t timed_mask = 0;
-  int next = 0;
-  double est = 0;
-  for (int w = 0; w < warm + 1; w++) {
+  ev->warm = r->e->warmup > 0 ? r->e->warmup : 0;
+  for (int w = 0; w < ev->warm + 1; w++) {
     double us = 0;
-    if (w < warm) {
-      int s = w % r.n_check;
-      if (one_call(&r, fn, s, outs_of(p, p->tim_off, s), 1, "") || sync_or_crash(&r, s, 1))
-        goto out;
-      timed_mask |= UINT32_C(1) << s;
-      if (bfn != NULL && (one_call(&r, bfn, s, outs_of(p, p->chk_off, s), 1, "the baseline's ") ||
-                          sync_or_crash(&r, s, 1)))
-        goto out;
+    if (w < ev->warm) {
+      int s = w % r->n_check;
+      if (one_call(r, ev->fn, s, outs_of(p, p->tim_off, s), 1, "") || sync_or_crash(r, s, 1))
+        return 1;
+      ev->timed_mask |= UINT32_C(1) << s;
+      if (ev->bfn != NULL &&
+          (one_call(r, ev->bfn, s, outs_of(p, p->chk_off, s), 1, "the baseline's ") ||
+           sync_or_crash(r, s, 1)))
+        return 1;
       continue;
     }
     int probe = 0;
-    if (sample(&r, fn, 1, 0, &probe, p->tim_off, &timed_mask, "", &us))
-      goto out;
-    est = us;
+    if (sample(r, ev->fn, 1, 0, &probe, p->tim_off, &ev->timed_mask, "", &us))
+      return 1;
+    ev->est = us;
   }
-  v->t_warmup = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  int batch = 1, flushed = 0;
-  if (d->batch_short && est < KB__SHORT_US) {
-    batch = (int)ceil(BATCH_TARGET_US / (est > 0.5 ? est : 0.5));
-    batch = batch < 2 ? 2 : batch > BATCH_MAX ? BATCH_MAX : batch;
-  } else if (d->batch_short && e->flush_l2 && est < KB__FLUSHED_US) {
+  r->v->t_warmup = kb_now_mono() - t0;
+  return 0;
+}
+
+/* The shape of the timed samples (batch, flushed batches) from the warm-up's estimate, the
+ * fresh samples' plan and the sample arrays. Returns 0, or 1 with the verdict set (out of
+ * memory: ev->rc KB_ENOMEM). */
+static int phase_plan(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  const struct kb__eval_spec *e = r->e;
+  struct kb__prepared *p = r->p;
+  struct fresh *fr = &ev->fr;
+  double est = ev->est;
+  ev->batch = 1;
+  if (r->d->batch_short && est < KB__SHORT_US) {
+    ev->batch = (int)ceil(BATCH_TARGET_US / (est > 0.5 ? est : 0.5));
+    ev->batch = ev->batch < 2 ? 2 : ev->batch > BATCH_MAX ? BATCH_MAX : ev->batch;
+  } else if (r->d->batch_short && e->flush_l2 && est < KB__FLUSHED_US) {
     /* one flushed call of some ten microseconds scatters by a few percent from call to call (its
      * DRAM traffic, the write-back of the flush's dirty lines): a sample is then the mean of
      * enough flushed calls, each still timed cold and alone */
-    flushed = 1;
-    batch = (int)ceil(FLUSHED_TARGET_US / est);
-    batch = batch < 2 ? 2 : batch > KB__TIMER_SLOTS ? KB__TIMER_SLOTS : batch;
+    ev->flushed = 1;
+    ev->batch = (int)ceil(FLUSHED_TARGET_US / est);
+    ev->batch = ev->batch < 2 ? 2 : ev->batch > KB__TIMER_SLOTS ? KB__TIMER_SLOTS : ev->batch;
   }
-  v->batch = batch;
-  v->batch_flushed = flushed;
+  r->v->batch = ev->batch;
+  r->v->batch_flushed = ev->flushed;
 
   /* Fresh samples, each after a control sample of the same shape on the same buffers (see
    * FRESH_K). Flushed batches: a fresh sample is the mean of up to FRESH_FLUSHED_CALLS flushed
@@ -1420,72 +1451,110 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
    * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
    * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
    * between calls): one call timed alone, its control too. */
-  fr.cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
-                                                          : KB__FRESH_MAX;
-  fr.f = kb_calloc((size_t)fr.cap, sizeof *fr.f);
-  fr.c = kb_calloc((size_t)fr.cap, sizeof *fr.c);
-  fr.pl = kb_calloc((size_t)fr.cap, sizeof *fr.pl);
-  fr.flushed = flushed;
-  fr.calls = flushed ? (batch < FRESH_FLUSHED_CALLS ? batch : FRESH_FLUSHED_CALLS) : 1;
-  {
-    double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
-    double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
-    int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr.calls;
-    fr.calls = fit < 1 ? 1 : fit < fr.calls ? fit : fr.calls;
+  fr->cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
+                                                           : KB__FRESH_MAX;
+  fr->f = kb_calloc((size_t)fr->cap, sizeof *fr->f);
+  fr->c = kb_calloc((size_t)fr->cap, sizeof *fr->c);
+  fr->pl = kb_calloc((size_t)fr->cap, sizeof *fr->pl);
+  fr->flushed = ev->flushed;
+  fr->calls = ev->flushed ? (ev->batch < FRESH_FLUSHED_CALLS ? ev->batch : FRESH_FLUSHED_CALLS)
+                          : 1;
+  double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
+  double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
+  int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr->calls;
+  fr->calls = fit < 1 ? 1 : fit < fr->calls ? fit : fr->calls;
+  fr->gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
+  fr->offset = (int)(fresh_seed(p) % (uint64_t)fr->gap);
+  int gpu = r->d->gpu;
+  fr->floor = !gpu ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
+  fr->cap_slack = !gpu ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
+  ev->samples = kb_calloc((size_t)e->max_samples, sizeof *ev->samples);
+  ev->bsamples = ev->bfn ? kb_calloc((size_t)e->max_samples, sizeof *ev->bsamples) : NULL;
+  if (ev->samples == NULL || (ev->bfn != NULL && ev->bsamples == NULL) || fr->f == NULL ||
+      fr->c == NULL || fr->pl == NULL) {
+    r->v->status = KB_STATUS_INFRA_ERROR;
+    say(r->v->reason, sizeof r->v->reason, "sandbox: out of memory for %d samples",
+        e->max_samples);
+    ev->rc = KB_ENOMEM;
+    return 1;
   }
-  fr.gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
-  fr.offset = (int)(fresh_seed(p) % (uint64_t)fr.gap);
-  int host = strcmp(d->backend, "cuda") != 0;
-  fr.floor = host ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
-  fr.cap_slack = host ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
-  samples = kb_calloc((size_t)e->max_samples, sizeof *samples);
-  bsamples = bfn ? kb_calloc((size_t)e->max_samples, sizeof *bsamples) : NULL;
-  if (samples == NULL || (bfn != NULL && bsamples == NULL) || fr.f == NULL || fr.c == NULL ||
-      fr.pl == NULL) {
-    v->status = KB_STATUS_INFRA_ERROR;
-    say(v->reason, sizeof v->reason, "sandbox: out of memory for %d samples", e->max_samples);
-    rc = -1;
-    goto out;
-  }
-#ifdef KB_HAVE_CUPTI_TRACE
-  if (e->trace && strcmp(d->backend, "cuda") == 0) {
-    struct kb_error te = {0};
-    if (kb_cupti_trace_start(&te) == KB_OK) {
-      tracing = 1;
-      d->end_marker = 1;
-      r.windows = 0;
-      r.pad_windows = bfn != NULL;
-    } else {
-      say(v->trace_note, sizeof v->trace_note, "kernel trace not recorded: %s", te.msg);
-    }
-  }
+  return 0;
+}
+
+/* Why no kernel trace will be recorded although one was asked, into the verdict's trace_note:
+ * the device has none, or this build has no CUPTI module. */
+static void trace_unavailable(struct run *r) {
+  if (!r->e->trace)
+    return;
+  if (!r->d->gpu)
+    say(r->v->trace_note, sizeof r->v->trace_note,
+        "kernel trace not recorded: the %s device has none", r->d->backend);
+#ifndef KB_HAVE_CUPTI_TRACE
+  else
+    say(r->v->trace_note, sizeof r->v->trace_note,
+        "kernel trace not recorded: this kb-sandbox was built without the CUPTI module");
 #endif
-  int n = 0, bnext = 0;
+}
+
+/* Starts the kernel trace when asked and the device has one (its failure goes to the
+ * verdict's trace_note). */
+static void trace_begin(struct evaluation *ev) {
+#ifdef KB_HAVE_CUPTI_TRACE
+  struct run *r = &ev->r;
+  if (!r->e->trace || !r->d->gpu)
+    return;
+  struct kb_error te = {0};
+  if (kb_cupti_trace_start(&te) == KB_OK) {
+    ev->tracing = 1;
+    r->d->end_marker = 1;
+    r->windows = 0;
+    r->pad_windows = ev->bfn != NULL;
+  } else {
+    say(r->v->trace_note, sizeof r->v->trace_note, "kernel trace not recorded: %s", te.msg);
+  }
+#else
+  (void)ev;
+#endif
+}
+
+/* The timed samples (under the trace when one was asked), each followed by the baseline's when
+ * there is one, with the fresh samples spread among them, until min_samples are in and the noise
+ * target, the timed-time cap or the budget is reached, or max_samples; then the fresh samples
+ * still missing. Returns 0, or 1 with the verdict set. */
+static int phase_samples(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  const struct kb__eval_spec *e = r->e;
+  struct kb__prepared *p = r->p;
+  struct fresh *fr = &ev->fr;
+  double t0 = kb_now_mono();
+  trace_begin(ev);
+  int bnext = 0;
   uint32_t bmask = 0;
   double timed = 0, sum = 0, sumsq = 0;
-  while (n < e->max_samples) {
+  while (ev->n < e->max_samples) {
     double us = 0, bus = 0;
-    if (sample(&r, fn, batch, flushed, &next, p->tim_off, &timed_mask, "", &us))
-      goto out;
-    if (bfn != NULL &&
-        sample(&r, bfn, batch, flushed, &bnext, p->chk_off, &bmask, "the baseline's ", &bus))
-      goto out;
-    samples[n] = us;
-    if (bsamples)
-      bsamples[n] = bus;
-    n++;
-    timed += us * batch * 1e-6;
+    if (sample(r, ev->fn, ev->batch, ev->flushed, &ev->next, p->tim_off, &ev->timed_mask, "",
+               &us))
+      return 1;
+    if (ev->bfn != NULL && sample(r, ev->bfn, ev->batch, ev->flushed, &bnext, p->chk_off, &bmask,
+                                  "the baseline's ", &bus))
+      return 1;
+    ev->samples[ev->n] = us;
+    if (ev->bsamples)
+      ev->bsamples[ev->n] = bus;
+    int n = ++ev->n;
+    timed += us * ev->batch * 1e-6;
     sum += us;
     sumsq += us * us;
     /* past the first FRESH_MIN, fresh samples keep their place while they take under
      * FRESH_ONGOING of the time spent */
-    if (n % fr.gap == fr.offset % fr.gap &&
-        (fr.n < FRESH_MIN || fr.t < FRESH_ONGOING * (kb_now_mono() - r.start)) &&
-        fresh_take(&r, fn, &fr, &next, &timed_mask))
-      goto out;
+    if (n % fr->gap == fr->offset % fr->gap &&
+        (fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - r->start)) &&
+        fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+      return 1;
     if (n < e->min_samples)
       continue;
-    if (timed >= e->max_seconds || kb_now_mono() - r.start >= e->budget_s)
+    if (timed >= e->max_seconds || kb_now_mono() - r->start >= e->budget_s)
       break;
     double mean = sum / n;
     double var = n > 1 ? (sumsq - sum * mean) / (n - 1) : 0;
@@ -1493,110 +1562,160 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
       break;
   }
   /* a short ladder (max_samples under the spacing) or the budget ended sampling early */
-  while (fr.n < FRESH_MIN)
-    if (fresh_take(&r, fn, &fr, &next, &timed_mask))
-      goto out;
-  v->t_samples = kb_now_mono() - t0 - fr.t;
-  t0 = kb_now_mono();
+  while (fr->n < FRESH_MIN)
+    if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+      return 1;
+  r->v->t_samples = kb_now_mono() - t0 - fr->t;
+  return 0;
+}
+
+/* The kernel trace's cross-check. Returns 0, or 1 with the verdict set. */
+static int phase_trace(struct evaluation *ev) {
+  double t0 = kb_now_mono();
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (tracing) {
-    d->end_marker = 0;
-    tracing = 0;
-    if (cross_check(&r, r.windows, bfn != NULL ? 1 : 0))
-      goto out;
+  if (ev->tracing) {
+    ev->r.d->end_marker = 0;
+    ev->tracing = 0;
+    if (cross_check(&ev->r, ev->r.windows, ev->bfn != NULL ? 1 : 0))
+      return 1;
   }
 #endif
-  v->t_trace = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  {
-    /* fresh against repeated; over the bound, FRESH_MIN more pairs, and all pairs together must
-     * still be over */
-    double fm = 0, cm = 0, ratio = 0, bound = 0;
-    /* against the controls made the same way (tight), and against the plain samples (loose:
-     * the procedure between fresh calls may cost an honest kernel a little; a candidate that
-     * computes only after a pause or a synchronisation and answers back-to-back calls from a
-     * cache is caught here) */
-    double pf = fr.cap_slack * FRESH_PLAIN_X;
-    int over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
-               fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
-    if (over) {
-      for (int k = 0; k < FRESH_MIN; k++)
-        if (fresh_take(&r, fn, &fr, &next, &timed_mask))
-          goto out;
-      over = fresh_over(&fr, fr.c, fr.floor, fr.cap_slack, 0, &fm, &cm, &ratio, &bound) ||
-             fresh_over(&fr, fr.pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
-      if (over) {
-        v->status = KB_STATUS_REJECTED;
-        say(v->reason, sizeof v->reason,
-            "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
-            "inputs (%.4g us over %d samples): results kept between calls (honest noise allows "
-            "%.3gx)",
-            fm, fr.n, ratio, cm, fr.n, bound);
-        goto out;
-      }
+  ev->r.v->t_trace = kb_now_mono() - t0;
+  return 0;
+}
+
+/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs, and all pairs together
+ * must still be over. Returns 0, or 1 with the verdict set. */
+static int phase_fresh(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct fresh *fr = &ev->fr;
+  double t0 = kb_now_mono();
+  double fm = 0, cm = 0, ratio = 0, bound = 0;
+  /* against the controls made the same way (tight), and against the plain samples (loose:
+   * the procedure between fresh calls may cost an honest kernel a little; a candidate that
+   * computes only after a pause or a synchronisation and answers back-to-back calls from a
+   * cache is caught here) */
+  double pf = fr->cap_slack * FRESH_PLAIN_X;
+  for (int round = 0; round < 2; round++) {
+    int over = fresh_over(fr, fr->c, fr->floor, fr->cap_slack, 0, &fm, &cm, &ratio, &bound) ||
+               fresh_over(fr, fr->pl, pf, pf, 0, &fm, &cm, &ratio, &bound);
+    if (!over)
+      break;
+    if (round == 1) {
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason,
+          "times on unseen inputs (median %.4g us over %d samples) are %.3gx those on repeated "
+          "inputs (%.4g us over %d samples): results kept between calls (honest noise allows "
+          "%.3gx)",
+          fm, fr->n, ratio, cm, fr->n, bound);
+      return 1;
     }
+    for (int k = 0; k < FRESH_MIN; k++)
+      if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+        return 1;
   }
-  v->t_fresh = fr.t + (kb_now_mono() - t0);
-  t0 = kb_now_mono();
-  if (integrity(&r, "after the timed calls", 0))
-    goto out;
-  if (e->recheck) {
-    pass = outputs_pass(&r, p->tim_off, timed_mask, msg, sizeof msg);
+  r->v->t_fresh = fr->t + (kb_now_mono() - t0);
+  return 0;
+}
+
+/* The integrity checks after timing and the re-check of the timed outputs. Returns 0, or 1
+ * with the verdict set. */
+static int phase_recheck(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  double t0 = kb_now_mono();
+  if (integrity(r, "after the timed calls", 0))
+    return 1;
+  if (r->e->recheck) {
+    char msg[200];
+    int pass = outputs_pass(r, r->p->tim_off, ev->timed_mask, msg, sizeof msg);
     if (pass < 0)
-      goto out;
+      return 1;
     if (!pass) {
-      v->status = KB_STATUS_REJECTED;
-      say(v->reason, sizeof v->reason,
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason,
           "outputs right on the first call but wrong after repeated calls: %s", msg);
-      goto out;
+      return 1;
     }
   }
-  v->t_recheck = kb_now_mono() - t0;
-  t0 = kb_now_mono();
-  kb__timing_stats(samples, n, warm, &v->timing);
-  if (bsamples != NULL)
-    kb__timing_stats(bsamples, n, warm, &v->baseline);
-  if (speed_of_light(&r, batch, flushed))
-    goto out;
-  if (e->metrics && strcmp(d->backend, "cuda") != 0)
+  r->v->t_recheck = kb_now_mono() - t0;
+  return 0;
+}
+
+/* The timing statistics, the speed-of-light bound and, when asked, the hardware metrics.
+ * Returns 0, or 1 with the verdict set. */
+static int phase_metrics(struct evaluation *ev) {
+  struct run *r = &ev->r;
+  struct kb__verdict *v = r->v;
+  double t0 = kb_now_mono();
+  kb__timing_stats(ev->samples, ev->n, ev->warm, &v->timing);
+  if (ev->bsamples != NULL)
+    kb__timing_stats(ev->bsamples, ev->n, ev->warm, &v->baseline);
+  if (speed_of_light(r, ev->batch, ev->flushed))
+    return 1;
+  if (r->e->metrics && !r->d->gpu)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics on the %s device",
-        d->backend);
+        r->d->backend);
 #ifdef KB_HAVE_CUPTI_TRACE
-  else if (e->metrics)
-    read_metrics(&r, fn);
+  else if (r->e->metrics)
+    read_metrics(r, ev->fn);
 #else
-  else if (e->metrics)
+  else if (r->e->metrics)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: this kb-sandbox was built "
         "without CUPTI");
 #endif
   v->t_metrics = kb_now_mono() - t0;
-out:
+  return 0;
+}
+
+/* What every evaluation ends with, however far it got: a trace still running is ended (its
+ * records dropped), the inputs put back, the arrays freed, the libraries closed (unless the
+ * process is not to be trusted any more). */
+static void evaluation_end(struct evaluation *ev) {
+  struct run *r = &ev->r;
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (tracing) {
-    /* left early (a crash, a failed call): end the trace, keep nothing */
-    d->end_marker = 0;
+  if (ev->tracing) {
+    r->d->end_marker = 0;
     struct kb_cupti_kernel *recs = NULL;
     size_t nrec = 0;
     struct kb_error te = {0};
-    d->sync(d);
+    r->d->sync(r->d, NULL);
     kb_cupti_trace_stop(&recs, &nrec, NULL, &te);
     kb_free(recs);
   }
-#else
-  (void)tracing;
 #endif
-  if (v->t_fresh == 0 && fr.t > 0)
-    v->t_fresh = fr.t;
-  if (!v->fatal && rotate_inputs(&r, 0) != 0)
-    p->damaged = 1; /* cannot put the inputs back: make the task again next time */
-  kb_free(samples);
-  kb_free(bsamples);
-  kb_free(fr.f);
-  kb_free(fr.c);
-  kb_free(fr.pl);
-  if (lib != NULL && !v->fatal)
-    dlclose(lib);
-  if (blib != NULL && !v->fatal)
-    dlclose(blib);
-  return rc;
+  if (r->v->t_fresh == 0 && ev->fr.t > 0)
+    r->v->t_fresh = ev->fr.t;
+  if (!r->v->fatal && rotate_inputs(r, 0) != 0)
+    r->p->damaged = 1; /* cannot put the inputs back: make the task again next time */
+  kb_free(ev->samples);
+  kb_free(ev->bsamples);
+  kb_free(ev->fr.f);
+  kb_free(ev->fr.c);
+  kb_free(ev->fr.pl);
+  if (ev->lib != NULL && !r->v->fatal)
+    dlclose(ev->lib);
+  if (ev->blib != NULL && !r->v->fatal)
+    dlclose(ev->blib);
+}
+
+int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
+                 struct kb__verdict *v) {
+  memset(v, 0, sizeof *v);
+  v->status = KB_STATUS_OK;
+  v->max_abs_err = NAN;
+  v->max_rel_err = NAN;
+  v->batch = 1;
+  struct evaluation ev;
+  memset(&ev, 0, sizeof ev);
+  ev.r = (struct run){.d = d, .p = p, .e = e, .v = v, .start = kb_now_mono()};
+  ev.r.n_check = e->sets <= 0 || e->sets > p->n_sets ? p->n_sets : e->sets;
+  ev.rc = KB_OK;
+  trace_unavailable(&ev.r);
+  /* each phase returns 1 once the verdict is final */
+  if (phase_load(&ev) == 0 && phase_check(&ev) == 0 && e->max_samples > 0 &&
+      phase_warmup(&ev) == 0 && phase_plan(&ev) == 0 && phase_samples(&ev) == 0 &&
+      phase_trace(&ev) == 0 && phase_fresh(&ev) == 0 && phase_recheck(&ev) == 0)
+    phase_metrics(&ev);
+  evaluation_end(&ev);
+  return ev.rc;
 }

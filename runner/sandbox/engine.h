@@ -147,13 +147,19 @@ struct kb__verdict {
                                draws back, their timed calls and control samples */
 };
 
-/* Prepares `s` on `d` into `*out` (new; kb__prepared_free). Fills inputs on the device, runs
- * the oracle on each set (its outputs must be finite), computes checksums. Returns 0, or -1 with
- * a message in `why` (`size` bytes): the oracle does not load or fails, out of memory; `*fatal`
- * is set when the device is unusable afterwards. */
+/* Prepares `s` on `d` into `*out` (new, owned by the caller: kb__prepared_free with the same
+ * `d`; NULL on failure). Fills inputs on the device, runs the oracle on each set (its outputs
+ * must be finite), computes checksums. Returns KB_OK, or with the reason in `err`: KB_ENOMEM
+ * (host or device memory), KB_EINVAL (a bad tensor spec), KB_ELOAD / KB_ENOTFOUND (the oracle
+ * does not load or has no kb_forward), KB_EINTERNAL (the oracle fails or gives non-finite
+ * outputs), KB_EIO (another device error); `*fatal` is set when the device is unusable
+ * afterwards. */
 int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__prepared **out,
-                int *fatal, char *why, size_t size);
+                int *fatal, struct kb_error *err);
+/* Frees `p` (NULL is fine): its device memory on `d`, the one it was prepared on, and the
+ * oracle library. */
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p);
+/* The task key `p` was prepared for (borrowed: lives as long as `p`). */
 const char *kb__prepared_key(const struct kb__prepared *p);
 /* Device memory `p` holds, bytes (its one allocation and its scratch). */
 size_t kb__prepared_bytes(const struct kb__prepared *p);
@@ -161,7 +167,8 @@ size_t kb__prepared_bytes(const struct kb__prepared *p);
 int kb__prepared_damaged(const struct kb__prepared *p);
 
 /* Evaluates `e` against `p` on `d`, filling `v`. Every outcome about the candidate is a verdict
- * (returns 0); -1 only when the engine itself failed (out of memory), with v->reason set. */
+ * (returns KB_OK); KB_ENOMEM only when the engine itself ran out of memory, with v->reason set
+ * (the verdict then says infra_error). */
 int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,
                  struct kb__verdict *v);
 

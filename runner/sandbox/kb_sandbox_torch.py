@@ -108,7 +108,10 @@ CONFIRM_PAIRS = 6
 # SOL_MARGIN times the device-to-device copy bandwidth probed once per worker
 SOL_MARGIN = 1.5
 SOL_PROBE_BYTES = 512 << 20
-EXIT_START = 2  # the start-failure status (no device, no confinement library)
+# exit codes, as enum kb_exit of common/include/kb/error.h (docs/cli.md "Exit codes")
+EXIT_USAGE = 2    # bad command line
+EXIT_CONFINE = 7  # the confinement library cannot be loaded
+EXIT_DEVICE = 8   # no such CUDA device
 SELF_DIR = os.path.dirname(os.path.abspath(__file__))
 CONFINE_LIB = "libkb-confine.so"
 
@@ -215,7 +218,7 @@ class Confinement:
                 print("kb_sandbox_torch: cannot load the confinement library %s: %s (the worker "
                       "does not run candidates unconfined; KB_CONFINE_OPTIONAL=1 allows it)"
                       % (path, first_line(e)), file=sys.stderr)
-                sys.exit(EXIT_START)
+                sys.exit(EXIT_CONFINE)
             self.note = "unconfined: %s not loaded (KB_CONFINE_OPTIONAL=1): %s" % (
                 CONFINE_LIB, first_line(e))
 
@@ -381,7 +384,7 @@ def open_device(backend, ordinal):
         print("kb_sandbox_torch: no CUDA device %d (torch %s sees %d)" %
               (ordinal, torch.__version__, torch.cuda.device_count() if torch.cuda.is_available()
                else 0), file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_DEVICE)
     torch.cuda.set_device(ordinal)
     DEV = torch.device("cuda", ordinal)
     STREAM = torch.cuda.Stream(device=DEV)
@@ -1797,14 +1800,14 @@ def parse_args(argv):
             except ValueError:
                 print("kb_sandbox_torch: %s must be an integer, not \"%s\"" % (a, v),
                       file=sys.stderr)
-                sys.exit(EXIT_START)
+                sys.exit(EXIT_USAGE)
             i += 2
         else:
             print(USAGE, file=sys.stderr)
-            sys.exit(EXIT_START)
+            sys.exit(EXIT_USAGE)
     if args["backend"] not in ("host", "cuda"):
         print("kb_sandbox_torch: --backend must be host or cuda", file=sys.stderr)
-        sys.exit(EXIT_START)
+        sys.exit(EXIT_USAGE)
     return args
 
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "confine.h"
+#include "kb/error.h"
 #include "sandbox.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -25,9 +26,9 @@ static void usage(FILE *out) {
         "on stdout (docs/sandbox.md). kb-runner starts it; it is not meant to be run by hand.\n"
         "It confines itself before serving: --dir read-write, each --ro PATH and the system's\n"
         "library folders read-only (Landlock), a seccomp filter (docs/sandbox.md).\n"
-        "exit codes: 0 quit or end of input, 1 failure, 2 the device cannot be opened,\n"
-        "3 ended after a fatal verdict (sticky device error, evaluator memory overwritten)\n"
-        "(2 also when it cannot confine itself), 159 stopped by the confinement: a system call\n"
+        "exit codes: 0 quit or end of input, 1 failure, 2 usage, 3 ended after a fatal verdict\n"
+        "(sticky device error, evaluator memory overwritten), 7 it cannot confine itself,\n"
+        "8 the device cannot be opened, 159 stopped by the confinement: a system call\n"
         "candidates may not use (named on stderr)\n",
         out);
 }
@@ -55,14 +56,14 @@ int main(int argc, char **argv) {
     case 'b':
       if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0) {
         fprintf(stderr, "kb-sandbox: --backend must be host or cuda, not \"%s\"\n", optarg);
-        return 1;
+        return KB_EXIT_USAGE;
       }
       a.backend = optarg;
       break;
     case 'd':
       if (parse_long(optarg, 0, 1023, &v)) {
         fprintf(stderr, "kb-sandbox: --device must be an integer in 0..1023\n");
-        return 1;
+        return KB_EXIT_USAGE;
       }
       a.device = (int)v;
       break;
@@ -70,24 +71,24 @@ int main(int argc, char **argv) {
     case 'r':
       if (a.n_ro == (int)(sizeof a.ro / sizeof a.ro[0])) {
         fprintf(stderr, "kb-sandbox: at most %d --ro paths\n", (int)(sizeof a.ro / sizeof a.ro[0]));
-        return 1;
+        return KB_EXIT_USAGE;
       }
       a.ro[a.n_ro++] = optarg;
       break;
     case 'p':
       if (parse_long(optarg, 1, 1L << 30, &v)) {
         fprintf(stderr, "kb-sandbox: --parent must be a process id\n");
-        return 1;
+        return KB_EXIT_USAGE;
       }
       a.parent = (pid_t)v;
       break;
     case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 1;
+    default: usage(stderr); return KB_EXIT_USAGE;
     }
   }
   if (optind != argc) {
     usage(stderr);
-    return 1;
+    return KB_EXIT_USAGE;
   }
   /* once confined, exit handlers must not run under the filter (kb__confine_exit) */
   kb__confine_exit(kb__sandbox_run(&a));

@@ -53,8 +53,9 @@ int kb__msg_write(int fd, const json_t *msg, double deadline, struct kb_error *e
 int kb__frame_read(int fd, char **out, size_t *len, double deadline,
                    volatile sig_atomic_t *stop, struct kb_error *err);
 
-/* Parses `text` (borrowed, `len` bytes) into `*out` (new reference) and checks that it is an
- * object with a string "op". Errors: KB_EPARSE "message: ..." naming the position or field. */
+/* Parses `text` (borrowed, `len` bytes) into `*out` (new reference, json_decref it; NULL on
+ * failure) and checks that it is an object with a string "op". Errors: KB_EPARSE
+ * "message: ..." naming the position or field. */
 int kb__msg_parse(const char *text, size_t len, json_t **out, struct kb_error *err);
 
 /* Field readers for messages. Each reads `key` of `obj` (borrowed), and on a missing

@@ -15,6 +15,7 @@
 
 #include "confine.h"
 #include "dev.h"
+#include "kb/error.h"
 #include "serve.h"
 #ifdef KB_HAVE_CUPTI_TRACE
 #include "cupti_trace.h"
@@ -51,7 +52,7 @@ static void close_others(int keep1, int keep2) {
 int kb__sandbox_run(const struct kb__sandbox_args *a) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (a->parent > 0 && getppid() != a->parent)
-    return 1; /* the runner died before we got here */
+    return KB_EXIT_FAILURE; /* the runner died before we got here */
   /* a candidate's fault must end the process with its signal, which the runner names; a
    * sanitizer build installs handlers that would turn it into an exit status */
   static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
@@ -68,45 +69,40 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   int devnull = open("/dev/null", O_RDONLY);
   if (in < 0 || out < 0 || devnull < 0 || dup2(devnull, 0) < 0 || dup2(2, 1) < 0) {
     fprintf(stderr, "kb-sandbox: cannot set up its descriptors\n");
-    return 1;
+    return KB_EXIT_FAILURE;
   }
   close(devnull);
   close_others(in, out);
   if (a->dir != NULL && chdir(a->dir) != 0) {
     fprintf(stderr, "kb-sandbox: cannot enter the working folder \"%s\"\n", a->dir);
-    return 2;
+    return KB_EXIT_FAILURE;
   }
 
   struct kb__dev d;
+  struct kb_error err = {0};
+  int cuda = strcmp(a->backend, "cuda") == 0;
+  int rc = cuda ? kb__dev_cuda_open(&d, a->device, &err) : kb__dev_host_open(&d, &err);
+  if (rc != KB_OK) {
+    fprintf(stderr, "kb-sandbox: cannot open the %s device: %s\n", a->backend, err.msg);
+    return KB_EXIT_DEVICE;
+  }
   char why[256] = "";
-  int rc;
-  if (strcmp(a->backend, "cuda") == 0)
-    rc = kb__dev_cuda_open(&d, a->device, why, sizeof why);
-  else {
-    rc = kb__dev_host_open(&d);
-    if (rc)
-      snprintf(why, sizeof why, "out of memory");
-  }
-  if (rc) {
-    fprintf(stderr, "kb-sandbox: cannot open the %s device: %s\n", a->backend, why);
-    return 2;
-  }
   /* what would otherwise be set up lazily, after confinement: CUPTI's and the Range Profiler's
    * host side (libraries, buffers, threads), jansson's hash seed (it reads /dev/urandom) */
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (strcmp(a->backend, "cuda") == 0 && kb_cupti_prewarm(why, sizeof why) != 0)
+  if (cuda && kb_cupti_prewarm(why, sizeof why) != 0)
     fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", why);
 #endif
   json_object_seed(0);
   struct kb__confine_opts co = {
-      .profile = strcmp(a->backend, "cuda") == 0 ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
+      .profile = cuda ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
       .rw_dir = a->dir != NULL ? "." : NULL};
   for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
     co.ro[co.n_ro++] = a->ro[i];
   struct kb__confine_level level;
   if (kb__confine_apply(&co, &level, why, sizeof why) != 0) {
     fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
-    return 2;
+    return KB_EXIT_CONFINE;
   }
   rc = kb__sandbox_serve(&d, a->device, in, out);
   if (rc != 3)

@@ -29,8 +29,9 @@ struct kb__sandbox_args {
   int n_ro;
 };
 
-/* Runs the sandbox; returns the process exit code: 0 after quit or end of input, 2 when the
- * device cannot be opened or the process cannot be confined (the reason on stderr), 3 after a
+/* Runs the sandbox; returns the process exit code (enum kb_exit where one fits): 0 after quit
+ * or end of input, KB_EXIT_DEVICE (8) when the device cannot be opened, KB_EXIT_CONFINE (7)
+ * when the process cannot be confined (the reason on stderr), 3 after a
  * fatal verdict, 1 otherwise. */
 int kb__sandbox_run(const struct kb__sandbox_args *a);
 

@@ -34,7 +34,9 @@ struct server {
   uint64_t clock;
 };
 
-int kb__sandbox_dist_from_name(const char *name) {
+/* The input distribution named `name` ("uniform", "normal", "integers": enum kb_dist of
+ * inputs.h), or -1 for another name. */
+static int dist_from_name(const char *name) {
   if (strcmp(name, "uniform") == 0)
     return KB_DIST_UNIFORM;
   if (strcmp(name, "normal") == 0)
@@ -148,7 +150,7 @@ static int read_sets(json_t *req, struct kb__prep_spec *s, char *field, struct k
     if (rc)
       break;
     set->seed = (uint64_t)seed;
-    set->dist = kb__sandbox_dist_from_name(dist);
+    set->dist = dist_from_name(dist);
     if (set->dist < 0) {
       snprintf(field, FIELD_MAX, "%s.distribution", path);
       rc = kb_error_set(err, KB_EPARSE, "\"%s.distribution\": unknown distribution \"%s\"", path,
@@ -168,6 +170,7 @@ static int find(struct server *sv, const char *key) {
 }
 
 /* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
+/* Kept whole (92 lines): one request read field by field, then the prepare and its reply. */
 static int prepare(struct server *sv, json_t *req) {
   struct kb__prep_spec s;
   memset(&s, 0, sizeof s);
@@ -201,9 +204,9 @@ static int prepare(struct server *sv, json_t *req) {
   double t0 = kb_now_mono();
   struct kb__prepared *p = NULL;
   int fatal = 0;
-  char why[256];
-  rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
-  if (rc != 0 && !fatal) {
+  struct kb_error perr = {0};
+  rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
+  if (rc != KB_OK && !fatal) {
     /* the device may be full of other tasks' data: drop them all and try once more */
     int dropped = 0;
     for (int i = 0; i < MAX_PREPARED; i++)
@@ -212,12 +215,14 @@ static int prepare(struct server *sv, json_t *req) {
         sv->tasks[i] = NULL;
         dropped++;
       }
-    if (dropped)
-      rc = kb__prepare(sv->d, &s, &p, &fatal, why, sizeof why);
+    if (dropped) {
+      kb_error_clear(&perr); /* the retry's reason is the one to give */
+      rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
+    }
   }
-  if (rc != 0) {
+  if (rc != KB_OK) {
     int broken = reply(sv, json_pack("{s:s, s:b, s:s, s:b}", "op", "prepare", "ok", 0, "reason",
-                                     why, "fatal", fatal));
+                                     perr.msg, "fatal", fatal));
     return broken ? 1 : fatal ? 3 : 0;
   }
   int slot = 0;
@@ -309,6 +314,8 @@ static json_t *kernels_json(const struct kb_cupti_kernel *recs, size_t n, int64_
   return a;
 }
 
+/* Kept whole (120 lines): one request read field by field in the protocol's order
+ * (docs/sandbox.md), then the evaluation and its reply. */
 static int eval(struct server *sv, json_t *req) {
   struct kb__eval_spec e;
   memset(&e, 0, sizeof e);

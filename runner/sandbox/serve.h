@@ -1,22 +1,27 @@
-/* The sandbox's message loop: reads requests from the runner, answers each (docs/sandbox.md).
+/* The sandbox's message loop: reads framed requests from the runner and answers each
+ * (docs/sandbox.md, "Requests").
  *
- * Requests: hello, prepare, eval, quit. A request that is not well formed gets an "error" reply
- * naming the field and the loop goes on; the loop ends on quit, on end of input, or after a
- * reply that says the process is unusable ("fatal": a sticky CUDA error, or a candidate that
- * wrote into the evaluator's memory).
+ * Requests: hello (the device's facts and the confinement level), prepare (a task's inputs and
+ * references made on the device, engine.h, and kept: at most 64 prepared tasks, the least
+ * recently used replaced first, holding at most a quarter of the device memory, over which the
+ * quickest to prepare are dropped first; a prepare that fails on a usable device drops them all
+ * and tries once more), eval (a candidate library against a
+ * prepared task, engine.h) and quit (answered "bye"). A request that is not well formed gets an
+ * "error" reply naming the field and the loop goes on. The loop ends on quit, on end of input,
+ * on a frame over the size limit (after an error reply: the stream cannot be framed any more),
+ * on a broken channel, or after a reply that says the process is unusable ("fatal": a sticky
+ * CUDA error, or a candidate that wrote into the evaluator's memory).
  */
 #ifndef KB_SANDBOX_SERVE_H
 #define KB_SANDBOX_SERVE_H
 
 #include "dev.h"
 
-/* Serves requests from `in_fd` with replies to `out_fd` on the opened device `d` (borrowed)
- * until quit (returns 0), end of input (0), a fatal verdict (3), or a broken channel (1).
- * `ordinal` is the CUDA device number, reported by hello. */
+/* Serves requests from `in_fd` with replies to `out_fd` on the opened device `d` (borrowed;
+ * the caller closes it) until quit or end of input (returns 0), a fatal verdict (3: the prepared
+ * tasks are left as they are, the process must end), or a broken channel or unframable input
+ * (1). Otherwise the prepared tasks are freed before returning. `ordinal` is the CUDA device
+ * number, reported by hello. */
 int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd);
-
-/* The input distribution named `name` ("uniform", "normal", "integers": enum kb_dist of
- * kb/inputs.h), or -1 for another name; exposed for tests. */
-int kb__sandbox_dist_from_name(const char *name);
 
 #endif

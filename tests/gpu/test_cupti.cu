@@ -19,32 +19,11 @@
 
 #include "cupti_trace.h"
 #include "devkern.h"
+#include "gpu_check.h"
 extern "C" { /* C headers without extern "C" of their own */
 #include "kb/alloc.h"
 #include "kb/error.h"
 }
-
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    checks++;                                                                                  \
-    if (!(cond)) {                                                                             \
-      failures++;                                                                              \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                              \
-      printf(__VA_ARGS__);                                                                     \
-      printf("\n");                                                                            \
-    }                                                                                          \
-  } while (0)
-
-#define CUDA_OK(expr)                                                                          \
-  do {                                                                                         \
-    cudaError_t rc_ = (cudaError_t)(expr);                                                     \
-    if (rc_ != cudaSuccess) {                                                                  \
-      printf("FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(rc_));     \
-      exit(2);                                                                                 \
-    }                                                                                          \
-  } while (0)
 
 #define KB_OK_OR_DIE(expr, err)                                                                \
   do {                                                                                         \
@@ -109,6 +88,15 @@ struct traced {
   int clean;
 };
 
+/* Starts a trace into `t` (cleared) and queues the opening marker on `s`. */
+static void begin(struct traced *t, cudaStream_t s) {
+  struct kb_error err = {};
+  memset(t, 0, sizeof *t);
+  KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
+  CUDA_OK(kb_dk_spin(1, s));
+}
+
+/* Ends the trace of `t`: its records, windows on `s` and the cross-check. */
 static void finish(struct traced *t, cudaStream_t s) {
   struct kb_error err = {};
   CUDA_OK(cudaDeviceSynchronize());
@@ -140,11 +128,9 @@ int main(void) {
   /* 1. honest: marker, known kernel, marker */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
+    begin(&t, s);
     CHECK(kb_cupti_trace_start(&err) == KB_EINVAL, "a second start is refused");
     err.code = 0;
-    CUDA_OK(kb_dk_spin(1, s));
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
     CUDA_OK(kb_dk_spin(1, s));
     finish(&t, s);
@@ -177,9 +163,7 @@ int main(void) {
   /* 2. a kernel on a stream the candidate created, inside the window */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-    CUDA_OK(kb_dk_spin(1, s));
+    begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, other>>>(x, y, n, 2.0f);
     CUDA_OK(kb_dk_spin(30, s));
     finish(&t, s);
@@ -192,9 +176,7 @@ int main(void) {
   /* 3. the legacy default stream (what `<<<g, b>>>` without a stream uses) */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-    CUDA_OK(kb_dk_spin(1, s));
+    begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024>>>(x, y, n, 2.0f);
     CUDA_OK(kb_dk_spin(30, s));
     finish(&t, s);
@@ -206,9 +188,7 @@ int main(void) {
    * returning at once (what "returns before its work is done" looks like) */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-    CUDA_OK(kb_dk_spin(1, s));
+    begin(&t, s);
     test_busy<<<1, 1, 0, other>>>(200000, sink);
     CUDA_OK(kb_dk_spin(1, s));
     finish(&t, s);
@@ -223,9 +203,7 @@ int main(void) {
   /* 5. on the candidate's stream but outside the window (launched after the end marker) */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-    CUDA_OK(kb_dk_spin(1, s));
+    begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
     CUDA_OK(kb_dk_spin(1, s));
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
@@ -316,9 +294,7 @@ int main(void) {
   /* tracing still works after the profiler */
   {
     struct traced t;
-    memset(&t, 0, sizeof t);
-    KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-    CUDA_OK(kb_dk_spin(1, s));
+    begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
     CUDA_OK(kb_dk_spin(1, s));
     finish(&t, s);

@@ -19,37 +19,15 @@
 #include <string.h>
 
 #include "devkern.h"
+#include "gpu_check.h"
+#include "kb/alloc.h"
 #include "kb/error.h"
-#include "kb/inputs.h"
-#include "kb/verify.h"
+#include "inputs.h"
+#include "verify.h"
 #include "kb_kernel.h"
 
 /* tests/gpu/readprobe.cu: one read pass over `bytes` at `p` on `stream`. */
 int test_read_probe(const void *p, size_t bytes, unsigned *sink, void *stream);
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    checks++;                                                                                  \
-    if (!(cond)) {                                                                             \
-      failures++;                                                                              \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                              \
-      printf(__VA_ARGS__);                                                                     \
-      printf("\n");                                                                            \
-    }                                                                                          \
-  } while (0)
-
-#define CUDA_OK(expr)                                                                          \
-  do {                                                                                         \
-    int rc_ = (int)(expr);                                                                     \
-    if (rc_ != 0) {                                                                            \
-      printf("FATAL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                               \
-             cudaGetErrorString((cudaError_t)rc_));                                            \
-      exit(2);                                                                                 \
-    }                                                                                          \
-  } while (0)
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8", "bool"};
 
@@ -57,7 +35,7 @@ static cudaStream_t stream;
 static cudaEvent_t ev0, ev1;
 
 static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
+  void *p = kb_malloc(n ? n : 1);
   if (p == NULL) {
     printf("FATAL out of host memory\n");
     exit(2);
@@ -165,8 +143,8 @@ static void test_fill(int64_t n) {
     printf("fill: the last %lld of %lld u8 elements match\n", (long long)tail, (long long)big);
   }
   CUDA_OK(cudaFree(dev));
-  free(host);
-  free(back);
+  kb_free(host);
+  kb_free(back);
 }
 
 /* --- poison ---------------------------------------------------------------------------------- */
@@ -201,8 +179,8 @@ static void test_poison(void) {
               dtype_names[dtype], (long long)n, offset, bad, bad < bytes ? got[bad] : 0,
               bad < bytes ? want[bad] : 0);
         CUDA_OK(cudaFree(dev));
-        free(want);
-        free(got);
+        kb_free(want);
+        kb_free(got);
         tested++;
       }
     }
@@ -375,8 +353,8 @@ static void test_compare(struct kb_dk_ctx *ctx) {
       snprintf(what, sizeof what, "large %s poisoned last", dtype_names[dtype]);
       compare_case(ctx, what, dtype, got, want, n, 1e9, 1e9, 0);
     }
-    free(want);
-    free(got);
+    kb_free(want);
+    kb_free(got);
   }
   struct kb_verify_report r;
   int pass = 1;
@@ -439,7 +417,7 @@ static void test_checksum(struct kb_dk_ctx *ctx) {
   CUDA_OK(kb_dk_checksum(ctx, dev, 4095, &u1, stream));
   CHECK(u1 != u2 || host[4095] != 0, "length not in the checksum");
   CUDA_OK(cudaFree(dev));
-  free(host);
+  kb_free(host);
   printf("checksum: single flipped bits, swapped words, alignment paths: ok\n");
 }
 

@@ -19,26 +19,69 @@
 #include "kb/error.h"
 #include "proc.h"
 
-void tu_remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[PATH_MAX];
-      int n = snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      if (n < 0 || (size_t)n >= sizeof child)
-        continue;
-      struct stat st;
-      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-        tu_remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
+int tu_compiler_setup(struct kb__compiler *cc, char *cache, size_t size, const char *templ,
+                      const char *compiler, const char *abi_dir) {
+  struct kb_error err = {0};
+  snprintf(cache, size, "%s", templ);
+  if (mkdtemp(cache) == NULL)
+    return -1;
+  if (kb__compiler_init(cc, cache, compiler, abi_dir, &err) != KB_OK) {
+    fprintf(stderr, "compiler: %s\n", err.msg);
+    return -1;
   }
-  rmdir(path);
+  return 0;
+}
+
+int tu_compiler_teardown(struct kb__compiler *cc, const char *cache) {
+  kb__compiler_release(cc);
+  kb__remove_tree(cache);
+  return 0;
+}
+
+char **tu_list_files(const char *dir, const char *ext, int *n) {
+  char **names = NULL;
+  *n = 0;
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  struct dirent *e;
+  size_t elen = strlen(ext);
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len <= elen || strcmp(e->d_name + len - elen, ext) != 0)
+      continue;
+    names = kb_reallocarray(names, (size_t)*n + 1, sizeof *names);
+    assert_non_null(names);
+    names[(*n)++] = kb_strdup(e->d_name);
+  }
+  closedir(d);
+  for (int i = 0; i < *n; i++)
+    for (int j = i + 1; j < *n; j++)
+      if (strcmp(names[j], names[i]) < 0) {
+        char *t = names[i];
+        names[i] = names[j];
+        names[j] = t;
+      }
+  return names;
+}
+
+void tu_free_names(char **names, int n) {
+  for (int i = 0; i < n; i++)
+    kb_free(names[i]);
+  kb_free(names);
+}
+
+void tu_expect_free_kills(struct kb__compile_pool *p, const char *cache, int min_running) {
+  int running = tu_processes_in(cache);
+  print_message("processes in build folders before free: %d\n", running);
+  assert_true(running >= min_running);
+  double t1 = kb_now_mono();
+  kb__compile_pool_free(p);
+  double took = kb_now_mono() - t1;
+  print_message("free took %.3f s\n", took);
+  assert_true(took < 1.0);
+  /* killed orphans (background children of a build) are reaped by init, a moment later */
+  assert_int_equal(tu_processes_left(cache, 2), 0);
+  assert_int_equal(tu_build_dirs_in(cache), 0);
 }
 
 void tu_mkdtemp(char *templ) {

@@ -6,9 +6,30 @@
 #include <stddef.h>
 
 #include "compile.h"
+#include "compile_pool.h"
+#include "proc.h" /* kb__remove_tree */
 
-/* rm -r `path` (files and folders; no links followed). */
-void tu_remove_tree(const char *path);
+/* The set-up of a compile test group: a fresh cache folder from `templ` into `cache` (`size`
+ * bytes), and `cc` initialised over it with the host compiler `compiler` (NULL: the default)
+ * and the ABI header folder `abi_dir`. Returns 0, or -1 after printing why (a cmocka group
+ * setup's convention). */
+int tu_compiler_setup(struct kb__compiler *cc, char *cache, size_t size, const char *templ,
+                      const char *compiler, const char *abi_dir);
+
+/* Releases `cc` and removes `cache`: tu_compiler_setup's teardown. Returns 0. */
+int tu_compiler_teardown(struct kb__compiler *cc, const char *cache);
+
+/* The names of the files in `dir` ending in `ext` (".c", ".cu"), sorted, `*n` of them (new
+ * array of new strings: tu_free_names); fails the test when `dir` cannot be read. */
+char **tu_list_files(const char *dir, const char *ext, int *n);
+
+/* Frees what tu_list_files returned. */
+void tu_free_names(char **names, int n);
+
+/* Frees the pool `p` while its builds run in build folders of `cache`: at least `min_running`
+ * processes must be there before, kb__compile_pool_free must take under a second, and no
+ * process nor build folder may be left (the cancellation contract of compile_pool.h). */
+void tu_expect_free_kills(struct kb__compile_pool *p, const char *cache, int min_running);
 
 /* Creates a fresh folder from `templ` ("/tmp/kb-x.XXXXXX", modified in place); fails the test
  * when it cannot. */

@@ -35,7 +35,8 @@ int fixture_setup(struct runner_fixture *fx, const char *cache_template) {
     return -1;
   }
   if (kb_task_load(KB_SOURCE_DIR "/tasks/host/sum", &fx->sum, &err) != KB_OK ||
-      kb_task_load(KB_SOURCE_DIR "/tasks/host/matmul", &fx->matmul, &err) != KB_OK) {
+      kb_task_load(KB_SOURCE_DIR "/tasks/host/matmul", &fx->matmul, &err) != KB_OK ||
+      kb_task_load(KB_SOURCE_DIR "/tasks/host/row_sum", &fx->row_sum, &err) != KB_OK) {
     fprintf(stderr, "fixture: task: %s\n", err.msg);
     return -1;
   }
@@ -48,39 +49,9 @@ void fixture_teardown(struct runner_fixture *fx) {
   fx->backend = NULL;
   kb_task_release(&fx->sum);
   kb_task_release(&fx->matmul);
+  kb_task_release(&fx->row_sum);
   if (fx->cache[0] != '\0')
-    fixture_remove_tree(fx->cache);
-}
-
-void fixture_remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[512];
-      int n = snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-      if (n < 0 || (size_t)n >= sizeof child)
-        continue;
-      struct stat st;
-      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-        fixture_remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
-
-char *fixture_slurp(const char *path) {
-  struct kb_buf b;
-  struct kb_error err = {0};
-  kb_buf_init(&b);
-  if (kb_buf_read_file(&b, path, &err) != KB_OK)
-    fail_msg("%s", err.msg);
-  return kb_buf_detach(&b);
+    kb__remove_tree(fx->cache);
 }
 
 int fixture_eval(struct runner_fixture *fx, const struct kb_task *task, const char *source,
@@ -94,6 +65,16 @@ int fixture_eval(struct runner_fixture *fx, const struct kb_task *task, const ch
                                  eval_flags, r, err);
   kb_candidate_release(&c);
   return rc;
+}
+
+void fixture_eval_file(struct runner_fixture *fx, const struct kb_task *task, const char *path,
+                       const char *cflags, int index, struct kb_result *r) {
+  struct kb_error err = {0};
+  char *source = tu_slurp(path);
+  int rc = fixture_eval(fx, task, source, cflags, &fx->ladder.tiers[index], index, 0, r, &err);
+  kb_free(source);
+  if (rc != KB_OK)
+    fail_msg("evaluate %s: %s", path, err.msg);
 }
 
 void fixture_expect(const struct kb_result *r, int status, const char *in_reason) {

@@ -28,22 +28,12 @@ static struct kb__compiler cc;
 
 static int group_setup(void **state) {
   (void)state;
-  struct kb_error err = {0};
-  snprintf(cache, sizeof cache, "/tmp/kb-test-allowlist.XXXXXX");
-  if (mkdtemp(cache) == NULL)
-    return -1;
-  if (kb__compiler_init(&cc, cache, NULL, ABI_DIR, &err) != KB_OK) {
-    fprintf(stderr, "compiler: %s\n", err.msg);
-    return -1;
-  }
-  return 0;
+  return tu_compiler_setup(&cc, cache, sizeof cache, "/tmp/kb-test-allowlist.XXXXXX", NULL, ABI_DIR);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kb__compiler_release(&cc);
-  tu_remove_tree(cache);
-  return 0;
+  return tu_compiler_teardown(&cc, cache);
 }
 
 static void test_names(void **state) {

@@ -318,7 +318,7 @@ static void test_candidate(void **state) {
     fail_msg("backend: %s", berr.msg);
   if (e->want_status == KB_STATUS_TIMEOUT && tier.timeout_s > TIMEOUT_CAP_S)
     tier.timeout_s = TIMEOUT_CAP_S;
-  char *source = fixture_slurp(e->path);
+  char *source = tu_slurp(e->path);
   struct kb_result r;
   struct kb_error err = {0};
   int rc = fixture_eval(&fx, task, source, "", &tier, index, 0, &r, &err);

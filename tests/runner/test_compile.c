@@ -34,22 +34,12 @@ static const char *const honest_c =
 
 static int group_setup(void **state) {
   (void)state;
-  struct kb_error err = {0};
-  snprintf(cache, sizeof cache, "/tmp/kb-test-compile.XXXXXX");
-  if (mkdtemp(cache) == NULL)
-    return -1;
-  if (kb__compiler_init(&cc, cache, NULL, ABI_DIR, &err) != KB_OK) {
-    fprintf(stderr, "compiler: %s\n", err.msg);
-    return -1;
-  }
-  return 0;
+  return tu_compiler_setup(&cc, cache, sizeof cache, "/tmp/kb-test-compile.XXXXXX", NULL, ABI_DIR);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kb__compiler_release(&cc);
-  tu_remove_tree(cache);
-  return 0;
+  return tu_compiler_teardown(&cc, cache);
 }
 
 static void test_host_build_and_cache(void **state) {
@@ -225,7 +215,7 @@ static void test_compiler_environment(void **state) {
   kb__compiler_release(&fake);
   unsetenv("KB_TEST_SECRET");
   unsetenv("NVCC_APPEND_FLAGS");
-  tu_remove_tree(dir);
+  kb__remove_tree(dir);
 }
 
 static void test_compiler_not_found(void **state) {

@@ -31,22 +31,12 @@ static struct kb__compiler cc;
 
 static int group_setup(void **state) {
   (void)state;
-  struct kb_error err = {0};
-  snprintf(cache, sizeof cache, "/tmp/kb-test-pool.XXXXXX");
-  if (mkdtemp(cache) == NULL)
-    return -1;
-  if (kb__compiler_init(&cc, cache, NULL, ABI_DIR, &err) != KB_OK) {
-    fprintf(stderr, "compiler: %s\n", err.msg);
-    return -1;
-  }
-  return 0;
+  return tu_compiler_setup(&cc, cache, sizeof cache, "/tmp/kb-test-pool.XXXXXX", NULL, ABI_DIR);
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kb__compiler_release(&cc);
-  tu_remove_tree(cache);
-  return 0;
+  return tu_compiler_teardown(&cc, cache);
 }
 
 /* A host candidate of its own, never in the cache before: `tag` and this process's id in a
@@ -256,19 +246,9 @@ static void test_free_kills_running_compilers(void **state) {
   double t0 = kb_now_mono();
   while (tu_processes_in(cache2) < 6 && kb_now_mono() - t0 < 10)
     usleep(20000);
-  int running = tu_processes_in(cache2);
-  print_message("processes in build folders before free: %d\n", running);
-  assert_true(running >= 6);
-  double t1 = kb_now_mono();
-  kb__compile_pool_free(p);
-  double took = kb_now_mono() - t1;
-  print_message("free took %.3f s\n", took);
-  assert_true(took < 1.0);
-  /* killed orphans (the background sleeps) are reaped by init, a moment later */
-  assert_int_equal(tu_processes_left(cache2, 2), 0);
-  assert_int_equal(tu_build_dirs_in(cache2), 0);
+  tu_expect_free_kills(p, cache2, 6);
   kb__compiler_release(&slow);
-  tu_remove_tree(dir);
+  kb__remove_tree(dir);
 }
 
 static void test_default_workers(void **state) {

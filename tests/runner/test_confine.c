@@ -32,37 +32,23 @@
 #define CATALOGUE KB_SOURCE_DIR "/tests/catalogue/host"
 
 static struct runner_fixture fx;
-static struct kb_task row_sum;
 
 static int setup(void **state) {
   (void)state;
-  if (fixture_setup(&fx, "/tmp/kb-test-confine.XXXXXX") != 0)
-    return -1;
-  struct kb_error err = {0};
-  if (kb_task_load(KB_SOURCE_DIR "/tasks/host/row_sum", &row_sum, &err) != KB_OK) {
-    fprintf(stderr, "test_confine: %s\n", err.msg);
-    return -1;
-  }
-  return 0;
+  return fixture_setup(&fx, "/tmp/kb-test-confine.XXXXXX");
 }
 
 static int teardown(void **state) {
   (void)state;
-  kb_task_release(&row_sum);
   fixture_teardown(&fx);
   return 0;
 }
 
+/* The catalogue's candidate `name` of row_sum at the smoke tier. */
 static void eval_file(const char *name, struct kb_result *r) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s.c", CATALOGUE, name);
-  char *source = fixture_slurp(path);
-  struct kb_error err = {0};
-  int rc = fixture_eval(&fx, &row_sum, source, "", &fx.ladder.tiers[FX_TIER_SMOKE],
-                        FX_TIER_SMOKE, 0, r, &err);
-  kb_free(source);
-  if (rc != KB_OK)
-    fail_msg("%s: %s", name, err.msg);
+  fixture_eval_file(&fx, &fx.row_sum, path, "", FX_TIER_SMOKE, r);
 }
 
 static void expect_level(const struct kb_result *r) {
@@ -126,7 +112,7 @@ static void test_secret(void **state) {
   const char *secret = getenv("KB_TEST_SECRET");
   assert_non_null(secret);
   /* the canary is where the candidate looks: this process's /proc entry shows it */
-  char *env = fixture_slurp("/proc/self/environ");
+  char *env = tu_slurp("/proc/self/environ");
   int found = 0;
   for (size_t i = 0; env[i] != '\0' || env[i + 1] != '\0'; i++)
     if (strncmp(env + i, "KB_TEST_SECRET=", 15) == 0 && strstr(env + i, secret) != NULL)

@@ -56,38 +56,12 @@ static char *candidate_source(const char *name) {
   return tu_slurp(path);
 }
 
-/* The files of candidates/cuda, sorted; `*n` of them (new array of new strings). */
-static char **list_candidates(int *n) {
-  char **names = NULL;
-  *n = 0;
-  DIR *d = opendir(CANDIDATES);
-  assert_non_null(d);
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len < 4 || strcmp(e->d_name + len - 3, ".cu") != 0)
-      continue;
-    names = kb_reallocarray(names, (size_t)*n + 1, sizeof *names);
-    assert_non_null(names);
-    names[(*n)++] = kb_strdup(e->d_name);
-  }
-  closedir(d);
-  for (int i = 0; i < *n; i++)
-    for (int j = i + 1; j < *n; j++)
-      if (strcmp(names[j], names[i]) < 0) {
-        char *t = names[i];
-        names[i] = names[j];
-        names[j] = t;
-      }
-  return names;
-}
-
 /* Every honest candidate builds and passes the allow-list with its resource usage recorded;
  * every cheat is rejected naming what it imports. Built through a 2-worker pool. */
 static void test_catalogue(void **state) {
   (void)state;
   int n = 0;
-  char **names = list_candidates(&n);
+  char **names = tu_list_files(CANDIDATES, ".cu", &n);
   assert_true(n >= 20);
   char **sources = kb_calloc((size_t)n, sizeof *sources);
   char(*flags)[128] = kb_calloc((size_t)n, sizeof *flags);
@@ -158,11 +132,9 @@ static void test_catalogue(void **state) {
   assert_true(honest >= 9);
   assert_true(cheats >= 14);
   kb__compile_pool_free(p);
-  for (int i = 0; i < n; i++) {
-    kb_free(names[i]);
+  for (int i = 0; i < n; i++)
     kb_free(sources[i]);
-  }
-  kb_free(names);
+  tu_free_names(names, n);
   kb_free(sources);
   kb_free(flags);
 }
@@ -226,7 +198,7 @@ static void test_cudart_shared(void **state) {
   assert_false(allowed);
   assert_false(undefined);
   print_message("static runtime: %s\n", reason);
-  tu_remove_tree(dir);
+  kb__remove_tree(dir);
   kb_free(source);
 }
 

@@ -26,41 +26,20 @@
 #define CANDIDATES KB_SOURCE_DIR "/tests/runner/candidates"
 
 static struct runner_fixture fx;
-static struct kb_task row_sum;
-
 static int group_setup(void **state) {
   (void)state;
-  if (fixture_setup(&fx, "/tmp/kb-test-trust.XXXXXX") != 0)
-    return -1;
-  struct kb_error err = {0};
-  if (kb_task_load(KB_SOURCE_DIR "/tasks/host/row_sum", &row_sum, &err) != KB_OK) {
-    fprintf(stderr, "task: %s\n", err.msg);
-    return -1;
-  }
-  return 0;
+  return fixture_setup(&fx, "/tmp/kb-test-trust.XXXXXX");
 }
 
 static int group_teardown(void **state) {
   (void)state;
-  kb_task_release(&row_sum);
   fixture_teardown(&fx);
   return 0;
 }
 
-/* Evaluates the file `path` (flags `cflags`) as a candidate of `task` at tier `index`. */
-static void eval_path(const struct kb_task *task, const char *path, const char *cflags,
-                      int index, struct kb_result *r) {
-  struct kb_error err = {0};
-  char *source = fixture_slurp(path);
-  if (fixture_eval(&fx, task, source, cflags, &fx.ladder.tiers[index], index, 0, r, &err) !=
-      KB_OK)
-    fail_msg("evaluate %s: %s", path, err.msg);
-  kb_free(source);
-}
-
 static void expect(const char *file, int tier, int status, const char *in_reason) {
   struct kb_result r;
-  eval_path(&row_sum, file, "", tier, &r);
+  fixture_eval_file(&fx, &fx.row_sum, file, "", tier, &r);
   fixture_expect(&r, status, in_reason);
   kb_result_release(&r);
 }
@@ -110,7 +89,7 @@ static void test_honest_seeds(void **state) {
       for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++) {
         struct kb_result r;
         double t0 = kb_now_mono();
-        eval_path(&task, task.seeds[i].path, task.seeds[i].flags, t, &r);
+        fixture_eval_file(&fx, &task, task.seeds[i].path, task.seeds[i].flags, t, &r);
         double wall = kb_now_mono() - t0;
         per_tier[t] += wall;
         print_message("%-14s %-8s %-6s %-9s median %10.2f us  n %3d  cost %5lld ms  %s\n",

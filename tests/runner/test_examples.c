@@ -28,6 +28,7 @@
 
 #define ABI_DIR KB_SOURCE_DIR "/common/include"
 #define EXAMPLES "examples/candidates"
+#define EXAMPLES_DIR KB_SOURCE_DIR "/" EXAMPLES
 #define DOC KB_SOURCE_DIR "/docs/candidate-abi.md"
 
 static char cache[64];
@@ -40,40 +41,8 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  tu_remove_tree(cache);
+  kb__remove_tree(cache);
   return 0;
-}
-
-/* The example files with extension `ext` (".c", ".cu"), sorted names (new). */
-static char **examples(const char *ext, int *n) {
-  char **names = NULL;
-  *n = 0;
-  DIR *d = opendir(KB_SOURCE_DIR "/" EXAMPLES);
-  assert_non_null(d);
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name), elen = strlen(ext);
-    if (len <= elen || strcmp(e->d_name + len - elen, ext) != 0)
-      continue;
-    names = kb_reallocarray(names, (size_t)*n + 1, sizeof *names);
-    assert_non_null(names);
-    names[(*n)++] = kb_strdup(e->d_name);
-  }
-  closedir(d);
-  for (int i = 0; i < *n; i++)
-    for (int j = i + 1; j < *n; j++)
-      if (strcmp(names[j], names[i]) < 0) {
-        char *t = names[i];
-        names[i] = names[j];
-        names[j] = t;
-      }
-  return names;
-}
-
-static void free_names(char **names, int n) {
-  for (int i = 0; i < n; i++)
-    kb_free(names[i]);
-  kb_free(names);
 }
 
 static char *example_source(const char *name) {
@@ -148,7 +117,8 @@ static void test_doc_shows_the_files(void **state) {
     shown++;
   }
   int n_c = 0, n_cu = 0;
-  char **c = examples(".c", &n_c), **cu = examples(".cu", &n_cu);
+  char **c = tu_list_files(EXAMPLES_DIR, ".c", &n_c);
+  char **cu = tu_list_files(EXAMPLES_DIR, ".cu", &n_cu);
   for (int i = 0; i < n_c + n_cu; i++) {
     char marker[256];
     snprintf(marker, sizeof marker, "<!-- file: %s/%s -->", EXAMPLES, i < n_c ? c[i] : cu[i - n_c]);
@@ -157,8 +127,8 @@ static void test_doc_shows_the_files(void **state) {
   }
   assert_int_equal(shown, n_c + n_cu);
   assert_true(n_c >= 1 && n_cu >= 2);
-  free_names(c, n_c);
-  free_names(cu, n_cu);
+  tu_free_names(c, n_c);
+  tu_free_names(cu, n_cu);
   kb_free(doc);
 }
 
@@ -171,7 +141,7 @@ static void test_host_examples_build(void **state) {
   if (kb__compiler_init(&cc, dir, NULL, ABI_DIR, &err) != KB_OK)
     fail_msg("%s", err.msg);
   int n = 0;
-  char **names = examples(".c", &n);
+  char **names = tu_list_files(EXAMPLES_DIR, ".c", &n);
   for (int i = 0; i < n; i++) {
     char *source = example_source(names[i]);
     int n_knobs = 0;
@@ -189,7 +159,7 @@ static void test_host_examples_build(void **state) {
     kb_free(knobs);
     kb_free(source);
   }
-  free_names(names, n);
+  tu_free_names(names, n);
   kb__compiler_release(&cc);
 }
 
@@ -246,7 +216,7 @@ static void test_cuda_examples_build(void **state) {
       KB_OK)
     fail_msg("%s", err.msg);
   int n = 0;
-  char **names = examples(".cu", &n);
+  char **names = tu_list_files(EXAMPLES_DIR, ".cu", &n);
   struct kb__compile_pool *p = NULL;
   assert_int_equal(kb__compile_pool_new(&nvcc, 2, 64, &p, &err), KB_OK);
   char *labels[64];
@@ -289,7 +259,7 @@ static void test_cuda_examples_build(void **state) {
   kb__compile_pool_free(p);
   for (int k = 0; k < jobs; k++)
     kb_free(labels[k]);
-  free_names(names, n);
+  tu_free_names(names, n);
   kb__compiler_release(&nvcc);
 #endif
 }

@@ -54,7 +54,7 @@ static void eval_source(const struct kb_task *task, const char *source, const ch
 
 static void eval_file(const struct kb_task *task, const char *path, int index,
                       struct kb_result *r) {
-  char *source = fixture_slurp(path);
+  char *source = tu_slurp(path);
   eval_source(task, source, "", &fx.ladder.tiers[index], index, r);
   kb_free(source);
 }
@@ -145,7 +145,7 @@ static void test_infinite_loop(void **state) {
   (void)state;
   struct kb_tier tier = fx.ladder.tiers[FX_TIER_SMOKE];
   tier.timeout_s = 1.0;
-  char *source = fixture_slurp(CANDIDATES "/infinite_loop.c");
+  char *source = tu_slurp(CANDIDATES "/infinite_loop.c");
   struct kb_result r;
   eval_source(&fx.sum, source, "", &tier, FX_TIER_SMOKE, &r);
   kb_free(source);
@@ -256,7 +256,7 @@ static void test_stateful(void **state) {
 
 static void test_bad_flag(void **state) {
   (void)state;
-  char *source = fixture_slurp(fx.sum.seeds[0].path);
+  char *source = tu_slurp(fx.sum.seeds[0].path);
   struct kb_result r;
   eval_source(&fx.sum, source, "-o /tmp/elsewhere.so", &fx.ladder.tiers[0], 0, &r);
   fixture_expect(&r, KB_STATUS_COMPILE_ERROR, "flag \"-o\" is not allowed");
@@ -266,7 +266,7 @@ static void test_bad_flag(void **state) {
 
 static void test_cache(void **state) {
   (void)state;
-  char *base = fixture_slurp(fx.sum.seeds[0].path);
+  char *base = tu_slurp(fx.sum.seeds[0].path);
   struct kb_buf src;
   kb_buf_init(&src);
   /* a source no earlier run has cached */
@@ -308,7 +308,7 @@ static void test_cache(void **state) {
 
 static void test_compile_timeout(void **state) {
   (void)state;
-  char *base = fixture_slurp(fx.sum.seeds[0].path);
+  char *base = tu_slurp(fx.sum.seeds[0].path);
   struct kb_buf src;
   kb_buf_init(&src);
   assert_int_equal(kb_buf_addf(&src, "%s/* timeout %d */\n", base, (int)getpid()), KB_OK);

@@ -1,4 +1,4 @@
-/* Deterministic input generation (kb/inputs.h): the generator's exact output is pinned, so a
+/* Deterministic input generation (inputs.h): the generator's exact output is pinned, so a
  * change to the PRNG, the distributions or the conversions fails here before it silently changes
  * every task's inputs (and every stored reference). */
 #include <math.h>
@@ -11,8 +11,9 @@
 
 #include <cmocka.h>
 
+#include "kb/alloc.h"
 #include "kb/error.h"
-#include "kb/inputs.h"
+#include "inputs.h"
 
 static uint32_t bits32(float f) {
   uint32_t b;
@@ -81,7 +82,7 @@ static void test_deterministic(void **state) {
 static void test_distributions(void **state) {
   (void)state;
   enum { N = 200000 };
-  double *v = malloc(N * sizeof *v);
+  double *v = kb_malloc(N * sizeof *v);
   assert_non_null(v);
   struct kb_input_set u = {1, KB_DIST_UNIFORM, 2, 4};
   assert_int_equal(kb_inputs_fill(&u, 0, KB_F64, v, N, NULL), KB_OK);
@@ -116,7 +117,7 @@ static void test_distributions(void **state) {
   }
   for (int k = 0; k < 5; k++)
     assert_true(counts[k] > 150);
-  free(v);
+  kb_free(v);
 }
 
 static void test_integer_conversions(void **state) {

@@ -69,7 +69,7 @@ static int group_teardown(void **state) {
 /* Evaluates the candidate file `path` on the sum task at `tier` with `flags`; returns the rc. */
 static int eval_tier(const char *path, const struct kb_tier *tier, int index, int flags,
                      struct kb_result *r, struct kb_error *err) {
-  char *source = fixture_slurp(path);
+  char *source = tu_slurp(path);
   int rc = fixture_eval(&fx.base, &fx.base.sum, source, "", tier, index, flags, r, err);
   kb_free(source);
   return rc;
@@ -345,12 +345,12 @@ static void test_dies_mid_message(void **state) {
   kb__sandbox_free(sb);
   kb_free(prog);
   /* one that dies before its hello is a start failure with its stderr */
-  prog = script("no-hello.sh", "echo 'cannot open the device' >&2\nexit 2");
+  prog = script("no-hello.sh", "echo 'cannot open the device' >&2\nexit 8");
   o.program = prog;
   assert_int_equal(kb__sandbox_new(&o, &sb, &err), KB_OK);
   kb_error_clear(&err);
   assert_int_equal(kb__sandbox_call(sb, req, 5, &call, &err), KB_ECHILD);
-  assert_non_null(strstr(err.msg, "exit status 2"));
+  assert_non_null(strstr(err.msg, "exit status 8: the device cannot be opened"));
   assert_non_null(strstr(err.msg, "cannot open the device"));
   kb__sandbox_free(sb);
   kb_free(prog);
@@ -469,7 +469,7 @@ static void test_error_return_keeps_sandbox(void **state) {
 static void test_returns_early(void **state) {
   (void)state;
   struct kb_error err = {0};
-  char *source = fixture_slurp(CANDIDATES "/half_rows.c");
+  char *source = tu_slurp(CANDIDATES "/half_rows.c");
   struct kb_result r;
   assert_int_equal(fixture_eval(&fx.base, &fx.base.matmul, source, "",
                                 &fx.base.ladder.tiers[FX_TIER_SMOKE], FX_TIER_SMOKE, 0, &r, &err),

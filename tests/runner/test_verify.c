@@ -1,4 +1,4 @@
-/* Output verification and poisoning (kb/verify.h). */
+/* Output verification and poisoning (verify.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "kb/inputs.h"
-#include "kb/verify.h"
+#include "inputs.h"
+#include "verify.h"
 
 static void test_f32_tolerance(void **state) {
   (void)state;

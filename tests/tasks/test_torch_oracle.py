@@ -176,7 +176,7 @@ def no_library(worker, tmp):
                        stdin=b, stdout=b, stderr=subprocess.PIPE, text=True, env=env, timeout=120)
     b.close()
     a.close()
-    check(p.returncode == 2 and "libkb-confine.so" in p.stderr and "KB_CONFINE_OPTIONAL" in
+    check(p.returncode == 7 and "libkb-confine.so" in p.stderr and "KB_CONFINE_OPTIONAL" in
           p.stderr, "no libkb-confine.so: exit %d, %s" % (p.returncode, p.stderr.strip()))
 
 

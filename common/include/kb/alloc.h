@@ -12,6 +12,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" { /* includable from the CUDA sources (C++) */
+#endif
+
 /* Returns new memory of `size` bytes (uninitialised), or NULL. size 0 allocates 1 byte. */
 void *kb_malloc(size_t size);
 /* Returns new zeroed memory for `n` objects of `size` bytes, or NULL (also on overflow). */
@@ -30,5 +34,9 @@ void kb_free(void *p);
 /* Test hook: after `n` more successful allocations, every allocation fails until
  * kb_alloc_fail_after(-1) disarms it. -1 (the default) never fails. */
 void kb_alloc_fail_after(long n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -74,7 +74,8 @@ enum kb_exit {
   KB_EXIT_BUDGET = 6,   /* budget exhausted before the work was done */
   KB_EXIT_CONFINE = 7,  /* the node cannot confine sandboxes as the campaign's sandbox.require
                            asks (kb-runner; docs/campaign.md) */
-  KB_EXIT_INTERRUPTED = 130
+  KB_EXIT_INTERRUPTED = 130,
+  KB_EXIT_DEVICE = 8    /* the sandbox cannot open its device (no driver, no such GPU) */
 };
 /* Maps an error code to the process exit code main() should return. */
 int kb_exit_code(int code);

@@ -9,8 +9,8 @@
  * behind (a quiet NaN with payload for floats, the byte 0xa5 for integers, which is not a valid
  * bool), so an element the candidate never wrote cannot pass.
  */
-#ifndef KB_VERIFY_H
-#define KB_VERIFY_H
+#ifndef KB_SANDBOX_VERIFY_H
+#define KB_SANDBOX_VERIFY_H
 
 #include <stddef.h>
 #include <stdint.h>

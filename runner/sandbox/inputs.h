@@ -15,15 +15,15 @@
  *             cos differ between glibc and CUDA) can change a bit
  *   integers  an integer drawn uniformly from [ceil(low), ceil(high)), then converted
  *
- * The generator (written once in kb/inputs_gen.h, which the CUDA fill kernel includes too; each
+ * The generator (written once in inputs_gen.h, which the CUDA fill kernel includes too; each
  * element uses stream position p = element * draws + draw, where draws is 12 for normal and 1
  * otherwise):
  *   key  = mix(seed + (tensor + 1) * GOLDEN)      mix = the splitmix64 finalizer
  *   x(p) = mix(key + (p + 1) * GOLDEN)            GOLDEN = 0x9e3779b97f4a7c15
  *   u(p) = (x(p) >> 11) * 2^-53
  */
-#ifndef KB_INPUTS_H
-#define KB_INPUTS_H
+#ifndef KB_SANDBOX_INPUTS_H
+#define KB_SANDBOX_INPUTS_H
 
 #include <stdint.h>
 

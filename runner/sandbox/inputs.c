@@ -1,12 +1,12 @@
-/* Deterministic inputs and dtype conversions (see kb/inputs.h); the generator and the f16/bf16
- * conversions themselves are in kb/inputs_gen.h, shared with the CUDA sandbox's fill kernel. */
-#include "kb/inputs.h"
+/* Deterministic inputs and dtype conversions (see inputs.h); the generator and the f16/bf16
+ * conversions themselves are in inputs_gen.h, shared with the CUDA sandbox's fill kernel. */
+#include "inputs.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "kb/error.h"
-#include "kb/inputs_gen.h"
+#include "inputs_gen.h"
 
 uint64_t kb_rand_mix(uint64_t x) { return kb_gen_mix(x); }
 
@@ -31,91 +31,52 @@ double kb_input_value(const struct kb_input_set *set, uint64_t key, int64_t i) {
   return NAN;
 }
 
+/* One element of any dtype, as it lies in memory (kb_dtype_size(dtype) bytes of it). */
+union element {
+  float f32;
+  double f64;
+  uint16_t half; /* f16 and bf16 bits */
+  int32_t i32;
+  int64_t i64;
+  uint8_t u8; /* u8 and bool */
+};
+
 int kb_dtype_store(int dtype, void *dst, double v) {
+  union element x;
   switch ((enum kb_dtype)dtype) {
-  case KB_F32: {
-    float f = (float)v;
-    memcpy(dst, &f, sizeof f);
-    return KB_OK;
-  }
-  case KB_F16: {
-    uint16_t h = kb_f32_to_f16((float)v);
-    memcpy(dst, &h, sizeof h);
-    return KB_OK;
-  }
-  case KB_BF16: {
-    uint16_t h = kb_f32_to_bf16((float)v);
-    memcpy(dst, &h, sizeof h);
-    return KB_OK;
-  }
-  case KB_F64:
-    memcpy(dst, &v, sizeof v);
-    return KB_OK;
-  case KB_I32: {
-    int32_t x = (int32_t)kb_gen_int_clamp(v, -2147483648.0, 2147483647.0);
-    memcpy(dst, &x, sizeof x);
-    return KB_OK;
-  }
+  case KB_F32: x.f32 = (float)v; break;
+  case KB_F16: x.half = kb_f32_to_f16((float)v); break;
+  case KB_BF16: x.half = kb_f32_to_bf16((float)v); break;
+  case KB_F64: x.f64 = v; break;
+  case KB_I32: x.i32 = (int32_t)kb_gen_int_clamp(v, -2147483648.0, 2147483647.0); break;
   case KB_I64: {
-    int64_t x;
     double c = kb_gen_int_clamp(v, -0x1p63, 0x1p63);
-    if (c >= 0x1p63)
-      x = INT64_MAX;
-    else
-      x = (int64_t)c;
-    memcpy(dst, &x, sizeof x);
-    return KB_OK;
+    x.i64 = c >= 0x1p63 ? INT64_MAX : (int64_t)c;
+    break;
   }
-  case KB_U8: {
-    uint8_t x = (uint8_t)kb_gen_int_clamp(v, 0.0, 255.0);
-    memcpy(dst, &x, sizeof x);
-    return KB_OK;
+  case KB_U8: x.u8 = (uint8_t)kb_gen_int_clamp(v, 0.0, 255.0); break;
+  case KB_BOOL: x.u8 = (uint8_t)kb_gen_int_clamp(v, 0.0, 1.0); break;
+  default: return KB_EINVAL;
   }
-  case KB_BOOL: {
-    uint8_t x = (uint8_t)kb_gen_int_clamp(v, 0.0, 1.0);
-    memcpy(dst, &x, sizeof x);
-    return KB_OK;
-  }
-  }
-  return KB_EINVAL;
+  memcpy(dst, &x, (size_t)kb_dtype_size(dtype));
+  return KB_OK;
 }
 
 double kb_dtype_load(int dtype, const void *data, int64_t i) {
-  const unsigned char *p = data;
+  int size = kb_dtype_size(dtype);
+  if (size == 0)
+    return NAN;
+  union element x;
+  memcpy(&x, (const unsigned char *)data + i * size, (size_t)size);
   switch ((enum kb_dtype)dtype) {
-  case KB_F32: {
-    float f;
-    memcpy(&f, p + i * 4, sizeof f);
-    return f;
-  }
-  case KB_F16: {
-    uint16_t h;
-    memcpy(&h, p + i * 2, sizeof h);
-    return kb_f16_to_f32(h);
-  }
-  case KB_BF16: {
-    uint16_t h;
-    memcpy(&h, p + i * 2, sizeof h);
-    return kb_bf16_to_f32(h);
-  }
-  case KB_F64: {
-    double d;
-    memcpy(&d, p + i * 8, sizeof d);
-    return d;
-  }
-  case KB_I32: {
-    int32_t x;
-    memcpy(&x, p + i * 4, sizeof x);
-    return x;
-  }
-  case KB_I64: {
-    int64_t x;
-    memcpy(&x, p + i * 8, sizeof x);
-    return (double)x;
-  }
+  case KB_F32: return x.f32;
+  case KB_F16: return kb_f16_to_f32(x.half);
+  case KB_BF16: return kb_bf16_to_f32(x.half);
+  case KB_F64: return x.f64;
+  case KB_I32: return x.i32;
+  case KB_I64: return (double)x.i64;
   case KB_U8:
-  case KB_BOOL:
-    return p[i];
+  case KB_BOOL: return x.u8;
   }
   return NAN;
 }

@@ -1,11 +1,11 @@
-/* Output verification and poisoning (see kb/verify.h). */
-#include "kb/verify.h"
+/* Output verification and poisoning (see verify.h). */
+#include "verify.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "kb/inputs.h"
+#include "inputs.h"
 #include "kb_kernel.h"
 
 /* Quiet NaNs with a recognisable payload ("bad"), one per float width. */
@@ -72,33 +72,22 @@ int kb_verify(int dtype, const void *got, const void *expected, int64_t n, doubl
   return rep->bad == 0;
 }
 
+/* `n` copies of the `width`-byte pattern `v` (its low bytes, host order) at `p`. */
+static void fill_pattern(unsigned char *p, int64_t n, uint64_t v, size_t width) {
+  uint32_t v32 = (uint32_t)v;
+  uint16_t v16 = (uint16_t)v;
+  const void *src = width == 8 ? (const void *)&v : width == 4 ? (const void *)&v32 : &v16;
+  for (int64_t i = 0; i < n; i++)
+    memcpy(p + i * (int64_t)width, src, width);
+}
+
 void kb_poison(int dtype, void *data, int64_t n) {
   unsigned char *p = data;
   switch ((enum kb_dtype)dtype) {
-  case KB_F32: {
-    uint32_t v = POISON_F32;
-    for (int64_t i = 0; i < n; i++)
-      memcpy(p + i * 4, &v, sizeof v);
-    return;
-  }
-  case KB_F64: {
-    uint64_t v = POISON_F64;
-    for (int64_t i = 0; i < n; i++)
-      memcpy(p + i * 8, &v, sizeof v);
-    return;
-  }
-  case KB_F16: {
-    uint16_t v = POISON_F16;
-    for (int64_t i = 0; i < n; i++)
-      memcpy(p + i * 2, &v, sizeof v);
-    return;
-  }
-  case KB_BF16: {
-    uint16_t v = POISON_BF16;
-    for (int64_t i = 0; i < n; i++)
-      memcpy(p + i * 2, &v, sizeof v);
-    return;
-  }
+  case KB_F32: fill_pattern(p, n, POISON_F32, 4); return;
+  case KB_F64: fill_pattern(p, n, POISON_F64, 8); return;
+  case KB_F16: fill_pattern(p, n, POISON_F16, 2); return;
+  case KB_BF16: fill_pattern(p, n, POISON_BF16, 2); return;
   case KB_I32:
   case KB_I64:
   case KB_U8:

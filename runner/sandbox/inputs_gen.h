@@ -1,7 +1,7 @@
 /* The input generator and the f16/bf16 conversions, written once for the host (C) and the device
- * (CUDA): common/src/inputs.c (kb_inputs_fill, kb_dtype_store, ...) and the sandbox's fill kernel
+ * (CUDA): runner/sandbox/inputs.c (kb_inputs_fill, kb_dtype_store, ...) and the sandbox's fill kernel
  * (runner/sandbox/devkern.cu) both include this header, so the two cannot drift apart. The
- * method and the distributions are described in kb/inputs.h.
+ * method and the distributions are described in inputs.h.
  *
  * Every function is `static inline` and marked KB_HD: `__host__ __device__` when nvcc compiles
  * the including file, nothing in C. Bit-for-bit agreement needs the same roundings on both
@@ -14,8 +14,8 @@
  *
  * No function allocates, fails or keeps state; pointers are borrowed.
  */
-#ifndef KB_INPUTS_GEN_H
-#define KB_INPUTS_GEN_H
+#ifndef KB_SANDBOX_INPUTS_GEN_H
+#define KB_SANDBOX_INPUTS_GEN_H
 
 #include <math.h>
 #include <stdint.h>
@@ -105,24 +105,22 @@ static inline KB_HD double kb_gen_int_clamp(double v, double lo, double hi) {
   return v;
 }
 
+/* An f32 and its bits: the bit casts below, the same on host and device. */
+union kb_gen_f32 {
+  float f;
+  uint32_t bits;
+};
+
 static inline KB_HD uint32_t kb_gen_f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-#endif
+  union kb_gen_f32 c;
+  c.f = f;
+  return c.bits;
 }
 
 static inline KB_HD float kb_gen_bits_f32(uint32_t x) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(x);
-#else
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-#endif
+  union kb_gen_f32 c;
+  c.bits = x;
+  return c.f;
 }
 
 /* f32 to IEEE half, rounding to nearest even; NaN stays a quiet NaN with its top payload bits,
