@@ -18,7 +18,7 @@
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "kb/leaderboard.h"
+#include "leaderboard.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"

@@ -11,9 +11,7 @@
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
-#include "gpus.h"
-#include "local.h"
-#include "sbatch.h"
+#include "launch.h"
 
 static volatile sig_atomic_t stop_requested = 0;
 
@@ -107,16 +105,9 @@ static int fail(const struct kb_error *err) {
   return kb_exit_code(err->code);
 }
 
-int main(int argc, char **argv) {
-  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
-  kb_log_init("kb-launch");
-  static char dir[PATH_MAX];
-  struct kb_local_opts lo = {.stop = &stop_requested};
-  struct kb_slurm_opts so = {0};
-  struct kb_slurm_stop_opts to = {0};
-  enum { M_NONE, M_LOCAL, M_SLURM, M_STOP, M_CANCEL } mode = M_NONE;
-  int n_modes = 0, runners = 0, wait_s = 0, json = 0, restart = 0, redis_job = 0;
-  const char *redis = NULL, *slurm_only = NULL, *gpus = NULL;
+/* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
+ * 1 for --help (printed), 0 otherwise. The rules across options are kb_launch_check()'s. */
+static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
     OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN
@@ -144,136 +135,76 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
+  struct kb_slurm_opts *so = &a->slurm;
   int ch;
   while ((ch = getopt_long(argc, argv, "lsr:n:g:p:t:A:b:jh", longopts, NULL)) != -1) {
     switch (ch) {
-    case 'l': mode = M_LOCAL; n_modes++; break;
-    case 's': mode = M_SLURM; n_modes++; break;
-    case OPT_STOP: mode = M_STOP; n_modes++; break;
-    case OPT_CANCEL: mode = M_CANCEL; n_modes++; break;
-    case 'r': redis = optarg; break;
-    case OPT_REDIS_JOB: redis_job = 1; slurm_only = "--redis-job"; break;
+    case 'l': a->mode = KB_LAUNCH_LOCAL; a->n_modes++; break;
+    case 's': a->mode = KB_LAUNCH_SLURM; a->n_modes++; break;
+    case OPT_STOP: a->mode = KB_LAUNCH_STOP; a->n_modes++; break;
+    case OPT_CANCEL: a->mode = KB_LAUNCH_CANCEL; a->n_modes++; break;
+    case 'r': a->redis = optarg; break;
+    case OPT_REDIS_JOB: a->redis_job = 1; a->slurm_only = "--redis-job"; break;
     case 'n':
-      if (parse_int("--runners", optarg, 1, 10000, &runners)) return KB_EXIT_USAGE;
+      if (parse_int("--runners", optarg, 1, 10000, &a->runners)) return -1;
       break;
-    case 'g': gpus = optarg; break;
+    case 'g': a->gpus = optarg; break;
     case OPT_THROTTLE:
-      if (parse_int("--throttle", optarg, 1, 10000, &so.throttle)) return KB_EXIT_USAGE;
-      slurm_only = "--throttle";
+      if (parse_int("--throttle", optarg, 1, 10000, &so->throttle)) return -1;
+      a->slurm_only = "--throttle";
       break;
-    case 'p': so.partition = optarg; slurm_only = "--partition"; break;
-    case OPT_CPU_PARTITION: so.cpu_partition = optarg; slurm_only = "--cpu-partition"; break;
-    case 't': so.time = optarg; slurm_only = "--time"; break;
-    case 'A': so.account = optarg; slurm_only = "--account"; break;
-    case OPT_GRES: so.gres = optarg; slurm_only = "--gres"; break;
-    case 'b': so.backend = optarg; slurm_only = "--backend"; break;
-    case OPT_SETUP: so.setup = optarg; slurm_only = "--setup"; break;
+    case 'p': so->partition = optarg; a->slurm_only = "--partition"; break;
+    case OPT_CPU_PARTITION: so->cpu_partition = optarg; a->slurm_only = "--cpu-partition"; break;
+    case 't': so->time = optarg; a->slurm_only = "--time"; break;
+    case 'A': so->account = optarg; a->slurm_only = "--account"; break;
+    case OPT_GRES: so->gres = optarg; a->slurm_only = "--gres"; break;
+    case 'b': so->backend = optarg; a->slurm_only = "--backend"; break;
+    case OPT_SETUP: so->setup = optarg; a->slurm_only = "--setup"; break;
     case OPT_WAIT:
-      if (parse_int("--wait", optarg, 1, 86400, &wait_s)) return KB_EXIT_USAGE;
+      if (parse_int("--wait", optarg, 1, 86400, &a->wait_s)) return -1;
       break;
-    case OPT_DRY_RUN: so.dry_run = 1; slurm_only = "--dry-run"; break;
-    case OPT_RESTART: restart = 1; break;
-    case 'j': json = 1; break;
-    case 'h': usage(stdout); return KB_EXIT_OK;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case OPT_DRY_RUN: so->dry_run = 1; a->slurm_only = "--dry-run"; break;
+    case OPT_RESTART: a->restart = 1; break;
+    case 'j': a->json = 1; break;
+    case 'h': usage(stdout); return 1;
+    default: usage(stderr); return -1;
     }
   }
-  if (n_modes != 1 || argc - optind != 1) {
-    if (n_modes > 1)
-      fprintf(stderr, "kb-launch: give one of --local, --slurm, --stop, --cancel\n");
-    usage(stderr);
+  a->n_operands = argc - optind;
+  a->campaign = optind < argc ? argv[optind] : NULL;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
+  kb_log_init("kb-launch");
+  struct kb_launch_args a = {0};
+  int parsed = parse_args(argc, argv, &a);
+  if (parsed)
+    return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
+  struct kb_error err = {0};
+  enum kb_launch_refusal how;
+  if (kb_launch_check(&a, &how, &err)) {
+    if (how != KB_LAUNCH_USAGE)
+      fprintf(stderr, "kb-launch: %s\n", err.msg);
+    if (how != KB_LAUNCH_SAY)
+      usage(stderr);
     return KB_EXIT_USAGE;
   }
-  const char *campaign = argv[optind];
-  if (gpus && mode != M_LOCAL) {
-    fprintf(stderr, "kb-launch: --gpus goes with --local (with --slurm, Slurm assigns GPUs)\n");
-    return KB_EXIT_USAGE;
-  }
-  if (gpus) {
-    int ids[KB_GPUS_MAX], n;
-    struct kb_error gerr = {0};
-    if (kb_gpus_parse(gpus, ids, &n, &gerr)) {
-      fprintf(stderr, "kb-launch: %s\n", gerr.msg);
-      return KB_EXIT_USAGE;
-    }
-  }
-  if (gpus && runners) {
-    fprintf(stderr, "kb-launch: give --runners (host campaigns) or --gpus (cuda campaigns), "
-            "not both\n");
-    return KB_EXIT_USAGE;
-  }
-  if (slurm_only && mode != M_SLURM) {
-    fprintf(stderr, "kb-launch: %s goes with --slurm\n", slurm_only);
-    return KB_EXIT_USAGE;
-  }
-  const char *words[][2] = {{"--partition", so.partition}, {"--cpu-partition", so.cpu_partition},
-                            {"--time", so.time}, {"--account", so.account},
-                            {"--gres", so.gres}};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    if (words[i][1] && !kb_slurm_word_ok(words[i][1])) {
-      fprintf(stderr, "kb-launch: %s \"%s\" cannot go into an #SBATCH line: use letters, "
-              "digits and _ . / : + , = @ -\n", words[i][0], words[i][1]);
-      return KB_EXIT_USAGE;
-    }
-  if (redis && redis_job) {
-    fprintf(stderr, "kb-launch: give --redis or --redis-job, not both\n");
-    return KB_EXIT_USAGE;
-  }
+  static char dir[PATH_MAX];
   if (bin_dir(dir, sizeof dir) != 0) {
     fprintf(stderr, "kb-launch: cannot find my own folder through /proc/self/exe\n");
     return KB_EXIT_FAILURE;
   }
-  struct kb_error err = {0};
-  switch (mode) {
-  case M_LOCAL:
-    if (runners > 64 || wait_s) {
-      fprintf(stderr, runners > 64 ? "kb-launch: --local runs 1..64 runners\n"
-                                   : "kb-launch: --wait goes with --slurm, --stop, --cancel\n");
-      return KB_EXIT_USAGE;
-    }
-    break;
-  case M_SLURM:
-    so.campaign_path = campaign;
-    so.bin_dir = dir;
-    so.redis = redis;
-    so.runners = runners;
-    so.wait_s = wait_s;
-    so.restart = restart;
-    so.json = json;
-    if (kb_slurm_launch(&so, &err))
-      return fail(&err);
-    return KB_EXIT_OK;
-  case M_STOP:
-  case M_CANCEL:
-    if (redis || runners || restart) {
-      fprintf(stderr, "kb-launch: --stop and --cancel take only --wait and --json\n");
-      return KB_EXIT_USAGE;
-    }
-    to.campaign_path = campaign;
-    to.cancel = mode == M_CANCEL;
-    to.wait_s = wait_s;
-    to.json = json;
-    if (kb_slurm_stop(&to, &err))
-      return fail(&err);
-    return KB_EXIT_OK;
-  case M_NONE:
-    usage(stderr);
-    return KB_EXIT_USAGE;
+  if (a.mode == KB_LAUNCH_LOCAL) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
   }
-  lo.campaign_path = campaign;
-  lo.bin_dir = dir;
-  lo.redis = redis;
-  lo.runners = runners;
-  lo.gpus = gpus;
-  lo.restart = restart;
-  lo.json = json;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  if (kb_local_run(&lo, &err))
+  if (kb_launch_run(&a, dir, &stop_requested, &err))
     return fail(&err);
   return KB_EXIT_OK;
 }

@@ -15,7 +15,7 @@
 #include "kb/redis.h"
 #include "kb/signals.h"
 #include "kb/submit.h"
-#include "watch.h"
+#include "watch/watch.h"
 
 static int fail(const struct kb_error *err) {
   fprintf(stderr, "kb-submit: %s\n", err->msg);

@@ -1,4 +1,4 @@
-/* Unit tests of the report reader and writers (submitter/report_*.c, export.c): a task file is
+/* Unit tests of the report reader and writers (submitter/report/): a task file is
  * written with the real store (common/src/store.c) holding hostile names, sources and reasons,
  * read back with kb_report_load, and written in every format into memory; the tests check the
  * escaping, the numbers, and what unknown values become. */
@@ -19,7 +19,7 @@
 #include "kb/error.h"
 #include "kb/result.h"
 #include "kb/store.h"
-#include "report.h"
+#include "report/report.h"
 
 #define HOSTILE_NAME "x</script><img src=x onerror=alert(1)>&\"'"
 #define HOSTILE_SOURCE                                                                             \

@@ -5,7 +5,7 @@
  * <script type="application/json"> block with '<', '>' and '&' written as \u escapes, so no text
  * can close the block; the page's Content-Security-Policy allows only the two inline scripts it
  * ships, by hash, and no network access. Charts are drawn by Chart.js (third_party/chart.js,
- * embedded at build time by submitter/embed_file.cmake). */
+ * embedded at build time by submitter/report/embed_file.cmake). */
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
