@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "devices.h"
 #include "kb/log.h"
@@ -150,9 +151,7 @@ int main(int argc, char **argv) {
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int why = 0;
-  if (kb_worker_run(&o, &why, &err)) {
-    fprintf(stderr, "kb-runner: %s\n", err.msg);
-    return kb_exit_code(err.code);
-  }
+  if (kb_worker_run(&o, &why, &err))
+    return kb_cli_fail("kb-runner", &err);
   return KB_EXIT_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
@@ -81,9 +82,7 @@ int main(int argc, char **argv) {
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int finished = 0;
-  if (kb_sched_run(&o, &finished, &err)) {
-    fprintf(stderr, "kb-scheduler: %s\n", err.msg);
-    return kb_exit_code(err.code);
-  }
+  if (kb_sched_run(&o, &finished, &err))
+    return kb_cli_fail("kb-scheduler", &err);
   return KB_EXIT_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
@@ -98,11 +99,6 @@ static int parse_int(const char *opt, const char *s, long min, long max, int *ou
   }
   *out = (int)v;
   return 0;
-}
-
-static int fail(const struct kb_error *err) {
-  fprintf(stderr, "kb-launch: %s\n", err->msg);
-  return kb_exit_code(err->code);
 }
 
 /* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
@@ -205,6 +201,6 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
   }
   if (kb_launch_run(&a, dir, &stop_requested, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-launch", &err);
   return KB_EXIT_OK;
 }

@@ -1,0 +1,26 @@
+/* What every command's main() does the same way: report an error and pick the exit code, and
+ * parse an option's number. The message forms are those of docs/cli.md: "kb-xxx: <message>" on
+ * stderr; a bad number names the option, the text given and the range taken.
+ */
+#ifndef KB_CLI_H
+#define KB_CLI_H
+
+struct kb_error;
+
+/* Prints "<prog>: <err->msg>" and a newline on stderr and returns kb_exit_code(err->code), the
+ * process exit code for it (kb/error.h). `prog` ("kb-submit") and `err` are borrowed. */
+int kb_cli_fail(const char *prog, const struct kb_error *err);
+
+/* Parses `text` (borrowed) as a whole number in base 10, nothing before or after it, from `min`
+ * to `max`, into `*out`. Returns KB_OK, or KB_EINVAL with the message
+ * `<opt>: "<text>" is not a whole number from <min> to <max>` (`opt` borrowed, e.g. "--runners");
+ * `*out` is then unchanged. */
+int kb_cli_parse_long(const char *opt, const char *text, long min, long max, long *out,
+                      struct kb_error *err);
+
+/* As kb_cli_parse_long() for a finite decimal number (strtod's forms) from `min` to `max`; the
+ * message says "is not a number from <min> to <max>" (%g). */
+int kb_cli_parse_double(const char *opt, const char *text, double min, double max, double *out,
+                        struct kb_error *err);
+
+#endif
