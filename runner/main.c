@@ -50,18 +50,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_int(const char *s, const char *what, long min, long max, long *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-runner: %s must be an integer in %ld..%ld, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-runner");
@@ -84,6 +72,7 @@ int main(int argc, char **argv) {
       {"compile-workers", required_argument, NULL, OPT_WORKERS},
       {"grace", required_argument, NULL, OPT_GRACE},
       {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch, list = 0, json = 0;
   long v;
   while ((ch = getopt_long(argc, argv, "c:r:b:C:n:d:hLj", longopts, NULL)) != -1) {
@@ -98,37 +87,45 @@ int main(int argc, char **argv) {
       o.backend = optarg;
       break;
     case 'd':
-      if (parse_int(optarg, "--device", 0, KB_MAX_DEVICES - 1, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--device", optarg, 0, KB_MAX_DEVICES - 1, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.device = (int)v;
       break;
     case OPT_AHEAD:
-      if (parse_int(optarg, "--ahead", 1, 64, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--ahead", optarg, 1, 64, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.ahead = (int)v;
       break;
     case OPT_WORKERS:
-      if (parse_int(optarg, "--compile-workers", 1, 256, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--compile-workers", optarg, 1, 256, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.compile_workers = (int)v;
       break;
     case OPT_GRACE:
-      if (parse_int(optarg, "--grace", 0, 86400, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--grace", optarg, 0, 86400, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.grace_s = (double)v;
       break;
     case 'C': o.cache_dir = optarg; break;
     case 'n': o.name = optarg; break;
     case OPT_MIN:
-      if (parse_int(optarg, "--min-tier", 0, 7, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--min-tier", optarg, 0, 7, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.min_tier = (int)v;
       break;
     case OPT_MAX:
-      if (parse_int(optarg, "--max-tier", 0, 7, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--max-tier", optarg, 0, 7, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.max_tier = (int)v;
       break;
     case OPT_WAIT:
-      if (parse_int(optarg, "--wait", 0, 86400, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--wait", optarg, 0, 86400, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.wait_s = (int)v;
       break;
     case OPT_ITEMS:
-      if (parse_int(optarg, "--max-items", 0, 1000000000L, &v)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--max-items", optarg, 0, 1000000000L, &v, &err))
+        return kb_cli_usage("kb-runner", &err);
       o.max_items = v;
       break;
     case 'L': list = 1; break;
@@ -149,7 +146,6 @@ int main(int argc, char **argv) {
   }
   static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
-  struct kb_error err = {0};
   int why = 0;
   if (kb_worker_run(&o, &why, &err))
     return kb_cli_fail("kb-runner", &err);

@@ -48,9 +48,9 @@ int main(int argc, char **argv) {
       {"results", required_argument, NULL, 'o'},  {"cache", required_argument, NULL, 'C'},
       {"eta", required_argument, NULL, OPT_ETA},  {"wait", required_argument, NULL, OPT_WAIT},
       {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "c:r:o:C:h", longopts, NULL)) != -1) {
-    char *end = NULL;
     long v = 0;
     switch (ch) {
     case 'c': o.campaign = optarg; break;
@@ -58,17 +58,14 @@ int main(int argc, char **argv) {
     case 'o': o.results_dir = optarg; break;
     case 'C': o.work_dir = optarg; break;
     case OPT_ETA:
+      if (kb_cli_parse_long("--eta", optarg, 2, 86400, &v, &err))
+        return kb_cli_usage("kb-scheduler", &err);
+      o.eta = (int)v;
+      break;
     case OPT_WAIT:
-      v = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || v < (ch == OPT_ETA ? 2 : 0) || v > 86400) {
-        fprintf(stderr, "kb-scheduler: bad value \"%s\" for --%s\n", optarg,
-                ch == OPT_ETA ? "eta" : "wait");
-        return KB_EXIT_USAGE;
-      }
-      if (ch == OPT_ETA)
-        o.eta = (int)v;
-      else
-        o.wait_s = (int)v;
+      if (kb_cli_parse_long("--wait", optarg, 0, 86400, &v, &err))
+        return kb_cli_usage("kb-scheduler", &err);
+      o.wait_s = (int)v;
       break;
     case 'h': usage(stdout); return KB_EXIT_OK;
     default: usage(stderr); return KB_EXIT_USAGE;
@@ -80,7 +77,6 @@ int main(int argc, char **argv) {
   }
   static const int sigs[] = {SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
-  struct kb_error err = {0};
   int finished = 0;
   if (kb_sched_run(&o, &finished, &err))
     return kb_cli_fail("kb-scheduler", &err);

@@ -90,15 +90,10 @@ static int bin_dir(char *out, size_t size) {
   return 0;
 }
 
-static int parse_int(const char *opt, const char *s, long min, long max, int *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-launch: %s must be %ld..%ld, not \"%s\"\n", opt, min, max, s);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
+/* A bad number: the message, then -1 for parse_args(). */
+static int bad(const struct kb_error *err) {
+  kb_cli_usage("kb-launch", err);
+  return -1;
 }
 
 /* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
@@ -132,6 +127,8 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   struct kb_slurm_opts *so = &a->slurm;
+  struct kb_error err = {0};
+  long v = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "lsr:n:g:p:t:A:b:jh", longopts, NULL)) != -1) {
     switch (ch) {
@@ -142,11 +139,13 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
     case 'r': a->redis = optarg; break;
     case OPT_REDIS_JOB: a->redis_job = 1; a->slurm_only = "--redis-job"; break;
     case 'n':
-      if (parse_int("--runners", optarg, 1, 10000, &a->runners)) return -1;
+      if (kb_cli_parse_long("--runners", optarg, 1, 10000, &v, &err)) return bad(&err);
+      a->runners = (int)v;
       break;
     case 'g': a->gpus = optarg; break;
     case OPT_THROTTLE:
-      if (parse_int("--throttle", optarg, 1, 10000, &so->throttle)) return -1;
+      if (kb_cli_parse_long("--throttle", optarg, 1, 10000, &v, &err)) return bad(&err);
+      so->throttle = (int)v;
       a->slurm_only = "--throttle";
       break;
     case 'p': so->partition = optarg; a->slurm_only = "--partition"; break;
@@ -157,7 +156,8 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
     case 'b': so->backend = optarg; a->slurm_only = "--backend"; break;
     case OPT_SETUP: so->setup = optarg; a->slurm_only = "--setup"; break;
     case OPT_WAIT:
-      if (parse_int("--wait", optarg, 1, 86400, &a->wait_s)) return -1;
+      if (kb_cli_parse_long("--wait", optarg, 1, 86400, &v, &err)) return bad(&err);
+      a->wait_s = (int)v;
       break;
     case OPT_DRY_RUN: so->dry_run = 1; a->slurm_only = "--dry-run"; break;
     case OPT_RESTART: a->restart = 1; break;

@@ -8,6 +8,7 @@
 
 #include "archive_cmd.h"
 #include "commands.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 
@@ -59,15 +60,6 @@ static void usage(FILE *out) {
         "            4 redis unreachable or authentication failed, 5 campaign exists or is in\n"
         "            the wrong state, 130 interrupted (watch: Ctrl-C)\n",
         out);
-}
-
-/* A positive number of seconds, at most a day; -1 when `s` is not one. */
-static double parse_seconds(const char *s) {
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !isfinite(v) || v < 0.05 || v > 86400)
-    return -1;
-  return v;
 }
 
 static void archive_usage(FILE *out) {
@@ -176,6 +168,7 @@ int main(int argc, char **argv) {
                                            {"top", required_argument, NULL, 't'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "r:jqi:o:f:t:h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -189,11 +182,8 @@ int main(int argc, char **argv) {
       o.quiet = 1;
       break;
     case 'i':
-      o.interval = parse_seconds(optarg);
-      if (o.interval < 0) {
-        fprintf(stderr, "kb-submit: --interval \"%s\": want seconds, 0.05 to 86400\n", optarg);
-        return KB_EXIT_USAGE;
-      }
+      if (kb_cli_parse_double("--interval", optarg, 0.05, 86400, &o.interval, &err))
+        return kb_cli_usage("kb-submit", &err);
       break;
     case 'o':
       o.out = optarg;
@@ -205,12 +195,9 @@ int main(int argc, char **argv) {
       o.results = optarg;
       break;
     case 't': {
-      char *end = NULL;
-      long n = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || n < 0 || n > 1000000) {
-        fprintf(stderr, "kb-submit: --top \"%s\": want a count, 0 for all\n", optarg);
-        return KB_EXIT_USAGE;
-      }
+      long n = 0;
+      if (kb_cli_parse_long("--top", optarg, 0, 1000000, &n, &err))
+        return kb_cli_usage("kb-submit", &err);
       o.top = (int)n;
       break;
     }

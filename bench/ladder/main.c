@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kb/campaign.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "ladder.h"
 #include "policy.h"
@@ -51,16 +52,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_num(const char *s, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || errno || v < lo || v > hi)
-    return 0;
-  *out = v;
-  return 1;
-}
-
 int main(int argc, char **argv) {
   struct kb_search search;
   kb_search_defaults(&search);
@@ -79,28 +70,38 @@ int main(int argc, char **argv) {
       {"json-only", no_argument, NULL, OPT_JSON},    {"explain", no_argument, NULL, OPT_EXPLAIN},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
+  /* The whole-number options: code, name, range, where the value goes. */
+  const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
+      {OPT_SEEDS, "--seeds", 1, 1000, &n_seeds},
+      {OPT_ETA, "--eta", 2, 100, &search.eta},
+      {OPT_STAG, "--stagnation", 0, 1000000, &search.stagnation},
+      {OPT_KEEP, "--keep-top", 1, 1000, &search.keep_top},
+      {OPT_FIRST, "--first-seed", 1, 1000000, &first_seed},
+      {OPT_ETA_MAX, "--eta-max", 1, 100, &search.eta_max},
+      {OPT_GATE, "--baseline-gate", 0, 1, &search.baseline_gate}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    double v = 0;
-    int ok = 1;
+    size_t k = 0;
+    while (k < sizeof ints / sizeof *ints && ints[k].ch != ch)
+      k++;
+    if (k < sizeof ints / sizeof *ints) {
+      long v = 0;
+      if (kb_cli_parse_long(ints[k].name, optarg, ints[k].min, ints[k].max, &v, &err))
+        return kb_cli_usage("kb-bench-ladder", &err);
+      *ints[k].to = (int)v;
+      continue;
+    }
     switch (ch) {
-    case OPT_SEEDS: ok = parse_num(optarg, 1, 1000, &v); n_seeds = (int)v; break;
     case OPT_CSV: csv = optarg; break;
-    case OPT_ETA: ok = parse_num(optarg, 2, 100, &v); search.eta = (int)v; break;
-    case OPT_Z: ok = parse_num(optarg, 0, 10, &search.confidence_z); break;
-    case OPT_STAG: ok = parse_num(optarg, 0, 1e6, &v); search.stagnation = (int)v; break;
-    case OPT_KEEP: ok = parse_num(optarg, 1, 1000, &v); search.keep_top = (int)v; break;
-    case OPT_FIRST: ok = parse_num(optarg, 1, 1e6, &v); first_seed = (int)v; break;
-    case OPT_ETA_MAX: ok = parse_num(optarg, 1, 100, &v); search.eta_max = (int)v; break;
-    case OPT_GATE: ok = parse_num(optarg, 0, 1, &v); search.baseline_gate = (int)v; break;
+    case OPT_Z:
+      if (kb_cli_parse_double("--z", optarg, 0, 10, &search.confidence_z, &err))
+        return kb_cli_usage("kb-bench-ladder", &err);
+      break;
     case OPT_JSON: level = 0; break;
     case OPT_EXPLAIN: level = 2; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
-    }
-    if (!ok) {
-      fprintf(stderr, "kb-bench-ladder: bad value \"%s\"\n", optarg);
-      return 2;
     }
   }
   /* The recorded H200 pool joins the defaults once it is committed (bench/data/README.md). */
@@ -137,7 +138,6 @@ int main(int argc, char **argv) {
            "best/flat");
   }
   struct kb_bench_totals all = {0};
-  struct kb_error err = {0};
   int rc = KB_OK;
   for (int i = 0; rc == KB_OK && i < n_pools; i++) {
     const char *path = optind < argc ? argv[optind + i] : defaults[i];

@@ -8,6 +8,7 @@
 
 #include "bench_queue.h"
 #include "kb/buf.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 
@@ -67,30 +68,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_long(const char *s, const char *what, long min, long max, long *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-bench-queue: %s must be an integer in %ld..%ld, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_double(const char *s, const char *what, double min, double max, double *out) {
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !(v >= min && v <= max)) {
-    fprintf(stderr, "kb-bench-queue: %s must be a number in %g..%g, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   kb_log_init("kb-bench-queue");
   struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
@@ -108,16 +85,19 @@ int main(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   int ch, json_only = 0, shape_given = 0;
   long v = 0;
+  struct kb_error err = {0};
   while ((ch = getopt_long(argc, argv, "n:s:i:r:jk:h", longopts, NULL)) != -1) {
     int bad = 0;
     switch (ch) {
     case 'n':
-      bad = parse_long(optarg, "--runners", 1, KB_BENCH_MAX_RUNNERS, &v);
+      bad = kb_cli_parse_long("--runners", optarg, 1, KB_BENCH_MAX_RUNNERS, &v, &err);
       o.runners = (int)v;
       break;
-    case 's': bad = parse_double(optarg, "--seconds", 0.2, 3600, &o.seconds); break;
+    case 's':
+      bad = kb_cli_parse_double("--seconds", optarg, 0.2, 3600, &o.seconds, &err);
+      break;
     case 'i':
-      bad = parse_long(optarg, "--items", 1, 100000000, &v);
+      bad = kb_cli_parse_long("--items", optarg, 1, 100000000, &v, &err);
       o.items = v;
       break;
     case 'r': o.redis = optarg; break;
@@ -125,7 +105,8 @@ int main(int argc, char **argv) {
     case OPT_FILL: o.fill = 1; break;
     case OPT_TASKS:
     case OPT_PER_TASK:
-      bad = parse_long(optarg, ch == OPT_TASKS ? "--tasks" : "--per-task", 1, 1000000, &v);
+      bad = kb_cli_parse_long(ch == OPT_TASKS ? "--tasks" : "--per-task", optarg, 1, 1000000,
+                              &v, &err);
       if (ch == OPT_TASKS)
         o.tasks = (int)v;
       else
@@ -133,20 +114,22 @@ int main(int argc, char **argv) {
       shape_given = 1;
       break;
     case 'k':
-      bad = parse_long(optarg, "--kills", 0, 100000, &v);
+      bad = kb_cli_parse_long("--kills", optarg, 0, 100000, &v, &err);
       o.kills = (int)v;
       break;
-    case OPT_EVAL: bad = parse_double(optarg, "--eval-ms", 0, 60000, &o.eval_ms); break;
+    case OPT_EVAL:
+      bad = kb_cli_parse_double("--eval-ms", optarg, 0, 60000, &o.eval_ms, &err);
+      break;
     case OPT_TWO_CALL: o.two_call = 1; break;
     case OPT_SEED:
-      bad = parse_long(optarg, "--seed", 1, 2147483647, &v);
+      bad = kb_cli_parse_long("--seed", optarg, 1, 2147483647, &v, &err);
       o.seed = (uint64_t)v;
       break;
     case 'h': usage(stdout); return KB_EXIT_OK;
     default: usage(stderr); return KB_EXIT_USAGE;
     }
     if (bad)
-      return KB_EXIT_USAGE;
+      return kb_cli_usage("kb-bench-queue", &err);
   }
   if (optind != argc) {
     fprintf(stderr, "kb-bench-queue: unexpected argument \"%s\"\n", argv[optind]);
@@ -166,7 +149,6 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
 
   struct kb_bench_queue_result res;
-  struct kb_error err = {0};
   if (kb_bench_queue_run(&o, &res, &err)) {
     fprintf(stderr, "kb-bench-queue: %s\n", err.msg);
     if (err.code == KB_EINTERRUPTED)

@@ -13,6 +13,11 @@ int kb_cli_fail(const char *prog, const struct kb_error *err) {
   return kb_exit_code(err->code);
 }
 
+int kb_cli_usage(const char *prog, const struct kb_error *err) {
+  fprintf(stderr, "%s: %s\n", prog, err->msg);
+  return KB_EXIT_USAGE;
+}
+
 int kb_cli_parse_long(const char *opt, const char *text, long min, long max, long *out,
                       struct kb_error *err) {
   char *end = NULL;

@@ -11,6 +11,10 @@ struct kb_error;
  * process exit code for it (kb/error.h). `prog` ("kb-submit") and `err` are borrowed. */
 int kb_cli_fail(const char *prog, const struct kb_error *err);
 
+/* For a bad command line: prints "<prog>: <err->msg>" and a newline on stderr and returns
+ * KB_EXIT_USAGE (2), whatever err->code is. `prog` and `err` are borrowed. */
+int kb_cli_usage(const char *prog, const struct kb_error *err);
+
 /* Parses `text` (borrowed) as a whole number in base 10, nothing before or after it, from `min`
  * to `max`, into `*out`. Returns KB_OK, or KB_EINVAL with the message
  * `<opt>: "<text>" is not a whole number from <min> to <max>` (`opt` borrowed, e.g. "--runners");
