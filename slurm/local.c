@@ -1,10 +1,8 @@
 /* Local launcher (see local.h). */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
 #include "local.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include "kb/clock.h"
 #include "kb/error.h"
 #include "leaderboard.h"
+#include "kb/fs.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -112,22 +111,14 @@ static int choose_gpus(struct local *l, struct kb_error *err) {
   return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 static int prepare_dirs(struct local *l, struct kb_error *err) {
   const struct kb_campaign *c = &l->sub.campaign;
   if (snprintf(l->dir, sizeof l->dir, "%s/%s", c->results_dir, c->id) >= (int)sizeof l->dir)
     return kb_error_set(err, KB_EINVAL, "results path too long");
   snprintf(l->redis_dir, sizeof l->redis_dir, "%s/redis", l->dir);
-  if (l->o->restart && nftw(l->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
-      errno != ENOENT)
-    return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", l->dir, strerror(errno));
-  int rc = kb_mkdirs(l->redis_dir, err);
+  int rc = l->o->restart ? kb_remove_tree(l->dir, err) : KB_OK;
+  if (rc == KB_OK)
+    rc = kb_mkdirs(l->redis_dir, err);
   if (rc)
     return rc;
   if (snprintf(l->sock, sizeof l->sock, "%s/redis.sock", l->redis_dir) >= (int)sizeof l->sock) {

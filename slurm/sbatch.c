@@ -1,11 +1,9 @@
 /* kb-launch --slurm, --stop and --cancel (see sbatch.h). */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
 #include "sbatch.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include "kb/campaign.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/submit.h"
@@ -90,18 +89,11 @@ static int write_file(const char *path, const char *text, size_t len, mode_t mod
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (fd < 0)
     return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(errno));
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = write(fd, text + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
-    }
-    done += (size_t)n;
+  if (kb_write_all(fd, text, len) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
   }
   if (fchmod(fd, mode) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;
@@ -116,13 +108,6 @@ static int make_dir(const char *path, mode_t mode, struct kb_error *err) {
   if (rc == KB_OK && chmod(path, mode) != 0)
     rc = kb_error_set(err, KB_EIO, "cannot chmod \"%s\": %s", path, strerror(errno));
   return rc;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 static void who_am_i(char *out, size_t size) {
@@ -552,8 +537,7 @@ static int launch(struct launch *l, struct kb_error *err) {
   if (rc == KB_OK && o->restart) {
     char base[PATH_LEN];
     snprintf(base, sizeof base, "%s/%s", l->sub.campaign.results_dir, l->sub.campaign.id);
-    if (nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-      rc = kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", base, strerror(errno));
+    rc = kb_remove_tree(base, err);
   }
   char logs[PATH_LEN + 8], password[PATH_LEN + 16], address[PATH_LEN + 16];
   snprintf(logs, sizeof logs, "%s/logs", l->dir);
