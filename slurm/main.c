@@ -14,12 +14,7 @@
 #include "kb/signals.h"
 #include "launch.h"
 
-static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static volatile sig_atomic_t stop_requested = 0; /* the signal that asked to stop */
 
 static void usage(FILE *out) {
   fputs("usage: kb-launch --local CAMPAIGN.json [--runners N | --gpus LIST] [--redis ADDR]\n"
@@ -193,12 +188,8 @@ int main(int argc, char **argv) {
     return KB_EXIT_FAILURE;
   }
   if (a.mode == KB_LAUNCH_LOCAL) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static const int sigs[] = {SIGINT, SIGTERM};
+    kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   }
   if (kb_launch_run(&a, dir, &stop_requested, &err))
     return kb_cli_fail("kb-launch", &err);

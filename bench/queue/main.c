@@ -11,13 +11,9 @@
 #include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
+#include "kb/signals.h"
 
-static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static volatile sig_atomic_t stop_requested = 0; /* the signal that asked to stop */
 
 static void usage(FILE *out) {
   fputs("usage: kb-bench-queue [--runners N] [--seconds S] [options]\n"
@@ -141,12 +137,8 @@ int main(int argc, char **argv) {
     return KB_EXIT_USAGE;
   }
   o.progress = !json_only && isatty(STDERR_FILENO);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  static const int sigs[] = {SIGINT, SIGTERM};
+  kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
 
   struct kb_bench_queue_result res;
   if (kb_bench_queue_run(&o, &res, &err)) {

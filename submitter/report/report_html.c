@@ -79,27 +79,14 @@ static const char css[] =
 
 /* ---- escaping ------------------------------------------------------------------------------ */
 
+/* Text or an attribute value: & < > " ' as entities. */
 static void esc(FILE *out, const char *s) {
   for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", out);
-      break;
-    case '<':
-      fputs("&lt;", out);
-      break;
-    case '>':
-      fputs("&gt;", out);
-      break;
-    case '"':
-      fputs("&quot;", out);
-      break;
-    case '\'':
-      fputs("&#39;", out);
-      break;
-    default:
+    const char *entity = kb__html_entity(*s, 1);
+    if (entity != NULL)
+      fputs(entity, out);
+    else
       fputc(*s, out);
-    }
   }
 }
 
