@@ -121,21 +121,24 @@ static void test_slurm_only_options(void **state) {
 
 static void test_sbatch_words(void **state) {
   (void)state;
-  struct kb_launch_args a = one(KB_LAUNCH_SLURM);
-  a.slurm.partition = "gpu\n#SBATCH --uid=0";
-  refused(&a, "--partition \"gpu", KB_LAUNCH_SAY);
-  a = one(KB_LAUNCH_SLURM);
-  a.slurm.account = "a b";
-  refused(&a, "cannot go into an #SBATCH line", KB_LAUNCH_SAY);
-  a = one(KB_LAUNCH_SLURM);
-  a.slurm.time = "1:00;rm";
-  refused(&a, "--time", KB_LAUNCH_SAY);
-  a = one(KB_LAUNCH_SLURM);
-  a.slurm.cpu_partition = "$(x)";
-  refused(&a, "--cpu-partition", KB_LAUNCH_SAY);
-  a = one(KB_LAUNCH_SLURM);
-  a.slurm.gres = "gpu 1";
-  refused(&a, "--gres", KB_LAUNCH_SAY);
+  /* Each word an #SBATCH line takes (in the order of `fields` below), with a value it cannot
+   * take and the message's start. */
+  const struct {
+    const char *value, *want;
+  } cases[] = {
+      {"gpu\n#SBATCH --uid=0", "--partition \"gpu"},
+      {"a b", "--account \"a b\" cannot go into an #SBATCH line"},
+      {"1:00;rm", "--time"},
+      {"$(x)", "--cpu-partition"},
+      {"gpu 1", "--gres"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct kb_launch_args a = one(KB_LAUNCH_SLURM);
+    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.time,
+                             &a.slurm.cpu_partition, &a.slurm.gres};
+    *fields[i] = cases[i].value;
+    refused(&a, cases[i].want, KB_LAUNCH_SAY);
+  }
 }
 
 static void test_redis_and_mode_limits(void **state) {
