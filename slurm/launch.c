@@ -3,9 +3,11 @@
 
 #include <stddef.h>
 
+#include "kb/buf.h"
 #include "kb/error.h"
 #include "gpus.h"
 #include "local.h"
+#include "render.h"
 
 static int refuse(enum kb_launch_refusal *how, enum kb_launch_refusal as, struct kb_error *err,
                   const char *msg) {
@@ -98,4 +100,23 @@ int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
     break;
   }
   return kb_error_set(err, KB_EINVAL, "no mode given");
+}
+
+int kb_launch_redis_config(FILE *out, struct kb_error *err) {
+  struct kb_buf line;
+  kb_buf_init(&line);
+  int rc = KB_OK;
+  for (int i = 0; rc == KB_OK; i++) {
+    int got = kb__redis_conf_line(i, &line);
+    if (got == 0)
+      break;
+    if (got < 0)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+    else if (fprintf(out, "%s\n", line.data) < 0)
+      rc = kb_error_set(err, KB_EIO, "cannot write the redis settings");
+  }
+  kb_buf_release(&line);
+  if (rc == KB_OK && fflush(out) != 0)
+    rc = kb_error_set(err, KB_EIO, "cannot write the redis settings");
+  return rc;
 }

@@ -7,6 +7,7 @@
 #define KB_SLURM_LAUNCH_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "sbatch.h"
 
@@ -28,6 +29,7 @@ struct kb_launch_args {
   int wait_s;               /* --wait SECONDS; 0 = not given */
   int restart;              /* --restart given */
   int json;                 /* --json given */
+  int redis_config;         /* --redis-config given: print the redis settings, nothing else */
   const char *slurm_only;   /* the last option given that only --slurm takes ("--time"), or NULL */
   struct kb_slurm_opts slurm; /* the --slurm-only options (throttle, partition, cpu_partition,
                                  time, account, gres, backend, setup, dry_run); the rest of it
@@ -54,5 +56,10 @@ int kb_launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
  * returns (see local.h, sbatch.h); KB_EINVAL for mode KB_LAUNCH_NONE. */
 int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
                   volatile sig_atomic_t *stop, struct kb_error *err);
+
+/* Writes kb_redis_server_settings (kb/redis.h) to `out` (borrowed) as a redis.conf, one
+ * "name value" line each: what kb-launch --redis-config prints, so that scripts start a
+ * redis-server as kb-launch does. Errors: KB_EIO (a write failed), KB_ENOMEM. */
+int kb_launch_redis_config(FILE *out, struct kb_error *err);
 
 #endif

@@ -23,6 +23,7 @@ static void usage(FILE *out) {
         "                 [--time T] [--account A] [--gres gpu:1] [--backend host|cuda]\n"
         "                 [--redis HOST:PORT | --redis-job] [options]\n"
         "       kb-launch --stop CAMPAIGN.json | --cancel CAMPAIGN.json\n"
+        "       kb-launch --redis-config\n"
         "\n"
         "--local runs a whole campaign on this machine: its own redis-server (unix socket and\n"
         "AOF in <results>/<campaign>/redis/), the campaign submitted (or resumed from that AOF),\n"
@@ -35,7 +36,9 @@ static void usage(FILE *out) {
         "GPU; prints the job ids. Runners wait for redis, leave when the campaign is over, and\n"
         "on Slurm's time-limit warning release their work and requeue themselves. Run it again\n"
         "after the jobs ended (time limit, --stop) to resume. --stop ends the jobs, resumable;\n"
-        "--cancel also cancels the campaign in redis (as kb-submit cancel).\n"
+        "--cancel also cancels the campaign in redis (as kb-submit cancel). --redis-config prints\n"
+        "the redis-server settings kb-launch starts redis with (AOF, no eviction, ...) as a\n"
+        "redis.conf, for scripts that start a redis-server of their own the same way.\n"
         "\n"
         "options:\n"
         "  -l, --local          run on this machine\n"
@@ -45,6 +48,7 @@ static void usage(FILE *out) {
         "  -r, --redis ADDR     use this redis instead of starting one (with --slurm: a\n"
         "                       HOST:PORT every node reaches)\n"
         "      --redis-job      with --slurm: run redis as a job (the default)\n"
+        "      --redis-config   print the redis-server settings as a redis.conf and exit\n"
         "  -n, --runners N      runners: host-backend processes (--local, default 1) or array\n"
         "                       tasks (--slurm, default 1)\n"
         "  -g, --gpus LIST      with --local and a cuda campaign: the GPUs to use, one runner\n"
@@ -96,7 +100,7 @@ static int bad(const struct kb_error *err) {
 static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
-    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN
+    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN, OPT_REDIS_CONFIG
   };
   static const struct option longopts[] = {
       {"local", no_argument, NULL, 'l'},
@@ -105,6 +109,7 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
       {"cancel", no_argument, NULL, OPT_CANCEL},
       {"redis", required_argument, NULL, 'r'},
       {"redis-job", no_argument, NULL, OPT_REDIS_JOB},
+      {"redis-config", no_argument, NULL, OPT_REDIS_CONFIG},
       {"runners", required_argument, NULL, 'n'},
       {"gpus", required_argument, NULL, 'g'},
       {"throttle", required_argument, NULL, OPT_THROTTLE},
@@ -133,6 +138,7 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
     case OPT_CANCEL: a->mode = KB_LAUNCH_CANCEL; a->n_modes++; break;
     case 'r': a->redis = optarg; break;
     case OPT_REDIS_JOB: a->redis_job = 1; a->slurm_only = "--redis-job"; break;
+    case OPT_REDIS_CONFIG: a->redis_config = 1; break;
     case 'n':
       if (kb_cli_parse_long("--runners", optarg, 1, 10000, &v, &err)) return bad(&err);
       a->runners = (int)v;
@@ -174,6 +180,8 @@ int main(int argc, char **argv) {
   if (parsed)
     return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
   struct kb_error err = {0};
+  if (a.redis_config)
+    return kb_launch_redis_config(stdout, &err) ? kb_cli_fail("kb-launch", &err) : KB_EXIT_OK;
   enum kb_launch_refusal how;
   if (kb_launch_check(&a, &how, &err)) {
     if (how != KB_LAUNCH_USAGE)

@@ -371,12 +371,11 @@ static int render_scripts(struct launch *l, struct kb_error *err) {
   struct kb_buf settings, line;
   kb_buf_init(&settings);
   kb_buf_init(&line);
-  for (int i = 0; rc == KB_OK && kb_redis_server_settings[i]; i += 2) {
-    const char *value = kb_redis_server_settings[i + 1];
-    kb_buf_reset(&line);
-    if (kb_buf_adds(&line, kb_redis_server_settings[i] + 2) || kb_buf_adds(&line, " ") ||
-        kb_buf_adds(&line, value[0] ? value : "\"\"") ||
-        (settings.len > 0 && kb_buf_adds(&settings, " ")) ||
+  for (int i = 0; rc == KB_OK; i++) {
+    int got = kb__redis_conf_line(i, &line);
+    if (got == 0)
+      break;
+    if (got < 0 || (settings.len > 0 && kb_buf_adds(&settings, " ")) ||
         kb__shell_quote(line.data, &settings))
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
   }
