@@ -153,6 +153,16 @@ static int archive_main(int argc, char **argv) {
   return KB_EXIT_USAGE;
 }
 
+/* The commands that take one campaign (or a file) after the options. */
+static const struct {
+  const char *name;
+  int (*run)(const struct kb_submit_opts *o, const char *arg);
+} commands[] = {
+    {"validate", kb_cmd_validate}, {"submit", kb_cmd_submit}, {"status", kb_cmd_status},
+    {"drain", kb_cmd_drain},       {"cancel", kb_cmd_cancel}, {"watch", kb_cmd_watch},
+    {"report", kb_cmd_report},     {"export", kb_cmd_export},
+};
+
 int main(int argc, char **argv) {
   kb_log_init("kb-submit");
   if (argc >= 2 && strcmp(argv[1], "archive") == 0)
@@ -214,22 +224,9 @@ int main(int argc, char **argv) {
     return KB_EXIT_USAGE;
   }
   const char *cmd = argv[optind], *arg = argv[optind + 1];
-  if (strcmp(cmd, "validate") == 0)
-    return kb_cmd_validate(&o, arg);
-  if (strcmp(cmd, "submit") == 0)
-    return kb_cmd_submit(&o, arg);
-  if (strcmp(cmd, "status") == 0)
-    return kb_cmd_status(&o, arg);
-  if (strcmp(cmd, "drain") == 0)
-    return kb_cmd_drain(&o, arg);
-  if (strcmp(cmd, "cancel") == 0)
-    return kb_cmd_cancel(&o, arg);
-  if (strcmp(cmd, "watch") == 0)
-    return kb_cmd_watch(&o, arg);
-  if (strcmp(cmd, "report") == 0)
-    return kb_cmd_report(&o, arg);
-  if (strcmp(cmd, "export") == 0)
-    return kb_cmd_export(&o, arg);
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].run(&o, arg);
   fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);
   usage(stderr);
   return KB_EXIT_USAGE;
