@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "leaderboard.h"
 #include "kb/fs.h"
 #include "kb/log.h"
 #include "kb/queue.h"
@@ -25,6 +25,7 @@
 #include "kb/task.h"
 
 #include "gpus.h"
+#include "leaderboard.h"
 
 extern char **environ;
 
@@ -68,13 +69,13 @@ static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb
 }
 
 /* Our environment with CUDA_VISIBLE_DEVICES set to `gpu` (the entry `slot`, caller-owned,
- * holds that one string). Returns a new array of borrowed strings (free it with free), or NULL
- * when out of memory. */
+ * holds that one string). Returns a new array of borrowed strings (free it with kb_free), or
+ * NULL when out of memory. */
 static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
   size_t n = 0;
   while (environ[n])
     n++;
-  char **env = malloc((n + 2) * sizeof *env);
+  char **env = kb_reallocarray(NULL, n + 2, sizeof *env);
   if (!env)
     return NULL;
   size_t k = 0;
@@ -238,7 +239,7 @@ static int start_processes(struct local *l, struct kb_error *err) {
     char *rargv[] = {runner, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
                      cache, "--name", name, "--backend", cuda ? "cuda" : "host", NULL};
     rc = spawn_env(rargv, log, env, &l->runner_pids[i], err);
-    free(env);
+    kb_free(env);
     if (rc == KB_OK)
       l->n_runners++;
   }
