@@ -123,8 +123,7 @@ int main(int argc, char **argv) {
   kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-runner");
   static char cache_default[256];
-  const char *user = getenv("USER");
-  snprintf(cache_default, sizeof cache_default, "/tmp/kb-cache-%s", user ? user : "user");
+  kb_cli_user_tmp("kb-cache", cache_default, sizeof cache_default);
   const char *cache = getenv("KB_CACHE");
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,

@@ -38,8 +38,7 @@ int main(int argc, char **argv) {
   kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-scheduler");
   static char work_default[256];
-  const char *user = getenv("USER");
-  snprintf(work_default, sizeof work_default, "/tmp/kb-sched-%s", user ? user : "user");
+  kb_cli_user_tmp("kb-sched", work_default, sizeof work_default);
   struct kb_sched_opts o = {.work_dir = work_default, .wait_s = 60, .eta = 0,
                             .stop = &stop_requested};
   enum { OPT_ETA = 1000, OPT_WAIT };

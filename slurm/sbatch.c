@@ -16,6 +16,7 @@
 #include "kb/buf.h"
 #include "kb/campaign.h"
 #include "kb/catalog.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/queue.h"
@@ -108,13 +109,6 @@ static int make_dir(const char *path, mode_t mode, struct kb_error *err) {
   if (rc == KB_OK && chmod(path, mode) != 0)
     rc = kb_error_set(err, KB_EIO, "cannot chmod \"%s\": %s", path, strerror(errno));
   return rc;
-}
-
-static void who_am_i(char *out, size_t size) {
-  char host[128] = "localhost";
-  gethostname(host, sizeof host - 1);
-  const char *user = getenv("USER");
-  snprintf(out, size, "kb-launch:%s@%s", user ? user : "unknown", host);
 }
 
 /* ---------------------------------------------------------------- Slurm commands */
@@ -605,7 +599,7 @@ static int cancel_in_redis(const char *cid, const char *address, int *cancelled,
   if (rc == KB_OK)
     rc = kb_queue_open(&q, r, cid, &e);
   char who[256];
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-launch", who, sizeof who);
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, "submitting,running,draining", "cancelled",
                             "cancelled with kb-launch --cancel", who, &e);

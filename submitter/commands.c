@@ -18,13 +18,6 @@
 #include "kb/submit.h"
 #include "watch/watch.h"
 
-static void who_am_i(char *out, size_t size) {
-  char host[128] = "localhost";
-  gethostname(host, sizeof host - 1);
-  const char *user = getenv("USER");
-  snprintf(out, size, "kb-submit:%s@%s", user ? user : "unknown", host);
-}
-
 static void print_json(json_t *obj) {
   char *text = json_dumps(obj, JSON_COMPACT);
   if (text)
@@ -75,7 +68,7 @@ int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
     return kb_cli_fail("kb-submit", &err);
   struct kb_redis *r = NULL;
   char who[256];
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-submit", who, sizeof who);
   int resumed = 0;
   int rc = connect_redis(o, &r, &err);
   if (rc == KB_OK)
@@ -164,14 +157,14 @@ int kb_cmd_watch(const struct kb_submit_opts *o, const char *id_or_path) {
   return progress(o, id_or_path, 0);
 }
 
-/* Moves the campaign to `to` from any of `from`, as the user `who_am_i()` names. */
+/* Moves the campaign to `to` from any of `from`, as the user kb_cli_who() names. */
 static int change_state(const struct kb_submit_opts *o, const char *id_or_path, const char *from,
                         const char *to, const char *reason) {
   struct kb_error err = {0};
   char id[KB_ID_MAX], who[256];
   struct kb_redis *r = NULL;
   struct kb_queue q;
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-submit", who, sizeof who);
   int rc = open_campaign(o, id_or_path, id, sizeof id, &r, &q, &err);
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, from, to, reason, who, &err);

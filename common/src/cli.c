@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "kb/error.h"
 
@@ -16,6 +17,18 @@ int kb_cli_fail(const char *prog, const struct kb_error *err) {
 int kb_cli_usage(const char *prog, const struct kb_error *err) {
   fprintf(stderr, "%s: %s\n", prog, err->msg);
   return KB_EXIT_USAGE;
+}
+
+void kb_cli_user_tmp(const char *prefix, char *out, size_t size) {
+  const char *user = getenv("USER");
+  snprintf(out, size, "/tmp/%s-%s", prefix, user ? user : "user");
+}
+
+void kb_cli_who(const char *prog, char *out, size_t size) {
+  char host[128] = "localhost";
+  gethostname(host, sizeof host - 1);
+  const char *user = getenv("USER");
+  snprintf(out, size, "%s:%s@%s", prog, user ? user : "unknown", host);
 }
 
 int kb_cli_parse_long(const char *opt, const char *text, long min, long max, long *out,

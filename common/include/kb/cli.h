@@ -5,6 +5,8 @@
 #ifndef KB_CLI_H
 #define KB_CLI_H
 
+#include <stddef.h>
+
 struct kb_error;
 
 /* Prints "<prog>: <err->msg>" and a newline on stderr and returns kb_exit_code(err->code), the
@@ -14,6 +16,14 @@ int kb_cli_fail(const char *prog, const struct kb_error *err);
 /* For a bad command line: prints "<prog>: <err->msg>" and a newline on stderr and returns
  * KB_EXIT_USAGE (2), whatever err->code is. `prog` and `err` are borrowed. */
 int kb_cli_usage(const char *prog, const struct kb_error *err);
+
+/* A default folder of this user's: "/tmp/<prefix>-<$USER>" ("user" when $USER is unset) into
+ * `out` (`size` bytes, cut to fit, always NUL-terminated). `prefix` is borrowed. */
+void kb_cli_user_tmp(const char *prefix, char *out, size_t size);
+
+/* Who is acting, for the "by" of a state change a command makes: "<prog>:<$USER>@<host>"
+ * ("unknown" for an unset $USER) into `out` (`size` bytes, cut to fit). `prog` is borrowed. */
+void kb_cli_who(const char *prog, char *out, size_t size);
 
 /* Parses `text` (borrowed) as a whole number in base 10, nothing before or after it, from `min`
  * to `max`, into `*out`. Returns KB_OK, or KB_EINVAL with the message
