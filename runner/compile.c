@@ -16,6 +16,7 @@
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/hash.h"
 #include "proc.h"
 #include "spawn_tool.h"
@@ -126,18 +127,10 @@ static int write_file(const char *path, const void *data, size_t len, struct kb_
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(errno));
-  const char *p = data;
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int e = n < 0 ? errno : EIO;
-      close(fd);
-      return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(e));
-    }
-    p += n;
-    len -= (size_t)n;
+  if (kb_write_all(fd, data, len) != 0) {
+    int e = errno;
+    close(fd);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(e));
   }
   if (close(fd) != 0)
     return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(errno));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "devices.h"
 #include "kb/log.h"
@@ -49,28 +50,9 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_int(const char *s, const char *what, long min, long max, long *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-runner: %s must be an integer in %ld..%ld, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-int main(int argc, char **argv) {
-  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
-  kb_log_init("kb-runner");
-  static char cache_default[256];
-  const char *user = getenv("USER");
-  snprintf(cache_default, sizeof cache_default, "/tmp/kb-cache-%s", user ? user : "user");
-  const char *cache = getenv("KB_CACHE");
-  struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
-                             .min_tier = 0, .max_tier = -1, .wait_s = 60,
-                             .stop = &stop_requested};
+/* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
+ * message or the usage printed), 1 for --help (printed), 0 otherwise. */
+static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
   enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
@@ -83,59 +65,73 @@ int main(int argc, char **argv) {
       {"compile-workers", required_argument, NULL, OPT_WORKERS},
       {"grace", required_argument, NULL, OPT_GRACE},
       {NULL, 0, NULL, 0}};
-  int ch, list = 0, json = 0;
-  long v;
+  /* The whole-number options: code, name, range, where the value goes. */
+  const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
+      {'d', "--device", 0, KB_MAX_DEVICES - 1, &o->device},
+      {OPT_AHEAD, "--ahead", 1, 64, &o->ahead},
+      {OPT_WORKERS, "--compile-workers", 1, 256, &o->compile_workers},
+      {OPT_MIN, "--min-tier", 0, 7, &o->min_tier},
+      {OPT_MAX, "--max-tier", 0, 7, &o->max_tier},
+      {OPT_WAIT, "--wait", 0, 86400, &o->wait_s}};
+  struct kb_error err = {0};
+  int ch;
+  long v = 0;
   while ((ch = getopt_long(argc, argv, "c:r:b:C:n:d:hLj", longopts, NULL)) != -1) {
+    size_t k = 0;
+    while (k < sizeof ints / sizeof *ints && ints[k].ch != ch)
+      k++;
+    if (k < sizeof ints / sizeof *ints) {
+      if (kb_cli_parse_long(ints[k].name, optarg, ints[k].min, ints[k].max, &v, &err))
+        break;
+      *ints[k].to = (int)v;
+      continue;
+    }
     switch (ch) {
-    case 'c': o.campaign = optarg; break;
-    case 'r': o.redis = optarg; break;
+    case 'c': o->campaign = optarg; break;
+    case 'r': o->redis = optarg; break;
     case 'b':
-      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0) {
-        fprintf(stderr, "kb-runner: --backend must be host or cuda, not \"%s\"\n", optarg);
-        return KB_EXIT_USAGE;
-      }
-      o.backend = optarg;
-      break;
-    case 'd':
-      if (parse_int(optarg, "--device", 0, KB_MAX_DEVICES - 1, &v)) return KB_EXIT_USAGE;
-      o.device = (int)v;
-      break;
-    case OPT_AHEAD:
-      if (parse_int(optarg, "--ahead", 1, 64, &v)) return KB_EXIT_USAGE;
-      o.ahead = (int)v;
-      break;
-    case OPT_WORKERS:
-      if (parse_int(optarg, "--compile-workers", 1, 256, &v)) return KB_EXIT_USAGE;
-      o.compile_workers = (int)v;
+      if (strcmp(optarg, "host") != 0 && strcmp(optarg, "cuda") != 0)
+        kb_error_set(&err, KB_EINVAL, "--backend must be host or cuda, not \"%s\"", optarg);
+      o->backend = optarg;
       break;
     case OPT_GRACE:
-      if (parse_int(optarg, "--grace", 0, 86400, &v)) return KB_EXIT_USAGE;
-      o.grace_s = (double)v;
-      break;
-    case 'C': o.cache_dir = optarg; break;
-    case 'n': o.name = optarg; break;
-    case OPT_MIN:
-      if (parse_int(optarg, "--min-tier", 0, 7, &v)) return KB_EXIT_USAGE;
-      o.min_tier = (int)v;
-      break;
-    case OPT_MAX:
-      if (parse_int(optarg, "--max-tier", 0, 7, &v)) return KB_EXIT_USAGE;
-      o.max_tier = (int)v;
-      break;
-    case OPT_WAIT:
-      if (parse_int(optarg, "--wait", 0, 86400, &v)) return KB_EXIT_USAGE;
-      o.wait_s = (int)v;
+      if (kb_cli_parse_long("--grace", optarg, 0, 86400, &v, &err) == KB_OK)
+        o->grace_s = (double)v;
       break;
     case OPT_ITEMS:
-      if (parse_int(optarg, "--max-items", 0, 1000000000L, &v)) return KB_EXIT_USAGE;
-      o.max_items = v;
+      if (kb_cli_parse_long("--max-items", optarg, 0, 1000000000L, &v, &err) == KB_OK)
+        o->max_items = v;
       break;
-    case 'L': list = 1; break;
-    case 'j': json = 1; break;
-    case 'h': usage(stdout); return KB_EXIT_OK;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case 'C': o->cache_dir = optarg; break;
+    case 'n': o->name = optarg; break;
+    case 'L': *list = 1; break;
+    case 'j': *json = 1; break;
+    case 'h': usage(stdout); return 1;
+    default: usage(stderr); return -1;
     }
+    if (err.code)
+      break;
   }
+  if (err.code) {
+    kb_cli_usage("kb-runner", &err);
+    return -1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
+  kb_log_init("kb-runner");
+  static char cache_default[256];
+  kb_cli_user_tmp("kb-cache", cache_default, sizeof cache_default);
+  const char *cache = getenv("KB_CACHE");
+  struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
+                             .min_tier = 0, .max_tier = -1, .wait_s = 60,
+                             .stop = &stop_requested};
+  int list = 0, json = 0;
+  int parsed = parse_args(argc, argv, &o, &list, &json);
+  if (parsed)
+    return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
   if (list && optind == argc) {
     struct kb_device_list devices;
     kb_devices_probe(&devices);
@@ -150,9 +146,7 @@ int main(int argc, char **argv) {
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int why = 0;
-  if (kb_worker_run(&o, &why, &err)) {
-    fprintf(stderr, "kb-runner: %s\n", err.msg);
-    return kb_exit_code(err.code);
-  }
+  if (kb_worker_run(&o, &why, &err))
+    return kb_cli_fail("kb-runner", &err);
   return KB_EXIT_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
@@ -37,8 +38,7 @@ int main(int argc, char **argv) {
   kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
   kb_log_init("kb-scheduler");
   static char work_default[256];
-  const char *user = getenv("USER");
-  snprintf(work_default, sizeof work_default, "/tmp/kb-sched-%s", user ? user : "user");
+  kb_cli_user_tmp("kb-sched", work_default, sizeof work_default);
   struct kb_sched_opts o = {.work_dir = work_default, .wait_s = 60, .eta = 0,
                             .stop = &stop_requested};
   enum { OPT_ETA = 1000, OPT_WAIT };
@@ -47,9 +47,9 @@ int main(int argc, char **argv) {
       {"results", required_argument, NULL, 'o'},  {"cache", required_argument, NULL, 'C'},
       {"eta", required_argument, NULL, OPT_ETA},  {"wait", required_argument, NULL, OPT_WAIT},
       {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "c:r:o:C:h", longopts, NULL)) != -1) {
-    char *end = NULL;
     long v = 0;
     switch (ch) {
     case 'c': o.campaign = optarg; break;
@@ -57,17 +57,14 @@ int main(int argc, char **argv) {
     case 'o': o.results_dir = optarg; break;
     case 'C': o.work_dir = optarg; break;
     case OPT_ETA:
+      if (kb_cli_parse_long("--eta", optarg, 2, 86400, &v, &err))
+        return kb_cli_usage("kb-scheduler", &err);
+      o.eta = (int)v;
+      break;
     case OPT_WAIT:
-      v = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || v < (ch == OPT_ETA ? 2 : 0) || v > 86400) {
-        fprintf(stderr, "kb-scheduler: bad value \"%s\" for --%s\n", optarg,
-                ch == OPT_ETA ? "eta" : "wait");
-        return KB_EXIT_USAGE;
-      }
-      if (ch == OPT_ETA)
-        o.eta = (int)v;
-      else
-        o.wait_s = (int)v;
+      if (kb_cli_parse_long("--wait", optarg, 0, 86400, &v, &err))
+        return kb_cli_usage("kb-scheduler", &err);
+      o.wait_s = (int)v;
       break;
     case 'h': usage(stdout); return KB_EXIT_OK;
     default: usage(stderr); return KB_EXIT_USAGE;
@@ -79,11 +76,8 @@ int main(int argc, char **argv) {
   }
   static const int sigs[] = {SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
-  struct kb_error err = {0};
   int finished = 0;
-  if (kb_sched_run(&o, &finished, &err)) {
-    fprintf(stderr, "kb-scheduler: %s\n", err.msg);
-    return kb_exit_code(err.code);
-  }
+  if (kb_sched_run(&o, &finished, &err))
+    return kb_cli_fail("kb-scheduler", &err);
   return KB_EXIT_OK;
 }

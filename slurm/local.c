@@ -1,10 +1,8 @@
 /* Local launcher (see local.h). */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
 #include "local.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "kb/leaderboard.h"
+#include "kb/fs.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -26,6 +25,7 @@
 #include "kb/task.h"
 
 #include "gpus.h"
+#include "leaderboard.h"
 
 extern char **environ;
 
@@ -69,13 +69,13 @@ static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb
 }
 
 /* Our environment with CUDA_VISIBLE_DEVICES set to `gpu` (the entry `slot`, caller-owned,
- * holds that one string). Returns a new array of borrowed strings (free it with free), or NULL
- * when out of memory. */
+ * holds that one string). Returns a new array of borrowed strings (free it with kb_free), or
+ * NULL when out of memory. */
 static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
   size_t n = 0;
   while (environ[n])
     n++;
-  char **env = malloc((n + 2) * sizeof *env);
+  char **env = kb_reallocarray(NULL, n + 2, sizeof *env);
   if (!env)
     return NULL;
   size_t k = 0;
@@ -112,22 +112,14 @@ static int choose_gpus(struct local *l, struct kb_error *err) {
   return rc;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 static int prepare_dirs(struct local *l, struct kb_error *err) {
   const struct kb_campaign *c = &l->sub.campaign;
   if (snprintf(l->dir, sizeof l->dir, "%s/%s", c->results_dir, c->id) >= (int)sizeof l->dir)
     return kb_error_set(err, KB_EINVAL, "results path too long");
   snprintf(l->redis_dir, sizeof l->redis_dir, "%s/redis", l->dir);
-  if (l->o->restart && nftw(l->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
-      errno != ENOENT)
-    return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", l->dir, strerror(errno));
-  int rc = kb_mkdirs(l->redis_dir, err);
+  int rc = l->o->restart ? kb_remove_tree(l->dir, err) : KB_OK;
+  if (rc == KB_OK)
+    rc = kb_mkdirs(l->redis_dir, err);
   if (rc)
     return rc;
   if (snprintf(l->sock, sizeof l->sock, "%s/redis.sock", l->redis_dir) >= (int)sizeof l->sock) {
@@ -247,7 +239,7 @@ static int start_processes(struct local *l, struct kb_error *err) {
     char *rargv[] = {runner, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
                      cache, "--name", name, "--backend", cuda ? "cuda" : "host", NULL};
     rc = spawn_env(rargv, log, env, &l->runner_pids[i], err);
-    free(env);
+    kb_free(env);
     if (rc == KB_OK)
       l->n_runners++;
   }

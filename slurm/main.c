@@ -8,19 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
-#include "gpus.h"
-#include "local.h"
-#include "sbatch.h"
+#include "launch.h"
 
-static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static volatile sig_atomic_t stop_requested = 0; /* the signal that asked to stop */
 
 static void usage(FILE *out) {
   fputs("usage: kb-launch --local CAMPAIGN.json [--runners N | --gpus LIST] [--redis ADDR]\n"
@@ -29,6 +23,7 @@ static void usage(FILE *out) {
         "                 [--time T] [--account A] [--gres gpu:1] [--backend host|cuda]\n"
         "                 [--redis HOST:PORT | --redis-job] [options]\n"
         "       kb-launch --stop CAMPAIGN.json | --cancel CAMPAIGN.json\n"
+        "       kb-launch --redis-config\n"
         "\n"
         "--local runs a whole campaign on this machine: its own redis-server (unix socket and\n"
         "AOF in <results>/<campaign>/redis/), the campaign submitted (or resumed from that AOF),\n"
@@ -41,7 +36,9 @@ static void usage(FILE *out) {
         "GPU; prints the job ids. Runners wait for redis, leave when the campaign is over, and\n"
         "on Slurm's time-limit warning release their work and requeue themselves. Run it again\n"
         "after the jobs ended (time limit, --stop) to resume. --stop ends the jobs, resumable;\n"
-        "--cancel also cancels the campaign in redis (as kb-submit cancel).\n"
+        "--cancel also cancels the campaign in redis (as kb-submit cancel). --redis-config prints\n"
+        "the redis-server settings kb-launch starts redis with (AOF, no eviction, ...) as a\n"
+        "redis.conf, for scripts that start a redis-server of their own the same way.\n"
         "\n"
         "options:\n"
         "  -l, --local          run on this machine\n"
@@ -51,6 +48,7 @@ static void usage(FILE *out) {
         "  -r, --redis ADDR     use this redis instead of starting one (with --slurm: a\n"
         "                       HOST:PORT every node reaches)\n"
         "      --redis-job      with --slurm: run redis as a job (the default)\n"
+        "      --redis-config   print the redis-server settings as a redis.conf and exit\n"
         "  -n, --runners N      runners: host-backend processes (--local, default 1) or array\n"
         "                       tasks (--slurm, default 1)\n"
         "  -g, --gpus LIST      with --local and a cuda campaign: the GPUs to use, one runner\n"
@@ -91,35 +89,18 @@ static int bin_dir(char *out, size_t size) {
   return 0;
 }
 
-static int parse_int(const char *opt, const char *s, long min, long max, int *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-launch: %s must be %ld..%ld, not \"%s\"\n", opt, min, max, s);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
+/* A bad number: the message, then -1 for parse_args(). */
+static int bad(const struct kb_error *err) {
+  kb_cli_usage("kb-launch", err);
+  return -1;
 }
 
-static int fail(const struct kb_error *err) {
-  fprintf(stderr, "kb-launch: %s\n", err->msg);
-  return kb_exit_code(err->code);
-}
-
-int main(int argc, char **argv) {
-  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
-  kb_log_init("kb-launch");
-  static char dir[PATH_MAX];
-  struct kb_local_opts lo = {.stop = &stop_requested};
-  struct kb_slurm_opts so = {0};
-  struct kb_slurm_stop_opts to = {0};
-  enum { M_NONE, M_LOCAL, M_SLURM, M_STOP, M_CANCEL } mode = M_NONE;
-  int n_modes = 0, runners = 0, wait_s = 0, json = 0, restart = 0, redis_job = 0;
-  const char *redis = NULL, *slurm_only = NULL, *gpus = NULL;
+/* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
+ * 1 for --help (printed), 0 otherwise. The rules across options are kb_launch_check()'s. */
+static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
-    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN
+    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN, OPT_REDIS_CONFIG
   };
   static const struct option longopts[] = {
       {"local", no_argument, NULL, 'l'},
@@ -128,6 +109,7 @@ int main(int argc, char **argv) {
       {"cancel", no_argument, NULL, OPT_CANCEL},
       {"redis", required_argument, NULL, 'r'},
       {"redis-job", no_argument, NULL, OPT_REDIS_JOB},
+      {"redis-config", no_argument, NULL, OPT_REDIS_CONFIG},
       {"runners", required_argument, NULL, 'n'},
       {"gpus", required_argument, NULL, 'g'},
       {"throttle", required_argument, NULL, OPT_THROTTLE},
@@ -144,136 +126,80 @@ int main(int argc, char **argv) {
       {"json", no_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
+  struct kb_slurm_opts *so = &a->slurm;
+  struct kb_error err = {0};
+  long v = 0;
   int ch;
   while ((ch = getopt_long(argc, argv, "lsr:n:g:p:t:A:b:jh", longopts, NULL)) != -1) {
     switch (ch) {
-    case 'l': mode = M_LOCAL; n_modes++; break;
-    case 's': mode = M_SLURM; n_modes++; break;
-    case OPT_STOP: mode = M_STOP; n_modes++; break;
-    case OPT_CANCEL: mode = M_CANCEL; n_modes++; break;
-    case 'r': redis = optarg; break;
-    case OPT_REDIS_JOB: redis_job = 1; slurm_only = "--redis-job"; break;
+    case 'l': a->mode = KB_LAUNCH_LOCAL; a->n_modes++; break;
+    case 's': a->mode = KB_LAUNCH_SLURM; a->n_modes++; break;
+    case OPT_STOP: a->mode = KB_LAUNCH_STOP; a->n_modes++; break;
+    case OPT_CANCEL: a->mode = KB_LAUNCH_CANCEL; a->n_modes++; break;
+    case 'r': a->redis = optarg; break;
+    case OPT_REDIS_JOB: a->redis_job = 1; a->slurm_only = "--redis-job"; break;
+    case OPT_REDIS_CONFIG: a->redis_config = 1; break;
     case 'n':
-      if (parse_int("--runners", optarg, 1, 10000, &runners)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--runners", optarg, 1, 10000, &v, &err)) return bad(&err);
+      a->runners = (int)v;
       break;
-    case 'g': gpus = optarg; break;
+    case 'g': a->gpus = optarg; break;
     case OPT_THROTTLE:
-      if (parse_int("--throttle", optarg, 1, 10000, &so.throttle)) return KB_EXIT_USAGE;
-      slurm_only = "--throttle";
+      if (kb_cli_parse_long("--throttle", optarg, 1, 10000, &v, &err)) return bad(&err);
+      so->throttle = (int)v;
+      a->slurm_only = "--throttle";
       break;
-    case 'p': so.partition = optarg; slurm_only = "--partition"; break;
-    case OPT_CPU_PARTITION: so.cpu_partition = optarg; slurm_only = "--cpu-partition"; break;
-    case 't': so.time = optarg; slurm_only = "--time"; break;
-    case 'A': so.account = optarg; slurm_only = "--account"; break;
-    case OPT_GRES: so.gres = optarg; slurm_only = "--gres"; break;
-    case 'b': so.backend = optarg; slurm_only = "--backend"; break;
-    case OPT_SETUP: so.setup = optarg; slurm_only = "--setup"; break;
+    case 'p': so->partition = optarg; a->slurm_only = "--partition"; break;
+    case OPT_CPU_PARTITION: so->cpu_partition = optarg; a->slurm_only = "--cpu-partition"; break;
+    case 't': so->time = optarg; a->slurm_only = "--time"; break;
+    case 'A': so->account = optarg; a->slurm_only = "--account"; break;
+    case OPT_GRES: so->gres = optarg; a->slurm_only = "--gres"; break;
+    case 'b': so->backend = optarg; a->slurm_only = "--backend"; break;
+    case OPT_SETUP: so->setup = optarg; a->slurm_only = "--setup"; break;
     case OPT_WAIT:
-      if (parse_int("--wait", optarg, 1, 86400, &wait_s)) return KB_EXIT_USAGE;
+      if (kb_cli_parse_long("--wait", optarg, 1, 86400, &v, &err)) return bad(&err);
+      a->wait_s = (int)v;
       break;
-    case OPT_DRY_RUN: so.dry_run = 1; slurm_only = "--dry-run"; break;
-    case OPT_RESTART: restart = 1; break;
-    case 'j': json = 1; break;
-    case 'h': usage(stdout); return KB_EXIT_OK;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case OPT_DRY_RUN: so->dry_run = 1; a->slurm_only = "--dry-run"; break;
+    case OPT_RESTART: a->restart = 1; break;
+    case 'j': a->json = 1; break;
+    case 'h': usage(stdout); return 1;
+    default: usage(stderr); return -1;
     }
   }
-  if (n_modes != 1 || argc - optind != 1) {
-    if (n_modes > 1)
-      fprintf(stderr, "kb-launch: give one of --local, --slurm, --stop, --cancel\n");
-    usage(stderr);
+  a->n_operands = argc - optind;
+  a->campaign = optind < argc ? argv[optind] : NULL;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
+  kb_log_init("kb-launch");
+  struct kb_launch_args a = {0};
+  int parsed = parse_args(argc, argv, &a);
+  if (parsed)
+    return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
+  struct kb_error err = {0};
+  if (a.redis_config)
+    return kb_launch_redis_config(stdout, &err) ? kb_cli_fail("kb-launch", &err) : KB_EXIT_OK;
+  enum kb_launch_refusal how;
+  if (kb_launch_check(&a, &how, &err)) {
+    if (how != KB_LAUNCH_USAGE)
+      fprintf(stderr, "kb-launch: %s\n", err.msg);
+    if (how != KB_LAUNCH_SAY)
+      usage(stderr);
     return KB_EXIT_USAGE;
   }
-  const char *campaign = argv[optind];
-  if (gpus && mode != M_LOCAL) {
-    fprintf(stderr, "kb-launch: --gpus goes with --local (with --slurm, Slurm assigns GPUs)\n");
-    return KB_EXIT_USAGE;
-  }
-  if (gpus) {
-    int ids[KB_GPUS_MAX], n;
-    struct kb_error gerr = {0};
-    if (kb_gpus_parse(gpus, ids, &n, &gerr)) {
-      fprintf(stderr, "kb-launch: %s\n", gerr.msg);
-      return KB_EXIT_USAGE;
-    }
-  }
-  if (gpus && runners) {
-    fprintf(stderr, "kb-launch: give --runners (host campaigns) or --gpus (cuda campaigns), "
-            "not both\n");
-    return KB_EXIT_USAGE;
-  }
-  if (slurm_only && mode != M_SLURM) {
-    fprintf(stderr, "kb-launch: %s goes with --slurm\n", slurm_only);
-    return KB_EXIT_USAGE;
-  }
-  const char *words[][2] = {{"--partition", so.partition}, {"--cpu-partition", so.cpu_partition},
-                            {"--time", so.time}, {"--account", so.account},
-                            {"--gres", so.gres}};
-  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    if (words[i][1] && !kb_slurm_word_ok(words[i][1])) {
-      fprintf(stderr, "kb-launch: %s \"%s\" cannot go into an #SBATCH line: use letters, "
-              "digits and _ . / : + , = @ -\n", words[i][0], words[i][1]);
-      return KB_EXIT_USAGE;
-    }
-  if (redis && redis_job) {
-    fprintf(stderr, "kb-launch: give --redis or --redis-job, not both\n");
-    return KB_EXIT_USAGE;
-  }
+  static char dir[PATH_MAX];
   if (bin_dir(dir, sizeof dir) != 0) {
     fprintf(stderr, "kb-launch: cannot find my own folder through /proc/self/exe\n");
     return KB_EXIT_FAILURE;
   }
-  struct kb_error err = {0};
-  switch (mode) {
-  case M_LOCAL:
-    if (runners > 64 || wait_s) {
-      fprintf(stderr, runners > 64 ? "kb-launch: --local runs 1..64 runners\n"
-                                   : "kb-launch: --wait goes with --slurm, --stop, --cancel\n");
-      return KB_EXIT_USAGE;
-    }
-    break;
-  case M_SLURM:
-    so.campaign_path = campaign;
-    so.bin_dir = dir;
-    so.redis = redis;
-    so.runners = runners;
-    so.wait_s = wait_s;
-    so.restart = restart;
-    so.json = json;
-    if (kb_slurm_launch(&so, &err))
-      return fail(&err);
-    return KB_EXIT_OK;
-  case M_STOP:
-  case M_CANCEL:
-    if (redis || runners || restart) {
-      fprintf(stderr, "kb-launch: --stop and --cancel take only --wait and --json\n");
-      return KB_EXIT_USAGE;
-    }
-    to.campaign_path = campaign;
-    to.cancel = mode == M_CANCEL;
-    to.wait_s = wait_s;
-    to.json = json;
-    if (kb_slurm_stop(&to, &err))
-      return fail(&err);
-    return KB_EXIT_OK;
-  case M_NONE:
-    usage(stderr);
-    return KB_EXIT_USAGE;
+  if (a.mode == KB_LAUNCH_LOCAL) {
+    static const int sigs[] = {SIGINT, SIGTERM};
+    kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   }
-  lo.campaign_path = campaign;
-  lo.bin_dir = dir;
-  lo.redis = redis;
-  lo.runners = runners;
-  lo.gpus = gpus;
-  lo.restart = restart;
-  lo.json = json;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  if (kb_local_run(&lo, &err))
-    return fail(&err);
+  if (kb_launch_run(&a, dir, &stop_requested, &err))
+    return kb_cli_fail("kb-launch", &err);
   return KB_EXIT_OK;
 }

@@ -5,6 +5,7 @@
 
 #include "kb/buf.h"
 #include "kb/error.h"
+#include "kb/redis.h"
 #include "templates.h"
 
 static int is_name_char(char c) {
@@ -60,4 +61,20 @@ const char *kb__template_text(const char *name) {
     if (strcmp(t->name, name) == 0)
       return t->text;
   return NULL;
+}
+
+int kb__redis_conf_line(int i, struct kb_buf *line) {
+  const char *name = NULL;
+  for (int k = 0; k <= i; k++) {
+    name = kb_redis_server_settings[2 * k];
+    if (name == NULL)
+      return 0;
+  }
+  const char *value = kb_redis_server_settings[2 * i + 1];
+  kb_buf_reset(line);
+  /* the list holds command-line words: "--appendonly" is "appendonly" in a file */
+  if (kb_buf_adds(line, name + 2) || kb_buf_adds(line, " ") ||
+      kb_buf_adds(line, value[0] ? value : "\"\""))
+    return -1;
+  return 1;
 }

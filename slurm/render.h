@@ -24,6 +24,11 @@ int kb__render(const char *tmpl, const struct kb__var *vars, int n, struct kb_bu
  * shell reads back exactly. Errors: KB_ENOMEM. */
 int kb__shell_quote(const char *s, struct kb_buf *out);
 
+/* Setting `i` of kb_redis_server_settings (kb/redis.h; its name-value pairs counted from 0) as
+ * a redis.conf line without the newline ("appendonly yes"; an empty value as "", 'save ""'),
+ * into `line` (reset first). Returns 1 with the line, 0 past the last setting, -1 (ENOMEM). */
+int kb__redis_conf_line(int i, struct kb_buf *line);
+
 /* The template named `name` ("runners.sbatch"), or NULL. Borrowed, static. */
 const char *kb__template_text(const char *name);
 

@@ -1,11 +1,9 @@
 /* kb-launch --slurm, --stop and --cancel (see sbatch.h). */
-#define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
 #include "sbatch.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +16,9 @@
 #include "kb/buf.h"
 #include "kb/campaign.h"
 #include "kb/catalog.h"
+#include "kb/cli.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/submit.h"
@@ -90,18 +90,11 @@ static int write_file(const char *path, const char *text, size_t len, mode_t mod
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (fd < 0)
     return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(errno));
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = write(fd, text + done, len - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
-    }
-    done += (size_t)n;
+  if (kb_write_all(fd, text, len) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
   }
   if (fchmod(fd, mode) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;
@@ -116,20 +109,6 @@ static int make_dir(const char *path, mode_t mode, struct kb_error *err) {
   if (rc == KB_OK && chmod(path, mode) != 0)
     rc = kb_error_set(err, KB_EIO, "cannot chmod \"%s\": %s", path, strerror(errno));
   return rc;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-static void who_am_i(char *out, size_t size) {
-  char host[128] = "localhost";
-  gethostname(host, sizeof host - 1);
-  const char *user = getenv("USER");
-  snprintf(out, size, "kb-launch:%s@%s", user ? user : "unknown", host);
 }
 
 /* ---------------------------------------------------------------- Slurm commands */
@@ -386,12 +365,11 @@ static int render_scripts(struct launch *l, struct kb_error *err) {
   struct kb_buf settings, line;
   kb_buf_init(&settings);
   kb_buf_init(&line);
-  for (int i = 0; rc == KB_OK && kb_redis_server_settings[i]; i += 2) {
-    const char *value = kb_redis_server_settings[i + 1];
-    kb_buf_reset(&line);
-    if (kb_buf_adds(&line, kb_redis_server_settings[i] + 2) || kb_buf_adds(&line, " ") ||
-        kb_buf_adds(&line, value[0] ? value : "\"\"") ||
-        (settings.len > 0 && kb_buf_adds(&settings, " ")) ||
+  for (int i = 0; rc == KB_OK; i++) {
+    int got = kb__redis_conf_line(i, &line);
+    if (got == 0)
+      break;
+    if (got < 0 || (settings.len > 0 && kb_buf_adds(&settings, " ")) ||
         kb__shell_quote(line.data, &settings))
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
   }
@@ -552,8 +530,7 @@ static int launch(struct launch *l, struct kb_error *err) {
   if (rc == KB_OK && o->restart) {
     char base[PATH_LEN];
     snprintf(base, sizeof base, "%s/%s", l->sub.campaign.results_dir, l->sub.campaign.id);
-    if (nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-      rc = kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", base, strerror(errno));
+    rc = kb_remove_tree(base, err);
   }
   char logs[PATH_LEN + 8], password[PATH_LEN + 16], address[PATH_LEN + 16];
   snprintf(logs, sizeof logs, "%s/logs", l->dir);
@@ -622,7 +599,7 @@ static int cancel_in_redis(const char *cid, const char *address, int *cancelled,
   if (rc == KB_OK)
     rc = kb_queue_open(&q, r, cid, &e);
   char who[256];
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-launch", who, sizeof who);
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, "submitting,running,draining", "cancelled",
                             "cancelled with kb-launch --cancel", who, &e);
@@ -639,61 +616,51 @@ static int cancel_in_redis(const char *cid, const char *address, int *cancelled,
   return kb_error_set(err, rc, "%s", e.msg);
 }
 
-int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err) {
-  struct kb_campaign c;
-  int rc = kb_campaign_load(o->campaign_path, &c, err);
-  if (rc)
-    return rc;
-  char dir[PATH_LEN], path[PATH_LEN + 16];
-  snprintf(dir, sizeof dir, "%s/%s/slurm", c.results_dir, c.id);
-  snprintf(path, sizeof path, "%s/jobs.json", dir);
+/* The job ids the jobs.json at `path` records (one that is not a safe word left empty), and the
+ * redis address it names when the redis was given (else `given` empty). */
+static void read_jobs(const char *path, char jobs[N_JOBS][JOB_ID_MAX], char *given,
+                      size_t given_size) {
   json_t *j = json_load_file(path, 0, NULL);
-  char jobs[N_JOBS][JOB_ID_MAX];
-  char given[256] = "";
   for (int i = 0; i < N_JOBS; i++) {
     const char *id = json_string_value(json_object_get(json_object_get(j, job_keys[i]), "job"));
     snprintf(jobs[i], JOB_ID_MAX, "%s", id && kb_slurm_word_ok(id) ? id : "");
   }
   const char *addr = json_string_value(json_object_get(json_object_get(j, "redis"), "address"));
-  if (addr)
-    snprintf(given, sizeof given, "%s", addr);
+  snprintf(given, given_size, "%s", addr ? addr : "");
   json_decref(j);
-  if (jobs[JOB_SCHED][0] == '\0' && jobs[JOB_RUNNERS][0] == '\0') {
-    rc = kb_error_set(err, KB_ENOTFOUND, "no Slurm jobs recorded for campaign \"%s\" in %s",
-                      c.id, path);
-    kb_campaign_release(&c);
-    return rc;
-  }
+}
 
-  char said[PATH_LEN + 600] = "left as it is (a later kb-launch --slurm resumes it)";
-  int cancelled = 0;
-  if (o->cancel) {
-    char address[256] = "", password[PATH_LEN + 16];
-    snprintf(password, sizeof password, "%s/redis/password", dir);
-    if (given[0]) {
-      snprintf(address, sizeof address, "%s", given);
-    } else {
-      snprintf(path, sizeof path, "%s/redis/address", dir);
-      FILE *f = fopen(path, "r");
-      if (f && fgets(address, sizeof address, f))
-        address[strcspn(address, "\r\n")] = '\0';
-      if (f)
-        fclose(f);
-      if (getenv("KB_REDIS_PASSWORD") == NULL && getenv("KB_REDIS_PASSWORD_FILE") == NULL &&
-          access(password, R_OK) == 0)
-        setenv("KB_REDIS_PASSWORD_FILE", password, 1);
-    }
-    if (address[0])
-      rc = cancel_in_redis(c.id, address, &cancelled, said, sizeof said, err);
-    else
-      snprintf(said, sizeof said, "not changed in redis: the redis job is not serving (no %s)",
-               path);
+/* --cancel's step in redis: at `given`, else at the address the redis job wrote into `dir`
+ * (with its password file unless one is set); what happened goes into `said`. */
+static int cancel_campaign(const char *cid, const char *dir, const char *given, int *cancelled,
+                           char *said, size_t size, struct kb_error *err) {
+  char address[256] = "", password[PATH_LEN + 16], path[PATH_LEN + 16];
+  snprintf(password, sizeof password, "%s/redis/password", dir);
+  if (given[0]) {
+    snprintf(address, sizeof address, "%s", given);
+  } else {
+    snprintf(path, sizeof path, "%s/redis/address", dir);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(address, sizeof address, f))
+      address[strcspn(address, "\r\n")] = '\0';
+    if (f)
+      fclose(f);
+    if (getenv("KB_REDIS_PASSWORD") == NULL && getenv("KB_REDIS_PASSWORD_FILE") == NULL &&
+        access(password, R_OK) == 0)
+      setenv("KB_REDIS_PASSWORD_FILE", password, 1);
   }
+  if (address[0])
+    return cancel_in_redis(cid, address, cancelled, said, size, err);
+  snprintf(said, size, "not changed in redis: the redis job is not serving (no %s)", path);
+  return KB_OK;
+}
 
-  /* Runners first (SIGTERM: they release their leases), then the scheduler: after a cancel
-   * it records what is left in the results stream and ends the campaign by itself once no
-   * lease is left, so it gets a moment for that; redis last (it saves its AOF). */
-  int wait_s = o->wait_s > 0 ? o->wait_s : 120;
+/* Runners first (SIGTERM: they release their leases), then the scheduler: after a cancel it
+ * records what is left in the results stream and ends the campaign by itself once no lease is
+ * left, so it gets a moment for that; redis last (it saves its AOF). */
+static int end_jobs(char jobs[N_JOBS][JOB_ID_MAX], int cancelled, int wait_s,
+                    struct kb_error *err) {
+  int rc = KB_OK;
   for (int i = 0; rc == KB_OK && i < N_JOBS; i++) {
     int which = i == 0 ? JOB_RUNNERS : i == 1 ? JOB_SCHED : JOB_REDIS;
     const char *id = jobs[which];
@@ -707,28 +674,57 @@ int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err) {
     if (rc == KB_OK)
       rc = wait_gone(id, wait_s, NULL, err);
   }
-  if (rc == KB_OK) {
-    if (o->json) {
-      json_t *out = json_pack("{s:s, s:s, s:s, s:{s:s?, s:s?, s:s?}}", "campaign", c.id,
-                              "action", o->cancel ? "cancel" : "stop", "redis_state", said,
-                              "jobs", "redis", jobs[JOB_REDIS][0] ? jobs[JOB_REDIS] : NULL,
-                              "scheduler", jobs[JOB_SCHED][0] ? jobs[JOB_SCHED] : NULL,
-                              "runners", jobs[JOB_RUNNERS][0] ? jobs[JOB_RUNNERS] : NULL);
-      char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
-      if (text)
-        printf("%s\n", text);
-      free(text);
-      json_decref(out);
-    } else {
-      printf("campaign \"%s\": %s; jobs ended:", c.id, o->cancel ? said : "stopped");
-      for (int i = 0; i < N_JOBS; i++)
-        if (jobs[i][0])
-          printf(" %s %s", job_keys[i], jobs[i]);
-      printf("\n");
-      if (!o->cancel)
-        printf("resume with: kb-launch --slurm %s\n", o->campaign_path);
-    }
+  return rc;
+}
+
+static void print_stopped(const struct kb_slurm_stop_opts *o, const char *cid,
+                          char jobs[N_JOBS][JOB_ID_MAX], const char *said) {
+  if (o->json) {
+    json_t *out = json_pack("{s:s, s:s, s:s, s:{s:s?, s:s?, s:s?}}", "campaign", cid,
+                            "action", o->cancel ? "cancel" : "stop", "redis_state", said,
+                            "jobs", "redis", jobs[JOB_REDIS][0] ? jobs[JOB_REDIS] : NULL,
+                            "scheduler", jobs[JOB_SCHED][0] ? jobs[JOB_SCHED] : NULL,
+                            "runners", jobs[JOB_RUNNERS][0] ? jobs[JOB_RUNNERS] : NULL);
+    char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
+    if (text)
+      printf("%s\n", text);
+    free(text);
+    json_decref(out);
+    return;
   }
+  printf("campaign \"%s\": %s; jobs ended:", cid, o->cancel ? said : "stopped");
+  for (int i = 0; i < N_JOBS; i++)
+    if (jobs[i][0])
+      printf(" %s %s", job_keys[i], jobs[i]);
+  printf("\n");
+  if (!o->cancel)
+    printf("resume with: kb-launch --slurm %s\n", o->campaign_path);
+}
+
+int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err) {
+  struct kb_campaign c;
+  int rc = kb_campaign_load(o->campaign_path, &c, err);
+  if (rc)
+    return rc;
+  char dir[PATH_LEN], path[PATH_LEN + 16];
+  snprintf(dir, sizeof dir, "%s/%s/slurm", c.results_dir, c.id);
+  snprintf(path, sizeof path, "%s/jobs.json", dir);
+  char jobs[N_JOBS][JOB_ID_MAX], given[256];
+  read_jobs(path, jobs, given, sizeof given);
+  if (jobs[JOB_SCHED][0] == '\0' && jobs[JOB_RUNNERS][0] == '\0') {
+    rc = kb_error_set(err, KB_ENOTFOUND, "no Slurm jobs recorded for campaign \"%s\" in %s",
+                      c.id, path);
+    kb_campaign_release(&c);
+    return rc;
+  }
+  char said[PATH_LEN + 600] = "left as it is (a later kb-launch --slurm resumes it)";
+  int cancelled = 0;
+  if (o->cancel)
+    rc = cancel_campaign(c.id, dir, given, &cancelled, said, sizeof said, err);
+  if (rc == KB_OK)
+    rc = end_jobs(jobs, cancelled, o->wait_s > 0 ? o->wait_s : 120, err);
+  if (rc == KB_OK)
+    print_stopped(o, c.id, jobs, said);
   kb_campaign_release(&c);
   return rc;
 }

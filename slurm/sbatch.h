@@ -59,9 +59,10 @@ struct kb_slurm_stop_opts {
  * resumes it. Then scancels the runners (SIGTERM: they release their leases, refunded) and
  * waits for them to leave the queue; then the scheduler (after a cancel it is given up to 30 s
  * to record the last results and end the campaign by itself); then the redis job (its server
- * saves the AOF). Without `cancel` a later launch resumes the campaign. Errors: KB_ENOTFOUND (no jobs recorded), KB_ETIMEOUT (jobs
- * still queued after wait_s), KB_ECHILD, KB_EIO, KB_ENOMEM; an unreachable redis is reported
- * on stdout, not an error. */
+ * saves the AOF). Without `cancel` a later launch resumes the campaign. Prints what it did on
+ * stdout. Errors: KB_ENOTFOUND (no jobs recorded), KB_ETIMEOUT (jobs still queued after
+ * wait_s), KB_ECHILD, KB_EIO, KB_ENOMEM; an unreachable redis is reported on stdout, not an
+ * error. */
 int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err);
 
 #endif

@@ -8,13 +8,9 @@
 #include "kb/alloc.h"
 #include "kb/archive.h"
 #include "kb/buf.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/task.h"
-
-static int fail(const struct kb_error *err) {
-  fprintf(stderr, "kb-submit: %s\n", err->msg);
-  return kb_exit_code(err->code);
-}
 
 /* The archive folder: --archive, else $KB_ARCHIVE; NULL (reported) when neither. */
 static const char *folder(const struct kb_archive_opts *o) {
@@ -36,7 +32,7 @@ static int load(const struct kb_archive_opts *o, struct kb_archive *a) {
     return KB_EXIT_FAILURE;
   struct kb_error err = {0};
   if (kb_archive_load(dir, a, warn_skip, NULL, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   return KB_EXIT_OK;
 }
 
@@ -64,7 +60,7 @@ int kb_cmd_archive_list(const struct kb_archive_opts *o) {
       struct kb_error err = {0};
       if (kb_archive_entry_to_json(e, 0, &text, &err)) {
         kb_archive_release(&a);
-        return fail(&err);
+        return kb_cli_fail("kb-submit", &err);
       }
       printf("%s\n", text);
       kb_free(text);
@@ -106,7 +102,7 @@ int kb_cmd_archive_show(const struct kb_archive_opts *o, const char *id) {
     struct kb_error err = {0};
     if (kb_archive_entry_to_json(e, 1, &text, &err)) {
       kb_archive_release(&a);
-      return fail(&err);
+      return kb_cli_fail("kb-submit", &err);
     }
     printf("%s\n", text);
     kb_free(text);
@@ -148,7 +144,7 @@ int kb_cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
   struct kb_buf src;
   kb_buf_init(&src);
   if (kb_archive_check_dir(dir, &err) || kb_task_load(task_dir, &task, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   int rc = kb_buf_read_file(&src, source_path, &err);
   if (rc == KB_OK && (src.data == NULL || src.len == 0))
     rc = kb_error_set(&err, KB_EPARSE, "%s: empty source", source_path);
@@ -194,7 +190,7 @@ int kb_cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
   kb_candidate_release(&c);
   kb_buf_release(&src);
   kb_task_release(&task);
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
 int kb_cmd_archive_import(const struct kb_archive_opts *o, const char *path) {
@@ -203,7 +199,7 @@ int kb_cmd_archive_import(const struct kb_archive_opts *o, const char *path) {
     return KB_EXIT_FAILURE;
   struct kb_error err = {0};
   if (kb_archive_check_dir(dir, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
   if (in == NULL) {
     fprintf(stderr, "kb-submit: cannot open \"%s\"\n", path);
@@ -249,5 +245,5 @@ int kb_cmd_archive_import(const struct kb_archive_opts *o, const char *path) {
   for (int i = 0; i < n; i++)
     kb_archive_entry_release(&v[i]);
   kb_free(v);
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }

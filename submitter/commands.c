@@ -10,24 +10,13 @@
 #include <unistd.h>
 
 #include "kb/campaign.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/signals.h"
 #include "kb/submit.h"
-#include "watch.h"
-
-static int fail(const struct kb_error *err) {
-  fprintf(stderr, "kb-submit: %s\n", err->msg);
-  return kb_exit_code(err->code);
-}
-
-static void who_am_i(char *out, size_t size) {
-  char host[128] = "localhost";
-  gethostname(host, sizeof host - 1);
-  const char *user = getenv("USER");
-  snprintf(out, size, "kb-submit:%s@%s", user ? user : "unknown", host);
-}
+#include "watch/watch.h"
 
 static void print_json(json_t *obj) {
   char *text = json_dumps(obj, JSON_COMPACT);
@@ -53,7 +42,7 @@ int kb_cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
   if (kb_submission_load(campaign_path, &s, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   if (o->json) {
     json_t *j = summary_json(&s);
     json_object_set_new(j, "valid", json_true());
@@ -76,10 +65,10 @@ int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
   if (kb_submission_load(campaign_path, &s, &err))
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   struct kb_redis *r = NULL;
   char who[256];
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-submit", who, sizeof who);
   int resumed = 0;
   int rc = connect_redis(o, &r, &err);
   if (rc == KB_OK)
@@ -99,7 +88,7 @@ int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
   }
   kb_redis_free(r);
   kb_submission_release(&s);
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
 /* An argument naming an existing .json file is a campaign file: its id is used. */
@@ -157,7 +146,7 @@ static int progress(const struct kb_submit_opts *o, const char *id_or_path, int 
   kb_redis_free(r);
   if (rc == KB_EINTERRUPTED)
     return KB_EXIT_INTERRUPTED;
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
 int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
@@ -168,21 +157,21 @@ int kb_cmd_watch(const struct kb_submit_opts *o, const char *id_or_path) {
   return progress(o, id_or_path, 0);
 }
 
-/* Moves the campaign to `to` from any of `from`, as the user `who_am_i()` names. */
+/* Moves the campaign to `to` from any of `from`, as the user kb_cli_who() names. */
 static int change_state(const struct kb_submit_opts *o, const char *id_or_path, const char *from,
                         const char *to, const char *reason) {
   struct kb_error err = {0};
   char id[KB_ID_MAX], who[256];
   struct kb_redis *r = NULL;
   struct kb_queue q;
-  who_am_i(who, sizeof who);
+  kb_cli_who("kb-submit", who, sizeof who);
   int rc = open_campaign(o, id_or_path, id, sizeof id, &r, &q, &err);
   if (rc == KB_OK)
     rc = kb_queue_set_state(&q, from, to, reason, who, &err);
   if (rc == KB_OK && !o->quiet)
     printf("campaign \"%s\" %s\n", id, to);
   kb_redis_free(r);
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
 int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {

@@ -8,6 +8,7 @@
 
 #include "archive_cmd.h"
 #include "commands.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 
@@ -59,15 +60,6 @@ static void usage(FILE *out) {
         "            4 redis unreachable or authentication failed, 5 campaign exists or is in\n"
         "            the wrong state, 130 interrupted (watch: Ctrl-C)\n",
         out);
-}
-
-/* A positive number of seconds, at most a day; -1 when `s` is not one. */
-static double parse_seconds(const char *s) {
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !isfinite(v) || v < 0.05 || v > 86400)
-    return -1;
-  return v;
 }
 
 static void archive_usage(FILE *out) {
@@ -161,6 +153,16 @@ static int archive_main(int argc, char **argv) {
   return KB_EXIT_USAGE;
 }
 
+/* The commands that take one campaign (or a file) after the options. */
+static const struct {
+  const char *name;
+  int (*run)(const struct kb_submit_opts *o, const char *arg);
+} commands[] = {
+    {"validate", kb_cmd_validate}, {"submit", kb_cmd_submit}, {"status", kb_cmd_status},
+    {"drain", kb_cmd_drain},       {"cancel", kb_cmd_cancel}, {"watch", kb_cmd_watch},
+    {"report", kb_cmd_report},     {"export", kb_cmd_export},
+};
+
 int main(int argc, char **argv) {
   kb_log_init("kb-submit");
   if (argc >= 2 && strcmp(argv[1], "archive") == 0)
@@ -176,6 +178,7 @@ int main(int argc, char **argv) {
                                            {"top", required_argument, NULL, 't'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "r:jqi:o:f:t:h", longopts, NULL)) != -1) {
     switch (ch) {
@@ -189,11 +192,8 @@ int main(int argc, char **argv) {
       o.quiet = 1;
       break;
     case 'i':
-      o.interval = parse_seconds(optarg);
-      if (o.interval < 0) {
-        fprintf(stderr, "kb-submit: --interval \"%s\": want seconds, 0.05 to 86400\n", optarg);
-        return KB_EXIT_USAGE;
-      }
+      if (kb_cli_parse_double("--interval", optarg, 0.05, 86400, &o.interval, &err))
+        return kb_cli_usage("kb-submit", &err);
       break;
     case 'o':
       o.out = optarg;
@@ -205,12 +205,9 @@ int main(int argc, char **argv) {
       o.results = optarg;
       break;
     case 't': {
-      char *end = NULL;
-      long n = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || n < 0 || n > 1000000) {
-        fprintf(stderr, "kb-submit: --top \"%s\": want a count, 0 for all\n", optarg);
-        return KB_EXIT_USAGE;
-      }
+      long n = 0;
+      if (kb_cli_parse_long("--top", optarg, 0, 1000000, &n, &err))
+        return kb_cli_usage("kb-submit", &err);
       o.top = (int)n;
       break;
     }
@@ -227,22 +224,9 @@ int main(int argc, char **argv) {
     return KB_EXIT_USAGE;
   }
   const char *cmd = argv[optind], *arg = argv[optind + 1];
-  if (strcmp(cmd, "validate") == 0)
-    return kb_cmd_validate(&o, arg);
-  if (strcmp(cmd, "submit") == 0)
-    return kb_cmd_submit(&o, arg);
-  if (strcmp(cmd, "status") == 0)
-    return kb_cmd_status(&o, arg);
-  if (strcmp(cmd, "drain") == 0)
-    return kb_cmd_drain(&o, arg);
-  if (strcmp(cmd, "cancel") == 0)
-    return kb_cmd_cancel(&o, arg);
-  if (strcmp(cmd, "watch") == 0)
-    return kb_cmd_watch(&o, arg);
-  if (strcmp(cmd, "report") == 0)
-    return kb_cmd_report(&o, arg);
-  if (strcmp(cmd, "export") == 0)
-    return kb_cmd_export(&o, arg);
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (strcmp(cmd, commands[i].name) == 0)
+      return commands[i].run(&o, arg);
   fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);
   usage(stderr);
   return KB_EXIT_USAGE;

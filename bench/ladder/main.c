@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kb/campaign.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "ladder.h"
 #include "policy.h"
@@ -51,23 +52,21 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_num(const char *s, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || errno || v < lo || v > hi)
-    return 0;
-  *out = v;
-  return 1;
-}
+/* What the command line asks for. */
+struct args {
+  struct kb_search search; /* the promotion policy's settings */
+  int n_seeds, first_seed; /* replays per pool and task, and the first one's seed */
+  int level;               /* 0 --json-only, 1 the table, 2 --explain */
+  const char *csv;         /* --csv DIR, or NULL (borrowed from argv) */
+};
 
-int main(int argc, char **argv) {
-  struct kb_search search;
-  kb_search_defaults(&search);
-  search.stagnation = 0;
-  int n_seeds = 3, first_seed = 1, level = 1;
-  const char *csv = NULL;
-  enum { OPT_SEEDS = 1000, OPT_CSV, OPT_ETA, OPT_Z, OPT_STAG, OPT_JSON, OPT_EXPLAIN, OPT_GATE, OPT_ETA_MAX, OPT_FIRST, OPT_KEEP };
+/* argv into `a`; returns -1 for a bad command line (the message or the usage printed), 1 for
+ * --help (printed), 0 otherwise. */
+static int parse_args(int argc, char **argv, struct args *a) {
+  enum {
+    OPT_SEEDS = 1000, OPT_CSV, OPT_ETA, OPT_Z, OPT_STAG, OPT_JSON, OPT_EXPLAIN, OPT_GATE,
+    OPT_ETA_MAX, OPT_FIRST, OPT_KEEP
+  };
   static const struct option longopts[] = {
       {"seeds", required_argument, NULL, OPT_SEEDS}, {"csv", required_argument, NULL, OPT_CSV},
       {"eta", required_argument, NULL, OPT_ETA},     {"z", required_argument, NULL, OPT_Z},
@@ -79,30 +78,73 @@ int main(int argc, char **argv) {
       {"json-only", no_argument, NULL, OPT_JSON},    {"explain", no_argument, NULL, OPT_EXPLAIN},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
+  /* The whole-number options: code, name, range, where the value goes. */
+  const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
+      {OPT_SEEDS, "--seeds", 1, 1000, &a->n_seeds},
+      {OPT_ETA, "--eta", 2, 100, &a->search.eta},
+      {OPT_STAG, "--stagnation", 0, 1000000, &a->search.stagnation},
+      {OPT_KEEP, "--keep-top", 1, 1000, &a->search.keep_top},
+      {OPT_FIRST, "--first-seed", 1, 1000000, &a->first_seed},
+      {OPT_ETA_MAX, "--eta-max", 1, 100, &a->search.eta_max},
+      {OPT_GATE, "--baseline-gate", 0, 1, &a->search.baseline_gate}};
+  struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    double v = 0;
-    int ok = 1;
-    switch (ch) {
-    case OPT_SEEDS: ok = parse_num(optarg, 1, 1000, &v); n_seeds = (int)v; break;
-    case OPT_CSV: csv = optarg; break;
-    case OPT_ETA: ok = parse_num(optarg, 2, 100, &v); search.eta = (int)v; break;
-    case OPT_Z: ok = parse_num(optarg, 0, 10, &search.confidence_z); break;
-    case OPT_STAG: ok = parse_num(optarg, 0, 1e6, &v); search.stagnation = (int)v; break;
-    case OPT_KEEP: ok = parse_num(optarg, 1, 1000, &v); search.keep_top = (int)v; break;
-    case OPT_FIRST: ok = parse_num(optarg, 1, 1e6, &v); first_seed = (int)v; break;
-    case OPT_ETA_MAX: ok = parse_num(optarg, 1, 100, &v); search.eta_max = (int)v; break;
-    case OPT_GATE: ok = parse_num(optarg, 0, 1, &v); search.baseline_gate = (int)v; break;
-    case OPT_JSON: level = 0; break;
-    case OPT_EXPLAIN: level = 2; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    size_t k = 0;
+    while (k < sizeof ints / sizeof *ints && ints[k].ch != ch)
+      k++;
+    if (k < sizeof ints / sizeof *ints) {
+      long v = 0;
+      if (kb_cli_parse_long(ints[k].name, optarg, ints[k].min, ints[k].max, &v, &err)) {
+        kb_cli_usage("kb-bench-ladder", &err);
+        return -1;
+      }
+      *ints[k].to = (int)v;
+      continue;
     }
-    if (!ok) {
-      fprintf(stderr, "kb-bench-ladder: bad value \"%s\"\n", optarg);
-      return 2;
+    switch (ch) {
+    case OPT_CSV: a->csv = optarg; break;
+    case OPT_Z:
+      if (kb_cli_parse_double("--z", optarg, 0, 10, &a->search.confidence_z, &err)) {
+        kb_cli_usage("kb-bench-ladder", &err);
+        return -1;
+      }
+      break;
+    case OPT_JSON: a->level = 0; break;
+    case OPT_EXPLAIN: a->level = 2; break;
+    case 'h': usage(stdout); return 1;
+    default: usage(stderr); return -1;
     }
   }
+  return 0;
+}
+
+/* The table's head: the policy, the ladder, the pools (`missing`: a default pool not there
+ * yet, or NULL). */
+static void print_header(const struct kb_search *s, const struct kb_campaign *c,
+                         const char *const *pools, int n_pools, const char *missing) {
+  printf("kb-bench-ladder: eta %d, eta_max %d, keep_top %d, confidence_z %.2f, "
+         "baseline_gate %d, stagnation %d; ladder", s->eta, s->eta_max, s->keep_top,
+         s->confidence_z, s->baseline_gate, s->stagnation);
+  for (int k = 0; k < c->n_tiers; k++)
+    printf(" %s:%lldms", c->tiers[k].name, (long long)c->tiers[k].cost_ms);
+  printf("\npools:");
+  for (int i = 0; i < n_pools; i++)
+    printf(" %s", pools[i]);
+  if (missing)
+    printf(" (no %s yet)", missing);
+  printf("\n%-17s %-8s %4s %9s %9s %8s %8s  %7s %5s %9s %8s\n", "pool", "task", "seed",
+         "flat_gpu_s", "ours_gpu_s", "flat_t95", "ours_t95", "ratio", "top5", "pruned/win",
+         "best/flat");
+}
+
+int main(int argc, char **argv) {
+  struct args a = {.n_seeds = 3, .first_seed = 1, .level = 1};
+  kb_search_defaults(&a.search);
+  a.search.stagnation = 0;
+  int parsed = parse_args(argc, argv, &a);
+  if (parsed)
+    return parsed > 0 ? 0 : 2;
   /* The recorded H200 pool joins the defaults once it is committed (bench/data/README.md). */
   const char *defaults[] = {KB_BENCH_DATA "/mostly-losers.csv", KB_BENCH_DATA "/heavy-tail.csv",
                             KB_BENCH_DATA "/near-ties.csv", KB_BENCH_DATA "/h200-suite.csv"};
@@ -112,49 +154,40 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kb-bench-ladder: at most %d pools\n", MAX_POOLS);
     return 2;
   }
-  if (csv && mkdir(csv, 0755) != 0 && errno != EEXIST) {
-    fprintf(stderr, "kb-bench-ladder: cannot make \"%s\": %s\n", csv, strerror(errno));
+  if (a.csv && mkdir(a.csv, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "kb-bench-ladder: cannot make \"%s\": %s\n", a.csv, strerror(errno));
     return 1;
   }
   struct kb_campaign c;
   memset(&c, 0, sizeof c);
   kb_campaign_default_ladder(&c);
   struct kb_bench_replay_opts o = {.tiers = c.tiers, .n_tiers = c.n_tiers};
-  kb_policy_init(&o.policy, &search, c.n_tiers, 0);
-  if (level >= 1) {
-    printf("kb-bench-ladder: eta %d, eta_max %d, keep_top %d, confidence_z %.2f, "
-           "baseline_gate %d, stagnation %d; ladder", search.eta, search.eta_max,
-           search.keep_top, search.confidence_z, search.baseline_gate, search.stagnation);
-    for (int k = 0; k < c.n_tiers; k++)
-      printf(" %s:%lldms", c.tiers[k].name, (long long)c.tiers[k].cost_ms);
-    printf("\npools:");
-    for (int i = 0; i < n_pools; i++)
-      printf(" %s", optind < argc ? argv[optind + i] : defaults[i]);
-    if (optind >= argc && n_defaults == 3)
-      printf(" (no %s yet)", defaults[3]);
-    printf("\n%-17s %-8s %4s %9s %9s %8s %8s  %7s %5s %9s %8s\n", "pool", "task", "seed",
-           "flat_gpu_s", "ours_gpu_s", "flat_t95", "ours_t95", "ratio", "top5", "pruned/win",
-           "best/flat");
-  }
+  kb_policy_init(&o.policy, &a.search, c.n_tiers, 0);
+  const char *pools[MAX_POOLS];
+  for (int i = 0; i < n_pools; i++)
+    pools[i] = optind < argc ? argv[optind + i] : defaults[i];
+  if (a.level >= 1)
+    print_header(&a.search, &c, pools, n_pools,
+                 optind >= argc && n_defaults == 3 ? defaults[3] : NULL);
   struct kb_bench_totals all = {0};
   struct kb_error err = {0};
   int rc = KB_OK;
   for (int i = 0; rc == KB_OK && i < n_pools; i++) {
-    const char *path = optind < argc ? argv[optind + i] : defaults[i];
+    const char *path = pools[i];
     struct kb_bench_pool p;
     rc = kb_bench_pool_load(path, &p, &err);
     if (rc == KB_OK && p.n_tiers != c.n_tiers)
       rc = kb_error_set(&err, KB_EPARSE, "%s: %d tiers, the default ladder has %d", path,
                         p.n_tiers, c.n_tiers);
     if (rc == KB_OK)
-      rc = kb_bench_ladder_pool(&p, &o, first_seed, n_seeds, csv, level, &all, &err);
+      rc = kb_bench_ladder_pool(&p, &o, a.first_seed, a.n_seeds, a.csv, a.level, &all, &err);
     kb_bench_pool_release(&p);
   }
   if (rc) {
     fprintf(stderr, "kb-bench-ladder: %s\n", err.msg);
     return 1;
   }
-  if (level >= 1)
+  if (a.level >= 1)
     printf("* = the ladder never reached 95%% of flat's final best; counted as flat's whole "
            "spend\nt95 = GPU seconds until the reported best's true time was within 5%% of "
            "flat's final best\n");

@@ -8,15 +8,12 @@
 
 #include "bench_queue.h"
 #include "kb/buf.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
+#include "kb/signals.h"
 
-static volatile sig_atomic_t stop_requested = 0;
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
+static volatile sig_atomic_t stop_requested = 0; /* the signal that asked to stop */
 
 static void usage(FILE *out) {
   fputs("usage: kb-bench-queue [--runners N] [--seconds S] [options]\n"
@@ -67,34 +64,9 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_long(const char *s, const char *what, long min, long max, long *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max) {
-    fprintf(stderr, "kb-bench-queue: %s must be an integer in %ld..%ld, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int parse_double(const char *s, const char *what, double min, double max, double *out) {
-  char *end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !(v >= min && v <= max)) {
-    fprintf(stderr, "kb-bench-queue: %s must be a number in %g..%g, not \"%s\"\n", what, min,
-            max, s);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-int main(int argc, char **argv) {
-  kb_log_init("kb-bench-queue");
-  struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
-                                  .stop = &stop_requested};
+/* argv into `o` and the --json-only flag; returns -1 for a bad command line (the message or
+ * the usage printed), 1 for --help (printed), 0 otherwise. */
+static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int *json_only) {
   enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED, OPT_TWO_CALL };
   static const struct option longopts[] = {
       {"runners", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
@@ -106,67 +78,82 @@ int main(int argc, char **argv) {
       {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'},
       {"two-call", no_argument, NULL, OPT_TWO_CALL},
       {NULL, 0, NULL, 0}};
-  int ch, json_only = 0, shape_given = 0;
+  int ch, shape_given = 0;
   long v = 0;
+  struct kb_error err = {0};
   while ((ch = getopt_long(argc, argv, "n:s:i:r:jk:h", longopts, NULL)) != -1) {
     int bad = 0;
     switch (ch) {
     case 'n':
-      bad = parse_long(optarg, "--runners", 1, KB_BENCH_MAX_RUNNERS, &v);
-      o.runners = (int)v;
+      bad = kb_cli_parse_long("--runners", optarg, 1, KB_BENCH_MAX_RUNNERS, &v, &err);
+      o->runners = (int)v;
       break;
-    case 's': bad = parse_double(optarg, "--seconds", 0.2, 3600, &o.seconds); break;
+    case 's':
+      bad = kb_cli_parse_double("--seconds", optarg, 0.2, 3600, &o->seconds, &err);
+      break;
     case 'i':
-      bad = parse_long(optarg, "--items", 1, 100000000, &v);
-      o.items = v;
+      bad = kb_cli_parse_long("--items", optarg, 1, 100000000, &v, &err);
+      o->items = v;
       break;
-    case 'r': o.redis = optarg; break;
-    case 'j': json_only = 1; break;
-    case OPT_FILL: o.fill = 1; break;
+    case 'r': o->redis = optarg; break;
+    case 'j': *json_only = 1; break;
+    case OPT_FILL: o->fill = 1; break;
     case OPT_TASKS:
     case OPT_PER_TASK:
-      bad = parse_long(optarg, ch == OPT_TASKS ? "--tasks" : "--per-task", 1, 1000000, &v);
+      bad = kb_cli_parse_long(ch == OPT_TASKS ? "--tasks" : "--per-task", optarg, 1, 1000000,
+                              &v, &err);
       if (ch == OPT_TASKS)
-        o.tasks = (int)v;
+        o->tasks = (int)v;
       else
-        o.per_task = (int)v;
+        o->per_task = (int)v;
       shape_given = 1;
       break;
     case 'k':
-      bad = parse_long(optarg, "--kills", 0, 100000, &v);
-      o.kills = (int)v;
+      bad = kb_cli_parse_long("--kills", optarg, 0, 100000, &v, &err);
+      o->kills = (int)v;
       break;
-    case OPT_EVAL: bad = parse_double(optarg, "--eval-ms", 0, 60000, &o.eval_ms); break;
-    case OPT_TWO_CALL: o.two_call = 1; break;
+    case OPT_EVAL:
+      bad = kb_cli_parse_double("--eval-ms", optarg, 0, 60000, &o->eval_ms, &err);
+      break;
+    case OPT_TWO_CALL: o->two_call = 1; break;
     case OPT_SEED:
-      bad = parse_long(optarg, "--seed", 1, 2147483647, &v);
-      o.seed = (uint64_t)v;
+      bad = kb_cli_parse_long("--seed", optarg, 1, 2147483647, &v, &err);
+      o->seed = (uint64_t)v;
       break;
-    case 'h': usage(stdout); return KB_EXIT_OK;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case 'h': usage(stdout); return 1;
+    default: usage(stderr); return -1;
     }
-    if (bad)
-      return KB_EXIT_USAGE;
+    if (bad) {
+      kb_cli_usage("kb-bench-queue", &err);
+      return -1;
+    }
   }
   if (optind != argc) {
     fprintf(stderr, "kb-bench-queue: unexpected argument \"%s\"\n", argv[optind]);
     usage(stderr);
-    return KB_EXIT_USAGE;
+    return -1;
   }
-  if (shape_given && !o.fill) {
+  if (shape_given && !o->fill) {
     fprintf(stderr, "kb-bench-queue: --tasks and --per-task need --fill\n");
-    return KB_EXIT_USAGE;
+    return -1;
   }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  kb_log_init("kb-bench-queue");
+  struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
+                                  .stop = &stop_requested};
+  int json_only = 0;
+  int parsed = parse_args(argc, argv, &o, &json_only);
+  if (parsed)
+    return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
+  struct kb_error err = {0};
   o.progress = !json_only && isatty(STDERR_FILENO);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  static const int sigs[] = {SIGINT, SIGTERM};
+  kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
 
   struct kb_bench_queue_result res;
-  struct kb_error err = {0};
   if (kb_bench_queue_run(&o, &res, &err)) {
     fprintf(stderr, "kb-bench-queue: %s\n", err.msg);
     if (err.code == KB_EINTERRUPTED)

@@ -18,6 +18,7 @@
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/hash.h"
 #include "kb/jsonfile.h"
 
@@ -392,20 +393,6 @@ int kb_archive_check_dir(const char *dir, struct kb_error *err) {
   return KB_OK;
 }
 
-/* Writes all of `len` bytes to `fd`. */
-static int write_all(int fd, const char *p, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return -1;
-    p += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 int kb_archive_put(const char *dir, struct kb_archive_entry *e, char *path_out,
                    size_t path_size, struct kb_error *err) {
   int rc = kb_archive_check_dir(dir, err);
@@ -438,7 +425,7 @@ int kb_archive_put(const char *dir, struct kb_archive_entry *e, char *path_out,
     return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
   }
   size_t len = strlen(text);
-  int bad = write_all(fd, text, len) != 0 || write_all(fd, "\n", 1) != 0 || fsync(fd) != 0;
+  int bad = kb_write_all(fd, text, len) != 0 || kb_write_all(fd, "\n", 1) != 0 || fsync(fd) != 0;
   int e_no = errno;
   bad = close(fd) != 0 || bad;
   kb_free(text);

@@ -12,6 +12,7 @@
 #include "kb/buf.h"
 #include "kb/compress.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 
 #define MAX_CANDIDATE_JSON (16u << 20) /* bytes; a sane upper bound for one source */
 
@@ -39,20 +40,11 @@ int kb_write_file_atomic(const char *path, const void *data, size_t len, struct 
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
-  const char *p = data;
-  size_t left = len;
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
-    }
-    p += n;
-    left -= (size_t)n;
+  if (kb_write_all(fd, data, len) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
   }
   if (close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;

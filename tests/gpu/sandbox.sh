@@ -11,11 +11,8 @@
 # Writes $OUT/sandbox-eval.txt, $OUT/sandbox-campaign.txt; prints a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-$(mktemp -d)}
-B=${BUNDLE:-.gpu}
-export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PWD/$B/bin:$PATH
-export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+source tests/gpu/lib.sh
+kb_gpu_env
 CACHE=$(mktemp -d)
 RT=tests/runner/candidates/cuda_runtime
 EV=$OUT/sandbox-eval.txt

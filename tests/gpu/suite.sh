@@ -15,11 +15,8 @@
 # turns the report into the per-task table.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-$(mktemp -d)}
-B=${BUNDLE:-.gpu}
-export LD_LIBRARY_PATH=$PWD/$B/lib:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PWD/$B/bin:$PATH
-export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+source tests/gpu/lib.sh
+kb_gpu_env /usr/local/cuda/extras/CUPTI/lib64
 PER_TASK=${KB_SUITE_PER_TASK:-14}
 LIMIT=${KB_SUITE_LIMIT_S:-240}
 # KB_SUITE_ETA=1: every candidate climbs every tier (a pool for kb-bench-ladder without the

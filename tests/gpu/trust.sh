@@ -16,11 +16,8 @@
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-$(mktemp -d)}
-B=${BUNDLE:-.gpu}
-export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PWD/$B/bin:$PATH
-export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+source tests/gpu/lib.sh
+kb_gpu_env
 export KB_PYTHON=${KB_PYTHON:-$(command -v python3)} # the interpreter that has torch
 steps=${*:-catalogue engine torch}
 {

@@ -8,11 +8,8 @@
 #   BUNDLE=.gpu bash tests/gpu/two_gpus.sh        (writes $OUT/two-gpus.txt)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-$(mktemp -d)}
-B=${BUNDLE:-.gpu}
-export LD_LIBRARY_PATH=$PWD/$B/lib:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PWD/$B/bin:$PATH
-export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+source tests/gpu/lib.sh
+kb_gpu_env /usr/local/cuda/extras/CUPTI/lib64
 PER_TASK=${KB_TWO_PER_TASK:-8}
 LOG=$OUT/two-gpus.txt
 {

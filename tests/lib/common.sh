@@ -22,12 +22,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# redis_settings FILE: the redis-server settings kb-launch starts redis with (AOF, no eviction,
+# ...; one list, kb_redis_server_settings in kb/redis.h), written to FILE as a redis.conf.
+redis_settings() {
+  "$BIN/kb-launch" --redis-config > "$1" || fail "kb-launch --redis-config failed"
+}
+
 # start_redis: redis-server on a unix socket in $T/redis with AOF, as kb-launch runs it.
 start_redis() {
   mkdir -p "$T/redis"
-  redis-server --port 0 --unixsocket "$T/redis/redis.sock" --unixsocketperm 700 \
-    --dir "$T/redis" --appendonly yes --appendfsync everysec --maxmemory-policy noeviction --hash-max-listpack-entries 128 \
-    --save "" --logfile "$T/redis/redis.log" </dev/null >/dev/null 2>&1 &
+  redis_settings "$T/redis/settings.conf"
+  redis-server "$T/redis/settings.conf" --port 0 --unixsocket "$T/redis/redis.sock" \
+    --unixsocketperm 700 --dir "$T/redis" --logfile "$T/redis/redis.log" \
+    </dev/null >/dev/null 2>&1 &
   REDIS_PID=$!
   export KB_REDIS="unix:$T/redis/redis.sock"
   for _ in $(seq 200); do

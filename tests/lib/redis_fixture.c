@@ -1,11 +1,9 @@
 /* Throwaway redis-server for tests (see redis_fixture.h). */
-#define _GNU_SOURCE /* nftw flags */
 #include "redis_fixture.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -19,6 +17,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "kb/fs.h"
 #include "kb/redis.h"
 
 extern char **environ;
@@ -217,18 +216,10 @@ int kbt_redis_restart(struct kbt_redis *r) {
   return spawn_server(r);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
 void kbt_redis_destroy(struct kbt_redis *r) {
   kbt_redis_stop(r, 0);
   if (r->dir[0])
     if (getenv("KBT_KEEP") == NULL)
-    nftw(r->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+      kb_remove_tree(r->dir, NULL); /* best effort: a test's leftovers in /tmp */
   r->dir[0] = '\0';
 }

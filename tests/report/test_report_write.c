@@ -1,4 +1,4 @@
-/* Unit tests of the report reader and writers (submitter/report_*.c, export.c): a task file is
+/* Unit tests of the report reader and writers (submitter/report/): a task file is
  * written with the real store (common/src/store.c) holding hostile names, sources and reasons,
  * read back with kb_report_load, and written in every format into memory; the tests check the
  * escaping, the numbers, and what unknown values become. */
@@ -19,7 +19,7 @@
 #include "kb/error.h"
 #include "kb/result.h"
 #include "kb/store.h"
-#include "report.h"
+#include "report/report.h"
 
 #define HOSTILE_NAME "x</script><img src=x onerror=alert(1)>&\"'"
 #define HOSTILE_SOURCE                                                                             \
@@ -195,6 +195,20 @@ static int count(const char *hay, const char *needle) {
   return n;
 }
 
+/* Checks `text` holds every string of `want` (NULL-terminated), naming the first it lacks. */
+static void holds(const char *text, const char *const *want) {
+  for (; *want; want++)
+    if (strstr(text, *want) == NULL)
+      fail_msg("no \"%s\" in the output", *want);
+}
+
+/* Checks `text` holds none of `unwanted` (NULL-terminated), naming the first it holds. */
+static void lacks(const char *text, const char *const *unwanted) {
+  for (; *unwanted; unwanted++)
+    if (strstr(text, *unwanted) != NULL)
+      fail_msg("\"%s\" in the output", *unwanted);
+}
+
 static void test_load(void **state) {
   struct fixture *f = *state;
   const struct kb_report *r = &f->r;
@@ -226,13 +240,11 @@ static void test_html(void **state) {
   /* Exactly the page's three scripts; nothing of the hostile texts as markup. */
   assert_int_equal(count(html, "<script"), 3);
   assert_int_equal(count(html, "</script>"), 3);
-  assert_null(strstr(html, "<img"));
-  assert_null(strstr(html, "<script>alert"));
-  assert_non_null(
-      strstr(html, "x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#39;"));
-  assert_non_null(strstr(html, "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
-  assert_non_null(strstr(html, "line one\nline | two &lt;/td&gt;"));
-  assert_non_null(strstr(html, "task &lt;b&gt;"));
+  lacks(html, (const char *const[]){"<img", "<script>alert", NULL});
+  holds(html, (const char *const[]){
+                  "x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#39;",
+                  "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;",
+                  "line one\nline | two &lt;/td&gt;", "task &lt;b&gt;", NULL});
   /* The data block: '<' only as \u003c inside it. */
   const char *data = strstr(html, "id=\"kb-data\">");
   assert_non_null(data);
@@ -241,17 +253,14 @@ static void test_html(void **state) {
   for (const char *p = data + strlen("id=\"kb-data\">"); p < end; p++)
     assert_true(*p != '<' && *p != '>' && *p != '&');
   assert_non_null(strstr(data, "x\\u003c/script\\u003e\\u003cimg"));
-  /* CSP: scripts by hash only, no network. */
-  assert_non_null(strstr(html, "default-src 'none'; script-src 'sha256-"));
-  assert_null(strstr(html, "script-src 'unsafe-inline"));
-  /* Every chart has its canvas; a page per candidate. */
-  assert_non_null(strstr(html, "id=\"chart-funnel\""));
-  assert_non_null(strstr(html, "id=\"chart-burn\""));
-  assert_non_null(strstr(html, "id=\"chart-dist\""));
-  assert_non_null(strstr(html, "id=\"chart-task-0\""));
+  /* CSP: scripts by hash only, no network. Every chart has its canvas; a page per candidate;
+   * no budget total known, so the burn chart shows only what was spent. */
+  holds(html, (const char *const[]){"default-src 'none'; script-src 'sha256-",
+                                    "id=\"chart-funnel\"", "id=\"chart-burn\"",
+                                    "id=\"chart-dist\"", "id=\"chart-task-0\"",
+                                    "\"label\":\"GPU ms spent\"", NULL});
+  lacks(html, (const char *const[]){"script-src 'unsafe-inline", "sourceMappingURL", NULL});
   assert_int_equal(count(html, "<article class=\"cand\""), 4);
-  assert_non_null(strstr(html, "\"label\":\"GPU ms spent\"")); /* no budget total known */
-  assert_null(strstr(html, "sourceMappingURL"));
   free(html);
 }
 
@@ -274,11 +283,11 @@ static void test_profile_llm(void **state) {
   assert_true(isnan(t->cands[0].evals[1].dram_pct));
   char *html = render(kb_report_write_html, &f->r);
   assert_int_equal(count(html, "<table class=\"kernels\">"), 1);
-  assert_non_null(strstr(html, "<code>_Z6reduceILi256EEvPKfPf&lt;x&gt;</code>"));
-  assert_non_null(strstr(html, "<td class=\"n\">81.5%</td><td class=\"n\">22.2%</td>"));
-  assert_non_null(strstr(html, "Same-run speedup 2.10x"));
+  holds(html, (const char *const[]){"<code>_Z6reduceILi256EEvPKfPf&lt;x&gt;</code>",
+                                    "<td class=\"n\">81.5%</td><td class=\"n\">22.2%</td>",
+                                    "Same-run speedup 2.10x",
+                                    "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;", NULL});
   assert_int_equal(count(html, "<h4>LLM exchange</h4>"), 1);
-  assert_non_null(strstr(html, "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;"));
   assert_int_equal(count(html, "<script"), 3);
   free(html);
   char *jl = render(kb_export_write_jsonl, &f->r);
@@ -314,13 +323,12 @@ static void test_csv_md(void **state) {
   char *csv = render(kb_report_write_csv, &f->r);
   assert_int_equal(count(csv, "\r\n"), 5); /* header + 4 candidates */
   /* Quotes doubled, the field quoted, a formula defused. */
-  assert_non_null(strstr(csv, ",\"'=HYPERLINK(\"\"x\"\"),a|b\","));
-  assert_non_null(strstr(csv, ",\"x</script><img src=x onerror=alert(1)>&\"\"'\","));
+  holds(csv, (const char *const[]){",\"'=HYPERLINK(\"\"x\"\"),a|b\",",
+                                   ",\"x</script><img src=x onerror=alert(1)>&\"\"'\",", NULL});
   free(csv);
   char *md = render(kb_report_write_md, &f->r);
-  assert_non_null(strstr(md, "| x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;\"' |"));
-  assert_non_null(strstr(md, "| =HYPERLINK(\"x\"),a\\|b |"));
-  assert_non_null(strstr(md, "| 2.00x |"));
+  holds(md, (const char *const[]){"| x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;\"' |",
+                                  "| =HYPERLINK(\"x\"),a\\|b |", "| 2.00x |", NULL});
   free(md);
 }
 
@@ -456,14 +464,11 @@ static void test_load_errors(void **state) {
 }
 
 int main(void) {
+/* A test on the fixture's report file. */
+#define ON_FILE(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_load, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_html, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_profile_llm, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_json, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_csv_md, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_export, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_top, setup, teardown),
+      ON_FILE(test_load),   ON_FILE(test_html),   ON_FILE(test_profile_llm), ON_FILE(test_json),
+      ON_FILE(test_csv_md), ON_FILE(test_export), ON_FILE(test_top),
       cmocka_unit_test(test_export_kernelbench),
       cmocka_unit_test(test_load_errors),
   };

@@ -98,9 +98,9 @@ job_record() {
 # socket in $T/redis, so rcli and ledger_exact read the campaign after its jobs ended.
 aof_redis() {
   mkdir -p "$T/redis"
-  redis-server --port 0 --unixsocket "$T/redis/redis.sock" --unixsocketperm 700 --dir "$1" \
-    --appendonly yes --appendfsync everysec --save "" --logfile "$T/redis/aof.log" \
-    < /dev/null > /dev/null 2>&1 &
+  redis_settings "$T/redis/settings.conf"
+  redis-server "$T/redis/settings.conf" --port 0 --unixsocket "$T/redis/redis.sock" \
+    --unixsocketperm 700 --dir "$1" --logfile "$T/redis/aof.log" < /dev/null > /dev/null 2>&1 &
   REDIS_PID=$!
   for _ in $(seq 200); do
     if rcli ping 2> /dev/null | grep -q PONG; then return 0; fi

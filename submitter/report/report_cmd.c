@@ -6,16 +6,12 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "locate.h"
 #include "report.h"
 
 typedef int (*writer_fn)(const struct kb_report *r, FILE *out, struct kb_error *err);
-
-static int fail(const struct kb_error *err) {
-  fprintf(stderr, "kb-submit: %s\n", err->msg);
-  return kb_exit_code(err->code);
-}
 
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), k = strlen(suffix);
@@ -55,16 +51,16 @@ static int run(const struct kb_submit_opts *o, const char *id_or_path, writer_fn
   char dir[4096];
   int rc = kb_locate_results(id_or_path, o->results, o->redis, dir, sizeof dir, &err);
   if (rc)
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   rc = kb_report_load(dir, &r, &err);
   if (rc)
-    return fail(&err);
+    return kb_cli_fail("kb-submit", &err);
   r.top = o->top;
   rc = write_out(&r, w, o->out, &err);
   if (rc == KB_OK && o->out && !o->quiet && isatty(fileno(stderr)))
     fprintf(stderr, "kb-submit: wrote %s (%d tasks)\n", o->out, r.n_tasks);
   kb_report_release(&r);
-  return rc ? fail(&err) : KB_EXIT_OK;
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
 int kb_cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {

@@ -160,7 +160,8 @@ void kb_report_release(struct kb_report *r);
 int kb_rep_find(const struct kb_rep_task *t, const char *id);
 /* 1 when the html and md reports show candidate `c` (its rank is within r->top). */
 int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
-/* The evaluation of `c` at its best tier (latest attempt), or NULL when it has none. */
+/* The evaluation of `c` at its best tier (latest attempt; borrowed from `c`), or NULL when it
+ * has none. */
 const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c);
 
 /* The walk every writer shares: what kb_rep_walk() calls. Each callback may be NULL; `arg`

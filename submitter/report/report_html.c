@@ -5,7 +5,7 @@
  * <script type="application/json"> block with '<', '>' and '&' written as \u escapes, so no text
  * can close the block; the page's Content-Security-Policy allows only the two inline scripts it
  * ships, by hash, and no network access. Charts are drawn by Chart.js (third_party/chart.js,
- * embedded at build time by submitter/embed_file.cmake). */
+ * embedded at build time by submitter/report/embed_file.cmake). */
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -79,27 +79,14 @@ static const char css[] =
 
 /* ---- escaping ------------------------------------------------------------------------------ */
 
+/* Text or an attribute value: & < > " ' as entities. */
 static void esc(FILE *out, const char *s) {
   for (; s && *s; s++) {
-    switch (*s) {
-    case '&':
-      fputs("&amp;", out);
-      break;
-    case '<':
-      fputs("&lt;", out);
-      break;
-    case '>':
-      fputs("&gt;", out);
-      break;
-    case '"':
-      fputs("&quot;", out);
-      break;
-    case '\'':
-      fputs("&#39;", out);
-      break;
-    default:
+    const char *entity = kb__html_entity(*s, 1);
+    if (entity != NULL)
+      fputs(entity, out);
+    else
       fputc(*s, out);
-    }
   }
 }
 

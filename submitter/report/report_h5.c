@@ -526,12 +526,67 @@ out:
   return rc;
 }
 
+/* The file's attributes: "format" (into `format`, `size` bytes) must name a kernelbrain.h5
+ * version; "task" gives t->id, and "campaign" r->campaign when that is still empty. */
+static int read_header(hid_t f, const char *path, char *format, size_t size,
+                       struct kb_rep_task *t, struct kb_report *r, struct kb_error *err) {
+  /* Later formats keep these columns (members are read by name), so any version is tried. */
+  if (read_string_attr(f, "format", format, size) ||
+      strncmp(format, FORMAT_PREFIX, sizeof FORMAT_PREFIX - 1) != 0)
+    return kb_error_set(err, KB_EHDF5, "%s: attribute \"format\" is \"%s\", want \"%s<version>\"",
+                        path, format, FORMAT_PREFIX);
+  char campaign[KB_ID_MAX];
+  read_string_attr(f, "task", t->id, sizeof t->id);
+  if (read_string_attr(f, "campaign", campaign, sizeof campaign) == 0 && r->campaign[0] == '\0')
+    snprintf(r->campaign, sizeof r->campaign, "%s", campaign);
+  return KB_OK;
+}
+
+/* The "commit" attribute (of type `commit_t`) into `commit`: the rows and heap bytes the writer
+ * committed. Returns 0, or -1. */
+static int read_commit(hid_t f, hid_t commit_t, struct commit_mem *commit) {
+  hid_t a = H5Aopen(f, "commit", H5P_DEFAULT);
+  if (a < 0)
+    return -1;
+  herr_t rc = H5Aread(a, commit_t, commit);
+  H5Aclose(a);
+  return rc < 0 ? -1 : 0;
+}
+
+/* The `nc` candidate rows into t->cands (room for them allocated), each with its source cut
+ * from `sources` (`source_bytes`). Returns 0, or -1 when out of memory. */
+static int copy_cands(struct kb_rep_task *t, const struct cand_mem *cands, int64_t nc,
+                      const char *sources, int64_t source_bytes) {
+  for (int64_t i = 0; i < nc; i++) {
+    struct kb_rep_cand *c = &t->cands[t->n_cands++];
+    const struct cand_mem *m = &cands[i];
+    snprintf(c->id, sizeof c->id, "%s", m->id);
+    snprintf(c->name, sizeof c->name, "%s", m->name);
+    snprintf(c->generator, sizeof c->generator, "%s", m->generator);
+    snprintf(c->parent0, sizeof c->parent0, "%s", m->parent0);
+    snprintf(c->parent1, sizeof c->parent1, "%s", m->parent1);
+    snprintf(c->knobs, sizeof c->knobs, "%s", m->knobs);
+    snprintf(c->flags, sizeof c->flags, "%s", m->flags);
+    snprintf(c->status, sizeof c->status, "%s", m->status);
+    c->created = m->created;
+    c->best_tier = m->best_tier;
+    c->source = slice(sources, source_bytes, m->source_offset, m->source_len);
+    c->timed_tier = -1;
+    c->median_us = c->speedup = NAN;
+    if (c->source == NULL)
+      return -1;
+  }
+  return 0;
+}
+
+/* Kept whole (84 lines): one open, read, close of a file with one cleanup label for the HDF5
+ * handles and buffers every step shares. */
 int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
                        struct kb_error *err) {
   hid_t cand_t = -1, eval_t = -1, commit_t = -1, f = -1;
   struct cand_mem *cands = NULL;
   struct eval_mem *evals = NULL;
-  char *sources = NULL, *logs = NULL, format[64], campaign[KB_ID_MAX];
+  char *sources = NULL, *logs = NULL, format[64];
   struct commit_mem commit = {0};
   struct v2 v2;
   memset(&v2, 0, sizeof v2);
@@ -547,27 +602,16 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
     rc = kb_error_set(err, KB_EHDF5, "%s: cannot open as an HDF5 file", path);
     goto out;
   }
-  /* Later formats keep these columns (members are read by name), so any version is tried. */
-  if (read_string_attr(f, "format", format, sizeof format) ||
-      strncmp(format, FORMAT_PREFIX, sizeof FORMAT_PREFIX - 1) != 0) {
-    rc = kb_error_set(err, KB_EHDF5, "%s: attribute \"format\" is \"%s\", want \"%s<version>\"",
-                      path, format, FORMAT_PREFIX);
+  rc = read_header(f, path, format, sizeof format, t, r, err);
+  if (rc)
     goto out;
-  }
-  read_string_attr(f, "task", t->id, sizeof t->id);
-  if (read_string_attr(f, "campaign", campaign, sizeof campaign) == 0 && r->campaign[0] == '\0')
-    snprintf(r->campaign, sizeof r->campaign, "%s", campaign);
   cand_t = mem_type(cand_members, COUNT(cand_members), sizeof(struct cand_mem));
   eval_t = mem_type(eval_members, COUNT(eval_members), sizeof(struct eval_mem));
   commit_t = mem_type(commit_members, COUNT(commit_members), sizeof(struct commit_mem));
-  hid_t a = H5Aopen(f, "commit", H5P_DEFAULT);
-  if (a < 0 || H5Aread(a, commit_t, &commit) < 0) {
-    if (a >= 0)
-      H5Aclose(a);
+  if (read_commit(f, commit_t, &commit)) {
     rc = kb_error_set(err, KB_EHDF5, "%s: cannot read attribute \"commit\"", path);
     goto out;
   }
-  H5Aclose(a);
   int64_t nc = extent(f, "candidates"), ne = extent(f, "evaluations");
   if (nc < 0 || ne < 0) {
     rc = kb_error_set(err, KB_EHDF5, "%s: no \"/candidates\" or \"/evaluations\" table", path);
@@ -591,26 +635,9 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
   t->reference = read_text(f, "task/reference", -1);
   sources = read_text(f, "sources/data", commit.source_bytes);
   logs = read_text(f, "compile_logs/data", commit.compile_log_bytes);
-  for (int64_t i = 0; i < nc; i++) {
-    struct kb_rep_cand *c = &t->cands[t->n_cands++];
-    const struct cand_mem *m = &cands[i];
-    snprintf(c->id, sizeof c->id, "%s", m->id);
-    snprintf(c->name, sizeof c->name, "%s", m->name);
-    snprintf(c->generator, sizeof c->generator, "%s", m->generator);
-    snprintf(c->parent0, sizeof c->parent0, "%s", m->parent0);
-    snprintf(c->parent1, sizeof c->parent1, "%s", m->parent1);
-    snprintf(c->knobs, sizeof c->knobs, "%s", m->knobs);
-    snprintf(c->flags, sizeof c->flags, "%s", m->flags);
-    snprintf(c->status, sizeof c->status, "%s", m->status);
-    c->created = m->created;
-    c->best_tier = m->best_tier;
-    c->source = slice(sources, commit.source_bytes, m->source_offset, m->source_len);
-    c->timed_tier = -1;
-    c->median_us = c->speedup = NAN;
-    if (c->source == NULL) {
-      rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
-      goto out;
-    }
+  if (copy_cands(t, cands, nc, sources, commit.source_bytes)) {
+    rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+    goto out;
   }
   t->format = (int)strtol(format + sizeof FORMAT_PREFIX - 1, NULL, 10);
   if (t->format >= 2) {

@@ -1,5 +1,5 @@
-/* Leaderboard table from summary.json (see kb/leaderboard.h). */
-#include "kb/leaderboard.h"
+/* Leaderboard table from summary.json (see leaderboard.h). */
+#include "leaderboard.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -30,6 +30,9 @@ json_t *kb__json_num(double v);
 /* The report as a JSON object (new reference; NULL on ENOMEM). With `sources`, candidate
  * sources, compile logs and task texts are included. */
 json_t *kb__report_json(const struct kb_report *r, int sources);
+/* The HTML entity standing for `c` ("&lt;" for '<'; & < > always, and with `quotes` also
+ * '"' and '\'', for attribute values), or NULL when `c` stands for itself (a static string). */
+const char *kb__html_entity(char c, int quotes);
 /* Candidates per tier: how many were evaluated at that tier, and how many passed there. */
 void kb__report_funnel(const struct kb_report *r, long evaluated[], long passed[]);
 

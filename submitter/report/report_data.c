@@ -203,75 +203,72 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A growing list of paths, each string new. */
+struct path_list {
+  char **v;
+  size_t n, cap;
+};
+
+/* Appends a copy of "<dir>/<name><ext>" to `l`, keeping room for one more entry. KB_ENOMEM. */
+static int add_path(struct path_list *l, const char *dir, const char *name, const char *ext) {
+  if (l->n + 1 >= l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    char **w = kb_reallocarray(l->v, cap, sizeof *w);
+    if (w == NULL)
+      return KB_ENOMEM;
+    l->v = w;
+    l->cap = cap;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s%s", dir, name, ext);
+  if ((l->v[l->n] = kb_strdup(path)) == NULL)
+    return KB_ENOMEM;
+  l->n++;
+  return KB_OK;
+}
+
+/* Every *.h5 in `dir`, sorted by path. Errors: KB_ENOTFOUND (no such folder), KB_ENOMEM. */
+static int add_h5_files(struct path_list *l, const char *dir, struct kb_error *err) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return kb_error_set(err, KB_ENOTFOUND, "%s: cannot open the results folder", dir);
+  int rc = KB_OK;
+  struct dirent *e;
+  while (rc == KB_OK && (e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len >= 4 && strcmp(e->d_name + len - 3, ".h5") == 0)
+      rc = add_path(l, dir, e->d_name, "");
+  }
+  closedir(d);
+  qsort(l->v, l->n, sizeof *l->v, cmp_str);
+  return rc ? kb_error_set(err, rc, "out of memory") : KB_OK;
+}
+
 /* The task files: those summary.json names (in its order), else every *.h5 in `dir`, sorted.
  * `*paths` (new, each string new) holds `*n`. */
 static int list_files(const char *dir, json_t *summary, char ***paths, int *n,
                       struct kb_error *err) {
-  size_t cap = 16, count = 0;
-  char **v = kb_calloc(cap, sizeof *v);
-  if (v == NULL)
-    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  struct path_list l = {0};
   json_t *tasks = json_object_get(summary, "tasks"), *t;
   size_t i;
-  char path[4096];
   int rc = KB_OK;
   json_array_foreach(tasks, i, t) {
     const char *id = json_string_value(json_object_get(t, "task"));
     if (id == NULL)
       continue;
-    /* The folder may have moved since: look next to summary.json. */
-    snprintf(path, sizeof path, "%s/%s.h5", dir, id);
-    if (count + 1 >= cap) {
-      char **w = kb_reallocarray(v, cap * 2, sizeof *v);
-      if (w == NULL) {
-        rc = KB_ENOMEM;
-        break;
-      }
-      v = w;
-      cap *= 2;
-    }
-    if ((v[count] = kb_strdup(path)) == NULL) {
-      rc = KB_ENOMEM;
+    rc = add_path(&l, dir, id, ".h5"); /* the folder may have moved: look next to summary.json */
+    if (rc)
       break;
-    }
-    count++;
   }
-  if (rc == KB_OK && count == 0) {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-      kb_free(v);
-      return kb_error_set(err, KB_ENOTFOUND, "%s: cannot open the results folder", dir);
-    }
-    struct dirent *e;
-    while (rc == KB_OK && (e = readdir(d)) != NULL) {
-      size_t len = strlen(e->d_name);
-      if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0)
-        continue;
-      if (count + 1 >= cap) {
-        char **w = kb_reallocarray(v, cap * 2, sizeof *v);
-        if (w == NULL) {
-          rc = KB_ENOMEM;
-          break;
-        }
-        v = w;
-        cap *= 2;
-      }
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      if ((v[count] = kb_strdup(path)) == NULL)
-        rc = KB_ENOMEM;
-      else
-        count++;
-    }
-    closedir(d);
-    qsort(v, count, sizeof *v, cmp_str);
-  }
-  *paths = v;
-  *n = (int)count;
   if (rc)
-    return kb_error_set(err, rc, "out of memory");
-  if (count == 0)
-    return kb_error_set(err, KB_ENOTFOUND, "%s: no result files (*.h5) in the folder", dir);
-  return KB_OK;
+    rc = kb_error_set(err, rc, "out of memory");
+  else if (l.n == 0)
+    rc = add_h5_files(&l, dir, err);
+  *paths = l.v;
+  *n = (int)l.n;
+  if (rc == KB_OK && l.n == 0)
+    rc = kb_error_set(err, KB_ENOTFOUND, "%s: no result files (*.h5) in the folder", dir);
+  return rc;
 }
 
 static void summary_fields(struct kb_report *r, json_t *s) {

@@ -221,22 +221,29 @@ int kb_report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *e
   return io_result(out, err);
 }
 
+const char *kb__html_entity(char c, int quotes) {
+  switch (c) {
+  case '&': return "&amp;";
+  case '<': return "&lt;";
+  case '>': return "&gt;";
+  case '"': return quotes ? "&quot;" : NULL;
+  case '\'': return quotes ? "&#39;" : NULL;
+  default: return NULL;
+  }
+}
+
 /* ---- Markdown ---------------------------------------------------------------------------- */
 
 /* Table cell text: pipes, backslashes, HTML and Markdown punctuation escaped; line breaks as
  * spaces. */
 static void md_text(FILE *out, const char *s) {
   for (; *s; s++) {
+    const char *entity = kb__html_entity(*s, 0);
+    if (entity != NULL) {
+      fputs(entity, out);
+      continue;
+    }
     switch (*s) {
-    case '<':
-      fputs("&lt;", out);
-      break;
-    case '>':
-      fputs("&gt;", out);
-      break;
-    case '&':
-      fputs("&amp;", out);
-      break;
     case '\n':
     case '\r':
       fputc(' ', out);

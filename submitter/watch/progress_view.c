@@ -101,6 +101,43 @@ static int fit(const char *src, int width, int color, struct kb_buf *out) {
   return rc;
 }
 
+/* The screen's two tables: per tier the items ready, leased, done and ok; per task its results
+ * and best speedup, as many tasks as fit `o->height` under the lines above them. */
+static int screen_tables(const struct kb_progress *p, const struct kb_view_opts *o,
+                         struct kb_buf *b) {
+  const struct kb_queue_status *st = &p->st;
+  int rc = kb_buf_addf(b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready",
+                       "leased", "done", "ok", c(o, RESET));
+  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+    rc = kb_buf_addf(b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
+                     (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
+                     (long long)p->evaluated[t], (long long)p->passed[t]);
+  if (rc == KB_OK)
+    rc = kb_buf_addf(b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
+                     c(o, RESET));
+  /* Lines so far: title, items, 2 budgets, runners, tier header, tiers, task header. */
+  int used = 6 + p->q.n_tiers + 1;
+  int rows = p->n_tasks;
+  if (o->height > 0 && used + rows > o->height) {
+    rows = o->height - used - 1;
+    if (rows < 0)
+      rows = 0;
+  }
+  for (int i = 0; rc == KB_OK && i < rows; i++) {
+    const struct kb_progress_task *t = &p->tasks[i];
+    rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
+    if (rc == KB_OK && t->best_tier >= 0)
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
+                       t->best_name, p->q.tiers[t->best_tier].name);
+    else if (rc == KB_OK)
+      rc = kb_buf_addf(b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
+  }
+  if (rc == KB_OK && rows < p->n_tasks)
+    rc = kb_buf_addf(b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
+                     p->n_tasks - rows, c(o, RESET));
+  return rc;
+}
+
 int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
                        struct kb_buf *out) {
   const struct kb_queue_status *st = &p->st;
@@ -152,35 +189,7 @@ int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o
   if (rc == KB_OK)
     rc = kb_buf_adds(&b, "\n");
   if (rc == KB_OK)
-    rc = kb_buf_addf(&b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready", "leased",
-                     "done", "ok", c(o, RESET));
-  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
-    rc = kb_buf_addf(&b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
-                     (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
-                     (long long)p->evaluated[t], (long long)p->passed[t]);
-  if (rc == KB_OK)
-    rc = kb_buf_addf(&b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
-                     c(o, RESET));
-  /* Lines so far: title, items, 2 budgets, runners, tier header, tiers, task header. */
-  int used = 6 + p->q.n_tiers + 1;
-  int rows = p->n_tasks;
-  if (o->height > 0 && used + rows > o->height) {
-    rows = o->height - used - 1;
-    if (rows < 0)
-      rows = 0;
-  }
-  for (int i = 0; rc == KB_OK && i < rows; i++) {
-    const struct kb_progress_task *t = &p->tasks[i];
-    rc = kb_buf_addf(&b, "%-20.20s %8lld  ", t->id, (long long)t->results);
-    if (rc == KB_OK && t->best_tier >= 0)
-      rc = kb_buf_addf(&b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
-                       t->best_name, p->q.tiers[t->best_tier].name);
-    else if (rc == KB_OK)
-      rc = kb_buf_addf(&b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
-  }
-  if (rc == KB_OK && rows < p->n_tasks)
-    rc = kb_buf_addf(&b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
-                     p->n_tasks - rows, c(o, RESET));
+    rc = screen_tables(p, o, &b);
   if (rc == KB_OK)
     rc = fit(b.data, width, o->color, out);
   kb_buf_release(&b);

@@ -1,0 +1,56 @@
+/* Error reports and numeric options of the commands (see kb/cli.h). */
+#include "kb/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "kb/error.h"
+
+int kb_cli_fail(const char *prog, const struct kb_error *err) {
+  fprintf(stderr, "%s: %s\n", prog, err->msg);
+  return kb_exit_code(err->code);
+}
+
+int kb_cli_usage(const char *prog, const struct kb_error *err) {
+  fprintf(stderr, "%s: %s\n", prog, err->msg);
+  return KB_EXIT_USAGE;
+}
+
+void kb_cli_user_tmp(const char *prefix, char *out, size_t size) {
+  const char *user = getenv("USER");
+  snprintf(out, size, "/tmp/%s-%s", prefix, user ? user : "user");
+}
+
+void kb_cli_who(const char *prog, char *out, size_t size) {
+  char host[128] = "localhost";
+  gethostname(host, sizeof host - 1);
+  const char *user = getenv("USER");
+  snprintf(out, size, "%s:%s@%s", prog, user ? user : "unknown", host);
+}
+
+int kb_cli_parse_long(const char *opt, const char *text, long min, long max, long *out,
+                      struct kb_error *err) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < min || v > max)
+    return kb_error_set(err, KB_EINVAL, "%s: \"%s\" is not a whole number from %ld to %ld", opt,
+                        text, min, max);
+  *out = v;
+  return KB_OK;
+}
+
+int kb_cli_parse_double(const char *opt, const char *text, double min, double max, double *out,
+                        struct kb_error *err) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !isfinite(v) || v < min || v > max)
+    return kb_error_set(err, KB_EINVAL, "%s: \"%s\" is not a number from %g to %g", opt, text,
+                        min, max);
+  *out = v;
+  return KB_OK;
+}

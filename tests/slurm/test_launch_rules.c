@@ -1,0 +1,188 @@
+/* Unit tests of kb-launch's option rules (slurm/launch.c, kb_launch_check): each refused
+ * combination gives KB_EINVAL, the message kb-launch prints and how it prints it; the accepted
+ * ones give KB_OK. No Slurm, no redis: the rules read only the parsed options. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kb/error.h"
+#include "launch.h"
+
+/* A command line "kb-launch <mode> CAMPAIGN.json" with nothing else given. */
+static struct kb_launch_args one(enum kb_launch_mode mode) {
+  struct kb_launch_args a;
+  memset(&a, 0, sizeof a);
+  a.mode = mode;
+  a.n_modes = 1;
+  a.n_operands = 1;
+  a.campaign = "c.json";
+  return a;
+}
+
+/* Checks `a` is refused with KB_EINVAL, a message holding `want`, printed as `how_want`. */
+static void refused(const struct kb_launch_args *a, const char *want,
+                    enum kb_launch_refusal how_want) {
+  struct kb_error err = {0};
+  enum kb_launch_refusal how = KB_LAUNCH_SAY;
+  assert_int_equal(kb_launch_check(a, &how, &err), KB_EINVAL);
+  assert_int_equal(err.code, KB_EINVAL);
+  if (strstr(err.msg, want) == NULL)
+    fail_msg("message \"%s\" lacks \"%s\"", err.msg, want);
+  assert_int_equal(how, how_want);
+}
+
+static void accepted(const struct kb_launch_args *a) {
+  struct kb_error err = {0};
+  enum kb_launch_refusal how;
+  int rc = kb_launch_check(a, &how, &err);
+  if (rc != KB_OK)
+    fail_msg("refused: %s", err.msg);
+}
+
+static void test_accepts_plain_modes(void **state) {
+  (void)state;
+  enum kb_launch_mode modes[] = {KB_LAUNCH_LOCAL, KB_LAUNCH_SLURM, KB_LAUNCH_STOP,
+                                 KB_LAUNCH_CANCEL};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    struct kb_launch_args a = one(modes[i]);
+    accepted(&a);
+  }
+  struct kb_launch_args a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "0-3,5";
+  accepted(&a);
+  a = one(KB_LAUNCH_SLURM);
+  a.runners = 8;
+  a.slurm.throttle = 4;
+  a.slurm.partition = "gpu";
+  a.slurm.time = "4:00:00";
+  a.slurm.gres = "gpu:a100:1";
+  a.slurm_only = "--gres";
+  a.wait_s = 30;
+  accepted(&a);
+  a = one(KB_LAUNCH_STOP);
+  a.wait_s = 10;
+  a.json = 1;
+  accepted(&a);
+}
+
+static void test_modes_and_operands(void **state) {
+  (void)state;
+  struct kb_launch_args a = one(KB_LAUNCH_LOCAL);
+  a.n_modes = 2;
+  refused(&a, "give one of --local, --slurm, --stop, --cancel", KB_LAUNCH_SAY_USAGE);
+  a = one(KB_LAUNCH_NONE);
+  a.n_modes = 0;
+  refused(&a, "CAMPAIGN.json", KB_LAUNCH_USAGE);
+  a = one(KB_LAUNCH_SLURM);
+  a.n_operands = 0;
+  a.campaign = NULL;
+  refused(&a, "CAMPAIGN.json", KB_LAUNCH_USAGE);
+  a = one(KB_LAUNCH_SLURM);
+  a.n_operands = 2;
+  refused(&a, "CAMPAIGN.json", KB_LAUNCH_USAGE);
+}
+
+static void test_gpus(void **state) {
+  (void)state;
+  struct kb_launch_args a = one(KB_LAUNCH_SLURM);
+  a.gpus = "0";
+  refused(&a, "--gpus goes with --local", KB_LAUNCH_SAY);
+  a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "0,0";
+  refused(&a, "--gpus", KB_LAUNCH_SAY);
+  a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "x";
+  refused(&a, "--gpus", KB_LAUNCH_SAY);
+  a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "0";
+  a.runners = 2;
+  refused(&a, "not both", KB_LAUNCH_SAY);
+}
+
+static void test_slurm_only_options(void **state) {
+  (void)state;
+  const char *opts[] = {"--throttle", "--partition", "--time", "--dry-run", "--redis-job"};
+  enum kb_launch_mode modes[] = {KB_LAUNCH_LOCAL, KB_LAUNCH_STOP, KB_LAUNCH_CANCEL};
+  for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+      struct kb_launch_args a = one(modes[m]);
+      a.slurm_only = opts[i];
+      char want[64];
+      snprintf(want, sizeof want, "%s goes with --slurm", opts[i]);
+      refused(&a, want, KB_LAUNCH_SAY);
+    }
+}
+
+static void test_sbatch_words(void **state) {
+  (void)state;
+  /* Each word an #SBATCH line takes (in the order of `fields` below), with a value it cannot
+   * take and the message's start. */
+  const struct {
+    const char *value, *want;
+  } cases[] = {
+      {"gpu\n#SBATCH --uid=0", "--partition \"gpu"},
+      {"a b", "--account \"a b\" cannot go into an #SBATCH line"},
+      {"1:00;rm", "--time"},
+      {"$(x)", "--cpu-partition"},
+      {"gpu 1", "--gres"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct kb_launch_args a = one(KB_LAUNCH_SLURM);
+    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.time,
+                             &a.slurm.cpu_partition, &a.slurm.gres};
+    *fields[i] = cases[i].value;
+    refused(&a, cases[i].want, KB_LAUNCH_SAY);
+  }
+}
+
+static void test_redis_and_mode_limits(void **state) {
+  (void)state;
+  struct kb_launch_args a = one(KB_LAUNCH_SLURM);
+  a.redis = "h:6379";
+  a.redis_job = 1;
+  a.slurm_only = "--redis-job";
+  refused(&a, "give --redis or --redis-job, not both", KB_LAUNCH_SAY);
+  a = one(KB_LAUNCH_LOCAL);
+  a.runners = 65;
+  refused(&a, "--local runs 1..64 runners", KB_LAUNCH_SAY);
+  a.runners = 64;
+  accepted(&a);
+  a = one(KB_LAUNCH_LOCAL);
+  a.wait_s = 5;
+  refused(&a, "--wait goes with --slurm, --stop, --cancel", KB_LAUNCH_SAY);
+  enum kb_launch_mode ends[] = {KB_LAUNCH_STOP, KB_LAUNCH_CANCEL};
+  for (size_t i = 0; i < 2; i++) {
+    a = one(ends[i]);
+    a.redis = "h:1";
+    refused(&a, "--stop and --cancel take only --wait and --json", KB_LAUNCH_SAY);
+    a = one(ends[i]);
+    a.runners = 2;
+    refused(&a, "--stop and --cancel take only", KB_LAUNCH_SAY);
+    a = one(ends[i]);
+    a.restart = 1;
+    refused(&a, "--stop and --cancel take only", KB_LAUNCH_SAY);
+  }
+}
+
+static void test_run_without_mode(void **state) {
+  (void)state;
+  struct kb_launch_args a = one(KB_LAUNCH_NONE);
+  struct kb_error err = {0};
+  assert_int_equal(kb_launch_run(&a, "/nonexistent", NULL, &err), KB_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_accepts_plain_modes), cmocka_unit_test(test_modes_and_operands),
+      cmocka_unit_test(test_gpus),                cmocka_unit_test(test_slurm_only_options),
+      cmocka_unit_test(test_sbatch_words),        cmocka_unit_test(test_redis_and_mode_limits),
+      cmocka_unit_test(test_run_without_mode),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
