@@ -40,23 +40,3 @@ void kb__proc_result_release(struct kb__proc_result *res) {
   kb_buf_release(&res->report);
 }
 
-void kb__remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d != NULL) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      char child[PATH_MAX];
-      if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) >= (int)sizeof child)
-        continue;
-      struct stat st;
-      if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-        kb__remove_tree(child);
-      else
-        unlink(child);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}

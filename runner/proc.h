@@ -27,11 +27,6 @@ struct kb__proc_result {
 void kb__proc_result_init(struct kb__proc_result *res);
 void kb__proc_result_release(struct kb__proc_result *res);
 
-/* rm -r `path` (borrowed): files and folders under it, symbolic links removed, never
- * followed; what cannot be removed stays, silently (the sandbox's working folder, test
- * folders). */
-void kb__remove_tree(const char *path);
-
 /* Name of a signal for messages: a static "SIGSEGV" for the common ones; for others "signal 42"
  * written into `buf` (`size` bytes, borrowed), which is then returned. */
 const char *kb__signal_name(int sig, char *buf, size_t size);

@@ -20,6 +20,7 @@
 #include "kb/buf.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/log.h"
 #include "proc.h"
 #include "sandbox/proto.h"
@@ -301,7 +302,7 @@ static void stop_child(struct kb__sandbox *sb, int *sig, int *code) {
     close(sb->err_fd);
   sb->sock = sb->err_fd = -1;
   if (sb->dir[0]) {
-    kb__remove_tree(sb->dir);
+    kb_remove_tree(sb->dir, NULL);
     sb->dir[0] = '\0';
   }
   json_decref(sb->hello);
@@ -581,7 +582,7 @@ died: {
 }
 fail:
   if (sb->dir[0]) {
-    kb__remove_tree(sb->dir);
+    kb_remove_tree(sb->dir, NULL);
     sb->dir[0] = '\0';
   }
 done:

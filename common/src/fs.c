@@ -28,15 +28,27 @@ int kb_write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
+/* The first entry nftw's callback could not remove, per thread (nftw passes no user data). */
+static _Thread_local int first_errno;
+static _Thread_local char first_path[512];
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st;
   (void)flag;
   (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+  if (remove(path) != 0 && errno != ENOENT && first_errno == 0) {
+    first_errno = errno;
+    snprintf(first_path, sizeof first_path, "%s", path);
+  }
+  return 0; /* go on: remove what can be removed */
 }
 
 int kb_remove_tree(const char *path, struct kb_error *err) {
+  first_errno = 0;
   if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
     return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", path, strerror(errno));
+  if (first_errno != 0)
+    return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", first_path,
+                        strerror(first_errno));
   return KB_OK;
 }

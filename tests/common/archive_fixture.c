@@ -64,17 +64,3 @@ void kbt_archive_tmpdir(char *out, size_t size) {
   assert_non_null(mkdtemp(out));
 }
 
-void kbt_archive_rmtree(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  while (d && (de = readdir(d)) != NULL) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    unlink(p);
-  }
-  if (d)
-    closedir(d);
-  rmdir(dir);
-}

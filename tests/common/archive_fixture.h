@@ -23,7 +23,5 @@ void kbt_archive_entry(const struct kb_task *t, int k, double speedup, const cha
                        struct kb_archive_entry *e);
 /* Makes a fresh folder /tmp/kb-archive-XXXXXX into `out` (caller-owned, `size` >= 23 bytes). */
 void kbt_archive_tmpdir(char *out, size_t size);
-/* Removes the folder `dir` and the files in it (not folders below it). */
-void kbt_archive_rmtree(const char *dir);
 
 #endif

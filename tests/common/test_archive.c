@@ -19,6 +19,7 @@
 #include "kb/alloc.h"
 #include "kb/archive.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 
 /* A folder for the archive and a task "sum" whose kernels go in it. */
 struct fx {
@@ -38,7 +39,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   struct fx *x = *state;
   kb_task_release(&x->task);
-  kbt_archive_rmtree(x->dir);
+  kb_remove_tree(x->dir, NULL);
   free(x);
   return 0;
 }

@@ -34,7 +34,7 @@ int tu_compiler_setup(struct kb__compiler *cc, char *cache, size_t size, const c
 
 int tu_compiler_teardown(struct kb__compiler *cc, const char *cache) {
   kb__compiler_release(cc);
-  kb__remove_tree(cache);
+  kb_remove_tree(cache, NULL);
   return 0;
 }
 

@@ -7,7 +7,7 @@
 
 #include "compile.h"
 #include "compile_pool.h"
-#include "proc.h" /* kb__remove_tree */
+#include "kb/fs.h" /* kb_remove_tree */
 
 /* The set-up of a compile test group: a fresh cache folder from `templ` into `cache` (`size`
  * bytes), and `cc` initialised over it with the host compiler `compiler` (NULL: the default)

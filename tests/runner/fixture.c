@@ -51,7 +51,7 @@ void fixture_teardown(struct runner_fixture *fx) {
   kb_task_release(&fx->matmul);
   kb_task_release(&fx->row_sum);
   if (fx->cache[0] != '\0')
-    kb__remove_tree(fx->cache);
+    kb_remove_tree(fx->cache, NULL);
 }
 
 int fixture_eval(struct runner_fixture *fx, const struct kb_task *task, const char *source,

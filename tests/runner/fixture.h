@@ -6,7 +6,7 @@
 #ifndef KB_TESTS_RUNNER_FIXTURE_H
 #define KB_TESTS_RUNNER_FIXTURE_H
 
-#include "compile_util.h" /* tu_slurp, kb__remove_tree */
+#include "compile_util.h" /* tu_slurp, kb_remove_tree */
 #include "host_backend.h"
 #include "kb/campaign.h"
 #include "kb/result.h"

@@ -215,7 +215,7 @@ static void test_compiler_environment(void **state) {
   kb__compiler_release(&fake);
   unsetenv("KB_TEST_SECRET");
   unsetenv("NVCC_APPEND_FLAGS");
-  kb__remove_tree(dir);
+  kb_remove_tree(dir, NULL);
 }
 
 static void test_compiler_not_found(void **state) {

@@ -248,7 +248,7 @@ static void test_free_kills_running_compilers(void **state) {
     usleep(20000);
   tu_expect_free_kills(p, cache2, 6);
   kb__compiler_release(&slow);
-  kb__remove_tree(dir);
+  kb_remove_tree(dir, NULL);
 }
 
 static void test_default_workers(void **state) {

@@ -198,7 +198,7 @@ static void test_cudart_shared(void **state) {
   assert_false(allowed);
   assert_false(undefined);
   print_message("static runtime: %s\n", reason);
-  kb__remove_tree(dir);
+  kb_remove_tree(dir, NULL);
   kb_free(source);
 }
 

@@ -54,7 +54,7 @@ static int group_teardown(void **state) {
   (void)state;
   kb__compiler_release(&nvcc);
   kb_free(base_source);
-  kb__remove_tree(cache);
+  kb_remove_tree(cache, NULL);
   return 0;
 }
 

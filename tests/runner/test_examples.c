@@ -41,7 +41,7 @@ static int group_setup(void **state) {
 
 static int group_teardown(void **state) {
   (void)state;
-  kb__remove_tree(cache);
+  kb_remove_tree(cache, NULL);
   return 0;
 }
 

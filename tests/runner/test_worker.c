@@ -71,7 +71,7 @@ static int group_teardown(void **state) {
   kb_submission_release(&sub);
   kb_redis_free(redis);
   kbt_redis_destroy(&srv);
-  kb__remove_tree(dir);
+  kb_remove_tree(dir, NULL);
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "kb/archive.h"
 #include "kb/compress.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/redis.h"
 #include "redis_fixture.h"
 
@@ -122,7 +123,7 @@ static void test_generator(void **state) {
   kb_task_release(&sum2);
   kb_task_release(&other);
   kb_task_release(&gemm);
-  kbt_archive_rmtree(dir);
+  kb_remove_tree(dir, NULL);
 }
 
 /* The llm generator's hooks into the archive, through gen_llm's real request path (the API
@@ -240,7 +241,7 @@ static void test_llm_prompts(void **state) {
   kb_redis_free(r);
   kb_task_release(&sum);
   kb_task_release(&norm);
-  kbt_archive_rmtree(dir);
+  kb_remove_tree(dir, NULL);
 }
 
 static int setup(void **state) {

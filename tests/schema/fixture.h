@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "kb/error.h"
+#include "kb/fs.h"
 
 /* A task.json that kb_task_load accepts; "%s" slots: none. Bundles made by fx_bundle hold the
  * files it names. */
@@ -86,30 +87,6 @@ static inline void fx_bundle(const char *dir, const char *rel, const char *task_
   fx_write(sub, "seeds/fast.c", "/* fast */\n");
 }
 
-/* Removes `path` and everything below it. */
-static inline void fx_rmtree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0)
-    return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    if (d != NULL) {
-      struct dirent *e;
-      while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-          continue;
-        char child[PATH_MAX];
-        if (snprintf(child, sizeof child, "%s/%s", path, e->d_name) < (int)sizeof child)
-          fx_rmtree(child);
-      }
-      closedir(d);
-    }
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
 /* Returns a new string (free()) that is `text` with the first `from` replaced by `to`; fails
  * the test when `from` does not occur. */
 static inline char *fx_replace(const char *text, const char *from, const char *to) {
@@ -154,7 +131,7 @@ static inline void fx_expect_parse_error(int rc, const char *msg, const struct f
  * folder and frees the struct. */
 static inline int fx_teardown(void **state) {
   char *dir = *state; /* a pointer to a struct is a pointer to its first member */
-  fx_rmtree(dir);
+  kb_remove_tree(dir, NULL);
   free(*state);
   return 0;
 }

@@ -14,8 +14,9 @@ struct kb_error;
 int kb_write_all(int fd, const void *buf, size_t n);
 
 /* Removes `path` (borrowed) and, when it is a folder, everything under it; symbolic links are
- * removed, never followed. A `path` that does not exist is not an error. Returns KB_OK, or
- * KB_EIO `cannot remove "<path>": <why>` at the first entry that cannot be removed. */
+ * removed, never followed. A `path` that does not exist is not an error. What cannot be removed
+ * stays and the rest is removed all the same. Returns KB_OK, or KB_EIO `cannot remove "<entry>":
+ * <why>` naming the first entry that could not be removed (`err` may be NULL). */
 int kb_remove_tree(const char *path, struct kb_error *err);
 
 #endif
