@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/fs.h"
+
 enum { MAX_PAIRS = 32 };
 
 struct pair {
@@ -42,19 +44,6 @@ static int unix_socket(const char *path, int do_listen) {
     return -1;
   }
   return fd;
-}
-
-static int write_all(int fd, const char *buf, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, buf, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    buf += w;
-    n -= (size_t)w;
-  }
-  return 0;
 }
 
 static void close_pair(struct pair *p) {
@@ -140,11 +129,11 @@ static void proxy_main(int lfd, const char *upstream, struct kbt_proxy_ctl *ctl)
           }
           p->doomed = 1;
         }
-        if (write_all(p->server, buf, (size_t)got))
+        if (kb_write_all(p->server, buf, (size_t)got))
           close_pair(p);
       } else if (p->doomed) {
         close_pair(p); /* the reply dies here */
-      } else if (write_all(p->client, buf, (size_t)got)) {
+      } else if (kb_write_all(p->client, buf, (size_t)got)) {
         close_pair(p);
       }
     }
