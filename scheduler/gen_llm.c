@@ -11,7 +11,7 @@
 #include "kb/catalog.h"
 #include "kb/compress.h"
 #include "kb/error.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"

@@ -10,7 +10,7 @@
 #include "kb/error.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
-#include "kb/store.h"
+#include "store.h"
 
 #define SYNC_BATCH 64
 #define TEXT_MAX (64u << 20) /* bytes a prompt or response may expand to */

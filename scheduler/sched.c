@@ -22,7 +22,7 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/result.h"
-#include "kb/store.h"
+#include "store.h"
 #include "budget.h"
 #include "gen_core.h"
 #include "llm_audit.h"

@@ -19,7 +19,7 @@
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kb/error.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"

@@ -1,4 +1,4 @@
-/* Unit tests of the HDF5 store (common/src/store.c). Each test gets its own temp dir. Rows are
+/* Unit tests of the HDF5 store (scheduler/store.c). Each test gets its own temp dir. Rows are
  * read back with the HDF5 API directly, by member name, so these tests also pin the layout of
  * schemas/hdf5-layout.md. Structs are filled by hand (fixture.c), not by candidate.c/result.c. */
 #include <setjmp.h>
@@ -24,7 +24,7 @@
 #include "fixture.h"
 #include "kb/alloc.h"
 #include "kb/error.h"
-#include "kb/store.h"
+#include "store.h"
 
 struct t_state {
   char dir[64];

@@ -1,5 +1,5 @@
-/* Two-phase ledger charges (see kb/ledger.h). */
-#include "kb/ledger.h"
+/* Two-phase ledger charges (see ledger.h). */
+#include "ledger.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The HDF5 result store (see kb/store.h; the file layout is schemas/hdf5-layout.md).
+/* The HDF5 result store (see store.h; the file layout is schemas/hdf5-layout.md).
  *
  * Design, in short:
  * - SWMR. The file is created complete (every group, dataset and attribute it will ever hold) in
@@ -29,7 +29,7 @@
  *   the path and the operation.
  */
 #include "kb/jsonfile.h"
-#include "kb/store.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
