@@ -11,6 +11,7 @@
 #include "kb/catalog.h"
 #include "kb/compress.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "ledger.h"
 #include "kb/log.h"
 #include "kb/queue.h"
@@ -105,8 +106,8 @@ int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const c
   l->q = q;
   l->cfg = cfg;
   l->rng = seed ? seed : 0x2545f491u;
-  kb_queue_key(q, l->key_open, sizeof l->key_open, "gen:llm:open");
-  kb_queue_key(q, l->key_seq, sizeof l->key_seq, "gen:llm:seq");
+  kb_queue_key(q, l->key_open, sizeof l->key_open, KB_KEY_GEN_LLM_OPEN);
+  kb_queue_key(q, l->key_seq, sizeof l->key_seq, KB_KEY_GEN_LLM_SEQ);
   struct kb_llm_client_opts o = {.api = cfg->api, .endpoint = cfg->endpoint, .key = key,
                                  .concurrency = cfg->concurrency, .timeout_s = cfg->timeout_s,
                                  .max_retries = cfg->max_retries, .backoff_s = cfg->backoff_s,
@@ -528,7 +529,7 @@ out:
 static int audit(struct kb_gen_llm *l, const struct pending *p, const char *status,
                  const struct kb_llm_done *d, const char *cand_id, struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "llm:%s", p->task);
+  snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, p->task);
   kb_queue_key(l->q, key, sizeof key, suffix);
   void *zp = NULL, *zr = NULL;
   size_t zp_len = 0, zr_len = 0;

@@ -11,10 +11,11 @@
  * API reported (prompt + completion tokens, summed over retries) is posted, or the reservation
  * is voided when nothing was reported. An answer without a code block that defines kb_forward
  * is a failed generation: logged, tokens still charged. Open charges are listed in
- * kb:{cid}:gen:llm:open, so a restarted scheduler voids those its predecessor left.
+ * kb:{cid}:gen:llm:open (KB_KEY_GEN_LLM_OPEN, kb/keys.h), so a restarted scheduler voids
+ * those its predecessor left.
  *
  * Audit: every prompt and answer goes, zstd-compressed, to the stream kb:{cid}:llm:<task>
- * (fields: kind, charge, status, attempts, tokens_in, tokens_out, candidate, parents, error,
+ * (KB_KEY_LLM_AUDIT_FMT; fields: kind, charge, status, attempts, tokens_in, tokens_out, candidate, parents, error,
  * prompt, response). Not yet in the task's HDF5 file (see docs/generators.md).
  */
 #ifndef KB_SCHED_GEN_LLM_H

@@ -8,6 +8,7 @@
 #include "kb/alloc.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -414,7 +415,7 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
     b->space = space;
     b->size = kb_tune_space_size(&space);
     char suffix[160];
-    snprintf(suffix, sizeof suffix, "gen:tune:%s:%.16s", pop->task, m->id);
+    snprintf(suffix, sizeof suffix, KB_KEY_GEN_TUNE_FMT, pop->task, m->id);
     kb_queue_key(t->q, b->key, sizeof b->key, suffix);
     rc = load_seen(t, b, err);
     if (rc)

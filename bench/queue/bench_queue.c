@@ -17,6 +17,7 @@
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -944,7 +945,7 @@ static long long memory_usage(struct kb_redis *r, const char *key) {
 /* Where the fill's memory went: a sample of candidate keys, the items hash, the queues. */
 static void memory_breakdown(struct coord *c) {
   char pattern[160], key[160];
-  kb_queue_key(&c->q, pattern, sizeof pattern, "cand:*");
+  kb_queue_key(&c->q, pattern, sizeof pattern, KB_KEY_CAND_ANY);
   const char *argv[] = {"SCAN", "0", "MATCH", pattern, "COUNT", "20000"};
   redisReply *rep = NULL;
   if (kb_redis_command(c->redis, 6, argv, NULL, 0, &rep, NULL) == KB_OK) {
@@ -959,11 +960,11 @@ static void memory_breakdown(struct coord *c) {
     c->res->cand_key_bytes = n ? sum / (double)n : 0;
     freeReplyObject(rep);
   }
-  kb_queue_key(&c->q, key, sizeof key, "items");
+  kb_queue_key(&c->q, key, sizeof key, KB_KEY_ITEMS);
   c->res->items_hash_bytes = memory_usage(c->redis, key);
   for (int t = 0; t < c->q.n_tiers; t++) {
     char suffix[16];
-    snprintf(suffix, sizeof suffix, "q:%d", t);
+    snprintf(suffix, sizeof suffix, KB_KEY_READY_FMT, t);
     kb_queue_key(&c->q, key, sizeof key, suffix);
     c->res->queues_bytes += memory_usage(c->redis, key);
   }
@@ -1036,7 +1037,7 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   snprintf(res->cid, sizeof res->cid, "bench-%ld-%lld", (long)getpid(),
            (long long)(kb_bench_now_ns() / 1000000) % 100000000);
   snprintf(c.ctl->cid, sizeof c.ctl->cid, "%s", res->cid);
-  kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, "bench:debit");
+  kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
   c.ctl->eval_ns = (long)(o->eval_ms * 1e6);
   c.ctl->two_call = o->two_call;
   struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};

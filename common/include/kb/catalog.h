@@ -1,9 +1,7 @@
 /* Tasks and candidates of a campaign as stored in Redis, so that runners on compute nodes need
  * nothing but Redis: the task spec and oracle source travel with the campaign.
- *   kb:{cid}:task:<id>  hash: spec (task.json text), oracle (source), reference (source),
- *                       oracle_name (file name of the oracle)
- *   kb:{cid}:cand:<id>  hash: task, name, json (zstd-compressed candidate JSON)
- *   kb:{cid}:meta       field "tasks": JSON array of task ids in campaign order
+ * Keys (kb/keys.h): KB_KEY_TASK_FMT kb:{cid}:task:<id>, KB_KEY_CAND_FMT kb:{cid}:cand:<id>, and
+ * meta's field "tasks" (JSON array of task ids in campaign order).
  */
 #ifndef KB_CATALOG_H
 #define KB_CATALOG_H
