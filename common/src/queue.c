@@ -481,24 +481,16 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
 
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err) {
-  char key[KEY_MAX], field[KB_ID_MAX + 8];
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err, (const char *const[]){KB_KEY_META, KB_KEY_TASKBUDGET, NULL});
+  if (rc)
+    return rc;
+  char cap[32] = "";
+  if (cap_ms >= 0)
+    snprintf(cap, sizeof cap, "%lld", (long long)cap_ms);
+  const char *args[] = {task, cap};
   redisReply *rep = NULL;
-  int rc = KB_OK;
-  if (cap_ms >= 0) {
-    /* per-task accounting first, so that no claim can pass the cap unaccounted */
-    kb_queue_key(q, key, sizeof key, KB_KEY_META);
-    rc = kb_redis_commandf(q->redis, &rep, err, "HSET %s task_caps 1", key);
-    if (rep)
-      freeReplyObject(rep);
-    rep = NULL;
-    if (rc)
-      return rc;
-  }
-  kb_queue_key(q, key, sizeof key, KB_KEY_TASKBUDGET);
-  snprintf(field, sizeof field, "%s:cap", task);
-  rc = cap_ms < 0 ? kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, field)
-                      : kb_redis_commandf(q->redis, &rep, err, "HSET %s %s %lld", key, field,
-                                          (long long)cap_ms);
+  rc = kb_redis_script(q->redis, "task_cap", ks.n, ks.ptr, 2, args, NULL, &rep, err);
   if (rep)
     freeReplyObject(rep);
   return rc;

@@ -6,7 +6,7 @@
  * are SCAN MATCH patterns. The Lua scripts of common/lua/ get their keys in KEYS[] (built from
  * these macros by queue.c, ledger.c and friends), never by name; each entry says which scripts
  * touch the key, who else writes it, and how. Writes made outside a script are listed, with
- * their reasons, in docs/queue.md ("Writes outside Lua scripts").
+ * their reasons, in docs/architecture.md ("Writes outside Lua scripts").
  */
 #ifndef KB_KEYS_H
 #define KB_KEYS_H
@@ -16,7 +16,7 @@
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
  * (JSON array of the task ids in campaign order), results_dir, deadline.
  * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
- * stray, task_cap, charge. Outside: kb_submit writes tasks, results_dir and deadline (one HSET). */
+ * stray, task_cap, charge. Outside: kb_submission_register writes tasks, results_dir, deadline (one HSET). */
 #define KB_KEY_META "meta"
 /* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
  * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,

@@ -154,7 +154,8 @@ int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *
 
 /* Caps what `task` may hold plus spend at `cap_ms` GPU milliseconds; claim skips its items that
  * would exceed it. A negative cap removes the cap. Held and spent are counted from the start;
- * claims read caps only once one was set in the campaign (meta "task_caps"). */
+ * claims read caps only once one was set in the campaign (meta "task_caps"). One script,
+ * common/lua/task_cap.lua. Errors: KB_EINVAL (task id too long), KB_ECONN, KB_EREDIS. */
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err);
 /* Reads a task's cap (-1 when none), held and spent GPU milliseconds. */
