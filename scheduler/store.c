@@ -758,9 +758,10 @@ static int64_t extent_of(hid_t ds) {
   return nd == 1 ? (int64_t)dims[0] : -1;
 }
 
-/* Writes `n` elements of `mtype` from `buf` at element `at` of 1-D dataset `ds`; with `grow`,
- * first sets the extent to `at + n`. */
-static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64_t n, int grow) {
+/* Writes `n` elements of `mtype` from `wbuf`, or reads them into `rbuf` (the other NULL), at
+ * element `at` of 1-D dataset `ds`; with `grow`, first sets the extent to `at + n`. */
+static herr_t rows_io(hid_t ds, hid_t mtype, int64_t at, int64_t n, int grow, const void *wbuf,
+                      void *rbuf) {
   hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n}, end[1] = {(hsize_t)(at + n)};
   if (grow && H5Dset_extent(ds, end) < 0)
     return -1;
@@ -771,28 +772,20 @@ static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64
     goto out;
   if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
     goto out;
-  rc = H5Dwrite(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
+  rc = wbuf != NULL ? H5Dwrite(ds, mtype, msp, fsp, H5P_DEFAULT, wbuf)
+                    : H5Dread(ds, mtype, msp, fsp, H5P_DEFAULT, rbuf);
 out:
   close_id(&msp, H5Sclose);
   close_id(&fsp, H5Sclose);
   return rc;
 }
 
-/* Reads `n` elements of `mtype` at element `at` of `ds` into `buf`. */
+static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64_t n, int grow) {
+  return rows_io(ds, mtype, at, n, grow, buf, NULL);
+}
+
 static herr_t read_at(hid_t ds, hid_t mtype, int64_t at, void *buf, int64_t n) {
-  hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n};
-  hid_t fsp = H5Dget_space(ds);
-  hid_t msp = H5Screate_simple(1, count, NULL);
-  herr_t rc = -1;
-  if (fsp < 0 || msp < 0)
-    goto out;
-  if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
-    goto out;
-  rc = H5Dread(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
-out:
-  close_id(&msp, H5Sclose);
-  close_id(&fsp, H5Sclose);
-  return rc;
+  return rows_io(ds, mtype, at, n, 0, NULL, buf);
 }
 
 /* ---- creating a file ------------------------------------------------------------------------ */
@@ -1237,67 +1230,67 @@ out:
 
 /* Reads the committed state: cuts off uncommitted rows and bytes, fills the hash sets, and
  * repairs the candidate columns and /best where they ran ahead of the commit. */
-static int load(struct kb_store *s, struct kb_error *err) {
+/* Reads and checks the root attribute "commit" into `c`. */
+static int read_commit(struct kb_store *s, struct commit_rec *c, struct kb_error *err) {
+  memset(c, 0, sizeof *c);
+  hid_t a = H5Aopen(s->file, "commit", H5P_DEFAULT);
   int rc = KB_OK;
-  hid_t ckt = H5I_INVALID_HID, ekt = H5I_INVALID_HID, a = H5I_INVALID_HID;
-  struct cand_key_row *crows = NULL;
-  struct eval_key_row *erows = NULL;
-  struct agg_row *stored = NULL;
-  struct commit_rec c;
-  memset(&c, 0, sizeof c);
-
-  a = H5Aopen(s->file, "commit", H5P_DEFAULT);
-  if (a < 0 || H5Aread(a, s->commit_mt, &c) < 0) {
+  if (a < 0 || H5Aread(a, s->commit_mt, c) < 0)
     rc = h5fail(err, s->path, "read the root attribute \"commit\"");
-    goto out;
-  }
-  if (c.candidates < 0 || c.evaluations < 0 || c.source_bytes < 0 || c.compile_log_bytes < 0 ||
-      c.kernels < 0 || c.llm < 0 || c.llm_bytes < 0) {
+  else if (c->candidates < 0 || c->evaluations < 0 || c->source_bytes < 0 ||
+           c->compile_log_bytes < 0 || c->kernels < 0 || c->llm < 0 || c->llm_bytes < 0)
     rc = kb_error_set(err, KB_EHDF5, "%s: the root attribute \"commit\" is negative", s->path);
-    goto out;
-  }
-  rc = cut_to(s, s->cand_ds, "candidates", c.candidates, err);
-  if (!rc)
-    rc = cut_to(s, s->eval_ds, "evaluations", c.evaluations, err);
-  if (!rc)
-    rc = cut_to(s, s->src_ds, "sources/data", c.source_bytes, err);
-  if (!rc)
-    rc = cut_to(s, s->log_ds, "compile_logs/data", c.compile_log_bytes, err);
-  if (!rc)
-    rc = cut_to(s, s->kern_ds, "profiles/kernels", c.kernels, err);
-  if (!rc)
-    rc = cut_to(s, s->llm_ds, "llm/requests", c.llm, err);
-  if (!rc)
-    rc = cut_to(s, s->text_ds, "llm/text", c.llm_bytes, err);
-  if (!rc)
-    rc = load_llm(s, c.llm, err);
-  if (rc)
-    goto out;
+  close_id(&a, H5Aclose);
+  return rc;
+}
 
-  ckt = compound_type(cand_key_fields, NFIELDS(cand_key_fields), sizeof *crows, 0);
-  ekt = compound_type(eval_key_fields, NFIELDS(eval_key_fields), sizeof *erows, 0);
-  if (ckt < 0 || ekt < 0) {
-    rc = h5fail(err, s->path, "make the key types");
-    goto out;
-  }
-  crows = kb_calloc(READ_BATCH, sizeof *crows);
-  erows = kb_calloc(READ_BATCH, sizeof *erows);
-  stored = kb_calloc((size_t)c.candidates, sizeof *stored);
-  if (crows == NULL || erows == NULL || stored == NULL) {
-    rc = nomem(err, s->path);
-    goto out;
-  }
-  rc = reserve_cands(s, (size_t)c.candidates, err);
-  if (rc)
-    goto out;
-  for (int64_t at = 0; at < c.candidates; at += READ_BATCH) {
-    int64_t n = c.candidates - at < READ_BATCH ? c.candidates - at : READ_BATCH;
-    if (read_at(s->cand_ds, ckt, at, crows, n) < 0) {
-      rc = h5fail(err, s->path, "read /candidates rows %lld..%lld", (long long)at,
+/* Cuts every dataset back to the commit `c` and loads the llm request ids. */
+static int cut_to_commit(struct kb_store *s, const struct commit_rec *c, struct kb_error *err) {
+  int rc = cut_to(s, s->cand_ds, "candidates", c->candidates, err);
+  if (!rc)
+    rc = cut_to(s, s->eval_ds, "evaluations", c->evaluations, err);
+  if (!rc)
+    rc = cut_to(s, s->src_ds, "sources/data", c->source_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->log_ds, "compile_logs/data", c->compile_log_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->kern_ds, "profiles/kernels", c->kernels, err);
+  if (!rc)
+    rc = cut_to(s, s->llm_ds, "llm/requests", c->llm, err);
+  if (!rc)
+    rc = cut_to(s, s->text_ds, "llm/text", c->llm_bytes, err);
+  if (!rc)
+    rc = load_llm(s, c->llm, err);
+  return rc;
+}
+
+/* Reads rows [at, at + n) of `ds` (named `what` in messages) as `type` into `rows`. */
+static int read_rows(const struct kb_store *s, hid_t ds, hid_t type, const char *what, int64_t at,
+                     int64_t n, void *rows, struct kb_error *err) {
+  if (read_at(ds, type, at, rows, n) < 0)
+    return h5fail(err, s->path, "read /%s rows %lld..%lld", what, (long long)at,
                   (long long)(at + n - 1));
-      goto out;
-    }
-    for (int64_t i = 0; i < n; i++) {
+  return KB_OK;
+}
+
+/* Loads the ids of the first `count` /candidates rows into s->cands and the set, and their
+ * stored aggregate columns into `stored` (`count` entries, caller-owned). */
+static int load_cands(struct kb_store *s, int64_t count, struct agg_row *stored,
+                      struct kb_error *err) {
+  hid_t ckt = compound_type(cand_key_fields, NFIELDS(cand_key_fields),
+                            sizeof(struct cand_key_row), 0);
+  struct cand_key_row *crows = kb_calloc(READ_BATCH, sizeof *crows);
+  int rc = KB_OK;
+  if (ckt < 0)
+    rc = h5fail(err, s->path, "make the key types");
+  else if (crows == NULL)
+    rc = nomem(err, s->path);
+  else
+    rc = reserve_cands(s, (size_t)count, err);
+  for (int64_t at = 0; rc == KB_OK && at < count; at += READ_BATCH) {
+    int64_t n = count - at < READ_BATCH ? count - at : READ_BATCH;
+    rc = read_rows(s, s->cand_ds, ckt, "candidates", at, n, crows, err);
+    for (int64_t i = 0; rc == KB_OK && i < n; i++) {
       struct cand_mem *m = &s->cands[s->n_cands];
       memset(m, 0, sizeof *m);
       kb_utf8_copy(m->id, sizeof m->id, crows[i].id, ID_SIZE);
@@ -1310,19 +1303,26 @@ static int load(struct kb_store *s, struct kb_error *err) {
       s->n_cands++;
     }
   }
+  kb_free(crows);
+  close_id(&ckt, H5Tclose);
+  return rc;
+}
 
-  if (eval_set_reserve(&s->eset, (size_t)c.evaluations) != KB_OK) {
+/* Loads the keys of the first `count` /evaluations rows into the set and the candidates'
+ * aggregates. */
+static int load_evals(struct kb_store *s, int64_t count, struct kb_error *err) {
+  hid_t ekt = compound_type(eval_key_fields, NFIELDS(eval_key_fields),
+                            sizeof(struct eval_key_row), 0);
+  struct eval_key_row *erows = kb_calloc(READ_BATCH, sizeof *erows);
+  int rc = KB_OK;
+  if (ekt < 0)
+    rc = h5fail(err, s->path, "make the key types");
+  else if (erows == NULL || eval_set_reserve(&s->eset, (size_t)count) != KB_OK)
     rc = nomem(err, s->path);
-    goto out;
-  }
-  for (int64_t at = 0; at < c.evaluations; at += READ_BATCH) {
-    int64_t n = c.evaluations - at < READ_BATCH ? c.evaluations - at : READ_BATCH;
-    if (read_at(s->eval_ds, ekt, at, erows, n) < 0) {
-      rc = h5fail(err, s->path, "read /evaluations rows %lld..%lld", (long long)at,
-                  (long long)(at + n - 1));
-      goto out;
-    }
-    for (int64_t i = 0; i < n; i++) {
+  for (int64_t at = 0; rc == KB_OK && at < count; at += READ_BATCH) {
+    int64_t n = count - at < READ_BATCH ? count - at : READ_BATCH;
+    rc = read_rows(s, s->eval_ds, ekt, "evaluations", at, n, erows, err);
+    for (int64_t i = 0; rc == KB_OK && i < n; i++) {
       struct eval_key_row *e = &erows[i];
       e->candidate[ID_SIZE - 1] = '\0';
       e->status[STATUS_SIZE - 1] = '\0';
@@ -1332,7 +1332,7 @@ static int load(struct kb_store *s, struct kb_error *err) {
                           "%s: /evaluations row %lld names candidate \"%s\" that is not in "
                           "/candidates",
                           s->path, (long long)(at + i), e->candidate);
-        goto out;
+        break;
       }
       struct eval_key k = {row, e->tier, e->attempt};
       if (eval_set_has(&s->eset, &k))
@@ -1341,12 +1341,14 @@ static int load(struct kb_store *s, struct kb_error *err) {
       agg_apply(&s->cands[row], e->tier, e->attempt, e->status);
     }
   }
-  s->n_evals = c.evaluations;
-  s->src_bytes = c.source_bytes;
-  s->log_bytes = c.compile_log_bytes;
-  s->n_kerns = c.kernels;
-  s->text_bytes = c.llm_bytes;
+  kb_free(erows);
+  close_id(&ekt, H5Tclose);
+  return rc;
+}
 
+/* Rewrites the aggregate columns that differ from what the committed evaluations give
+ * (`stored`: the columns as read), and resets /best when it names an uncommitted candidate. */
+static int repair(struct kb_store *s, const struct agg_row *stored, struct kb_error *err) {
   /* In-place updates may have landed for evaluations that were not committed. */
   for (size_t i = 0; i < s->n_cands; i++) {
     struct agg_row want;
@@ -1354,38 +1356,49 @@ static int load(struct kb_store *s, struct kb_error *err) {
     if (want.best_tier == stored[i].best_tier && want.n_evaluations == stored[i].n_evaluations &&
         strcmp(want.status, stored[i].status) == 0)
       continue;
-    if (write_at(s->cand_ds, s->agg_mt, (int64_t)i, &want, 1, 0) < 0) {
-      rc = h5fail(err, s->path, "repair /candidates row %zu", i);
-      goto out;
-    }
+    if (write_at(s->cand_ds, s->agg_mt, (int64_t)i, &want, 1, 0) < 0)
+      return h5fail(err, s->path, "repair /candidates row %zu", i);
     s->recovered |= KB_STORE_RECOVERED_REPAIRED;
   }
-
   /* /best may name a candidate whose row was not committed. */
-  {
-    hid_t g = H5Gopen2(s->file, "best", H5P_DEFAULT);
-    char best[ID_SIZE];
-    herr_t r = g < 0 ? -1 : get_str_attr(g, "candidate", best, sizeof best);
-    close_id(&g, H5Gclose);
-    if (r < 0) {
-      rc = h5fail(err, s->path, "read /best");
-      goto out;
-    }
-    if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, sizeof *s->cands, best) < 0) {
-      if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0) {
-        rc = h5fail(err, s->path, "reset /best");
-        goto out;
-      }
-      s->recovered |= KB_STORE_RECOVERED_REPAIRED;
-    }
+  hid_t g = H5Gopen2(s->file, "best", H5P_DEFAULT);
+  char best[ID_SIZE];
+  herr_t r = g < 0 ? -1 : get_str_attr(g, "candidate", best, sizeof best);
+  close_id(&g, H5Gclose);
+  if (r < 0)
+    return h5fail(err, s->path, "read /best");
+  if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, sizeof *s->cands, best) < 0) {
+    if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0)
+      return h5fail(err, s->path, "reset /best");
+    s->recovered |= KB_STORE_RECOVERED_REPAIRED;
   }
-out:
+  return KB_OK;
+}
+
+/* Loads an existing file: cut back to its last commit, then the candidates and evaluations
+ * into memory, then the repairs of what landed after that commit. */
+static int load(struct kb_store *s, struct kb_error *err) {
+  struct commit_rec c;
+  int rc = read_commit(s, &c, err);
+  if (rc == KB_OK)
+    rc = cut_to_commit(s, &c, err);
+  if (rc)
+    return rc;
+  struct agg_row *stored = kb_calloc((size_t)c.candidates, sizeof *stored);
+  if (stored == NULL)
+    return nomem(err, s->path);
+  rc = load_cands(s, c.candidates, stored, err);
+  if (rc == KB_OK)
+    rc = load_evals(s, c.evaluations, err);
+  if (rc == KB_OK) {
+    s->n_evals = c.evaluations;
+    s->src_bytes = c.source_bytes;
+    s->log_bytes = c.compile_log_bytes;
+    s->n_kerns = c.kernels;
+    s->text_bytes = c.llm_bytes;
+    rc = repair(s, stored, err);
+  }
   kb_free(stored);
-  kb_free(erows);
-  kb_free(crows);
-  close_id(&ekt, H5Tclose);
-  close_id(&ckt, H5Tclose);
-  close_id(&a, H5Aclose);
   return rc;
 }
 
@@ -1506,23 +1519,42 @@ static int check_usable(const struct kb_store *s, struct kb_error *err) {
   return KB_OK;
 }
 
+/* The start of every kb_store_add_*(): `*added` (may be NULL) 0, then KB_EINVAL with the message
+ * `missing` when it is not NULL (an argument was missing), or KB_EHDF5 when `s` is unusable. */
+static int begin_add(const struct kb_store *s, const char *missing, int *added,
+                     struct kb_error *err) {
+  if (added != NULL)
+    *added = 0;
+  if (missing != NULL)
+    return kb_error_set(err, KB_EINVAL, "%s", missing);
+  return check_usable(s, err);
+}
+
+/* Checks a row about candidate `id` of task `task` (at most `task_size` bytes): 64 hex digits,
+ * this file's task. Messages name the id `id_what` and the row `what`. */
+static int check_cand_row(const struct kb_store *s, const char *id, const char *task,
+                          size_t task_size, const char *id_what, const char *what,
+                          struct kb_error *err) {
+  if (!is_hex_id(id))
+    return kb_error_set(err, KB_EINVAL, "%s: %s \"%.*s\" is not 64 hex digits", s->path, id_what,
+                        (int)strnlen(id, ID_SIZE), id);
+  if (strncmp(task, s->task, task_size) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: %s %.12s is for task \"%.*s\", not \"%s\"", s->path,
+                        what, id, (int)strnlen(task, task_size), task, s->task);
+  return KB_OK;
+}
+
 /* kb_store_add_candidate(): validate, dedup, allocate, then write source bytes and the row;
  * memory is updated only after both writes succeeded. */
 static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, int *added,
                               struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || c == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_candidate: no store or candidate");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s, s == NULL || c == NULL ? "kb_store_add_candidate: no store or candidate"
+                                                : NULL,
+                     added, err);
+  if (rc == KB_OK)
+    rc = check_cand_row(s, c->id, c->task, sizeof c->task, "candidate id", "candidate", err);
   if (rc)
     return rc;
-  if (!is_hex_id(c->id))
-    return kb_error_set(err, KB_EINVAL, "%s: candidate id \"%.*s\" is not 64 hex digits",
-                        s->path, (int)strnlen(c->id, ID_SIZE), c->id);
-  if (strncmp(c->task, s->task, sizeof c->task) != 0)
-    return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s is for task \"%.*s\", not \"%s\"",
-                        s->path, c->id, (int)strnlen(c->task, sizeof c->task), c->task, s->task);
   for (int p = 0; p < 2; p++)
     if (c->parents[p][0] != '\0' && !is_hex_id(c->parents[p]))
       return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s: parent %d is not 64 hex digits",
@@ -1658,20 +1690,14 @@ static struct kern_row *kern_rows_of(const struct kb_result *r) {
  * the candidate's columns; memory is updated only after all writes succeeded. */
 static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, int *added,
                                struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || r == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_evaluation: no store or result");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s, s == NULL || r == NULL ? "kb_store_add_evaluation: no store or result"
+                                                : NULL,
+                     added, err);
+  if (rc == KB_OK)
+    rc = check_cand_row(s, r->candidate, r->task, sizeof r->task, "result candidate",
+                        "result for", err);
   if (rc)
     return rc;
-  if (!is_hex_id(r->candidate))
-    return kb_error_set(err, KB_EINVAL, "%s: result candidate \"%.*s\" is not 64 hex digits",
-                        s->path, (int)strnlen(r->candidate, ID_SIZE), r->candidate);
-  if (strncmp(r->task, s->task, sizeof r->task) != 0)
-    return kb_error_set(err, KB_EINVAL, "%s: result for %.12s is for task \"%.*s\", not \"%s\"",
-                        s->path, r->candidate, (int)strnlen(r->task, sizeof r->task), r->task,
-                        s->task);
   const char *status = status_name(r->status);
   if (status == NULL)
     return kb_error_set(err, KB_EINVAL, "%s: result for %.12s has unknown status %d", s->path,
@@ -1741,11 +1767,11 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
  * updated only after every write succeeded. */
 static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *added,
                         struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || x == NULL || x->request == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_llm: no store, exchange or request id");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s,
+                     s == NULL || x == NULL || x->request == NULL
+                         ? "kb_store_add_llm: no store, exchange or request id"
+                         : NULL,
+                     added, err);
   if (rc)
     return rc;
   size_t idlen = strnlen(x->request, ID_SIZE);
@@ -1856,12 +1882,19 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
 
 /* ---- public entry points: HDF5 error printing is off inside each -------------------------- */
 
+/* Runs `call` (an *_impl() returning an error code) into `rc` with HDF5's error printing off. */
+#define QUIETLY(rc, call)                                                                    \
+  do {                                                                                       \
+    struct quiet q_;                                                                         \
+    quiet_begin(&q_);                                                                        \
+    (rc) = (call);                                                                           \
+    quiet_end(&q_);                                                                          \
+  } while (0)
+
 int kb_store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
                   struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = open_impl(path, info, out, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, open_impl(path, info, out, err));
   return rc;
 }
 
@@ -1884,28 +1917,22 @@ int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int
 
 int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
                            struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_candidate_impl(s, c, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_candidate_impl(s, c, added, err));
   return rc;
 }
 
 int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
                             struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_evaluation_impl(s, r, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_evaluation_impl(s, r, added, err));
   return rc;
 }
 
 int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
                      struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_llm_impl(s, x, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_llm_impl(s, x, added, err));
   return rc;
 }
 
@@ -1927,18 +1954,14 @@ long kb_store_kernel_count(const struct kb_store *s) {
 
 int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
                       double median_us, double speedup, struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = set_best_impl(s, candidate, name, tier, median_us, speedup, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, set_best_impl(s, candidate, name, tier, median_us, speedup, err));
   return rc;
 }
 
 int kb_store_flush(struct kb_store *s, struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = flush_impl(s, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, flush_impl(s, err));
   return rc;
 }
 
