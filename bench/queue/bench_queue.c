@@ -22,6 +22,7 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "server.h"
+#include "small_ladder.h"
 
 #define GPU_BUDGET_MS 1000000000000LL /* never the limit: 1e12 ms */
 #define N_TASKS 230                   /* task ids the items are spread over */
@@ -218,20 +219,12 @@ static int profile_delta(struct kb_bench_cmd *out, const struct cmdstat *a, int 
 
 /* ---- campaign and items ---------------------------------------------------------------- */
 
-/* Registers campaign `cid` with the 3-tier ladder of tests/queue/test_queue.c (0, 10, 100 ms),
- * as its make_campaign() does, and opens it. */
+/* Registers campaign `cid` with the queue tests' 3-tier ladder (tests/lib/small_ladder.h: 0, 10,
+ * 100 ms), as their kbq_make_campaign() does, and opens it. */
 static int make_campaign(struct kb_redis *r, const char *cid, long long gpu_ms, long lease_ms,
                          int max_attempts, struct kb_error *err) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
+  struct kb_tier tiers[KBT_SMALL_LADDER_TIERS];
+  kbt_small_ladder(tiers);
   struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
                                 .max_attempts = max_attempts, .lease_ms = lease_ms,
                                 .backend = KB_BACKEND_HOST, .gpu_ms = gpu_ms, .llm_tokens = 0};

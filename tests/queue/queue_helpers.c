@@ -25,6 +25,8 @@
 #include "kb/ladder.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
+#include "redis_group.h"
+#include "small_ladder.h"
 
 struct kb_redis *kbq_connect(const char *addr, int retry_ms) {
   struct kb_redis *r = NULL;
@@ -37,16 +39,8 @@ struct kb_redis *kbq_connect(const char *addr, int retry_ms) {
 
 void kbq_make_campaign(struct kb_redis *r, const char *cid, long gpu_ms, long lease_ms,
                        int max_attempts, struct kb_queue *q) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
+  struct kb_tier tiers[KBT_SMALL_LADDER_TIERS];
+  kbt_small_ladder(tiers);
   struct kb_error err = {0};
   struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
                                 .max_attempts = max_attempts, .lease_ms = lease_ms,
@@ -230,6 +224,11 @@ void kbq_kill_runners(void) {
     }
   }
   n_spawned = 0;
+}
+
+int kbq_group_teardown(void **state) {
+  kbq_kill_runners();
+  return kbt_redis_group_teardown(state);
 }
 
 pid_t kbq_spawn_runner(const struct kbq_runner_cfg *cfg, struct kbq_slot *slot,
