@@ -754,6 +754,57 @@ static void wait_rewrite(struct coord *c) {
   }
 }
 
+/* One profiled call, the `i`-th (see profile_batches). */
+typedef int (*profiled_call)(struct coord *c, int i, void *ctx, struct kb_error *err);
+
+/* Makes calls i = 0 .. n-1 of `call` in batches of `batch`, the latency of each in lat[i], the
+ * server's commands of the least disturbed batch in `p` (keep_batch), then the latencies
+ * (profile_latency). Stops at the first error, or with `keep_going` makes every call and
+ * returns the first error. `*made` gets the number of calls made (the failed one included). */
+static int profile_batches(struct coord *c, struct kb_bench_script_profile *p, int n, int batch,
+                           int64_t *lat, int keep_going, profiled_call call, void *ctx,
+                           int *made, struct kb_error *err) {
+  struct cmdstat before[128];
+  int rc = KB_OK, i = 0;
+  while ((rc == KB_OK || keep_going) && i < n) {
+    int nb = commandstats(c->redis, before, 128), from = i;
+    for (; (rc == KB_OK || keep_going) && i < n && i - from < batch; i++) {
+      int64_t t0 = kb_bench_now_ns();
+      int crc = call(c, i, ctx, err);
+      lat[i] = kb_bench_now_ns() - t0;
+      if (rc == KB_OK)
+        rc = crc;
+    }
+    if (rc == KB_OK)
+      keep_batch(c, p, before, nb, i - from);
+  }
+  if (rc == KB_OK)
+    profile_latency(p, lat, i);
+  *made = i;
+  return rc;
+}
+
+static int call_fused(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *cl = ctx;
+  char json[64];
+  snprintf(json, sizeof json, "{\"profile\":%d}", i);
+  return kb_queue_complete_and_claim(&c->q, cl, cl->cost_ms / 2, json, "bench-profile", 0, -1,
+                                     NULL, cl, NULL, err);
+}
+
+static int call_claim(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *claims = ctx;
+  return kb_queue_claim(&c->q, "bench-profile", 0, -1, &claims[i], NULL, err);
+}
+
+static int call_complete(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *claims = ctx;
+  char json[64];
+  snprintf(json, sizeof json, "{\"profile\":%d}", i);
+  return kb_queue_complete(&c->q, &claims[i], claims[i].cost_ms / 2, json, "bench-profile", NULL,
+                           err);
+}
+
 /* `n` calls of kb_queue_complete_and_claim in a row from the coordinator's connection (after
  * one claim; the last item is completed alone): what a runner's one call per item costs the
  * server with no queueing. `lat` has room for `n` latencies. */
@@ -768,26 +819,10 @@ static int fused_profile(struct coord *c, int n, int64_t *lat, struct kb_error *
   if (rc)
     return rc;
   wait_rewrite(c);
-  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1;
-  struct cmdstat before[128];
-  int got = 0;
-  while (rc == KB_OK && got < n) {
-    int nb = commandstats(c->redis, before, 128), from = got;
-    for (; rc == KB_OK && got < n && got - from < batch; got++) {
-      char json[64];
-      snprintf(json, sizeof json, "{\"profile\":%d}", got);
-      int64_t t0 = kb_bench_now_ns();
-      rc = kb_queue_complete_and_claim(&c->q, &cl, cl.cost_ms / 2, json, "bench-profile", 0, -1,
-                                       NULL, &cl, NULL, err);
-      lat[got] = kb_bench_now_ns() - t0;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->fused, before, nb, got - from);
-  }
-  if (rc == KB_OK) {
-    profile_latency(&c->res->fused, lat, got);
+  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1, made = 0;
+  rc = profile_batches(c, &c->res->fused, n, batch, lat, 0, call_fused, &cl, &made, err);
+  if (rc == KB_OK)
     rc = kb_queue_complete(&c->q, &cl, cl.cost_ms / 2, "{}", "bench-profile", NULL, err);
-  }
   return rc;
 }
 
@@ -810,42 +845,15 @@ static int script_profiles(struct coord *c, int n, struct kb_error *err) {
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
   wait_rewrite(c);
-  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1;
-  struct cmdstat before[128];
-  int got = 0;
-  while (rc == KB_OK && got < n) {
-    int nb = commandstats(c->redis, before, 128), from = got;
-    for (; rc == KB_OK && got < n && got - from < batch; got++) {
-      int64_t t0 = kb_bench_now_ns();
-      rc = kb_queue_claim(&c->q, "bench-profile", 0, -1, &claims[got], NULL, err);
-      lat[got] = kb_bench_now_ns() - t0;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->claim, before, nb, got - from);
-  }
-  if (rc == KB_OK)
-    profile_latency(&c->res->claim, lat, got);
-  else
+  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1, got = 0, done = 0;
+  rc = profile_batches(c, &c->res->claim, n, batch, lat, 0, call_claim, claims, &got, err);
+  if (rc)
     got--; /* the claim that failed holds nothing */
   /* complete whatever was claimed, even after an error, so nothing stays held */
-  int done = 0;
-  while (done < got) {
-    int nb = commandstats(c->redis, before, 128), from = done;
-    for (; done < got && done - from < batch; done++) {
-      char json[64];
-      snprintf(json, sizeof json, "{\"profile\":%d}", done);
-      int64_t t0 = kb_bench_now_ns();
-      int crc = kb_queue_complete(&c->q, &claims[done], claims[done].cost_ms / 2, json,
-                                  "bench-profile", NULL, err);
-      lat[done] = kb_bench_now_ns() - t0;
-      if (rc == KB_OK)
-        rc = crc;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->complete, before, nb, done - from);
-  }
+  int crc = profile_batches(c, &c->res->complete, got, batch, lat, 1, call_complete, claims,
+                            &done, err);
   if (rc == KB_OK)
-    profile_latency(&c->res->complete, lat, done);
+    rc = crc;
   if (rc == KB_OK)
     rc = fused_profile(c, n, lat, err);
   kb_free(claims);
