@@ -86,6 +86,16 @@ static void add_eval(struct kb_store *s, unsigned long i, int want_added) {
   assert_int_equal(added, want_added);
 }
 
+/* Adds evaluations 0 .. n-1, three per candidate (each candidate before its first), expecting
+ * each to be added when its index is `first_new` or more and a duplicate below it. */
+static void add_rows(struct kb_store *s, unsigned long n, unsigned long first_new) {
+  for (unsigned long i = 0; i < n; i++) {
+    if (i % 3 == 0)
+      add_cand(s, i / 3, i >= first_new);
+    add_eval(s, i, i >= first_new);
+  }
+}
+
 static void flush_ok(struct kb_store *s) {
   struct kb_error err = {0, ""};
   if (kb_store_flush(s, &err) != KB_OK)
@@ -321,11 +331,7 @@ static void test_create(void **state) {
 static void test_add_and_read_back(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
-  for (unsigned long i = 0; i < 6; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 6, 0);
   assert_int_equal(kb_store_candidate_count(s), 2);
   assert_int_equal(kb_store_evaluation_count(s), 6);
   char id[65];
@@ -422,11 +428,7 @@ static void test_duplicates_are_noops(void **state) {
 static void test_reopen_keeps_dedup_state(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
-  for (unsigned long i = 0; i < 9; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 9, 0);
   kb_store_close(s); /* close flushes */
 
   struct kb_error err = {0, ""};
@@ -438,11 +440,7 @@ static void test_reopen_keeps_dedup_state(void **state) {
   fx_id(id, 2);
   assert_true(kb_store_has_candidate(s, id));
   assert_true(kb_store_has_evaluation(s, id, 1, 1));
-  for (unsigned long i = 0; i < 9; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 0);
-    add_eval(s, i, 0);
-  }
+  add_rows(s, 9, 9);
   add_cand(s, 3, 1);
   add_eval(s, 9, 1);
   add_eval(s, 9, 0);
@@ -732,11 +730,7 @@ static void test_recover_killed_writer(void **state) {
   assert_true(kb_store_recovered(s) & KB_STORE_RECOVERED_FLAGS);
   assert_int_equal(kb_store_evaluation_count(s), 8); /* exactly what was flushed */
   assert_int_equal(kb_store_candidate_count(s), 3);
-  for (unsigned long i = 0; i < 13; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, i < 8 ? 0 : 1);
-    add_eval(s, i, i < 8 ? 0 : 1);
-  }
+  add_rows(s, 13, 8);
   kb_store_close(s);
   s = open_ok(t->path);
   assert_int_equal(kb_store_recovered(s), 0);
@@ -860,11 +854,7 @@ static void test_allocation_failures(void **state) {
   }
   assert_int_equal(rc, KB_OK);
   assert_true(n > 3);
-  for (unsigned long i = 0; i < 30; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 30, 0);
   /* Adding: a failed allocation leaves the store as it was, and usable. */
   for (n = 0; n < 5; n++) {
     struct fx_candidate fc;
