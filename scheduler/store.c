@@ -831,6 +831,102 @@ static int sync_path(const char *path, int dir, struct kb_error *err) {
   return KB_OK;
 }
 
+/* Writes the root attributes of new file `f` (named `tmp` in messages): format, campaign,
+ * task, created, and a zero "commit" (created with the file type, written through the memory
+ * type). */
+static int write_root(hid_t f, const char *tmp, const struct kb_store_task_info *info,
+                      struct kb_error *err) {
+  double created = now_unix();
+  struct commit_rec zero = {0, 0, 0, 0, 0, 0, 0};
+  if (put_str_attr(f, "format", STORE_FORMAT, 0, 1) < 0 ||
+      put_str_attr(f, "campaign", info->campaign, 0, 1) < 0 ||
+      put_str_attr(f, "task", info->task, 0, 1) < 0 ||
+      put_attr(f, "created", H5T_NATIVE_DOUBLE, &created, 1) < 0)
+    return h5fail(err, tmp, "write the root attributes");
+  hid_t kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
+  hid_t kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = kft < 0 || kmt < 0 || sp < 0
+                ? H5I_INVALID_HID
+                : H5Acreate2(f, "commit", kft, sp, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t w = a < 0 ? -1 : H5Awrite(a, kmt, &zero);
+  int rc = kft < 0 || kmt < 0 ? h5fail(err, tmp, "make the table types")
+           : w < 0            ? h5fail(err, tmp, "write the root attribute \"commit\"")
+                              : KB_OK;
+  close_id(&a, H5Aclose);
+  close_id(&sp, H5Sclose);
+  close_id(&kmt, H5Tclose);
+  close_id(&kft, H5Tclose);
+  return rc;
+}
+
+/* Creates every object of new file `f` (named `tmp` in messages) below the root: /task, the
+ * tables, the byte heaps, the groups and /best. */
+static int make_objects(hid_t f, const char *tmp, const struct kb_store_task_info *info,
+                        struct kb_error *err) {
+  int rc = KB_OK;
+  hid_t g = H5I_INVALID_HID;
+  hid_t cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
+  hid_t eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
+  hid_t pft = compound_type(kern_fields, NFIELDS(kern_fields), 0, 1);
+  hid_t lft = compound_type(llm_fields, NFIELDS(llm_fields), 0, 1);
+  const char *spec = info->spec_json ? info->spec_json : "";
+  const char *ref = info->reference ? info->reference : "";
+  if (cft < 0 || eft < 0 || pft < 0 || lft < 0) {
+    rc = h5fail(err, tmp, "make the table types");
+    goto out;
+  }
+  g = H5Gcreate2(f, "task", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0 || put_bytes(g, "spec_json", spec, strlen(spec)) < 0 ||
+      put_bytes(g, "reference", ref, strlen(ref)) < 0) {
+    rc = h5fail(err, tmp, "write /task");
+    goto out;
+  }
+  if (make_table(f, "candidates", cft, CAND_CHUNK, 0) < 0 ||
+      make_table(f, "evaluations", eft, EVAL_CHUNK, 0) < 0) {
+    rc = h5fail(err, tmp, "create the tables");
+    goto out;
+  }
+  if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
+      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
+      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
+      make_table(f, "llm/requests", lft, LLM_CHUNK, 0) < 0 ||
+      make_table(f, "llm/text", H5T_STD_U8LE, HEAP_CHUNK, LLM_DEFLATE) < 0) {
+    rc = h5fail(err, tmp, "create the groups");
+    goto out;
+  }
+  if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0)
+    rc = h5fail(err, tmp, "write /best");
+out:
+  close_id(&g, H5Gclose);
+  close_id(&lft, H5Tclose);
+  close_id(&pft, H5Tclose);
+  close_id(&eft, H5Tclose);
+  close_id(&cft, H5Tclose);
+  return rc;
+}
+
+/* Syncs the finished `tmp`, renames it to `path` (`*made` 0 from then on: `tmp` is gone) and
+ * syncs the folder of `path`. `dir` is a copy of `path` (caller-owned), cut here. */
+static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
+                        struct kb_error *err) {
+  int rc = sync_path(tmp, 0, err);
+  if (rc)
+    return rc;
+  if (rename(tmp, path) != 0)
+    return kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", path, tmp,
+                        strerror(errno));
+  *made = 0;
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  return sync_path(slash != NULL ? dir : ".", 1, err);
+}
+
 /* Builds the whole file in "<path>.tmp" and renames it to `path`, so that `path` never holds a
  * half-made file. Every object the store will ever write is created here: SWMR write mode
  * cannot create objects. Errors: KB_EHDF5, KB_EIO, KB_ENOMEM. */
@@ -838,9 +934,7 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
                        struct kb_error *err) {
   int rc = KB_OK;
   char *tmp = NULL, *dir = NULL;
-  hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, g = H5I_INVALID_HID;
-  hid_t cft = H5I_INVALID_HID, eft = H5I_INVALID_HID, kft = H5I_INVALID_HID;
-  hid_t kmt = H5I_INVALID_HID, pft = H5I_INVALID_HID, lft = H5I_INVALID_HID;
+  hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
   int made = 0; /* tmp exists and must go on failure */
   size_t plen = strlen(s->path);
   tmp = kb_malloc(plen + sizeof ".tmp");
@@ -863,96 +957,20 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
     goto out;
   }
   made = 1;
-  double created = now_unix();
-  struct commit_rec zero = {0, 0, 0, 0, 0, 0, 0};
-  cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
-  eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
-  kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
-  kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  pft = compound_type(kern_fields, NFIELDS(kern_fields), 0, 1);
-  lft = compound_type(llm_fields, NFIELDS(llm_fields), 0, 1);
-  if (cft < 0 || eft < 0 || kft < 0 || kmt < 0 || pft < 0 || lft < 0) {
-    rc = h5fail(err, tmp, "make the table types");
+  rc = write_root(f, tmp, info, err);
+  if (rc == KB_OK)
+    rc = make_objects(f, tmp, info, err);
+  if (rc)
     goto out;
-  }
-  if (put_str_attr(f, "format", STORE_FORMAT, 0, 1) < 0 ||
-      put_str_attr(f, "campaign", info->campaign, 0, 1) < 0 ||
-      put_str_attr(f, "task", info->task, 0, 1) < 0 ||
-      put_attr(f, "created", H5T_NATIVE_DOUBLE, &created, 1) < 0) {
-    rc = h5fail(err, tmp, "write the root attributes");
-    goto out;
-  }
-  /* "commit" is created with the file type and written through the memory type. */
-  {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = sp < 0 ? H5I_INVALID_HID : H5Acreate2(f, "commit", kft, sp, H5P_DEFAULT,
-                                                    H5P_DEFAULT);
-    herr_t w = a < 0 ? -1 : H5Awrite(a, kmt, &zero);
-    if (w < 0)
-      rc = h5fail(err, tmp, "write the root attribute \"commit\"");
-    close_id(&a, H5Aclose);
-    close_id(&sp, H5Sclose);
-    if (rc)
-      goto out;
-  }
-  const char *spec = info->spec_json ? info->spec_json : "";
-  const char *ref = info->reference ? info->reference : "";
-  g = H5Gcreate2(f, "task", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  if (g < 0 || put_bytes(g, "spec_json", spec, strlen(spec)) < 0 ||
-      put_bytes(g, "reference", ref, strlen(ref)) < 0) {
-    rc = h5fail(err, tmp, "write /task");
-    goto out;
-  }
-  close_id(&g, H5Gclose);
-  if (make_table(f, "candidates", cft, CAND_CHUNK, 0) < 0 ||
-      make_table(f, "evaluations", eft, EVAL_CHUNK, 0) < 0) {
-    rc = h5fail(err, tmp, "create the tables");
-    goto out;
-  }
-  if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
-      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
-      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
-      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
-      make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
-      make_table(f, "llm/requests", lft, LLM_CHUNK, 0) < 0 ||
-      make_table(f, "llm/text", H5T_STD_U8LE, HEAP_CHUNK, LLM_DEFLATE) < 0) {
-    rc = h5fail(err, tmp, "create the groups");
-    goto out;
-  }
-  if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0) {
-    rc = h5fail(err, tmp, "write /best");
-    goto out;
-  }
   herr_t closed = H5Fclose(f);
   f = H5I_INVALID_HID;
   if (closed < 0) {
     rc = h5fail(err, tmp, "close file");
     goto out;
   }
-  rc = sync_path(tmp, 0, err);
-  if (rc)
-    goto out;
-  if (rename(tmp, s->path) != 0) {
-    rc = kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", s->path, tmp,
-                      strerror(errno));
-    goto out;
-  }
-  made = 0;
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    slash[1] = '\0';
-  else if (slash != NULL)
-    *slash = '\0';
-  rc = sync_path(slash != NULL ? dir : ".", 1, err);
+  rc = put_in_place(tmp, s->path, dir, &made, err);
 out:
-  close_id(&g, H5Gclose);
   close_id(&f, H5Fclose);
-  close_id(&lft, H5Tclose);
-  close_id(&pft, H5Tclose);
-  close_id(&kmt, H5Tclose);
-  close_id(&kft, H5Tclose);
-  close_id(&eft, H5Tclose);
-  close_id(&cft, H5Tclose);
   close_id(&fapl, H5Pclose);
   if (rc && made)
     unlink(tmp);
