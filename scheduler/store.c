@@ -1443,6 +1443,41 @@ static void destroy(struct kb_store *s) {
   kb_free(s);
 }
 
+/* A store for `path` with nothing open yet: every handle invalid, the memory types made. `*out`
+ * is new (destroy() frees it); NULL on failure. */
+static int new_store(const char *path, struct kb_store **out, struct kb_error *err) {
+  struct kb_store *s = kb_calloc(1, sizeof *s);
+  *out = NULL;
+  if (s == NULL)
+    return nomem(err, path);
+  s->lock_fd = -1;
+  s->data_fd = -1;
+  s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
+  s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
+  s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
+  s->kern_mt = s->llm_mt = H5I_INVALID_HID;
+  s->path = kb_strdup(path);
+  if (s->path == NULL) {
+    destroy(s);
+    return nomem(err, path);
+  }
+  s->cand_mt = compound_type(cand_fields, NFIELDS(cand_fields), sizeof(struct cand_row), 0);
+  s->eval_mt = compound_type(eval_fields, NFIELDS(eval_fields), sizeof(struct eval_row), 0);
+  s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
+  s->commit_mt =
+      compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  s->kern_mt = compound_type(kern_fields, NFIELDS(kern_fields), sizeof(struct kern_row), 0);
+  s->llm_mt = compound_type(llm_fields, NFIELDS(llm_fields), sizeof(struct llm_row), 0);
+  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0 || s->kern_mt < 0 ||
+      s->llm_mt < 0) {
+    int rc = h5fail(err, path, "make the table types"); /* before destroy() resets the stack */
+    destroy(s);
+    return rc;
+  }
+  *out = s;
+  return KB_OK;
+}
+
 /* kb_store_open() with HDF5 printing off: lock, create when absent, open (recovering), check
  * the root attributes, load the committed state. */
 static int open_impl(const char *path, const struct kb_store_task_info *info,
@@ -1457,33 +1492,10 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
                        info->task[0] == '\0'))
     return kb_error_set(err, KB_EINVAL, "%s: campaign and task ids must have 1 to %d characters",
                         path, KB_ID_MAX - 1);
-  struct kb_store *s = kb_calloc(1, sizeof *s);
-  if (s == NULL)
-    return nomem(err, path);
-  s->lock_fd = -1;
-  s->data_fd = -1;
-  s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
-  s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
-  s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
-  s->kern_mt = s->llm_mt = H5I_INVALID_HID;
-  int rc = KB_OK;
-  s->path = kb_strdup(path);
-  if (s->path == NULL) {
-    rc = nomem(err, path);
-    goto out;
-  }
-  s->cand_mt = compound_type(cand_fields, NFIELDS(cand_fields), sizeof(struct cand_row), 0);
-  s->eval_mt = compound_type(eval_fields, NFIELDS(eval_fields), sizeof(struct eval_row), 0);
-  s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
-  s->commit_mt =
-      compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  s->kern_mt = compound_type(kern_fields, NFIELDS(kern_fields), sizeof(struct kern_row), 0);
-  s->llm_mt = compound_type(llm_fields, NFIELDS(llm_fields), sizeof(struct llm_row), 0);
-  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0 || s->kern_mt < 0 ||
-      s->llm_mt < 0) {
-    rc = h5fail(err, path, "make the table types");
-    goto out;
-  }
+  struct kb_store *s = NULL;
+  int rc = new_store(path, &s, err);
+  if (rc)
+    return rc;
   rc = take_lock(s, err);
   if (rc)
     goto out;
