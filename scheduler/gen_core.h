@@ -60,7 +60,7 @@ struct kb_gen {
 };
 
 /* Sets up the generators of campaign `q` (borrowed; must outlive `g`) from its stored spec:
- * reads the llm key (kb/llm_key.h rules), voids llm charges a killed predecessor left.
+ * reads the llm key (llm_key.h rules), voids llm charges a killed predecessor left.
  * Errors: KB_EPARSE (stored spec), KB_ENOTFOUND / KB_EINVAL (the key), KB_ECONN, KB_ENOMEM. */
 int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
                 struct kb_error *err);

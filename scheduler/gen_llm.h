@@ -32,7 +32,8 @@ struct kb_gen_llm; /* opaque */
 
 /* Creates the generator for campaign `q` (borrowed; must outlive it) with settings `cfg`
  * (borrowed; must outlive it) and API key `key` (borrowed; copied). Voids the llm charges an
- * earlier scheduler left open. Errors: KB_EINVAL, KB_ECONN, KB_EREDIS, KB_ENOMEM. */
+ * earlier scheduler left open. Returns it in `*out` (new; kb_gen_llm_free). Errors: KB_EINVAL,
+ * KB_ECONN, KB_EREDIS, KB_ENOMEM. */
 int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
                    unsigned seed, struct kb_gen_llm **out, struct kb_error *err);
 /* Aborts requests in flight (their reservations are voided when Redis answers) and frees;
