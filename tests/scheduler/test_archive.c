@@ -115,21 +115,35 @@ static void test_fingerprint(void **state) {
   kb_task_release(&d);
 }
 
+/* A temp folder and the task "sum" (category reduction), as most tests start. */
+struct sum_dir {
+  char dir[64];
+  struct kb_task t;
+};
+
+static void sum_dir_open(struct sum_dir *fx) {
+  tmpdir(fx->dir, sizeof fx->dir);
+  make_task("sum", "reduction", 1024, &fx->t);
+}
+
+static void sum_dir_close(struct sum_dir *fx) {
+  kb_task_release(&fx->t);
+  rmtree(fx->dir);
+}
+
 static void test_roundtrip(void **state) {
   (void)state;
-  char dir[64];
-  tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  make_task("sum", "reduction", 1024, &t);
+  struct sum_dir fx;
+  sum_dir_open(&fx);
   struct kb_archive_entry e;
-  make_entry(&t, 1, 2.5, "NVIDIA H200", &e);
+  make_entry(&fx.t, 1, 2.5, "NVIDIA H200", &e);
   struct kb_error err = {0};
   assert_int_equal(kb_archive_entry_add_tag(&e, "Tiled Loop", &err), KB_OK);
   char path[4200];
-  if (kb_archive_put(dir, &e, path, sizeof path, &err))
+  if (kb_archive_put(fx.dir, &e, path, sizeof path, &err))
     fail_msg("%s", err.msg);
   struct kb_archive a;
-  assert_int_equal(kb_archive_load(dir, &a, NULL, NULL, &err), KB_OK);
+  assert_int_equal(kb_archive_load(fx.dir, &a, NULL, NULL, &err), KB_OK);
   assert_int_equal(a.n, 1);
   assert_int_equal(a.skipped, 0);
   const struct kb_archive_entry *b = &a.entries[0];
@@ -153,10 +167,10 @@ static void test_roundtrip(void **state) {
 
   /* the same kernel on the same GPU replaces its entry; on another GPU it is another entry */
   e.speedup = 3;
-  assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
+  assert_int_equal(kb_archive_put(fx.dir, &e, NULL, 0, &err), KB_OK);
   snprintf(e.gpu, sizeof e.gpu, "NVIDIA A100");
-  assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
-  assert_int_equal(kb_archive_load(dir, &a, NULL, NULL, &err), KB_OK);
+  assert_int_equal(kb_archive_put(fx.dir, &e, NULL, 0, &err), KB_OK);
+  assert_int_equal(kb_archive_load(fx.dir, &a, NULL, NULL, &err), KB_OK);
   assert_int_equal(a.n, 2);
   kb_archive_release(&a);
 
@@ -172,8 +186,7 @@ static void test_roundtrip(void **state) {
   assert_non_null(strstr(err.msg, "\"candidate\" does not match"));
   kb_free(text);
   kb_archive_entry_release(&e);
-  kb_task_release(&t);
-  rmtree(dir);
+  sum_dir_close(&fx);
 }
 
 struct warned {
@@ -189,19 +202,17 @@ static void on_warn(const char *msg, void *arg) {
 
 static void test_corrupt_and_missing(void **state) {
   (void)state;
-  char dir[64];
-  tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  make_task("sum", "reduction", 1024, &t);
+  struct sum_dir fx;
+  sum_dir_open(&fx);
   struct kb_archive_entry e;
-  make_entry(&t, 1, 2, "cpu", &e);
+  make_entry(&fx.t, 1, 2, "cpu", &e);
   struct kb_error err = {0};
-  assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
+  assert_int_equal(kb_archive_put(fx.dir, &e, NULL, 0, &err), KB_OK);
   /* a file with an entry's name whose "gpu" is a number; a half-written one; a temp file */
   char bad[256], cut[256], tmp[256];
-  snprintf(bad, sizeof bad, "%s/%064d.json", dir, 0);
-  snprintf(cut, sizeof cut, "%s/%063d1.json", dir, 0);
-  snprintf(tmp, sizeof tmp, "%s/.%s.json.host.1.0.tmp", dir, e.id);
+  snprintf(bad, sizeof bad, "%s/%064d.json", fx.dir, 0);
+  snprintf(cut, sizeof cut, "%s/%063d1.json", fx.dir, 0);
+  snprintf(tmp, sizeof tmp, "%s/.%s.json.host.1.0.tmp", fx.dir, e.id);
   char *text = NULL;
   assert_int_equal(kb_archive_entry_to_json(&e, 1, &text, &err), KB_OK);
   char *gpu = strstr(text, "\"gpu\": \"cpu\"");
@@ -219,7 +230,7 @@ static void test_corrupt_and_missing(void **state) {
   kb_free(text);
   struct warned w = {0};
   struct kb_archive a;
-  assert_int_equal(kb_archive_load(dir, &a, on_warn, &w, &err), KB_OK);
+  assert_int_equal(kb_archive_load(fx.dir, &a, on_warn, &w, &err), KB_OK);
   assert_int_equal(a.n, 1);
   assert_int_equal(a.skipped, 2);
   assert_int_equal(w.n, 2);
@@ -227,35 +238,32 @@ static void test_corrupt_and_missing(void **state) {
   /* the message names the file and the field */
   w.n = 0;
   unlink(cut);
-  assert_int_equal(kb_archive_load(dir, &a, on_warn, &w, &err), KB_OK);
+  assert_int_equal(kb_archive_load(fx.dir, &a, on_warn, &w, &err), KB_OK);
   assert_int_equal(w.n, 1);
   assert_non_null(strstr(w.last, bad));
   assert_non_null(strstr(w.last, "\"gpu\" must be a string"));
   kb_archive_release(&a);
 
   char missing[128];
-  snprintf(missing, sizeof missing, "%s/nope", dir);
+  snprintf(missing, sizeof missing, "%s/nope", fx.dir);
   assert_int_equal(kb_archive_load(missing, &a, NULL, NULL, &err), KB_ENOTFOUND);
   assert_non_null(strstr(err.msg, missing));
   assert_int_equal(kb_archive_put(missing, &e, NULL, 0, &err), KB_ENOTFOUND);
   kb_archive_entry_release(&e);
-  kb_task_release(&t);
-  rmtree(dir);
+  sum_dir_close(&fx);
 }
 
 /* Allocation failures while reading a folder: each run fails with KB_ENOMEM (nothing skipped
  * as if it were corrupt, nothing leaked under ASan) or reads every entry. */
 static void test_alloc_failures(void **state) {
   (void)state;
-  char dir[64];
-  tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  make_task("sum", "reduction", 1024, &t);
+  struct sum_dir fx;
+  sum_dir_open(&fx);
   struct kb_error err = {0};
   for (int k = 0; k < 3; k++) {
     struct kb_archive_entry e;
-    make_entry(&t, k, 1 + k, "cpu", &e);
-    assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
+    make_entry(&fx.t, k, 1 + k, "cpu", &e);
+    assert_int_equal(kb_archive_put(fx.dir, &e, NULL, 0, &err), KB_OK);
     kb_archive_entry_release(&e);
   }
   long ok_runs = 0, n;
@@ -264,7 +272,7 @@ static void test_alloc_failures(void **state) {
     struct warned w = {0};
     struct kb_error ferr = {0};
     kb_alloc_fail_after(n);
-    int rc = kb_archive_load(dir, &a, on_warn, &w, &ferr);
+    int rc = kb_archive_load(fx.dir, &a, on_warn, &w, &ferr);
     kb_alloc_fail_after(-1);
     if (rc == KB_OK) {
       if (a.n != 3 || w.n != 0)
@@ -278,18 +286,15 @@ static void test_alloc_failures(void **state) {
     }
   }
   assert_true(ok_runs == 20);
-  kb_task_release(&t);
-  rmtree(dir);
+  sum_dir_close(&fx);
 }
 
 /* Two processes write 60 entries each, 30 of them the same ones, while this one reads the
  * folder over and over: every entry it sees is whole, and the end holds exactly 90. */
 static void test_concurrent_writers(void **state) {
   (void)state;
-  char dir[64];
-  tmpdir(dir, sizeof dir);
-  struct kb_task t;
-  make_task("sum", "reduction", 1024, &t);
+  struct sum_dir fx;
+  sum_dir_open(&fx);
   pid_t kids[2];
   for (int w = 0; w < 2; w++) {
     kids[w] = fork();
@@ -299,9 +304,9 @@ static void test_concurrent_writers(void **state) {
       for (int i = 0; i < 60; i++) {
         int k = i < 30 ? i : 1000 * (w + 1) + i; /* 0..29 shared */
         struct kb_archive_entry e;
-        make_entry(&t, k, 1 + k % 7, "cpu", &e);
+        make_entry(&fx.t, k, 1 + k % 7, "cpu", &e);
         struct kb_error err = {0};
-        bad |= kb_archive_put(dir, &e, NULL, 0, &err) != KB_OK;
+        bad |= kb_archive_put(fx.dir, &e, NULL, 0, &err) != KB_OK;
         kb_archive_entry_release(&e);
       }
       _exit(bad);
@@ -312,7 +317,7 @@ static void test_concurrent_writers(void **state) {
     struct kb_archive a;
     struct warned wn = {0};
     struct kb_error err = {0};
-    assert_int_equal(kb_archive_load(dir, &a, on_warn, &wn, &err), KB_OK);
+    assert_int_equal(kb_archive_load(fx.dir, &a, on_warn, &wn, &err), KB_OK);
     if (a.skipped)
       fail_msg("a partial entry was visible: %s", wn.last);
     kb_archive_release(&a);
@@ -334,12 +339,12 @@ static void test_concurrent_writers(void **state) {
   }
   struct kb_archive a;
   struct kb_error err = {0};
-  assert_int_equal(kb_archive_load(dir, &a, NULL, NULL, &err), KB_OK);
+  assert_int_equal(kb_archive_load(fx.dir, &a, NULL, NULL, &err), KB_OK);
   assert_int_equal(a.n, 90);
   assert_int_equal(a.skipped, 0);
   kb_archive_release(&a);
   /* no temp file left behind */
-  DIR *d = opendir(dir);
+  DIR *d = opendir(fx.dir);
   struct dirent *de;
   int files = 0;
   while ((de = readdir(d)) != NULL)
@@ -349,8 +354,7 @@ static void test_concurrent_writers(void **state) {
   assert_int_equal(files, 90);
   fprintf(stderr, "concurrent writers: %d reads of the folder while writing, all whole\n",
           reads);
-  kb_task_release(&t);
-  rmtree(dir);
+  sum_dir_close(&fx);
 }
 
 /* The generator: proposals, examples, crossover parents. */
