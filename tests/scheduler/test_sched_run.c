@@ -27,6 +27,7 @@
 
 static const char *runner_bin, *repo_dir;
 static char dir[64];
+static pid_t runner_pid; /* the kb-runner of the test under way, 0 when none */
 
 /* Writes campaign `cid` (the host task "sum", its two seeds) under `dir` and submits it. */
 static void submit(const char *cid) {
@@ -81,29 +82,33 @@ static void queue_status(const char *cid, struct kb_queue_status *st) {
   kb_redis_free(r);
 }
 
-static struct kb_sched_opts opts_for(const char *cid, volatile sig_atomic_t *stop) {
-  static char work[128];
+/* kb_sched_run on campaign `cid` with stop flag `*stop`, failing the test on an error or after
+ * `limit_s` seconds (SIGALRM); returns its `finished`. */
+static int run_sched(const char *cid, volatile sig_atomic_t *stop, unsigned limit_s) {
+  char work[128];
   snprintf(work, sizeof work, "%s/sched-cache", dir);
-  return (struct kb_sched_opts){.redis = kbt_group_redis.addr, .campaign = cid,
-                                .work_dir = work, .wait_s = 10, .stop = stop};
+  struct kb_sched_opts o = {.redis = kbt_group_redis.addr, .campaign = cid, .work_dir = work,
+                            .wait_s = 10, .stop = stop};
+  int finished = -1;
+  struct kb_error err = {0};
+  alarm(limit_s);
+  int rc = kb_sched_run(&o, &finished, &err);
+  alarm(0);
+  if (rc)
+    fail_msg("kb_sched_run: %s (%d)", err.msg, rc);
+  return finished;
 }
 
 static void test_campaign_runs_to_its_end(void **state) {
   (void)state;
   submit("run");
-  pid_t runner = spawn_runner("run");
+  runner_pid = spawn_runner("run");
   volatile sig_atomic_t stop = 0;
-  struct kb_sched_opts o = opts_for("run", &stop);
-  int finished = 0;
-  struct kb_error err = {0};
-  alarm(150); /* a scheduler that never ends the campaign fails the test, not the suite */
-  int rc = kb_sched_run(&o, &finished, &err);
-  alarm(0);
-  kill(runner, SIGTERM);
-  int status = 0;
-  waitpid(runner, &status, 0);
-  if (rc)
-    fail_msg("kb_sched_run: %s (%d)", err.msg, rc);
+  /* a scheduler that never ends the campaign fails the test (SIGALRM), not the suite */
+  int finished = run_sched("run", &stop, 150);
+  kill(runner_pid, SIGTERM);
+  waitpid(runner_pid, NULL, 0);
+  runner_pid = 0;
   assert_int_equal(finished, 1);
 
   struct kb_queue_status st;
@@ -122,6 +127,7 @@ static void test_campaign_runs_to_its_end(void **state) {
   assert_true(sb.st_size > 0);
   snprintf(path, sizeof path, "%s/results/run/sum.h5", dir);
   struct kb_store *s = NULL;
+  struct kb_error err = {0};
   if (kb_store_open(path, NULL, &s, &err))
     fail_msg("open %s: %s", path, err.msg);
   assert_true(kb_store_candidate_count(s) >= 2);
@@ -134,15 +140,7 @@ static void test_stop_leaves_the_campaign_open(void **state) {
   (void)state;
   submit("left");
   volatile sig_atomic_t stop = 1;
-  struct kb_sched_opts o = opts_for("left", &stop);
-  int finished = 1;
-  struct kb_error err = {0};
-  alarm(60);
-  int rc = kb_sched_run(&o, &finished, &err);
-  alarm(0);
-  if (rc)
-    fail_msg("kb_sched_run: %s (%d)", err.msg, rc);
-  assert_int_equal(finished, 0);
+  assert_int_equal(run_sched("left", &stop, 60), 0);
   struct kb_queue_status st;
   queue_status("left", &st);
   assert_string_not_equal(st.state, "done");
@@ -157,6 +155,10 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
+  if (runner_pid > 0) { /* a failed test left its runner */
+    kill(runner_pid, SIGKILL);
+    waitpid(runner_pid, NULL, 0);
+  }
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)
