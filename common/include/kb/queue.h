@@ -88,7 +88,8 @@ int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
  * (`stop` may be NULL). */
 int kb_queue_open_wait(struct kb_queue *q, struct kb_redis *redis, const char *cid, int wait_s,
                        volatile sig_atomic_t *stop, struct kb_error *err);
-/* Builds the key "kb:{cid}:<suffix>" into `out`; `suffix` is one of kb/keys.h (borrowed). */
+/* Builds the key "kb:{cid}:<suffix>" into `out` (`size` bytes); `suffix` is one of kb/keys.h
+ * (borrowed). Returns KB_OK, or KB_EINVAL when it does not fit (no message). */
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix);
 
 /* Adds (candidate, tier) to its tier's queue with `priority` (lower first), once.
@@ -140,9 +141,13 @@ int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *r
 /* Requeues or dead-letters up to `max` expired leases. Counts may be NULL. */
 int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, int *dead,
                   struct kb_error *err);
-/* Moves the campaign to `to` when its state is one of `from` ("a,b" or "*"). */
+/* Moves the campaign to `to` when its state is one of `from` ("a,b" or "*"); a campaign in
+ * state `to` already is left as it is. Errors: KB_ENOTFOUND (no campaign), KB_ESTATE (its state
+ * is not one of `from`), KB_ECONN, KB_EREDIS. */
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err);
+/* Fills `*st` (caller-owned) from the status script (read-only). Errors: KB_ENOTFOUND (no
+ * campaign), KB_ECONN, KB_EREDIS. */
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
 
 /* Acknowledges the `n` results-stream entries `ids` (group "scheduler") the scheduler drops as
