@@ -86,6 +86,19 @@ static void add_eval(struct kb_store *s, unsigned long i, int want_added) {
   assert_int_equal(added, want_added);
 }
 
+/* Opens the store at `path` (info-less), checks what it says, and closes it: kb_store_recovered
+ * `recovered`, `n_cands` candidates, `n_evals` evaluations; -1 skips a check. */
+static void assert_reopens(const char *path, int recovered, long n_cands, long n_evals) {
+  struct kb_store *s = open_ok(path);
+  if (recovered >= 0)
+    assert_int_equal(kb_store_recovered(s), recovered);
+  if (n_cands >= 0)
+    assert_int_equal(kb_store_candidate_count(s), n_cands);
+  if (n_evals >= 0)
+    assert_int_equal(kb_store_evaluation_count(s), n_evals);
+  kb_store_close(s);
+}
+
 /* Adds evaluations 0 .. n-1, three per candidate (each candidate before its first), expecting
  * each to be added when its index is `first_new` or more and a duplicate below it. */
 static void add_rows(struct kb_store *s, unsigned long n, unsigned long first_new) {
@@ -285,11 +298,7 @@ static void write_and_die(const char *path, unsigned long flushed, unsigned long
 
 static void test_create(void **state) {
   struct t_state *t = *state;
-  struct kb_store *s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 0);
-  assert_int_equal(kb_store_candidate_count(s), 0);
-  assert_int_equal(kb_store_recovered(s), 0);
-  kb_store_close(s);
+  assert_reopens(t->path, 0, 0, 0);
 
   struct stat st;
   char lock[160], tmp[160];
@@ -447,10 +456,7 @@ static void test_reopen_keeps_dedup_state(void **state) {
   assert_int_equal(kb_store_evaluation_count(s), 10);
   kb_store_close(s);
 
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 10);
-  assert_int_equal(kb_store_candidate_count(s), 4);
-  kb_store_close(s);
+  assert_reopens(t->path, -1, 4, 10);
   struct t_eval e[16];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 16), 10);
   struct t_cand c[8];
@@ -732,10 +738,7 @@ static void test_recover_killed_writer(void **state) {
   assert_int_equal(kb_store_candidate_count(s), 3);
   add_rows(s, 13, 8);
   kb_store_close(s);
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_recovered(s), 0);
-  assert_int_equal(kb_store_evaluation_count(s), 13);
-  kb_store_close(s);
+  assert_reopens(t->path, 0, -1, 13);
   struct t_eval e[16];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 16), 13);
   for (int i = 0; i < 13; i++)
@@ -758,9 +761,7 @@ static void test_recover_without_h5clear(void **state) {
   assert_null(s);
   assert_true(strncmp(err.msg, t->path, strlen(t->path)) == 0);
   assert_non_null(strstr(err.msg, "h5clear is not on PATH"));
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 2);
-  kb_store_close(s);
+  assert_reopens(t->path, -1, -1, 2);
 }
 
 /* Simulates a writer that died after appending and updating in place, but before the commit. */
