@@ -7,6 +7,7 @@
 
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/redis.h"
 
 /* The value of `r` (a bulk string) equals `s`. */
@@ -20,7 +21,7 @@ int kb__baseline_find(struct kb_queue *q, const char *task_id, const char *name,
   *found = 0;
   memset(c, 0, sizeof *c);
   char pattern[200];
-  if (kb_queue_key(q, pattern, sizeof pattern, "cand:*"))
+  if (kb_queue_key(q, pattern, sizeof pattern, KB_KEY_CAND_ANY))
     return kb_error_set(err, KB_EINVAL, "candidate key too long");
   size_t prefix = strlen(pattern) - 1;
   char cursor[32] = "0";

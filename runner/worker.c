@@ -20,6 +20,7 @@
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -333,7 +334,7 @@ static int check_confinement(struct worker *w, struct kb_error *err) {
   kb_info("sandbox confinement on this node: %s (seccomp %s, Landlock ABI %d)%s%s", l.level,
           l.seccomp ? "yes" : "no", l.landlock_abi, l.note[0] ? ": " : "", l.note);
   char key[KB_ID_MAX + 16];
-  kb_queue_key(&w->q, key, sizeof key, "meta");
+  kb_queue_key(&w->q, key, sizeof key, KB_KEY_META);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(w->redis, &rep, err, "HGET %s spec", key);
   if (rc)

@@ -10,6 +10,7 @@
 #include "kb/buf.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -147,7 +148,7 @@ int kb_gen_archive_can_propose(struct kb_gen_archive *a, const struct kb_task *t
 /* 1 when candidate `id` is in the campaign's catalog, 0 when not, -1 on error (in `err`). */
 static int known(struct kb_gen_archive *a, const char *id, struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "cand:%s", id);
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, id);
   kb_queue_key(a->q, key, sizeof key, suffix);
   redisReply *rep = NULL;
   if (kb_redis_commandf(a->q->redis, &rep, err, "EXISTS %s", key) != KB_OK)

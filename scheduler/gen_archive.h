@@ -32,13 +32,13 @@ struct kb_gen_archive; /* opaque */
 
 /* Opens archive folder `dir` (borrowed; copied) for campaign `q` (borrowed; must outlive it)
  * with settings `cfg` (borrowed; must outlive it) and reads its entries; corrupt ones are
- * logged and skipped. Errors: KB_ENOTFOUND / KB_EINVAL / KB_EIO (the folder: the message names
- * it), KB_ENOMEM. */
+ * logged and skipped. Returns it in `*out` (new; kb_gen_archive_free). Errors: KB_ENOTFOUND /
+ * KB_EINVAL / KB_EIO (the folder: the message names it), KB_ENOMEM. */
 int kb_gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg, const char *dir,
                        struct kb_gen_archive **out, struct kb_error *err);
 /* Frees; NULL is fine. */
 void kb_gen_archive_free(struct kb_gen_archive *a);
-/* The folder (borrowed from `a`). */
+/* The folder (borrowed from `a`; valid until kb_gen_archive_free). */
 const char *kb_gen_archive_dir(const struct kb_gen_archive *a);
 /* Entries read at start. */
 int kb_gen_archive_size(const struct kb_gen_archive *a);

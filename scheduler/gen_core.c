@@ -14,6 +14,7 @@
 #include "kb/alloc.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/log.h"
 #include "kb/redis.h"
@@ -24,7 +25,7 @@ enum { GEN_TUNE = 0, GEN_LLM = 1, GEN_KINDS };
 /* A string field of the campaign's meta hash into `*out` (new), "" when absent. */
 static int meta_string(struct kb_gen *g, const char *field, char **out, struct kb_error *err) {
   char key[200];
-  kb_queue_key(g->q, key, sizeof key, "meta");
+  kb_queue_key(g->q, key, sizeof key, KB_KEY_META);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(g->q->redis, &rep, err, "HGET %s %s", key, field);
   if (rc)
@@ -133,7 +134,7 @@ int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
   g->rng = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
   if (g->rng == 0)
     g->rng = 1;
-  kb_queue_key(q, g->key_count, sizeof g->key_count, "gen:count");
+  kb_queue_key(q, g->key_count, sizeof g->key_count, KB_KEY_GEN_COUNT);
   char *spec = NULL;
   int rc = meta_string(g, "spec", &spec, err);
   char where[200];
@@ -202,7 +203,7 @@ int kb_gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_
 static int store_candidate(const struct kb_candidate *c, void *arg, struct kb_error *err) {
   struct kb_gen *g = arg;
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "cand:%s", c->id);
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, c->id);
   kb_queue_key(g->q, key, sizeof key, suffix);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(g->q->redis, &rep, err, "EXISTS %s", key);

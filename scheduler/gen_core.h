@@ -9,7 +9,7 @@
  * pay for a candidate's first timed tier. Which task: round robin over the campaign's tasks,
  * skipping those that stopped (kb_task_pop.stopped: target or stagnation), those that reached `max_per_task` generation attempts (a tune proposal or an llm
  * request, whatever came of it: a new candidate, a duplicate or a failed generation; counted in
- * Redis, kb:{cid}:gen:count, so a restart keeps the count) or whose GPU cap from the budget
+ * Redis, KB_KEY_GEN_COUNT of kb/keys.h, so a restart keeps the count) or whose GPU cap from the budget
  * split (kb_queue_set_task_cap) cannot pay for a new candidate's compile and smoke tiers. Which generator:
  * drawn by weight among those that can still propose for that task (tune: a knob set not
  * proposed yet; llm: tokens left and fewer than `concurrency` requests in flight).
@@ -60,7 +60,7 @@ struct kb_gen {
 };
 
 /* Sets up the generators of campaign `q` (borrowed; must outlive `g`) from its stored spec:
- * reads the llm key (kb/llm_key.h rules), voids llm charges a killed predecessor left.
+ * reads the llm key (llm_key.h rules), voids llm charges a killed predecessor left.
  * Errors: KB_EPARSE (stored spec), KB_ENOTFOUND / KB_EINVAL (the key), KB_ECONN, KB_ENOMEM. */
 int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
                 struct kb_error *err);

@@ -11,7 +11,8 @@
 #include "kb/catalog.h"
 #include "kb/compress.h"
 #include "kb/error.h"
-#include "kb/ledger.h"
+#include "kb/keys.h"
+#include "ledger.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -105,8 +106,8 @@ int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const c
   l->q = q;
   l->cfg = cfg;
   l->rng = seed ? seed : 0x2545f491u;
-  kb_queue_key(q, l->key_open, sizeof l->key_open, "gen:llm:open");
-  kb_queue_key(q, l->key_seq, sizeof l->key_seq, "gen:llm:seq");
+  kb_queue_key(q, l->key_open, sizeof l->key_open, KB_KEY_GEN_LLM_OPEN);
+  kb_queue_key(q, l->key_seq, sizeof l->key_seq, KB_KEY_GEN_LLM_SEQ);
   struct kb_llm_client_opts o = {.api = cfg->api, .endpoint = cfg->endpoint, .key = key,
                                  .concurrency = cfg->concurrency, .timeout_s = cfg->timeout_s,
                                  .max_retries = cfg->max_retries, .backoff_s = cfg->backoff_s,
@@ -394,44 +395,94 @@ static void plan_release(struct plan *pl) {
   kb_candidate_release(&pl->parent[1]);
 }
 
+/* The texts a prompt's variables point to (prompt_vars). */
+struct vars_text {
+  char diag[256], metrics[1024], m2[256];
+};
+
+/* Fills `v` for plan `pl`: its first parent, and by kind the diagnosis and metrics (mutate),
+ * both parents with their summaries (crossover) or the failure (repair). `v` points into `pl`
+ * and `t` (both caller-owned, to outlive `v`). */
+static void prompt_vars(struct kb_gen_llm *l, const struct kb_task *task,
+                        const struct kb_task_pop *pop, const struct plan *pl,
+                        struct kb_prompt_vars *v, struct vars_text *t) {
+  if (pl->n_parents > 0) {
+    v->parent_name = pl->parent[0].name;
+    v->parent_source = pl->parent[0].source;
+    v->parent_knobs = pl->parent[0].knobs;
+  }
+  if (pl->kind == KB_PROMPT_MUTATE) {
+    struct kb_profile prof;
+    profile_of(task, pop, pl->pm[0], find_obs(l, pl->pm[0]->id), &prof);
+    kb_profile_diagnose(&prof, t->diag, sizeof t->diag, t->metrics, sizeof t->metrics);
+    v->diagnosis = t->diag;
+    v->metrics = t->metrics;
+  } else if (pl->kind == KB_PROMPT_CROSSOVER) {
+    summary_of(pl->pm[0], t->metrics, sizeof t->metrics);
+    if (pl->archived[0])
+      snprintf(t->m2, sizeof t->m2, "%s", pl->archived);
+    else
+      summary_of(pl->pm[1], t->m2, sizeof t->m2);
+    v->metrics = t->metrics;
+    v->metrics2 = t->m2;
+    v->parent2_name = pl->parent[1].name;
+    v->parent2_source = pl->parent[1].source;
+  } else if (pl->kind == KB_PROMPT_REPAIR) {
+    v->failed_tier = pl->repair->tier_name;
+    v->failure_status = kb_status_name(pl->repair->status);
+    v->failure = pl->repair->log && pl->repair->log[0] ? pl->repair->log : pl->repair->reason;
+    if (v->failure[0] == '\0')
+      v->failure = "(no details)";
+  }
+}
+
+/* Numbers request `p` of task `task_id` (its seq and charge id), lists its charge as open, then
+ * reserves `estimate` tokens under it; on a refused reservation the charge is unlisted again.
+ * KB_EBUDGET (logged once, `err` untouched) when the budget cannot hold it. */
+static int open_charge(struct kb_gen_llm *l, struct pending *p, const char *task_id,
+                       int64_t estimate, struct kb_error *err) {
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(l->q->redis, &rep, err, "INCR %s", l->key_seq);
+  if (rc)
+    return rc;
+  p->seq = rep->type == REDIS_REPLY_INTEGER ? (long)rep->integer : 0;
+  freeReplyObject(rep);
+  snprintf(p->charge, sizeof p->charge, "llm:%s:%ld", task_id, p->seq);
+  /* listed as open before the reservation, so a crash in between leaves nothing unknown */
+  rc = kb_redis_commandf(l->q->redis, &rep, err, "HSET %s %s %s", l->key_open, p->charge,
+                         task_id);
+  if (rc)
+    return rc;
+  freeReplyObject(rep);
+  struct kb_error rerr = {0};
+  rc = kb_ledger_reserve(l->q, KB_LLM_TOKENS, p->charge, estimate, "scheduler", NULL, &rerr);
+  if (rc == KB_OK)
+    return KB_OK;
+  struct kb_error derr = {0};
+  if (kb_redis_commandf(l->q->redis, &rep, &derr, "HDEL %s %s", l->key_open, p->charge) == KB_OK)
+    freeReplyObject(rep);
+  if (rc == KB_EBUDGET) {
+    if (!l->out_of_tokens)
+      kb_info("llm: the token budget cannot hold another request (%lld tokens)",
+              (long long)estimate);
+    l->out_of_tokens = 1;
+  } else {
+    kb_error_set(err, rc, "%s", rerr.msg);
+  }
+  return rc;
+}
+
 int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
                        const struct kb_task_pop *pop, struct kb_error *err) {
   struct plan pl;
   char *sys = NULL, *user = NULL, *body = NULL, *examples = NULL;
   struct pending *p = NULL;
   int rc = choose(l, pop, &pl, err);
-  char diag[256] = "", metrics[1024] = "", m2[256] = "";
+  struct vars_text vt = {"", "", ""};
   struct kb_prompt_vars v = {.task = task, .reference = reference};
   if (rc)
     goto out;
-  if (pl.n_parents > 0) {
-    v.parent_name = pl.parent[0].name;
-    v.parent_source = pl.parent[0].source;
-    v.parent_knobs = pl.parent[0].knobs;
-  }
-  if (pl.kind == KB_PROMPT_MUTATE) {
-    struct kb_profile prof;
-    profile_of(task, pop, pl.pm[0], find_obs(l, pl.pm[0]->id), &prof);
-    kb_profile_diagnose(&prof, diag, sizeof diag, metrics, sizeof metrics);
-    v.diagnosis = diag;
-    v.metrics = metrics;
-  } else if (pl.kind == KB_PROMPT_CROSSOVER) {
-    summary_of(pl.pm[0], metrics, sizeof metrics);
-    if (pl.archived[0])
-      snprintf(m2, sizeof m2, "%s", pl.archived);
-    else
-      summary_of(pl.pm[1], m2, sizeof m2);
-    v.metrics = metrics;
-    v.metrics2 = m2;
-    v.parent2_name = pl.parent[1].name;
-    v.parent2_source = pl.parent[1].source;
-  } else if (pl.kind == KB_PROMPT_REPAIR) {
-    v.failed_tier = pl.repair->tier_name;
-    v.failure_status = kb_status_name(pl.repair->status);
-    v.failure = pl.repair->log && pl.repair->log[0] ? pl.repair->log : pl.repair->reason;
-    if (v.failure[0] == '\0')
-      v.failure = "(no details)";
-  }
+  prompt_vars(l, task, pop, &pl, &v, &vt);
   if (l->archive.examples && (pl.kind == KB_PROMPT_TRANSLATE || pl.kind == KB_PROMPT_MUTATE))
     rc = l->archive.examples(l->archive.arg, task, &examples, err);
   v.examples = examples;
@@ -457,37 +508,10 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
     goto out;
   }
   p->prompt = kb_buf_detach(&both);
-  redisReply *rep = NULL;
-  rc = kb_redis_commandf(l->q->redis, &rep, err, "INCR %s", l->key_seq);
-  if (rc)
-    goto out;
-  p->seq = rep->type == REDIS_REPLY_INTEGER ? (long)rep->integer : 0;
-  freeReplyObject(rep);
-  snprintf(p->charge, sizeof p->charge, "llm:%s:%ld", task->id, p->seq);
   int64_t estimate = (int64_t)(strlen(body) / 3) + 16 + l->cfg->max_tokens;
-  /* listed as open before the reservation, so a crash in between leaves nothing unknown */
-  rc = kb_redis_commandf(l->q->redis, &rep, err, "HSET %s %s %s", l->key_open, p->charge,
-                         task->id);
+  rc = open_charge(l, p, task->id, estimate, err);
   if (rc)
     goto out;
-  freeReplyObject(rep);
-  struct kb_error rerr = {0};
-  rc = kb_ledger_reserve(l->q, KB_LLM_TOKENS, p->charge, estimate, "scheduler", NULL, &rerr);
-  if (rc) {
-    struct kb_error derr = {0};
-    if (kb_redis_commandf(l->q->redis, &rep, &derr, "HDEL %s %s", l->key_open, p->charge) ==
-        KB_OK)
-      freeReplyObject(rep);
-    if (rc == KB_EBUDGET) {
-      if (!l->out_of_tokens)
-        kb_info("llm: the token budget cannot hold another request (%lld tokens)",
-                (long long)estimate);
-      l->out_of_tokens = 1;
-    } else {
-      kb_error_set(err, rc, "%s", rerr.msg);
-    }
-    goto out;
-  }
   if (pl.kind == KB_PROMPT_REPAIR)
     pl.repair->repaired = 1;
   if (l->n_pend == l->cap_pend) {
@@ -528,7 +552,7 @@ out:
 static int audit(struct kb_gen_llm *l, const struct pending *p, const char *status,
                  const struct kb_llm_done *d, const char *cand_id, struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "llm:%s", p->task);
+  snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, p->task);
   kb_queue_key(l->q, key, sizeof key, suffix);
   void *zp = NULL, *zr = NULL;
   size_t zp_len = 0, zr_len = 0;

@@ -11,10 +11,11 @@
  * API reported (prompt + completion tokens, summed over retries) is posted, or the reservation
  * is voided when nothing was reported. An answer without a code block that defines kb_forward
  * is a failed generation: logged, tokens still charged. Open charges are listed in
- * kb:{cid}:gen:llm:open, so a restarted scheduler voids those its predecessor left.
+ * kb:{cid}:gen:llm:open (KB_KEY_GEN_LLM_OPEN, kb/keys.h), so a restarted scheduler voids
+ * those its predecessor left.
  *
  * Audit: every prompt and answer goes, zstd-compressed, to the stream kb:{cid}:llm:<task>
- * (fields: kind, charge, status, attempts, tokens_in, tokens_out, candidate, parents, error,
+ * (KB_KEY_LLM_AUDIT_FMT; fields: kind, charge, status, attempts, tokens_in, tokens_out, candidate, parents, error,
  * prompt, response). Not yet in the task's HDF5 file (see docs/generators.md).
  */
 #ifndef KB_SCHED_GEN_LLM_H
@@ -31,7 +32,8 @@ struct kb_gen_llm; /* opaque */
 
 /* Creates the generator for campaign `q` (borrowed; must outlive it) with settings `cfg`
  * (borrowed; must outlive it) and API key `key` (borrowed; copied). Voids the llm charges an
- * earlier scheduler left open. Errors: KB_EINVAL, KB_ECONN, KB_EREDIS, KB_ENOMEM. */
+ * earlier scheduler left open. Returns it in `*out` (new; kb_gen_llm_free). Errors: KB_EINVAL,
+ * KB_ECONN, KB_EREDIS, KB_ENOMEM. */
 int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
                    unsigned seed, struct kb_gen_llm **out, struct kb_error *err);
 /* Aborts requests in flight (their reservations are voided when Redis answers) and frees;

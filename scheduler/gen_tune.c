@@ -8,6 +8,7 @@
 #include "kb/alloc.h"
 #include "kb/catalog.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
@@ -414,7 +415,7 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
     b->space = space;
     b->size = kb_tune_space_size(&space);
     char suffix[160];
-    snprintf(suffix, sizeof suffix, "gen:tune:%s:%.16s", pop->task, m->id);
+    snprintf(suffix, sizeof suffix, KB_KEY_GEN_TUNE_FMT, pop->task, m->id);
     kb_queue_key(t->q, b->key, sizeof b->key, suffix);
     rc = load_seen(t, b, err);
     if (rc)
@@ -463,36 +464,50 @@ static int make_proposal(struct kb_tune *t, const struct base *b, const int *idx
   return KB_OK;
 }
 
-/* Tries to find a knob set of `b` not proposed yet. Returns KB_OK with `p` filled, KB_EEMPTY. */
-static int propose_from(struct kb_tune *t, struct base *b, const struct kb_task_pop *pop,
-                        struct kb_tune_proposal *p, struct kb_error *err) {
-  /* parents: the best timed knob sets of this base, best first */
-  int par_idx[PARENTS][KB_TUNE_MAX_KNOBS];
-  const char *par_id[PARENTS];
-  const struct kb_member *par_m[PARENTS];
-  int n_par = 0;
+/* The parents of new knob sets of a base: its best timed knob sets, best first. */
+struct parents {
+  int idx[PARENTS][KB_TUNE_MAX_KNOBS]; /* knob value indices */
+  const char *id[PARENTS];             /* candidate ids, borrowed from the base */
+  const struct kb_member *m[PARENTS];  /* borrowed from the population */
+  int n;
+};
+
+/* Ranks the timed knob sets `b` proposed (members of `pop`) into `par`. */
+static void rank_parents(const struct base *b, const struct kb_task_pop *pop,
+                         struct parents *par) {
+  par->n = 0;
   for (int i = 0; i < b->n_seen; i++) {
     const struct kb_member *m = kb_gen_rank_find(pop, b->seen_ids[i]);
     int idx[KB_TUNE_MAX_KNOBS];
     if (kb_gen_rank_tier(m) < 0 || knob_indices(&b->space, b->seen[i], idx) != 0)
       continue;
-    int pos = n_par;
-    while (pos > 0 && kb_gen_rank_better(m, par_m[pos - 1]))
+    int pos = par->n;
+    while (pos > 0 && kb_gen_rank_better(m, par->m[pos - 1]))
       pos--;
     if (pos >= PARENTS)
       continue;
-    int last = n_par < PARENTS ? n_par : PARENTS - 1;
+    int last = par->n < PARENTS ? par->n : PARENTS - 1;
     for (int j = last; j > pos; j--) {
-      memcpy(par_idx[j], par_idx[j - 1], sizeof par_idx[0]);
-      par_id[j] = par_id[j - 1];
-      par_m[j] = par_m[j - 1];
+      memcpy(par->idx[j], par->idx[j - 1], sizeof par->idx[0]);
+      par->id[j] = par->id[j - 1];
+      par->m[j] = par->m[j - 1];
     }
-    memcpy(par_idx[pos], idx, sizeof idx);
-    par_id[pos] = b->seen_ids[i];
-    par_m[pos] = m;
-    if (n_par < PARENTS)
-      n_par++;
+    memcpy(par->idx[pos], idx, sizeof idx);
+    par->id[pos] = b->seen_ids[i];
+    par->m[pos] = m;
+    if (par->n < PARENTS)
+      par->n++;
   }
+}
+
+/* Tries to find a knob set of `b` not proposed yet. Returns KB_OK with `p` filled, KB_EEMPTY. */
+static int propose_from(struct kb_tune *t, struct base *b, const struct kb_task_pop *pop,
+                        struct kb_tune_proposal *p, struct kb_error *err) {
+  struct parents par;
+  rank_parents(b, pop, &par);
+  int n_par = par.n;
+  int(*par_idx)[KB_TUNE_MAX_KNOBS] = par.idx;
+  const char **par_id = par.id;
   int idx[KB_TUNE_MAX_KNOBS];
   char knobs[1024];
   const char *pa = b->id, *pb = NULL;

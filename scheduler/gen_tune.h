@@ -11,8 +11,8 @@
  * never proposed again. The default knob set counts as proposed (it is the base itself). When
  * random tries find nothing new, the space is walked in order; a base whose every knob set was
  * proposed is exhausted. Proposals are recorded in Redis
- * (kb:{cid}:gen:tune:<task>:<base id prefix>, knob string -> candidate id), so a restarted
- * scheduler repeats nothing either.
+ * (kb:{cid}:gen:tune:<task>:<base id prefix>, KB_KEY_GEN_TUNE_FMT of kb/keys.h, knob string ->
+ * candidate id), so a restarted scheduler repeats nothing either.
  *
  * Bases: every member of the task's population that has knobs and was not itself made by tune;
  * the best-ranked base that is not exhausted goes first.

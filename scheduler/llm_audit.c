@@ -8,9 +8,10 @@
 #include "kb/alloc.h"
 #include "kb/compress.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
-#include "kb/store.h"
+#include "store.h"
 
 #define SYNC_BATCH 64
 #define TEXT_MAX (64u << 20) /* bytes a prompt or response may expand to */
@@ -113,7 +114,7 @@ static int store_entry(struct kb_store *store, const char *id, const redisReply 
 int kb_llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *task, long *added,
                       struct kb_error *err) {
   char key[200], suffix[100], start[64];
-  snprintf(suffix, sizeof suffix, "llm:%s", task);
+  snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, task);
   kb_queue_key(q, key, sizeof key, suffix);
   const char *last = kb_store_llm_last_entry(store);
   snprintf(start, sizeof start, "%s%s", last[0] ? "(" : "", last[0] ? last : "-");

@@ -17,12 +17,13 @@
 #include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/log.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/result.h"
-#include "kb/store.h"
+#include "store.h"
 #include "budget.h"
 #include "gen_core.h"
 #include "llm_audit.h"
@@ -69,7 +70,7 @@ struct sched {
 static int meta_field(struct sched *s, const char *field, char *out, size_t size,
                       struct kb_error *err) {
   char key[200];
-  kb_queue_key(&s->q, key, sizeof key, "meta");
+  kb_queue_key(&s->q, key, sizeof key, KB_KEY_META);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(s->redis, &rep, err, "HGET %s %s", key, field);
   if (rc)
@@ -114,7 +115,7 @@ static struct open_store *get_store(struct sched *s, const char *task_id, struct
     return NULL;
   }
   char key[200], suffix[100], path[1200];
-  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task_id);
   kb_queue_key(&s->q, key, sizeof key, suffix);
   redisReply *rep = NULL;
   if (kb_redis_commandf(s->redis, &rep, err, "HMGET %s spec reference", key))
@@ -283,8 +284,8 @@ static int check_leases(struct sched *s, struct entry *e, int n, struct kb_error
   const char *a_items[2 + BATCH], *a_charges[2 + BATCH];
   int idx[BATCH], m = 0;
   char k_items[200], k_charges[200];
-  kb_queue_key(&s->q, k_items, sizeof k_items, "items");
-  kb_queue_key(&s->q, k_charges, sizeof k_charges, "charges");
+  kb_queue_key(&s->q, k_items, sizeof k_items, KB_KEY_ITEMS);
+  kb_queue_key(&s->q, k_charges, sizeof k_charges, KB_KEY_CHARGES);
   a_items[0] = a_charges[0] = "HMGET";
   a_items[1] = k_items;
   a_charges[1] = k_charges;
@@ -613,7 +614,7 @@ static int sync_llm_all(struct sched *s, struct kb_error *err) {
   int rc = KB_OK;
   for (int i = 0; rc == KB_OK && i < s->pop.n; i++) {
     char key[200], suffix[100];
-    snprintf(suffix, sizeof suffix, "llm:%s", s->pop.tasks[i].task);
+    snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, s->pop.tasks[i].task);
     kb_queue_key(&s->q, key, sizeof key, suffix);
     redisReply *rep = NULL;
     rc = kb_redis_commandf(s->redis, &rep, err, "XLEN %s", key);
@@ -700,7 +701,7 @@ static int create_group(struct sched *s, struct kb_error *err) {
  * population entry for every task, so the budget split sees tasks with no result yet. */
 static int load_search(struct sched *s, struct kb_error *err) {
   char key[200];
-  kb_queue_key(&s->q, key, sizeof key, "meta");
+  kb_queue_key(&s->q, key, sizeof key, KB_KEY_META);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(s->redis, &rep, err, "HGET %s spec", key);
   if (rc)
@@ -721,10 +722,9 @@ static int load_search(struct sched *s, struct kb_error *err) {
   if (s->opts->eta > 0)
     s->policy.eta = s->opts->eta;
   kb_campaign_release(&c);
-  /* The task hashes kb:{cid}:task:<id> name the tasks (queue.h documents a kb:{cid}:tasks
-   * list, but submission does not write it). One SCAN at start. */
+  /* The task hashes kb:{cid}:task:<id> name the tasks. One SCAN at start. */
   char pattern[200], cursor[32] = "0";
-  kb_queue_key(&s->q, pattern, sizeof pattern, "task:*");
+  kb_queue_key(&s->q, pattern, sizeof pattern, KB_KEY_TASK_ANY);
   size_t prefix = strlen(pattern) - 1;
   do {
     rc = kb_redis_commandf(s->redis, &rep, err, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
@@ -799,7 +799,7 @@ static int attach(struct sched *s, struct kb_error *err) {
   if (snprintf(s->results_dir, sizeof s->results_dir, "%s/%s", base, s->q.cid) >=
       (int)sizeof s->results_dir)
     return kb_error_set(err, KB_EINVAL, "results folder path too long");
-  kb_queue_key(&s->q, s->key_results, sizeof s->key_results, "results");
+  kb_queue_key(&s->q, s->key_results, sizeof s->key_results, KB_KEY_RESULTS);
   rc = kb_mkdirs(s->results_dir, err);
   if (rc == KB_OK)
     rc = create_group(s, err);

@@ -7,6 +7,7 @@
 
 #include "kb/campaign.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/redis.h"
 
 static int put(char *out, size_t size, struct kb_error *err, const char *a, const char *b) {
@@ -23,7 +24,7 @@ static void from_redis(const char *cid, const char *addr, char *dir, size_t size
   struct kb_error err = {0};
   char key[KB_ID_MAX + 16];
   dir[0] = '\0';
-  if (kb_key(key, sizeof key, cid, "meta") || kb_redis_connect(&ro, &r, &err)) {
+  if (kb_key(key, sizeof key, cid, KB_KEY_META) || kb_redis_connect(&ro, &r, &err)) {
     kb_redis_free(r);
     return;
   }

@@ -17,10 +17,12 @@
 #include "kb/alloc.h"
 #include "kb/buf.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "server.h"
+#include "small_ladder.h"
 
 #define GPU_BUDGET_MS 1000000000000LL /* never the limit: 1e12 ms */
 #define N_TASKS 230                   /* task ids the items are spread over */
@@ -217,20 +219,12 @@ static int profile_delta(struct kb_bench_cmd *out, const struct cmdstat *a, int 
 
 /* ---- campaign and items ---------------------------------------------------------------- */
 
-/* Registers campaign `cid` with the 3-tier ladder of tests/queue/test_queue.c (0, 10, 100 ms),
- * as its make_campaign() does, and opens it. */
+/* Registers campaign `cid` with the queue tests' 3-tier ladder (tests/lib/small_ladder.h: 0, 10,
+ * 100 ms), as their kbq_make_campaign() does, and opens it. */
 static int make_campaign(struct kb_redis *r, const char *cid, long long gpu_ms, long lease_ms,
                          int max_attempts, struct kb_error *err) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
+  struct kb_tier tiers[KBT_SMALL_LADDER_TIERS];
+  kbt_small_ladder(tiers);
   struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
                                 .max_attempts = max_attempts, .lease_ms = lease_ms,
                                 .backend = KB_BACKEND_HOST, .gpu_ms = gpu_ms, .llm_tokens = 0};
@@ -760,6 +754,57 @@ static void wait_rewrite(struct coord *c) {
   }
 }
 
+/* One profiled call, the `i`-th (see profile_batches). */
+typedef int (*profiled_call)(struct coord *c, int i, void *ctx, struct kb_error *err);
+
+/* Makes calls i = 0 .. n-1 of `call` in batches of `batch`, the latency of each in lat[i], the
+ * server's commands of the least disturbed batch in `p` (keep_batch), then the latencies
+ * (profile_latency). Stops at the first error, or with `keep_going` makes every call and
+ * returns the first error. `*made` gets the number of calls made (the failed one included). */
+static int profile_batches(struct coord *c, struct kb_bench_script_profile *p, int n, int batch,
+                           int64_t *lat, int keep_going, profiled_call call, void *ctx,
+                           int *made, struct kb_error *err) {
+  struct cmdstat before[128];
+  int rc = KB_OK, i = 0;
+  while ((rc == KB_OK || keep_going) && i < n) {
+    int nb = commandstats(c->redis, before, 128), from = i;
+    for (; (rc == KB_OK || keep_going) && i < n && i - from < batch; i++) {
+      int64_t t0 = kb_bench_now_ns();
+      int crc = call(c, i, ctx, err);
+      lat[i] = kb_bench_now_ns() - t0;
+      if (rc == KB_OK)
+        rc = crc;
+    }
+    if (rc == KB_OK)
+      keep_batch(c, p, before, nb, i - from);
+  }
+  if (rc == KB_OK)
+    profile_latency(p, lat, i);
+  *made = i;
+  return rc;
+}
+
+static int call_fused(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *cl = ctx;
+  char json[64];
+  snprintf(json, sizeof json, "{\"profile\":%d}", i);
+  return kb_queue_complete_and_claim(&c->q, cl, cl->cost_ms / 2, json, "bench-profile", 0, -1,
+                                     NULL, cl, NULL, err);
+}
+
+static int call_claim(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *claims = ctx;
+  return kb_queue_claim(&c->q, "bench-profile", 0, -1, &claims[i], NULL, err);
+}
+
+static int call_complete(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct kb_claim *claims = ctx;
+  char json[64];
+  snprintf(json, sizeof json, "{\"profile\":%d}", i);
+  return kb_queue_complete(&c->q, &claims[i], claims[i].cost_ms / 2, json, "bench-profile", NULL,
+                           err);
+}
+
 /* `n` calls of kb_queue_complete_and_claim in a row from the coordinator's connection (after
  * one claim; the last item is completed alone): what a runner's one call per item costs the
  * server with no queueing. `lat` has room for `n` latencies. */
@@ -774,26 +819,10 @@ static int fused_profile(struct coord *c, int n, int64_t *lat, struct kb_error *
   if (rc)
     return rc;
   wait_rewrite(c);
-  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1;
-  struct cmdstat before[128];
-  int got = 0;
-  while (rc == KB_OK && got < n) {
-    int nb = commandstats(c->redis, before, 128), from = got;
-    for (; rc == KB_OK && got < n && got - from < batch; got++) {
-      char json[64];
-      snprintf(json, sizeof json, "{\"profile\":%d}", got);
-      int64_t t0 = kb_bench_now_ns();
-      rc = kb_queue_complete_and_claim(&c->q, &cl, cl.cost_ms / 2, json, "bench-profile", 0, -1,
-                                       NULL, &cl, NULL, err);
-      lat[got] = kb_bench_now_ns() - t0;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->fused, before, nb, got - from);
-  }
-  if (rc == KB_OK) {
-    profile_latency(&c->res->fused, lat, got);
+  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1, made = 0;
+  rc = profile_batches(c, &c->res->fused, n, batch, lat, 0, call_fused, &cl, &made, err);
+  if (rc == KB_OK)
     rc = kb_queue_complete(&c->q, &cl, cl.cost_ms / 2, "{}", "bench-profile", NULL, err);
-  }
   return rc;
 }
 
@@ -816,42 +845,15 @@ static int script_profiles(struct coord *c, int n, struct kb_error *err) {
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
   wait_rewrite(c);
-  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1;
-  struct cmdstat before[128];
-  int got = 0;
-  while (rc == KB_OK && got < n) {
-    int nb = commandstats(c->redis, before, 128), from = got;
-    for (; rc == KB_OK && got < n && got - from < batch; got++) {
-      int64_t t0 = kb_bench_now_ns();
-      rc = kb_queue_claim(&c->q, "bench-profile", 0, -1, &claims[got], NULL, err);
-      lat[got] = kb_bench_now_ns() - t0;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->claim, before, nb, got - from);
-  }
-  if (rc == KB_OK)
-    profile_latency(&c->res->claim, lat, got);
-  else
+  int batch = n / PROFILE_BATCHES > 0 ? n / PROFILE_BATCHES : 1, got = 0, done = 0;
+  rc = profile_batches(c, &c->res->claim, n, batch, lat, 0, call_claim, claims, &got, err);
+  if (rc)
     got--; /* the claim that failed holds nothing */
   /* complete whatever was claimed, even after an error, so nothing stays held */
-  int done = 0;
-  while (done < got) {
-    int nb = commandstats(c->redis, before, 128), from = done;
-    for (; done < got && done - from < batch; done++) {
-      char json[64];
-      snprintf(json, sizeof json, "{\"profile\":%d}", done);
-      int64_t t0 = kb_bench_now_ns();
-      int crc = kb_queue_complete(&c->q, &claims[done], claims[done].cost_ms / 2, json,
-                                  "bench-profile", NULL, err);
-      lat[done] = kb_bench_now_ns() - t0;
-      if (rc == KB_OK)
-        rc = crc;
-    }
-    if (rc == KB_OK)
-      keep_batch(c, &c->res->complete, before, nb, done - from);
-  }
+  int crc = profile_batches(c, &c->res->complete, got, batch, lat, 1, call_complete, claims,
+                            &done, err);
   if (rc == KB_OK)
-    profile_latency(&c->res->complete, lat, done);
+    rc = crc;
   if (rc == KB_OK)
     rc = fused_profile(c, n, lat, err);
   kb_free(claims);
@@ -944,7 +946,7 @@ static long long memory_usage(struct kb_redis *r, const char *key) {
 /* Where the fill's memory went: a sample of candidate keys, the items hash, the queues. */
 static void memory_breakdown(struct coord *c) {
   char pattern[160], key[160];
-  kb_queue_key(&c->q, pattern, sizeof pattern, "cand:*");
+  kb_queue_key(&c->q, pattern, sizeof pattern, KB_KEY_CAND_ANY);
   const char *argv[] = {"SCAN", "0", "MATCH", pattern, "COUNT", "20000"};
   redisReply *rep = NULL;
   if (kb_redis_command(c->redis, 6, argv, NULL, 0, &rep, NULL) == KB_OK) {
@@ -959,11 +961,11 @@ static void memory_breakdown(struct coord *c) {
     c->res->cand_key_bytes = n ? sum / (double)n : 0;
     freeReplyObject(rep);
   }
-  kb_queue_key(&c->q, key, sizeof key, "items");
+  kb_queue_key(&c->q, key, sizeof key, KB_KEY_ITEMS);
   c->res->items_hash_bytes = memory_usage(c->redis, key);
   for (int t = 0; t < c->q.n_tiers; t++) {
     char suffix[16];
-    snprintf(suffix, sizeof suffix, "q:%d", t);
+    snprintf(suffix, sizeof suffix, KB_KEY_READY_FMT, t);
     kb_queue_key(&c->q, key, sizeof key, suffix);
     c->res->queues_bytes += memory_usage(c->redis, key);
   }
@@ -1036,7 +1038,7 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   snprintf(res->cid, sizeof res->cid, "bench-%ld-%lld", (long)getpid(),
            (long long)(kb_bench_now_ns() / 1000000) % 100000000);
   snprintf(c.ctl->cid, sizeof c.ctl->cid, "%s", res->cid);
-  kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, "bench:debit");
+  kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
   c.ctl->eval_ns = (long)(o->eval_ms * 1e6);
   c.ctl->two_call = o->two_call;
   struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};

@@ -9,6 +9,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/redis.h"
 
 enum { ST_QUEUED, ST_LEASED, ST_DONE, ST_DEAD, ST_OTHER };
@@ -244,7 +245,7 @@ int kb_bench_verify(struct kb_queue *q, long enqueued, struct kb_bench_verify *v
   memset(v, 0, sizeof *v);
   struct items it = {0};
   char key[160];
-  int rc = kb_queue_key(q, key, sizeof key, "items");
+  int rc = kb_queue_key(q, key, sizeof key, KB_KEY_ITEMS);
   if (rc == KB_OK)
     rc = hscan(q->redis, key, add_item, &it, err);
   if (rc == KB_ENOMEM)
@@ -253,24 +254,24 @@ int kb_bench_verify(struct kb_queue *q, long enqueued, struct kb_bench_verify *v
     goto out;
   qsort(it.v, it.n, sizeof *it.v, cmp_item);
   v->items = (long)it.n;
-  kb_queue_key(q, key, sizeof key, "results");
+  kb_queue_key(q, key, sizeof key, KB_KEY_RESULTS);
   rc = scan_results(q->redis, key, &it, v, err);
   if (rc)
     goto out;
   struct charge_ctx cc = {&it, v};
-  kb_queue_key(q, key, sizeof key, "charges");
+  kb_queue_key(q, key, sizeof key, KB_KEY_CHARGES);
   rc = hscan(q->redis, key, add_charge, &cc, err);
   if (rc)
     goto out;
   for (int t = 0; t < q->n_tiers; t++) {
     char suffix[16];
-    snprintf(suffix, sizeof suffix, "q:%d", t);
+    snprintf(suffix, sizeof suffix, KB_KEY_READY_FMT, t);
     kb_queue_key(q, key, sizeof key, suffix);
     rc = scan_zset(q->redis, key, 0, &it, &v->in_queues, err);
     if (rc)
       goto out;
   }
-  kb_queue_key(q, key, sizeof key, "lease");
+  kb_queue_key(q, key, sizeof key, KB_KEY_LEASE);
   rc = scan_zset(q->redis, key, 1, &it, &v->in_leases, err);
   if (rc)
     goto out;

@@ -13,6 +13,7 @@
 #include "kb/compress.h"
 #include "kb/error.h"
 #include "kb/fs.h"
+#include "kb/keys.h"
 
 #define MAX_CANDIDATE_JSON (16u << 20) /* bytes; a sane upper bound for one source */
 
@@ -74,7 +75,7 @@ static const char *base_name(const char *path) {
 int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err) {
   char key[200];
   char suffix[100];
-  snprintf(suffix, sizeof suffix, "task:%s", task->id);
+  snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task->id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "task id too long");
   char *oracle = NULL, *reference = NULL;
@@ -131,7 +132,7 @@ static int hmget(struct kb_queue *q, const char *key, int n, const char **fields
 int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *work_dir,
                         struct kb_task *task, struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task_id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "task id too long");
   const char *fields[] = {"spec", "oracle", "oracle_name"};
@@ -177,7 +178,7 @@ int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *wor
 int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out,
                              struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "task:%s", task_id);
+  snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task_id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "task id too long");
   const char *fields[] = {"reference"};
@@ -190,7 +191,7 @@ int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out
 int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
                              struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "cand:%s", c->id);
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, c->id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "candidate key too long");
   char *json = NULL;
@@ -215,7 +216,7 @@ int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
 int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candidate *c,
                              struct kb_error *err) {
   char key[200], suffix[100];
-  snprintf(suffix, sizeof suffix, "cand:%s", id);
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "candidate key too long");
   const char *fields[] = {"json"};

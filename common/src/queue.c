@@ -7,10 +7,11 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/error.h"
-#include "kb/alloc.h"
 #include "kb/hash.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 
 #define KEY_MAX 160
@@ -51,7 +52,7 @@ static int add_keys(struct keyset *ks, const struct kb_queue *q, struct kb_error
 static int add_queue_key(struct keyset *ks, const struct kb_queue *q, int tier,
                          struct kb_error *err) {
   char suffix[32];
-  snprintf(suffix, sizeof suffix, "q:%d", tier);
+  snprintf(suffix, sizeof suffix, KB_KEY_READY_FMT, tier);
   return add_key(ks, q, suffix, err);
 }
 
@@ -87,7 +88,7 @@ int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
   if (snprintf(q->cid, sizeof q->cid, "%s", cid) >= (int)sizeof q->cid)
     return kb_error_set(err, KB_EINVAL, "campaign id \"%s\" too long", cid);
   char key[KEY_MAX];
-  kb_queue_key(q, key, sizeof key, "meta");
+  kb_queue_key(q, key, sizeof key, KB_KEY_META);
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(redis, &rep, err, "HMGET %s tiers backend", key);
   if (rc)
@@ -122,8 +123,9 @@ int kb_queue_register(struct kb_redis *redis, const struct kb_campaign_reg *reg,
     rc = kb_error_set(err, KB_EINVAL, "campaign id \"%s\" too long", reg->cid);
   struct keyset ks = {.n = 0};
   if (rc == KB_OK)
-    rc = add_keys(&ks, &q, err, (const char *const[]){"meta", "ledger", "ledger:log", "events",
-                                                       NULL});
+    rc = add_keys(
+        &ks, &q, err,
+        (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG, KB_KEY_EVENTS, NULL});
   if (rc) {
     kb_free(tiers);
     return rc;
@@ -166,7 +168,7 @@ int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task
     return kb_error_set(err, KB_EINVAL, "tier %d outside the ladder (0..%d)", tier,
                         q->n_tiers - 1);
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "items", NULL});
+  int rc = add_keys(&ks, q, err, (const char *const[]){KB_KEY_META, KB_KEY_ITEMS, NULL});
   if (rc == KB_OK)
     rc = add_queue_key(&ks, q, tier, err);
   if (rc)
@@ -279,8 +281,9 @@ static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_m
     memset(next, 0, sizeof *next);
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
-                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "results", "taskbudget", NULL});
+                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
+                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES,
+                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, NULL});
   if (min_tier < 0)
     min_tier = 0;
   if (max_tier >= q->n_tiers || max_tier < 0)
@@ -334,7 +337,9 @@ int kb_queue_complete_and_claim(struct kb_queue *q, const struct kb_claim *done,
 int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_claim *claims,
                        int n, int *extended, char state[16], struct kb_error *err) {
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "lease", "items", "runners", NULL});
+  int rc = add_keys(
+      &ks, q, err,
+      (const char *const[]){KB_KEY_META, KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_RUNNERS, NULL});
   if (rc)
     return rc;
   const char *stack_args[17];
@@ -372,8 +377,8 @@ int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *r
                      int *released, struct kb_error *err) {
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
-                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", NULL});
+                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
+                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES, NULL});
   if (rc == KB_OK)
     rc = add_queue_key(&ks, q, c->tier, err);
   if (rc == KB_OK)
@@ -395,8 +400,9 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
                   struct kb_error *err) {
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
-                    (const char *const[]){"meta", "ledger", "ledger:log", "lease", "items",
-                                          "charges", "dead", "results", "taskbudget", NULL});
+                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
+                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES, KB_KEY_DEAD,
+                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, NULL});
   for (int t = 0; rc == KB_OK && t < q->n_tiers; t++)
     rc = add_queue_key(&ks, q, t, err);
   if (rc)
@@ -423,7 +429,7 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err) {
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "events", NULL});
+  int rc = add_keys(&ks, q, err, (const char *const[]){KB_KEY_META, KB_KEY_EVENTS, NULL});
   if (rc)
     return rc;
   const char *args[] = {from, to, reason, who};
@@ -438,7 +444,9 @@ int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, con
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err) {
   memset(st, 0, sizeof *st);
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "ledger", "lease", "items", NULL});
+  int rc =
+      add_keys(&ks, q, err,
+               (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEASE, KB_KEY_ITEMS, NULL});
   for (int t = 0; rc == KB_OK && t < q->n_tiers; t++)
     rc = add_queue_key(&ks, q, t, err);
   if (rc)
@@ -473,24 +481,16 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
 
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err) {
-  char key[KEY_MAX], field[KB_ID_MAX + 8];
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err, (const char *const[]){KB_KEY_META, KB_KEY_TASKBUDGET, NULL});
+  if (rc)
+    return rc;
+  char cap[32] = "";
+  if (cap_ms >= 0)
+    snprintf(cap, sizeof cap, "%lld", (long long)cap_ms);
+  const char *args[] = {task, cap};
   redisReply *rep = NULL;
-  int rc = KB_OK;
-  if (cap_ms >= 0) {
-    /* per-task accounting first, so that no claim can pass the cap unaccounted */
-    kb_queue_key(q, key, sizeof key, "meta");
-    rc = kb_redis_commandf(q->redis, &rep, err, "HSET %s task_caps 1", key);
-    if (rep)
-      freeReplyObject(rep);
-    rep = NULL;
-    if (rc)
-      return rc;
-  }
-  kb_queue_key(q, key, sizeof key, "taskbudget");
-  snprintf(field, sizeof field, "%s:cap", task);
-  rc = cap_ms < 0 ? kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, field)
-                      : kb_redis_commandf(q->redis, &rep, err, "HSET %s %s %lld", key, field,
-                                          (long long)cap_ms);
+  rc = kb_redis_script(q->redis, "task_cap", ks.n, ks.ptr, 2, args, NULL, &rep, err);
   if (rep)
     freeReplyObject(rep);
   return rc;
@@ -499,7 +499,7 @@ int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
 int kb_queue_task_budget(struct kb_queue *q, const char *task, int64_t *cap_ms, int64_t *held_ms,
                          int64_t *spent_ms, struct kb_error *err) {
   char key[KEY_MAX], f_cap[KB_ID_MAX + 8], f_held[KB_ID_MAX + 8], f_spent[KB_ID_MAX + 8];
-  kb_queue_key(q, key, sizeof key, "taskbudget");
+  kb_queue_key(q, key, sizeof key, KB_KEY_TASKBUDGET);
   snprintf(f_cap, sizeof f_cap, "%s:cap", task);
   snprintf(f_held, sizeof f_held, "%s:held", task);
   snprintf(f_spent, sizeof f_spent, "%s:spent", task);
@@ -526,7 +526,8 @@ int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *
   if (n <= 0)
     return KB_OK;
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err, (const char *const[]){"meta", "results", "stray", NULL});
+  int rc =
+      add_keys(&ks, q, err, (const char *const[]){KB_KEY_META, KB_KEY_RESULTS, KB_KEY_STRAY, NULL});
   const char **args = rc == KB_OK ? kb_calloc(1 + 2 * (size_t)n, sizeof *args) : NULL;
   if (rc == KB_OK && args == NULL)
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");

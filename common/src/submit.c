@@ -11,6 +11,7 @@
 #include "kb/catalog.h"
 #include "kb/error.h"
 #include "kb/hash.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/queue.h"
 
@@ -124,7 +125,7 @@ int kb_submission_register(const struct kb_submission *s, struct kb_redis *redis
   if (rc == KB_OK) {
     char *ids = task_ids_json(s);
     char key[200];
-    kb_queue_key(&q, key, sizeof key, "meta");
+    kb_queue_key(&q, key, sizeof key, KB_KEY_META);
     redisReply *rep = NULL;
     rc = ids ? kb_redis_commandf(redis, &rep, err, "HSET %s tasks %s results_dir %s deadline %lld",
                                  key, ids, c->results_dir, (long long)c->deadline)

@@ -1,5 +1,5 @@
 /* Reading one task's HDF5 file (schemas/hdf5-layout.md) for the report: a reader of the
- * documented layout, independent of the writer in common/src/store.c. Opens as a SWMR reader
+ * documented layout, independent of the writer in scheduler/store.c. Opens as a SWMR reader
  * (works on closed files too, and on files the scheduler still writes) and reads only rows below
  * the root "commit" attribute, which are the durable ones. */
 #include <hdf5.h>

@@ -8,6 +8,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/redis.h"
 #include "kb/result.h"
 
@@ -43,7 +44,7 @@ static int hget(struct kb_progress *p, const char *suffix, const char *field, ch
 /* The task's baseline seed name from its spec in Redis. */
 static int read_baseline(struct kb_progress *p, struct kb_progress_task *t, struct kb_error *err) {
   char suffix[KB_ID_MAX + 8], *spec = NULL;
-  snprintf(suffix, sizeof suffix, "task:%s", t->id);
+  snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, t->id);
   int rc = hget(p, suffix, "spec", &spec, err);
   if (rc || spec == NULL)
     return rc;
@@ -58,7 +59,7 @@ static int read_baseline(struct kb_progress *p, struct kb_progress_task *t, stru
 
 static int read_tasks(struct kb_progress *p, struct kb_error *err) {
   char *text = NULL;
-  int rc = hget(p, "meta", "tasks", &text, err);
+  int rc = hget(p, KB_KEY_META, "tasks", &text, err);
   if (rc)
     return rc;
   json_t *ids = text ? json_loads(text, 0, NULL) : NULL;
@@ -92,12 +93,12 @@ int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *
   if (rc)
     return rc;
   char *v = NULL;
-  rc = hget(p, "meta", "lease_ms", &v, err);
+  rc = hget(p, KB_KEY_META, "lease_ms", &v, err);
   p->lease_ms = parse_i64(v, 120000);
   kb_free(v);
   v = NULL;
   if (rc == KB_OK)
-    rc = hget(p, "meta", "deadline", &v, err);
+    rc = hget(p, KB_KEY_META, "deadline", &v, err);
   p->deadline = parse_i64(v, 0);
   kb_free(v);
   if (rc == KB_OK)
@@ -187,7 +188,7 @@ static int cand_of(struct kb_progress *p, const char *id, int task, struct kb_er
   if (reserve_cand(p, err))
     return -1;
   char suffix[KB_CAND_ID_LEN + 8], *name = NULL;
-  snprintf(suffix, sizeof suffix, "cand:%s", id);
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, id);
   if (hget(p, suffix, "name", &name, err))
     return -1;
   i = p->n_cands++;
@@ -246,7 +247,7 @@ static int stray_of(struct kb_progress *p, const redisReply *rep, char *dropped,
   const char **argv = kb_calloc(n + 2, sizeof *argv);
   if (argv == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
-  kb_queue_key(&p->q, key, sizeof key, "stray");
+  kb_queue_key(&p->q, key, sizeof key, KB_KEY_STRAY);
   argv[0] = "HMGET";
   argv[1] = key;
   size_t m = 0;
@@ -273,7 +274,7 @@ static int stray_of(struct kb_progress *p, const redisReply *rep, char *dropped,
 static int read_results(struct kb_progress *p, struct kb_error *err) {
   char key[512], start[64];
   char dropped[STREAM_BATCH];
-  if (kb_queue_key(&p->q, key, sizeof key, "results"))
+  if (kb_queue_key(&p->q, key, sizeof key, KB_KEY_RESULTS))
     return kb_error_set(err, KB_EINVAL, "key too long");
   for (;;) {
     if (strcmp(p->stream_pos, "-") == 0)
@@ -333,7 +334,7 @@ static int read_leases(struct kb_progress *p, struct kb_error *err) {
   char key[512];
   redisReply *rep = NULL;
   memset(p->leased, 0, sizeof p->leased);
-  if (kb_queue_key(&p->q, key, sizeof key, "lease"))
+  if (kb_queue_key(&p->q, key, sizeof key, KB_KEY_LEASE))
     return kb_error_set(err, KB_EINVAL, "key too long");
   int rc = kb_redis_commandf(p->q.redis, &rep, err, "ZRANGE %s 0 -1", key);
   for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
@@ -355,7 +356,7 @@ static int read_clock_and_runners(struct kb_progress *p, struct kb_error *err) {
   freeReplyObject(rep);
   rep = NULL;
   char key[512];
-  if (rc == KB_OK && kb_queue_key(&p->q, key, sizeof key, "runners"))
+  if (rc == KB_OK && kb_queue_key(&p->q, key, sizeof key, KB_KEY_RUNNERS))
     rc = kb_error_set(err, KB_EINVAL, "key too long");
   if (rc == KB_OK)
     rc = kb_redis_commandf(p->q.redis, &rep, err, "HGETALL %s", key);

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "kb/error.h"
-#include "kb/store.h"
+#include "store.h"
 
 int main(int argc, char **argv) {
   int failed = 0;

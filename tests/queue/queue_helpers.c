@@ -21,9 +21,12 @@
 
 #include "kb/campaign.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
+#include "redis_group.h"
+#include "small_ladder.h"
 
 struct kb_redis *kbq_connect(const char *addr, int retry_ms) {
   struct kb_redis *r = NULL;
@@ -36,16 +39,8 @@ struct kb_redis *kbq_connect(const char *addr, int retry_ms) {
 
 void kbq_make_campaign(struct kb_redis *r, const char *cid, long gpu_ms, long lease_ms,
                        int max_attempts, struct kb_queue *q) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
+  struct kb_tier tiers[KBT_SMALL_LADDER_TIERS];
+  kbt_small_ladder(tiers);
   struct kb_error err = {0};
   struct kb_campaign_reg reg = {.cid = cid, .spec_json = "{}", .tiers = tiers, .n_tiers = 3,
                                 .max_attempts = max_attempts, .lease_ms = lease_ms,
@@ -231,6 +226,11 @@ void kbq_kill_runners(void) {
   n_spawned = 0;
 }
 
+int kbq_group_teardown(void **state) {
+  kbq_kill_runners();
+  return kbt_redis_group_teardown(state);
+}
+
 pid_t kbq_spawn_runner(const struct kbq_runner_cfg *cfg, struct kbq_slot *slot,
                        const char *name, unsigned seed) {
   fflush(stdout);
@@ -365,7 +365,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
 
   char key[160];
   /* Items. */
-  kb_key(key, sizeof key, cid, "items");
+  kb_key(key, sizeof key, cid, KB_KEY_ITEMS);
   redisReply *rep = command(r, "HGETALL %s", key);
   assert_int_equal(rep->elements, 2 * (size_t)n_items);
   struct item_rec *items = calloc((size_t)n_items, sizeof *items);
@@ -395,7 +395,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   assert_int_equal(dead, st.dead);
 
   /* Results stream: each item exactly once. */
-  kb_key(key, sizeof key, cid, "results");
+  kb_key(key, sizeof key, cid, KB_KEY_RESULTS);
   rep = command(r, "XRANGE %s - +", key);
   int64_t n_results = (int64_t)rep->elements;
   for (size_t i = 0; i < rep->elements; i++) {
@@ -428,7 +428,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
                items[i].state_name, items[i].results);
 
   /* Charges hash. */
-  kb_key(key, sizeof key, cid, "charges");
+  kb_key(key, sizeof key, cid, KB_KEY_CHARGES);
   rep = command(r, "HGETALL %s", key);
   size_t n_charges = rep->elements / 2;
   struct charge_rec *charges = calloc(n_charges ? n_charges : 1, sizeof *charges);
@@ -499,7 +499,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   }
 
   /* Ledger audit stream: per-charge history and a replay from scratch. */
-  kb_key(key, sizeof key, cid, "ledger:log");
+  kb_key(key, sizeof key, cid, KB_KEY_LEDGER_LOG);
   rep = command(r, "XRANGE %s - +", key);
   /* A stream entry carries one "entry" field per move, in order (a settlement and the next
    * reservation come in one); n_log counts the moves. */
@@ -621,7 +621,7 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   check_balance("llm_tokens replayed from ledger:log vs the ledger hash", &llm, &want_llm);
 
   /* Per-task budget: nothing held, and each task's spent is what its items' posts add to. */
-  kb_key(key, sizeof key, cid, "taskbudget");
+  kb_key(key, sizeof key, cid, KB_KEY_TASKBUDGET);
   rep = command(r, "HGETALL %s", key);
   for (size_t i = 0; i + 1 < rep->elements; i += 2) {
     const char *field = rep->element[i]->str;

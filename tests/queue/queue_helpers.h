@@ -78,6 +78,9 @@ pid_t kbq_spawn_runner(const struct kbq_runner_cfg *cfg, struct kbq_slot *slot,
 /* Kills (SIGKILL) and reaps every runner this process spawned that is still alive: for a
  * teardown after a failed test, so that no runner outlives it. */
 void kbq_kill_runners(void);
+/* A cmocka group teardown: kbq_kill_runners(), then kbt_redis_group_teardown()
+ * (redis_group.h). Returns 0. */
+int kbq_group_teardown(void **state);
 
 /* Shared memory for `n` slots, zeroed (munmap with kbq_free_slots). */
 struct kbq_slot *kbq_alloc_slots(int n);

@@ -19,18 +19,17 @@
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 
 static struct kb_redis *connect_or_die(void) {
   struct kb_redis *r = NULL;
   struct kb_error err = {0};
-  struct kb_redis_opts ro = {.addr = server.addr, .retry_ms = 5000};
+  struct kb_redis_opts ro = {.addr = kbt_group_redis.addr, .retry_ms = 5000};
   if (kb_redis_connect(&ro, &r, &err))
     fail_msg("connect: %s", err.msg);
   return r;
@@ -350,7 +349,7 @@ static void test_scripts_reload_after_restart(void **state) {
   cand_id(7, id);
   assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_OK);
   /* Restart from the AOF: the connection drops and the script cache is empty. */
-  assert_int_equal(kbt_redis_restart(&server), 0);
+  assert_int_equal(kbt_redis_restart(&kbt_group_redis), 0);
   struct kb_claim c;
   assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
   assert_string_equal(c.candidate, id);
@@ -749,17 +748,6 @@ static void test_runner_name_escaped(void **state) {
   kb_redis_free(r);
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_enqueue_claim_complete),
@@ -778,5 +766,5 @@ int main(void) {
       cmocka_unit_test(test_complete_and_claim),
       cmocka_unit_test(test_runner_name_escaped),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

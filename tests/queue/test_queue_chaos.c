@@ -31,9 +31,8 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 
 enum {
   ITEMS = 600,      /* 200 per tier */
@@ -59,13 +58,13 @@ static const char *phase_name(int p) {
 static void chaos(const char *cid, int fused) {
   unsigned seed = kbq_seed(cid);
   unsigned rng = seed;
-  struct kb_redis *r = kbq_connect(server.addr, 10000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 10000);
   struct kb_queue q;
   kbq_make_campaign(r, cid, 100000000, LEASE_MS, MAX_ATTEMPTS, &q);
   kbq_enqueue_items(&q, ITEMS, 0);
 
   struct kbq_slot *slots = kbq_alloc_slots(RUNNERS);
-  struct kbq_runner_cfg cfg = {.addr = server.addr, .cid = cid, .work_max_ms = 20,
+  struct kbq_runner_cfg cfg = {.addr = kbt_group_redis.addr, .cid = cid, .work_max_ms = 20,
                                .retry_ms = 10000, .allow_missing = 0, .fused = fused};
   int gen[RUNNERS] = {0};
   int running[RUNNERS] = {0};
@@ -217,22 +216,10 @@ static void test_chaos_kill_fused_runners(void **state) {
   chaos("chaos-fused", 1);
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbq_kill_runners();
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chaos_kill_runners),
       cmocka_unit_test(test_chaos_kill_fused_runners),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbq_group_teardown);
 }

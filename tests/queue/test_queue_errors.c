@@ -13,13 +13,12 @@
 #include <string.h>
 
 #include "kb/error.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 
 static int64_t redis_int(struct kb_redis *r, const char *fmt, const char *key) {
   redisReply *rep = NULL;
@@ -35,7 +34,7 @@ static int64_t redis_int(struct kb_redis *r, const char *fmt, const char *key) {
 /* complete with a charge id the campaign never issued: KB_ENOTFOUND naming it; nothing moves. */
 static void test_complete_unknown_charge(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-charge", 1000, 60000, 3, &q);
@@ -73,7 +72,7 @@ static void test_complete_unknown_charge(void **state) {
 /* set_state and status on a campaign whose meta is gone: KB_ENOTFOUND. */
 static void test_set_state_missing_campaign(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-gone", 1000, 60000, 3, &q);
@@ -100,7 +99,7 @@ static void test_set_state_missing_campaign(void **state) {
 /* A tier outside the ladder is refused before anything reaches redis. */
 static void test_enqueue_outside_ladder(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-ladder", 1000, 60000, 3, &q);
@@ -136,7 +135,7 @@ static void test_enqueue_outside_ladder(void **state) {
 /* heartbeat reports the campaign's state as it changes; claims stop outside "running". */
 static void test_heartbeat_reports_state(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-hb", 1000, 60000, 3, &q);
@@ -186,7 +185,7 @@ static void test_heartbeat_reports_state(void **state) {
 /* The charge script refuses a negative amount with KB_INVAL (mapped to KB_EINVAL). */
 static void test_charge_bad_amount(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-amount", 1000, 60000, 3, &q);
@@ -210,7 +209,7 @@ static void test_charge_bad_amount(void **state) {
  * of the actual amount, void of the rest); each must carry the balances after itself. */
 static void test_ledger_log_balances_after_each_entry(void **state) {
   (void)state;
-  struct kb_redis *r = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-log", 1000, 60000, 3, &q);
@@ -282,17 +281,6 @@ static void test_ledger_log_balances_after_each_entry(void **state) {
   kb_redis_free(r);
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -302,5 +290,5 @@ int main(void) {
       cmocka_unit_test(test_charge_bad_amount),
       cmocka_unit_test(test_ledger_log_balances_after_each_entry),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

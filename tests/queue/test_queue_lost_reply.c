@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"
@@ -55,7 +56,7 @@ static void assert_hash_field(struct kb_redis *r, const char *cid, const char *h
 /* Number of results-stream entries for `item`. */
 static int results_for(struct kb_redis *r, const char *cid, const char *item) {
   char key[160];
-  kb_key(key, sizeof key, cid, "results");
+  kb_key(key, sizeof key, cid, KB_KEY_RESULTS);
   redisReply *rep = NULL;
   struct kb_error err = {0};
   if (kb_redis_commandf(r, &rep, &err, "XRANGE %s - +", key))
@@ -69,6 +70,21 @@ static int results_for(struct kb_redis *r, const char *cid, const char *item) {
   }
   freeReplyObject(rep);
   return n;
+}
+
+/* kbq_assert_final() on campaign `cid` of `n_items` items, all done, then the audit's posted
+ * and voided charges and spent GPU ms; -1 skips a count. */
+static void assert_all_done(struct kb_redis *direct, const char *cid, int n_items,
+                            int64_t posted, int64_t voided, int64_t spent) {
+  struct kbq_audit a;
+  kbq_assert_final(direct, cid, n_items, &a);
+  assert_int_equal(a.done, n_items);
+  if (posted >= 0)
+    assert_int_equal(a.posted, posted);
+  if (voided >= 0)
+    assert_int_equal(a.voided, voided);
+  if (spent >= 0)
+    assert_int_equal(a.spent, spent);
 }
 
 static void test_lost_complete_reply(void **state) {
@@ -100,7 +116,7 @@ static void test_lost_complete_reply(void **state) {
   dup = -1;
   assert_int_equal(kb_queue_complete(&q, &c, 99, "{\"n\":3}", "r1", &dup, &err), KB_OK);
   assert_int_equal(dup, 1);
-  assert_hash_field(direct, "lost-c", "charges", c.charge_id, "P:40");
+  assert_hash_field(direct, "lost-c", KB_KEY_CHARGES, c.charge_id, "P:40");
   assert_int_equal(results_for(direct, "lost-c", c.item), 1);
   struct kb_queue_status st;
   assert_int_equal(kb_queue_status(&setup_q, &st, &err), KB_OK);
@@ -122,7 +138,7 @@ static void test_lost_complete_reply(void **state) {
   dup = -1;
   assert_int_equal(kb_queue_complete(&q, &c, 7, "{\"n\":5}", "r1", &dup, &err), KB_OK);
   assert_int_equal(dup, 1);
-  assert_hash_field(direct, "lost-c", "charges", c.charge_id, "P:7");
+  assert_hash_field(direct, "lost-c", KB_KEY_CHARGES, c.charge_id, "P:7");
   assert_int_equal(results_for(direct, "lost-c", c.item), 1);
 
   /* The last item without faults, then the whole audit: one post per charge, the results
@@ -130,12 +146,7 @@ static void test_lost_complete_reply(void **state) {
   assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c, NULL, &err), KB_OK);
   assert_int_equal(kb_queue_complete(&q, &c, 0, "{\"n\":6}", "r1", &dup, &err), KB_OK);
   assert_int_equal(dup, 0);
-  struct kbq_audit a;
-  kbq_assert_final(direct, "lost-c", 3, &a);
-  assert_int_equal(a.done, 3);
-  assert_int_equal(a.posted, 3);
-  assert_int_equal(a.voided, 0);
-  assert_int_equal(a.spent, 47);
+  assert_all_done(direct, "lost-c", 3, 3, 0, 47);
   kb_redis_free(r);
   kb_redis_free(direct);
 }
@@ -170,7 +181,7 @@ static void test_lost_claim_reply(void **state) {
   assert_int_equal(st.gpu_held, 20);
   char charge_a[KB_CHARGE_ID_MAX];
   snprintf(charge_a, sizeof charge_a, "%s#1", a_item);
-  assert_hash_field(direct, "lost-k", "charges", charge_a, "H:10");
+  assert_hash_field(direct, "lost-k", KB_KEY_CHARGES, charge_a, "H:10");
   kbq_assert_ledger_invariant(&setup_q);
 
   /* B completes normally; heartbeats of B do not keep A alive. */
@@ -187,7 +198,7 @@ static void test_lost_claim_reply(void **state) {
   assert_int_equal(kb_queue_reap(&setup_q, 10, "reaper", &requeued, &dead, &err), KB_OK);
   assert_int_equal(requeued, 1);
   assert_int_equal(dead, 0);
-  assert_hash_field(direct, "lost-k", "charges", charge_a, "V:10");
+  assert_hash_field(direct, "lost-k", KB_KEY_CHARGES, charge_a, "V:10");
   assert_int_equal(kb_queue_status(&setup_q, &st, &err), KB_OK);
   assert_int_equal(st.leased, 0);
   assert_int_equal(st.gpu_held, 0);
@@ -203,11 +214,7 @@ static void test_lost_claim_reply(void **state) {
   assert_string_not_equal(c2.charge_id, charge_a);
   assert_int_equal(kb_queue_complete(&q, &c2, 10, "{}", "r2", &dup, &err), KB_OK);
   assert_int_equal(dup, 0);
-  struct kbq_audit a;
-  kbq_assert_final(direct, "lost-k", 2, &a);
-  assert_int_equal(a.done, 2);
-  assert_int_equal(a.voided, 1);
-  assert_int_equal(a.spent, 16);
+  assert_all_done(direct, "lost-k", 2, -1, 1, 16);
   kb_redis_free(r);
   kb_redis_free(direct);
 }
@@ -215,7 +222,7 @@ static void test_lost_claim_reply(void **state) {
 /* Leased items of campaign `cid` (ZCARD of its lease set). */
 static long long leased(struct kb_redis *r, const char *cid) {
   char key[160];
-  kb_key(key, sizeof key, cid, "lease");
+  kb_key(key, sizeof key, cid, KB_KEY_LEASE);
   redisReply *rep = NULL;
   struct kb_error err = {0};
   if (kb_redis_commandf(r, &rep, &err, "ZCARD %s", key))
@@ -248,12 +255,12 @@ static void test_lost_complete_and_claim_reply(void **state) {
   assert_int_equal(dup, 1);
   assert_int_equal(n1.tier, 1);
   assert_int_equal(leased(direct, "lost-f"), 1); /* the lost call's lease, returned, not a 2nd */
-  assert_hash_field(direct, "lost-f", "charges", c1.charge_id, "P:40");
+  assert_hash_field(direct, "lost-f", KB_KEY_CHARGES, c1.charge_id, "P:40");
   assert_int_equal(results_for(direct, "lost-f", c1.item), 1);
   char charge_n1[KB_CHARGE_ID_MAX];
   snprintf(charge_n1, sizeof charge_n1, "%s#1", n1.item);
   assert_string_equal(n1.charge_id, charge_n1);
-  assert_hash_field(direct, "lost-f", "charges", n1.charge_id, "H:10");
+  assert_hash_field(direct, "lost-f", KB_KEY_CHARGES, n1.charge_id, "H:10");
   int extended = -1; /* the returned lease is really ours: its token extends it */
   assert_int_equal(kb_queue_heartbeat(&q, "r1", &n1, 1, &extended, NULL, &err), KB_OK);
   assert_int_equal(extended, 1);
@@ -267,7 +274,7 @@ static void test_lost_complete_and_claim_reply(void **state) {
   assert_int_equal(dup, 1);
   assert_string_not_equal(n1_again.item, n1.item);
   assert_int_equal(leased(direct, "lost-f"), 2);
-  assert_hash_field(direct, "lost-f", "charges", c1.charge_id, "P:40");
+  assert_hash_field(direct, "lost-f", KB_KEY_CHARGES, c1.charge_id, "P:40");
   assert_int_equal(results_for(direct, "lost-f", c1.item), 1);
 
   /* The request is lost before redis saw it: the retry completes and claims, once. */
@@ -287,7 +294,7 @@ static void test_lost_complete_and_claim_reply(void **state) {
   int requeued = -1, dead = -1;
   assert_int_equal(kb_queue_reap(&setup_q, 10, "reaper", &requeued, &dead, &err), KB_OK);
   assert_int_equal(requeued + dead, 2); /* n1 and n2 (no heartbeat kept n2 alive either) */
-  assert_hash_field(direct, "lost-f", "charges", n1.charge_id, "V:10");
+  assert_hash_field(direct, "lost-f", KB_KEY_CHARGES, n1.charge_id, "V:10");
   assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &n3, NULL, &err), KB_OK);
   for (;;) {
     int rc = kb_queue_complete_and_claim(&q, &n3, 1, "{}", "r1", 0, -1, &dup, &n3, NULL, &err);
@@ -296,9 +303,7 @@ static void test_lost_complete_and_claim_reply(void **state) {
       break;
     assert_int_equal(rc, KB_OK);
   }
-  struct kbq_audit a;
-  kbq_assert_final(direct, "lost-f", 5, &a);
-  assert_int_equal(a.done, 5);
+  assert_all_done(direct, "lost-f", 5, -1, -1, -1);
   kb_redis_free(r);
   kb_redis_free(direct);
 }

@@ -23,9 +23,8 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "queue_helpers.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 static struct kbt_redis big; /* test_commands_wait_out_aof_loading's own server */
 
 enum {
@@ -54,12 +53,12 @@ struct restart_run {
 static void run_with_restarts(struct restart_run *run) {
   unsigned seed = kbq_seed(run->cid);
   /* The test's own connection reconnects through the restarts too. */
-  struct kb_redis *r = kbq_connect(server.addr, 20000);
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 20000);
   struct kb_queue q;
   kbq_make_campaign(r, run->cid, 100000000, LEASE_MS, 50, &q);
   kbq_enqueue_items(&q, ITEMS, 0);
   struct kbq_slot *slots = kbq_alloc_slots(RUNNERS);
-  struct kbq_runner_cfg cfg = {.addr = server.addr, .cid = run->cid, .work_max_ms = 8,
+  struct kbq_runner_cfg cfg = {.addr = kbt_group_redis.addr, .cid = run->cid, .work_max_ms = 8,
                                .retry_ms = 20000, .allow_missing = !run->graceful};
   pid_t pids[RUNNERS];
   int running[RUNNERS];
@@ -84,11 +83,11 @@ static void run_with_restarts(struct restart_run *run) {
       run->done_before[restarts] = st.done;
       for (int s = 0; s < RUNNERS; s++)
         run->ok_at_restart[restarts][s] = slots[s].ok + slots[s].dup;
-      pid_t old = server.pid;
+      pid_t old = kbt_group_redis.pid;
       if (!run->graceful)
-        kbt_redis_stop(&server, 0); /* kill -9; restart then finds it stopped */
-      assert_int_equal(kbt_redis_restart(&server), 0);
-      assert_true(server.pid != old);
+        kbt_redis_stop(&kbt_group_redis, 0); /* kill -9; restart then finds it stopped */
+      assert_int_equal(kbt_redis_restart(&kbt_group_redis), 0);
+      assert_true(kbt_group_redis.pid != old);
       if (kb_queue_status(&q, &st, &err))
         fail_msg("status after restart %d: %s", restarts + 1, err.msg);
       run->done_after[restarts] = st.done;
@@ -271,23 +270,11 @@ static int destroy_big(void **state) {
   return 0;
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbq_kill_runners();
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_graceful_restarts, kill_runners),
       cmocka_unit_test_teardown(test_crash_restarts, kill_runners),
       cmocka_unit_test_teardown(test_commands_wait_out_aof_loading, destroy_big),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbq_group_teardown);
 }

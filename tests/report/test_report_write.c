@@ -1,5 +1,5 @@
 /* Unit tests of the report reader and writers (submitter/report/): a task file is
- * written with the real store (common/src/store.c) holding hostile names, sources and reasons,
+ * written with the real store (scheduler/store.c) holding hostile names, sources and reasons,
  * read back with kb_report_load, and written in every format into memory; the tests check the
  * escaping, the numbers, and what unknown values become. */
 #include <setjmp.h>
@@ -18,8 +18,8 @@
 
 #include "kb/error.h"
 #include "kb/result.h"
-#include "kb/store.h"
 #include "report/report.h"
+#include "store.h"
 
 #define HOSTILE_NAME "x</script><img src=x onerror=alert(1)>&\"'"
 #define HOSTILE_SOURCE                                                                             \

@@ -13,6 +13,7 @@
 #include "kb/error.h"
 #include "kb/redis.h"
 #include "kb/result.h"
+#include "small_ladder.h"
 
 struct kb_redis *kbg_connect(const char *addr) {
   struct kb_redis *r = NULL;
@@ -25,16 +26,8 @@ struct kb_redis *kbg_connect(const char *addr) {
 
 void kbg_campaign(struct kb_redis *r, const char *cid, const char *spec, int64_t llm_tokens,
                   struct kb_queue *q) {
-  struct kb_tier tiers[3] = {{.name = "compile", .cost_ms = 0},
-                             {.name = "smoke", .cost_ms = 10},
-                             {.name = "full", .cost_ms = 100}};
-  for (int i = 0; i < 3; i++) {
-    tiers[i].min_samples = 1;
-    tiers[i].max_samples = 1;
-    tiers[i].max_seconds = 1;
-    tiers[i].noise = 1;
-    tiers[i].timeout_s = 1;
-  }
+  struct kb_tier tiers[KBT_SMALL_LADDER_TIERS];
+  kbt_small_ladder(tiers);
   struct kb_error err = {0};
   struct kb_campaign_reg reg = {.cid = cid, .spec_json = spec, .tiers = tiers, .n_tiers = 3,
                                 .max_attempts = 3, .lease_ms = 60000,

@@ -26,9 +26,8 @@
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/redis.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 
 /* The generator: proposals, examples, crossover parents. */
 static void test_generator(void **state) {
@@ -51,7 +50,7 @@ static void test_generator(void **state) {
     assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
     kb_archive_entry_release(&e);
   }
-  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
   struct kb_queue q;
   kbg_campaign(r, "arch1", "{}", 0, &q);
   /* kernel 3 is already a candidate of this campaign (as a seed would be) */
@@ -162,7 +161,7 @@ static void test_llm_prompts(void **state) {
   assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
   kb_archive_entry_release(&e);
 
-  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
   struct kb_queue q;
   kbg_campaign(r, "arch2", "{}", 1000000, &q);
   /* propose 0: the archived kernel stays out of the population, so it can be a parent */
@@ -244,21 +243,10 @@ static void test_llm_prompts(void **state) {
   kb_remove_tree(dir, NULL);
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_generator),
       cmocka_unit_test(test_llm_prompts),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

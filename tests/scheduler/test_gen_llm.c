@@ -21,7 +21,7 @@
 #include "kb/clock.h"
 #include "kb/compress.h"
 #include "kb/error.h"
-#include "kb/ledger.h"
+#include "ledger.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "redis_fixture.h"

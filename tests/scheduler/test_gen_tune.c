@@ -1,5 +1,5 @@
 /* The tune generator: knob parsing, evolutionary proposals that never repeat a knob set (also
- * across a restart, through Redis), exhaustion. Real redis-server. */
+ * across a restart, through Redis), exhaustion. Real redis-kbt_group_redis. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,9 +15,8 @@
 #include "kb/error.h"
 #include "kb/redis.h"
 #include "kb/result.h"
-#include "redis_fixture.h"
+#include "redis_group.h"
 
-static struct kbt_redis server;
 
 /* Two knobs, 3 x 2 = 6 knob sets; the default (BLOCK=256, UNROLL=1) is the base itself. */
 static const char *SRC =
@@ -113,7 +112,7 @@ static int propose_n(struct kb_tune *t, struct kb_task_pop *tp, int n, char seen
 
 static void test_no_repeats_across_restart_then_exhausted(void **state) {
   (void)state;
-  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
   struct kb_queue q;
   kbg_campaign(r, "tune1", "{}", 0, &q);
   struct kb_candidate base, plain;
@@ -177,7 +176,7 @@ static int differing_knobs(const char *a, const char *b) {
 
 static void test_mutates_the_best(void **state) {
   (void)state;
-  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
   struct kb_queue q;
   kbg_campaign(r, "tune2", "{}", 0, &q);
   struct kb_candidate base;
@@ -218,22 +217,11 @@ static void test_mutates_the_best(void **state) {
   kb_redis_free(r);
 }
 
-static int setup(void **state) {
-  (void)state;
-  return kbt_redis_start(&server);
-}
-
-static int teardown(void **state) {
-  (void)state;
-  kbt_redis_destroy(&server);
-  return 0;
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_no_repeats_across_restart_then_exhausted),
       cmocka_unit_test(test_mutates_the_best),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

@@ -9,7 +9,7 @@
 
 #include "kb/candidate.h"
 #include "kb/result.h"
-#include "kb/store.h"
+#include "store.h"
 
 #define FX_CAMPAIGN "demo"
 #define FX_TASK "sum"

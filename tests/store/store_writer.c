@@ -13,7 +13,7 @@
 
 #include "fixture.h"
 #include "kb/error.h"
-#include "kb/store.h"
+#include "store.h"
 
 static int die(const char *what, const struct kb_error *err) {
   fprintf(stderr, "store_writer: %s: %s\n", what, err->msg);

@@ -1,4 +1,4 @@
-/* Unit tests of the HDF5 store (common/src/store.c). Each test gets its own temp dir. Rows are
+/* Unit tests of the HDF5 store (scheduler/store.c). Each test gets its own temp dir. Rows are
  * read back with the HDF5 API directly, by member name, so these tests also pin the layout of
  * schemas/hdf5-layout.md. Structs are filled by hand (fixture.c), not by candidate.c/result.c. */
 #include <setjmp.h>
@@ -24,7 +24,7 @@
 #include "fixture.h"
 #include "kb/alloc.h"
 #include "kb/error.h"
-#include "kb/store.h"
+#include "store.h"
 
 struct t_state {
   char dir[64];
@@ -84,6 +84,29 @@ static void add_eval(struct kb_store *s, unsigned long i, int want_added) {
   if (rc != KB_OK)
     fail_msg("add evaluation %lu: %s", i, err.msg);
   assert_int_equal(added, want_added);
+}
+
+/* Opens the store at `path` (info-less), checks what it says, and closes it: kb_store_recovered
+ * `recovered`, `n_cands` candidates, `n_evals` evaluations; -1 skips a check. */
+static void assert_reopens(const char *path, int recovered, long n_cands, long n_evals) {
+  struct kb_store *s = open_ok(path);
+  if (recovered >= 0)
+    assert_int_equal(kb_store_recovered(s), recovered);
+  if (n_cands >= 0)
+    assert_int_equal(kb_store_candidate_count(s), n_cands);
+  if (n_evals >= 0)
+    assert_int_equal(kb_store_evaluation_count(s), n_evals);
+  kb_store_close(s);
+}
+
+/* Adds evaluations 0 .. n-1, three per candidate (each candidate before its first), expecting
+ * each to be added when its index is `first_new` or more and a duplicate below it. */
+static void add_rows(struct kb_store *s, unsigned long n, unsigned long first_new) {
+  for (unsigned long i = 0; i < n; i++) {
+    if (i % 3 == 0)
+      add_cand(s, i / 3, i >= first_new);
+    add_eval(s, i, i >= first_new);
+  }
 }
 
 static void flush_ok(struct kb_store *s) {
@@ -275,11 +298,7 @@ static void write_and_die(const char *path, unsigned long flushed, unsigned long
 
 static void test_create(void **state) {
   struct t_state *t = *state;
-  struct kb_store *s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 0);
-  assert_int_equal(kb_store_candidate_count(s), 0);
-  assert_int_equal(kb_store_recovered(s), 0);
-  kb_store_close(s);
+  assert_reopens(t->path, 0, 0, 0);
 
   struct stat st;
   char lock[160], tmp[160];
@@ -321,11 +340,7 @@ static void test_create(void **state) {
 static void test_add_and_read_back(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
-  for (unsigned long i = 0; i < 6; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 6, 0);
   assert_int_equal(kb_store_candidate_count(s), 2);
   assert_int_equal(kb_store_evaluation_count(s), 6);
   char id[65];
@@ -422,11 +437,7 @@ static void test_duplicates_are_noops(void **state) {
 static void test_reopen_keeps_dedup_state(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
-  for (unsigned long i = 0; i < 9; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 9, 0);
   kb_store_close(s); /* close flushes */
 
   struct kb_error err = {0, ""};
@@ -438,21 +449,14 @@ static void test_reopen_keeps_dedup_state(void **state) {
   fx_id(id, 2);
   assert_true(kb_store_has_candidate(s, id));
   assert_true(kb_store_has_evaluation(s, id, 1, 1));
-  for (unsigned long i = 0; i < 9; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 0);
-    add_eval(s, i, 0);
-  }
+  add_rows(s, 9, 9);
   add_cand(s, 3, 1);
   add_eval(s, 9, 1);
   add_eval(s, 9, 0);
   assert_int_equal(kb_store_evaluation_count(s), 10);
   kb_store_close(s);
 
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 10);
-  assert_int_equal(kb_store_candidate_count(s), 4);
-  kb_store_close(s);
+  assert_reopens(t->path, -1, 4, 10);
   struct t_eval e[16];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 16), 10);
   struct t_cand c[8];
@@ -732,16 +736,9 @@ static void test_recover_killed_writer(void **state) {
   assert_true(kb_store_recovered(s) & KB_STORE_RECOVERED_FLAGS);
   assert_int_equal(kb_store_evaluation_count(s), 8); /* exactly what was flushed */
   assert_int_equal(kb_store_candidate_count(s), 3);
-  for (unsigned long i = 0; i < 13; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, i < 8 ? 0 : 1);
-    add_eval(s, i, i < 8 ? 0 : 1);
-  }
+  add_rows(s, 13, 8);
   kb_store_close(s);
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_recovered(s), 0);
-  assert_int_equal(kb_store_evaluation_count(s), 13);
-  kb_store_close(s);
+  assert_reopens(t->path, 0, -1, 13);
   struct t_eval e[16];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 16), 13);
   for (int i = 0; i < 13; i++)
@@ -764,9 +761,7 @@ static void test_recover_without_h5clear(void **state) {
   assert_null(s);
   assert_true(strncmp(err.msg, t->path, strlen(t->path)) == 0);
   assert_non_null(strstr(err.msg, "h5clear is not on PATH"));
-  s = open_ok(t->path);
-  assert_int_equal(kb_store_evaluation_count(s), 2);
-  kb_store_close(s);
+  assert_reopens(t->path, -1, -1, 2);
 }
 
 /* Simulates a writer that died after appending and updating in place, but before the commit. */
@@ -860,11 +855,7 @@ static void test_allocation_failures(void **state) {
   }
   assert_int_equal(rc, KB_OK);
   assert_true(n > 3);
-  for (unsigned long i = 0; i < 30; i++) {
-    if (i % 3 == 0)
-      add_cand(s, i / 3, 1);
-    add_eval(s, i, 1);
-  }
+  add_rows(s, 30, 0);
   /* Adding: a failed allocation leaves the store as it was, and usable. */
   for (n = 0; n < 5; n++) {
     struct fx_candidate fc;

@@ -25,7 +25,7 @@
 
 #include "fixture.h"
 #include "kb/error.h"
-#include "kb/store.h"
+#include "store.h"
 
 static uint64_t rng_state;
 

@@ -1,9 +1,7 @@
 /* Tasks and candidates of a campaign as stored in Redis, so that runners on compute nodes need
  * nothing but Redis: the task spec and oracle source travel with the campaign.
- *   kb:{cid}:task:<id>  hash: spec (task.json text), oracle (source), reference (source),
- *                       oracle_name (file name of the oracle)
- *   kb:{cid}:cand:<id>  hash: task, name, json (zstd-compressed candidate JSON)
- *   kb:{cid}:meta       field "tasks": JSON array of task ids in campaign order
+ * Keys (kb/keys.h): KB_KEY_TASK_FMT kb:{cid}:task:<id>, KB_KEY_CAND_FMT kb:{cid}:cand:<id>, and
+ * meta's field "tasks" (JSON array of task ids in campaign order).
  */
 #ifndef KB_CATALOG_H
 #define KB_CATALOG_H
@@ -14,17 +12,21 @@
 
 struct kb_error;
 
-/* Stores `task` (its spec and the texts of its oracle and reference). Overwrites. */
+/* Stores `task` (borrowed): its spec and the texts of its oracle and reference, read from its
+ * files. Overwrites. Errors: KB_EINVAL (id too long), KB_EIO (a file), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err);
 /* Loads task `task_id` from Redis into `task` (caller-owned; released on failure): writes the
  * spec and oracle under `work_dir`/<cid>/<task id>/ (created) and parses it from there.
  * Errors: KB_ENOTFOUND, KB_EPARSE (a corrupt spec), KB_EIO, KB_ENOMEM. */
 int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *work_dir,
                         struct kb_task *task, struct kb_error *err);
-/* Reads the reference source text of `task_id` into `*out` (new). */
+/* Reads the reference source text of `task_id` into `*out` (new, NUL-terminated; kb_free).
+ * Errors: KB_EINVAL (id too long), KB_ENOTFOUND (no reference), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out,
                              struct kb_error *err);
-/* Stores candidate `c` once (HSETNX semantics on its json field). */
+/* Stores candidate `c` (borrowed): one HSET of task, name and the zstd-compressed JSON. Its id
+ * is the hash of its content, so storing it again writes the same value. Errors: KB_EINVAL
+ * (id too long), KB_ECONN, KB_EREDIS, KB_ENOMEM. */
 int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
                              struct kb_error *err);
 /* Loads candidate `id` into `c` (caller-owned; released on failure) and verifies its id.

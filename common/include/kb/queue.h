@@ -2,35 +2,9 @@
  * Lua script from common/lua/ (see the comment at the top of each for its keys and replies);
  * this module builds the keys and decodes the replies.
  *
- * Keys, all with the hash tag {cid} so a campaign lives on one Redis Cluster slot:
- *   kb:{cid}:meta        hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead,
- *                        task_caps ("1" once a task cap was set: claims read the caps),
- *                        stray (results entries dropped), <currency>:overruns and
- *                        <currency>:overrun (settlements beyond their reservation)
- *   kb:{cid}:items       hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost
- *                        (the reservation, kb_tier_reserve_ms), priority, state, attempt,
- *                        claims[, token, runner][, runner, charge, result][, next]} (done and
- *                        dead items: the lease's runner and charge, and the id of the one
- *                        results entry that settled it), fields in
- *                        this order (the scripts rewrite the part after "priority" in place)
- *   kb:{cid}:q:<tier>    zset: ready items by priority (lower first)
- *   kb:{cid}:lease       zset: leased items by deadline (Redis TIME, milliseconds)
- *   kb:{cid}:ledger      hash: <currency>:total|available|held|spent (integers)
- *   kb:{cid}:charges     hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>"
- *                        ("P:<posted>:O:<overrun>" when the cost exceeded the reservation)
- *   kb:{cid}:taskbudget  hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent
- *   kb:{cid}:ledger:log  stream: one JSON "entry" field per ledger change (ledger-entry
- *                        schema); one stream entry may carry several, in order (a settlement
- *                        and the next reservation); a move of amount 0 is not logged
- *   kb:{cid}:results     stream: "item", "result" (result schema), "charge", "runner",
- *                        "attempt" (the lease settled); group "scheduler"
- *   kb:{cid}:stray       hash: results entry id -> why the scheduler dropped it
- *   kb:{cid}:dead        hash: item id -> reason
- *   kb:{cid}:runners     hash: runner -> last heartbeat (ms)
- *   kb:{cid}:events      stream: state changes, for watchers
- *   kb:{cid}:task:<id>   hash: spec, oracle, reference (texts)
- *   (the task ids in campaign order are meta's "tasks", a JSON array)
- *   kb:{cid}:cand:<id>   hash: task, json (zstd-compressed candidate JSON)
+ * The keys (kb:{cid}:meta, :items, :q:<tier>, :lease, :ledger, :charges, :taskbudget,
+ * :ledger:log, :results, :stray, :dead, :runners, :events), each with its type, fields and the
+ * scripts that write it, are in kb/keys.h.
  */
 #ifndef KB_QUEUE_H
 #define KB_QUEUE_H
@@ -114,7 +88,8 @@ int kb_queue_open(struct kb_queue *q, struct kb_redis *redis, const char *cid,
  * (`stop` may be NULL). */
 int kb_queue_open_wait(struct kb_queue *q, struct kb_redis *redis, const char *cid, int wait_s,
                        volatile sig_atomic_t *stop, struct kb_error *err);
-/* Builds the key "kb:{cid}:<suffix>" into `out`. */
+/* Builds the key "kb:{cid}:<suffix>" into `out` (`size` bytes); `suffix` is one of kb/keys.h
+ * (borrowed). Returns KB_OK, or KB_EINVAL when it does not fit (no message). */
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix);
 
 /* Adds (candidate, tier) to its tier's queue with `priority` (lower first), once.
@@ -166,9 +141,13 @@ int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *r
 /* Requeues or dead-letters up to `max` expired leases. Counts may be NULL. */
 int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, int *dead,
                   struct kb_error *err);
-/* Moves the campaign to `to` when its state is one of `from` ("a,b" or "*"). */
+/* Moves the campaign to `to` when its state is one of `from` ("a,b" or "*"); a campaign in
+ * state `to` already is left as it is. Errors: KB_ENOTFOUND (no campaign), KB_ESTATE (its state
+ * is not one of `from`), KB_ECONN, KB_EREDIS. */
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err);
+/* Fills `*st` (caller-owned) from the status script (read-only). Errors: KB_ENOTFOUND (no
+ * campaign), KB_ECONN, KB_EREDIS. */
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);
 
 /* Acknowledges the `n` results-stream entries `ids` (group "scheduler") the scheduler drops as
@@ -180,7 +159,8 @@ int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *
 
 /* Caps what `task` may hold plus spend at `cap_ms` GPU milliseconds; claim skips its items that
  * would exceed it. A negative cap removes the cap. Held and spent are counted from the start;
- * claims read caps only once one was set in the campaign (meta "task_caps"). */
+ * claims read caps only once one was set in the campaign (meta "task_caps"). One script,
+ * common/lua/task_cap.lua. Errors: KB_EINVAL (task id too long), KB_ECONN, KB_EREDIS. */
 int kb_queue_set_task_cap(struct kb_queue *q, const char *task, int64_t cap_ms,
                           struct kb_error *err);
 /* Reads a task's cap (-1 when none), held and spent GPU milliseconds. */

@@ -1,10 +1,11 @@
-/* Two-phase ledger charges (see kb/ledger.h). */
-#include "kb/ledger.h"
+/* Two-phase ledger charges (see ledger.h). */
+#include "ledger.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/log.h"
 #include "kb/redis.h"
 
@@ -18,14 +19,14 @@ static int charge(struct kb_queue *q, const char *op, int currency, const char *
     return kb_error_set(err, KB_EINVAL, "unknown currency %d", currency);
   char keys[4][200];
   const char *kp[4] = {keys[0], keys[1], keys[2], keys[3]};
-  kb_queue_key(q, keys[0], sizeof keys[0], "ledger");
-  kb_queue_key(q, keys[1], sizeof keys[1], "ledger:log");
+  kb_queue_key(q, keys[0], sizeof keys[0], KB_KEY_LEDGER);
+  kb_queue_key(q, keys[1], sizeof keys[1], KB_KEY_LEDGER_LOG);
   /* GPU charges share the hash of claim/complete; other currencies have their own. */
   if (currency == KB_GPU_MS)
-    kb_queue_key(q, keys[2], sizeof keys[2], "charges");
+    kb_queue_key(q, keys[2], sizeof keys[2], KB_KEY_CHARGES);
   else
-    kb_queue_key(q, keys[2], sizeof keys[2], "charges:llm_tokens");
-  kb_queue_key(q, keys[3], sizeof keys[3], "meta");
+    kb_queue_key(q, keys[2], sizeof keys[2], KB_KEY_CHARGES_LLM);
+  kb_queue_key(q, keys[3], sizeof keys[3], KB_KEY_META);
   char amount_s[32];
   snprintf(amount_s, sizeof amount_s, "%lld", (long long)amount);
   const char *args[] = {op, kb_currency_name(currency), charge_id, amount_s, who};

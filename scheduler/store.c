@@ -1,4 +1,4 @@
-/* The HDF5 result store (see kb/store.h; the file layout is schemas/hdf5-layout.md).
+/* The HDF5 result store (see store.h; the file layout is schemas/hdf5-layout.md).
  *
  * Design, in short:
  * - SWMR. The file is created complete (every group, dataset and attribute it will ever hold) in
@@ -29,7 +29,7 @@
  *   the path and the operation.
  */
 #include "kb/jsonfile.h"
-#include "kb/store.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -758,9 +758,10 @@ static int64_t extent_of(hid_t ds) {
   return nd == 1 ? (int64_t)dims[0] : -1;
 }
 
-/* Writes `n` elements of `mtype` from `buf` at element `at` of 1-D dataset `ds`; with `grow`,
- * first sets the extent to `at + n`. */
-static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64_t n, int grow) {
+/* Writes `n` elements of `mtype` from `wbuf`, or reads them into `rbuf` (the other NULL), at
+ * element `at` of 1-D dataset `ds`; with `grow`, first sets the extent to `at + n`. */
+static herr_t rows_io(hid_t ds, hid_t mtype, int64_t at, int64_t n, int grow, const void *wbuf,
+                      void *rbuf) {
   hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n}, end[1] = {(hsize_t)(at + n)};
   if (grow && H5Dset_extent(ds, end) < 0)
     return -1;
@@ -771,28 +772,20 @@ static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64
     goto out;
   if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
     goto out;
-  rc = H5Dwrite(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
+  rc = wbuf != NULL ? H5Dwrite(ds, mtype, msp, fsp, H5P_DEFAULT, wbuf)
+                    : H5Dread(ds, mtype, msp, fsp, H5P_DEFAULT, rbuf);
 out:
   close_id(&msp, H5Sclose);
   close_id(&fsp, H5Sclose);
   return rc;
 }
 
-/* Reads `n` elements of `mtype` at element `at` of `ds` into `buf`. */
+static herr_t write_at(hid_t ds, hid_t mtype, int64_t at, const void *buf, int64_t n, int grow) {
+  return rows_io(ds, mtype, at, n, grow, buf, NULL);
+}
+
 static herr_t read_at(hid_t ds, hid_t mtype, int64_t at, void *buf, int64_t n) {
-  hsize_t start[1] = {(hsize_t)at}, count[1] = {(hsize_t)n};
-  hid_t fsp = H5Dget_space(ds);
-  hid_t msp = H5Screate_simple(1, count, NULL);
-  herr_t rc = -1;
-  if (fsp < 0 || msp < 0)
-    goto out;
-  if (H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) < 0)
-    goto out;
-  rc = H5Dread(ds, mtype, msp, fsp, H5P_DEFAULT, buf);
-out:
-  close_id(&msp, H5Sclose);
-  close_id(&fsp, H5Sclose);
-  return rc;
+  return rows_io(ds, mtype, at, n, 0, NULL, buf);
 }
 
 /* ---- creating a file ------------------------------------------------------------------------ */
@@ -838,6 +831,102 @@ static int sync_path(const char *path, int dir, struct kb_error *err) {
   return KB_OK;
 }
 
+/* Writes the root attributes of new file `f` (named `tmp` in messages): format, campaign,
+ * task, created, and a zero "commit" (created with the file type, written through the memory
+ * type). */
+static int write_root(hid_t f, const char *tmp, const struct kb_store_task_info *info,
+                      struct kb_error *err) {
+  double created = now_unix();
+  struct commit_rec zero = {0, 0, 0, 0, 0, 0, 0};
+  if (put_str_attr(f, "format", STORE_FORMAT, 0, 1) < 0 ||
+      put_str_attr(f, "campaign", info->campaign, 0, 1) < 0 ||
+      put_str_attr(f, "task", info->task, 0, 1) < 0 ||
+      put_attr(f, "created", H5T_NATIVE_DOUBLE, &created, 1) < 0)
+    return h5fail(err, tmp, "write the root attributes");
+  hid_t kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
+  hid_t kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  hid_t sp = H5Screate(H5S_SCALAR);
+  hid_t a = kft < 0 || kmt < 0 || sp < 0
+                ? H5I_INVALID_HID
+                : H5Acreate2(f, "commit", kft, sp, H5P_DEFAULT, H5P_DEFAULT);
+  herr_t w = a < 0 ? -1 : H5Awrite(a, kmt, &zero);
+  int rc = kft < 0 || kmt < 0 ? h5fail(err, tmp, "make the table types")
+           : w < 0            ? h5fail(err, tmp, "write the root attribute \"commit\"")
+                              : KB_OK;
+  close_id(&a, H5Aclose);
+  close_id(&sp, H5Sclose);
+  close_id(&kmt, H5Tclose);
+  close_id(&kft, H5Tclose);
+  return rc;
+}
+
+/* Creates every object of new file `f` (named `tmp` in messages) below the root: /task, the
+ * tables, the byte heaps, the groups and /best. */
+static int make_objects(hid_t f, const char *tmp, const struct kb_store_task_info *info,
+                        struct kb_error *err) {
+  int rc = KB_OK;
+  hid_t g = H5I_INVALID_HID;
+  hid_t cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
+  hid_t eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
+  hid_t pft = compound_type(kern_fields, NFIELDS(kern_fields), 0, 1);
+  hid_t lft = compound_type(llm_fields, NFIELDS(llm_fields), 0, 1);
+  const char *spec = info->spec_json ? info->spec_json : "";
+  const char *ref = info->reference ? info->reference : "";
+  if (cft < 0 || eft < 0 || pft < 0 || lft < 0) {
+    rc = h5fail(err, tmp, "make the table types");
+    goto out;
+  }
+  g = H5Gcreate2(f, "task", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  if (g < 0 || put_bytes(g, "spec_json", spec, strlen(spec)) < 0 ||
+      put_bytes(g, "reference", ref, strlen(ref)) < 0) {
+    rc = h5fail(err, tmp, "write /task");
+    goto out;
+  }
+  if (make_table(f, "candidates", cft, CAND_CHUNK, 0) < 0 ||
+      make_table(f, "evaluations", eft, EVAL_CHUNK, 0) < 0) {
+    rc = h5fail(err, tmp, "create the tables");
+    goto out;
+  }
+  if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
+      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
+      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
+      make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
+      make_table(f, "llm/requests", lft, LLM_CHUNK, 0) < 0 ||
+      make_table(f, "llm/text", H5T_STD_U8LE, HEAP_CHUNK, LLM_DEFLATE) < 0) {
+    rc = h5fail(err, tmp, "create the groups");
+    goto out;
+  }
+  if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0)
+    rc = h5fail(err, tmp, "write /best");
+out:
+  close_id(&g, H5Gclose);
+  close_id(&lft, H5Tclose);
+  close_id(&pft, H5Tclose);
+  close_id(&eft, H5Tclose);
+  close_id(&cft, H5Tclose);
+  return rc;
+}
+
+/* Syncs the finished `tmp`, renames it to `path` (`*made` 0 from then on: `tmp` is gone) and
+ * syncs the folder of `path`. `dir` is a copy of `path` (caller-owned), cut here. */
+static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
+                        struct kb_error *err) {
+  int rc = sync_path(tmp, 0, err);
+  if (rc)
+    return rc;
+  if (rename(tmp, path) != 0)
+    return kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", path, tmp,
+                        strerror(errno));
+  *made = 0;
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  return sync_path(slash != NULL ? dir : ".", 1, err);
+}
+
 /* Builds the whole file in "<path>.tmp" and renames it to `path`, so that `path` never holds a
  * half-made file. Every object the store will ever write is created here: SWMR write mode
  * cannot create objects. Errors: KB_EHDF5, KB_EIO, KB_ENOMEM. */
@@ -845,9 +934,7 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
                        struct kb_error *err) {
   int rc = KB_OK;
   char *tmp = NULL, *dir = NULL;
-  hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, g = H5I_INVALID_HID;
-  hid_t cft = H5I_INVALID_HID, eft = H5I_INVALID_HID, kft = H5I_INVALID_HID;
-  hid_t kmt = H5I_INVALID_HID, pft = H5I_INVALID_HID, lft = H5I_INVALID_HID;
+  hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
   int made = 0; /* tmp exists and must go on failure */
   size_t plen = strlen(s->path);
   tmp = kb_malloc(plen + sizeof ".tmp");
@@ -870,96 +957,20 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
     goto out;
   }
   made = 1;
-  double created = now_unix();
-  struct commit_rec zero = {0, 0, 0, 0, 0, 0, 0};
-  cft = compound_type(cand_fields, NFIELDS(cand_fields), 0, 1);
-  eft = compound_type(eval_fields, NFIELDS(eval_fields), 0, 1);
-  kft = compound_type(commit_fields, NFIELDS(commit_fields), 0, 1);
-  kmt = compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  pft = compound_type(kern_fields, NFIELDS(kern_fields), 0, 1);
-  lft = compound_type(llm_fields, NFIELDS(llm_fields), 0, 1);
-  if (cft < 0 || eft < 0 || kft < 0 || kmt < 0 || pft < 0 || lft < 0) {
-    rc = h5fail(err, tmp, "make the table types");
+  rc = write_root(f, tmp, info, err);
+  if (rc == KB_OK)
+    rc = make_objects(f, tmp, info, err);
+  if (rc)
     goto out;
-  }
-  if (put_str_attr(f, "format", STORE_FORMAT, 0, 1) < 0 ||
-      put_str_attr(f, "campaign", info->campaign, 0, 1) < 0 ||
-      put_str_attr(f, "task", info->task, 0, 1) < 0 ||
-      put_attr(f, "created", H5T_NATIVE_DOUBLE, &created, 1) < 0) {
-    rc = h5fail(err, tmp, "write the root attributes");
-    goto out;
-  }
-  /* "commit" is created with the file type and written through the memory type. */
-  {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = sp < 0 ? H5I_INVALID_HID : H5Acreate2(f, "commit", kft, sp, H5P_DEFAULT,
-                                                    H5P_DEFAULT);
-    herr_t w = a < 0 ? -1 : H5Awrite(a, kmt, &zero);
-    if (w < 0)
-      rc = h5fail(err, tmp, "write the root attribute \"commit\"");
-    close_id(&a, H5Aclose);
-    close_id(&sp, H5Sclose);
-    if (rc)
-      goto out;
-  }
-  const char *spec = info->spec_json ? info->spec_json : "";
-  const char *ref = info->reference ? info->reference : "";
-  g = H5Gcreate2(f, "task", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-  if (g < 0 || put_bytes(g, "spec_json", spec, strlen(spec)) < 0 ||
-      put_bytes(g, "reference", ref, strlen(ref)) < 0) {
-    rc = h5fail(err, tmp, "write /task");
-    goto out;
-  }
-  close_id(&g, H5Gclose);
-  if (make_table(f, "candidates", cft, CAND_CHUNK, 0) < 0 ||
-      make_table(f, "evaluations", eft, EVAL_CHUNK, 0) < 0) {
-    rc = h5fail(err, tmp, "create the tables");
-    goto out;
-  }
-  if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
-      make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
-      make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
-      make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
-      make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
-      make_table(f, "llm/requests", lft, LLM_CHUNK, 0) < 0 ||
-      make_table(f, "llm/text", H5T_STD_U8LE, HEAP_CHUNK, LLM_DEFLATE) < 0) {
-    rc = h5fail(err, tmp, "create the groups");
-    goto out;
-  }
-  if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0) {
-    rc = h5fail(err, tmp, "write /best");
-    goto out;
-  }
   herr_t closed = H5Fclose(f);
   f = H5I_INVALID_HID;
   if (closed < 0) {
     rc = h5fail(err, tmp, "close file");
     goto out;
   }
-  rc = sync_path(tmp, 0, err);
-  if (rc)
-    goto out;
-  if (rename(tmp, s->path) != 0) {
-    rc = kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", s->path, tmp,
-                      strerror(errno));
-    goto out;
-  }
-  made = 0;
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    slash[1] = '\0';
-  else if (slash != NULL)
-    *slash = '\0';
-  rc = sync_path(slash != NULL ? dir : ".", 1, err);
+  rc = put_in_place(tmp, s->path, dir, &made, err);
 out:
-  close_id(&g, H5Gclose);
   close_id(&f, H5Fclose);
-  close_id(&lft, H5Tclose);
-  close_id(&pft, H5Tclose);
-  close_id(&kmt, H5Tclose);
-  close_id(&kft, H5Tclose);
-  close_id(&eft, H5Tclose);
-  close_id(&cft, H5Tclose);
   close_id(&fapl, H5Pclose);
   if (rc && made)
     unlink(tmp);
@@ -1237,67 +1248,67 @@ out:
 
 /* Reads the committed state: cuts off uncommitted rows and bytes, fills the hash sets, and
  * repairs the candidate columns and /best where they ran ahead of the commit. */
-static int load(struct kb_store *s, struct kb_error *err) {
+/* Reads and checks the root attribute "commit" into `c`. */
+static int read_commit(struct kb_store *s, struct commit_rec *c, struct kb_error *err) {
+  memset(c, 0, sizeof *c);
+  hid_t a = H5Aopen(s->file, "commit", H5P_DEFAULT);
   int rc = KB_OK;
-  hid_t ckt = H5I_INVALID_HID, ekt = H5I_INVALID_HID, a = H5I_INVALID_HID;
-  struct cand_key_row *crows = NULL;
-  struct eval_key_row *erows = NULL;
-  struct agg_row *stored = NULL;
-  struct commit_rec c;
-  memset(&c, 0, sizeof c);
-
-  a = H5Aopen(s->file, "commit", H5P_DEFAULT);
-  if (a < 0 || H5Aread(a, s->commit_mt, &c) < 0) {
+  if (a < 0 || H5Aread(a, s->commit_mt, c) < 0)
     rc = h5fail(err, s->path, "read the root attribute \"commit\"");
-    goto out;
-  }
-  if (c.candidates < 0 || c.evaluations < 0 || c.source_bytes < 0 || c.compile_log_bytes < 0 ||
-      c.kernels < 0 || c.llm < 0 || c.llm_bytes < 0) {
+  else if (c->candidates < 0 || c->evaluations < 0 || c->source_bytes < 0 ||
+           c->compile_log_bytes < 0 || c->kernels < 0 || c->llm < 0 || c->llm_bytes < 0)
     rc = kb_error_set(err, KB_EHDF5, "%s: the root attribute \"commit\" is negative", s->path);
-    goto out;
-  }
-  rc = cut_to(s, s->cand_ds, "candidates", c.candidates, err);
-  if (!rc)
-    rc = cut_to(s, s->eval_ds, "evaluations", c.evaluations, err);
-  if (!rc)
-    rc = cut_to(s, s->src_ds, "sources/data", c.source_bytes, err);
-  if (!rc)
-    rc = cut_to(s, s->log_ds, "compile_logs/data", c.compile_log_bytes, err);
-  if (!rc)
-    rc = cut_to(s, s->kern_ds, "profiles/kernels", c.kernels, err);
-  if (!rc)
-    rc = cut_to(s, s->llm_ds, "llm/requests", c.llm, err);
-  if (!rc)
-    rc = cut_to(s, s->text_ds, "llm/text", c.llm_bytes, err);
-  if (!rc)
-    rc = load_llm(s, c.llm, err);
-  if (rc)
-    goto out;
+  close_id(&a, H5Aclose);
+  return rc;
+}
 
-  ckt = compound_type(cand_key_fields, NFIELDS(cand_key_fields), sizeof *crows, 0);
-  ekt = compound_type(eval_key_fields, NFIELDS(eval_key_fields), sizeof *erows, 0);
-  if (ckt < 0 || ekt < 0) {
-    rc = h5fail(err, s->path, "make the key types");
-    goto out;
-  }
-  crows = kb_calloc(READ_BATCH, sizeof *crows);
-  erows = kb_calloc(READ_BATCH, sizeof *erows);
-  stored = kb_calloc((size_t)c.candidates, sizeof *stored);
-  if (crows == NULL || erows == NULL || stored == NULL) {
-    rc = nomem(err, s->path);
-    goto out;
-  }
-  rc = reserve_cands(s, (size_t)c.candidates, err);
-  if (rc)
-    goto out;
-  for (int64_t at = 0; at < c.candidates; at += READ_BATCH) {
-    int64_t n = c.candidates - at < READ_BATCH ? c.candidates - at : READ_BATCH;
-    if (read_at(s->cand_ds, ckt, at, crows, n) < 0) {
-      rc = h5fail(err, s->path, "read /candidates rows %lld..%lld", (long long)at,
+/* Cuts every dataset back to the commit `c` and loads the llm request ids. */
+static int cut_to_commit(struct kb_store *s, const struct commit_rec *c, struct kb_error *err) {
+  int rc = cut_to(s, s->cand_ds, "candidates", c->candidates, err);
+  if (!rc)
+    rc = cut_to(s, s->eval_ds, "evaluations", c->evaluations, err);
+  if (!rc)
+    rc = cut_to(s, s->src_ds, "sources/data", c->source_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->log_ds, "compile_logs/data", c->compile_log_bytes, err);
+  if (!rc)
+    rc = cut_to(s, s->kern_ds, "profiles/kernels", c->kernels, err);
+  if (!rc)
+    rc = cut_to(s, s->llm_ds, "llm/requests", c->llm, err);
+  if (!rc)
+    rc = cut_to(s, s->text_ds, "llm/text", c->llm_bytes, err);
+  if (!rc)
+    rc = load_llm(s, c->llm, err);
+  return rc;
+}
+
+/* Reads rows [at, at + n) of `ds` (named `what` in messages) as `type` into `rows`. */
+static int read_rows(const struct kb_store *s, hid_t ds, hid_t type, const char *what, int64_t at,
+                     int64_t n, void *rows, struct kb_error *err) {
+  if (read_at(ds, type, at, rows, n) < 0)
+    return h5fail(err, s->path, "read /%s rows %lld..%lld", what, (long long)at,
                   (long long)(at + n - 1));
-      goto out;
-    }
-    for (int64_t i = 0; i < n; i++) {
+  return KB_OK;
+}
+
+/* Loads the ids of the first `count` /candidates rows into s->cands and the set, and their
+ * stored aggregate columns into `stored` (`count` entries, caller-owned). */
+static int load_cands(struct kb_store *s, int64_t count, struct agg_row *stored,
+                      struct kb_error *err) {
+  hid_t ckt = compound_type(cand_key_fields, NFIELDS(cand_key_fields),
+                            sizeof(struct cand_key_row), 0);
+  struct cand_key_row *crows = kb_calloc(READ_BATCH, sizeof *crows);
+  int rc = KB_OK;
+  if (ckt < 0)
+    rc = h5fail(err, s->path, "make the key types");
+  else if (crows == NULL)
+    rc = nomem(err, s->path);
+  else
+    rc = reserve_cands(s, (size_t)count, err);
+  for (int64_t at = 0; rc == KB_OK && at < count; at += READ_BATCH) {
+    int64_t n = count - at < READ_BATCH ? count - at : READ_BATCH;
+    rc = read_rows(s, s->cand_ds, ckt, "candidates", at, n, crows, err);
+    for (int64_t i = 0; rc == KB_OK && i < n; i++) {
       struct cand_mem *m = &s->cands[s->n_cands];
       memset(m, 0, sizeof *m);
       kb_utf8_copy(m->id, sizeof m->id, crows[i].id, ID_SIZE);
@@ -1310,19 +1321,26 @@ static int load(struct kb_store *s, struct kb_error *err) {
       s->n_cands++;
     }
   }
+  kb_free(crows);
+  close_id(&ckt, H5Tclose);
+  return rc;
+}
 
-  if (eval_set_reserve(&s->eset, (size_t)c.evaluations) != KB_OK) {
+/* Loads the keys of the first `count` /evaluations rows into the set and the candidates'
+ * aggregates. */
+static int load_evals(struct kb_store *s, int64_t count, struct kb_error *err) {
+  hid_t ekt = compound_type(eval_key_fields, NFIELDS(eval_key_fields),
+                            sizeof(struct eval_key_row), 0);
+  struct eval_key_row *erows = kb_calloc(READ_BATCH, sizeof *erows);
+  int rc = KB_OK;
+  if (ekt < 0)
+    rc = h5fail(err, s->path, "make the key types");
+  else if (erows == NULL || eval_set_reserve(&s->eset, (size_t)count) != KB_OK)
     rc = nomem(err, s->path);
-    goto out;
-  }
-  for (int64_t at = 0; at < c.evaluations; at += READ_BATCH) {
-    int64_t n = c.evaluations - at < READ_BATCH ? c.evaluations - at : READ_BATCH;
-    if (read_at(s->eval_ds, ekt, at, erows, n) < 0) {
-      rc = h5fail(err, s->path, "read /evaluations rows %lld..%lld", (long long)at,
-                  (long long)(at + n - 1));
-      goto out;
-    }
-    for (int64_t i = 0; i < n; i++) {
+  for (int64_t at = 0; rc == KB_OK && at < count; at += READ_BATCH) {
+    int64_t n = count - at < READ_BATCH ? count - at : READ_BATCH;
+    rc = read_rows(s, s->eval_ds, ekt, "evaluations", at, n, erows, err);
+    for (int64_t i = 0; rc == KB_OK && i < n; i++) {
       struct eval_key_row *e = &erows[i];
       e->candidate[ID_SIZE - 1] = '\0';
       e->status[STATUS_SIZE - 1] = '\0';
@@ -1332,7 +1350,7 @@ static int load(struct kb_store *s, struct kb_error *err) {
                           "%s: /evaluations row %lld names candidate \"%s\" that is not in "
                           "/candidates",
                           s->path, (long long)(at + i), e->candidate);
-        goto out;
+        break;
       }
       struct eval_key k = {row, e->tier, e->attempt};
       if (eval_set_has(&s->eset, &k))
@@ -1341,12 +1359,14 @@ static int load(struct kb_store *s, struct kb_error *err) {
       agg_apply(&s->cands[row], e->tier, e->attempt, e->status);
     }
   }
-  s->n_evals = c.evaluations;
-  s->src_bytes = c.source_bytes;
-  s->log_bytes = c.compile_log_bytes;
-  s->n_kerns = c.kernels;
-  s->text_bytes = c.llm_bytes;
+  kb_free(erows);
+  close_id(&ekt, H5Tclose);
+  return rc;
+}
 
+/* Rewrites the aggregate columns that differ from what the committed evaluations give
+ * (`stored`: the columns as read), and resets /best when it names an uncommitted candidate. */
+static int repair(struct kb_store *s, const struct agg_row *stored, struct kb_error *err) {
   /* In-place updates may have landed for evaluations that were not committed. */
   for (size_t i = 0; i < s->n_cands; i++) {
     struct agg_row want;
@@ -1354,38 +1374,49 @@ static int load(struct kb_store *s, struct kb_error *err) {
     if (want.best_tier == stored[i].best_tier && want.n_evaluations == stored[i].n_evaluations &&
         strcmp(want.status, stored[i].status) == 0)
       continue;
-    if (write_at(s->cand_ds, s->agg_mt, (int64_t)i, &want, 1, 0) < 0) {
-      rc = h5fail(err, s->path, "repair /candidates row %zu", i);
-      goto out;
-    }
+    if (write_at(s->cand_ds, s->agg_mt, (int64_t)i, &want, 1, 0) < 0)
+      return h5fail(err, s->path, "repair /candidates row %zu", i);
     s->recovered |= KB_STORE_RECOVERED_REPAIRED;
   }
-
   /* /best may name a candidate whose row was not committed. */
-  {
-    hid_t g = H5Gopen2(s->file, "best", H5P_DEFAULT);
-    char best[ID_SIZE];
-    herr_t r = g < 0 ? -1 : get_str_attr(g, "candidate", best, sizeof best);
-    close_id(&g, H5Gclose);
-    if (r < 0) {
-      rc = h5fail(err, s->path, "read /best");
-      goto out;
-    }
-    if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, sizeof *s->cands, best) < 0) {
-      if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0) {
-        rc = h5fail(err, s->path, "reset /best");
-        goto out;
-      }
-      s->recovered |= KB_STORE_RECOVERED_REPAIRED;
-    }
+  hid_t g = H5Gopen2(s->file, "best", H5P_DEFAULT);
+  char best[ID_SIZE];
+  herr_t r = g < 0 ? -1 : get_str_attr(g, "candidate", best, sizeof best);
+  close_id(&g, H5Gclose);
+  if (r < 0)
+    return h5fail(err, s->path, "read /best");
+  if (best[0] != '\0' && cand_set_find(&s->cset, s->cands, sizeof *s->cands, best) < 0) {
+    if (put_best(s->file, "", "", -1, NAN, NAN, 0, 0) < 0)
+      return h5fail(err, s->path, "reset /best");
+    s->recovered |= KB_STORE_RECOVERED_REPAIRED;
   }
-out:
+  return KB_OK;
+}
+
+/* Loads an existing file: cut back to its last commit, then the candidates and evaluations
+ * into memory, then the repairs of what landed after that commit. */
+static int load(struct kb_store *s, struct kb_error *err) {
+  struct commit_rec c;
+  int rc = read_commit(s, &c, err);
+  if (rc == KB_OK)
+    rc = cut_to_commit(s, &c, err);
+  if (rc)
+    return rc;
+  struct agg_row *stored = kb_calloc((size_t)c.candidates, sizeof *stored);
+  if (stored == NULL)
+    return nomem(err, s->path);
+  rc = load_cands(s, c.candidates, stored, err);
+  if (rc == KB_OK)
+    rc = load_evals(s, c.evaluations, err);
+  if (rc == KB_OK) {
+    s->n_evals = c.evaluations;
+    s->src_bytes = c.source_bytes;
+    s->log_bytes = c.compile_log_bytes;
+    s->n_kerns = c.kernels;
+    s->text_bytes = c.llm_bytes;
+    rc = repair(s, stored, err);
+  }
   kb_free(stored);
-  kb_free(erows);
-  kb_free(crows);
-  close_id(&ekt, H5Tclose);
-  close_id(&ckt, H5Tclose);
-  close_id(&a, H5Aclose);
   return rc;
 }
 
@@ -1412,6 +1443,41 @@ static void destroy(struct kb_store *s) {
   kb_free(s);
 }
 
+/* A store for `path` with nothing open yet: every handle invalid, the memory types made. `*out`
+ * is new (destroy() frees it); NULL on failure. */
+static int new_store(const char *path, struct kb_store **out, struct kb_error *err) {
+  struct kb_store *s = kb_calloc(1, sizeof *s);
+  *out = NULL;
+  if (s == NULL)
+    return nomem(err, path);
+  s->lock_fd = -1;
+  s->data_fd = -1;
+  s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
+  s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
+  s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
+  s->kern_mt = s->llm_mt = H5I_INVALID_HID;
+  s->path = kb_strdup(path);
+  if (s->path == NULL) {
+    destroy(s);
+    return nomem(err, path);
+  }
+  s->cand_mt = compound_type(cand_fields, NFIELDS(cand_fields), sizeof(struct cand_row), 0);
+  s->eval_mt = compound_type(eval_fields, NFIELDS(eval_fields), sizeof(struct eval_row), 0);
+  s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
+  s->commit_mt =
+      compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
+  s->kern_mt = compound_type(kern_fields, NFIELDS(kern_fields), sizeof(struct kern_row), 0);
+  s->llm_mt = compound_type(llm_fields, NFIELDS(llm_fields), sizeof(struct llm_row), 0);
+  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0 || s->kern_mt < 0 ||
+      s->llm_mt < 0) {
+    int rc = h5fail(err, path, "make the table types"); /* before destroy() resets the stack */
+    destroy(s);
+    return rc;
+  }
+  *out = s;
+  return KB_OK;
+}
+
 /* kb_store_open() with HDF5 printing off: lock, create when absent, open (recovering), check
  * the root attributes, load the committed state. */
 static int open_impl(const char *path, const struct kb_store_task_info *info,
@@ -1426,33 +1492,10 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
                        info->task[0] == '\0'))
     return kb_error_set(err, KB_EINVAL, "%s: campaign and task ids must have 1 to %d characters",
                         path, KB_ID_MAX - 1);
-  struct kb_store *s = kb_calloc(1, sizeof *s);
-  if (s == NULL)
-    return nomem(err, path);
-  s->lock_fd = -1;
-  s->data_fd = -1;
-  s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
-  s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
-  s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
-  s->kern_mt = s->llm_mt = H5I_INVALID_HID;
-  int rc = KB_OK;
-  s->path = kb_strdup(path);
-  if (s->path == NULL) {
-    rc = nomem(err, path);
-    goto out;
-  }
-  s->cand_mt = compound_type(cand_fields, NFIELDS(cand_fields), sizeof(struct cand_row), 0);
-  s->eval_mt = compound_type(eval_fields, NFIELDS(eval_fields), sizeof(struct eval_row), 0);
-  s->agg_mt = compound_type(agg_fields, NFIELDS(agg_fields), sizeof(struct agg_row), 0);
-  s->commit_mt =
-      compound_type(commit_fields, NFIELDS(commit_fields), sizeof(struct commit_rec), 0);
-  s->kern_mt = compound_type(kern_fields, NFIELDS(kern_fields), sizeof(struct kern_row), 0);
-  s->llm_mt = compound_type(llm_fields, NFIELDS(llm_fields), sizeof(struct llm_row), 0);
-  if (s->cand_mt < 0 || s->eval_mt < 0 || s->agg_mt < 0 || s->commit_mt < 0 || s->kern_mt < 0 ||
-      s->llm_mt < 0) {
-    rc = h5fail(err, path, "make the table types");
-    goto out;
-  }
+  struct kb_store *s = NULL;
+  int rc = new_store(path, &s, err);
+  if (rc)
+    return rc;
   rc = take_lock(s, err);
   if (rc)
     goto out;
@@ -1506,23 +1549,42 @@ static int check_usable(const struct kb_store *s, struct kb_error *err) {
   return KB_OK;
 }
 
+/* The start of every kb_store_add_*(): `*added` (may be NULL) 0, then KB_EINVAL with the message
+ * `missing` when it is not NULL (an argument was missing), or KB_EHDF5 when `s` is unusable. */
+static int begin_add(const struct kb_store *s, const char *missing, int *added,
+                     struct kb_error *err) {
+  if (added != NULL)
+    *added = 0;
+  if (missing != NULL)
+    return kb_error_set(err, KB_EINVAL, "%s", missing);
+  return check_usable(s, err);
+}
+
+/* Checks a row about candidate `id` of task `task` (at most `task_size` bytes): 64 hex digits,
+ * this file's task. Messages name the id `id_what` and the row `what`. */
+static int check_cand_row(const struct kb_store *s, const char *id, const char *task,
+                          size_t task_size, const char *id_what, const char *what,
+                          struct kb_error *err) {
+  if (!is_hex_id(id))
+    return kb_error_set(err, KB_EINVAL, "%s: %s \"%.*s\" is not 64 hex digits", s->path, id_what,
+                        (int)strnlen(id, ID_SIZE), id);
+  if (strncmp(task, s->task, task_size) != 0)
+    return kb_error_set(err, KB_EINVAL, "%s: %s %.12s is for task \"%.*s\", not \"%s\"", s->path,
+                        what, id, (int)strnlen(task, task_size), task, s->task);
+  return KB_OK;
+}
+
 /* kb_store_add_candidate(): validate, dedup, allocate, then write source bytes and the row;
  * memory is updated only after both writes succeeded. */
 static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, int *added,
                               struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || c == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_candidate: no store or candidate");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s, s == NULL || c == NULL ? "kb_store_add_candidate: no store or candidate"
+                                                : NULL,
+                     added, err);
+  if (rc == KB_OK)
+    rc = check_cand_row(s, c->id, c->task, sizeof c->task, "candidate id", "candidate", err);
   if (rc)
     return rc;
-  if (!is_hex_id(c->id))
-    return kb_error_set(err, KB_EINVAL, "%s: candidate id \"%.*s\" is not 64 hex digits",
-                        s->path, (int)strnlen(c->id, ID_SIZE), c->id);
-  if (strncmp(c->task, s->task, sizeof c->task) != 0)
-    return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s is for task \"%.*s\", not \"%s\"",
-                        s->path, c->id, (int)strnlen(c->task, sizeof c->task), c->task, s->task);
   for (int p = 0; p < 2; p++)
     if (c->parents[p][0] != '\0' && !is_hex_id(c->parents[p]))
       return kb_error_set(err, KB_EINVAL, "%s: candidate %.12s: parent %d is not 64 hex digits",
@@ -1658,20 +1720,14 @@ static struct kern_row *kern_rows_of(const struct kb_result *r) {
  * the candidate's columns; memory is updated only after all writes succeeded. */
 static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, int *added,
                                struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || r == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_evaluation: no store or result");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s, s == NULL || r == NULL ? "kb_store_add_evaluation: no store or result"
+                                                : NULL,
+                     added, err);
+  if (rc == KB_OK)
+    rc = check_cand_row(s, r->candidate, r->task, sizeof r->task, "result candidate",
+                        "result for", err);
   if (rc)
     return rc;
-  if (!is_hex_id(r->candidate))
-    return kb_error_set(err, KB_EINVAL, "%s: result candidate \"%.*s\" is not 64 hex digits",
-                        s->path, (int)strnlen(r->candidate, ID_SIZE), r->candidate);
-  if (strncmp(r->task, s->task, sizeof r->task) != 0)
-    return kb_error_set(err, KB_EINVAL, "%s: result for %.12s is for task \"%.*s\", not \"%s\"",
-                        s->path, r->candidate, (int)strnlen(r->task, sizeof r->task), r->task,
-                        s->task);
   const char *status = status_name(r->status);
   if (status == NULL)
     return kb_error_set(err, KB_EINVAL, "%s: result for %.12s has unknown status %d", s->path,
@@ -1741,11 +1797,11 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
  * updated only after every write succeeded. */
 static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *added,
                         struct kb_error *err) {
-  if (added != NULL)
-    *added = 0;
-  if (s == NULL || x == NULL || x->request == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_add_llm: no store, exchange or request id");
-  int rc = check_usable(s, err);
+  int rc = begin_add(s,
+                     s == NULL || x == NULL || x->request == NULL
+                         ? "kb_store_add_llm: no store, exchange or request id"
+                         : NULL,
+                     added, err);
   if (rc)
     return rc;
   size_t idlen = strnlen(x->request, ID_SIZE);
@@ -1856,12 +1912,19 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
 
 /* ---- public entry points: HDF5 error printing is off inside each -------------------------- */
 
+/* Runs `call` (an *_impl() returning an error code) into `rc` with HDF5's error printing off. */
+#define QUIETLY(rc, call)                                                                    \
+  do {                                                                                       \
+    struct quiet q_;                                                                         \
+    quiet_begin(&q_);                                                                        \
+    (rc) = (call);                                                                           \
+    quiet_end(&q_);                                                                          \
+  } while (0)
+
 int kb_store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
                   struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = open_impl(path, info, out, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, open_impl(path, info, out, err));
   return rc;
 }
 
@@ -1884,28 +1947,22 @@ int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int
 
 int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
                            struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_candidate_impl(s, c, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_candidate_impl(s, c, added, err));
   return rc;
 }
 
 int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
                             struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_evaluation_impl(s, r, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_evaluation_impl(s, r, added, err));
   return rc;
 }
 
 int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
                      struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = add_llm_impl(s, x, added, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, add_llm_impl(s, x, added, err));
   return rc;
 }
 
@@ -1927,18 +1984,14 @@ long kb_store_kernel_count(const struct kb_store *s) {
 
 int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
                       double median_us, double speedup, struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = set_best_impl(s, candidate, name, tier, median_us, speedup, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, set_best_impl(s, candidate, name, tier, median_us, speedup, err));
   return rc;
 }
 
 int kb_store_flush(struct kb_store *s, struct kb_error *err) {
-  struct quiet q;
-  quiet_begin(&q);
-  int rc = flush_impl(s, err);
-  quiet_end(&q);
+  int rc;
+  QUIETLY(rc, flush_impl(s, err));
   return rc;
 }
 

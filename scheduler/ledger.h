@@ -14,7 +14,7 @@ struct kb_error;
 
 enum kb_currency { KB_GPU_MS = 0, KB_LLM_TOKENS = 1 };
 
-/* "gpu_ms" or "llm_tokens". */
+/* "llm_tokens" for KB_LLM_TOKENS, else "gpu_ms" (static strings). */
 const char *kb_currency_name(int currency);
 
 /* Holds `amount` of `currency` under `charge_id` (borrowed). `*dup` (may be NULL) is 1 when

@@ -1,0 +1,87 @@
+/* The Redis keys of a campaign: every key name is spelled here and nowhere else in C.
+ *
+ * A key is "kb:{<cid>}:<suffix>" (kb_key() in kb/redis.h, kb_queue_key() in kb/queue.h); the
+ * hash tag {cid} keeps a campaign on one Redis Cluster slot. The macros below are the suffixes;
+ * those ending in _FMT are printf formats (kb_key() takes them directly), those ending in _ANY
+ * are SCAN MATCH patterns. The Lua scripts of common/lua/ get their keys in KEYS[] (built from
+ * these macros by queue.c, ledger.c and friends), never by name; each entry says which scripts
+ * touch the key, who else writes it, and how. Writes made outside a script are listed, with
+ * their reasons, in docs/architecture.md ("Writes outside Lua scripts").
+ */
+#ifndef KB_KEYS_H
+#define KB_KEYS_H
+
+/* hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead, task_caps ("1" once a
+ * task cap was set: claims read the caps), stray (results entries dropped),
+ * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
+ * (JSON array of the task ids in campaign order), results_dir, deadline.
+ * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
+ * stray, task_cap, charge. Outside: kb_submission_register writes tasks, results_dir and
+ * deadline (one HSET). */
+#define KB_KEY_META "meta"
+/* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
+ * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,
+ * result][, next]} (done and dead items: the lease's runner and charge, and the id of the one
+ * results entry that settled it), fields in this order (the scripts rewrite the part after
+ * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status. */
+#define KB_KEY_ITEMS "items"
+/* zset per tier: ready items by priority (lower first). printf format, the tier (int).
+ * Scripts: enqueue, complete_claim, reap, release, status. */
+#define KB_KEY_READY_FMT "q:%d"
+/* zset: leased items by deadline (Redis TIME, milliseconds).
+ * Scripts: complete_claim, heartbeat, reap, release, status. */
+#define KB_KEY_LEASE "lease"
+/* hash: <currency>:total|available|held|spent (integers).
+ * Scripts: register, complete_claim, reap, release, status, charge. */
+#define KB_KEY_LEDGER "ledger"
+/* hash: charge id -> "H:<held>" | "P:<posted>" | "V:<voided>" ("P:<posted>:O:<overrun>" when
+ * the cost exceeded the reservation): GPU charges of claim/complete.
+ * Scripts: complete_claim, reap, release, charge (currency gpu_ms). */
+#define KB_KEY_CHARGES "charges"
+/* hash: as KB_KEY_CHARGES, for the llm_tokens currency. Script: charge. */
+#define KB_KEY_CHARGES_LLM "charges:llm_tokens"
+/* hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent.
+ * Scripts: complete_claim, reap, release (held, spent), task_cap (cap). */
+#define KB_KEY_TASKBUDGET "taskbudget"
+/* stream: one JSON "entry" field per ledger change (ledger-entry schema); one stream entry may
+ * carry several, in order (a settlement and the next reservation); a move of amount 0 is not
+ * logged. Scripts: register, complete_claim, reap, release, charge. */
+#define KB_KEY_LEDGER_LOG "ledger:log"
+/* stream: "item", "result" (result schema), "charge", "runner", "attempt" (the lease
+ * settled); consumer group "scheduler". Scripts: complete_claim, reap (append), stray (XACK).
+ * Outside: the scheduler creates the group and acknowledges the entries it processed. */
+#define KB_KEY_RESULTS "results"
+/* hash: results entry id -> why the scheduler dropped it. Script: stray. */
+#define KB_KEY_STRAY "stray"
+/* hash: item id -> reason. Script: reap. */
+#define KB_KEY_DEAD "dead"
+/* hash: runner -> last heartbeat (ms). Script: heartbeat. */
+#define KB_KEY_RUNNERS "runners"
+/* stream: state changes, for watchers. Scripts: register, set_state. */
+#define KB_KEY_EVENTS "events"
+/* hash per task: spec (task.json text), oracle (source), reference (source), oracle_name
+ * (file name of the oracle). printf format, the task id. Outside: kb_catalog_put_task. */
+#define KB_KEY_TASK_FMT "task:%s"
+#define KB_KEY_TASK_ANY "task:*"
+/* hash per candidate: task, name, json (zstd-compressed candidate JSON). printf format, the
+ * candidate id. Outside: kb_catalog_put_candidate (submitter, scheduler's generators). */
+#define KB_KEY_CAND_FMT "cand:%s"
+#define KB_KEY_CAND_ANY "cand:*"
+/* stream per task: the LLM audit, one entry per finished request (kind, charge, status,
+ * attempts, tokens_in, tokens_out, candidate, parents, error, prompt, response; see
+ * scheduler/gen_llm.h). printf format, the task id. Outside: the scheduler (gen_llm.c). */
+#define KB_KEY_LLM_AUDIT_FMT "llm:%s"
+/* hash: task -> generation attempts (scheduler/gen_core.h). Outside: the scheduler. */
+#define KB_KEY_GEN_COUNT "gen:count"
+/* hash: open llm charge id -> task, so a restarted scheduler voids what its predecessor left
+ * (scheduler/gen_llm.h). Outside: the scheduler. */
+#define KB_KEY_GEN_LLM_OPEN "gen:llm:open"
+/* string: the counter of llm requests, numbering the charge ids. Outside: the scheduler. */
+#define KB_KEY_GEN_LLM_SEQ "gen:llm:seq"
+/* hash per tune base: knob string -> candidate id (scheduler/gen_tune.h). printf format, the
+ * task id and the base candidate id (its first 16 characters). Outside: the scheduler. */
+#define KB_KEY_GEN_TUNE_FMT "gen:tune:%s:%.16s"
+/* string: the queue benchmark's debit counter (bench/queue), no other process reads it. */
+#define KB_KEY_BENCH_DEBIT "bench:debit"
+
+#endif
