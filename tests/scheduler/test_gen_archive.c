@@ -28,7 +28,6 @@
 #include "kb/redis.h"
 #include "redis_group.h"
 
-
 /* The generator: proposals, examples, crossover parents. */
 static void test_generator(void **state) {
   (void)state;
