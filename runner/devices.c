@@ -11,7 +11,7 @@
 #include <cupti.h>
 #endif
 
-void kb_devices_probe(struct kb_device_list *list) {
+void kb__devices_probe(struct kb_device_list *list) {
   memset(list, 0, sizeof *list);
   kb__confine_probe(&list->confinement);
 #ifdef KB_HAVE_CUDA
@@ -47,7 +47,7 @@ void kb_devices_probe(struct kb_device_list *list) {
 #endif
 }
 
-void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
+void kb__devices_print(const struct kb_device_list *list, FILE *out, int json) {
   if (json) {
     json_t *devs = json_array();
     for (int i = 0; i < list->n; i++) {
@@ -78,7 +78,7 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
   }
   fprintf(out, "CUDA runtime %d, driver %d, CUPTI %u\n", list->runtime_version,
           list->driver_version, (unsigned)list->cupti_version);
-  kb_devices_print_confinement(&list->confinement, out);
+  kb__devices_print_confinement(&list->confinement, out);
   if (list->n == 0) {
     fprintf(out, "no devices: %s\n", list->why_none);
     return;
@@ -91,7 +91,7 @@ void kb_devices_print(const struct kb_device_list *list, FILE *out, int json) {
   }
 }
 
-void kb_devices_print_confinement(const struct kb__confine_level *l, FILE *out) {
+void kb__devices_print_confinement(const struct kb__confine_level *l, FILE *out) {
   char abi[32];
   if (l->landlock_abi > 0)
     snprintf(abi, sizeof abi, "ABI %d", l->landlock_abi);

@@ -34,14 +34,14 @@ struct kb_device_list {
 };
 
 /* One line "sandbox confinement: LEVEL (seccomp yes|no, Landlock ABI N|unavailable): note". */
-void kb_devices_print_confinement(const struct kb__confine_level *l, FILE *out);
+void kb__devices_print_confinement(const struct kb__confine_level *l, FILE *out);
 
 /* Fills `list` (caller-owned). Never fails: a machine without GPUs is an answer, not an error.
  * Initialises the CUDA runtime in this process when there is a driver: call it only in a
  * process that will not fork afterwards. */
-void kb_devices_probe(struct kb_device_list *list);
+void kb__devices_probe(struct kb_device_list *list);
 
 /* Prints `list` to `out`: a table, or one JSON object when `json` is set. */
-void kb_devices_print(const struct kb_device_list *list, FILE *out, int json);
+void kb__devices_print(const struct kb_device_list *list, FILE *out, int json);
 
 #endif

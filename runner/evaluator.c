@@ -58,7 +58,7 @@ struct kb_evaluator {
                                            not confined) timing torch eager and torch.compile,
                                            started for the first "torch" request */
   int ordinal;                 /* CUDA device ordinal */
-  double grace_s;              /* kb_evaluator_set_grace() */
+  double grace_s;              /* kb__evaluator_set_grace() */
   char device[KB_ID_MAX];
   struct oracle oracles[MAX_ORACLES];
   int next_oracle;             /* round-robin slot */
@@ -96,7 +96,7 @@ static int include_dir(struct kb_buf *out) {
   return kb_buf_adds(out, KB_ABI_INCLUDE_DIR);
 }
 
-int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
+int kb__evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
                    struct kb_error *err) {
   *out = NULL;
   if (o->kind != KB_BACKEND_HOST && o->kind != KB_BACKEND_CUDA)
@@ -150,7 +150,7 @@ int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **ou
   return KB_OK;
 }
 
-void kb_evaluator_free(struct kb_evaluator *b) {
+void kb__evaluator_free(struct kb_evaluator *b) {
   if (b == NULL)
     return;
   kb__sandbox_free(b->sb);
@@ -164,7 +164,7 @@ void kb_evaluator_free(struct kb_evaluator *b) {
   kb_free(b);
 }
 
-void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) {
+void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) {
   b->stop = stop;
   kb__sandbox_set_stop(b->sb, stop);
   if (b->sb_torch != NULL)
@@ -173,7 +173,7 @@ void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop) 
     kb__sandbox_set_stop(b->sb_torch_trusted, stop);
 }
 
-void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds) {
+void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds) {
   b->grace_s = seconds;
   kb__sandbox_set_grace(b->sb, seconds);
   if (b->sb_torch != NULL)
@@ -207,22 +207,22 @@ static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int t
   return KB_OK;
 }
 
-void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
+void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
   if (seconds > 0)
     b->cc.timeout_s = seconds;
 }
 
-const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
-double kb_evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
-const char *kb_evaluator_device(const struct kb_evaluator *b) { return b->device; }
-int kb_evaluator_sandbox_starts(const struct kb_evaluator *b) {
+const struct kb__compiler *kb__evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
+double kb__evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
+const char *kb__evaluator_device(const struct kb_evaluator *b) { return b->device; }
+int kb__evaluator_sandbox_starts(const struct kb_evaluator *b) {
   return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0) +
          (b->sb_torch_trusted ? kb__sandbox_starts(b->sb_torch_trusted) : 0);
 }
-double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b) {
+double kb__evaluator_sandbox_start_s(const struct kb_evaluator *b) {
   return kb__sandbox_last_start_s(b->sb);
 }
-int kb_evaluator_sandbox_pid(const struct kb_evaluator *b) { return (int)kb__sandbox_pid(b->sb); }
+int kb__evaluator_sandbox_pid(const struct kb_evaluator *b) { return (int)kb__sandbox_pid(b->sb); }
 
 /* ---- preparing a task -------------------------------------------------------------------- */
 
@@ -485,11 +485,11 @@ static struct baseline *find_baseline(const struct kb_evaluator *b, const char *
   return NULL;
 }
 
-int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id) {
+int kb__evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id) {
   return find_baseline(b, task_id) != NULL;
 }
 
-int kb_evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
                               const struct kb_candidate *c, struct kb_error *err) {
   struct baseline *slot = find_baseline(b, task_id);
   for (int i = 0; slot == NULL && i < MAX_BASELINES; i++)
@@ -521,7 +521,7 @@ int kb_evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
   return rc;
 }
 
-/* The library of the task's baseline: the one kb_evaluator_set_baseline() built, else its
+/* The library of the task's baseline: the one kb__evaluator_set_baseline() built, else its
  * baseline seed file built now (an untrusted candidate like any other). Returns the library
  * path (new) or NULL when there is none or it does not build (the evaluation then goes on
  * without a same-run ratio). */
@@ -895,7 +895,7 @@ static int check_task(const struct kb_evaluator *b, const struct kb_task *task,
   return KB_OK;
 }
 
-int kb_evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
+int kb__evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
                               const struct kb__build *build, const struct kb_tier *tier,
                               int tier_index, int flags, struct kb_result *r,
                               struct kb_error *err) {
@@ -904,7 +904,7 @@ int kb_evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *ta
   return rc ? rc : evaluate(b, task, build, tier, tier_index, flags, r, err);
 }
 
-int kb_evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
+int kb__evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
                         const struct kb_candidate *c, const struct kb_tier *tier, int tier_index,
                         int flags, struct kb_result *r, struct kb_error *err) {
   reset_verdict(b, r);

@@ -41,45 +41,45 @@ enum {
                       hardware metrics (CUDA) */
 };
 
-/* Creates a backend in `*out` (new; kb_evaluator_free) and starts its sandbox (so a missing
+/* Creates a backend in `*out` (new; kb__evaluator_free) and starts its sandbox (so a missing
  * kb-sandbox or GPU is found now). The folder of kb_kernel.h is $KB_INCLUDE_DIR when set, else
  * the build's KB_ABI_INCLUDE_DIR. Errors: KB_EIO (cache folder, ABI header), KB_ECOMPILE (the
  * compiler does not run), KB_ENOTFOUND (no kb-sandbox), KB_ECHILD (the sandbox does not start:
  * the message has its stderr, e.g. no CUDA device), KB_EINVAL, KB_ENOMEM. */
-int kb_evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
+int kb__evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **out,
                    struct kb_error *err);
 /* Stops the sandbox, frees `b`; NULL is fine. */
-void kb_evaluator_free(struct kb_evaluator *b);
+void kb__evaluator_free(struct kb_evaluator *b);
 /* Makes evaluations stop early once `*stop` is set (borrowed; NULL: never). */
-void kb_evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop);
+void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop);
 /* Lets an evaluation under way when the stop flag is set run `seconds` more (default 0): one that
  * ends by then keeps its verdict. */
-void kb_evaluator_set_grace(struct kb_evaluator *b, double seconds);
+void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds);
 /* Limits one compiler run to `seconds` (values <= 0 are ignored). */
-void kb_evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
+void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */
-const struct kb__compiler *kb_evaluator_compiler(const struct kb_evaluator *b);
+const struct kb__compiler *kb__evaluator_compiler(const struct kb_evaluator *b);
 /* Seconds spent so far making tasks ready in the sandbox (oracle builds, drawing inputs, running
  * the oracle; a cached task costs a round trip), for the runner's time split. */
-double kb_evaluator_prepare_s(const struct kb_evaluator *b);
+double kb__evaluator_prepare_s(const struct kb_evaluator *b);
 /* The device name results carry: "NVIDIA H200", the CPU model (borrowed). */
-const char *kb_evaluator_device(const struct kb_evaluator *b);
+const char *kb__evaluator_device(const struct kb_evaluator *b);
 /* Sandbox processes started so far (kb-sandbox and the PyTorch worker together) and the last
  * kb-sandbox start's seconds. */
-int kb_evaluator_sandbox_starts(const struct kb_evaluator *b);
-double kb_evaluator_sandbox_start_s(const struct kb_evaluator *b);
+int kb__evaluator_sandbox_starts(const struct kb_evaluator *b);
+double kb__evaluator_sandbox_start_s(const struct kb_evaluator *b);
 /* The running sandbox's pid, 0 when none. */
-int kb_evaluator_sandbox_pid(const struct kb_evaluator *b);
+int kb__evaluator_sandbox_pid(const struct kb_evaluator *b);
 
 /* Sets the baseline of task `task_id` (borrowed) for same-run speedups at the full tier: `c`
  * (borrowed; NULL: the task has none to be found, do not look again) is built now like any
  * candidate, and its library is kept. Without one, the evaluator uses the task's baseline seed
  * file when it exists. A baseline that does not build is logged and left out. Errors:
  * KB_ENOMEM. */
-int kb_evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
                               const struct kb_candidate *c, struct kb_error *err);
-/* 1 when kb_evaluator_set_baseline() was called for `task_id` (borrowed). */
-int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id);
+/* 1 when kb__evaluator_set_baseline() was called for `task_id` (borrowed). */
+int kb__evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id);
 
 /* Evaluates candidate `c` of `task` at tier `tier` (index `tier_index`; 0 = compile only) with
  * `flags`, filling the verdict fields of `r` (status, reason, compile_*, sets_checked,
@@ -104,13 +104,13 @@ int kb_evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id)
  * KB_EINTERRUPTED when the stop flag ended it first (no verdict); KB_ECHILD when the sandbox
  * cannot be started (no device any more: the runner, not the candidate, is broken); another
  * code when the runner failed for this task (oracle, memory): the caller reports infra_error. */
-int kb_evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
+int kb__evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
                         const struct kb_candidate *c, const struct kb_tier *tier, int tier_index,
                         int flags, struct kb_result *r, struct kb_error *err);
 
-/* As kb_evaluator_evaluate() with the candidate already built (a compile pool's `build`,
+/* As kb__evaluator_evaluate() with the candidate already built (a compile pool's `build`,
  * borrowed; its log is copied). */
-int kb_evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
+int kb__evaluator_evaluate_built(struct kb_evaluator *b, const struct kb_task *task,
                               const struct kb__build *build, const struct kb_tier *tier,
                               int tier_index, int flags, struct kb_result *r,
                               struct kb_error *err);

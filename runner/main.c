@@ -134,8 +134,8 @@ int main(int argc, char **argv) {
     return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
   if (list && optind == argc) {
     struct kb_device_list devices;
-    kb_devices_probe(&devices);
-    kb_devices_print(&devices, stdout, json);
+    kb__devices_probe(&devices);
+    kb__devices_print(&devices, stdout, json);
     return KB_EXIT_OK;
   }
   if (o.campaign == NULL || optind != argc) {
@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int why = 0;
-  if (kb_worker_run(&o, &why, &err))
+  if (kb__worker_run(&o, &why, &err))
     return kb_cli_fail("kb-runner", &err);
   return KB_EXIT_OK;
 }

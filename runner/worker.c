@@ -36,7 +36,7 @@
 struct split {
   double start;             /* kb_now_mono() at the loop's start */
   double eval;              /* inside the evaluator (the sandbox's work, preparation included) */
-  double prepare_at_start;  /* kb_evaluator_prepare_s() when the loop started */
+  double prepare_at_start;  /* kb__evaluator_prepare_s() when the loop started */
   double wait_build;        /* items held, none built yet: the device waited for compilers */
   double idle;              /* nothing held and nothing to claim: waiting for the scheduler */
   double queue;             /* claim, complete and release calls to Redis */
@@ -239,7 +239,7 @@ static int infra_slot(struct worker *w, int slot, const char *why, struct kb_err
   fill_identity(w, &w->held[slot].claim, &r);
   r.status = KB_STATUS_INFRA_ERROR;
   snprintf(r.reason, sizeof r.reason, "%.255s", why);
-  snprintf(r.device, sizeof r.device, "%s", kb_evaluator_device(w->ev));
+  snprintf(r.device, sizeof r.device, "%s", kb__evaluator_device(w->ev));
   r.cost_ms = 0;
   r.started = w->held[slot].claimed;
   r.finished = kb_now_wall();
@@ -378,7 +378,7 @@ static void find_baseline(struct worker *w, const struct kb_task *task) {
   if (name != NULL && kb__baseline_find(&w->q, task->id, name, &base, &found, &e) != KB_OK)
     kb_warn("task %s: cannot look up its baseline \"%s\": %s", task->id, name, e.msg);
   kb_error_clear(&e);
-  if (kb_evaluator_set_baseline(w->ev, task->id, found ? &base : NULL, &e) != KB_OK)
+  if (kb__evaluator_set_baseline(w->ev, task->id, found ? &base : NULL, &e) != KB_OK)
     kb_warn("task %s: %s", task->id, e.msg);
   else if (found)
     kb_info("task %s: baseline \"%s\" (%.12s) re-timed at the full tier", task->id, name,
@@ -408,10 +408,10 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
   fill_identity(w, c, &r);
   r.started = w->held[slot].claimed;
   int flags = c->tier == w->q.n_tiers - 1 && w->q.n_tiers > 1 ? KB_EVAL_FULL : 0;
-  if ((flags & KB_EVAL_FULL) && !kb_evaluator_has_baseline(w->ev, task->id))
+  if ((flags & KB_EVAL_FULL) && !kb__evaluator_has_baseline(w->ev, task->id))
     find_baseline(w, task);
-  double t_eval = kb_now_mono(), prep0 = kb_evaluator_prepare_s(w->ev);
-  int rc = kb_evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
+  double t_eval = kb_now_mono(), prep0 = kb__evaluator_prepare_s(w->ev);
+  int rc = kb__evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
                                        flags, &r, &e);
   r.finished = kb_now_wall();
   double t_done = kb_now_mono();
@@ -421,7 +421,7 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
            "%.3f s (task preparation %.3f s)",
            c->item, t_eval - w->held[slot].claimed_mono, b->build_s,
            b->build.cached ? "cached" : "compiled", t_done - t_eval,
-           kb_evaluator_prepare_s(w->ev) - prep0);
+           kb__evaluator_prepare_s(w->ev) - prep0);
   r.compile_s = b->build.cached ? 0 : b->build_s;
   if (rc == KB_EINTERRUPTED) {
     kb_result_release(&r);
@@ -470,7 +470,7 @@ static int release_all(struct worker *w, struct kb_error *err) {
 static void log_split(struct worker *w) {
   const struct split *sp = &w->split;
   double wall = kb_now_mono() - sp->start;
-  double prep = kb_evaluator_prepare_s(w->ev) - sp->prepare_at_start;
+  double prep = kb__evaluator_prepare_s(w->ev) - sp->prepare_at_start;
   double other = wall - sp->eval - sp->wait_build - sp->idle - sp->queue;
   double pct = wall > 0 ? 100.0 / wall : 0;
   kb_info("time split over %.1f s, %ld items: evaluating %.1f s (%.0f%%; preparing tasks %.1f s), "
@@ -487,7 +487,7 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
   kb__compiled_init(&built);
   *why = KB_WORKER_STOPPED;
   w->split.start = kb_now_mono();
-  w->split.prepare_at_start = kb_evaluator_prepare_s(w->ev);
+  w->split.prepare_at_start = kb__evaluator_prepare_s(w->ev);
   while (!*w->opts->stop) {
     /* keep the pipeline full: claim while a slot is free */
     int nothing = 0;
@@ -561,7 +561,7 @@ out:
   return rc ? rc : r2;
 }
 
-int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err) {
+int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err) {
   *why = KB_WORKER_STOPPED;
   int kind = kb_backend_from_name(opts->backend);
   if (kind < 0)
@@ -594,11 +594,11 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
     /* the sandbox starts now (a CUDA runner owns its GPU from here): before any thread */
     struct kb_evaluator_opts eo = {.kind = kind, .cache_dir = opts->cache_dir,
                                    .device = opts->device, .stop = opts->stop};
-    rc = kb_evaluator_new(&eo, &w.ev, err);
+    rc = kb__evaluator_new(&eo, &w.ev, err);
   }
   if (rc == KB_OK) {
-    kb_evaluator_set_grace(w.ev, opts->grace_s);
-    rc = kb__compile_pool_new(kb_evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
+    kb__evaluator_set_grace(w.ev, opts->grace_s);
+    rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
                               err);
   }
   if (rc == KB_OK) {
@@ -620,7 +620,7 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
   if (rc == KB_OK) {
     kb_info("runner %s serving campaign %s at %s: %s backend on %s, %d compiler threads, %d "
             "items ahead",
-            w.name, w.q.cid, kb_redis_addr(w.redis), opts->backend, kb_evaluator_device(w.ev),
+            w.name, w.q.cid, kb_redis_addr(w.redis), opts->backend, kb__evaluator_device(w.ev),
             kb__compile_pool_workers(w.pool), w.ahead);
     rc = loop(&w, why, err);
   }
@@ -634,7 +634,7 @@ int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *
   for (int i = 0; w.tasks && i < w.n_tasks; i++)
     kb_task_release(&w.tasks[i]);
   kb_free(w.tasks);
-  kb_evaluator_free(w.ev);
+  kb__evaluator_free(w.ev);
   kb_redis_free(w.redis);
   pthread_mutex_destroy(&w.lock);
   return rc;

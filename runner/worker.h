@@ -46,6 +46,6 @@ enum kb_worker_exit {
  * does not start: no GPU, no driver), KB_ECONFINE (this node cannot confine the sandbox as the
  * campaign's sandbox.require asks), KB_EINTERRUPTED (`*opts->stop` set while it waited for the
  * campaign). */
-int kb_worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err);
+int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error *err);
 
 #endif

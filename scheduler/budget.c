@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-void kb_budget_split(const struct kb_search *s, int64_t total_ms, int64_t available_ms,
+void kb__budget_split(const struct kb_search *s, int64_t total_ms, int64_t available_ms,
                      int64_t min_grant_ms, const struct kb_budget_task *tasks, int n,
                      int64_t *caps) {
   if (n <= 0)

@@ -13,7 +13,7 @@
 /* What the split knows about one task. */
 struct kb_budget_task {
   int64_t used_ms;  /* GPU milliseconds held + spent so far */
-  double rate;      /* recent log-gain per GPU millisecond (kb_policy_rate) */
+  double rate;      /* recent log-gain per GPU millisecond (kb__policy_rate) */
   long results;     /* results seen for the task */
   int stopped;      /* 1: the task met a stop condition */
 };
@@ -32,7 +32,7 @@ struct kb_budget_task {
  *     much is available, so no task with work left waits on shares computed for idle ones.
  * A task's cap is its used milliseconds plus what it got. The caps add up to at most used +
  * available, plus the minimum grants. */
-void kb_budget_split(const struct kb_search *s, int64_t total_ms, int64_t available_ms,
+void kb__budget_split(const struct kb_search *s, int64_t total_ms, int64_t available_ms,
                      int64_t min_grant_ms, const struct kb_budget_task *tasks, int n,
                      int64_t *caps);
 

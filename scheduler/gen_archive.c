@@ -48,7 +48,7 @@ static void warn_skip(const char *msg, void *arg) {
   kb_warn("archive: %s; entry skipped", msg);
 }
 
-int kb_gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg, const char *dir,
+int kb__gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg, const char *dir,
                        struct kb_gen_archive **out, struct kb_error *err) {
   *out = NULL;
   struct kb_gen_archive *a = kb_calloc(1, sizeof *a);
@@ -60,14 +60,14 @@ int kb_gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg,
   a->cfg = cfg;
   int rc = kb_archive_load(dir, &a->arch, warn_skip, NULL, err);
   if (rc) {
-    kb_gen_archive_free(a);
+    kb__gen_archive_free(a);
     return rc;
   }
   *out = a;
   return KB_OK;
 }
 
-void kb_gen_archive_free(struct kb_gen_archive *a) {
+void kb__gen_archive_free(struct kb_gen_archive *a) {
   if (a == NULL)
     return;
   for (int i = 0; i < a->n_tasks; i++)
@@ -79,9 +79,9 @@ void kb_gen_archive_free(struct kb_gen_archive *a) {
   kb_free(a);
 }
 
-const char *kb_gen_archive_dir(const struct kb_gen_archive *a) { return a->dir; }
+const char *kb__gen_archive_dir(const struct kb_gen_archive *a) { return a->dir; }
 
-int kb_gen_archive_size(const struct kb_gen_archive *a) { return a ? a->arch.n : 0; }
+int kb__gen_archive_size(const struct kb_gen_archive *a) { return a ? a->arch.n : 0; }
 
 static struct arch_task *find_task(struct kb_gen_archive *a, const char *id) {
   for (int i = 0; i < a->n_tasks; i++)
@@ -138,7 +138,7 @@ static struct arch_task *bind_task(struct kb_gen_archive *a, const struct kb_tas
   return t;
 }
 
-int kb_gen_archive_can_propose(struct kb_gen_archive *a, const struct kb_task *task) {
+int kb__gen_archive_can_propose(struct kb_gen_archive *a, const struct kb_task *task) {
   if (a == NULL)
     return 0;
   struct arch_task *t = bind_task(a, task); /* also for the crossover parents */
@@ -158,7 +158,7 @@ static int known(struct kb_gen_archive *a, const char *id, struct kb_error *err)
   return yes;
 }
 
-int kb_gen_archive_propose(struct kb_gen_archive *a, const struct kb_task *task,
+int kb__gen_archive_propose(struct kb_gen_archive *a, const struct kb_task *task,
                            struct kb_candidate *c, struct kb_error *err) {
   memset(c, 0, sizeof *c);
   struct arch_task *t = a ? bind_task(a, task) : NULL;
@@ -191,7 +191,7 @@ int kb_gen_archive_propose(struct kb_gen_archive *a, const struct kb_task *task,
   return KB_EEMPTY;
 }
 
-int kb_gen_archive_observe(struct kb_gen_archive *a, const struct kb_result *r) {
+int kb__gen_archive_observe(struct kb_gen_archive *a, const struct kb_result *r) {
   if (a == NULL || r->status != KB_STATUS_OK || r->tier != a->q->n_tiers - 1)
     return KB_OK;
   for (int i = 0; i < a->n_seen; i++)
@@ -227,7 +227,7 @@ static int tags_text(struct kb_buf *b, const struct kb_archive_entry *e) {
   return rc;
 }
 
-int kb_gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *task, char **out,
+int kb__gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *task, char **out,
                             struct kb_error *err) {
   *out = NULL;
   if (a == NULL || a->cfg->examples <= 0)
@@ -281,7 +281,7 @@ int kb_gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *task
   return *out ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
 }
 
-int kb_gen_archive_parent(struct kb_gen_archive *a, const struct kb_task_pop *pop,
+int kb__gen_archive_parent(struct kb_gen_archive *a, const struct kb_task_pop *pop,
                           struct kb_candidate *c, char *summary, size_t size, int *found,
                           struct kb_error *err) {
   *found = 0;
@@ -365,14 +365,14 @@ static int save_one(struct kb_gen_archive *a, const struct kb_task *task,
   return rc;
 }
 
-int kb_gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
+int kb__gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
                         const struct kb_task_pop *pop, int *added, struct kb_error *err) {
   if (added)
     *added = 0;
   if (a == NULL || a->cfg->save <= 0)
     return KB_OK;
   int top = a->q->n_tiers - 1;
-  const struct kb_member *base = kb_population_baseline(pop);
+  const struct kb_member *base = kb__population_baseline(pop);
   if (top < 1 || base == NULL || !base->tiers[top].evaluated ||
       base->tiers[top].status != KB_STATUS_OK || base->tiers[top].samples <= 0 ||
       base->tiers[top].median_us <= 0)

@@ -7,7 +7,7 @@
  *   their re-verification on this campaign's GPU. One already in the catalog (a seed, an
  *   earlier proposal before a restart) is skipped without counting as an attempt.
  * - Examples: for an llm prompt, up to `examples` entries of the task's category and backend
- *   (the best of each task, best speedup first), as text (kb_gen_archive_examples).
+ *   (the best of each task, best speedup first), as text (kb__gen_archive_examples).
  * - Crossover parent: the best fitting entry whose candidate is not in the task's population.
  * - Saves: when the campaign ends, each task's verified best kernels (status ok at the ladder's
  *   last tier, faster there than the task's baseline seed, best first, at most `save`) become
@@ -32,46 +32,46 @@ struct kb_gen_archive; /* opaque */
 
 /* Opens archive folder `dir` (borrowed; copied) for campaign `q` (borrowed; must outlive it)
  * with settings `cfg` (borrowed; must outlive it) and reads its entries; corrupt ones are
- * logged and skipped. Returns it in `*out` (new; kb_gen_archive_free). Errors: KB_ENOTFOUND /
+ * logged and skipped. Returns it in `*out` (new; kb__gen_archive_free). Errors: KB_ENOTFOUND /
  * KB_EINVAL / KB_EIO (the folder: the message names it), KB_ENOMEM. */
-int kb_gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg, const char *dir,
+int kb__gen_archive_new(struct kb_queue *q, const struct kb_gen_archive_cfg *cfg, const char *dir,
                        struct kb_gen_archive **out, struct kb_error *err);
 /* Frees; NULL is fine. */
-void kb_gen_archive_free(struct kb_gen_archive *a);
-/* The folder (borrowed from `a`; valid until kb_gen_archive_free). */
-const char *kb_gen_archive_dir(const struct kb_gen_archive *a);
+void kb__gen_archive_free(struct kb_gen_archive *a);
+/* The folder (borrowed from `a`; valid until kb__gen_archive_free). */
+const char *kb__gen_archive_dir(const struct kb_gen_archive *a);
 /* Entries read at start. */
-int kb_gen_archive_size(const struct kb_gen_archive *a);
+int kb__gen_archive_size(const struct kb_gen_archive *a);
 
 /* 1 while a fitting entry for `task` (borrowed) may still be proposed; 0 otherwise (also for
- * NULL `a`). The first call for a task finds its fitting entries (kb_gen_archive_parent needs
+ * NULL `a`). The first call for a task finds its fitting entries (kb__gen_archive_parent needs
  * that). */
-int kb_gen_archive_can_propose(struct kb_gen_archive *a, const struct kb_task *task);
+int kb__gen_archive_can_propose(struct kb_gen_archive *a, const struct kb_task *task);
 /* The next fitting entry for `task` (borrowed) not yet in the catalog, as a candidate in `c`
  * (caller-owned, zeroed first; release it). KB_EEMPTY when none is left. Errors: KB_ECONN,
  * KB_EREDIS, KB_ENOMEM. */
-int kb_gen_archive_propose(struct kb_gen_archive *a, const struct kb_task *task,
+int kb__gen_archive_propose(struct kb_gen_archive *a, const struct kb_task *task,
                            struct kb_candidate *c, struct kb_error *err);
 
 /* Notes the device of an ok result (borrowed) at the ladder's last tier, for saving. */
-int kb_gen_archive_observe(struct kb_gen_archive *a, const struct kb_result *r);
+int kb__gen_archive_observe(struct kb_gen_archive *a, const struct kb_result *r);
 
 /* Prompt examples for `task` (borrowed) into `*out` (new, kb_free; NULL when there are none).
  * Errors: KB_ENOMEM. */
-int kb_gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *task, char **out,
+int kb__gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *task, char **out,
                             struct kb_error *err);
 /* A crossover parent for the task of `pop` (borrowed) from outside it: `*found` = 1 with `c`
  * (caller-owned, zeroed first; release it) and a one-line `summary` (caller-owned, `size`
- * bytes), 0 when none. Only tasks seen by kb_gen_archive_can_propose are known.
+ * bytes), 0 when none. Only tasks seen by kb__gen_archive_can_propose are known.
  * Errors: as kb_candidate_init. */
-int kb_gen_archive_parent(struct kb_gen_archive *a, const struct kb_task_pop *pop,
+int kb__gen_archive_parent(struct kb_gen_archive *a, const struct kb_task_pop *pop,
                           struct kb_candidate *c, char *summary, size_t size, int *found,
                           struct kb_error *err);
 
 /* Adds the verified best kernels of `task` (borrowed) in `pop` (borrowed) to the folder;
  * `*added` (may be NULL) gets their number. Errors: KB_EIO (writing; the message names the
  * file), KB_ECONN, KB_EREDIS, KB_ENOMEM. */
-int kb_gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
+int kb__gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
                         const struct kb_task_pop *pop, int *added, struct kb_error *err);
 
 #endif

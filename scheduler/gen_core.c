@@ -80,7 +80,7 @@ static struct kb_gen_task *find_task(struct kb_gen *g, const char *id) {
 static int archive_examples(void *arg, const struct kb_task *task, char **out,
                             struct kb_error *err) {
   struct kb_gen *g = arg;
-  return kb_gen_archive_examples(g->archive, task, out, err);
+  return kb__gen_archive_examples(g->archive, task, out, err);
 }
 
 static int archive_parent(void *arg, const struct kb_task_pop *pop, struct kb_candidate *c,
@@ -90,8 +90,8 @@ static int archive_parent(void *arg, const struct kb_task_pop *pop, struct kb_ca
   *found = 0;
   if (t == NULL || load_task(g, t, err) != KB_OK)
     return t ? err->code : KB_OK;
-  kb_gen_archive_can_propose(g->archive, &t->spec); /* binds the task's fitting entries */
-  return kb_gen_archive_parent(g->archive, pop, c, summary, size, found, err);
+  kb__gen_archive_can_propose(g->archive, &t->spec); /* binds the task's fitting entries */
+  return kb__gen_archive_parent(g->archive, pop, c, summary, size, found, err);
 }
 
 /* Opens the archive: generators.archive.path, else $KB_ARCHIVE (also when the section is
@@ -107,7 +107,7 @@ static int open_archive(struct kb_gen *g, struct kb_error *err) {
     return KB_OK;
   }
   struct kb_error aerr = {0};
-  int rc = kb_gen_archive_new(g->q, cfg, dir, &g->archive, &aerr);
+  int rc = kb__gen_archive_new(g->q, cfg, dir, &g->archive, &aerr);
   if (rc == KB_ENOMEM)
     return kb_error_set(err, rc, "%s", aerr.msg);
   if (rc) {
@@ -117,16 +117,16 @@ static int open_archive(struct kb_gen *g, struct kb_error *err) {
   }
   kb_info("archive: %s: %d entries; propose up to %d per task, %d prompt examples, save the "
           "best %d per task",
-          dir, kb_gen_archive_size(g->archive), cfg->propose, cfg->examples, cfg->save);
+          dir, kb__gen_archive_size(g->archive), cfg->propose, cfg->examples, cfg->save);
   if (g->llm) {
     struct kb_gen_llm_archive h = {.examples = archive_examples, .parent = archive_parent,
                                    .arg = g};
-    kb_gen_llm_set_archive(g->llm, &h);
+    kb__gen_llm_set_archive(g->llm, &h);
   }
   return KB_OK;
 }
 
-int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
+int kb__gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
                 struct kb_error *err) {
   memset(g, 0, sizeof *g);
   g->q = q;
@@ -146,21 +146,21 @@ int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
     rc = load_tasks(g, err);
   const struct kb_generators *cfg = &g->camp.gen;
   if (rc == KB_OK && cfg->tune)
-    rc = kb_tune_new(q, g->rng * 2654435761u, &g->tune, err);
+    rc = kb__tune_new(q, g->rng * 2654435761u, &g->tune, err);
   if (rc == KB_OK && cfg->llm.enabled) {
     char key[1024];
-    rc = kb_llm_key_read(cfg->llm.key_env, cfg->llm.key_file, key, sizeof key, err);
+    rc = kb__llm_key_read(cfg->llm.key_env, cfg->llm.key_file, key, sizeof key, err);
     if (rc == KB_OK)
-      rc = kb_gen_llm_new(q, &cfg->llm, key, g->rng * 40503u + 1, &g->llm, err);
+      rc = kb__gen_llm_new(q, &cfg->llm, key, g->rng * 40503u + 1, &g->llm, err);
     memset(key, 0, sizeof key);
   }
   if (rc == KB_OK)
     rc = open_archive(g, err);
   if (rc) {
-    kb_gen_release(g);
+    kb__gen_release(g);
     return rc;
   }
-  if (kb_gen_enabled(g))
+  if (kb__gen_enabled(g))
     kb_info("generators: tune %s, llm %s%s%s; low water %d open items per task, at most %d attempts per task",
             cfg->tune ? "on" : "off", cfg->llm.enabled ? "on (" : "off",
             cfg->llm.enabled ? cfg->llm.model : "", cfg->llm.enabled ? ")" : "", cfg->low_water,
@@ -168,12 +168,12 @@ int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
   return KB_OK;
 }
 
-void kb_gen_release(struct kb_gen *g) {
+void kb__gen_release(struct kb_gen *g) {
   if (g == NULL)
     return;
-  kb_gen_llm_free(g->llm);
-  kb_tune_free(g->tune);
-  kb_gen_archive_free(g->archive);
+  kb__gen_llm_free(g->llm);
+  kb__tune_free(g->tune);
+  kb__gen_archive_free(g->archive);
   for (int i = 0; i < g->n_tasks; i++) {
     kb_task_release(&g->tasks[i].spec);
     kb_free(g->tasks[i].reference);
@@ -183,18 +183,18 @@ void kb_gen_release(struct kb_gen *g) {
   memset(g, 0, sizeof *g);
 }
 
-int kb_gen_enabled(const struct kb_gen *g) {
+int kb__gen_enabled(const struct kb_gen *g) {
   return g->tune != NULL || g->llm != NULL ||
          (g->archive != NULL && g->camp.gen.archive.propose > 0);
 }
 
-int kb_gen_busy(const struct kb_gen *g) { return kb_gen_llm_pending(g->llm) > 0; }
+int kb__gen_busy(const struct kb_gen *g) { return kb__gen_llm_pending(g->llm) > 0; }
 
-int kb_gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_candidate *c,
+int kb__gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_candidate *c,
                    struct kb_error *err) {
-  if (g->llm && kb_gen_llm_observe(g->llm, r, c) != KB_OK)
+  if (g->llm && kb__gen_llm_observe(g->llm, r, c) != KB_OK)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
-  if (g->archive && kb_gen_archive_observe(g->archive, r) != KB_OK)
+  if (g->archive && kb__gen_archive_observe(g->archive, r) != KB_OK)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   return KB_OK;
 }
@@ -280,11 +280,11 @@ static int load_task(struct kb_gen *g, struct kb_gen_task *t, struct kb_error *e
 static int can(struct kb_gen *g, int kind, struct kb_task_pop *tp, const char *task,
                const struct kb_queue_status *st) {
   if (kind == GEN_TUNE)
-    return g->tune && tp && g->camp.gen.tune_weight > 0 && !kb_tune_exhausted(g->tune, tp);
-  return g->llm && g->camp.gen.llm.weight > 0 && !kb_gen_llm_out_of_tokens(g->llm) &&
+    return g->tune && tp && g->camp.gen.tune_weight > 0 && !kb__tune_exhausted(g->tune, tp);
+  return g->llm && g->camp.gen.llm.weight > 0 && !kb__gen_llm_out_of_tokens(g->llm) &&
          st->llm_available >= g->camp.gen.llm.max_tokens &&
-         kb_gen_llm_pending(g->llm) < g->camp.gen.llm.concurrency &&
-         kb_gen_llm_pending_task(g->llm, task) < g->camp.gen.llm.concurrency;
+         kb__gen_llm_pending(g->llm) < g->camp.gen.llm.concurrency &&
+         kb__gen_llm_pending_task(g->llm, task) < g->camp.gen.llm.concurrency;
 }
 
 /* GPU milliseconds a new candidate needs available: the reservations (kb/ladder.h) its compile
@@ -326,9 +326,9 @@ static int generate_for(struct kb_gen *g, struct kb_gen_task *t, struct kb_task_
     if (rc)
       return rc;
   }
-  if (g->archive && kb_gen_archive_can_propose(g->archive, &t->spec)) {
+  if (g->archive && kb__gen_archive_can_propose(g->archive, &t->spec)) {
     struct kb_candidate c;
-    int rc = kb_gen_archive_propose(g->archive, &t->spec, &c, err);
+    int rc = kb__gen_archive_propose(g->archive, &t->spec, &c, err);
     if (rc == KB_OK) {
       rc = store_candidate(&c, g, err);
       if (rc == KB_OK)
@@ -359,13 +359,13 @@ static int generate_for(struct kb_gen *g, struct kb_gen_task *t, struct kb_task_
     int rc;
     if (kind == GEN_TUNE) {
       struct kb_tune_proposal p;
-      rc = kb_tune_propose(g->tune, tp, &p, err);
+      rc = kb__tune_propose(g->tune, tp, &p, err);
       if (rc == KB_EEMPTY)
         continue;
       if (rc == KB_OK)
         rc = store_candidate(&p.cand, g, err);
       if (rc == KB_OK)
-        rc = kb_tune_commit(g->tune, &p, err);
+        rc = kb__tune_commit(g->tune, &p, err);
       if (rc == KB_OK)
         rc = count_attempt(g, t->id, err);
       kb_candidate_release(&p.cand);
@@ -376,9 +376,9 @@ static int generate_for(struct kb_gen *g, struct kb_gen_task *t, struct kb_task_
         struct kb_task_pop empty;
         memset(&empty, 0, sizeof empty);
         snprintf(empty.task, sizeof empty.task, "%s", t->id);
-        rc = kb_gen_llm_request(g->llm, &t->spec, t->reference, &empty, err);
+        rc = kb__gen_llm_request(g->llm, &t->spec, t->reference, &empty, err);
       } else if (rc == KB_OK) {
-        rc = kb_gen_llm_request(g->llm, &t->spec, t->reference, tp, err);
+        rc = kb__gen_llm_request(g->llm, &t->spec, t->reference, tp, err);
       }
       if (rc == KB_EBUDGET)
         continue;
@@ -396,17 +396,17 @@ static int generate_for(struct kb_gen *g, struct kb_gen_task *t, struct kb_task_
   }
 }
 
-int kb_gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st,
+int kb__gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st,
                 int timeout_ms, int *enqueued, struct kb_error *err) {
   long before = g->generated;
   if (enqueued)
     *enqueued = 0;
   int rc = KB_OK;
   if (g->llm)
-    rc = kb_gen_llm_poll(g->llm, timeout_ms, store_candidate, g, err);
+    rc = kb__gen_llm_poll(g->llm, timeout_ms, store_candidate, g, err);
   if (rc == KB_OK && strcmp(st->state, "running") == 0 && g->camp.gen.low_water > 0 &&
-      kb_gen_enabled(g) && gpu_affordable(g, st)) {
-    int64_t open = st->open + (g->generated - before) + kb_gen_llm_pending(g->llm);
+      kb__gen_enabled(g) && gpu_affordable(g, st)) {
+    int64_t open = st->open + (g->generated - before) + kb__gen_llm_pending(g->llm);
     /* each task gets a turn; stop when the queue is full enough or no task can get more */
     int idle = 0;
     int64_t want = (int64_t)g->camp.gen.low_water * g->n_tasks;
@@ -438,10 +438,10 @@ int kb_gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_que
   return rc;
 }
 
-int kb_gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st) {
-  if (!kb_gen_enabled(g))
+int kb__gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st) {
+  if (!kb__gen_enabled(g))
     return 0;
-  if (kb_gen_llm_pending(g->llm) > 0)
+  if (kb__gen_llm_pending(g->llm) > 0)
     return 1;
   if (strcmp(st->state, "running") != 0 || g->camp.gen.low_water == 0 || !gpu_affordable(g, st))
     return 0;
@@ -457,13 +457,13 @@ int kb_gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_q
     if (can(g, GEN_TUNE, tp, g->tasks[i].id, st) || can(g, GEN_LLM, tp, g->tasks[i].id, st))
       return 1;
     if (g->archive && load_task(g, &g->tasks[i], &ignore) == KB_OK &&
-        kb_gen_archive_can_propose(g->archive, &g->tasks[i].spec))
+        kb__gen_archive_can_propose(g->archive, &g->tasks[i].spec))
       return 1;
   }
   return 0;
 }
 
-int kb_gen_finish(struct kb_gen *g, const struct kb_population *pop) {
+int kb__gen_finish(struct kb_gen *g, const struct kb_population *pop) {
   int total = 0;
   for (int i = 0; g->archive && i < g->n_tasks; i++) {
     const struct kb_task_pop *tp = NULL;
@@ -476,13 +476,13 @@ int kb_gen_finish(struct kb_gen *g, const struct kb_population *pop) {
     int added = 0;
     int rc = load_task(g, &g->tasks[i], &err);
     if (rc == KB_OK)
-      rc = kb_gen_archive_save(g->archive, &g->tasks[i].spec, tp, &added, &err);
+      rc = kb__gen_archive_save(g->archive, &g->tasks[i].spec, tp, &added, &err);
     if (rc)
       kb_warn("archive: task %s not added: %s", g->tasks[i].id, err.msg);
     total += added;
   }
   if (g->archive)
     kb_info("archive: %d verified kernel%s added to %s", total, total == 1 ? "" : "s",
-            kb_gen_archive_dir(g->archive));
+            kb__gen_archive_dir(g->archive));
   return total;
 }

@@ -3,7 +3,7 @@
  * candidates, weighted by their "weight"; store each new candidate in the catalog (lineage:
  * parents, generator) and enqueue it at tier 0.
  *
- * When: every call of kb_gen_tick() while the campaign is running and fewer than
+ * When: every call of kb__gen_tick() while the campaign is running and fewer than
  * `low_water` x (number of tasks) items are open (LLM requests in flight count as open: the
  * queue keeps about `low_water` items per task for the runners), and the GPU budget left can
  * pay for a candidate's first timed tier. Which task: round robin over the campaign's tasks,
@@ -20,7 +20,7 @@
  * The archive (gen_archive.h; generators.archive, or $KB_ARCHIVE when the section is absent):
  * a task's fitting archived kernels are proposed before any other generator is asked (they cost
  * no tokens and are known good elsewhere), each proposal an attempt; the llm generator gets
- * archive examples and archived crossover parents; kb_gen_finish adds each task's verified best
+ * archive examples and archived crossover parents; kb__gen_finish adds each task's verified best
  * kernels to the archive when the campaign ends.
  */
 #ifndef KB_SCHED_GEN_CORE_H
@@ -62,33 +62,33 @@ struct kb_gen {
 /* Sets up the generators of campaign `q` (borrowed; must outlive `g`) from its stored spec:
  * reads the llm key (llm_key.h rules), voids llm charges a killed predecessor left.
  * Errors: KB_EPARSE (stored spec), KB_ENOTFOUND / KB_EINVAL (the key), KB_ECONN, KB_ENOMEM. */
-int kb_gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
+int kb__gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
                 struct kb_error *err);
 /* Frees the contents of `g`; in-flight llm requests are abandoned and their reservations
  * voided. NULL and a zeroed struct are fine. */
-void kb_gen_release(struct kb_gen *g);
+void kb__gen_release(struct kb_gen *g);
 /* Adds each task's verified best kernels in `pop` (borrowed) to the archive, when there is
  * one; called once the campaign is over. A task whose kernels cannot be written is logged
  * and skipped: the campaign's own results are not affected. Returns the entries written. */
-int kb_gen_finish(struct kb_gen *g, const struct kb_population *pop);
+int kb__gen_finish(struct kb_gen *g, const struct kb_population *pop);
 /* 1 when any generator other than seed is on. */
-int kb_gen_enabled(const struct kb_gen *g);
+int kb__gen_enabled(const struct kb_gen *g);
 /* 1 while llm requests are in flight (the caller should come back soon). */
-int kb_gen_busy(const struct kb_gen *g);
+int kb__gen_busy(const struct kb_gen *g);
 
 /* Feeds one result (borrowed, with its candidate) to the generators that learn from results. */
-int kb_gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_candidate *c,
+int kb__gen_observe(struct kb_gen *g, const struct kb_result *r, const struct kb_candidate *c,
                    struct kb_error *err);
 
 /* Drives llm requests for up to `timeout_ms`, then asks for new candidates when the queue is
  * low (see above). `pop` (borrowed) ranks parents; `st` (borrowed) is a fresh status.
  * `*enqueued` (may be NULL) gets the number of new candidates. Errors: KB_ECONN, KB_EREDIS,
  * KB_ENOMEM; a campaign closed meanwhile is not an error. */
-int kb_gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st,
+int kb__gen_tick(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st,
                 int timeout_ms, int *enqueued, struct kb_error *err);
 
 /* 1 while generators may still add work: requests in flight, or some task could get a new
  * candidate under the budget in `st` (borrowed). The campaign is not over while this holds. */
-int kb_gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st);
+int kb__gen_active(struct kb_gen *g, struct kb_population *pop, const struct kb_queue_status *st);
 
 #endif

@@ -59,8 +59,8 @@ struct kb_gen_llm {
   int out_of_tokens;
   char key_open[200];     /* hash: open charge id -> task */
   char key_seq[200];
-  struct kb_gen_llm_stats stats;
-  /* set while kb_gen_llm_poll runs */
+  struct kb__gen_llm_stats stats;
+  /* set while kb__gen_llm_poll runs */
   kb_gen_emit_fn emit;
   void *emit_arg;
   struct kb_error poll_err;
@@ -81,7 +81,7 @@ static int recover(struct kb_gen_llm *l, struct kb_error *err) {
        i += 2) {
     const char *charge = rep->element[i]->str;
     struct kb_error verr = {0};
-    int v = kb_ledger_void(l->q, KB_LLM_TOKENS, charge, "scheduler", NULL, &verr);
+    int v = kb__ledger_void(l->q, KB_LLM_TOKENS, charge, "scheduler", NULL, &verr);
     if (v != KB_OK && v != KB_ENOTFOUND && v != KB_ESTATE) {
       rc = kb_error_set(err, v, "%s", verr.msg);
       break;
@@ -97,7 +97,7 @@ static int recover(struct kb_gen_llm *l, struct kb_error *err) {
   return rc;
 }
 
-int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
+int kb__gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
                    unsigned seed, struct kb_gen_llm **out, struct kb_error *err) {
   *out = NULL;
   struct kb_gen_llm *l = kb_calloc(1, sizeof *l);
@@ -112,11 +112,11 @@ int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const c
                                  .concurrency = cfg->concurrency, .timeout_s = cfg->timeout_s,
                                  .max_retries = cfg->max_retries, .backoff_s = cfg->backoff_s,
                                  .backoff_max_s = cfg->backoff_max_s};
-  int rc = kb_llm_client_new(&o, &l->client, err);
+  int rc = kb__llm_client_new(&o, &l->client, err);
   if (rc == KB_OK)
     rc = recover(l, err);
   if (rc) {
-    kb_gen_llm_free(l);
+    kb__gen_llm_free(l);
     return rc;
   }
   *out = l;
@@ -130,13 +130,13 @@ static void pending_free(struct pending *p) {
   kb_free(p);
 }
 
-void kb_gen_llm_free(struct kb_gen_llm *l) {
+void kb__gen_llm_free(struct kb_gen_llm *l) {
   if (l == NULL)
     return;
-  kb_llm_client_free(l->client);
+  kb__llm_client_free(l->client);
   for (int i = 0; i < l->n_pend; i++) {
     struct kb_error verr = {0};
-    if (kb_ledger_void(l->q, KB_LLM_TOKENS, l->pend[i]->charge, "scheduler", NULL, &verr) ==
+    if (kb__ledger_void(l->q, KB_LLM_TOKENS, l->pend[i]->charge, "scheduler", NULL, &verr) ==
         KB_OK) {
       redisReply *del = NULL;
       if (kb_redis_commandf(l->q->redis, &del, &verr, "HDEL %s %s", l->key_open,
@@ -152,22 +152,22 @@ void kb_gen_llm_free(struct kb_gen_llm *l) {
   kb_free(l);
 }
 
-int kb_gen_llm_pending(const struct kb_gen_llm *l) { return l ? l->n_pend : 0; }
+int kb__gen_llm_pending(const struct kb_gen_llm *l) { return l ? l->n_pend : 0; }
 
-void kb_gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h) {
+void kb__gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h) {
   l->archive = *h;
 }
 
-int kb_gen_llm_pending_task(const struct kb_gen_llm *l, const char *task) {
+int kb__gen_llm_pending_task(const struct kb_gen_llm *l, const char *task) {
   int n = 0;
   for (int i = 0; l && i < l->n_pend; i++)
     n += strcmp(l->pend[i]->task, task) == 0;
   return n;
 }
 
-int kb_gen_llm_out_of_tokens(const struct kb_gen_llm *l) { return l ? l->out_of_tokens : 1; }
+int kb__gen_llm_out_of_tokens(const struct kb_gen_llm *l) { return l ? l->out_of_tokens : 1; }
 
-void kb_gen_llm_stats(const struct kb_gen_llm *l, struct kb_gen_llm_stats *out) {
+void kb__gen_llm_stats(const struct kb_gen_llm *l, struct kb__gen_llm_stats *out) {
   *out = l->stats;
 }
 
@@ -178,7 +178,7 @@ static struct obs *find_obs(struct kb_gen_llm *l, const char *id) {
   return NULL;
 }
 
-int kb_gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
+int kb__gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
                        const struct kb_candidate *c) {
   struct obs *o = find_obs(l, r->candidate);
   if (o == NULL) {
@@ -232,10 +232,10 @@ static int best_members(const struct kb_task_pop *pop, const struct kb_member **
   int n = 0;
   for (int i = 0; i < pop->n; i++) {
     const struct kb_member *m = &pop->members[i];
-    if (kb_gen_rank_tier(m) < 0)
+    if (kb__gen_rank_tier(m) < 0)
       continue;
     int pos = n;
-    while (pos > 0 && kb_gen_rank_better(m, out[pos - 1]))
+    while (pos > 0 && kb__gen_rank_better(m, out[pos - 1]))
       pos--;
     if (pos >= max)
       continue;
@@ -260,13 +260,13 @@ static int has_llm_member(const struct kb_gen_llm *l, const struct kb_task_pop *
 
 static void profile_of(const struct kb_task *task, const struct kb_task_pop *pop,
                        const struct kb_member *m, const struct obs *o, struct kb_profile *p) {
-  kb_profile_init(p);
+  kb__profile_init(p);
   p->cuda = task->backend == KB_BACKEND_CUDA;
-  int k = kb_gen_rank_tier(m);
+  int k = kb__gen_rank_tier(m);
   if (k >= 0) {
     p->median_us = m->tiers[k].median_us;
     p->noise = m->tiers[k].noise;
-    const struct kb_member *base = kb_population_baseline(pop);
+    const struct kb_member *base = kb__population_baseline(pop);
     if (base && base->tiers[k].evaluated && base->tiers[k].median_us > 0)
       p->baseline_us = base->tiers[k].median_us;
   }
@@ -289,7 +289,7 @@ static void profile_of(const struct kb_task *task, const struct kb_task_pop *pop
 
 /* One-line summary of a member for crossover prompts. */
 static void summary_of(const struct kb_member *m, char *out, size_t size) {
-  int k = kb_gen_rank_tier(m);
+  int k = kb__gen_rank_tier(m);
   if (k < 0)
     snprintf(out, size, "not timed");
   else
@@ -414,7 +414,7 @@ static void prompt_vars(struct kb_gen_llm *l, const struct kb_task *task,
   if (pl->kind == KB_PROMPT_MUTATE) {
     struct kb_profile prof;
     profile_of(task, pop, pl->pm[0], find_obs(l, pl->pm[0]->id), &prof);
-    kb_profile_diagnose(&prof, t->diag, sizeof t->diag, t->metrics, sizeof t->metrics);
+    kb__profile_diagnose(&prof, t->diag, sizeof t->diag, t->metrics, sizeof t->metrics);
     v->diagnosis = t->diag;
     v->metrics = t->metrics;
   } else if (pl->kind == KB_PROMPT_CROSSOVER) {
@@ -455,7 +455,7 @@ static int open_charge(struct kb_gen_llm *l, struct pending *p, const char *task
     return rc;
   freeReplyObject(rep);
   struct kb_error rerr = {0};
-  rc = kb_ledger_reserve(l->q, KB_LLM_TOKENS, p->charge, estimate, "scheduler", NULL, &rerr);
+  rc = kb__ledger_reserve(l->q, KB_LLM_TOKENS, p->charge, estimate, "scheduler", NULL, &rerr);
   if (rc == KB_OK)
     return KB_OK;
   struct kb_error derr = {0};
@@ -472,7 +472,7 @@ static int open_charge(struct kb_gen_llm *l, struct pending *p, const char *task
   return rc;
 }
 
-int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
+int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
                        const struct kb_task_pop *pop, struct kb_error *err) {
   struct plan pl;
   char *sys = NULL, *user = NULL, *body = NULL, *examples = NULL;
@@ -487,9 +487,9 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
     rc = l->archive.examples(l->archive.arg, task, &examples, err);
   v.examples = examples;
   if (rc == KB_OK)
-    rc = kb_prompt_render(pl.kind, &v, &sys, &user, err);
+    rc = kb__prompt_render(pl.kind, &v, &sys, &user, err);
   if (rc == KB_OK)
-    rc = kb_llm_request_body(l->cfg->api, l->cfg->model, sys, user, l->cfg->max_tokens,
+    rc = kb__llm_request_body(l->cfg->api, l->cfg->model, sys, user, l->cfg->max_tokens,
                              l->cfg->temperature, &body, err);
   p = rc == KB_OK ? kb_calloc(1, sizeof *p) : NULL;
   if (rc == KB_OK && p == NULL)
@@ -518,21 +518,21 @@ int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const c
     int cap = l->cap_pend ? l->cap_pend * 2 : 8;
     struct pending **np = kb_reallocarray(l->pend, (size_t)cap, sizeof *np);
     if (np == NULL) {
-      kb_ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, NULL);
+      kb__ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, NULL);
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
       goto out;
     }
     l->pend = np;
     l->cap_pend = cap;
   }
-  rc = kb_llm_client_submit(l->client, body, p, err);
+  rc = kb__llm_client_submit(l->client, body, p, err);
   if (rc) {
-    kb_ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, NULL);
+    kb__ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, NULL);
     goto out;
   }
   l->pend[l->n_pend++] = p;
   l->stats.requests++;
-  kb_info("llm: %s request %s for %s%s%s (reserved %lld tokens)", kb_prompt_kind_name(pl.kind),
+  kb_info("llm: %s request %s for %s%s%s (reserved %lld tokens)", kb__prompt_kind_name(pl.kind),
           p->charge, task->id, pl.n_parents ? " from " : "",
           pl.n_parents ? pl.parent[0].name : "", (long long)estimate);
   p = NULL;
@@ -568,7 +568,7 @@ static int audit(struct kb_gen_llm *l, const struct pending *p, const char *stat
     snprintf(parents, sizeof parents, "%s%s%s", p->parents[0], p->parents[1][0] ? "," : "",
              p->parents[1]);
     const char *argv[] = {"XADD",       key,        "*",          "kind",
-                          kb_prompt_kind_name(p->kind), "charge", p->charge, "status",
+                          kb__prompt_kind_name(p->kind), "charge", p->charge, "status",
                           status,       "attempts", attempts,     "tokens_in",
                           tin,          "tokens_out", tout,       "candidate",
                           cand_id,      "parents",  parents,      "error",
@@ -592,8 +592,8 @@ static int settle(struct kb_gen_llm *l, const struct pending *p, int64_t tokens,
                   struct kb_error *err) {
   struct kb_error lerr = {0};
   int rc = tokens > 0
-               ? kb_ledger_post(l->q, KB_LLM_TOKENS, p->charge, tokens, "scheduler", NULL, &lerr)
-               : kb_ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, &lerr);
+               ? kb__ledger_post(l->q, KB_LLM_TOKENS, p->charge, tokens, "scheduler", NULL, &lerr)
+               : kb__ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, &lerr);
   if (rc)
     return kb_error_set(err, rc, "%s", lerr.msg);
   if (tokens > 0)
@@ -623,7 +623,7 @@ static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done 
   } else {
     l->stats.answered++;
     struct kb_error xerr = {0};
-    if (kb_llm_extract_code(d->text, &code, &xerr) != KB_OK) {
+    if (kb__llm_extract_code(d->text, &code, &xerr) != KB_OK) {
       status = "no_code";
       l->stats.no_code++;
       snprintf(d->error, sizeof d->error, "%.250s", xerr.msg);
@@ -631,7 +631,7 @@ static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done 
               xerr.msg, (long long)tokens);
     } else {
       char name[KB_ID_MAX];
-      snprintf(name, sizeof name, "llm-%s-%ld", kb_prompt_kind_name(p->kind), p->seq);
+      snprintf(name, sizeof name, "llm-%s-%ld", kb__prompt_kind_name(p->kind), p->seq);
       struct kb_error cerr = {0};
       if (kb_candidate_init(&c, p->task, name, "llm", code, "", "", &cerr) != KB_OK) {
         status = "no_code";
@@ -668,12 +668,12 @@ static void on_done(struct kb_llm_done *d, void *arg) {
   pending_free(p);
 }
 
-int kb_gen_llm_poll(struct kb_gen_llm *l, int timeout_ms, kb_gen_emit_fn emit, void *arg,
+int kb__gen_llm_poll(struct kb_gen_llm *l, int timeout_ms, kb_gen_emit_fn emit, void *arg,
                     struct kb_error *err) {
   l->emit = emit;
   l->emit_arg = arg;
   kb_error_clear(&l->poll_err);
-  int rc = kb_llm_client_poll(l->client, timeout_ms, on_done, l, err);
+  int rc = kb__llm_client_poll(l->client, timeout_ms, on_done, l, err);
   if (rc == KB_OK && l->poll_err.code)
     rc = kb_error_set(err, l->poll_err.code, "%s", l->poll_err.msg);
   return rc;

@@ -32,39 +32,39 @@ struct kb_gen_llm; /* opaque */
 
 /* Creates the generator for campaign `q` (borrowed; must outlive it) with settings `cfg`
  * (borrowed; must outlive it) and API key `key` (borrowed; copied). Voids the llm charges an
- * earlier scheduler left open. Returns it in `*out` (new; kb_gen_llm_free). Errors: KB_EINVAL,
+ * earlier scheduler left open. Returns it in `*out` (new; kb__gen_llm_free). Errors: KB_EINVAL,
  * KB_ECONN, KB_EREDIS, KB_ENOMEM. */
-int kb_gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
+int kb__gen_llm_new(struct kb_queue *q, const struct kb_gen_llm_cfg *cfg, const char *key,
                    unsigned seed, struct kb_gen_llm **out, struct kb_error *err);
 /* Aborts requests in flight (their reservations are voided when Redis answers) and frees;
  * NULL is fine. */
-void kb_gen_llm_free(struct kb_gen_llm *l);
+void kb__gen_llm_free(struct kb_gen_llm *l);
 
 /* Records what a result says about its candidate (`r` and `c` borrowed): failures to repair,
  * compile metrics for diagnoses. */
-int kb_gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
+int kb__gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
                        const struct kb_candidate *c);
 
 /* Starts one request for `task` (borrowed) whose reference source is `reference` (borrowed),
  * choosing the kind from `pop` (borrowed). Returns KB_OK when submitted, KB_EBUDGET when the
  * ledger cannot hold the request's tokens. Errors: KB_ECONN, KB_EREDIS, KB_ENOMEM. */
-int kb_gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
+int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
                        const struct kb_task_pop *pop, struct kb_error *err);
 
 /* Called with each candidate an answer produced (borrowed during the call). Its return code
- * stops kb_gen_llm_poll when not KB_OK. */
+ * stops kb__gen_llm_poll when not KB_OK. */
 typedef int (*kb_gen_emit_fn)(const struct kb_candidate *c, void *arg, struct kb_error *err);
 
 /* Drives requests for up to `timeout_ms`; settles each finished request's tokens, writes its
  * audit entry, and emits its candidate. Errors: from settling, auditing or `emit`. */
-int kb_gen_llm_poll(struct kb_gen_llm *l, int timeout_ms, kb_gen_emit_fn emit, void *arg,
+int kb__gen_llm_poll(struct kb_gen_llm *l, int timeout_ms, kb_gen_emit_fn emit, void *arg,
                     struct kb_error *err);
 /* Requests submitted and not finished. */
-int kb_gen_llm_pending(const struct kb_gen_llm *l);
+int kb__gen_llm_pending(const struct kb_gen_llm *l);
 /* Requests submitted and not finished for `task`. */
-int kb_gen_llm_pending_task(const struct kb_gen_llm *l, const char *task);
+int kb__gen_llm_pending_task(const struct kb_gen_llm *l, const char *task);
 /* 1 once a reservation was refused for lack of tokens (the budget only shrinks). */
-int kb_gen_llm_out_of_tokens(const struct kb_gen_llm *l);
+int kb__gen_llm_out_of_tokens(const struct kb_gen_llm *l);
 
 /* Where the llm generator finds archived kernels (gen_archive.h); both hooks optional.
  * examples: prompt examples for `task` into `*out` (new; NULL when none).
@@ -79,13 +79,13 @@ struct kb_gen_llm_archive {
 /* Sets the hooks (`h` borrowed; copied). With a parent hook, one mutate request in three for a
  * task with a timed member becomes a crossover of its best member and an archived kernel it
  * has not evaluated. */
-void kb_gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h);
+void kb__gen_llm_set_archive(struct kb_gen_llm *l, const struct kb_gen_llm_archive *h);
 
 /* Counters since start, for logs and tests. */
-struct kb_gen_llm_stats {
+struct kb__gen_llm_stats {
   long requests, answered, no_code, failed, candidates;
   int64_t tokens;        /* posted */
 };
-void kb_gen_llm_stats(const struct kb_gen_llm *l, struct kb_gen_llm_stats *out);
+void kb__gen_llm_stats(const struct kb_gen_llm *l, struct kb__gen_llm_stats *out);
 
 #endif

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-int kb_gen_rank_tier(const struct kb_member *m) {
+int kb__gen_rank_tier(const struct kb_member *m) {
   int best = -1;
   for (int k = 1; m && k < KB_MAX_TIERS; k++)
     if (m->tiers[k].evaluated && m->tiers[k].status == KB_STATUS_OK && m->tiers[k].median_us > 0)
@@ -11,8 +11,8 @@ int kb_gen_rank_tier(const struct kb_member *m) {
   return best;
 }
 
-int kb_gen_rank_better(const struct kb_member *a, const struct kb_member *b) {
-  int ta = kb_gen_rank_tier(a), tb = kb_gen_rank_tier(b);
+int kb__gen_rank_better(const struct kb_member *a, const struct kb_member *b) {
+  int ta = kb__gen_rank_tier(a), tb = kb__gen_rank_tier(b);
   if (ta != tb)
     return ta > tb;
   if (ta < 0)
@@ -20,7 +20,7 @@ int kb_gen_rank_better(const struct kb_member *a, const struct kb_member *b) {
   return a->tiers[ta].median_us < b->tiers[tb].median_us;
 }
 
-const struct kb_member *kb_gen_rank_find(const struct kb_task_pop *pop, const char *id) {
+const struct kb_member *kb__gen_rank_find(const struct kb_task_pop *pop, const char *id) {
   for (int i = 0; i < pop->n; i++)
     if (strcmp(pop->members[i].id, id) == 0)
       return &pop->members[i];

@@ -6,11 +6,11 @@
 #include "population.h"
 
 /* The highest tier `m` (borrowed; may be NULL) passed with a time, or -1. */
-int kb_gen_rank_tier(const struct kb_member *m);
+int kb__gen_rank_tier(const struct kb_member *m);
 /* 1 when `a` ranks above `b` (either may be NULL, which ranks last), else 0. */
-int kb_gen_rank_better(const struct kb_member *a, const struct kb_member *b);
+int kb__gen_rank_better(const struct kb_member *a, const struct kb_member *b);
 /* The member `id` of `pop`, or NULL. Borrowed from `pop`: valid until the next member is added
  * to it (population.h). */
-const struct kb_member *kb_gen_rank_find(const struct kb_task_pop *pop, const char *id);
+const struct kb_member *kb__gen_rank_find(const struct kb_task_pop *pop, const char *id);
 
 #endif

@@ -110,7 +110,7 @@ static const char *directive(const char *p, const char *dir, const char *name) {
   return p + m;
 }
 
-int kb_tune_parse(const char *source, struct kb_knob_space *s, struct kb_error *err) {
+int kb__tune_parse(const char *source, struct kb_knob_space *s, struct kb_error *err) {
   memset(s, 0, sizeof *s);
   const char *line = source;
   int lineno = 1;
@@ -186,7 +186,7 @@ int kb_tune_parse(const char *source, struct kb_knob_space *s, struct kb_error *
   return KB_OK;
 }
 
-int64_t kb_tune_space_size(const struct kb_knob_space *s) {
+int64_t kb__tune_space_size(const struct kb_knob_space *s) {
   int64_t n = 1;
   for (int i = 0; i < s->n; i++) {
     if (n > INT64_MAX / s->knobs[i].n_values)
@@ -196,7 +196,7 @@ int64_t kb_tune_space_size(const struct kb_knob_space *s) {
   return n;
 }
 
-int kb_tune_knob_string(const struct kb_knob_space *s, const int *idx, char *out, size_t size) {
+int kb__tune_knob_string(const struct kb_knob_space *s, const int *idx, char *out, size_t size) {
   size_t used = 0;
   out[0] = '\0';
   for (int i = 0; i < s->n; i++) {
@@ -246,7 +246,7 @@ static unsigned rnd(struct kb_tune *t) {
   return t->rng;
 }
 
-int kb_tune_new(struct kb_queue *q, unsigned seed, struct kb_tune **out, struct kb_error *err) {
+int kb__tune_new(struct kb_queue *q, unsigned seed, struct kb_tune **out, struct kb_error *err) {
   struct kb_tune *t = kb_calloc(1, sizeof *t);
   if (t == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -264,7 +264,7 @@ static void base_release(struct base *b) {
   kb_free(b->seen_ids);
 }
 
-void kb_tune_free(struct kb_tune *t) {
+void kb__tune_free(struct kb_tune *t) {
   if (t == NULL)
     return;
   for (int i = 0; i < t->n_bases; i++)
@@ -300,7 +300,7 @@ static struct task_state *task_state(struct kb_tune *t, const char *task) {
   return s;
 }
 
-int kb_tune_exhausted(const struct kb_tune *t, const struct kb_task_pop *pop) {
+int kb__tune_exhausted(const struct kb_tune *t, const struct kb_task_pop *pop) {
   for (int i = 0; i < t->n_ts; i++)
     if (strcmp(t->ts[i].task, pop->task) == 0)
       return t->ts[i].empty_at >= 0 && t->ts[i].empty_at == pop->n;
@@ -398,7 +398,7 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
       return kb_error_set(err, rc, "%s", lookup.msg);
     struct kb_knob_space space;
     struct kb_error perr = {0};
-    if (c.knobs[0] != '\0' || kb_tune_parse(c.source, &space, &perr) || space.n == 0) {
+    if (c.knobs[0] != '\0' || kb__tune_parse(c.source, &space, &perr) || space.n == 0) {
       if (perr.code)
         kb_warn("tune: %s/%s: %s; not tuned", pop->task, c.name, perr.msg);
       kb_candidate_release(&c);
@@ -413,7 +413,7 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
     snprintf(b->id, sizeof b->id, "%s", m->id);
     b->cand = c;
     b->space = space;
-    b->size = kb_tune_space_size(&space);
+    b->size = kb__tune_space_size(&space);
     char suffix[160];
     snprintf(suffix, sizeof suffix, KB_KEY_GEN_TUNE_FMT, pop->task, m->id);
     kb_queue_key(t->q, b->key, sizeof b->key, suffix);
@@ -427,7 +427,7 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
       have_default &= idx[k] >= 0;
     }
     char knobs[1024];
-    if (have_default && kb_tune_knob_string(&space, idx, knobs, sizeof knobs) == KB_OK &&
+    if (have_default && kb__tune_knob_string(&space, idx, knobs, sizeof knobs) == KB_OK &&
         add_seen(b, knobs, b->id))
       return kb_error_set(err, KB_ENOMEM, "out of memory");
     kb_info("tune: %s/%s has %d knob%s, %lld knob sets, %d proposed so far", pop->task, c.name,
@@ -477,12 +477,12 @@ static void rank_parents(const struct base *b, const struct kb_task_pop *pop,
                          struct parents *par) {
   par->n = 0;
   for (int i = 0; i < b->n_seen; i++) {
-    const struct kb_member *m = kb_gen_rank_find(pop, b->seen_ids[i]);
+    const struct kb_member *m = kb__gen_rank_find(pop, b->seen_ids[i]);
     int idx[KB_TUNE_MAX_KNOBS];
-    if (kb_gen_rank_tier(m) < 0 || knob_indices(&b->space, b->seen[i], idx) != 0)
+    if (kb__gen_rank_tier(m) < 0 || knob_indices(&b->space, b->seen[i], idx) != 0)
       continue;
     int pos = par->n;
-    while (pos > 0 && kb_gen_rank_better(m, par->m[pos - 1]))
+    while (pos > 0 && kb__gen_rank_better(m, par->m[pos - 1]))
       pos--;
     if (pos >= PARENTS)
       continue;
@@ -539,7 +539,7 @@ static int propose_from(struct kb_tune *t, struct base *b, const struct kb_task_
       }
       pa = par_id[x];
     }
-    if (kb_tune_knob_string(&b->space, idx, knobs, sizeof knobs))
+    if (kb__tune_knob_string(&b->space, idx, knobs, sizeof knobs))
       return kb_error_set(err, KB_EINVAL, "tune: knob string of %s too long", b->cand.name);
     if (seen_index(b, knobs) < 0)
       return make_proposal(t, b, idx, knobs, pa, pb, p, err);
@@ -552,7 +552,7 @@ static int propose_from(struct kb_tune *t, struct base *b, const struct kb_task_
         idx[k] = (int)(v % b->space.knobs[k].n_values);
         v /= b->space.knobs[k].n_values;
       }
-      if (kb_tune_knob_string(&b->space, idx, knobs, sizeof knobs))
+      if (kb__tune_knob_string(&b->space, idx, knobs, sizeof knobs))
         return kb_error_set(err, KB_EINVAL, "tune: knob string of %s too long", b->cand.name);
       if (seen_index(b, knobs) < 0)
         return make_proposal(t, b, idx, knobs, n_par ? par_id[0] : b->id, NULL, p, err);
@@ -564,7 +564,7 @@ static int propose_from(struct kb_tune *t, struct base *b, const struct kb_task_
   return KB_EEMPTY;
 }
 
-int kb_tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
+int kb__tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
                     struct kb_tune_proposal *p, struct kb_error *err) {
   memset(p, 0, sizeof *p);
   struct task_state *ts = task_state(t, pop->task);
@@ -579,7 +579,8 @@ int kb_tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
       struct base *b = &t->bases[i];
       if (b->exhausted || strcmp(b->cand.task, pop->task) != 0)
         continue;
-      if (best == NULL || kb_gen_rank_better(kb_gen_rank_find(pop, b->id), kb_gen_rank_find(pop, best->id)))
+      if (best == NULL ||
+          kb__gen_rank_better(kb__gen_rank_find(pop, b->id), kb__gen_rank_find(pop, best->id)))
         best = b;
     }
     if (best == NULL) {
@@ -592,7 +593,7 @@ int kb_tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
   }
 }
 
-int kb_tune_commit(struct kb_tune *t, const struct kb_tune_proposal *p, struct kb_error *err) {
+int kb__tune_commit(struct kb_tune *t, const struct kb_tune_proposal *p, struct kb_error *err) {
   for (int i = 0; i < t->n_bases; i++) {
     struct base *b = &t->bases[i];
     if (strcmp(b->id, p->base) != 0)

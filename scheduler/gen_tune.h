@@ -48,19 +48,19 @@ struct kb_knob_space {
 /* Parses the knob annotations of `source` (borrowed) into `s` (caller-owned). A source without
  * any gives n = 0. Errors: KB_EPARSE "line N: ..." for an annotation that is not followed by
  * `#ifndef NAME` and `#define NAME`, a bad name or value, a repeated knob or value, too many. */
-int kb_tune_parse(const char *source, struct kb_knob_space *s, struct kb_error *err);
+int kb__tune_parse(const char *source, struct kb_knob_space *s, struct kb_error *err);
 /* Number of knob sets (the product of the value counts), capped at INT64_MAX. */
-int64_t kb_tune_space_size(const struct kb_knob_space *s);
+int64_t kb__tune_space_size(const struct kb_knob_space *s);
 /* Writes "-DA=v -DB=w" for value indices `idx` into `out`. Returns KB_OK or KB_EINVAL when it
  * does not fit. */
-int kb_tune_knob_string(const struct kb_knob_space *s, const int *idx, char *out, size_t size);
+int kb__tune_knob_string(const struct kb_knob_space *s, const int *idx, char *out, size_t size);
 
 struct kb_tune; /* opaque: the generator's state for one campaign */
 
 /* Creates the generator for campaign `q` (borrowed; must outlive it); `seed` drives its random
- * choices. Returns it in `*out` (new; kb_tune_free). Errors: KB_ENOMEM. */
-int kb_tune_new(struct kb_queue *q, unsigned seed, struct kb_tune **out, struct kb_error *err);
-void kb_tune_free(struct kb_tune *t);
+ * choices. Returns it in `*out` (new; kb__tune_free). Errors: KB_ENOMEM. */
+int kb__tune_new(struct kb_queue *q, unsigned seed, struct kb_tune **out, struct kb_error *err);
+void kb__tune_free(struct kb_tune *t);
 
 /* A proposal: the candidate and what to record once it is enqueued. */
 struct kb_tune_proposal {
@@ -71,13 +71,13 @@ struct kb_tune_proposal {
 /* Proposes one new knob set for task `pop->task` into `p` (caller-owned; zeroed first). Reads
  * base sources from the catalog (cached). Returns KB_OK, or KB_EEMPTY when every base known for
  * the task is exhausted (or no member has knobs). Errors: KB_ECONN, KB_EREDIS, KB_ENOMEM. */
-int kb_tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
+int kb__tune_propose(struct kb_tune *t, const struct kb_task_pop *pop,
                     struct kb_tune_proposal *p, struct kb_error *err);
 /* Records `p` as proposed (in memory and in Redis); call after the candidate was stored and
  * enqueued, so a crash in between at worst proposes the same candidate (same id) again. */
-int kb_tune_commit(struct kb_tune *t, const struct kb_tune_proposal *p, struct kb_error *err);
-/* 1 when the last kb_tune_propose for `task` returned KB_EEMPTY and the task's population has
+int kb__tune_commit(struct kb_tune *t, const struct kb_tune_proposal *p, struct kb_error *err);
+/* 1 when the last kb__tune_propose for `task` returned KB_EEMPTY and the task's population has
  * not grown since (no new base can have appeared). */
-int kb_tune_exhausted(const struct kb_tune *t, const struct kb_task_pop *pop);
+int kb__tune_exhausted(const struct kb_tune *t, const struct kb_task_pop *pop);
 
 #endif

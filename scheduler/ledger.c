@@ -9,7 +9,7 @@
 #include "kb/log.h"
 #include "kb/redis.h"
 
-const char *kb_currency_name(int currency) {
+const char *kb__currency_name(int currency) {
   return currency == KB_LLM_TOKENS ? "llm_tokens" : "gpu_ms";
 }
 
@@ -29,7 +29,7 @@ static int charge(struct kb_queue *q, const char *op, int currency, const char *
   kb_queue_key(q, keys[3], sizeof keys[3], KB_KEY_META);
   char amount_s[32];
   snprintf(amount_s, sizeof amount_s, "%lld", (long long)amount);
-  const char *args[] = {op, kb_currency_name(currency), charge_id, amount_s, who};
+  const char *args[] = {op, kb__currency_name(currency), charge_id, amount_s, who};
   redisReply *rep = NULL;
   int rc = kb_redis_script(q->redis, "charge", 4, kp, 5, args, NULL, &rep, err);
   if (rc)
@@ -42,22 +42,22 @@ static int charge(struct kb_queue *q, const char *op, int currency, const char *
       rep->element[2]->type == REDIS_REPLY_INTEGER && rep->element[2]->integer > 0)
     kb_warn("charge %s: %lld %s posted, %lld beyond its reservation: the overrun was charged "
             "(ledger:log \"overrun\")", charge_id, (long long)amount,
-            kb_currency_name(currency), (long long)rep->element[2]->integer);
+            kb__currency_name(currency), (long long)rep->element[2]->integer);
   freeReplyObject(rep);
   return KB_OK;
 }
 
-int kb_ledger_reserve(struct kb_queue *q, int currency, const char *charge_id, int64_t amount,
+int kb__ledger_reserve(struct kb_queue *q, int currency, const char *charge_id, int64_t amount,
                       const char *who, int *dup, struct kb_error *err) {
   return charge(q, "reserve", currency, charge_id, amount, who, dup, err);
 }
 
-int kb_ledger_post(struct kb_queue *q, int currency, const char *charge_id, int64_t actual,
+int kb__ledger_post(struct kb_queue *q, int currency, const char *charge_id, int64_t actual,
                    const char *who, int *dup, struct kb_error *err) {
   return charge(q, "post", currency, charge_id, actual, who, dup, err);
 }
 
-int kb_ledger_void(struct kb_queue *q, int currency, const char *charge_id, const char *who,
+int kb__ledger_void(struct kb_queue *q, int currency, const char *charge_id, const char *who,
                    int *dup, struct kb_error *err) {
   return charge(q, "void", currency, charge_id, 0, who, dup, err);
 }

@@ -11,7 +11,7 @@
 #include "kb/error.h"
 #include "kb/jsonfile.h"
 
-int kb_llm_request_body(int api, const char *model, const char *system, const char *user,
+int kb__llm_request_body(int api, const char *model, const char *system, const char *user,
                         int max_tokens, double temperature, char **out, struct kb_error *err) {
   *out = NULL;
   if (!kb_json_utf8_valid(model, strlen(model)) || !kb_json_utf8_valid(system, strlen(system)) ||
@@ -33,7 +33,7 @@ int kb_llm_request_body(int api, const char *model, const char *system, const ch
   return rc ? kb_error_set(err, rc, "llm request: out of memory") : KB_OK;
 }
 
-int kb_llm_auth_header(int api, const char *key, char *out, size_t size, struct kb_error *err) {
+int kb__llm_auth_header(int api, const char *key, char *out, size_t size, struct kb_error *err) {
   for (const char *p = key; *p; p++)
     if ((unsigned char)*p < 0x20 || *p == 0x7f)
       return kb_error_set(err, KB_EINVAL, "llm api key holds a control character");
@@ -44,11 +44,11 @@ int kb_llm_auth_header(int api, const char *key, char *out, size_t size, struct 
   return KB_OK;
 }
 
-const char *kb_llm_version_header(int api) {
+const char *kb__llm_version_header(int api) {
   return api == KB_LLM_ANTHROPIC ? "anthropic-version: 2023-06-01" : NULL;
 }
 
-void kb_llm_reply_release(struct kb_llm_reply *r) {
+void kb__llm_reply_release(struct kb_llm_reply *r) {
   if (r == NULL)
     return;
   kb_free(r->text);
@@ -81,7 +81,7 @@ static int add_text(struct kb_buf *b, json_t *content, int *found) {
   return KB_OK;
 }
 
-int kb_llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_reply *r,
+int kb__llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_reply *r,
                        struct kb_error *err) {
   memset(r, 0, sizeof *r);
   json_error_t jerr;

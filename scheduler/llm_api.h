@@ -21,24 +21,24 @@ struct kb_llm_reply {
 /* Builds the JSON body of one request for `api` (enum kb_llm_api) into `*out` (new; kb_free).
  * `system` and `user` are the two prompt parts (borrowed, UTF-8). Errors: KB_EINVAL (text not
  * UTF-8), KB_ENOMEM. */
-int kb_llm_request_body(int api, const char *model, const char *system, const char *user,
+int kb__llm_request_body(int api, const char *model, const char *system, const char *user,
                         int max_tokens, double temperature, char **out, struct kb_error *err);
 
 /* Writes the header line carrying `key` (borrowed) into `out`: "Authorization: Bearer KEY" for
  * OpenAI, "x-api-key: KEY" for Anthropic. Returns KB_OK or KB_EINVAL (does not fit, or the key
  * holds a control character). Never log what it writes. */
-int kb_llm_auth_header(int api, const char *key, char *out, size_t size, struct kb_error *err);
+int kb__llm_auth_header(int api, const char *key, char *out, size_t size, struct kb_error *err);
 
 /* Extra fixed header the API needs ("anthropic-version: 2023-06-01"), or NULL. Static. */
-const char *kb_llm_version_header(int api);
+const char *kb__llm_version_header(int api);
 
 /* Parses a 200 reply body (`len` bytes, borrowed) into `r` (caller-owned, zeroed first). Usage
  * is read even when the rest is unusable, so tokens are charged as used. Errors: KB_EPARSE
  * (not JSON, e.g. truncated; an "error" object; no text), KB_ENOMEM. On error `r->text` is
  * NULL but the token counts may be set. */
-int kb_llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_reply *r,
+int kb__llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_reply *r,
                        struct kb_error *err);
 /* Frees the contents of `r`; NULL is fine. */
-void kb_llm_reply_release(struct kb_llm_reply *r);
+void kb__llm_reply_release(struct kb_llm_reply *r);
 
 #endif

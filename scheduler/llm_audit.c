@@ -68,7 +68,7 @@ static int unpack(const redisReply *fields, const char *name, char **out, size_t
 static int store_entry(struct kb_store *store, const char *id, const redisReply *fields,
                        long *added, struct kb_error *err) {
   const char *charge = text_of(fields, "charge");
-  if (charge[0] == '\0' || kb_store_has_llm(store, charge))
+  if (charge[0] == '\0' || kb__store_has_llm(store, charge))
     return KB_OK;
   char *prompt = NULL, *response = NULL;
   size_t plen = 0, rlen = 0;
@@ -103,7 +103,7 @@ static int store_entry(struct kb_store *store, const char *id, const redisReply 
   };
   int was_added = 0;
   if (rc == KB_OK)
-    rc = kb_store_add_llm(store, &x, &was_added, err);
+    rc = kb__store_add_llm(store, &x, &was_added, err);
   if (rc == KB_OK && was_added && added != NULL)
     (*added)++;
   kb_free(prompt);
@@ -111,12 +111,12 @@ static int store_entry(struct kb_store *store, const char *id, const redisReply 
   return rc;
 }
 
-int kb_llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *task, long *added,
+int kb__llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *task, long *added,
                       struct kb_error *err) {
   char key[200], suffix[100], start[64];
   snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, task);
   kb_queue_key(q, key, sizeof key, suffix);
-  const char *last = kb_store_llm_last_entry(store);
+  const char *last = kb__store_llm_last_entry(store);
   snprintf(start, sizeof start, "%s%s", last[0] ? "(" : "", last[0] ? last : "-");
   if (added != NULL)
     *added = 0;

@@ -1,10 +1,10 @@
 /* The LLM audit in the task files: copies the entries gen_llm.c appends to the redis stream
  * kb:{cid}:llm:<task> (one per finished request: kind, charge, status, tokens, the zstd-compressed
- * prompt and response, ...) into the task's HDF5 file (/llm, kb_store_add_llm).
+ * prompt and response, ...) into the task's HDF5 file (/llm, kb__store_add_llm).
  *
  * The redis entry comes first and stays (nothing trims the stream, so a file rebuilt from redis
- * gets its exchanges back); the file is the cursor: entries after kb_store_llm_last_entry() are
- * read, and a kill -9 before the next kb_store_flush() makes the restarted scheduler read them
+ * gets its exchanges back); the file is the cursor: entries after kb__store_llm_last_entry() are
+ * read, and a kill -9 before the next kb__store_flush() makes the restarted scheduler read them
  * again (the store cuts uncommitted rows, and adds a request id only once).
  */
 #ifndef KB_SCHED_LLM_AUDIT_H
@@ -18,8 +18,8 @@ struct kb_store;
  * `q`, borrowed) into `store` (borrowed); does not flush. `*added` (may be NULL) gets the rows
  * written. An entry that cannot be decoded (a corrupt compressed text) is stored with the text
  * replaced by a note, so that it is not read again forever. Errors: KB_EREDIS, those of
- * kb_store_add_llm, KB_ENOMEM. */
-int kb_llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *task, long *added,
+ * kb__store_add_llm, KB_ENOMEM. */
+int kb__llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *task, long *added,
                       struct kb_error *err);
 
 #endif

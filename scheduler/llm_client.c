@@ -45,7 +45,7 @@ struct kb_llm_client {
   unsigned rng;             /* jitter */
 };
 
-double kb_llm_retry_delay(int attempt, double base, double max, double jitter,
+double kb__llm_retry_delay(int attempt, double base, double max, double jitter,
                           double retry_after) {
   double d = base;
   for (int i = 1; i < attempt && d < max; i++)
@@ -58,7 +58,7 @@ double kb_llm_retry_delay(int attempt, double base, double max, double jitter,
   return retry_after > d ? retry_after : d;
 }
 
-double kb_llm_parse_retry_after(const char *value, double now) {
+double kb__llm_parse_retry_after(const char *value, double now) {
   while (*value == ' ' || *value == '\t')
     value++;
   char *end = NULL;
@@ -81,13 +81,13 @@ static double jitter(struct kb_llm_client *c) {
   return 0.5 + 0.5 * (double)((c->rng >> 8) & 0xffff) / 65535.0;
 }
 
-int kb_llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client **out,
+int kb__llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client **out,
                       struct kb_error *err) {
   *out = NULL;
   if (o->concurrency < 1 || o->timeout_s <= 0 || o->max_retries < 0 || o->backoff_s <= 0 ||
       o->endpoint == NULL || o->key == NULL)
     return kb_error_set(err, KB_EINVAL, "llm client: bad options");
-  /* reference-counted by libcurl; undone in kb_llm_client_free */
+  /* reference-counted by libcurl; undone in kb__llm_client_free */
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return kb_error_set(err, KB_EINTERNAL, "llm client: curl_global_init failed");
   struct kb_llm_client *c = kb_calloc(1, sizeof *c);
@@ -102,12 +102,12 @@ int kb_llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client *
   c->o.endpoint = c->endpoint;
   c->o.key = NULL;
   if (rc == KB_OK && o->key[0])
-    rc = kb_llm_auth_header(o->api, o->key, c->auth, sizeof c->auth, err);
+    rc = kb__llm_auth_header(o->api, o->key, c->auth, sizeof c->auth, err);
   if (rc == KB_OK) {
     c->multi = curl_multi_init();
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    if (h && kb_llm_version_header(o->api))
-      h = curl_slist_append(h, kb_llm_version_header(o->api));
+    if (h && kb__llm_version_header(o->api))
+      h = curl_slist_append(h, kb__llm_version_header(o->api));
     if (h && c->auth[0])
       h = curl_slist_append(h, c->auth);
     /* "Expect: 100-continue" would cost a round trip per large prompt */
@@ -118,7 +118,7 @@ int kb_llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client *
       rc = kb_error_set(err, KB_EINTERNAL, "llm client: libcurl init failed");
   }
   if (rc) {
-    kb_llm_client_free(c);
+    kb__llm_client_free(c);
     return rc;
   }
   *out = c;
@@ -136,7 +136,7 @@ static void req_free(struct kb_llm_client *c, struct req *r) {
   kb_free(r);
 }
 
-void kb_llm_client_free(struct kb_llm_client *c) {
+void kb__llm_client_free(struct kb_llm_client *c) {
   if (c == NULL)
     return;
   while (c->reqs) {
@@ -158,7 +158,7 @@ void kb_llm_client_free(struct kb_llm_client *c) {
   curl_global_cleanup();
 }
 
-int kb_llm_client_submit(struct kb_llm_client *c, const char *body, void *user,
+int kb__llm_client_submit(struct kb_llm_client *c, const char *body, void *user,
                          struct kb_error *err) {
   struct req *r = kb_calloc(1, sizeof *r);
   if (r == NULL)
@@ -182,7 +182,7 @@ int kb_llm_client_submit(struct kb_llm_client *c, const char *body, void *user,
   return KB_OK;
 }
 
-int kb_llm_client_pending(const struct kb_llm_client *c) { return c ? c->n : 0; }
+int kb__llm_client_pending(const struct kb_llm_client *c) { return c ? c->n : 0; }
 
 static size_t on_body(char *data, size_t size, size_t n, void *arg) {
   struct req *r = arg;
@@ -209,7 +209,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg) {
       char value[200];
       memcpy(value, data + i, len - i);
       value[len - i] = '\0';
-      r->retry_after = kb_llm_parse_retry_after(value, kb_now_wall());
+      r->retry_after = kb__llm_parse_retry_after(value, kb_now_wall());
     }
   }
   return len;
@@ -291,7 +291,7 @@ static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
   } else {
     struct kb_llm_reply rep;
     struct kb_error perr = {0};
-    code = kb_llm_parse_reply(c->o.api, r->reply.data, r->reply.len, &rep, &perr);
+    code = kb__llm_parse_reply(c->o.api, r->reply.data, r->reply.len, &rep, &perr);
     r->tokens_in += rep.tokens_in;
     r->tokens_out += rep.tokens_out;
     if (code == KB_OK) {
@@ -301,10 +301,10 @@ static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
       snprintf(r->error, sizeof r->error, "%.250s", perr.msg);
       retry = code == KB_EPARSE;
     }
-    kb_llm_reply_release(&rep);
+    kb__llm_reply_release(&rep);
   }
   if (code != KB_OK && retry && r->attempts <= c->o.max_retries) {
-    double d = kb_llm_retry_delay(r->attempts, c->o.backoff_s, c->o.backoff_max_s, jitter(c),
+    double d = kb__llm_retry_delay(r->attempts, c->o.backoff_s, c->o.backoff_max_s, jitter(c),
                                   r->retry_after);
     kb_warn("llm request attempt %d failed (%s); retrying in %.2f s", r->attempts, r->error, d);
     r->state = REQ_WAITING;
@@ -314,7 +314,7 @@ static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
   finish(c, r, code, text, fn, arg);
 }
 
-int kb_llm_client_poll(struct kb_llm_client *c, int timeout_ms, kb_llm_done_fn fn, void *arg,
+int kb__llm_client_poll(struct kb_llm_client *c, int timeout_ms, kb_llm_done_fn fn, void *arg,
                        struct kb_error *err) {
   double until = kb_now_mono() + timeout_ms / 1000.0;
   for (;;) {

@@ -8,7 +8,7 @@
  * 403, 404, ...) fail at once. Tokens that replies report are summed over all attempts, so
  * every token the API billed is known to the caller.
  *
- * Single-threaded: the scheduler's loop calls kb_llm_client_poll() between its other work.
+ * Single-threaded: the scheduler's loop calls kb__llm_client_poll() between its other work.
  */
 #ifndef KB_SCHED_LLM_CLIENT_H
 #define KB_SCHED_LLM_CLIENT_H
@@ -32,7 +32,7 @@ struct kb_llm_client_opts {
 /* The outcome of one request, handed to the completion callback (borrowed: valid during the
  * call; the callback may steal `text` by setting it to NULL). */
 struct kb_llm_done {
-  void *user;           /* what kb_llm_client_submit was given */
+  void *user;           /* what kb__llm_client_submit was given */
   int code;             /* KB_OK, or why it failed: KB_ETIMEOUT, KB_EPARSE, KB_EIO */
   char *text;           /* the answer's text when code is KB_OK (owned by the client) */
   int64_t tokens_in;    /* prompt tokens reported, summed over attempts */
@@ -44,30 +44,30 @@ struct kb_llm_done {
 
 typedef void (*kb_llm_done_fn)(struct kb_llm_done *done, void *arg);
 
-/* Creates a client (new; kb_llm_client_free). Errors: KB_EINVAL (bad options), KB_ENOMEM,
+/* Creates a client (new; kb__llm_client_free). Errors: KB_EINVAL (bad options), KB_ENOMEM,
  * KB_EINTERNAL (libcurl). */
-int kb_llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client **out,
+int kb__llm_client_new(const struct kb_llm_client_opts *o, struct kb_llm_client **out,
                       struct kb_error *err);
 /* Aborts what is in flight (no callbacks) and frees; NULL is fine. */
-void kb_llm_client_free(struct kb_llm_client *c);
+void kb__llm_client_free(struct kb_llm_client *c);
 /* Queues a request with JSON `body` (borrowed; copied) and `user` (borrowed, handed back).
  * It starts as soon as fewer than `concurrency` transfers run. Errors: KB_ENOMEM. */
-int kb_llm_client_submit(struct kb_llm_client *c, const char *body, void *user,
+int kb__llm_client_submit(struct kb_llm_client *c, const char *body, void *user,
                          struct kb_error *err);
 /* Drives transfers for up to `timeout_ms` (0: only what is ready now), calling `fn(done, arg)`
  * for each request that finished, successfully or not. Errors: KB_EINTERNAL (libcurl). */
-int kb_llm_client_poll(struct kb_llm_client *c, int timeout_ms, kb_llm_done_fn fn, void *arg,
+int kb__llm_client_poll(struct kb_llm_client *c, int timeout_ms, kb_llm_done_fn fn, void *arg,
                        struct kb_error *err);
 /* Requests queued, waiting for a retry or in flight. */
-int kb_llm_client_pending(const struct kb_llm_client *c);
+int kb__llm_client_pending(const struct kb_llm_client *c);
 
 /* The delay before retry number `attempt` (1 = first retry): min(max, base * 2^(attempt-1))
  * scaled by `jitter` (0.5..1.0), then raised to `retry_after` (seconds, < 0 when none; capped at
  * 600). Exposed for tests. */
-double kb_llm_retry_delay(int attempt, double base, double max, double jitter,
+double kb__llm_retry_delay(int attempt, double base, double max, double jitter,
                           double retry_after);
 /* Parses a Retry-After header value (delta-seconds or an HTTP date, relative to `now`, unix
  * seconds): seconds to wait, or -1 when unparseable. */
-double kb_llm_parse_retry_after(const char *value, double now);
+double kb__llm_parse_retry_after(const char *value, double now);
 
 #endif

@@ -30,7 +30,7 @@ static int ident_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-int kb_llm_defines_forward(const char *source) {
+int kb__llm_defines_forward(const char *source) {
   static const char name[] = "kb_forward";
   const char *p = source;
   while ((p = strstr(p, name)) != NULL) {
@@ -104,7 +104,7 @@ static int lang_ok(const char *info, size_t len) {
   return 0;
 }
 
-int kb_llm_extract_code(const char *text, char **out, struct kb_error *err) {
+int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
   *out = NULL;
   const char *best = NULL;
   size_t best_len = 0;
@@ -151,7 +151,7 @@ int kb_llm_extract_code(const char *text, char **out, struct kb_error *err) {
       char *copy = kb_strndup(body, len);
       if (copy == NULL)
         return kb_error_set(err, KB_ENOMEM, "out of memory");
-      if (kb_llm_defines_forward(copy)) {
+      if (kb__llm_defines_forward(copy)) {
         best = body;
         best_len = len;
       }

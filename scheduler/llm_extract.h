@@ -14,10 +14,10 @@ struct kb_error;
 /* Extracts the kernel from `text` (borrowed) into `*out` (new, NUL-terminated; kb_free).
  * Errors: KB_ENOTFOUND "no code block defines kb_forward" (with how many blocks were seen),
  * KB_ENOMEM. */
-int kb_llm_extract_code(const char *text, char **out, struct kb_error *err);
+int kb__llm_extract_code(const char *text, char **out, struct kb_error *err);
 
 /* 1 when `source` (borrowed) defines kb_forward: the name, a parenthesised parameter list, then
  * "{" (comments and blanks between are skipped); else 0. A declaration alone is not enough. */
-int kb_llm_defines_forward(const char *source);
+int kb__llm_defines_forward(const char *source);
 
 #endif

@@ -29,7 +29,7 @@ static int first_line(const char *s, size_t n, char *out, size_t size) {
   return (int)len;
 }
 
-int kb_llm_key_read(const char *env, const char *path, char *out, size_t size,
+int kb__llm_key_read(const char *env, const char *path, char *out, size_t size,
                     struct kb_error *err) {
   out[0] = '\0';
   if (env != NULL) {

@@ -13,7 +13,7 @@ struct kb_error;
  * borrowed) into `out` (`size` bytes; first line, surrounding blanks stripped). Errors:
  * KB_ENOTFOUND (variable unset or empty, file empty), KB_EINVAL "key file \"P\" is readable by
  * group or others (mode 0644): chmod 600 it" (also: not a regular file, key too long), KB_EIO. */
-int kb_llm_key_read(const char *env, const char *path, char *out, size_t size,
+int kb__llm_key_read(const char *env, const char *path, char *out, size_t size,
                     struct kb_error *err);
 
 #endif

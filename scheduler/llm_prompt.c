@@ -17,18 +17,18 @@
 
 static const char *const kind_names[] = {"translate", "mutate", "crossover", "repair"};
 
-const char *kb_prompt_kind_name(int kind) {
+const char *kb__prompt_kind_name(int kind) {
   return kind >= 0 && kind < KB_PROMPT_KINDS ? kind_names[kind] : "unknown";
 }
 
-const char *kb_prompt_template(const char *name) {
+const char *kb__prompt_template(const char *name) {
   for (int i = 0; kb__prompt_files[i].name; i++)
     if (strcmp(kb__prompt_files[i].name, name) == 0)
       return kb__prompt_files[i].text;
   return NULL;
 }
 
-void kb_profile_init(struct kb_profile *p) {
+void kb__profile_init(struct kb_profile *p) {
   p->median_us = p->baseline_us = p->noise = p->bytes = NAN;
   p->dram_util = p->sm_util = p->occupancy = NAN;
   p->registers = p->spills = p->shared_bytes = -1;
@@ -49,7 +49,7 @@ static void line(char *out, size_t size, size_t *used, const char *fmt, ...) {
     *used += (size_t)n < size - *used ? (size_t)n : size - *used - 1;
 }
 
-void kb_profile_diagnose(const struct kb_profile *p, char *diag, size_t diag_size,
+void kb__profile_diagnose(const struct kb_profile *p, char *diag, size_t diag_size,
                          char *metrics, size_t metrics_size) {
   size_t used = 0;
   metrics[0] = '\0';
@@ -141,7 +141,7 @@ static const char *value_of(const char *name, size_t len, const struct kb_prompt
   int cuda = t->backend == KB_BACKEND_CUDA;
 #define IS(s) (len == sizeof(s) - 1 && memcmp(name, s, len) == 0)
   if (IS("abi"))
-    return kb_prompt_template("abi");
+    return kb__prompt_template("abi");
   if (IS("language"))
     return cuda ? "CUDA C++" : "C11";
   if (IS("fence"))
@@ -241,12 +241,12 @@ static int render(const char *tmpl, const char *which, const struct kb_prompt_va
   return *out ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
 }
 
-int kb_prompt_render(int kind, const struct kb_prompt_vars *v, char **system, char **user,
+int kb__prompt_render(int kind, const struct kb_prompt_vars *v, char **system, char **user,
                      struct kb_error *err) {
   *system = *user = NULL;
-  const char *name = kb_prompt_kind_name(kind);
-  const char *tmpl = kb_prompt_template(name);
-  const char *sys = kb_prompt_template("system");
+  const char *name = kb__prompt_kind_name(kind);
+  const char *tmpl = kb__prompt_template(name);
+  const char *sys = kb__prompt_template("system");
   if (tmpl == NULL || sys == NULL || v->task == NULL)
     return kb_error_set(err, KB_EINVAL, "no prompt template \"%s\"", name);
   struct kb_buf tensors;

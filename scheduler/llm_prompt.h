@@ -24,7 +24,7 @@ enum kb_prompt_kind {
 };
 
 /* "translate", "mutate", "crossover", "repair" (static); "unknown" otherwise. */
-const char *kb_prompt_kind_name(int kind);
+const char *kb__prompt_kind_name(int kind);
 
 /* What a parent's measurements say. Unknown values are NAN (doubles) or -1 (ints); the
  * CUPTI fields are optional and absent on the host backend. */
@@ -43,7 +43,7 @@ struct kb_profile {
 };
 
 /* Sets every field of `p` to unknown. */
-void kb_profile_init(struct kb_profile *p);
+void kb__profile_init(struct kb_profile *p);
 /* Turns `p` into a one-line diagnosis ("memory-bound: ...", "compute-bound: ...",
  * "latency-bound: ...", "occupancy-bound: ...", or "unknown: ...") in `diag` and the values
  * behind it, one "- name: value" line each, in `metrics`. Rules (docs/generators.md): with
@@ -51,7 +51,7 @@ void kb_profile_init(struct kb_profile *p);
  * occupancy < 25% occupancy-bound; without them, spills or > 128 registers are
  * occupancy-bound, achieved bandwidth >= 50% of a nominal peak (host 20 GB/s, CUDA 3000 GB/s)
  * memory-bound, a median under 10 us latency-bound, else compute-bound. */
-void kb_profile_diagnose(const struct kb_profile *p, char *diag, size_t diag_size,
+void kb__profile_diagnose(const struct kb_profile *p, char *diag, size_t diag_size,
                          char *metrics, size_t metrics_size);
 
 /* Values for the placeholders (all borrowed; NULL where the kind does not use one). */
@@ -61,7 +61,7 @@ struct kb_prompt_vars {
   const char *parent_name;
   const char *parent_source;
   const char *parent_knobs;       /* "-DBLOCK=128" or "" */
-  const char *diagnosis;          /* kb_profile_diagnose's line */
+  const char *diagnosis;          /* kb__profile_diagnose's line */
   const char *metrics;            /* its lines (crossover: parent A's one-line summary) */
   const char *parent2_name;
   const char *parent2_source;
@@ -75,10 +75,10 @@ struct kb_prompt_vars {
 /* Renders the system prompt and the `kind` template with `v` into `*system` and `*user` (new;
  * kb_free). Errors: KB_EINVAL (a placeholder without a value, or one the kind needs is NULL:
  * the message names it), KB_ENOMEM. */
-int kb_prompt_render(int kind, const struct kb_prompt_vars *v, char **system, char **user,
+int kb__prompt_render(int kind, const struct kb_prompt_vars *v, char **system, char **user,
                      struct kb_error *err);
 
 /* The embedded text of template `name` ("mutate", "abi", ...), or NULL. Static. */
-const char *kb_prompt_template(const char *name);
+const char *kb__prompt_template(const char *name);
 
 #endif

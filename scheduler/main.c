@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   static const int sigs[] = {SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   int finished = 0;
-  if (kb_sched_run(&o, &finished, &err))
+  if (kb__sched_run(&o, &finished, &err))
     return kb_cli_fail("kb-scheduler", &err);
   return KB_EXIT_OK;
 }

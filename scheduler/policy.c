@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
+void kb__policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
                     double target_speedup) {
   memset(p, 0, sizeof *p);
   p->eta = s->eta;
@@ -24,7 +24,7 @@ static int timed_ok(const struct kb_member_tier *mt) {
   return mt->evaluated && mt->status == KB_STATUS_OK && mt->samples > 0 && mt->median_us > 0;
 }
 
-double kb_policy_median_se(const struct kb_member_tier *mt) {
+double kb__policy_median_se(const struct kb_member_tier *mt) {
   if (mt->samples <= 0)
     return 0;
   double sigma = 0;
@@ -35,23 +35,23 @@ double kb_policy_median_se(const struct kb_member_tier *mt) {
   return 1.2533 * sigma / sqrt((double)mt->samples);
 }
 
-/* 1 when the baseline gate is on, `tier` counts as progress (>= kb_policy_gain_tier) and `mt`
+/* 1 when the baseline gate is on, `tier` counts as progress (>= kb__policy_gain_tier) and `mt`
  * is confidently slower than the task's baseline there: its lower bound, median - z * SE, is
  * above the baseline's upper bound. Such a candidate cannot be a speedup, so ranking in the top
  * of a cohort of losers does not earn it the dearer tier. */
 static int behind_baseline(const struct kb_policy *p, const struct kb_task_pop *t,
                            const struct kb_member_tier *mt, int tier) {
-  if (!p->baseline_gate || tier < kb_policy_gain_tier(p))
+  if (!p->baseline_gate || tier < kb__policy_gain_tier(p))
     return 0;
-  const struct kb_member *base = kb_population_baseline(t);
+  const struct kb_member *base = kb__population_baseline(t);
   if (base == NULL || !timed_ok(&base->tiers[tier]))
     return 0;
   const struct kb_member_tier *b = &base->tiers[tier];
-  return mt->median_us - p->z * kb_policy_median_se(mt) >
-         b->median_us + p->z * kb_policy_median_se(b);
+  return mt->median_us - p->z * kb__policy_median_se(mt) >
+         b->median_us + p->z * kb__policy_median_se(b);
 }
 
-double kb_policy_reliability(int cohort, double sum, double sum2, double noise2) {
+double kb__policy_reliability(int cohort, double sum, double sum2, double noise2) {
   if (cohort < KB_POLICY_MIN_COHORT)
     return 0;
   double mean = sum / cohort;
@@ -62,15 +62,15 @@ double kb_policy_reliability(int cohort, double sum, double sum2, double noise2)
   return r > 0 ? r : 0;
 }
 
-double kb_policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
+double kb__policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
                      double noise2) {
   double eta = p->eta >= 1 ? p->eta : 3;
   if (p->eta_max <= eta || eta <= 1) /* eta 1: every candidate climbs (recording a pool) */
     return eta;
-  return eta + (p->eta_max - eta) * kb_policy_reliability(cohort, sum, sum2, noise2);
+  return eta + (p->eta_max - eta) * kb__policy_reliability(cohort, sum, sum2, noise2);
 }
 
-enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
+enum kb_promote_reason kb__policy_promote_reason(const struct kb_policy *p,
                                                 const struct kb_task_pop *t,
                                                 const struct kb_member *m, int tier) {
   if (tier + 1 >= p->n_tiers || t->stopped)
@@ -80,7 +80,7 @@ enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
     return KB_PROMOTE_NO;
   if (tier == 0)
     return KB_PROMOTE_COMPILE;
-  if (m == kb_population_baseline(t))
+  if (m == kb__population_baseline(t))
     return KB_PROMOTE_BASELINE;
   if (!timed_ok(mt))
     return KB_PROMOTE_NO;
@@ -98,12 +98,12 @@ enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
       faster++;
     if (&t->members[i] != m && (best == NULL || o->median_us < best->median_us))
       best = o;
-    double l = log(o->median_us), se = kb_policy_median_se(o) / o->median_us;
+    double l = log(o->median_us), se = kb__policy_median_se(o) / o->median_us;
     sum += l;
     sum2 += l * l;
     noise2 += se * se;
   }
-  double eta = kb_policy_eta(p, cohort, sum, sum2, noise2);
+  double eta = kb__policy_eta(p, cohort, sum, sum2, noise2);
   int keep = (int)ceil((double)cohort / eta); /* at least 1 */
   /* A reliable ranking cuts deeper, but never below the top `keep_top` that eta itself keeps. */
   int plain = (int)ceil((double)cohort / (p->eta >= 1 ? p->eta : 3));
@@ -115,19 +115,19 @@ enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
   /* The best median of a noisy tier is the luckiest of many draws, so the bound is compared
    * with the best's upper bound, not its median: the two cannot be told apart. */
   if (p->z > 0 && best != NULL &&
-      mt->median_us - p->z * kb_policy_median_se(mt) <
-          best->median_us + p->z * kb_policy_median_se(best))
+      mt->median_us - p->z * kb__policy_median_se(mt) <
+          best->median_us + p->z * kb__policy_median_se(best))
     return KB_PROMOTE_BOUND;
   return KB_PROMOTE_NO;
 }
 
-int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
+int kb__policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
                       const struct kb_member *m, int tier) {
-  return kb_policy_promote_reason(p, t, m, tier) != KB_PROMOTE_NO;
+  return kb__policy_promote_reason(p, t, m, tier) != KB_PROMOTE_NO;
 }
 
-double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {
-  const struct kb_member *base = kb_population_baseline(t);
+double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {
+  const struct kb_member *base = kb__population_baseline(t);
   if (base == NULL || tier < 0)
     return 1.0;
   double mine = m->tiers[tier].median_us, theirs = base->tiers[tier].median_us;
@@ -136,15 +136,15 @@ double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m
   return mine / theirs;
 }
 
-int kb_policy_gain_tier(const struct kb_policy *p) {
+int kb__policy_gain_tier(const struct kb_policy *p) {
   return p->n_tiers - 2 > 1 ? p->n_tiers - 2 : 1;
 }
 
-double kb_policy_rate(const struct kb_task_pop *t) {
+double kb__policy_rate(const struct kb_task_pop *t) {
   return t->ema_cost > 0 ? t->ema_gain / t->ema_cost : 0;
 }
 
-int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
+int kb__policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
                       const struct kb_result *r) {
   if (t->evaluations <= t->observed)
     return 0; /* seen before */
@@ -154,7 +154,7 @@ int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
   double gain = 0;
   int tier = r->tier;
   if (r->status == KB_STATUS_OK && r->timing.samples > 0 && r->timing.median_us > 0 &&
-      tier >= kb_policy_gain_tier(p) && tier < KB_MAX_TIERS) {
+      tier >= kb__policy_gain_tier(p) && tier < KB_MAX_TIERS) {
     double best = 0;
     for (int i = 0; i < t->n; i++) {
       const struct kb_member *o = &t->members[i];
@@ -178,13 +178,13 @@ int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
   return 0;
 }
 
-int kb_policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t) {
+int kb__policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t) {
   if (t->stopped)
     return 0;
   if (p->target_speedup > 0) {
     int tier = -1;
-    const struct kb_member *best = kb_population_best(t, &tier);
-    const struct kb_member *base = kb_population_baseline(t);
+    const struct kb_member *best = kb__population_best(t, &tier);
+    const struct kb_member *base = kb__population_baseline(t);
     if (best && base && tier == p->n_tiers - 1 && timed_ok(&base->tiers[tier])) {
       double speedup = base->tiers[tier].median_us / best->tiers[tier].median_us;
       if (speedup >= p->target_speedup) {

@@ -8,10 +8,10 @@
  *   - k is the compile tier (compiling is free, checking is what tells), or
  *   - it is the task's baseline seed (every tier needs its reference for same-tier speedups), or
  *   - it is in the top 1/eta of the ok candidates timed at tier k so far (eta grows towards
- *     search.eta_max as the cohort's ranking becomes reliable: kb_policy_eta; asynchronous
+ *     search.eta_max as the cohort's ranking becomes reliable: kb__policy_eta; asynchronous
  *     successive halving, as ASHA: decided on arrival, with no barrier) and, with the
  *     baseline gate on (search.baseline_gate) at a tier whose timings count as progress
- *     (kb_policy_gain_tier), not confidently slower than the baseline there (its median - z * SE
+ *     (kb__policy_gain_tier), not confidently slower than the baseline there (its median - z * SE
  *     above the baseline's median + z * SE), or
  *   - the lower confidence bound of its time, median - z * (standard error of the median), is
  *     below the upper bound of the best time at tier k (the best's median + z * its standard
@@ -44,10 +44,10 @@ struct kb_policy {
 
 /* Sets `p` (caller-owned) from the campaign's search section `s` (borrowed), its ladder length
  * and target speedup (0 = none). */
-void kb_policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
+void kb__policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers,
                     double target_speedup);
 
-/* Why a candidate climbs (kb_policy_promote_reason); 0 = it does not. */
+/* Why a candidate climbs (kb__policy_promote_reason); 0 = it does not. */
 enum kb_promote_reason {
   KB_PROMOTE_NO = 0,
   KB_PROMOTE_COMPILE,  /* it passed the compile tier */
@@ -58,49 +58,49 @@ enum kb_promote_reason {
 };
 
 /* 1 when member `m` of task `t`, just evaluated at `tier`, should be enqueued at tier + 1. */
-int kb_policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
+int kb__policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
                       const struct kb_member *m, int tier);
-/* As kb_policy_promote, but says which rule fired first (KB_PROMOTE_NO when none). */
-enum kb_promote_reason kb_policy_promote_reason(const struct kb_policy *p,
+/* As kb__policy_promote, but says which rule fired first (KB_PROMOTE_NO when none). */
+enum kb_promote_reason kb__policy_promote_reason(const struct kb_policy *p,
                                                 const struct kb_task_pop *t,
                                                 const struct kb_member *m, int tier);
 /* Reliability of a tier's ranking, 0..1: the share of the variance of the cohort's log medians
  * that is not measurement noise, 1 - mean(SE_rel^2) / var(log median), from the `cohort` ok
  * timed members' sums: `sum` and `sum2` of their log medians, `noise2` of their squared
  * relative standard errors. 0 for cohorts under KB_POLICY_MIN_COHORT. */
-double kb_policy_reliability(int cohort, double sum, double sum2, double noise2);
+double kb__policy_reliability(int cohort, double sum, double sum2, double noise2);
 /* The eta a cohort is cut with: eta + (eta_max - eta) * reliability, or eta when eta_max <= eta.
- * Arguments as kb_policy_reliability. */
-double kb_policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
+ * Arguments as kb__policy_reliability. */
+double kb__policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
                      double noise2);
 
 /* Queue priority for `m` at `tier` (lower runs first): its time relative to the baseline's at
  * the tier below when both are known, else 1. */
-double kb_policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);
+double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);
 
 /* Standard error of the median of `mt`, in microseconds: 1.2533 * sigma / sqrt(samples), sigma
  * from the p10..p90 spread (a normal's is 2.563 sigma) or else from the relative noise; 0 when
  * neither is known. */
-double kb_policy_median_se(const struct kb_member_tier *mt);
+double kb__policy_median_se(const struct kb_member_tier *mt);
 
 /* Updates the task's search state (improvement rate, stagnation count) with result `r`
- * (borrowed), which kb_population_add() has just recorded for `t`. A result seen before (a
+ * (borrowed), which kb__population_add() has just recorded for `t`. A result seen before (a
  * restarted scheduler reads some twice) changes nothing: it did not raise t->evaluations.
- * An improvement is an ok, timed result at a tier >= kb_policy_gain_tier() whose median beats
+ * An improvement is an ok, timed result at a tier >= kb__policy_gain_tier() whose median beats
  * the best other median at that tier by more than min_improvement; its gain is the log of the
  * ratio. Returns 1 when `r` was an improvement. */
-int kb_policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
+int kb__policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
                       const struct kb_result *r);
 /* Lowest tier whose timings count as improvements: max(1, n_tiers - 2) (screen and full in the
  * default ladder: smoke's few launches are too noisy to call progress). */
-int kb_policy_gain_tier(const struct kb_policy *p);
+int kb__policy_gain_tier(const struct kb_policy *p);
 /* Recent improvement rate of `t`: log-gain per GPU millisecond over the window (0 when nothing
  * was spent). */
-double kb_policy_rate(const struct kb_task_pop *t);
+double kb__policy_rate(const struct kb_task_pop *t);
 
 /* Checks the stop conditions of task `t`: the best candidate's speedup over the baseline at the
  * top tier reached target_speedup, or `stagnation` results arrived without an improvement.
  * Returns 1 and sets t->stopped and t->stop_reason the first time one holds, else 0. */
-int kb_policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t);
+int kb__policy_check_stop(const struct kb_policy *p, struct kb_task_pop *t);
 
 #endif

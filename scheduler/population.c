@@ -5,12 +5,12 @@
 
 #include "kb/alloc.h"
 
-void kb_population_init(struct kb_population *p, int n_tiers) {
+void kb__population_init(struct kb_population *p, int n_tiers) {
   memset(p, 0, sizeof *p);
   p->n_tiers = n_tiers;
 }
 
-void kb_population_release(struct kb_population *p) {
+void kb__population_release(struct kb_population *p) {
   if (p == NULL)
     return;
   for (int i = 0; i < p->n; i++)
@@ -19,7 +19,7 @@ void kb_population_release(struct kb_population *p) {
   memset(p, 0, sizeof *p);
 }
 
-struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task) {
+struct kb_task_pop *kb__population_task(struct kb_population *p, const char *task) {
   for (int i = 0; i < p->n; i++)
     if (strcmp(p->tasks[i].task, task) == 0)
       return &p->tasks[i];
@@ -37,7 +37,7 @@ struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task
   return t;
 }
 
-struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, const char *name,
+struct kb_member *kb__population_member(struct kb_task_pop *t, const char *id, const char *name,
                                        const char *generator) {
   for (int i = 0; i < t->n; i++)
     if (strcmp(t->members[i].id, id) == 0)
@@ -58,10 +58,10 @@ struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, co
   return m;
 }
 
-struct kb_member *kb_population_add(struct kb_population *p, const struct kb_result *r,
+struct kb_member *kb__population_add(struct kb_population *p, const struct kb_result *r,
                                     const char *name, const char *generator) {
-  struct kb_task_pop *t = kb_population_task(p, r->task);
-  struct kb_member *m = t ? kb_population_member(t, r->candidate, name, generator) : NULL;
+  struct kb_task_pop *t = kb__population_task(p, r->task);
+  struct kb_member *m = t ? kb__population_member(t, r->candidate, name, generator) : NULL;
   if (m == NULL || r->tier < 0 || r->tier >= KB_MAX_TIERS)
     return m;
   struct kb_member_tier *mt = &m->tiers[r->tier];
@@ -81,7 +81,7 @@ struct kb_member *kb_population_add(struct kb_population *p, const struct kb_res
   return m;
 }
 
-const struct kb_member *kb_population_baseline(const struct kb_task_pop *t) {
+const struct kb_member *kb__population_baseline(const struct kb_task_pop *t) {
   if (t->baseline[0] == '\0')
     return NULL;
   for (int i = 0; i < t->n; i++)
@@ -91,7 +91,7 @@ const struct kb_member *kb_population_baseline(const struct kb_task_pop *t) {
   return NULL;
 }
 
-const struct kb_member *kb_population_best(const struct kb_task_pop *t, int *tier) {
+const struct kb_member *kb__population_best(const struct kb_task_pop *t, int *tier) {
   for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
     const struct kb_member *best = NULL;
     for (int i = 0; i < t->n; i++) {

@@ -39,7 +39,7 @@ struct kb_task_pop {
   long evaluations;          /* results seen */
   int loaded;                /* 1 once the task's spec (baseline, oracle kind) was read */
   int torch;                 /* 1: a PyTorch-oracle task (its last tier also times torch) */
-  /* Search state, kept by kb_policy_observe() (policy.h) from the same results: */
+  /* Search state, kept by kb__policy_observe() (policy.h) from the same results: */
   long observed;             /* results the policy has seen (== evaluations when up to date) */
   double spent_ms;           /* GPU milliseconds settled for this task's results */
   double ema_gain;           /* recent log-gains, exponentially weighted over the window */
@@ -56,26 +56,26 @@ struct kb_population {
   int n_tiers;
 };
 
-void kb_population_init(struct kb_population *p, int n_tiers);
-void kb_population_release(struct kb_population *p);
+void kb__population_init(struct kb_population *p, int n_tiers);
+void kb__population_release(struct kb_population *p);
 /* Lifetimes: the tasks and members these return are elements of arrays that grow by
- * reallocation. A pointer from kb_population_task() stays valid until the next call that adds
- * a task to `p`; one from kb_population_member(), kb_population_add(),
- * kb_population_baseline() or kb_population_best() until the next call that adds a member to
- * that task (kb_population_member() or kb_population_add() with a new candidate). All are
- * borrowed: kb_population_release() frees them. */
+ * reallocation. A pointer from kb__population_task() stays valid until the next call that adds
+ * a task to `p`; one from kb__population_member(), kb__population_add(),
+ * kb__population_baseline() or kb__population_best() until the next call that adds a member to
+ * that task (kb__population_member() or kb__population_add() with a new candidate). All are
+ * borrowed: kb__population_release() frees them. */
 /* The population of `task`, created when absent (NULL on ENOMEM). */
-struct kb_task_pop *kb_population_task(struct kb_population *p, const char *task);
+struct kb_task_pop *kb__population_task(struct kb_population *p, const char *task);
 /* The member `id` of `t`, created with `name`/`generator` when absent (NULL on ENOMEM). */
-struct kb_member *kb_population_member(struct kb_task_pop *t, const char *id, const char *name,
+struct kb_member *kb__population_member(struct kb_task_pop *t, const char *id, const char *name,
                                        const char *generator);
 /* Records a result; the same (candidate, tier, attempt) again changes nothing (a restarted
  * scheduler sees results twice). Returns the member, or NULL on ENOMEM. */
-struct kb_member *kb_population_add(struct kb_population *p, const struct kb_result *r,
+struct kb_member *kb__population_add(struct kb_population *p, const struct kb_result *r,
                                     const char *name, const char *generator);
 /* The baseline member of `t` (by seed name), or NULL. */
-const struct kb_member *kb_population_baseline(const struct kb_task_pop *t);
+const struct kb_member *kb__population_baseline(const struct kb_task_pop *t);
 /* The best ok member at the highest tier any ok member of `t` reached, or NULL. `*tier` gets it. */
-const struct kb_member *kb_population_best(const struct kb_task_pop *t, int *tier);
+const struct kb_member *kb__population_best(const struct kb_task_pop *t, int *tier);
 
 #endif

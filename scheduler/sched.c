@@ -85,7 +85,7 @@ static int meta_field(struct sched *s, const char *field, char *out, size_t size
 /* Loads what the scheduler needs about `task` from Redis: the baseline seed's name and whether
  * its oracle is PyTorch (the reservation of its last tier covers the torch timing). */
 static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct kb_error *err) {
-  struct kb_task_pop *t = kb_population_task(&s->pop, task_id);
+  struct kb_task_pop *t = kb__population_task(&s->pop, task_id);
   if (t == NULL) {
     kb_error_set(err, KB_ENOMEM, "out of memory");
     return NULL;
@@ -131,13 +131,13 @@ static struct open_store *get_store(struct sched *s, const char *task_id, struct
                                     .spec_json = rep->element[0]->str,
                                     .reference = rep->element[1]->str};
   struct kb_store *store = NULL;
-  int rc = kb_store_open(path, &info, &store, err);
+  int rc = kb__store_open(path, &info, &store, err);
   if (rc == KB_EHDF5) /* not even recovery could open it: rebuild it from redis */
     rc = rebuild_file(s, path, &info, &store, err);
   if (rc == KB_OK) /* LLM exchanges a killed scheduler had not committed (llm_audit.h) */
-    rc = kb_llm_audit_sync(&s->q, store, task_id, NULL, err);
+    rc = kb__llm_audit_sync(&s->q, store, task_id, NULL, err);
   if (rc) {
-    kb_store_close(store);
+    kb__store_close(store);
     goto out;
   }
   os = &s->stores[s->n_stores++];
@@ -156,11 +156,11 @@ static int store_result(struct sched *s, const struct kb_result *r, struct kb_ca
   if (os == NULL)
     return err->code;
   int rc = KB_OK;
-  if (!kb_store_has_candidate(os->store, r->candidate))
-    rc = kb_store_add_candidate(os->store, cand, NULL, err);
+  if (!kb__store_has_candidate(os->store, r->candidate))
+    rc = kb__store_add_candidate(os->store, cand, NULL, err);
   int added = 0;
   if (rc == KB_OK)
-    rc = kb_store_add_evaluation(os->store, r, &added, err);
+    rc = kb__store_add_evaluation(os->store, r, &added, err);
   if (rc == KB_OK)
     os->dirty = 1;
   return rc;
@@ -168,10 +168,10 @@ static int store_result(struct sched *s, const struct kb_result *r, struct kb_ca
 
 static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *err) {
   int tier = 0;
-  const struct kb_member *best = kb_population_best(t, &tier);
+  const struct kb_member *best = kb__population_best(t, &tier);
   if (best == NULL)
     return KB_OK;
-  const struct kb_member *base = kb_population_baseline(t);
+  const struct kb_member *base = kb__population_baseline(t);
   double speedup = 0;
   if (base && base->tiers[tier].samples > 0 && best->tiers[tier].median_us > 0)
     speedup = base->tiers[tier].median_us / best->tiers[tier].median_us;
@@ -180,18 +180,18 @@ static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *
     return err->code;
   /* After a restart the population knows every result in the stream, the file only those
    * stored so far: a best whose result is in a later batch is written with that batch. */
-  if (!kb_store_has_candidate(os->store, best->id))
+  if (!kb__store_has_candidate(os->store, best->id))
     return KB_OK;
   os->dirty = 1;
-  return kb_store_set_best(os->store, best->id, best->name, tier, best->tiers[tier].median_us,
+  return kb__store_set_best(os->store, best->id, best->name, tier, best->tiers[tier].median_us,
                            speedup, err);
 }
 
 /* Feeds a recorded result to the search state of its task; logs a task that stops. */
 static void observe(struct sched *s, struct kb_task_pop *t, const struct kb_result *r,
                     int write) {
-  kb_policy_observe(&s->policy, t, r);
-  if (kb_policy_check_stop(&s->policy, t) && write)
+  kb__policy_observe(&s->policy, t, r);
+  if (kb__policy_check_stop(&s->policy, t) && write)
     kb_info("%s: stopped: %s", t->task, t->stop_reason);
 }
 
@@ -367,12 +367,12 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
       rc = err->code;
     if (rc == KB_OK && write)
       rc = store_result(s, r, &cand, err);
-    if (rc == KB_OK && kb_population_add(&s->pop, r, cand.name, cand.generator) == NULL)
+    if (rc == KB_OK && kb__population_add(&s->pop, r, cand.name, cand.generator) == NULL)
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     if (rc == KB_OK)
       observe(s, t, r, write);
     if (rc == KB_OK)
-      rc = kb_gen_observe(&s->gen, r, &cand, err);
+      rc = kb__gen_observe(&s->gen, r, &cand, err);
     if (rc == KB_OK && write)
       kb_info("%s/%s (%.12s) tier %s: %s%s%s", r->task, cand.name, r->candidate, r->tier_name,
               kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason);
@@ -385,9 +385,9 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     rc = update_best(s, &s->pop.tasks[i], err);
   for (int i = 0; rc == KB_OK && i < s->n_stores; i++)
     if (s->stores[i].dirty) {
-      rc = kb_llm_audit_sync(&s->q, s->stores[i].store, s->stores[i].task, NULL, err);
+      rc = kb__llm_audit_sync(&s->q, s->stores[i].store, s->stores[i].task, NULL, err);
       if (rc == KB_OK)
-        rc = kb_store_flush(s->stores[i].store, err);
+        rc = kb__store_flush(s->stores[i].store, err);
       s->stores[i].dirty = 0;
     }
   /* 3. Promotions (idempotent enqueues), only after the files are durable. */
@@ -395,14 +395,14 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     if (!e[i].valid)
       continue;
     const struct kb_result *r = &e[i].result;
-    struct kb_task_pop *t = kb_population_task(&s->pop, r->task);
-    struct kb_member *m = t ? kb_population_member(t, r->candidate, NULL, NULL) : NULL;
-    if (m == NULL || !kb_policy_promote(&s->policy, t, m, r->tier))
+    struct kb_task_pop *t = kb__population_task(&s->pop, r->task);
+    struct kb_member *m = t ? kb__population_member(t, r->candidate, NULL, NULL) : NULL;
+    if (m == NULL || !kb__policy_promote(&s->policy, t, m, r->tier))
       continue;
     int next = r->tier + 1, added = 0;
     rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next,
                           kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, next, t->torch),
-                          kb_policy_priority(t, m, r->tier), &added, err);
+                          kb__policy_priority(t, m, r->tier), &added, err);
     if (rc == KB_ESTATE) { /* campaign ended meanwhile: nothing more to run */
       kb_error_clear(err);
       rc = KB_OK;
@@ -465,7 +465,7 @@ static void release_entries(struct entry *e, int n) {
  * which is flushed, closed and only then renamed over the bad file; the bad bytes are kept as
  * "<path>.corrupt-<unix seconds>" (a hard link made first). A kill at any point leaves either
  * the bad file, rebuilt again at the next start, or the complete new one. The reopened store is
- * returned in `*out` (new). Errors: KB_EIO (renaming), those of kb_store_open, KB_ENOMEM. */
+ * returned in `*out` (new). Errors: KB_EIO (renaming), those of kb__store_open, KB_ENOMEM. */
 static int rebuild_file(struct sched *s, const char *path, const struct kb_store_task_info *info,
                         struct kb_store **out, struct kb_error *err) {
   char aside[1300], tmp[1300], tmp_lock[1310];
@@ -478,7 +478,7 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   if (unlink(tmp) != 0 && errno != ENOENT) /* a rebuild killed half-way */
     return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", tmp, strerror(errno));
   struct kb_store *store = NULL;
-  int rc = kb_store_open(tmp, info, &store, err);
+  int rc = kb__store_open(tmp, info, &store, err);
   struct entry *e = rc == KB_OK ? kb_calloc(BATCH, sizeof *e) : NULL;
   if (rc == KB_OK && e == NULL)
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -510,10 +510,10 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
         rc = kb_error_set(err, found, "%s", lookup.msg);
         break;
       }
-      if (!kb_store_has_candidate(store, r->candidate))
-        rc = kb_store_add_candidate(store, &cand, NULL, err);
+      if (!kb__store_has_candidate(store, r->candidate))
+        rc = kb__store_add_candidate(store, &cand, NULL, err);
       if (rc == KB_OK)
-        rc = kb_store_add_evaluation(store, r, NULL, err);
+        rc = kb__store_add_evaluation(store, r, NULL, err);
       written++;
       kb_candidate_release(&cand);
     }
@@ -523,10 +523,10 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   }
   kb_free(e);
   if (rc == KB_OK)
-    rc = kb_llm_audit_sync(&s->q, store, info->task, NULL, err);
+    rc = kb__llm_audit_sync(&s->q, store, info->task, NULL, err);
   if (rc == KB_OK)
-    rc = kb_store_flush(store, err);
-  kb_store_close(store);
+    rc = kb__store_flush(store, err);
+  kb__store_close(store);
   unlink(tmp_lock);
   if (rc)
     return rc;
@@ -536,7 +536,7 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   if (rename(tmp, path) != 0)
     return kb_error_set(err, KB_EIO, "cannot move \"%s\" to \"%s\": %s", tmp, path,
                         strerror(errno));
-  rc = kb_store_open(path, info, out, err);
+  rc = kb__store_open(path, info, out, err);
   if (rc == KB_OK)
     kb_info("%s: rebuilt from %ld results", path, written);
   return rc;
@@ -593,7 +593,7 @@ static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *
   redisReply *rep = NULL;
   int rc = kb_redis_commandf(s->redis, &rep, err,
                              "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
-                             CONSUMER, BATCH, *pending_mode ? 0 : kb_gen_busy(&s->gen) ? 50 : 500,
+                             CONSUMER, BATCH, *pending_mode ? 0 : kb__gen_busy(&s->gen) ? 50 : 500,
                              s->key_results,
                              *pending_mode ? "0" : ">");
   if (rc)
@@ -626,9 +626,9 @@ static int sync_llm_all(struct sched *s, struct kb_error *err) {
     struct open_store *os = get_store(s, s->pop.tasks[i].task, err); /* syncs when opening */
     if (os == NULL)
       return err->code;
-    rc = kb_llm_audit_sync(&s->q, os->store, os->task, NULL, err);
+    rc = kb__llm_audit_sync(&s->q, os->store, os->task, NULL, err);
     if (rc == KB_OK)
-      rc = kb_store_flush(os->store, err);
+      rc = kb__store_flush(os->store, err);
   }
   return rc;
 }
@@ -646,9 +646,9 @@ static int finish(struct sched *s, const char *reason, struct kb_error *err) {
   if (rc == KB_OK)
     rc = kb_queue_status(&s->q, &st, err);
   if (rc == KB_OK)
-    rc = kb_summary_write(s->results_dir, &s->q, &st, &s->pop, reason, err);
+    rc = kb__summary_write(s->results_dir, &s->q, &st, &s->pop, reason, err);
   if (rc == KB_OK) /* verified best kernels to the archive (gen_archive.h), when there is one */
-    kb_gen_finish(&s->gen, &s->pop);
+    kb__gen_finish(&s->gen, &s->pop);
   if (rc == KB_OK)
     kb_info("campaign %s %s: %s; summary in %s/summary.json", s->q.cid, st.state, reason,
             s->results_dir);
@@ -674,7 +674,7 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
     return st->leased == 0 ? "drained: no new evaluations started, the last ones finished" : NULL;
   if (strcmp(st->state, "running") != 0)
     return NULL;
-  if (st->open == 0 && !kb_gen_active(&s->gen, &s->pop, st))
+  if (st->open == 0 && !kb__gen_active(&s->gen, &s->pop, st))
     return "every candidate evaluated";
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
@@ -718,7 +718,7 @@ static int load_search(struct sched *s, struct kb_error *err) {
   if (rc)
     return rc;
   s->search = c.search;
-  kb_policy_init(&s->policy, &s->search, s->q.n_tiers, c.target_speedup);
+  kb__policy_init(&s->policy, &s->search, s->q.n_tiers, c.target_speedup);
   if (s->opts->eta > 0)
     s->policy.eta = s->opts->eta;
   kb_campaign_release(&c);
@@ -739,7 +739,7 @@ static int load_search(struct sched *s, struct kb_error *err) {
     const redisReply *keys = rep->element[1];
     for (size_t i = 0; rc == KB_OK && keys->type == REDIS_REPLY_ARRAY && i < keys->elements; i++)
       if (keys->element[i]->type == REDIS_REPLY_STRING && strlen(keys->element[i]->str) > prefix &&
-          kb_population_task(&s->pop, keys->element[i]->str + prefix) == NULL)
+          kb__population_task(&s->pop, keys->element[i]->str + prefix) == NULL)
         rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     freeReplyObject(rep);
   } while (rc == KB_OK && strcmp(cursor, "0") != 0);
@@ -758,7 +758,7 @@ static int split_budget(struct sched *s, const struct kb_queue_status *st, struc
     const struct kb_task_pop *t = &s->pop.tasks[i];
     int64_t cap = 0, held = 0, spent = 0;
     rc = kb_queue_task_budget(&s->q, t->task, &cap, &held, &spent, err);
-    bt[i] = (struct kb_budget_task){.used_ms = held + spent, .rate = kb_policy_rate(t),
+    bt[i] = (struct kb_budget_task){.used_ms = held + spent, .rate = kb__policy_rate(t),
                                     .results = t->evaluations, .stopped = t->stopped};
   }
   /* the minimum grant: the dearest reservation a claim must fit (kb/ladder.h), not the tier's
@@ -773,7 +773,7 @@ static int split_budget(struct sched *s, const struct kb_queue_status *st, struc
       dearest = r;
   }
   if (rc == KB_OK)
-    kb_budget_split(&s->search, st->gpu_total, st->gpu_available, dearest, bt, n, caps);
+    kb__budget_split(&s->search, st->gpu_total, st->gpu_available, dearest, bt, n, caps);
   for (int i = 0; rc == KB_OK && i < n; i++)
     rc = kb_queue_set_task_cap(&s->q, s->pop.tasks[i].task, caps[i], err);
   kb_free(bt);
@@ -840,8 +840,8 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
         return rc;
       s->next_split = kb_now_wall() + s->search.rebalance_s;
     }
-    if (kb_gen_enabled(&s->gen)) { /* new candidates when the queue runs low (gen_core.h) */
-      rc = kb_gen_tick(&s->gen, &s->pop, &st, kb_gen_busy(&s->gen) ? 100 : 0, &s->generated,
+    if (kb__gen_enabled(&s->gen)) { /* new candidates when the queue runs low (gen_core.h) */
+      rc = kb__gen_tick(&s->gen, &s->pop, &st, kb__gen_busy(&s->gen) ? 100 : 0, &s->generated,
                        err);
       if (rc)
         return rc;
@@ -859,7 +859,7 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
   return KB_OK;
 }
 
-int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_error *err) {
+int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_error *err) {
   *finished = 0;
   struct sched s;
   memset(&s, 0, sizeof s);
@@ -879,11 +879,11 @@ int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_erro
   if (rc == KB_OK)
     rc = attach(&s, err);
   if (rc == KB_OK) {
-    kb_population_init(&s.pop, s.q.n_tiers);
+    kb__population_init(&s.pop, s.q.n_tiers);
     rc = load_search(&s, err);
   }
   if (rc == KB_OK)
-    rc = kb_gen_init(&s.gen, &s.q, opts->work_dir, err);
+    rc = kb__gen_init(&s.gen, &s.q, opts->work_dir, err);
   if (rc == KB_OK) {
     kb_info("scheduler for campaign %s at %s, results in %s", s.q.cid, kb_redis_addr(s.redis),
             s.results_dir);
@@ -892,9 +892,9 @@ int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_erro
   if (rc == KB_OK)
     rc = loop(&s, e, finished, err);
   for (int i = 0; i < s.n_stores; i++)
-    kb_store_close(s.stores[i].store);
-  kb_gen_release(&s.gen);
-  kb_population_release(&s.pop);
+    kb__store_close(s.stores[i].store);
+  kb__gen_release(&s.gen);
+  kb__population_release(&s.pop);
   kb_redis_free(s.redis);
   kb_free(s.stores);
   kb_free(e);

@@ -26,6 +26,6 @@ struct kb_sched_opts {
 /* Runs until the campaign ends (then writes <results>/<campaign>/summary.json and returns
  * KB_OK with `*finished` = 1) or `*opts->stop` is set (`*finished` = 0; a restart resumes).
  * Errors: KB_ECONN, KB_ENOTFOUND, KB_EHDF5 (a file that cannot be written), KB_ENOMEM. */
-int kb_sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_error *err);
+int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_error *err);
 
 #endif

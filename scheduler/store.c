@@ -8,7 +8,7 @@
  *   1-D uint8 "heaps" (/sources/data, /compile_logs/data, /llm/text, the last deflated)
  *   addressed by (offset, length) columns of the tables, and an evaluation's CUPTI kernel
  *   records to rows of /profiles/kernels addressed by (kernel_offset, kernel_count).
- * - Commit point. Rows and heap bytes are appended at any time; kb_store_flush() flushes them,
+ * - Commit point. Rows and heap bytes are appended at any time; kb__store_flush() flushes them,
  *   and only then writes the root attribute "commit" (row and byte counts) and flushes again. On
  *   open, anything past the committed counts (half-written by a killed writer) is cut off, and
  *   the per-candidate columns that evaluations update in place are recomputed from the committed
@@ -1478,12 +1478,12 @@ static int new_store(const char *path, struct kb_store **out, struct kb_error *e
   return KB_OK;
 }
 
-/* kb_store_open() with HDF5 printing off: lock, create when absent, open (recovering), check
+/* kb__store_open() with HDF5 printing off: lock, create when absent, open (recovering), check
  * the root attributes, load the committed state. */
 static int open_impl(const char *path, const struct kb_store_task_info *info,
                      struct kb_store **out, struct kb_error *err) {
   if (out == NULL || path == NULL || path[0] == '\0')
-    return kb_error_set(err, KB_EINVAL, "kb_store_open: no path");
+    return kb_error_set(err, KB_EINVAL, "kb__store_open: no path");
   *out = NULL;
   if (info != NULL && (info->campaign == NULL || info->task == NULL))
     return kb_error_set(err, KB_EINVAL, "%s: task info without campaign or task", path);
@@ -1525,7 +1525,7 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
     rc = h5fail(err, path, "flush the recovered file");
   if (rc)
     goto out;
-  /* For fsync in kb_store_flush: the handle is an int * only with the sec2 (default) driver. */
+  /* For fsync in kb__store_flush: the handle is an int * only with the sec2 (default) driver. */
   hid_t fapl = H5Fget_access_plist(s->file);
   void *handle = NULL;
   if (fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 &&
@@ -1574,11 +1574,11 @@ static int check_cand_row(const struct kb_store *s, const char *id, const char *
   return KB_OK;
 }
 
-/* kb_store_add_candidate(): validate, dedup, allocate, then write source bytes and the row;
+/* kb__store_add_candidate(): validate, dedup, allocate, then write source bytes and the row;
  * memory is updated only after both writes succeeded. */
 static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, int *added,
                               struct kb_error *err) {
-  int rc = begin_add(s, s == NULL || c == NULL ? "kb_store_add_candidate: no store or candidate"
+  int rc = begin_add(s, s == NULL || c == NULL ? "kb__store_add_candidate: no store or candidate"
                                                 : NULL,
                      added, err);
   if (rc == KB_OK)
@@ -1716,11 +1716,11 @@ static struct kern_row *kern_rows_of(const struct kb_result *r) {
   return rows;
 }
 
-/* kb_store_add_evaluation(): validate, dedup, allocate, then write the log bytes, the row and
+/* kb__store_add_evaluation(): validate, dedup, allocate, then write the log bytes, the row and
  * the candidate's columns; memory is updated only after all writes succeeded. */
 static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, int *added,
                                struct kb_error *err) {
-  int rc = begin_add(s, s == NULL || r == NULL ? "kb_store_add_evaluation: no store or result"
+  int rc = begin_add(s, s == NULL || r == NULL ? "kb__store_add_evaluation: no store or result"
                                                 : NULL,
                      added, err);
   if (rc == KB_OK)
@@ -1793,13 +1793,13 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
   return KB_OK;
 }
 
-/* kb_store_add_llm(): validate, dedup, allocate, then write the texts and the row; memory is
+/* kb__store_add_llm(): validate, dedup, allocate, then write the texts and the row; memory is
  * updated only after every write succeeded. */
 static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *added,
                         struct kb_error *err) {
   int rc = begin_add(s,
                      s == NULL || x == NULL || x->request == NULL
-                         ? "kb_store_add_llm: no store, exchange or request id"
+                         ? "kb__store_add_llm: no store, exchange or request id"
                          : NULL,
                      added, err);
   if (rc)
@@ -1855,11 +1855,11 @@ static int add_llm_impl(struct kb_store *s, const struct kb_store_llm *x, int *a
   return KB_OK;
 }
 
-/* kb_store_set_best(): rewrites the /best attributes in place. */
+/* kb__store_set_best(): rewrites the /best attributes in place. */
 static int set_best_impl(struct kb_store *s, const char *candidate, const char *name, int tier,
                          double median_us, double speedup, struct kb_error *err) {
   if (s == NULL || candidate == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_set_best: no store or candidate");
+    return kb_error_set(err, KB_EINVAL, "kb__store_set_best: no store or candidate");
   int rc = check_usable(s, err);
   if (rc)
     return rc;
@@ -1884,10 +1884,10 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
   return KB_OK;
 }
 
-/* kb_store_flush(): the two-phase commit described at the top of this file. */
+/* kb__store_flush(): the two-phase commit described at the top of this file. */
 static int flush_impl(struct kb_store *s, struct kb_error *err) {
   if (s == NULL)
-    return kb_error_set(err, KB_EINVAL, "kb_store_flush: no store");
+    return kb_error_set(err, KB_EINVAL, "kb__store_flush: no store");
   int rc = check_usable(s, err);
   if (rc || !s->dirty)
     return rc;
@@ -1921,20 +1921,20 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
     quiet_end(&q_);                                                                          \
   } while (0)
 
-int kb_store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
+int kb__store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
                   struct kb_error *err) {
   int rc;
   QUIETLY(rc, open_impl(path, info, out, err));
   return rc;
 }
 
-int kb_store_has_candidate(const struct kb_store *s, const char *id) {
+int kb__store_has_candidate(const struct kb_store *s, const char *id) {
   if (s == NULL || id == NULL)
     return 0;
   return cand_set_find(&s->cset, s->cands, sizeof *s->cands, id) >= 0;
 }
 
-int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
+int kb__store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
                             int attempt) {
   if (s == NULL || candidate == NULL)
     return 0;
@@ -1945,67 +1945,67 @@ int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int
   return eval_set_has(&s->eset, &k);
 }
 
-int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
+int kb__store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
                            struct kb_error *err) {
   int rc;
   QUIETLY(rc, add_candidate_impl(s, c, added, err));
   return rc;
 }
 
-int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
+int kb__store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
                             struct kb_error *err) {
   int rc;
   QUIETLY(rc, add_evaluation_impl(s, r, added, err));
   return rc;
 }
 
-int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
+int kb__store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
                      struct kb_error *err) {
   int rc;
   QUIETLY(rc, add_llm_impl(s, x, added, err));
   return rc;
 }
 
-int kb_store_has_llm(const struct kb_store *s, const char *request) {
+int kb__store_has_llm(const struct kb_store *s, const char *request) {
   if (s == NULL || request == NULL)
     return 0;
   return cand_set_find(&s->lset, s->llm_ids, sizeof *s->llm_ids, request) >= 0;
 }
 
-const char *kb_store_llm_last_entry(const struct kb_store *s) {
+const char *kb__store_llm_last_entry(const struct kb_store *s) {
   return s != NULL ? s->last_entry : "";
 }
 
-long kb_store_llm_count(const struct kb_store *s) { return s != NULL ? (long)s->n_llm : 0; }
+long kb__store_llm_count(const struct kb_store *s) { return s != NULL ? (long)s->n_llm : 0; }
 
-long kb_store_kernel_count(const struct kb_store *s) {
+long kb__store_kernel_count(const struct kb_store *s) {
   return s != NULL ? (long)s->n_kerns : 0;
 }
 
-int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
+int kb__store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
                       double median_us, double speedup, struct kb_error *err) {
   int rc;
   QUIETLY(rc, set_best_impl(s, candidate, name, tier, median_us, speedup, err));
   return rc;
 }
 
-int kb_store_flush(struct kb_store *s, struct kb_error *err) {
+int kb__store_flush(struct kb_store *s, struct kb_error *err) {
   int rc;
   QUIETLY(rc, flush_impl(s, err));
   return rc;
 }
 
-long kb_store_evaluation_count(const struct kb_store *s) {
+long kb__store_evaluation_count(const struct kb_store *s) {
   return s != NULL ? (long)s->n_evals : 0;
 }
 
-long kb_store_candidate_count(const struct kb_store *s) {
+long kb__store_candidate_count(const struct kb_store *s) {
   return s != NULL ? (long)s->n_cands : 0;
 }
 
-int kb_store_recovered(const struct kb_store *s) { return s != NULL ? s->recovered : 0; }
+int kb__store_recovered(const struct kb_store *s) { return s != NULL ? s->recovered : 0; }
 
-void kb_store_close(struct kb_store *s) {
+void kb__store_close(struct kb_store *s) {
   if (s == NULL)
     return;
   struct quiet q;

@@ -6,7 +6,7 @@
  * attempt); adding again is a no-op that reports `*added = 0`. The file is written in SWMR mode
  * with fixed-length strings (HDF5 1.10.8 SWMR readers cannot read variable-length strings), so
  * h5py (swmr=True) can read it while the scheduler runs and after it is killed, and h5dump once
- * it is closed or recovered. kb_store_flush() makes everything added so far durable; the
+ * it is closed or recovered. kb__store_flush() makes everything added so far durable; the
  * scheduler acknowledges results only after it.
  */
 #ifndef KB_STORE_H
@@ -31,21 +31,21 @@ struct kb_store_task_info {
 /* Opens the file at `path`, creating it (and /task from `info`) when absent; the parent folder
  * must exist. A file of another format (kernelbrain.h5/1) gives KB_EHDF5: rebuild it. `info` (borrowed; may be NULL to open an existing file only) must name the file's
  * campaign and task. Recovers a file left by a killed writer: clears its SWMR status flags (runs
- * `h5clear -s` from PATH) and drops rows written after the last kb_store_flush(). Holds flock()
- * on "<path>.lock" until closed. Returns the store in `*out` (new; free with kb_store_close).
+ * `h5clear -s` from PATH) and drops rows written after the last kb__store_flush(). Holds flock()
+ * on "<path>.lock" until closed. Returns the store in `*out` (new; free with kb__store_close).
  * Errors: KB_EHDF5 naming the path (also when recovery failed: rebuild from Redis), KB_ESTATE
  * (another store has it open), KB_EINVAL (other campaign or task), KB_ENOTFOUND (absent and
  * `info` NULL), KB_EIO, KB_ENOMEM. The store is not thread-safe: one thread at a time. */
-int kb_store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
+int kb__store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
                   struct kb_error *err);
 /* 1 when a candidate with `id` is stored, else 0. */
-int kb_store_has_candidate(const struct kb_store *s, const char *id);
+int kb__store_has_candidate(const struct kb_store *s, const char *id);
 /* Appends `c` (borrowed) to /candidates and its source to /sources/data, once. `*added` (may be
  * NULL) is 1 when written, 0 when it was already there. Texts longer than their column (knobs,
  * flags: 255 bytes) are cut at a UTF-8 character boundary. Errors: KB_EINVAL (id not 64 hex
  * digits, another task, no source), KB_EHDF5 (after which the store only accepts close),
  * KB_ENOMEM. */
-int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
+int kb__store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int *added,
                            struct kb_error *err);
 /* Appends `r` (borrowed) to /evaluations once per (candidate, tier, attempt) and updates the
  * candidate's best_tier, status (of its evaluation at the highest tier, latest attempt) and
@@ -53,7 +53,7 @@ int kb_store_add_candidate(struct kb_store *s, const struct kb_candidate *c, int
  * (r->kernels) to /profiles/kernels; metrics, trace summary and same-run speedup are columns. Errors: KB_ENOTFOUND (the
  * candidate was not added), KB_EINVAL (bad id, status, tier < 0, attempt < 1, another task),
  * KB_EHDF5, KB_ENOMEM. */
-int kb_store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
+int kb__store_add_evaluation(struct kb_store *s, const struct kb_result *r, int *added,
                             struct kb_error *err);
 /* One LLM exchange for /llm (every pointer borrowed; strings may be NULL for ""). */
 struct kb_store_llm {
@@ -80,43 +80,43 @@ struct kb_store_llm {
  * boundary. `*added` (may be NULL) is 1 when written, 0 when the request was already stored.
  * Errors: KB_EINVAL (no request id, or 65 bytes or more), KB_EHDF5 (after which the store only
  * accepts close), KB_ENOMEM. */
-int kb_store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
+int kb__store_add_llm(struct kb_store *s, const struct kb_store_llm *x, int *added,
                      struct kb_error *err);
 /* 1 when an exchange with id `request` is stored, else 0. */
-int kb_store_has_llm(const struct kb_store *s, const char *request);
+int kb__store_has_llm(const struct kb_store *s, const char *request);
 /* The stream entry id of the last stored exchange ("" when none); borrowed, valid until the
  * next write or close. After a restart it is the last committed one: read the stream after it. */
-const char *kb_store_llm_last_entry(const struct kb_store *s);
+const char *kb__store_llm_last_entry(const struct kb_store *s);
 /* Number of /llm/requests rows. */
-long kb_store_llm_count(const struct kb_store *s);
+long kb__store_llm_count(const struct kb_store *s);
 /* Number of /profiles/kernels rows. */
-long kb_store_kernel_count(const struct kb_store *s);
+long kb__store_kernel_count(const struct kb_store *s);
 /* Writes /best attributes: the best candidate so far for this task. `candidate` (borrowed) must
  * be stored (else KB_ENOTFOUND); `name` (borrowed) may be NULL. */
-int kb_store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
+int kb__store_set_best(struct kb_store *s, const char *candidate, const char *name, int tier,
                       double median_us, double speedup, struct kb_error *err);
 /* Makes everything added so far durable: H5Fflush + fsync, then the root "commit" attribute,
  * H5Fflush + fsync again. Only committed rows survive a crash. Errors: KB_EHDF5, KB_EIO. */
-int kb_store_flush(struct kb_store *s, struct kb_error *err);
+int kb__store_flush(struct kb_store *s, struct kb_error *err);
 /* Number of evaluation rows. */
-long kb_store_evaluation_count(const struct kb_store *s);
+long kb__store_evaluation_count(const struct kb_store *s);
 /* Number of candidate rows. */
-long kb_store_candidate_count(const struct kb_store *s);
+long kb__store_candidate_count(const struct kb_store *s);
 /* 1 when (candidate, tier, attempt) is stored, else 0. */
-int kb_store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
+int kb__store_has_evaluation(const struct kb_store *s, const char *candidate, int tier,
                             int attempt);
 
-/* What kb_store_open() had to do to a file left by a killed writer (bits). */
+/* What kb__store_open() had to do to a file left by a killed writer (bits). */
 enum kb_store_recovery {
   KB_STORE_RECOVERED_FLAGS = 1,    /* cleared the SWMR status flags with h5clear */
   KB_STORE_RECOVERED_DROPPED = 2,  /* dropped rows or bytes written after the last flush */
   KB_STORE_RECOVERED_REPAIRED = 4  /* recomputed candidate columns or reset /best */
 };
 /* KB_STORE_RECOVERED_* bits for the open that made `s`; 0 for a clean open. */
-int kb_store_recovered(const struct kb_store *s);
-/* Flushes and closes; NULL is fine. A flush error here is lost: call kb_store_flush() first
+int kb__store_recovered(const struct kb_store *s);
+/* Flushes and closes; NULL is fine. A flush error here is lost: call kb__store_flush() first
  * where it matters. After a write error the file is closed without a flush (it is recovered
  * to the last commit on the next open). */
-void kb_store_close(struct kb_store *s);
+void kb__store_close(struct kb_store *s);
 
 #endif

@@ -56,7 +56,7 @@ static const struct kb_member **sorted_members(const struct kb_task_pop *t) {
 }
 
 static json_t *task_json(const char *dir, const struct kb_queue *q, const struct kb_task_pop *t) {
-  const struct kb_member *base = kb_population_baseline(t);
+  const struct kb_member *base = kb__population_baseline(t);
   json_t *board = json_array();
   const struct kb_member **v = sorted_members(t);
   for (int i = 0; v && i < t->n; i++) {
@@ -93,7 +93,7 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
   return o;
 }
 
-int kb_summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
+int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
                      const struct kb_population *pop, const char *reason, struct kb_error *err) {
   json_t *tasks = json_array();
   for (int i = 0; tasks && i < pop->n; i++)

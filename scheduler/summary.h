@@ -2,7 +2,7 @@
  * state, reason, ledger, and per task with results its file, leaderboard (speedups over the
  * baseline seed at the same tier) and search state ("search": spent_gpu_ms, improvements,
  * results_since_gain, stopped: the stop reason or null; docs/search.md). kb-launch --local
- * prints it with kb_leaderboard_print() (slurm/local.c). */
+ * prints it with kb__leaderboard_print() (slurm/local.c). */
 #ifndef KB_SCHED_SUMMARY_H
 #define KB_SCHED_SUMMARY_H
 
@@ -12,7 +12,7 @@
 struct kb_error;
 
 /* Writes `dir`/summary.json atomically. Errors: KB_EIO, KB_ENOMEM. */
-int kb_summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
+int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
                      const struct kb_population *pop, const char *reason, struct kb_error *err);
 
 #endif

@@ -42,7 +42,7 @@ static int add(int *ids, int *n, int id, const char *list, struct kb_error *err)
   return KB_OK;
 }
 
-int kb_gpus_parse(const char *list, int *ids, int *n, struct kb_error *err) {
+int kb__gpus_parse(const char *list, int *ids, int *n, struct kb_error *err) {
   *n = 0;
   const char *p = list;
   for (;;) {
@@ -114,7 +114,7 @@ static int run_probe(const char *runner, struct kb_buf *out, struct kb_error *er
   return rc;
 }
 
-int kb_gpus_probe(const char *runner, int *ids, int *n, char *why, size_t why_size,
+int kb__gpus_probe(const char *runner, int *ids, int *n, char *why, size_t why_size,
                   struct kb_error *err) {
   *n = 0;
   if (why_size)

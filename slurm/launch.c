@@ -22,7 +22,7 @@ static int check_words(const struct kb_slurm_opts *so, enum kb_launch_refusal *h
                             {"--time", so->time}, {"--account", so->account},
                             {"--gres", so->gres}};
   for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-    if (words[i][1] && !kb_slurm_word_ok(words[i][1])) {
+    if (words[i][1] && !kb__slurm_word_ok(words[i][1])) {
       *how = KB_LAUNCH_SAY;
       return kb_error_set(err, KB_EINVAL, "%s \"%s\" cannot go into an #SBATCH line: use "
                           "letters, digits and _ . / : + , = @ -", words[i][0], words[i][1]);
@@ -30,7 +30,7 @@ static int check_words(const struct kb_slurm_opts *so, enum kb_launch_refusal *h
   return KB_OK;
 }
 
-int kb_launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
+int kb__launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
                     struct kb_error *err) {
   *how = KB_LAUNCH_SAY;
   if (a->n_modes > 1)
@@ -43,7 +43,7 @@ int kb_launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
                   "--gpus goes with --local (with --slurm, Slurm assigns GPUs)");
   if (a->gpus) {
     int ids[KB_GPUS_MAX], n;
-    int rc = kb_gpus_parse(a->gpus, ids, &n, err);
+    int rc = kb__gpus_parse(a->gpus, ids, &n, err);
     if (rc)
       return rc;
   }
@@ -69,14 +69,14 @@ int kb_launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
   return KB_OK;
 }
 
-int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
+int kb__launch_run(const struct kb_launch_args *a, const char *bin_dir,
                   volatile sig_atomic_t *stop, struct kb_error *err) {
   switch (a->mode) {
   case KB_LAUNCH_LOCAL: {
     struct kb_local_opts lo = {.campaign_path = a->campaign, .bin_dir = bin_dir,
                                .redis = a->redis, .runners = a->runners, .gpus = a->gpus,
                                .restart = a->restart, .json = a->json, .stop = stop};
-    return kb_local_run(&lo, err);
+    return kb__local_run(&lo, err);
   }
   case KB_LAUNCH_SLURM: {
     struct kb_slurm_opts so = a->slurm;
@@ -87,14 +87,14 @@ int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
     so.wait_s = a->wait_s;
     so.restart = a->restart;
     so.json = a->json;
-    return kb_slurm_launch(&so, err);
+    return kb__slurm_launch(&so, err);
   }
   case KB_LAUNCH_STOP:
   case KB_LAUNCH_CANCEL: {
     struct kb_slurm_stop_opts to = {.campaign_path = a->campaign,
                                     .cancel = a->mode == KB_LAUNCH_CANCEL,
                                     .wait_s = a->wait_s, .json = a->json};
-    return kb_slurm_stop(&to, err);
+    return kb__slurm_stop(&to, err);
   }
   case KB_LAUNCH_NONE:
     break;
@@ -102,7 +102,7 @@ int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
   return kb_error_set(err, KB_EINVAL, "no mode given");
 }
 
-int kb_launch_redis_config(FILE *out, struct kb_error *err) {
+int kb__launch_redis_config(FILE *out, struct kb_error *err) {
   struct kb_buf line;
   kb_buf_init(&line);
   int rc = KB_OK;

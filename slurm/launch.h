@@ -1,6 +1,6 @@
 /* kb-launch's command line once parsed: which launch it asks for, the rules its options obey
- * (kb_launch_check), and the call into --local (local.h) or --slurm, --stop, --cancel (sbatch.h)
- * that carries it out (kb_launch_run). main.c parses argv into a struct kb_launch_args and calls
+ * (kb__launch_check), and the call into --local (local.h) or --slurm, --stop, --cancel (sbatch.h)
+ * that carries it out (kb__launch_run). main.c parses argv into a struct kb_launch_args and calls
  * these two; tests reach the rules here without the binary.
  */
 #ifndef KB_SLURM_LAUNCH_H
@@ -33,33 +33,33 @@ struct kb_launch_args {
   const char *slurm_only;   /* the last option given that only --slurm takes ("--time"), or NULL */
   struct kb_slurm_opts slurm; /* the --slurm-only options (throttle, partition, cpu_partition,
                                  time, account, gres, backend, setup, dry_run); the rest of it
-                                 kb_launch_run() fills from the fields above */
+                                 kb__launch_run() fills from the fields above */
 };
 
-/* How main() reports a command line kb_launch_check() refused: the message alone, the message
+/* How main() reports a command line kb__launch_check() refused: the message alone, the message
  * and then the usage, or the usage alone (err's message then only says what is wrong, for
  * tests). */
 enum kb_launch_refusal { KB_LAUNCH_SAY, KB_LAUNCH_SAY_USAGE, KB_LAUNCH_USAGE };
 
 /* The rules of kb-launch's options, all in one place: exactly one mode and one campaign;
- * --gpus only with --local, a valid list (kb_gpus_parse), not with --runners; the Slurm-only
- * options only with --slurm, each word one an #SBATCH line can take (kb_slurm_word_ok); not
+ * --gpus only with --local, a valid list (kb__gpus_parse), not with --runners; the Slurm-only
+ * options only with --slurm, each word one an #SBATCH line can take (kb__slurm_word_ok); not
  * --redis and --redis-job; --local at most 64 runners and no --wait; --stop and --cancel only
  * with --wait and --json. Returns KB_OK, or KB_EINVAL with the message main() prints and in
  * `*how` (never NULL) how to print it. Reads nothing but `a` (borrowed). */
-int kb_launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
+int kb__launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
                     struct kb_error *err);
 
-/* Carries out a checked command line: kb_local_run(), kb_slurm_launch() or kb_slurm_stop(),
+/* Carries out a checked command line: kb__local_run(), kb__slurm_launch() or kb__slurm_stop(),
  * with `bin_dir` (borrowed: the folder of kb-scheduler, kb-runner, kb-submit) and, for --local,
  * `stop` (borrowed, set by the caller's SIGINT/SIGTERM handlers). Returns what that call
  * returns (see local.h, sbatch.h); KB_EINVAL for mode KB_LAUNCH_NONE. */
-int kb_launch_run(const struct kb_launch_args *a, const char *bin_dir,
+int kb__launch_run(const struct kb_launch_args *a, const char *bin_dir,
                   volatile sig_atomic_t *stop, struct kb_error *err);
 
 /* Writes kb_redis_server_settings (kb/redis.h) to `out` (borrowed) as a redis.conf, one
  * "name value" line each: what kb-launch --redis-config prints, so that scripts start a
  * redis-server as kb-launch does. Errors: KB_EIO (a write failed), KB_ENOMEM. */
-int kb_launch_redis_config(FILE *out, struct kb_error *err);
+int kb__launch_redis_config(FILE *out, struct kb_error *err);
 
 #endif

@@ -21,7 +21,7 @@ static void print_time(FILE *out, double us) {
     fprintf(out, "%9.3f us", us);
 }
 
-int kb_leaderboard_print(const char *summary_path, FILE *out, int top, struct kb_error *err) {
+int kb__leaderboard_print(const char *summary_path, FILE *out, int top, struct kb_error *err) {
   json_error_t jerr;
   json_t *root = json_load_file(summary_path, JSON_REJECT_DUPLICATES, &jerr);
   if (root == NULL)

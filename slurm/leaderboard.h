@@ -9,6 +9,6 @@ struct kb_error;
 /* Reads `summary_path` and prints, per task, its candidates ranked with tier, median time and
  * speedup over the baseline, then the HDF5 file paths, to `out` (borrowed). `top` limits rows
  * per task (0 = all). Errors: KB_EIO, KB_EPARSE naming the file. */
-int kb_leaderboard_print(const char *summary_path, FILE *out, int top, struct kb_error *err);
+int kb__leaderboard_print(const char *summary_path, FILE *out, int top, struct kb_error *err);
 
 #endif

@@ -102,10 +102,10 @@ static int choose_gpus(struct local *l, struct kb_error *err) {
     return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend: it runs one "
                         "runner per GPU; choose them with --gpus LIST instead of --runners", cid);
   if (l->o->gpus)
-    return kb_gpus_parse(l->o->gpus, l->gpus, &l->n_gpus, err);
+    return kb__gpus_parse(l->o->gpus, l->gpus, &l->n_gpus, err);
   char runner[1200], why[256];
   snprintf(runner, sizeof runner, "%s/kb-runner", l->o->bin_dir);
-  int rc = kb_gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
+  int rc = kb__gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
   if (rc == KB_OK && l->n_gpus == 0)
     rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend but kb-runner sees "
                       "no GPU here (%s); run it on a GPU machine or give --gpus LIST", cid, why);
@@ -368,10 +368,10 @@ static int print_result(struct local *l, struct kb_error *err) {
     return rc;
   }
   printf("\n");
-  return kb_leaderboard_print(path, stdout, 0, err);
+  return kb__leaderboard_print(path, stdout, 0, err);
 }
 
-int kb_local_run(const struct kb_local_opts *o, struct kb_error *err) {
+int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
   struct local l;
   memset(&l, 0, sizeof l);
   l.o = o;

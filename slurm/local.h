@@ -32,6 +32,6 @@ struct kb_local_opts {
  * machine without GPUs; KB_ECHILD when a process it started failed: the scheduler, or every
  * runner exited while the campaign is not over and one of them failed (the message names its
  * log); KB_ECONN when redis did not come up. */
-int kb_local_run(const struct kb_local_opts *o, struct kb_error *err);
+int kb__local_run(const struct kb_local_opts *o, struct kb_error *err);
 
 #endif

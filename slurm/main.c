@@ -96,7 +96,7 @@ static int bad(const struct kb_error *err) {
 }
 
 /* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
- * 1 for --help (printed), 0 otherwise. The rules across options are kb_launch_check()'s. */
+ * 1 for --help (printed), 0 otherwise. The rules across options are kb__launch_check()'s. */
 static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
@@ -181,9 +181,9 @@ int main(int argc, char **argv) {
     return parsed > 0 ? KB_EXIT_OK : KB_EXIT_USAGE;
   struct kb_error err = {0};
   if (a.redis_config)
-    return kb_launch_redis_config(stdout, &err) ? kb_cli_fail("kb-launch", &err) : KB_EXIT_OK;
+    return kb__launch_redis_config(stdout, &err) ? kb_cli_fail("kb-launch", &err) : KB_EXIT_OK;
   enum kb_launch_refusal how;
-  if (kb_launch_check(&a, &how, &err)) {
+  if (kb__launch_check(&a, &how, &err)) {
     if (how != KB_LAUNCH_USAGE)
       fprintf(stderr, "kb-launch: %s\n", err.msg);
     if (how != KB_LAUNCH_SAY)
@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
     static const int sigs[] = {SIGINT, SIGTERM};
     kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   }
-  if (kb_launch_run(&a, dir, &stop_requested, &err))
+  if (kb__launch_run(&a, dir, &stop_requested, &err))
     return kb_cli_fail("kb-launch", &err);
   return KB_EXIT_OK;
 }

@@ -59,7 +59,7 @@ static int path_join(char *out, size_t size, const char *a, const char *b, struc
   return KB_OK;
 }
 
-int kb_slurm_word_ok(const char *s) {
+int kb__slurm_word_ok(const char *s) {
   if (s == NULL || *s == '\0')
     return 0;
   for (const char *p = s; *p; p++)
@@ -69,7 +69,7 @@ int kb_slurm_word_ok(const char *s) {
 }
 
 static int check_word(const char *what, const char *value, struct kb_error *err) {
-  if (value == NULL || kb_slurm_word_ok(value))
+  if (value == NULL || kb__slurm_word_ok(value))
     return KB_OK;
   return kb_error_set(err, KB_EINVAL, "%s \"%s\" cannot go into an #SBATCH line: use letters, "
                       "digits and _ . / : + , = @ -", what, value);
@@ -218,7 +218,7 @@ static int prepare(struct launch *l, struct kb_error *err) {
     rc = path_join(l->redis_dir, sizeof l->redis_dir, l->dir, "redis", err);
   if (rc)
     return rc;
-  if (!kb_slurm_word_ok(l->dir))
+  if (!kb__slurm_word_ok(l->dir))
     return kb_error_set(err, KB_EINVAL, "the campaign's folder \"%s\" cannot go into an #SBATCH "
                         "line (it names the job logs): choose a results_dir of letters, digits "
                         "and _ . / : + , = @ -", l->dir);
@@ -265,7 +265,7 @@ static int check_no_jobs(struct launch *l, struct kb_error *err) {
   char ids[3 * JOB_ID_MAX + 8] = "";
   for (int i = 0; i < N_JOBS; i++) {
     const char *id = json_string_value(json_object_get(json_object_get(j, job_keys[i]), "job"));
-    if (id && kb_slurm_word_ok(id) && strlen(id) < JOB_ID_MAX) {
+    if (id && kb__slurm_word_ok(id) && strlen(id) < JOB_ID_MAX) {
       size_t len = strlen(ids);
       snprintf(ids + len, sizeof ids - len, "%s%s", len ? "," : "", id);
     }
@@ -568,7 +568,7 @@ static int launch(struct launch *l, struct kb_error *err) {
   return rc;
 }
 
-int kb_slurm_launch(const struct kb_slurm_opts *o, struct kb_error *err) {
+int kb__slurm_launch(const struct kb_slurm_opts *o, struct kb_error *err) {
   struct launch l;
   memset(&l, 0, sizeof l);
   l.o = o;
@@ -623,7 +623,7 @@ static void read_jobs(const char *path, char jobs[N_JOBS][JOB_ID_MAX], char *giv
   json_t *j = json_load_file(path, 0, NULL);
   for (int i = 0; i < N_JOBS; i++) {
     const char *id = json_string_value(json_object_get(json_object_get(j, job_keys[i]), "job"));
-    snprintf(jobs[i], JOB_ID_MAX, "%s", id && kb_slurm_word_ok(id) ? id : "");
+    snprintf(jobs[i], JOB_ID_MAX, "%s", id && kb__slurm_word_ok(id) ? id : "");
   }
   const char *addr = json_string_value(json_object_get(json_object_get(j, "redis"), "address"));
   snprintf(given, given_size, "%s", addr ? addr : "");
@@ -701,7 +701,7 @@ static void print_stopped(const struct kb_slurm_stop_opts *o, const char *cid,
     printf("resume with: kb-launch --slurm %s\n", o->campaign_path);
 }
 
-int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err) {
+int kb__slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err) {
   struct kb_campaign c;
   int rc = kb_campaign_load(o->campaign_path, &c, err);
   if (rc)

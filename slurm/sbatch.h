@@ -41,11 +41,11 @@ struct kb_slurm_opts {
  * Errors: KB_EPARSE (campaign), KB_EINVAL (an option sbatch could not take safely),
  * KB_EEXISTS (jobs still queued), KB_ECHILD (sbatch failed: its message; jobs already submitted
  * are cancelled), KB_EIO, KB_ENOMEM. */
-int kb_slurm_launch(const struct kb_slurm_opts *o, struct kb_error *err);
+int kb__slurm_launch(const struct kb_slurm_opts *o, struct kb_error *err);
 
 /* 1 when `s` (borrowed) can be written into an #SBATCH line as is: Slurm reads those lines
  * without a shell, so only letters, digits and _ . / : + , = @ - are taken. */
-int kb_slurm_word_ok(const char *s);
+int kb__slurm_word_ok(const char *s);
 
 struct kb_slurm_stop_opts {
   const char *campaign_path; /* campaign.json (borrowed) */
@@ -54,7 +54,7 @@ struct kb_slurm_stop_opts {
   int json;                  /* 1: print one JSON object */
 };
 
-/* Ends the jobs kb_slurm_launch() recorded for the campaign. With `cancel`, first moves the
+/* Ends the jobs kb__slurm_launch() recorded for the campaign. With `cancel`, first moves the
  * campaign to "cancelled" in redis (as kb-submit cancel), so nothing new starts and nothing
  * resumes it. Then scancels the runners (SIGTERM: they release their leases, refunded) and
  * waits for them to leave the queue; then the scheduler (after a cancel it is given up to 30 s
@@ -63,6 +63,6 @@ struct kb_slurm_stop_opts {
  * stdout. Errors: KB_ENOTFOUND (no jobs recorded), KB_ETIMEOUT (jobs still queued after
  * wait_s), KB_ECHILD, KB_EIO, KB_ENOMEM; an unreachable redis is reported on stdout, not an
  * error. */
-int kb_slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err);
+int kb__slurm_stop(const struct kb_slurm_stop_opts *o, struct kb_error *err);
 
 #endif

@@ -41,7 +41,7 @@ static void print_tags(const struct kb_archive_entry *e) {
     printf("%s%s", i ? "," : "", e->tags[i]);
 }
 
-int kb_cmd_archive_list(const struct kb_archive_opts *o) {
+int kb__cmd_archive_list(const struct kb_archive_opts *o) {
   struct kb_archive a;
   int ex = load(o, &a);
   if (ex)
@@ -84,7 +84,7 @@ int kb_cmd_archive_list(const struct kb_archive_opts *o) {
   return KB_EXIT_OK;
 }
 
-int kb_cmd_archive_show(const struct kb_archive_opts *o, const char *id) {
+int kb__cmd_archive_show(const struct kb_archive_opts *o, const char *id) {
   struct kb_archive a;
   int ex = load(o, &a);
   if (ex)
@@ -134,7 +134,7 @@ static void stem(const char *path, char *out, size_t size) {
   snprintf(out, size, "%.*s", (int)(n < size - 1 ? n : size - 1), base);
 }
 
-int kb_cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
+int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
                        const char *source_path) {
   const char *dir = folder(o);
   if (dir == NULL)
@@ -193,7 +193,7 @@ int kb_cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
   return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
-int kb_cmd_archive_import(const struct kb_archive_opts *o, const char *path) {
+int kb__cmd_archive_import(const struct kb_archive_opts *o, const char *path) {
   const char *dir = folder(o);
   if (dir == NULL)
     return KB_EXIT_FAILURE;

@@ -19,15 +19,15 @@ struct kb_archive_opts {
 };
 
 /* Lists the entries, best speedup first per task; corrupt files are named on stderr. */
-int kb_cmd_archive_list(const struct kb_archive_opts *o);
+int kb__cmd_archive_list(const struct kb_archive_opts *o);
 /* Shows the entry whose id starts with `id` (4 or more hex digits), source included. */
-int kb_cmd_archive_show(const struct kb_archive_opts *o, const char *id);
+int kb__cmd_archive_show(const struct kb_archive_opts *o, const char *id);
 /* Adds `source_path` as a kernel for the task bundle in `task_dir`, by hand: generator
  * "manual", never timed (gpu "", speedup 0) until a campaign re-verifies it. */
-int kb_cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
+int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
                        const char *source_path);
 /* Imports entries from `path` ("-" for stdin), JSON Lines as `list --json` writes them; every
  * line is checked before anything is written. */
-int kb_cmd_archive_import(const struct kb_archive_opts *o, const char *path);
+int kb__cmd_archive_import(const struct kb_archive_opts *o, const char *path);
 
 #endif

@@ -38,7 +38,7 @@ static json_t *summary_json(const struct kb_submission *s) {
                    (json_int_t)c->budget_llm_tokens);
 }
 
-int kb_cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) {
+int kb__cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
   if (kb_submission_load(campaign_path, &s, &err))
@@ -61,7 +61,7 @@ static int connect_redis(const struct kb_submit_opts *o, struct kb_redis **r,
   return kb_redis_connect(&ro, r, err);
 }
 
-int kb_cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
+int kb__cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
   if (kb_submission_load(campaign_path, &s, &err))
@@ -131,7 +131,7 @@ static int progress(const struct kb_submit_opts *o, const char *id_or_path, int 
   char id[KB_ID_MAX];
   struct kb_redis *r = NULL;
   struct kb_watch_opts wo;
-  kb_watch_opts_for(stdout, o->json, &wo);
+  kb__watch_opts_for(stdout, o->json, &wo);
   wo.interval = o->interval > 0 ? o->interval : 2.0;
   wo.once = once;
   if (once && wo.mode == KB_WATCH_LINES)
@@ -142,18 +142,18 @@ static int progress(const struct kb_submit_opts *o, const char *id_or_path, int 
   if (rc == KB_OK)
     rc = connect_redis(o, &r, &err);
   if (rc == KB_OK)
-    rc = kb_watch(r, id, &wo, stdout, &stop, &err);
+    rc = kb__watch(r, id, &wo, stdout, &stop, &err);
   kb_redis_free(r);
   if (rc == KB_EINTERRUPTED)
     return KB_EXIT_INTERRUPTED;
   return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
-int kb_cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
+int kb__cmd_status(const struct kb_submit_opts *o, const char *id_or_path) {
   return progress(o, id_or_path, 1);
 }
 
-int kb_cmd_watch(const struct kb_submit_opts *o, const char *id_or_path) {
+int kb__cmd_watch(const struct kb_submit_opts *o, const char *id_or_path) {
   return progress(o, id_or_path, 0);
 }
 
@@ -174,11 +174,11 @@ static int change_state(const struct kb_submit_opts *o, const char *id_or_path, 
   return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
-int kb_cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
+int kb__cmd_cancel(const struct kb_submit_opts *o, const char *id_or_path) {
   return change_state(o, id_or_path, "submitting,running,draining", "cancelled",
                       "cancelled by user");
 }
 
-int kb_cmd_drain(const struct kb_submit_opts *o, const char *id_or_path) {
+int kb__cmd_drain(const struct kb_submit_opts *o, const char *id_or_path) {
   return change_state(o, id_or_path, "running", "draining", "drained by user");
 }

@@ -36,7 +36,7 @@ static void from_redis(const char *cid, const char *addr, char *dir, size_t size
   kb_redis_free(r);
 }
 
-int kb_locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
+int kb__locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
                       size_t size, struct kb_error *err) {
   struct stat st;
   if (results)

@@ -12,7 +12,7 @@ struct kb_error;
  * else `arg` is a campaign id: results_dir/<id> as the campaign's Redis meta records it (at
  * `redis_addr`, NULL = $KB_REDIS; tried briefly), else ./results/<id>.
  * Errors: KB_EPARSE/KB_EIO (a bad campaign file), KB_EINVAL (path too long). */
-int kb_locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
+int kb__locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
                       size_t size, struct kb_error *err);
 
 #endif

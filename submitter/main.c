@@ -142,13 +142,13 @@ static int archive_main(int argc, char **argv) {
   int n = argc - optind;
   const char *cmd = n > 0 ? argv[optind] : "";
   if (strcmp(cmd, "list") == 0 && n == 1)
-    return kb_cmd_archive_list(&o);
+    return kb__cmd_archive_list(&o);
   if (strcmp(cmd, "show") == 0 && n == 2)
-    return kb_cmd_archive_show(&o, argv[optind + 1]);
+    return kb__cmd_archive_show(&o, argv[optind + 1]);
   if (strcmp(cmd, "add") == 0 && n == 3)
-    return kb_cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
+    return kb__cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
   if (strcmp(cmd, "import") == 0 && n == 2)
-    return kb_cmd_archive_import(&o, argv[optind + 1]);
+    return kb__cmd_archive_import(&o, argv[optind + 1]);
   archive_usage(stderr);
   return KB_EXIT_USAGE;
 }
@@ -158,9 +158,9 @@ static const struct {
   const char *name;
   int (*run)(const struct kb_submit_opts *o, const char *arg);
 } commands[] = {
-    {"validate", kb_cmd_validate}, {"submit", kb_cmd_submit}, {"status", kb_cmd_status},
-    {"drain", kb_cmd_drain},       {"cancel", kb_cmd_cancel}, {"watch", kb_cmd_watch},
-    {"report", kb_cmd_report},     {"export", kb_cmd_export},
+    {"validate", kb__cmd_validate}, {"submit", kb__cmd_submit}, {"status", kb__cmd_status},
+    {"drain", kb__cmd_drain},       {"cancel", kb__cmd_cancel}, {"watch", kb__cmd_watch},
+    {"report", kb__cmd_report},     {"export", kb__cmd_export},
 };
 
 int main(int argc, char **argv) {

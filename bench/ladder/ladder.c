@@ -72,7 +72,7 @@ static void explain(const struct kb_bench_run *flat, const struct kb_bench_run *
   const struct kb_bench_run *runs[2] = {flat, ours};
   const char *names[2] = {"flat", "ladder"};
   for (int m = 0; m < 2; m++) {
-    const struct kb_bench_curve_point *pt = kb_bench_point_at(runs[m], target);
+    const struct kb_bench_curve_point *pt = kb__bench_point_at(runs[m], target);
     printf("    %-6s t95:", names[m]);
     if (pt == NULL) {
       printf(" never");
@@ -103,11 +103,11 @@ static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
                    struct kb_bench_totals *all, struct kb_bench_totals *mine,
                    struct kb_error *err) {
   struct kb_bench_run flat, ours;
-  int rc = kb_bench_replay(p, idx, n, o, 1, &flat, err);
+  int rc = kb__bench_replay(p, idx, n, o, 1, &flat, err);
   if (rc == KB_OK)
-    rc = kb_bench_replay(p, idx, n, o, 0, &ours, err);
+    rc = kb__bench_replay(p, idx, n, o, 0, &ours, err);
   if (rc) {
-    kb_bench_run_release(&flat);
+    kb__bench_run_release(&flat);
     return rc;
   }
   double pool_best = 0;
@@ -118,7 +118,7 @@ static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
   }
   double flat_final = flat.best >= 0 ? p->c[idx[flat.best]].true_us : pool_best;
   double target = flat_final / 0.95;
-  double t_flat = kb_bench_time_to(&flat, target), t_ours = kb_bench_time_to(&ours, target);
+  double t_flat = kb__bench_time_to(&flat, target), t_ours = kb__bench_time_to(&ours, target);
   /* Not reached: count it as if the ladder had to fall back to flat evaluation's whole spend. */
   int reached = t_ours >= 0;
   double t_ours_eff = reached ? t_ours : flat.gpu_s;
@@ -152,12 +152,12 @@ static int run_one(const struct kb_bench_pool *p, const int *idx, int n,
   if (csv_dir && write_curve(csv_dir, p->name, p->c[idx[0]].task, seed, &flat, &ours) != 0)
     rc = kb_error_set(err, KB_EIO, "cannot write a curve into \"%s\": %s", csv_dir,
                       strerror(errno));
-  kb_bench_run_release(&flat);
-  kb_bench_run_release(&ours);
+  kb__bench_run_release(&flat);
+  kb__bench_run_release(&ours);
   return rc;
 }
 
-int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
+int kb__bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
                          int first_seed, int n_seeds,
                          const char *csv, int level, struct kb_bench_totals *all,
                          struct kb_error *err) {
@@ -195,7 +195,7 @@ int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_o
   return rc;
 }
 
-void kb_bench_ladder_json(FILE *out, const struct kb_bench_totals *all) {
+void kb__bench_ladder_json(FILE *out, const struct kb_bench_totals *all) {
   fprintf(out, "{\"gpu_s_ratio\":%.3f,\"top5_survival\":%.3f,\"false_prune_rate\":%.4f}\n",
           all->runs ? exp(all->log_ratio_sum / all->runs) : 0.0,
           all->runs ? all->top5_sum / all->runs : 0.0,

@@ -26,11 +26,11 @@ struct kb_bench_totals {
  * writes anytime curves to `csv_dir`/<pool>-<task>-seed<N>.csv when `csv_dir` is not NULL, and
  * adds every run to `all`. Errors: KB_EPARSE (a task without exactly one baseline), KB_EIO (a
  * curve file), KB_ENOMEM. */
-int kb_bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
+int kb__bench_ladder_pool(const struct kb_bench_pool *p, struct kb_bench_replay_opts *o,
                          int first_seed, int n_seeds, const char *csv_dir, int level,
                          struct kb_bench_totals *all, struct kb_error *err);
 /* Prints the final JSON line of `all` (borrowed) to `out`: geometric mean of the ratios, mean
  * top-5 survival, pooled false-prune rate. */
-void kb_bench_ladder_json(FILE *out, const struct kb_bench_totals *all);
+void kb__bench_ladder_json(FILE *out, const struct kb_bench_totals *all);
 
 #endif

@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   kb_campaign_default_ladder(&c);
   struct kb_bench_replay_opts o = {.tiers = c.tiers, .n_tiers = c.n_tiers};
-  kb_policy_init(&o.policy, &a.search, c.n_tiers, 0);
+  kb__policy_init(&o.policy, &a.search, c.n_tiers, 0);
   const char *pools[MAX_POOLS];
   for (int i = 0; i < n_pools; i++)
     pools[i] = optind < argc ? argv[optind + i] : defaults[i];
@@ -175,13 +175,13 @@ int main(int argc, char **argv) {
   for (int i = 0; rc == KB_OK && i < n_pools; i++) {
     const char *path = pools[i];
     struct kb_bench_pool p;
-    rc = kb_bench_pool_load(path, &p, &err);
+    rc = kb__bench_pool_load(path, &p, &err);
     if (rc == KB_OK && p.n_tiers != c.n_tiers)
       rc = kb_error_set(&err, KB_EPARSE, "%s: %d tiers, the default ladder has %d", path,
                         p.n_tiers, c.n_tiers);
     if (rc == KB_OK)
-      rc = kb_bench_ladder_pool(&p, &o, a.first_seed, a.n_seeds, a.csv, a.level, &all, &err);
-    kb_bench_pool_release(&p);
+      rc = kb__bench_ladder_pool(&p, &o, a.first_seed, a.n_seeds, a.csv, a.level, &all, &err);
+    kb__bench_pool_release(&p);
   }
   if (rc) {
     fprintf(stderr, "kb-bench-ladder: %s\n", err.msg);
@@ -191,6 +191,6 @@ int main(int argc, char **argv) {
     printf("* = the ladder never reached 95%% of flat's final best; counted as flat's whole "
            "spend\nt95 = GPU seconds until the reported best's true time was within 5%% of "
            "flat's final best\n");
-  kb_bench_ladder_json(stdout, &all);
+  kb__bench_ladder_json(stdout, &all);
   return 0;
 }

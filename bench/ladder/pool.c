@@ -40,7 +40,7 @@ static int number(const char *s, double *out) {
   return 1;
 }
 
-int kb_bench_pool_load(const char *path, struct kb_bench_pool *p, struct kb_error *err) {
+int kb__bench_pool_load(const char *path, struct kb_bench_pool *p, struct kb_error *err) {
   memset(p, 0, sizeof *p);
   const char *base = strrchr(path, '/');
   snprintf(p->name, sizeof p->name, "%s", base ? base + 1 : path);
@@ -116,11 +116,11 @@ int kb_bench_pool_load(const char *path, struct kb_bench_pool *p, struct kb_erro
   if (rc == KB_OK && p->n == 0)
     rc = kb_error_set(err, KB_EPARSE, "%s: no candidates", path);
   if (rc)
-    kb_bench_pool_release(p);
+    kb__bench_pool_release(p);
   return rc;
 }
 
-void kb_bench_pool_release(struct kb_bench_pool *p) {
+void kb__bench_pool_release(struct kb_bench_pool *p) {
   if (p == NULL)
     return;
   kb_free(p->c);

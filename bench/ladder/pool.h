@@ -26,7 +26,7 @@ struct kb_bench_pool {
 
 /* Reads the pool at `path` (borrowed) into `p` (caller-owned). Errors: KB_EIO, KB_EPARSE
  * "path:line: what is wrong", KB_ENOMEM. */
-int kb_bench_pool_load(const char *path, struct kb_bench_pool *p, struct kb_error *err);
-void kb_bench_pool_release(struct kb_bench_pool *p);
+int kb__bench_pool_load(const char *path, struct kb_bench_pool *p, struct kb_error *err);
+void kb__bench_pool_release(struct kb_bench_pool *p);
 
 #endif

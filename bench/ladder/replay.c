@@ -149,9 +149,9 @@ static int replay_policy(const struct kb_bench_pool *p, const int *idx, int n, c
                          struct kb_error *err) {
   int top = o->n_tiers - 1;
   struct kb_population pop;
-  kb_population_init(&pop, o->n_tiers);
+  kb__population_init(&pop, o->n_tiers);
   struct item *q = kb_calloc((size_t)n * (size_t)o->n_tiers + 1, sizeof *q);
-  struct kb_task_pop *t = kb_population_task(&pop, p->c[idx[0]].task);
+  struct kb_task_pop *t = kb__population_task(&pop, p->c[idx[0]].task);
   int rc = q && t ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
   int nq = 0;
   long seq = 0;
@@ -174,24 +174,24 @@ static int replay_policy(const struct kb_bench_pool *p, const int *idx, int n, c
     evaluate(pc, idx[it.cand], it.tier, o, &r);
     account(out, &r, &gpu_ms);
     compiled += it.tier == 0;
-    struct kb_member *m = kb_population_add(&pop, &r, pc->name, pc->baseline ? "seed" : "llm");
+    struct kb_member *m = kb__population_add(&pop, &r, pc->name, pc->baseline ? "seed" : "llm");
     if (m == NULL) {
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
       break;
     }
-    kb_policy_observe(&o->policy, t, &r);
-    kb_policy_check_stop(&o->policy, t);
+    kb__policy_observe(&o->policy, t, &r);
+    kb__policy_check_stop(&o->policy, t);
     if (r.status == KB_STATUS_OK && it.tier == top)
       rc = record_top(p, idx, out, it.cand, r.timing.median_us, gpu_ms, compiled);
-    enum kb_promote_reason why = kb_policy_promote_reason(&o->policy, t, m, it.tier);
+    enum kb_promote_reason why = kb__policy_promote_reason(&o->policy, t, m, it.tier);
     out->promoted[it.tier][why]++;
     if (rc == KB_OK && why != KB_PROMOTE_NO)
-      q[nq++] = (struct item){it.cand, it.tier + 1, kb_policy_priority(t, m, it.tier), seq++};
+      q[nq++] = (struct item){it.cand, it.tier + 1, kb__policy_priority(t, m, it.tier), seq++};
   }
   out->gpu_s = gpu_ms / 1000.0;
   if (rc == KB_ENOMEM && err->code == 0)
     kb_error_set(err, KB_ENOMEM, "out of memory");
-  kb_population_release(&pop);
+  kb__population_release(&pop);
   kb_free(q);
   return rc;
 }
@@ -218,7 +218,7 @@ static int replay_flat(const struct kb_bench_pool *p, const int *idx, int n, con
   return KB_OK;
 }
 
-int kb_bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
+int kb__bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
                     const struct kb_bench_replay_opts *o, int flat, struct kb_bench_run *out,
                     struct kb_error *err) {
   memset(out, 0, sizeof *out);
@@ -237,7 +237,7 @@ int kb_bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
   return rc;
 }
 
-void kb_bench_run_release(struct kb_bench_run *r) {
+void kb__bench_run_release(struct kb_bench_run *r) {
   if (r == NULL)
     return;
   kb_free(r->curve);
@@ -246,7 +246,7 @@ void kb_bench_run_release(struct kb_bench_run *r) {
   memset(r, 0, sizeof *r);
 }
 
-const struct kb_bench_curve_point *kb_bench_point_at(const struct kb_bench_run *r,
+const struct kb_bench_curve_point *kb__bench_point_at(const struct kb_bench_run *r,
                                                      double target_us) {
   for (int i = 0; i < r->n_curve; i++)
     if (r->curve[i].best_true_us <= target_us)
@@ -254,7 +254,7 @@ const struct kb_bench_curve_point *kb_bench_point_at(const struct kb_bench_run *
   return NULL;
 }
 
-double kb_bench_time_to(const struct kb_bench_run *r, double target_us) {
-  const struct kb_bench_curve_point *pt = kb_bench_point_at(r, target_us);
+double kb__bench_time_to(const struct kb_bench_run *r, double target_us) {
+  const struct kb_bench_curve_point *pt = kb__bench_point_at(r, target_us);
   return pt ? pt->gpu_s : -1;
 }

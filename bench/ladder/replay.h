@@ -42,16 +42,16 @@ struct kb_bench_run {
 
 /* Replays the `n` candidates of `p` named by `idx` (borrowed; indices into p->c, one task,
  * baseline among them) by the policy (`flat` = 0) or flat evaluation (`flat` = 1) into `out`
- * (caller-owned; release with kb_bench_run_release). Errors: KB_ENOMEM. */
-int kb_bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
+ * (caller-owned; release with kb__bench_run_release). Errors: KB_ENOMEM. */
+int kb__bench_replay(const struct kb_bench_pool *p, const int *idx, int n,
                     const struct kb_bench_replay_opts *o, int flat, struct kb_bench_run *out,
                     struct kb_error *err);
-void kb_bench_run_release(struct kb_bench_run *r);
+void kb__bench_run_release(struct kb_bench_run *r);
 /* GPU seconds until the reported best's true time was at most `target_us`; -1 when never. */
-double kb_bench_time_to(const struct kb_bench_run *r, double target_us);
+double kb__bench_time_to(const struct kb_bench_run *r, double target_us);
 /* The curve point (borrowed from `r`) where the reported best's true time first was at most
  * `target_us`; NULL when never. */
-const struct kb_bench_curve_point *kb_bench_point_at(const struct kb_bench_run *r,
+const struct kb_bench_curve_point *kb__bench_point_at(const struct kb_bench_run *r,
                                                      double target_us);
 
 #endif

@@ -352,7 +352,7 @@ struct thread_arg {
 
 static void *runner_thread(void *arg) {
   struct thread_arg *a = arg;
-  kb_bench_worker_run(a->ctl, a->slot);
+  kb__bench_worker_run(a->ctl, a->slot);
   return NULL;
 }
 
@@ -368,7 +368,7 @@ static int spawn_runner(struct coord *c, int slot, struct kb_error *err) {
     closefrom(3); /* the coordinator's connection is not ours to use */
     signal(SIGINT, SIG_IGN); /* Ctrl-C reaches the coordinator, which ends the runners */
     signal(SIGTERM, SIG_DFL);
-    _exit(kb_bench_worker_run(c->ctl, slot));
+    _exit(kb__bench_worker_run(c->ctl, slot));
   }
   c->pids[slot] = pid;
   return KB_OK;
@@ -437,17 +437,17 @@ static void stop_runners(struct coord *c) {
   c->n_threads = 0;
   if (c->pids == NULL)
     return;
-  int64_t deadline = kb_bench_now_ns() + 10LL * 1000000000;
+  int64_t deadline = kb__bench_now_ns() + 10LL * 1000000000;
   for (int i = 0; i < c->o->runners; i++) {
     while (c->pids[i] > 0) {
       if (waitpid(c->pids[i], NULL, WNOHANG) == c->pids[i]) {
         c->pids[i] = 0;
-      } else if (kb_bench_now_ns() > deadline) {
+      } else if (kb__bench_now_ns() > deadline) {
         kill(c->pids[i], SIGKILL);
         waitpid(c->pids[i], NULL, 0);
         c->pids[i] = 0;
       } else {
-        kb_bench_sleep_ns(1000000);
+        kb__bench_sleep_ns(1000000);
       }
     }
   }
@@ -467,7 +467,7 @@ static int transition(struct coord *c, int phase, struct kb_error *err) {
   c->epoch++;
   uint64_t word = kb_bench_word(c->epoch, phase);
   atomic_store(&c->ctl->word, word);
-  int64_t deadline = kb_bench_now_ns() + READY_TIMEOUT_NS;
+  int64_t deadline = kb__bench_now_ns() + READY_TIMEOUT_NS;
   for (;;) {
     int pending = 0;
     if (c->procs)
@@ -480,10 +480,10 @@ static int transition(struct coord *c, int phase, struct kb_error *err) {
     }
     if (pending == 0)
       return KB_OK;
-    if (kb_bench_now_ns() > deadline)
+    if (kb__bench_now_ns() > deadline)
       return kb_error_set(err, KB_ETIMEOUT, "%d runners did not reach the next phase within "
                           "120 s", pending);
-    kb_bench_sleep_ns(200000);
+    kb__bench_sleep_ns(200000);
   }
 }
 
@@ -516,12 +516,12 @@ static void phase_begin(struct coord *c, struct phase_clock *pc) {
   pc->have_jiffies = cpu_jiffies(&pc->busy0, &pc->total0);
   pc->self0 = c->procs ? -1 : self_cpu();
   pc->forks0 = redis_forks(c->redis, NULL);
-  pc->t0 = kb_bench_now_ns();
+  pc->t0 = kb__bench_now_ns();
 }
 
 static void phase_end(struct coord *c, const struct phase_clock *pc, int phase,
                       struct kb_bench_phase_stats *ps) {
-  ps->wall_s = (double)(kb_bench_now_ns() - pc->t0) / 1e9;
+  ps->wall_s = (double)(kb__bench_now_ns() - pc->t0) / 1e9;
   ps->ops = phase_ops(c, phase);
   ps->per_s = ps->wall_s > 0 ? (double)ps->ops / ps->wall_s : 0;
   double cpu1 = redis_cpu(c->redis);
@@ -540,13 +540,13 @@ static void phase_end(struct coord *c, const struct phase_clock *pc, int phase,
 
 /* Waits `seconds`, watching for a stop request and dead runners. */
 static int hold(struct coord *c, double seconds, struct kb_error *err) {
-  int64_t end = kb_bench_now_ns() + (int64_t)(seconds * 1e9);
-  while (kb_bench_now_ns() < end) {
+  int64_t end = kb__bench_now_ns() + (int64_t)(seconds * 1e9);
+  while (kb__bench_now_ns() < end) {
     if (stopped(c))
       return kb_error_set(err, KB_EINTERRUPTED, "interrupted");
     if (c->procs)
       check_children(c);
-    kb_bench_sleep_ns(5000000);
+    kb__bench_sleep_ns(5000000);
   }
   return KB_OK;
 }
@@ -574,7 +574,7 @@ static int warmup(struct coord *c, long initial, struct kb_error *err) {
   phase_begin(c, &pc);
   int rc = transition(c, KB_BENCH_WARMUP, err);
   int64_t end = pc.t0 + (int64_t)(warm_s * 1e9);
-  while (rc == KB_OK && kb_bench_now_ns() < end) {
+  while (rc == KB_OK && kb__bench_now_ns() < end) {
     struct kb_queue_status st;
     rc = kb_queue_status(&c->q, &st, err);
     if (rc == KB_OK && ready_items(&st) < initial / 4)
@@ -583,7 +583,7 @@ static int warmup(struct coord *c, long initial, struct kb_error *err) {
       rc = kb_error_set(err, KB_EINTERRUPTED, "interrupted");
     if (c->procs)
       check_children(c);
-    kb_bench_sleep_ns(20000000);
+    kb__bench_sleep_ns(20000000);
   }
   if (rc == KB_OK)
     rc = transition(c, KB_BENCH_IDLE, err);
@@ -636,7 +636,7 @@ static int cycles_phase(struct coord *c, struct kb_error *err) {
   int64_t last_reap = pc.t0, last_refill = pc.t0;
   int64_t end = pc.t0 + (int64_t)(o->seconds * 1e9);
   while (rc == KB_OK) {
-    int64_t now = kb_bench_now_ns();
+    int64_t now = kb__bench_now_ns();
     if (now >= end)
       break;
     if (stopped(c)) {
@@ -659,7 +659,7 @@ static int cycles_phase(struct coord *c, struct kb_error *err) {
       rc = refill(c, low_water, err);
       last_refill = now;
     }
-    kb_bench_sleep_ns(2000000);
+    kb__bench_sleep_ns(2000000);
   }
   /* the rate counts what the runners did while killed and respawned, not the drain */
   if (rc == KB_OK)
@@ -673,7 +673,7 @@ static int cycles_phase(struct coord *c, struct kb_error *err) {
 
 /* --kills: the survivors finish every item; the reaper returns the lost leases. */
 static int drain(struct coord *c, struct kb_error *err) {
-  int64_t t0 = kb_bench_now_ns(), last_progress = t0;
+  int64_t t0 = kb__bench_now_ns(), last_progress = t0;
   int64_t last_done = -1;
   int rc = KB_OK;
   for (;;) {
@@ -688,7 +688,7 @@ static int drain(struct coord *c, struct kb_error *err) {
       return rc;
     if (st.open == 0 && st.leased == 0)
       break;
-    int64_t now = kb_bench_now_ns();
+    int64_t now = kb__bench_now_ns();
     if (st.done != last_done) {
       last_done = st.done;
       last_progress = now;
@@ -696,9 +696,9 @@ static int drain(struct coord *c, struct kb_error *err) {
       return kb_error_set(err, KB_ETIMEOUT, "drain stalled: %lld items open, %lld leased, "
                           "none finished for 60 s", (long long)st.open, (long long)st.leased);
     }
-    kb_bench_sleep_ns(100000000);
+    kb__bench_sleep_ns(100000000);
   }
-  c->res->drain_s = (double)(kb_bench_now_ns() - t0) / 1e9;
+  c->res->drain_s = (double)(kb__bench_now_ns() - t0) / 1e9;
   return transition(c, KB_BENCH_IDLE, err);
 }
 
@@ -750,7 +750,7 @@ static void wait_rewrite(struct coord *c) {
     kb_buf_release(&b);
     if (busy != 1)
       return;
-    kb_bench_sleep_ns(100000000);
+    kb__bench_sleep_ns(100000000);
   }
 }
 
@@ -769,9 +769,9 @@ static int profile_batches(struct coord *c, struct kb_bench_script_profile *p, i
   while ((rc == KB_OK || keep_going) && i < n) {
     int nb = commandstats(c->redis, before, 128), from = i;
     for (; (rc == KB_OK || keep_going) && i < n && i - from < batch; i++) {
-      int64_t t0 = kb_bench_now_ns();
+      int64_t t0 = kb__bench_now_ns();
       int crc = call(c, i, ctx, err);
-      lat[i] = kb_bench_now_ns() - t0;
+      lat[i] = kb__bench_now_ns() - t0;
       if (rc == KB_OK)
         rc = crc;
     }
@@ -980,7 +980,7 @@ static int run_fill(struct coord *c, struct kb_error *err) {
                                   .per_task = o->per_task,
                                   .threads = cpus > 1 ? (int)cpus + 1 : 2,
                                   .progress = o->progress, .stop = o->stop};
-  int rc = kb_bench_fill(&fo, &c->res->fill, err);
+  int rc = kb__bench_fill(&fo, &c->res->fill, err);
   if (rc)
     return rc;
   c->res->enqueued += c->res->fill.items;
@@ -1008,7 +1008,7 @@ static int check_opts(const struct kb_bench_queue_opts *o, struct kb_error *err)
   return KB_OK;
 }
 
-int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queue_result *res,
+int kb__bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queue_result *res,
                        struct kb_error *err) {
   memset(res, 0, sizeof *res);
   res->runners = o->runners;
@@ -1017,18 +1017,18 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   if (rc)
     return rc;
   struct coord c = {.o = o, .res = res, .procs = o->kills > 0,
-                    .rng = o->seed ? o->seed : (uint64_t)kb_bench_now_ns()};
+                    .rng = o->seed ? o->seed : (uint64_t)kb__bench_now_ns()};
   struct kb_bench_server server = {0};
   struct thread_arg *args = NULL;
   const char *addr = o->redis;
   if (addr == NULL) {
     progress(&c, "starting redis-server");
-    rc = kb_bench_server_start(&server, err);
+    rc = kb__bench_server_start(&server, err);
     if (rc)
       return rc;
     addr = server.addr;
   }
-  c.ctl = kb_bench_ctl_new(o->runners);
+  c.ctl = kb__bench_ctl_new(o->runners);
   args = kb_calloc((size_t)o->runners, sizeof *args);
   if (c.ctl == NULL || args == NULL) {
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -1036,7 +1036,7 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   }
   snprintf(c.ctl->addr, sizeof c.ctl->addr, "%s", addr);
   snprintf(res->cid, sizeof res->cid, "bench-%ld-%lld", (long)getpid(),
-           (long long)(kb_bench_now_ns() / 1000000) % 100000000);
+           (long long)(kb__bench_now_ns() / 1000000) % 100000000);
   snprintf(c.ctl->cid, sizeof c.ctl->cid, "%s", res->cid);
   kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
   c.ctl->eval_ns = (long)(o->eval_ms * 1e6);
@@ -1113,7 +1113,7 @@ int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queu
   }
   if (rc == KB_OK) {
     progress(&c, "verifying");
-    rc = kb_bench_verify(&c.q, res->enqueued, &res->verify, err);
+    rc = kb__bench_verify(&c.q, res->enqueued, &res->verify, err);
   }
   if (rc == KB_OK)
     rc = latencies(&c, err);
@@ -1126,11 +1126,11 @@ out:
   kb_free(c.pids);
   kb_free(args);
   kb_redis_free(c.redis);
-  kb_bench_ctl_free(c.ctl);
-  kb_bench_server_destroy(&server);
+  kb__bench_ctl_free(c.ctl);
+  kb__bench_server_destroy(&server);
   return rc;
 }
 
-int kb_bench_queue_passed(const struct kb_bench_queue_result *res) {
+int kb__bench_queue_passed(const struct kb_bench_queue_result *res) {
   return res->lost == 0 && res->double_charged == 0 && res->verify.ledger_exact;
 }

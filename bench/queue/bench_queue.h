@@ -100,7 +100,7 @@ struct kb_bench_queue_result {
   int n_cmds;
   struct kb_bench_script_profile claim, complete; /* each script alone, after the phases */
   struct kb_bench_script_profile fused;           /* kb_queue_complete_and_claim alone */
-  struct kb_bench_verify verify;
+  struct kb__bench_verify verify;
   long lost, double_charged;          /* from verify, also counting a failed drain as lost */
   /* --fill */
   struct kb_bench_fill_stats fill;
@@ -117,18 +117,18 @@ struct kb_bench_queue_result {
  * res->verify.ledger_exact). Errors: KB_EINVAL (bad options), KB_EIO (cannot start redis or a
  * runner), KB_ECONN, KB_EREDIS, KB_ENOMEM, KB_ETIMEOUT (runners or the drain stalled),
  * KB_EINTERRUPTED (*o->stop was set), or the first error a runner hit. */
-int kb_bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queue_result *res,
+int kb__bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queue_result *res,
                        struct kb_error *err);
 
 /* 1 when the run passed: nothing lost, nothing charged twice, the ledger exact. */
-int kb_bench_queue_passed(const struct kb_bench_queue_result *res);
+int kb__bench_queue_passed(const struct kb_bench_queue_result *res);
 
 /* Writes the human-readable table. */
-void kb_bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
+void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
                                 const struct kb_bench_queue_result *res);
 /* Appends the final one-line JSON object (no newline) to `out` (caller-owned).
  * Errors: KB_ENOMEM. */
-int kb_bench_queue_json(const struct kb_bench_queue_opts *o,
+int kb__bench_queue_json(const struct kb_bench_queue_opts *o,
                         const struct kb_bench_queue_result *res, struct kb_buf *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* Plausible CUDA-like candidate sources for --fill (see fill.h, kb_bench_cuda_source).
+/* Plausible CUDA-like candidate sources for --fill (see fill.h, kb__bench_cuda_source).
  *
  * The text only has to look like what an LLM or a tuner hands in, so that zstd sees realistic
  * redundancy: a fixed vocabulary of CUDA idioms, identifiers and comment phrases, varied per
@@ -386,7 +386,7 @@ static void forward(struct gen *g, int family, int kernels) {
   put(g, "    return cudaGetLastError() == cudaSuccess ? 0 : 1;\n}\n");
 }
 
-int kb_bench_cuda_source(uint64_t seed, const char *task, int family, struct kb_buf *out) {
+int kb__bench_cuda_source(uint64_t seed, const char *task, int family, struct kb_buf *out) {
   enum { MIN_BYTES = 4096, MAX_BYTES = 12288, FORWARD_BYTES = 1300 };
   struct gen g = {.s = seed, .b = out};
   family = ((family % 8) + 8) % 8;

@@ -70,7 +70,7 @@ static int fill_task(struct fill_thread *t, struct kb_queue *q, int task_index) 
       return KB_EINTERRUPTED;
     uint64_t seed = ((uint64_t)task_index << 32) ^ (uint64_t)i ^ 0x5eedULL;
     kb_buf_reset(&src);
-    rc = kb_bench_cuda_source(seed, task, task_index, &src);
+    rc = kb__bench_cuda_source(seed, task, task_index, &src);
     if (rc) {
       kb_error_set(&t->err, rc, "cannot generate a source: out of memory");
       break;
@@ -133,7 +133,7 @@ static void *fill_main(void *arg) {
   return NULL;
 }
 
-int kb_bench_fill(const struct kb_bench_fill_opts *o, struct kb_bench_fill_stats *st,
+int kb__bench_fill(const struct kb_bench_fill_opts *o, struct kb_bench_fill_stats *st,
                   struct kb_error *err) {
   memset(st, 0, sizeof *st);
   if (o->threads < 1 || o->tasks < 1 || o->per_task < 1)
@@ -145,7 +145,7 @@ int kb_bench_fill(const struct kb_bench_fill_opts *o, struct kb_bench_fill_stats
   struct fill_thread *th = kb_calloc((size_t)o->threads, sizeof *th);
   if (th == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
-  int64_t t0 = kb_bench_now_ns();
+  int64_t t0 = kb__bench_now_ns();
   int started = 0, rc = KB_OK;
   for (int i = 0; i < o->threads; i++) {
     th[i].sh = &sh;
@@ -163,14 +163,14 @@ int kb_bench_fill(const struct kb_bench_fill_opts *o, struct kb_bench_fill_stats
     long done = atomic_load(&sh.stored);
     if (done >= want || atomic_load(&sh.failed))
       break;
-    int64_t now = kb_bench_now_ns();
+    int64_t now = kb__bench_now_ns();
     if (now - last >= 1000000000) {
       double s = (double)(now - t0) / 1e9;
       fprintf(stderr, "\rfill: %ld/%ld candidates, %.0f/s, %.0f s  ", done, want,
               s > 0 ? (double)done / s : 0.0, s);
       last = now;
     }
-    kb_bench_sleep_ns(100000000);
+    kb__bench_sleep_ns(100000000);
   }
   for (int i = 0; i < started; i++)
     pthread_join(th[i].tid, NULL);
@@ -191,7 +191,7 @@ int kb_bench_fill(const struct kb_bench_fill_opts *o, struct kb_bench_fill_stats
   if (rc == KB_OK && st->candidates != want)
     rc = kb_error_set(err, KB_EINTERNAL, "fill stored %ld candidates, not %ld", st->candidates,
                       want);
-  st->seconds = (double)(kb_bench_now_ns() - t0) / 1e9;
+  st->seconds = (double)(kb__bench_now_ns() - t0) / 1e9;
   kb_free(th);
   return rc;
 }

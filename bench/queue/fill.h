@@ -36,12 +36,12 @@ struct kb_bench_fill_stats {
  * task `task` (borrowed), kernel family `family`, derived from `seed`: includes, tunable knobs,
  * device helpers, one to four kernels and the kb_forward entry point, with comments. Different
  * seeds give different identifiers, constants, loop shapes and sizes. Errors: KB_ENOMEM. */
-int kb_bench_cuda_source(uint64_t seed, const char *task, int family, struct kb_buf *out);
+int kb__bench_cuda_source(uint64_t seed, const char *task, int family, struct kb_buf *out);
 
 /* Stores opts->tasks * opts->per_task candidates with kb_catalog_put_candidate and enqueues each
  * once with kb_queue_enqueue, from opts->threads connections. Fills `st` (caller-owned).
  * Errors: those of Redis and of the candidate functions; KB_EINTERRUPTED when stopped. */
-int kb_bench_fill(const struct kb_bench_fill_opts *opts, struct kb_bench_fill_stats *st,
+int kb__bench_fill(const struct kb_bench_fill_opts *opts, struct kb_bench_fill_stats *st,
                   struct kb_error *err);
 
 #endif

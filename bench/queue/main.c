@@ -154,23 +154,23 @@ int main(int argc, char **argv) {
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
 
   struct kb_bench_queue_result res;
-  if (kb_bench_queue_run(&o, &res, &err)) {
+  if (kb__bench_queue_run(&o, &res, &err)) {
     fprintf(stderr, "kb-bench-queue: %s\n", err.msg);
     if (err.code == KB_EINTERRUPTED)
       return KB_EXIT_INTERRUPTED;
     return err.code == KB_EINVAL ? KB_EXIT_USAGE : KB_EXIT_FAILURE;
   }
   if (!json_only)
-    kb_bench_queue_print_table(stdout, &o, &res);
+    kb__bench_queue_print_table(stdout, &o, &res);
   struct kb_buf line;
   kb_buf_init(&line);
-  if (kb_bench_queue_json(&o, &res, &line)) {
+  if (kb__bench_queue_json(&o, &res, &line)) {
     fprintf(stderr, "kb-bench-queue: out of memory\n");
     return KB_EXIT_FAILURE;
   }
   printf("%s\n", line.data);
   kb_buf_release(&line);
-  if (!kb_bench_queue_passed(&res)) {
+  if (!kb__bench_queue_passed(&res)) {
     fprintf(stderr, "kb-bench-queue: check failed: %ld lost, %ld charged twice, ledger %s\n",
             res.lost, res.double_charged, res.verify.ledger_exact ? "exact" : "not exact");
     return KB_EXIT_FAILURE;

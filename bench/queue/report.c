@@ -42,7 +42,7 @@ static void script_rows(FILE *out, const char *name, const struct kb_bench_scrip
   cmd_rows(out, p->cmds, p->n_cmds, "us/call");
 }
 
-void kb_bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
+void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
                                 const struct kb_bench_queue_result *r) {
   fprintf(out, "kb-bench-queue: %d runners (%s), %.1f s per phase, campaign %s%s\n", r->runners,
           o->kills ? "processes" : "threads", r->seconds, r->cid,
@@ -88,7 +88,7 @@ void kb_bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   script_rows(out, "claim", &r->claim);
   script_rows(out, "complete", &r->complete);
   script_rows(out, "complete+claim", &r->fused);
-  const struct kb_bench_verify *v = &r->verify;
+  const struct kb__bench_verify *v = &r->verify;
   fprintf(out, "\n  items                     %ld enqueued; %ld queued, %ld leased, %ld done, "
                "%ld dead\n",
           r->enqueued, v->queued, v->leased, v->done, v->dead);
@@ -129,11 +129,11 @@ void kb_bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
             f->candidates ? (double)r->queues_bytes / (double)f->candidates : 0.0);
   }
   fprintf(out, "\n  result                    %s\n\n",
-          kb_bench_queue_passed(r) ? "pass (nothing lost, nothing charged twice, ledger exact)"
+          kb__bench_queue_passed(r) ? "pass (nothing lost, nothing charged twice, ledger exact)"
                                    : "FAIL");
 }
 
-int kb_bench_queue_json(const struct kb_bench_queue_opts *o,
+int kb__bench_queue_json(const struct kb_bench_queue_opts *o,
                         const struct kb_bench_queue_result *r, struct kb_buf *out) {
   int rc = kb_buf_addf(out,
                        "{\"runners\":%d,\"cycles_per_s\":%.1f,\"raw_script_per_s\":%.1f,"

@@ -65,7 +65,7 @@ static int answers(const char *sock) {
   return ok;
 }
 
-int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
+int kb__bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
   memset(s, 0, sizeof *s);
   snprintf(s->dir, sizeof s->dir, "/tmp/kb-bench-redis-XXXXXX");
   if (mkdtemp(s->dir) == NULL) {
@@ -80,7 +80,7 @@ int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
-    kb_bench_server_destroy(s);
+    kb__bench_server_destroy(s);
     return kb_error_set(err, KB_EIO, "cannot start redis-server: fork: %s", strerror(e));
   }
   if (pid == 0) {
@@ -108,7 +108,7 @@ int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
       s->pid = 0;
       int rc = kb_error_set(err, KB_EIO, "redis-server exited at start (status %d); is it on "
                             "the PATH? see %s", WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
-      kb_bench_server_destroy(s);
+      kb__bench_server_destroy(s);
       return rc;
     }
     if (answers(sock))
@@ -116,11 +116,11 @@ int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err) {
     nap_ms(25);
   }
   kb_error_set(err, KB_ETIMEOUT, "redis-server at %s did not answer within 10 s", s->addr);
-  kb_bench_server_destroy(s);
+  kb__bench_server_destroy(s);
   return KB_ETIMEOUT;
 }
 
-void kb_bench_server_destroy(struct kb_bench_server *s) {
+void kb__bench_server_destroy(struct kb_bench_server *s) {
   if (s == NULL)
     return;
   if (s->pid > 0) {

@@ -20,9 +20,9 @@ struct kb_bench_server {
  * PING. The server gets SIGTERM if the calling thread dies first. `s` is caller-owned.
  * Errors: KB_EIO (no temp folder, cannot start), KB_ETIMEOUT (never answered; the message names
  * its log file). On failure nothing is left running or on disk. */
-int kb_bench_server_start(struct kb_bench_server *s, struct kb_error *err);
+int kb__bench_server_start(struct kb_bench_server *s, struct kb_error *err);
 /* Stops the server (SHUTDOWN, then SIGKILL after 10 s) and removes its folder; `s` may be NULL
  * or never started. Set KB_BENCH_KEEP=1 to keep the folder for inspection. */
-void kb_bench_server_destroy(struct kb_bench_server *s);
+void kb__bench_server_destroy(struct kb_bench_server *s);
 
 #endif

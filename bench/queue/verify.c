@@ -118,7 +118,7 @@ static int add_item(void *ctx, const redisReply *field, const redisReply *value)
 
 struct charge_ctx {
   struct items *it;
-  struct kb_bench_verify *v;
+  struct kb__bench_verify *v;
 };
 
 static int add_charge(void *ctx, const redisReply *field, const redisReply *value) {
@@ -144,7 +144,7 @@ static int add_charge(void *ctx, const redisReply *field, const redisReply *valu
 
 /* Counts the results stream entries per item, reading it in chunks. */
 static int scan_results(struct kb_redis *r, const char *key, struct items *it,
-                        struct kb_bench_verify *v, struct kb_error *err) {
+                        struct kb__bench_verify *v, struct kb_error *err) {
   char start[64] = "-";
   for (;;) {
     const char *argv[] = {"XRANGE", key, start, "+", "COUNT", "5000"};
@@ -209,8 +209,8 @@ static int scan_zset(struct kb_redis *r, const char *key, int lease, struct item
   return KB_OK;
 }
 
-/* Classifies one item; see the field comments of struct kb_bench_verify. */
-static void judge(const struct item *x, struct kb_bench_verify *v) {
+/* Classifies one item; see the field comments of struct kb__bench_verify. */
+static void judge(const struct item *x, struct kb__bench_verify *v) {
   int lost = 0, twice = x->results > 1 || x->posted > 1;
   switch (x->state) {
   case ST_QUEUED:
@@ -240,7 +240,7 @@ static void judge(const struct item *x, struct kb_bench_verify *v) {
   v->double_charged += twice;
 }
 
-int kb_bench_verify(struct kb_queue *q, long enqueued, struct kb_bench_verify *v,
+int kb__bench_verify(struct kb_queue *q, long enqueued, struct kb__bench_verify *v,
                     struct kb_error *err) {
   memset(v, 0, sizeof *v);
   struct items it = {0};

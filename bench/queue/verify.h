@@ -11,7 +11,7 @@
 
 struct kb_error;
 
-struct kb_bench_verify {
+struct kb__bench_verify {
   long items;            /* fields of the items hash */
   long queued, leased, done, dead, other; /* items by state */
   long in_queues;        /* members of the tier queues */
@@ -33,7 +33,7 @@ struct kb_bench_verify {
 /* Checks campaign `q` (borrowed) against `enqueued`, the number of items the benchmark added.
  * Fills `v` (caller-owned). Returns KB_OK when the check ran, whatever it found; errors are
  * those of Redis (KB_ECONN, KB_EREDIS) and KB_ENOMEM. */
-int kb_bench_verify(struct kb_queue *q, long enqueued, struct kb_bench_verify *v,
+int kb__bench_verify(struct kb_queue *q, long enqueued, struct kb__bench_verify *v,
                     struct kb_error *err);
 
 #endif

@@ -10,13 +10,13 @@
 #include "kb/error.h"
 #include "kb/redis.h"
 
-int64_t kb_bench_now_ns(void) {
+int64_t kb__bench_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void kb_bench_sleep_ns(int64_t ns) {
+void kb__bench_sleep_ns(int64_t ns) {
   if (ns <= 0)
     return;
   struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
@@ -24,7 +24,7 @@ void kb_bench_sleep_ns(int64_t ns) {
     ;
 }
 
-struct kb_bench_ctl *kb_bench_ctl_new(int nslots) {
+struct kb_bench_ctl *kb__bench_ctl_new(int nslots) {
   if (nslots < 1)
     return NULL;
   size_t size = sizeof(struct kb_bench_ctl) + (size_t)nslots * sizeof(struct kb_bench_slot);
@@ -40,7 +40,7 @@ struct kb_bench_ctl *kb_bench_ctl_new(int nslots) {
   return ctl;
 }
 
-void kb_bench_ctl_free(struct kb_bench_ctl *ctl) {
+void kb__bench_ctl_free(struct kb_bench_ctl *ctl) {
   if (ctl == NULL)
     return;
   munmap(ctl, sizeof(struct kb_bench_ctl) +
@@ -122,17 +122,17 @@ static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct 
   /* Real evaluations take varied times, so runners do not claim in step: start at a random
    * offset and draw each evaluation uniformly from 0.5 to 1.5 times eval_ns. */
   if (ctl->eval_ns > 0)
-    kb_bench_sleep_ns((int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
+    kb__bench_sleep_ns((int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
   while (atomic_load_explicit(&ctl->word, memory_order_acquire) == word) {
     int64_t claim_ns = 0;
     if (!holding) {
-      int64_t t0 = kb_bench_now_ns();
+      int64_t t0 = kb__bench_now_ns();
       rc = kb_queue_claim(q, name, 0, -1, &c, NULL, err);
-      claim_ns = kb_bench_now_ns() - t0;
+      claim_ns = kb__bench_now_ns() - t0;
       if (rc == KB_EEMPTY) {
         kb_error_clear(err);
         atomic_fetch_add_explicit(&s->empty[phase], 1, memory_order_relaxed);
-        kb_bench_sleep_ns(phase == KB_BENCH_DRAIN ? 5000000 : 500000);
+        kb__bench_sleep_ns(phase == KB_BENCH_DRAIN ? 5000000 : 500000);
         continue;
       }
       if (rc)
@@ -140,12 +140,12 @@ static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct 
       holding = 1;
     }
     if (ctl->eval_ns > 0)
-      kb_bench_sleep_ns(ctl->eval_ns / 2 +
+      kb__bench_sleep_ns(ctl->eval_ns / 2 +
                         (int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
     int64_t cost = c.cost_ms / 2; /* under the reservation: the rest is voided */
     result_json(json, sizeof json, ctl, &c, name, cost);
     int dup = 0;
-    int64_t t2 = kb_bench_now_ns();
+    int64_t t2 = kb__bench_now_ns();
     if (ctl->two_call) {
       rc = kb_queue_complete(q, &c, cost, json, name, &dup, err);
       holding = 0;
@@ -159,7 +159,7 @@ static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct 
         rc = KB_OK;
       }
     }
-    int64_t t3 = kb_bench_now_ns();
+    int64_t t3 = kb__bench_now_ns();
     if (rc == KB_ELEASE) {
       /* the lease expired and was reaped: the item is someone else's now */
       kb_error_clear(err);
@@ -205,7 +205,7 @@ static int run_raw(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct kb_
   return KB_OK;
 }
 
-int kb_bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
+int kb__bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
   struct kb_bench_slot *s = &ctl->slots[slot];
   struct kb_error err = {0};
   struct kb_redis *r = NULL;
@@ -227,7 +227,7 @@ int kb_bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
     if (phase == KB_BENCH_IDLE || atomic_load(&s->failed)) {
       /* 256 idle runners polling every millisecond would cost the server a good part of a CPU;
        * every 5 ms they start a phase at most 5 ms late (0.05% of a 10 s phase) */
-      kb_bench_sleep_ns(5000000);
+      kb__bench_sleep_ns(5000000);
       continue;
     }
     kb_error_clear(&err);

@@ -60,9 +60,9 @@ struct kb_bench_ctl {
 };
 
 /* Maps a zeroed control block for `nslots` slots, shared with future children. Returns it (new;
- * kb_bench_ctl_free) or NULL when out of memory. */
-struct kb_bench_ctl *kb_bench_ctl_new(int nslots);
-void kb_bench_ctl_free(struct kb_bench_ctl *ctl);
+ * kb__bench_ctl_free) or NULL when out of memory. */
+struct kb_bench_ctl *kb__bench_ctl_new(int nslots);
+void kb__bench_ctl_free(struct kb_bench_ctl *ctl);
 
 /* The control word for (epoch, phase). */
 static inline uint64_t kb_bench_word(uint64_t epoch, int phase) {
@@ -73,11 +73,11 @@ static inline uint64_t kb_bench_word(uint64_t epoch, int phase) {
  * follows the phases until KB_BENCH_EXIT. Errors are recorded in the slot, which then stops
  * working but keeps acknowledging phases, so the coordinator never waits on it forever.
  * Returns 0, or 1 when the slot failed. */
-int kb_bench_worker_run(struct kb_bench_ctl *ctl, int slot);
+int kb__bench_worker_run(struct kb_bench_ctl *ctl, int slot);
 
 /* Monotonic clock in nanoseconds. */
-int64_t kb_bench_now_ns(void);
+int64_t kb__bench_now_ns(void);
 /* Sleeps `ns` nanoseconds (restarts after signals). */
-void kb_bench_sleep_ns(int64_t ns);
+void kb__bench_sleep_ns(int64_t ns);
 
 #endif

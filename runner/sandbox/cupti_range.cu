@@ -259,7 +259,7 @@ static struct session *host_session(char *why, size_t size) {
   return &cached;
 }
 
-extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
+extern "C" int kb__cupti_metrics_probe(char *why, size_t size) {
   char local[8];
   if (why == NULL || size == 0) {
     why = local;
@@ -276,7 +276,7 @@ extern "C" int kb_cupti_metrics_probe(char *why, size_t size) {
 
 /* Kept whole (100 lines): CUPTI's user-replay protocol, pass after pass, then the decode;
  * its calls must come in this order on one session. */
-extern "C" int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg),
+extern "C" int kb__cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg),
                                         void *arg, struct kb_cupti_metrics *m,
                                         struct kb_error *err) {
   memset(m, 0, sizeof *m);

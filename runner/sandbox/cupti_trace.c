@@ -94,7 +94,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
   free(buffer); /* posix_memalign's (buffer_requested): the wrapper has no aligned allocation */
 }
 
-int kb_cupti_trace_start(struct kb_error *err) {
+int kb__cupti_trace_start(struct kb_error *err) {
   if (trace.running)
     return kb_error_set(err, KB_EINVAL, "cupti: a kernel trace is already running");
   /* the activity kind applies to contexts created later too, but make sure one exists so a
@@ -129,7 +129,7 @@ static int by_start(const void *a, const void *b) {
   return (x->end > y->end) - (x->end < y->end);
 }
 
-int kb_cupti_trace_stop(struct kb_cupti_kernel **recs, size_t *n, size_t *dropped,
+int kb__cupti_trace_stop(struct kb_cupti_kernel **recs, size_t *n, size_t *dropped,
                         struct kb_error *err) {
   *recs = NULL;
   *n = 0;
@@ -163,7 +163,7 @@ int kb_cupti_trace_stop(struct kb_cupti_kernel **recs, size_t *n, size_t *droppe
   return rc;
 }
 
-int kb_cupti_stream_id(void *stream, uint32_t *id, struct kb_error *err) {
+int kb__cupti_stream_id(void *stream, uint32_t *id, struct kb_error *err) {
   CUcontext ctx = NULL;
   cudaError_t ce = cudaFree(NULL);
   if (ce != cudaSuccess)
@@ -177,7 +177,7 @@ int kb_cupti_stream_id(void *stream, uint32_t *id, struct kb_error *err) {
   return KB_OK;
 }
 
-int kb_cupti_windows(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+int kb__cupti_windows(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                      const char *marker, struct kb_cupti_window *w, size_t max, size_t *nw,
                      struct kb_error *err) {
   if (marker == NULL)
@@ -230,7 +230,7 @@ static uint64_t outside(uint64_t s, uint64_t e, const struct kb_cupti_window *w,
   return (e - s) - (inside > e - s ? e - s : inside);
 }
 
-int kb_cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+int kb__cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                          const struct kb_cupti_window *w, size_t nw, const char *const *trusted,
                          struct kb_cupti_check *out) {
   memset(out, 0, sizeof *out);
@@ -265,7 +265,7 @@ int kb_cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t 
          out->late_kernels == 0;
 }
 
-size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+size_t kb__cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                                const struct kb_cupti_window *w, size_t nw, size_t period,
                                const char *const *trusted) {
   size_t kept = 0;
@@ -288,22 +288,22 @@ size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t 
   return kept;
 }
 
-/* ---- kb_cupti_prewarm ----------------------------------------------------------------------- */
+/* ---- kb__cupti_prewarm ----------------------------------------------------------------------- */
 static int prewarm_launch(void *arg) {
   (void)arg;
-  return kb_dk_spin(5.0, NULL);
+  return kb__dk_spin(5.0, NULL);
 }
 
-int kb_cupti_prewarm(char *why, size_t size) {
+int kb__cupti_prewarm(char *why, size_t size) {
   struct kb_error err = {0};
   why[0] = '\0';
-  int rc = kb_cupti_trace_start(&err);
+  int rc = kb__cupti_trace_start(&err);
   if (rc == KB_OK) {
-    int spun = kb_dk_spin(5.0, NULL);
+    int spun = kb__dk_spin(5.0, NULL);
     cudaDeviceSynchronize();
     struct kb_cupti_kernel *recs = NULL;
     size_t n = 0;
-    rc = kb_cupti_trace_stop(&recs, &n, NULL, &err);
+    rc = kb__cupti_trace_stop(&recs, &n, NULL, &err);
     kb_free(recs);
     if (rc == KB_OK && spun != 0)
       rc = kb_error_set(&err, KB_EINTERNAL, "cupti: the marker kernel did not launch");
@@ -313,9 +313,9 @@ int kb_cupti_prewarm(char *why, size_t size) {
     return 1;
   }
   char mwhy[256] = "";
-  if (kb_cupti_metrics_probe(mwhy, sizeof mwhy)) {
+  if (kb__cupti_metrics_probe(mwhy, sizeof mwhy)) {
     struct kb_cupti_metrics m;
-    if (kb_cupti_metrics_measure(NULL, prewarm_launch, NULL, &m, &err) != KB_OK) {
+    if (kb__cupti_metrics_measure(NULL, prewarm_launch, NULL, &m, &err) != KB_OK) {
       snprintf(why, size, "%s", err.msg);
       return 1;
     }

@@ -2,15 +2,15 @@
  * metrics of one launch through the CUDA 13 Range Profiler.
  *
  * Kernel trace (cupti_trace.c): the Activity API's CONCURRENT_KERNEL records (which keep kernels
- * concurrent) between kb_cupti_trace_start() and kb_cupti_trace_stop(), copied into plain
+ * concurrent) between kb__cupti_trace_start() and kb__cupti_trace_stop(), copied into plain
  * structs. CUPTI's activity state is process-wide: one trace at a time per process, started and
  * stopped from one thread (the sandbox's). Timestamps are CUPTI's (nanoseconds,
  * cuptiGetTimestamp's clock), the same for every record of a trace.
  *
  * Cross-check: the sandbox brackets every timed call of the candidate with marker kernels on the
- * candidate's stream (kb_dk_spin of devkern.h, kernel name "kb_dk_spin_kernel"), launched right
+ * candidate's stream (kb__dk_spin of devkern.h, kernel name "kb_dk_spin_kernel"), launched right
  * before the start event and right after the end event, so the events' interval appears in
- * CUPTI's clock as the gap between two markers (kb_cupti_windows). kb_cupti_cross_check then
+ * CUPTI's clock as the gap between two markers (kb__cupti_windows). kb__cupti_cross_check then
  * sums the time of every kernel that is not the evaluator's own (names containing "kb_dk_") and
  * that ran on another stream, or on the candidate's stream outside every window: work the
  * events did not time. Any such time means `rejected`.
@@ -19,7 +19,7 @@
  * kernels one callback launches: CUPTI replays each kernel as often as its passes need, saving
  * and restoring the memory it writes. Counters need the driver's permission
  * (NVreg_RestrictProfilingToAdminUsers=0, or root) and no other profiler attached;
- * kb_cupti_metrics_probe says whether they can be read and why not, and a caller records that
+ * kb__cupti_metrics_probe says whether they can be read and why not, and a caller records that
  * reason rather than failing an evaluation.
  *
  * Errors: functions return KB_OK or a kb error code (kb/error.h) with a message in `err`
@@ -45,7 +45,7 @@ struct kb_cupti_kernel {
   char name[KB_CUPTI_NAME_MAX]; /* mangled name, truncated */
   uint64_t start;               /* nanoseconds, CUPTI clock */
   uint64_t end;                 /* nanoseconds, CUPTI clock */
-  uint32_t stream_id;           /* CUPTI's stream id (kb_cupti_stream_id) */
+  uint32_t stream_id;           /* CUPTI's stream id (kb__cupti_stream_id) */
   uint32_t device_id;           /* CUDA device ordinal */
   uint32_t context_id;          /* CUPTI's context id */
   uint32_t correlation_id;      /* ties the record to its launch call */
@@ -60,18 +60,18 @@ struct kb_cupti_kernel {
 /* Starts recording kernels: enables CONCURRENT_KERNEL activity and forgets records of an earlier
  * trace. Initializes CUDA's current context if needed. Errors: KB_EINVAL when a trace is
  * already running, KB_EINTERNAL. */
-int kb_cupti_trace_start(struct kb_error *err);
+int kb__cupti_trace_start(struct kb_error *err);
 
 /* Stops recording after the caller synchronized the work it wants recorded: flushes CUPTI's
  * buffers and disables the activity kind. `*recs` gets a new array of `*n` records sorted by
  * start time (free it with kb_free; NULL when none), `*dropped` (may be NULL) the records CUPTI
  * reported lost. Errors: KB_EINVAL without a running trace, KB_ENOMEM, KB_EINTERNAL. */
-int kb_cupti_trace_stop(struct kb_cupti_kernel **recs, size_t *n, size_t *dropped,
+int kb__cupti_trace_stop(struct kb_cupti_kernel **recs, size_t *n, size_t *dropped,
                         struct kb_error *err);
 
 /* CUPTI's id of `stream` (a cudaStream_t of the current context; NULL = legacy default
  * stream) into `*id`, as kernel records carry it. Errors: KB_EINTERNAL. */
-int kb_cupti_stream_id(void *stream, uint32_t *id, struct kb_error *err);
+int kb__cupti_stream_id(void *stream, uint32_t *id, struct kb_error *err);
 
 /* A time interval in CUPTI's clock, nanoseconds: [start, end]. */
 struct kb_cupti_window {
@@ -84,7 +84,7 @@ struct kb_cupti_window {
  * first and second, third and fourth, ...; each pair gives the window from the end of the first
  * to the start of the second. Writes up to `max` windows into `w` (caller-owned) and their count
  * into `*nw`. Errors: KB_EINVAL for an odd number of markers or more pairs than `max`. */
-int kb_cupti_windows(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+int kb__cupti_windows(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                      const char *marker, struct kb_cupti_window *w, size_t max, size_t *nw,
                      struct kb_error *err);
 
@@ -102,23 +102,23 @@ struct kb_cupti_check {
 };
 
 /* Cross-checks a trace (`recs`, borrowed) of timed calls against their windows (`w`, `nw`,
- * borrowed; see kb_cupti_windows): kernels whose name contains one of the NULL-terminated
+ * borrowed; see kb__cupti_windows): kernels whose name contains one of the NULL-terminated
  * `trusted` substrings (borrowed; NULL = {"kb_dk_"}) are the evaluator's and ignored; every
  * other kernel is the candidate's and must lie on stream `stream_id` inside a window. Fills
  * `*out` (caller-owned). Returns 1 when nothing ran elsewhere or outside (other_ns and late_ns
  * both 0), 0 otherwise. Pure; no CUDA call. */
-int kb_cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+int kb__cupti_cross_check(const struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                          const struct kb_cupti_window *w, size_t nw, const char *const *trusted,
                          struct kb_cupti_check *out);
 
 /* Keeps, in place and in order, the candidate's records of a trace (`recs`, `n`, sorted by
  * start) and returns how many: every record but the evaluator's own (`trusted` as in
- * kb_cupti_cross_check) and, when the baseline was timed interleaved with the candidate
+ * kb__cupti_cross_check) and, when the baseline was timed interleaved with the candidate
  * (`period` > 0: each sample of `period` windows, the candidate's first, then the baseline's),
  * but those that started in a baseline window on stream `stream_id` (windows `w`, `nw`; window j
  * is the baseline's when (j / period) is odd). Records on other streams or outside every window
  * stay: they are the candidate's. Pure; no CUDA call. */
-size_t kb_cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
+size_t kb__cupti_keep_candidate(struct kb_cupti_kernel *recs, size_t n, uint32_t stream_id,
                                const struct kb_cupti_window *w, size_t nw, size_t period,
                                const char *const *trusted);
 
@@ -148,7 +148,7 @@ struct kb_cupti_metrics {
  * 0 when not, with the reason in `why` (`size` bytes, always NUL-terminated when size > 0),
  * e.g. "counters need admin rights (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): ...". Initializes
  * CUDA's current context; never fails otherwise. `why` is borrowed. */
-int kb_cupti_metrics_probe(char *why, size_t size);
+int kb__cupti_metrics_probe(char *why, size_t size);
 
 /* Runs the work of `launch(arg)` under the Range Profiler and reads the metrics above for each
  * kernel it launched (at most KB_CUPTI_MAX_RANGES; later ones are not profiled). User replay:
@@ -160,7 +160,7 @@ int kb_cupti_metrics_probe(char *why, size_t size);
  * Errors: KB_EINVAL when `prepare` or `launch` failed or no kernel ran, KB_EINTERNAL for a
  * CUPTI failure (the message names the call and CUPTI's reason; insufficient privileges among
  * them). Do not run it while a kernel trace is running. */
-int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg), void *arg,
+int kb__cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg), void *arg,
                              struct kb_cupti_metrics *m, struct kb_error *err);
 
 /* Sets up, before the sandbox confines itself (confine.h), what CUPTI and the Range Profiler
@@ -168,7 +168,7 @@ int kb_cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg)
  * buffers, CUPTI's threads): one kernel trace of a short marker kernel and one metrics
  * measurement of it. A failure is not fatal (the evaluations then say why they have no trace or
  * metrics); its reason goes to `why` (borrowed; "" when none). Returns 0, or 1 with `why`. */
-int kb_cupti_prewarm(char *why, size_t size);
+int kb__cupti_prewarm(char *why, size_t size);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* The device interface of the sandbox's evaluation engine: what engine.c needs from the memory
- * and the clock the candidate runs on. Two implementations: dev_host.c (malloc, kb_poison,
- * kb_verify, kb/inputs, clock_gettime) and dev_cuda.c (cudaMalloc, the trusted kernels of
+ * and the clock the candidate runs on. Two implementations: dev_host.c (malloc, kb__poison,
+ * kb__verify, kb/inputs, clock_gettime) and dev_cuda.c (cudaMalloc, the trusted kernels of
  * devkern.h, CUDA events on a non-blocking stream that the candidate receives).
  *
  * Every fallible operation returns KB_OK or an enum kb_err code (KB_ENOMEM: out of memory,
@@ -54,11 +54,11 @@ struct kb__dev {
   /* Input tensor `tensor` of `set` into `n` elements of `dtype` at `p` (inputs.h). */
   int (*fill)(struct kb__dev *d, void *p, int dtype, int64_t n, const struct kb_input_set *set,
               int tensor, struct kb_error *err);
-  /* kb_poison's pattern into `n` elements of `dtype` at `p`. */
+  /* kb__poison's pattern into `n` elements of `dtype` at `p`. */
   int (*poison)(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err);
   int (*checksum)(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
                   struct kb_error *err);
-  /* kb_verify()'s rule; `*pass` 1 when all `n` elements pass. */
+  /* kb__verify()'s rule; `*pass` 1 when all `n` elements pass. */
   int (*compare)(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
                  double atol, double rtol, struct kb_verify_report *rep, int *pass,
                  struct kb_error *err);
@@ -87,7 +87,7 @@ struct kb__dev {
 };
 
 /* Word `w` of the key stream of `key` (splitmix64 of key + (w + 1) * golden ratio): the mask
- * of kb_dk_mask and of the host's mask, bit-identical. */
+ * of kb__dk_mask and of the host's mask, bit-identical. */
 static inline uint64_t kb__mask_word(uint64_t key, uint64_t w) {
   uint64_t z = key + (w + 1) * UINT64_C(0x9e3779b97f4a7c15);
   z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);

@@ -79,18 +79,18 @@ static void c_free(struct kb__dev *d, void *p) {
 
 static int c_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
                   const struct kb_input_set *set, int tensor, struct kb_error *err) {
-  return cuda_error(d, (cudaError_t)kb_dk_fill(p, dtype, n, set->seed, tensor, set->dist,
+  return cuda_error(d, (cudaError_t)kb__dk_fill(p, dtype, n, set->seed, tensor, set->dist,
                                                set->low, set->high, d->stream), err);
 }
 
 static int c_poison(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err) {
-  return cuda_error(d, (cudaError_t)kb_dk_poison(p, dtype, n, d->stream), err);
+  return cuda_error(d, (cudaError_t)kb__dk_poison(p, dtype, n, d->stream), err);
 }
 
 static int c_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
                       struct kb_error *err) {
   struct cuda *c = d->impl;
-  return cuda_error(d, (cudaError_t)kb_dk_checksum(c->dk, p, bytes, sum, d->stream), err);
+  return cuda_error(d, (cudaError_t)kb__dk_checksum(c->dk, p, bytes, sum, d->stream), err);
 }
 
 static int c_compare(struct kb__dev *d, const void *got, const void *want, int dtype, int64_t n,
@@ -98,17 +98,17 @@ static int c_compare(struct kb__dev *d, const void *got, const void *want, int d
                      struct kb_error *err) {
   struct cuda *c = d->impl;
   return cuda_error(
-      d, (cudaError_t)kb_dk_compare(c->dk, got, want, dtype, n, atol, rtol, rep, pass, d->stream),
+      d, (cudaError_t)kb__dk_compare(c->dk, got, want, dtype, n, atol, rtol, rep, pass, d->stream),
       err);
 }
 
 static int c_flush(struct kb__dev *d, struct kb_error *err) {
   struct cuda *c = d->impl;
-  return cuda_error(d, (cudaError_t)kb_dk_flush_l2(c->dk, d->stream), err);
+  return cuda_error(d, (cudaError_t)kb__dk_flush_l2(c->dk, d->stream), err);
 }
 
 static int c_mask(struct kb__dev *d, void *p, size_t bytes, uint64_t key, struct kb_error *err) {
-  return cuda_error(d, (cudaError_t)kb_dk_mask(p, bytes, key, d->stream), err);
+  return cuda_error(d, (cudaError_t)kb__dk_mask(p, bytes, key, d->stream), err);
 }
 
 /* Host calls only; nothing is queued on the candidate's stream, so a flushed call stays exactly
@@ -174,7 +174,7 @@ static double cuda_bandwidth(struct cuda *c, int64_t mem) {
 }
 
 static int c_spin(struct kb__dev *d, double us, struct kb_error *err) {
-  return cuda_error(d, (cudaError_t)kb_dk_spin(us, d->stream), err);
+  return cuda_error(d, (cudaError_t)kb__dk_spin(us, d->stream), err);
 }
 
 static int c_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
@@ -190,7 +190,7 @@ static int c_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
     return cuda_error(d, cudaErrorInvalidValue, err);
   cudaError_t e = cudaEventRecord(c->stop[k], c->stream);
   if (e == cudaSuccess && d->end_marker)
-    e = (cudaError_t)kb_dk_spin(0.0, c->stream);
+    e = (cudaError_t)kb__dk_spin(0.0, c->stream);
   return cuda_error(d, e, err);
 }
 
@@ -226,7 +226,7 @@ static void c_close(struct kb__dev *d) {
   if (c == NULL)
     return;
   if (c->dk != NULL)
-    kb_dk_ctx_free(c->dk);
+    kb__dk_ctx_free(c->dk);
   for (int k = 0; k < KB__TIMER_SLOTS; k++) {
     if (c->start[k] != NULL)
       cudaEventDestroy(c->start[k]);
@@ -283,8 +283,8 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
       e = cudaEventCreate(&c->stop[k]);
   }
   if (e == cudaSuccess) {
-    step = "kb_dk_ctx_new";
-    e = (cudaError_t)kb_dk_ctx_new(0, &c->dk);
+    step = "kb__dk_ctx_new";
+    e = (cudaError_t)kb__dk_ctx_new(0, &c->dk);
   }
   if (e != cudaSuccess) {
     int code = e == cudaErrorMemoryAllocation ? KB_ENOMEM : KB_EIO;

@@ -67,13 +67,13 @@ static void h_free(struct kb__dev *d, void *p) {
 static int h_fill(struct kb__dev *d, void *p, int dtype, int64_t n,
                   const struct kb_input_set *set, int tensor, struct kb_error *err) {
   (void)d;
-  return kb_inputs_fill(set, tensor, dtype, p, n, err);
+  return kb__inputs_fill(set, tensor, dtype, p, n, err);
 }
 
 static int h_poison(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_error *err) {
   (void)err;
   (void)d;
-  kb_poison(dtype, p, n);
+  kb__poison(dtype, p, n);
   return KB_OK;
 }
 
@@ -102,7 +102,7 @@ static int h_compare(struct kb__dev *d, const void *got, const void *want, int d
                      struct kb_error *err) {
   (void)err;
   (void)d;
-  *pass = kb_verify(dtype, got, want, n, atol, rtol, rep);
+  *pass = kb__verify(dtype, got, want, n, atol, rtol, rep);
   return KB_OK;
 }
 

@@ -53,16 +53,16 @@ struct dk_scratch {
   unsigned long long max_rel;    /* bits of a non-negative double */
 };
 
-/* The parameters of one fill, computed on the host (as kb_inputs_fill validates them). */
+/* The parameters of one fill, computed on the host (as kb__inputs_fill validates them). */
 struct fill_args {
-  uint64_t key;  /* kb_rand_key(seed, tensor) */
+  uint64_t key;  /* kb__rand_key(seed, tensor) */
   double low;    /* uniform, normal */
   double high;   /* uniform, normal */
   int64_t lo;    /* integers: ceil(low) */
   uint64_t span; /* integers: ceil(high) - ceil(low) */
 };
 
-/* kb_input_value of common/src/inputs.c, through the same functions. */
+/* kb__input_value of common/src/inputs.c, through the same functions. */
 template <int DIST> __device__ static inline double input_value(const fill_args &a, int64_t i) {
   if (DIST == KB_DIST_UNIFORM)
     return kb_gen_uniform(a.key, i, a.low, a.high);
@@ -72,7 +72,7 @@ template <int DIST> __device__ static inline double input_value(const fill_args 
     return kb_gen_integer(a.key, i, a.lo, a.span);
 }
 
-/* kb_dtype_store for one element. */
+/* kb__dtype_store for one element. */
 template <int DTYPE> __device__ static inline void store(void *dst, int64_t i, double v) {
   if (DTYPE == KB_F32) {
     ((float *)dst)[i] = __double2float_rn(v);
@@ -139,7 +139,7 @@ static void launch_fill(int dist, void *dev, int64_t n, const fill_args &a, unsi
   }
 }
 
-int kb_dk_fill(void *dev, int dtype, int64_t n, uint64_t seed, int tensor, int dist, double low,
+int kb__dk_fill(void *dev, int dtype, int64_t n, uint64_t seed, int tensor, int dist, double low,
                double high, void *stream) {
   if (kb_dtype_size(dtype) == 0 || n < 0)
     return cudaErrorInvalidValue;
@@ -198,7 +198,7 @@ kb_dk_poison_bytes(uint8_t *dst, int64_t nbytes, int64_t first, unsigned long lo
     dst[i] = (uint8_t)(pat >> (8 * ((first + i) & 7)));
 }
 
-int kb_dk_poison(void *dev, int dtype, int64_t n, void *stream) {
+int kb__dk_poison(void *dev, int dtype, int64_t n, void *stream) {
   int size = kb_dtype_size(dtype);
   if (size == 0 || n < 0)
     return cudaErrorInvalidValue;
@@ -244,7 +244,7 @@ int kb_dk_poison(void *dev, int dtype, int64_t n, void *stream) {
 
 /* --- context --------------------------------------------------------------------------------- */
 
-int kb_dk_ctx_new(size_t flush_bytes, struct kb_dk_ctx **out) {
+int kb__dk_ctx_new(size_t flush_bytes, struct kb_dk_ctx **out) {
   *out = NULL;
   struct kb_dk_ctx *c = (struct kb_dk_ctx *)kb_calloc(1, sizeof *c);
   if (c == NULL)
@@ -263,14 +263,14 @@ int kb_dk_ctx_new(size_t flush_bytes, struct kb_dk_ctx **out) {
   if (rc == cudaSuccess)
     rc = cudaMalloc(&c->scratch, sizeof(struct dk_scratch));
   if (rc != cudaSuccess) {
-    kb_dk_ctx_free(c);
+    kb__dk_ctx_free(c);
     return rc;
   }
   *out = c;
   return cudaSuccess;
 }
 
-void kb_dk_ctx_free(struct kb_dk_ctx *c) {
+void kb__dk_ctx_free(struct kb_dk_ctx *c) {
   if (c == NULL)
     return;
   cudaFree(c->flush);
@@ -338,7 +338,7 @@ kb_dk_checksum_bytes(const uint8_t *p, size_t bytes, int64_t w0, int64_t nw,
     atomicAdd(sum, acc);
 }
 
-int kb_dk_checksum(struct kb_dk_ctx *c, const void *dev, size_t bytes, uint64_t *sum,
+int kb__dk_checksum(struct kb_dk_ctx *c, const void *dev, size_t bytes, uint64_t *sum,
                    void *stream) {
   cudaStream_t s = (cudaStream_t)stream;
   struct dk_scratch *sc = (struct dk_scratch *)c->scratch;
@@ -372,7 +372,7 @@ int kb_dk_checksum(struct kb_dk_ctx *c, const void *dev, size_t bytes, uint64_t 
 
 /* --- compare --------------------------------------------------------------------------------- */
 
-/* kb_dtype_load for one element, as a double. */
+/* kb__dtype_load for one element, as a double. */
 template <int DTYPE> __host__ __device__ static inline double load(const void *p, int64_t i) {
   if (DTYPE == KB_F32)
     return ((const float *)p)[i];
@@ -389,7 +389,7 @@ template <int DTYPE> __host__ __device__ static inline double load(const void *p
   return ((const uint8_t *)p)[i];
 }
 
-/* The host's rule for one element (verify.c, kb_verify's loop body). Returns 1 when it passes;
+/* The host's rule for one element (verify.c, kb__verify's loop body). Returns 1 when it passes;
  * `abs_err` and `rel_err` get the element's contribution to the maxima (0 when none). */
 template <int DTYPE>
 __device__ static inline int check(const void *got, const void *want, int64_t i, double atol,
@@ -538,7 +538,7 @@ static void launch_compare(const void *g, const void *w, int64_t n, double atol,
   kb_dk_compare_kernel<DTYPE><<<grid, THREADS, 0, s>>>(g, w, n, atol, rtol, vec, sc);
 }
 
-int kb_dk_compare(struct kb_dk_ctx *c, const void *got_dev, const void *want_dev, int dtype,
+int kb__dk_compare(struct kb_dk_ctx *c, const void *got_dev, const void *want_dev, int dtype,
                   int64_t n, double atol, double rtol, struct kb_verify_report *rep, int *pass,
                   void *stream) {
   memset(rep, 0, sizeof *rep);
@@ -546,7 +546,7 @@ int kb_dk_compare(struct kb_dk_ctx *c, const void *got_dev, const void *want_dev
   *pass = 0;
   int size = kb_dtype_size(dtype);
   if (size == 0 || n < 0) {
-    /* what kb_verify reports for an unknown dtype */
+    /* what kb__verify reports for an unknown dtype */
     rep->first_bad = 0;
     rep->got = NAN;
     rep->expected = NAN;
@@ -630,7 +630,7 @@ __global__ void __launch_bounds__(THREADS) kb_dk_mask_kernel(unsigned char *p, i
   }
 }
 
-int kb_dk_mask(void *dev, size_t bytes, uint64_t key, void *stream) {
+int kb__dk_mask(void *dev, size_t bytes, uint64_t key, void *stream) {
   if (bytes == 0)
     return cudaSuccess;
   if (((uintptr_t)dev & 7) != 0)
@@ -650,7 +650,7 @@ __global__ void __launch_bounds__(THREADS) kb_dk_flush_kernel(uint4 *p, int64_t 
     p[i] = make_uint4(v, v, v, v);
 }
 
-int kb_dk_flush_l2(struct kb_dk_ctx *c, void *stream) {
+int kb__dk_flush_l2(struct kb_dk_ctx *c, void *stream) {
   int64_t n16 = (int64_t)(c->flush_bytes / 16);
   c->flush_tick++;
   kb_dk_flush_kernel<<<grid_for(n16, c->sms, 8), THREADS, 0, (cudaStream_t)stream>>>(
@@ -666,7 +666,7 @@ extern "C" __global__ void kb_dk_spin_kernel(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
-int kb_dk_spin(double us, void *stream) {
+int kb__dk_spin(double us, void *stream) {
   if (!(us >= 0) || us > 60e6)
     return cudaErrorInvalidValue;
   kb_dk_spin_kernel<<<1, 1, 0, (cudaStream_t)stream>>>((unsigned long long)(us * 1000.0));

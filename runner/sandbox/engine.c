@@ -671,7 +671,7 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
         r->v->max_rel_err = rep.max_rel_err;
       if (!pass && pass_all) {
         char detail[160];
-        kb_verify_describe(&rep, detail, sizeof detail);
+        kb__verify_describe(&rep, detail, sizeof detail);
         say(why, why_size, "output \"%s\" of input set %d%s: %s", p->out_spec[o].name, held,
             held != s ? " (moved to another buffer)" : "", detail);
         pass_all = 0;
@@ -683,7 +683,7 @@ static int outputs_pass(struct run *r, const size_t *offs, uint32_t mask, char *
 
 /* While a baseline is interleaved under the trace, a window of the candidate's alone is
  * followed by an empty one, so that windows keep alternating candidate, baseline (see
- * kb_cupti_keep_candidate). */
+ * kb__cupti_keep_candidate). */
 static int pad_window(struct run *r) {
   if (!r->pad_windows || !r->d->end_marker)
     return 0;
@@ -980,7 +980,7 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
                      p->out_n[o], p->atol, p->rtol, &rep, &pass, &r->derr);
       if (e == 0 && !pass) {
         char what[160];
-        kb_verify_describe(&rep, what, sizeof what);
+        kb__verify_describe(&rep, what, sizeof what);
         say(detail, sizeof detail,
             "output \"%s\" for contents never seen before (in the buffers of input set %d): %s",
             p->out_spec[o].name, s, what);
@@ -1083,7 +1083,7 @@ static int fresh_over(const struct fresh *fr, const double *ctl, double floor, d
 /* ---- plausibility ----------------------------------------------------------------------- */
 
 /* A second call on input set 0 (right after the check calls, slot 0 holding set 0) into a
- * second poisoned buffer must agree with the first check call's outputs by kb_verify's rule: a
+ * second poisoned buffer must agree with the first check call's outputs by kb__verify's rule: a
  * race or a read of uninitialised memory that happened to pass once shows here. Outputs left
  * untouched (still poisoned) are work skipped, not a race: with `timed` the timed calls name that
  * (their reasons say more), else it is rejected here. Returns 0, or 1 with the verdict set. */
@@ -1122,7 +1122,7 @@ static int determinism(struct run *r, forward_fn fn, int timed) {
       return 1;
     }
     char detail[160];
-    kb_verify_describe(&rep, detail, sizeof detail);
+    kb__verify_describe(&rep, detail, sizeof detail);
     say(r->v->reason, sizeof r->v->reason,
         "not deterministic: two calls on input set 0 disagree beyond the tolerance: output \"%s\" "
         "of the second call: %s (the first call's value as expected)",
@@ -1169,7 +1169,7 @@ static int speed_of_light(struct run *r, int batch, int flushed) {
 #ifdef KB_HAVE_CUPTI_TRACE
 /* Ends the kernel trace of `windows` timed samples and cross-checks it; the verdict keeps the
  * candidate's kernel records (`period`: windows per sample when the baseline was timed
- * interleaved, else 0; see kb_cupti_keep_candidate). The oracle's kernels (fresh references, on
+ * interleaved, else 0; see kb__cupti_keep_candidate). The oracle's kernels (fresh references, on
  * the oracle's own stream) are dropped first. Returns 0, or 1 with the verdict set (rejected,
  * or a crash for a device error). */
 static int cross_check(struct run *r, int windows, int period) {
@@ -1183,16 +1183,16 @@ static int cross_check(struct run *r, int windows, int period) {
   int e = d->sync(d, &r->derr);
   if (e) {
     struct kb_cupti_kernel *junk = NULL;
-    kb_cupti_trace_stop(&junk, &nrec, NULL, &te);
+    kb__cupti_trace_stop(&junk, &nrec, NULL, &te);
     kb_free(junk);
     device_error(r, "device error during a timed call");
     return 1;
   }
-  int rc = kb_cupti_trace_stop(&recs, &nrec, &dropped, &te);
+  int rc = kb__cupti_trace_stop(&recs, &nrec, &dropped, &te);
   if (rc == KB_OK)
-    rc = kb_cupti_stream_id(d->stream, &sid, &te);
+    rc = kb__cupti_stream_id(d->stream, &sid, &te);
   if (rc == KB_OK && d->oracle_stream != NULL)
-    rc = kb_cupti_stream_id(d->oracle_stream, &osid, &te);
+    rc = kb__cupti_stream_id(d->oracle_stream, &osid, &te);
   if (rc == KB_OK && osid != UINT32_MAX && osid != sid) {
     size_t kept = 0;
     for (size_t i = 0; i < nrec; i++)
@@ -1203,14 +1203,14 @@ static int cross_check(struct run *r, int windows, int period) {
   if (rc == KB_OK) {
     w = kb_calloc((size_t)windows + 1, sizeof *w);
     rc = w == NULL ? kb_error_set(&te, KB_ENOMEM, "out of memory for %d windows", windows)
-                   : kb_cupti_windows(recs, nrec, sid, NULL, w, (size_t)windows + 1, &nw, &te);
+                   : kb__cupti_windows(recs, nrec, sid, NULL, w, (size_t)windows + 1, &nw, &te);
   }
   int bad = 0;
   if (rc != KB_OK) {
     say(v->trace_note, sizeof v->trace_note, "kernel trace not checked: %s", te.msg);
   } else {
     struct kb_cupti_check chk;
-    int clean = kb_cupti_cross_check(recs, nrec, sid, w, nw, NULL, &chk);
+    int clean = kb__cupti_cross_check(recs, nrec, sid, w, nw, NULL, &chk);
     v->traced = 1;
     v->trace_kernels = (int64_t)nrec;
     v->trace_own_kernels = chk.own_kernels;
@@ -1219,7 +1219,7 @@ static int cross_check(struct run *r, int windows, int period) {
     v->trace_late_ns = chk.late_ns;
     v->trace_dropped = (int64_t)dropped;
     v->trace_recs = recs; /* the reply carries the candidate's records (serve.c) */
-    v->n_trace_recs = kb_cupti_keep_candidate(recs, nrec, sid, w, nw, (size_t)period, NULL);
+    v->n_trace_recs = kb__cupti_keep_candidate(recs, nrec, sid, w, nw, (size_t)period, NULL);
     if (period > 0) {
       /* the baseline ran on the same stream inside windows too: count the candidate's alone */
       v->trace_own_kernels = 0;
@@ -1272,7 +1272,7 @@ static void read_metrics(struct run *r, forward_fn fn) {
   static char why[256];
   struct kb__verdict *v = r->v;
   if (!probed) {
-    readable = kb_cupti_metrics_probe(why, sizeof why);
+    readable = kb__cupti_metrics_probe(why, sizeof why);
     probed = 1;
   }
   if (!readable) {
@@ -1282,7 +1282,7 @@ static void read_metrics(struct run *r, forward_fn fn) {
   struct metric_call mc = {.r = r, .fn = fn};
   struct kb_cupti_metrics m;
   struct kb_error err = {0};
-  if (kb_cupti_metrics_measure(metric_prepare, metric_launch, &mc, &m, &err) != KB_OK) {
+  if (kb__cupti_metrics_measure(metric_prepare, metric_launch, &mc, &m, &err) != KB_OK) {
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: %s", err.msg);
     return;
   }
@@ -1504,7 +1504,7 @@ static void trace_begin(struct evaluation *ev) {
   if (!r->e->trace || !r->d->gpu)
     return;
   struct kb_error te = {0};
-  if (kb_cupti_trace_start(&te) == KB_OK) {
+  if (kb__cupti_trace_start(&te) == KB_OK) {
     ev->tracing = 1;
     r->d->end_marker = 1;
     r->windows = 0;
@@ -1679,7 +1679,7 @@ static void evaluation_end(struct evaluation *ev) {
     size_t nrec = 0;
     struct kb_error te = {0};
     r->d->sync(r->d, NULL);
-    kb_cupti_trace_stop(&recs, &nrec, NULL, &te);
+    kb__cupti_trace_stop(&recs, &nrec, NULL, &te);
     kb_free(recs);
   }
 #endif

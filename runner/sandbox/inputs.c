@@ -8,13 +8,13 @@
 #include "kb/error.h"
 #include "inputs_gen.h"
 
-uint64_t kb_rand_mix(uint64_t x) { return kb_gen_mix(x); }
+uint64_t kb__rand_mix(uint64_t x) { return kb_gen_mix(x); }
 
-uint64_t kb_rand_key(uint64_t seed, int tensor) { return kb_gen_key(seed, tensor); }
+uint64_t kb__rand_key(uint64_t seed, int tensor) { return kb_gen_key(seed, tensor); }
 
-uint64_t kb_rand_u64(uint64_t key, uint64_t pos) { return kb_gen_u64(key, pos); }
+uint64_t kb__rand_u64(uint64_t key, uint64_t pos) { return kb_gen_u64(key, pos); }
 
-double kb_input_value(const struct kb_input_set *set, uint64_t key, int64_t i) {
+double kb__input_value(const struct kb_input_set *set, uint64_t key, int64_t i) {
   switch ((enum kb_dist)set->dist) {
   case KB_DIST_UNIFORM:
     return kb_gen_uniform(key, i, set->low, set->high);
@@ -41,12 +41,12 @@ union element {
   uint8_t u8; /* u8 and bool */
 };
 
-int kb_dtype_store(int dtype, void *dst, double v) {
+int kb__dtype_store(int dtype, void *dst, double v) {
   union element x;
   switch ((enum kb_dtype)dtype) {
   case KB_F32: x.f32 = (float)v; break;
-  case KB_F16: x.half = kb_f32_to_f16((float)v); break;
-  case KB_BF16: x.half = kb_f32_to_bf16((float)v); break;
+  case KB_F16: x.half = kb__f32_to_f16((float)v); break;
+  case KB_BF16: x.half = kb__f32_to_bf16((float)v); break;
   case KB_F64: x.f64 = v; break;
   case KB_I32: x.i32 = (int32_t)kb_gen_int_clamp(v, -2147483648.0, 2147483647.0); break;
   case KB_I64: {
@@ -62,7 +62,7 @@ int kb_dtype_store(int dtype, void *dst, double v) {
   return KB_OK;
 }
 
-double kb_dtype_load(int dtype, const void *data, int64_t i) {
+double kb__dtype_load(int dtype, const void *data, int64_t i) {
   int size = kb_dtype_size(dtype);
   if (size == 0)
     return NAN;
@@ -70,8 +70,8 @@ double kb_dtype_load(int dtype, const void *data, int64_t i) {
   memcpy(&x, (const unsigned char *)data + i * size, (size_t)size);
   switch ((enum kb_dtype)dtype) {
   case KB_F32: return x.f32;
-  case KB_F16: return kb_f16_to_f32(x.half);
-  case KB_BF16: return kb_bf16_to_f32(x.half);
+  case KB_F16: return kb__f16_to_f32(x.half);
+  case KB_BF16: return kb__bf16_to_f32(x.half);
   case KB_F64: return x.f64;
   case KB_I32: return x.i32;
   case KB_I64: return (double)x.i64;
@@ -81,7 +81,7 @@ double kb_dtype_load(int dtype, const void *data, int64_t i) {
   return NAN;
 }
 
-int kb_inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *data, int64_t n,
+int kb__inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *data, int64_t n,
                    struct kb_error *err) {
   int size = kb_dtype_size(dtype);
   if (size == 0)
@@ -107,17 +107,17 @@ int kb_inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *
     return kb_error_set(err, KB_EINVAL, "cannot generate inputs: unknown distribution %d",
                         set->dist);
   }
-  uint64_t key = kb_rand_key(set->seed, tensor);
+  uint64_t key = kb__rand_key(set->seed, tensor);
   unsigned char *p = data;
   for (int64_t i = 0; i < n; i++)
-    kb_dtype_store(dtype, p + i * size, kb_input_value(set, key, i));
+    kb__dtype_store(dtype, p + i * size, kb__input_value(set, key, i));
   return KB_OK;
 }
 
-uint16_t kb_f32_to_f16(float f) { return kb_gen_f32_to_f16(f); }
+uint16_t kb__f32_to_f16(float f) { return kb_gen_f32_to_f16(f); }
 
-float kb_f16_to_f32(uint16_t h) { return kb_gen_f16_to_f32(h); }
+float kb__f16_to_f32(uint16_t h) { return kb_gen_f16_to_f32(h); }
 
-uint16_t kb_f32_to_bf16(float f) { return kb_gen_f32_to_bf16(f); }
+uint16_t kb__f32_to_bf16(float f) { return kb_gen_f32_to_bf16(f); }
 
-float kb_bf16_to_f32(uint16_t h) { return kb_gen_bf16_to_f32(h); }
+float kb__bf16_to_f32(uint16_t h) { return kb_gen_bf16_to_f32(h); }

@@ -32,34 +32,34 @@
 struct kb_error;
 
 /* The splitmix64 finalizer: a bijective 64-bit mix. */
-uint64_t kb_rand_mix(uint64_t x);
+uint64_t kb__rand_mix(uint64_t x);
 /* Key of the stream of tensor `tensor` (0-based position among the task's inputs) of a set. */
-uint64_t kb_rand_key(uint64_t seed, int tensor);
+uint64_t kb__rand_key(uint64_t seed, int tensor);
 /* Raw 64 random bits at stream position `pos` of the stream `key`. */
-uint64_t kb_rand_u64(uint64_t key, uint64_t pos);
+uint64_t kb__rand_u64(uint64_t key, uint64_t pos);
 
 /* Value of element `i` of the stream `key` under `set`'s distribution, before the dtype
  * conversion (what a f64 input receives). */
-double kb_input_value(const struct kb_input_set *set, uint64_t key, int64_t i);
+double kb__input_value(const struct kb_input_set *set, uint64_t key, int64_t i);
 
 /* Fills `n` elements of `dtype` at `data` (borrowed, caller-sized to n * kb_dtype_size(dtype))
  * with the values of input `tensor` of `set`. Errors: KB_EINVAL for an unknown dtype or
  * distribution, or integer bounds that leave an empty range. */
-int kb_inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *data, int64_t n,
+int kb__inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *data, int64_t n,
                    struct kb_error *err);
 
 /* IEEE half and bfloat16 conversions; rounding to nearest even, NaN stays NaN, overflow gives
  * infinity. */
-uint16_t kb_f32_to_f16(float f);
-float kb_f16_to_f32(uint16_t h);
-uint16_t kb_f32_to_bf16(float f);
-float kb_bf16_to_f32(uint16_t h);
+uint16_t kb__f32_to_f16(float f);
+float kb__f16_to_f32(uint16_t h);
+uint16_t kb__f32_to_bf16(float f);
+float kb__bf16_to_f32(uint16_t h);
 
 /* Converts `v` to one element of `dtype` stored at `dst` (borrowed) with the rules above.
  * Returns KB_OK or KB_EINVAL for an unknown dtype. */
-int kb_dtype_store(int dtype, void *dst, double v);
+int kb__dtype_store(int dtype, void *dst, double v);
 /* Element `i` of the array `data` (borrowed) of `dtype` as a double; NAN for an unknown dtype.
  * I64 values beyond 2^53 lose their low bits. */
-double kb_dtype_load(int dtype, const void *data, int64_t i);
+double kb__dtype_load(int dtype, const void *data, int64_t i);
 
 #endif

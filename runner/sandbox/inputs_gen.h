@@ -1,5 +1,6 @@
 /* The input generator and the f16/bf16 conversions, written once for the host (C) and the device
- * (CUDA): runner/sandbox/inputs.c (kb_inputs_fill, kb_dtype_store, ...) and the sandbox's fill kernel
+ * (CUDA): runner/sandbox/inputs.c (kb__inputs_fill, kb__dtype_store, ...) and the sandbox's
+ * fill kernel
  * (runner/sandbox/devkern.cu) both include this header, so the two cannot drift apart. The
  * method and the distributions are described in inputs.h.
  *

@@ -569,7 +569,7 @@ def checksum(t):
 
 
 def compare(got, ref, dtype, atol, rtol, secret=None):
-    """kb_verify's rule. `ref` is masked (its flat integer view, mask_) when `secret` is given.
+    """kb__verify's rule. `ref` is masked (its flat integer view, mask_) when `secret` is given.
     The float64 temporaries that hold reference values are zeroed before they are freed.
     Returns (bad, checked, first_bad, got, expected, max_abs, max_rel)."""
     g = got.reshape(-1)

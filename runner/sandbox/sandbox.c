@@ -90,7 +90,7 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   /* what would otherwise be set up lazily, after confinement: CUPTI's and the Range Profiler's
    * host side (libraries, buffers, threads), jansson's hash seed (it reads /dev/urandom) */
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (cuda && kb_cupti_prewarm(why, sizeof why) != 0)
+  if (cuda && kb__cupti_prewarm(why, sizeof why) != 0)
     fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", why);
 #endif
   json_object_seed(0);

@@ -31,10 +31,10 @@ static double int_abs_err(int dtype, const void *got, const void *expected, int6
     double d = fabs((double)g - (double)e);
     return d > 0 ? d : 1;
   }
-  return fabs(kb_dtype_load(dtype, got, i) - kb_dtype_load(dtype, expected, i));
+  return fabs(kb__dtype_load(dtype, got, i) - kb__dtype_load(dtype, expected, i));
 }
 
-int kb_verify(int dtype, const void *got, const void *expected, int64_t n, double atol,
+int kb__verify(int dtype, const void *got, const void *expected, int64_t n, double atol,
               double rtol, struct kb_verify_report *rep) {
   memset(rep, 0, sizeof *rep);
   rep->first_bad = -1;
@@ -46,8 +46,8 @@ int kb_verify(int dtype, const void *got, const void *expected, int64_t n, doubl
   }
   int integer = is_integer_dtype(dtype);
   for (int64_t i = 0; i < n; i++) {
-    double g = kb_dtype_load(dtype, got, i);
-    double e = kb_dtype_load(dtype, expected, i);
+    double g = kb__dtype_load(dtype, got, i);
+    double e = kb__dtype_load(dtype, expected, i);
     int ok = isfinite(g) && isfinite(e);
     if (ok) {
       double abs_err = integer ? int_abs_err(dtype, got, expected, i) : fabs(g - e);
@@ -81,7 +81,7 @@ static void fill_pattern(unsigned char *p, int64_t n, uint64_t v, size_t width) 
     memcpy(p + i * (int64_t)width, src, width);
 }
 
-void kb_poison(int dtype, void *data, int64_t n) {
+void kb__poison(int dtype, void *data, int64_t n) {
   unsigned char *p = data;
   switch ((enum kb_dtype)dtype) {
   case KB_F32: fill_pattern(p, n, POISON_F32, 4); return;
@@ -97,7 +97,7 @@ void kb_poison(int dtype, void *data, int64_t n) {
   }
 }
 
-void kb_verify_describe(const struct kb_verify_report *rep, char *out, size_t size) {
+void kb__verify_describe(const struct kb_verify_report *rep, char *out, size_t size) {
   if (size == 0)
     return;
   out[0] = '\0';

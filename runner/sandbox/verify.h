@@ -28,15 +28,15 @@ struct kb_verify_report {
 /* Compares `n` elements of `dtype` at `got` against `expected` (both borrowed) and fills `rep`
  * (caller-owned). Returns 1 when every element passes, 0 otherwise (also for an unknown dtype:
  * then rep->first_bad is 0 and nothing counts as checked). */
-int kb_verify(int dtype, const void *got, const void *expected, int64_t n, double atol,
+int kb__verify(int dtype, const void *got, const void *expected, int64_t n, double atol,
               double rtol, struct kb_verify_report *rep);
 
 /* Fills `n` elements of `dtype` at `data` (borrowed) with the poison pattern. An unknown dtype
  * leaves `data` untouched. */
-void kb_poison(int dtype, void *data, int64_t n);
+void kb__poison(int dtype, void *data, int64_t n);
 
 /* Writes "element 12 is nan, expected 1.5" style text for `rep`'s first bad element into `out`
  * (`size` bytes, always NUL-terminated when size > 0); "" when nothing failed. */
-void kb_verify_describe(const struct kb_verify_report *rep, char *out, size_t size);
+void kb__verify_describe(const struct kb_verify_report *rep, char *out, size_t size);
 
 #endif

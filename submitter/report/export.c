@@ -71,7 +71,7 @@ static json_t *ncu_profile(const struct kb_rep_cand *c) {
 
 static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
                     const struct kb_rep_cand *c) {
-  const struct kb_rep_eval *e = kb_rep_best_eval(c);
+  const struct kb_rep_eval *e = kb__rep_best_eval(c);
   int correct = strcmp(e->status, "ok") == 0;
   /* A correct candidate's runtime is from its highest timed tier (the compile tier, say, does
    * not time); an incorrect one has none. */
@@ -141,9 +141,9 @@ static void export_cand(void *arg, const struct kb_rep_task *t, int ti,
   free(text);
 }
 
-int kb_export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err) {
+int kb__export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err) {
   struct export_walk w = {r, out, KB_OK};
-  kb_rep_walk(r, &(struct kb_rep_walker){.cand = export_cand, .arg = &w});
+  kb__rep_walk(r, &(struct kb_rep_walker){.cand = export_cand, .arg = &w});
   if (w.rc != KB_OK)
     return kb_error_set(err, w.rc, "out of memory encoding the export");
   if (ferror(out))

@@ -13,16 +13,16 @@ struct kb_error;
 
 /* One JSON document: campaign, ledger, tier funnel, and per task its ranked candidates with
  * their sources and evaluations (report_text.c). */
-int kb_report_write_json(const struct kb_report *r, FILE *out, struct kb_error *err);
+int kb__report_write_json(const struct kb_report *r, FILE *out, struct kb_error *err);
 /* One CSV row per candidate, RFC 4180 quoting, header first (report_text.c). */
-int kb_report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err);
+int kb__report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err);
 /* Markdown: the funnel and a leaderboard table per task (report_text.c). */
-int kb_report_write_md(const struct kb_report *r, FILE *out, struct kb_error *err);
+int kb__report_write_md(const struct kb_report *r, FILE *out, struct kb_error *err);
 /* One self-contained HTML file with Chart.js inlined (report_html.c). */
-int kb_report_write_html(const struct kb_report *r, FILE *out, struct kb_error *err);
+int kb__report_write_html(const struct kb_report *r, FILE *out, struct kb_error *err);
 /* JSON Lines with the AI CUDA Engineer archive's columns, one line per evaluated candidate at
  * its best tier (export.c). */
-int kb_export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err);
+int kb__export_write_jsonl(const struct kb_report *r, FILE *out, struct kb_error *err);
 
 /* Helpers shared by the writers (report_text.c). */
 /* A number, or JSON null when it is NaN or infinite (new reference). */

@@ -49,21 +49,21 @@ static int run(const struct kb_submit_opts *o, const char *id_or_path, writer_fn
   struct kb_error err = {0};
   struct kb_report r;
   char dir[4096];
-  int rc = kb_locate_results(id_or_path, o->results, o->redis, dir, sizeof dir, &err);
+  int rc = kb__locate_results(id_or_path, o->results, o->redis, dir, sizeof dir, &err);
   if (rc)
     return kb_cli_fail("kb-submit", &err);
-  rc = kb_report_load(dir, &r, &err);
+  rc = kb__report_load(dir, &r, &err);
   if (rc)
     return kb_cli_fail("kb-submit", &err);
   r.top = o->top;
   rc = write_out(&r, w, o->out, &err);
   if (rc == KB_OK && o->out && !o->quiet && isatty(fileno(stderr)))
     fprintf(stderr, "kb-submit: wrote %s (%d tasks)\n", o->out, r.n_tasks);
-  kb_report_release(&r);
+  kb__report_release(&r);
   return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }
 
-int kb_cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {
+int kb__cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {
   const char *format = o->format;
   if (format == NULL && o->out) {
     if (ends_with(o->out, ".md"))
@@ -77,18 +77,18 @@ int kb_cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {
     format = "html";
   writer_fn w = NULL;
   if (strcmp(format, "html") == 0)
-    w = kb_report_write_html;
+    w = kb__report_write_html;
   else if (strcmp(format, "md") == 0)
-    w = kb_report_write_md;
+    w = kb__report_write_md;
   else if (strcmp(format, "csv") == 0)
-    w = kb_report_write_csv;
+    w = kb__report_write_csv;
   else if (strcmp(format, "json") == 0)
-    w = kb_report_write_json;
+    w = kb__report_write_json;
   if (w == NULL) {
     fprintf(stderr, "kb-submit: --format \"%s\": want html, md, csv or json\n", format);
     return KB_EXIT_USAGE;
   }
-  if (w == kb_report_write_html && o->out == NULL && isatty(fileno(stdout))) {
+  if (w == kb__report_write_html && o->out == NULL && isatty(fileno(stdout))) {
     fprintf(stderr, "kb-submit: not writing an HTML page to a terminal: use --out FILE or "
                     "redirect stdout\n");
     return KB_EXIT_USAGE;
@@ -96,6 +96,6 @@ int kb_cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {
   return run(o, id_or_path, w);
 }
 
-int kb_cmd_export(const struct kb_submit_opts *o, const char *id_or_path) {
-  return run(o, id_or_path, kb_export_write_jsonl);
+int kb__cmd_export(const struct kb_submit_opts *o, const char *id_or_path) {
+  return run(o, id_or_path, kb__export_write_jsonl);
 }

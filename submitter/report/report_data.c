@@ -11,7 +11,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 
-void kb_report_release(struct kb_report *r) {
+void kb__report_release(struct kb_report *r) {
   if (r == NULL)
     return;
   for (int i = 0; r->tasks && i < r->n_tasks; i++) {
@@ -57,7 +57,7 @@ int kb__rep_index(struct kb_rep_task *t) {
   return KB_OK;
 }
 
-int kb_rep_find(const struct kb_rep_task *t, const char *id) {
+int kb__rep_find(const struct kb_rep_task *t, const char *id) {
   if (t->by_id == NULL || id[0] == '\0')
     return -1;
   struct kb_rep_id key = {id, -1};
@@ -75,7 +75,7 @@ static int children(struct kb_rep_task *t) {
   /* Count into child_off[p + 2], prefix-sum into starts at child_off[p + 1], fill by bumping
    * those, which leaves child_off[p] .. child_off[p + 1] as p's range. */
   for (int c = 0; c < t->n_cands; c++) {
-    int p0 = kb_rep_find(t, t->cands[c].parent0), p1 = kb_rep_find(t, t->cands[c].parent1);
+    int p0 = kb__rep_find(t, t->cands[c].parent0), p1 = kb__rep_find(t, t->cands[c].parent1);
     if (p0 >= 0)
       t->child_off[p0 + 2]++;
     if (p1 >= 0 && p1 != p0)
@@ -84,7 +84,7 @@ static int children(struct kb_rep_task *t) {
   for (int i = 2; i <= t->n_cands + 1; i++)
     t->child_off[i] += t->child_off[i - 1];
   for (int c = 0; c < t->n_cands; c++) {
-    int p0 = kb_rep_find(t, t->cands[c].parent0), p1 = kb_rep_find(t, t->cands[c].parent1);
+    int p0 = kb__rep_find(t, t->cands[c].parent0), p1 = kb__rep_find(t, t->cands[c].parent1);
     if (p0 >= 0)
       t->child_idx[t->child_off[p0 + 1]++] = c;
     if (p1 >= 0 && p1 != p0)
@@ -93,14 +93,14 @@ static int children(struct kb_rep_task *t) {
   return KB_OK;
 }
 
-void kb_rep_walk(const struct kb_report *r, const struct kb_rep_walker *w) {
+void kb__rep_walk(const struct kb_report *r, const struct kb_rep_walker *w) {
   for (int i = 0; i < r->n_tasks; i++) {
     const struct kb_rep_task *t = &r->tasks[i];
     if (w->task_begin)
       w->task_begin(w->arg, t, i);
     for (int k = 0; k < t->n_cands; k++) {
       const struct kb_rep_cand *c = &t->cands[t->order[k]];
-      if (w->shown_only && !kb_rep_shown(r, c))
+      if (w->shown_only && !kb__rep_shown(r, c))
         continue;
       if (w->cand)
         w->cand(w->arg, t, i, c);
@@ -112,15 +112,15 @@ void kb_rep_walk(const struct kb_report *r, const struct kb_rep_walker *w) {
   }
 }
 
-const char *kb_rep_tier_name(const struct kb_report *r, int tier) {
+const char *kb__rep_tier_name(const struct kb_report *r, int tier) {
   return tier >= 0 && tier < KB_MAX_TIERS ? r->tier_names[tier] : "";
 }
 
-int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c) {
+int kb__rep_shown(const struct kb_report *r, const struct kb_rep_cand *c) {
   return r->top <= 0 || c->rank <= r->top;
 }
 
-const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c) {
+const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c) {
   const struct kb_rep_eval *best = NULL;
   for (int i = 0; i < c->n_evals; i++) {
     const struct kb_rep_eval *e = &c->evals[i];
@@ -293,7 +293,7 @@ static void summary_fields(struct kb_report *r, json_t *s) {
   r->finished = json_number_value(json_object_get(s, "finished"));
 }
 
-int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
+int kb__report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
   memset(r, 0, sizeof *r);
   char path[4096];
   json_t *summary = NULL;
@@ -309,7 +309,7 @@ int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
     summary = json_loadf(f, 0, &jerr);
     fclose(f);
     if (summary == NULL) {
-      kb_report_release(r);
+      kb__report_release(r);
       return kb_error_set(err, KB_EPARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
     }
   }
@@ -338,6 +338,6 @@ int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err) {
   kb_free(files);
   json_decref(summary);
   if (rc)
-    kb_report_release(r);
+    kb__report_release(r);
   return rc;
 }

@@ -95,14 +95,14 @@ struct kb_rep_cand {
   char *source;              /* owned */
   struct kb_rep_eval *evals; /* owned, n_evals */
   int n_evals;
-  /* Derived by kb_report_load. */
+  /* Derived by kb__report_load. */
   int timed_tier;   /* highest tier with an ok timed evaluation; -1 none */
   double median_us; /* at timed_tier; NaN none */
   double speedup;   /* baseline median / median_us at timed_tier; NaN none */
   int rank;         /* 1 = best in its task */
 };
 
-/* A candidate's id and index, sorted by id (kb_rep_find). */
+/* A candidate's id and index, sorted by id (kb__rep_find). */
 struct kb_rep_id {
   const char *id; /* borrowed from the candidate */
   int index;      /* into the task's cands */
@@ -152,19 +152,19 @@ struct kb_report {
  * Files a writer still has open are read as SWMR readers, up to their last commit.
  * Errors: KB_ENOTFOUND (no result files in `dir`), KB_EHDF5 or KB_EPARSE naming the file,
  * KB_EIO, KB_ENOMEM. `r` (caller-owned) is released on failure. */
-int kb_report_load(const char *dir, struct kb_report *r, struct kb_error *err);
+int kb__report_load(const char *dir, struct kb_report *r, struct kb_error *err);
 /* Frees what `r` owns; NULL is fine. */
-void kb_report_release(struct kb_report *r);
+void kb__report_release(struct kb_report *r);
 
 /* Index of candidate `id` in `t->cands`, or -1. O(log n). */
-int kb_rep_find(const struct kb_rep_task *t, const char *id);
+int kb__rep_find(const struct kb_rep_task *t, const char *id);
 /* 1 when the html and md reports show candidate `c` (its rank is within r->top). */
-int kb_rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
+int kb__rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
 /* The evaluation of `c` at its best tier (latest attempt; borrowed from `c`), or NULL when it
  * has none. */
-const struct kb_rep_eval *kb_rep_best_eval(const struct kb_rep_cand *c);
+const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c);
 
-/* The walk every writer shares: what kb_rep_walk() calls. Each callback may be NULL; `arg`
+/* The walk every writer shares: what kb__rep_walk() calls. Each callback may be NULL; `arg`
  * (borrowed) is passed to each; every pointer a callback gets is borrowed from the report. */
 struct kb_rep_walker {
   /* before a task's candidates; `ti` is its index in r->tasks */
@@ -175,17 +175,17 @@ struct kb_rep_walker {
   void (*eval)(void *arg, const struct kb_rep_cand *c, const struct kb_rep_eval *e);
   /* after a task's candidates */
   void (*task_end)(void *arg, const struct kb_rep_task *t, int ti);
-  int shown_only; /* 1: only the candidates the html and md reports show (kb_rep_shown) */
+  int shown_only; /* 1: only the candidates the html and md reports show (kb__rep_shown) */
   void *arg;
 };
 /* Walks `r`: task by task in report order, its candidates by rank, their evaluations. */
-void kb_rep_walk(const struct kb_report *r, const struct kb_rep_walker *w);
+void kb__rep_walk(const struct kb_report *r, const struct kb_rep_walker *w);
 /* The name of ladder tier `tier` as the files give it; "" when unknown (borrowed from `r`). */
-const char *kb_rep_tier_name(const struct kb_report *r, int tier);
+const char *kb__rep_tier_name(const struct kb_report *r, int tier);
 
 /* Builds t->by_id from t->cands. Returns KB_OK or KB_ENOMEM. Internal. */
 int kb__rep_index(struct kb_rep_task *t);
-/* Reads one task file into `t` (caller-owned, zeroed; released by kb_report_release).
+/* Reads one task file into `t` (caller-owned, zeroed; released by kb__report_release).
  * Internal to report_h5.c and report_data.c. */
 int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
                        struct kb_error *err);

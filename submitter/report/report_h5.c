@@ -406,7 +406,7 @@ static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows,
   if (rc == KB_OK)
     rc = kb__rep_index(t);
   for (int64_t i = 0; rc == KB_OK && i < n; i++) {
-    owner[i] = kb_rep_find(t, rows[i].candidate);
+    owner[i] = kb__rep_find(t, rows[i].candidate);
     if (owner[i] >= 0)
       counts[owner[i]]++;
   }

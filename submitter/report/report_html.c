@@ -178,13 +178,13 @@ static void burn_eval(void *arg, const struct kb_rep_cand *c, const struct kb_re
 static json_t *burn_json(const struct kb_report *r) {
   struct burn b = {NULL, 0, INFINITY};
   struct kb_rep_walker w = {.eval = burn_eval, .arg = &b};
-  kb_rep_walk(r, &w); /* count */
+  kb__rep_walk(r, &w); /* count */
   struct burn_event *ev = kb_calloc(b.n + 1, sizeof *ev);
   if (ev == NULL)
     return NULL;
   b.ev = ev;
   b.n = 0;
-  kb_rep_walk(r, &w); /* fill */
+  kb__rep_walk(r, &w); /* fill */
   size_t k = b.n;
   double t0 = b.t0;
   qsort(ev, k, sizeof *ev, cmp_burn);
@@ -222,7 +222,7 @@ static void dist_cand(void *arg, const struct kb_rep_task *t, int ti, const stru
 
 static json_t *dist_json(const struct kb_report *r) {
   long counts[N_BINS] = {0};
-  kb_rep_walk(r, &(struct kb_rep_walker){.cand = dist_cand, .arg = counts});
+  kb__rep_walk(r, &(struct kb_rep_walker){.cand = dist_cand, .arg = counts});
   json_t *labels = json_array(), *values = json_array();
   for (size_t b = 0; b < N_BINS; b++) {
     json_array_append_new(labels, json_string(dist_labels[b]));
@@ -274,7 +274,7 @@ static json_t *chart_data(const struct kb_report *r) {
     json_array_append_new(p, json_integer(ok[k]));
   }
   struct bars b = {tasks, NULL, NULL};
-  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = bars_task_begin, .cand = bars_cand,
+  kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = bars_task_begin, .cand = bars_cand,
                                          .task_end = bars_task_end, .arg = &b});
   return json_pack("{s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "funnel", "labels", labels, "evaluated", e,
                    "passed", p, "burn", burn_json(r), "dist", dist_json(r), "tasks", tasks);
@@ -400,7 +400,7 @@ static void board_row(void *arg, const struct kb_rep_task *t, int i, const struc
   fputs("</td>", out);
   status_cell(out, c->status);
   fputs("<td>", out);
-  esc(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
+  esc(out, kb__rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
   fprintf(out, "</td><td class=\"n\">%s</td>", med);
   for (int s = 0; s < t->n_cands; s++) {
     if (strcmp(t->cands[s].generator, "seed") != 0)
@@ -427,8 +427,8 @@ static void board_end(void *arg, const struct kb_rep_task *t, int i) {
 /* A link to candidate `id`'s page, or its name (or id) when it has none. */
 static void cand_link(FILE *out, const struct kb_report *r, const struct kb_rep_task *t,
                       const char *id) {
-  int c = kb_rep_find(t, id);
-  if (c >= 0 && kb_rep_shown(r, &t->cands[c])) {
+  int c = kb__rep_find(t, id);
+  if (c >= 0 && kb__rep_shown(r, &t->cands[c])) {
     fputs("<a href=\"#c-", out);
     esc(out, t->cands[c].id);
     fputs("\">", out);
@@ -625,7 +625,7 @@ static void candidate(void *arg, const struct kb_rep_task *t, int ti, const stru
   if (!c->parent0[0] && !c->parent1[0])
     fputs("none (a seed)", out);
   fputs("</td></tr><tr><th>children</th><td>", out);
-  int self = kb_rep_find(t, c->id);
+  int self = kb__rep_find(t, c->id);
   int first = self >= 0 ? t->child_off[self] : 0, last = self >= 0 ? t->child_off[self + 1] : 0;
   for (int k = first; k < last; k++)
     cand_link(out, r, t, t->cands[t->child_idx[k]].id);
@@ -639,7 +639,7 @@ static void candidate(void *arg, const struct kb_rep_task *t, int ti, const stru
           created);
   esc(out, c->status[0] ? c->status : "pending");
   fputs(" at ", out);
-  esc(out, kb_rep_tier_name(r, c->best_tier));
+  esc(out, kb__rep_tier_name(r, c->best_tier));
   char med[32];
   fmt_time(med, sizeof med, c->median_us);
   fprintf(out, "</td></tr><tr><th>median</th><td>%s", med);
@@ -665,7 +665,7 @@ static size_t chartjs_len(void) {
   return n;
 }
 
-int kb_report_write_html(const struct kb_report *r, FILE *out, struct kb_error *err) {
+int kb__report_write_html(const struct kb_report *r, FILE *out, struct kb_error *err) {
   json_t *data = chart_data(r);
   char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
   json_decref(data);
@@ -698,12 +698,12 @@ int kb_report_write_html(const struct kb_report *r, FILE *out, struct kb_error *
   fputs("</nav></header>\n<main>\n", out);
   overview(out, r);
   struct html_walk hw = {r, out};
-  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = board_begin, .cand = board_row,
+  kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = board_begin, .cand = board_row,
                                          .task_end = board_end, .shown_only = 1, .arg = &hw});
   fputs("<section id=\"candidates\"><h2>Candidates</h2><p class=\"muted\">Pick a candidate in a "
         "leaderboard to see its source, lineage, evaluations and profile here.</p>\n",
         out);
-  kb_rep_walk(r, &(struct kb_rep_walker){.cand = candidate, .shown_only = 1, .arg = &hw});
+  kb__rep_walk(r, &(struct kb_rep_walker){.cand = candidate, .shown_only = 1, .arg = &hw});
   fputs("</section>\n</main>\n<script type=\"application/json\" id=\"kb-data\">", out);
   script_json(out, text);
   free(text);

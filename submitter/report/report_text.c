@@ -38,7 +38,7 @@ void kb__report_funnel(const struct kb_report *r, long evaluated[], long passed[
   for (int k = 0; k < KB_MAX_TIERS; k++)
     evaluated[k] = passed[k] = 0;
   struct funnel f = {evaluated, passed};
-  kb_rep_walk(r, &(struct kb_rep_walker){.cand = funnel_cand, .arg = &f});
+  kb__rep_walk(r, &(struct kb_rep_walker){.cand = funnel_cand, .arg = &f});
 }
 
 static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
@@ -75,7 +75,7 @@ static json_t *cand_json(const struct kb_report *r, const struct kb_rep_cand *c,
       "candidate", c->id, "name", c->name, "generator", c->generator, "parents", parents, "knobs",
       c->knobs, "flags", c->flags, "created", kb__json_num(c->created), "best_tier", c->best_tier,
       "status", c->status[0] ? c->status : "pending", "tier_name",
-      kb_rep_tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), "median_us",
+      kb__rep_tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), "median_us",
       kb__json_num(c->median_us), "speedup", kb__json_num(c->speedup), "evaluations", evals);
   if (o && sources)
     json_object_set_new(o, "source", json_string(c->source ? c->source : ""));
@@ -124,10 +124,10 @@ json_t *kb__report_json(const struct kb_report *r, int sources) {
   json_t *funnel = json_array(), *tasks = json_array();
   for (int k = 0; k < r->n_tiers; k++)
     json_array_append_new(funnel, json_pack("{s:i, s:s, s:I, s:I}", "tier", k, "name",
-                                            kb_rep_tier_name(r, k), "evaluated",
+                                            kb__rep_tier_name(r, k), "evaluated",
                                             (json_int_t)ev[k], "ok", (json_int_t)ok[k]));
   struct json_walk w = {r, sources, tasks, NULL};
-  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = json_task_begin, .cand = json_cand,
+  kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = json_task_begin, .cand = json_cand,
                                          .task_end = json_task_end, .arg = &w});
   return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I, s:I}, s:o, s:o}", "schema",
                    "kernelbrain.report/1", "campaign", r->campaign, "state", r->state, "reason",
@@ -144,7 +144,7 @@ static int io_result(FILE *out, struct kb_error *err) {
   return KB_OK;
 }
 
-int kb_report_write_json(const struct kb_report *r, FILE *out, struct kb_error *err) {
+int kb__report_write_json(const struct kb_report *r, FILE *out, struct kb_error *err) {
   json_t *j = kb__report_json(r, 1);
   if (j == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory building the report");
@@ -206,18 +206,18 @@ static void csv_cand(void *arg, const struct kb_rep_task *t, int ti, const struc
   csv_field(out, c->parent1, 0);
   csv_field(out, c->status[0] ? c->status : "pending", 0);
   fprintf(out, "%d,", c->best_tier);
-  csv_field(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), 0);
+  csv_field(out, kb__rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), 0);
   csv_num(out, c->median_us);
   csv_num(out, c->speedup);
   fprintf(out, "%d,%lld\r\n", c->n_evals, (long long)cost);
 }
 
-int kb_report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err) {
+int kb__report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err) {
   fputs("campaign,task,rank,candidate,name,generator,parent0,parent1,status,best_tier,"
         "tier_name,median_us,speedup,evaluations,cost_ms\r\n",
         out);
   struct text_walk w = {r, out};
-  kb_rep_walk(r, &(struct kb_rep_walker){.cand = csv_cand, .arg = &w});
+  kb__rep_walk(r, &(struct kb_rep_walker){.cand = csv_cand, .arg = &w});
   return io_result(out, err);
 }
 
@@ -300,7 +300,7 @@ static void md_cand(void *arg, const struct kb_rep_task *t, int ti, const struct
   fputs(" | ", out);
   md_text(out, c->status[0] ? c->status : "pending");
   fputs(" | ", out);
-  md_text(out, kb_rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
+  md_text(out, kb__rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
   fputs(" | ", out);
   md_time(out, c->median_us);
   if (isfinite(c->speedup))
@@ -317,7 +317,7 @@ static void md_task_end(void *arg, const struct kb_rep_task *t, int ti) {
             w->r->top);
 }
 
-int kb_report_write_md(const struct kb_report *r, FILE *out, struct kb_error *err) {
+int kb__report_write_md(const struct kb_report *r, FILE *out, struct kb_error *err) {
   long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
   kb__report_funnel(r, ev, ok);
   fputs("# Campaign ", out);
@@ -335,11 +335,11 @@ int kb_report_write_md(const struct kb_report *r, FILE *out, struct kb_error *er
   fputs("\n\n## Tier funnel\n\n| tier | candidates evaluated | passed |\n|---|---:|---:|\n", out);
   for (int k = 0; k < r->n_tiers; k++) {
     fprintf(out, "| %d ", k);
-    md_text(out, kb_rep_tier_name(r, k));
+    md_text(out, kb__rep_tier_name(r, k));
     fprintf(out, " | %ld | %ld |\n", ev[k], ok[k]);
   }
   struct text_walk w = {r, out};
-  kb_rep_walk(r, &(struct kb_rep_walker){.task_begin = md_task_begin, .cand = md_cand,
+  kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = md_task_begin, .cand = md_cand,
                                          .task_end = md_task_end, .shown_only = 1, .arg = &w});
   return io_result(out, err);
 }

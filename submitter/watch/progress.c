@@ -84,7 +84,7 @@ static int read_tasks(struct kb_progress *p, struct kb_error *err) {
   return rc;
 }
 
-int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
+int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
                      struct kb_error *err) {
   memset(p, 0, sizeof *p);
   snprintf(p->cid, sizeof p->cid, "%s", cid);
@@ -106,7 +106,7 @@ int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *
   return rc;
 }
 
-void kb_progress_release(struct kb_progress *p) {
+void kb__progress_release(struct kb_progress *p) {
   if (p == NULL)
     return;
   kb_free(p->tasks);
@@ -117,7 +117,7 @@ void kb_progress_release(struct kb_progress *p) {
   p->slots = NULL;
 }
 
-int kb_progress_ended(const struct kb_progress *p) {
+int kb__progress_ended(const struct kb_progress *p) {
   return strcmp(p->st.state, "done") == 0 || strcmp(p->st.state, "cancelled") == 0;
 }
 
@@ -424,7 +424,7 @@ static void best_speedups(struct kb_progress *p) {
   }
 }
 
-int kb_progress_update(struct kb_progress *p, struct kb_error *err) {
+int kb__progress_update(struct kb_progress *p, struct kb_error *err) {
   int rc = kb_queue_status(&p->q, &p->st, err);
   if (rc == KB_OK)
     rc = read_leases(p, err);

@@ -38,7 +38,7 @@ struct kb_progress_cand {
 };
 
 struct kb_progress {
-  struct kb_queue q;               /* the campaign (attached by kb_progress_open) */
+  struct kb_queue q;               /* the campaign (attached by kb__progress_open) */
   char cid[KB_ID_MAX];             /* campaign id */
   struct kb_queue_status st;       /* status script snapshot */
   int64_t now_ms;                  /* redis clock at the snapshot, unix milliseconds */
@@ -68,16 +68,16 @@ struct kb_progress {
 
 /* Attaches `p` (caller-owned; zeroed here) to campaign `cid` over `redis` (borrowed, must outlive
  * `p`) and reads the task list. Errors: KB_ENOTFOUND (no such campaign), KB_ECONN, KB_EREDIS,
- * KB_ENOMEM. Release with kb_progress_release, also on failure. */
-int kb_progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
+ * KB_ENOMEM. Release with kb__progress_release, also on failure. */
+int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char *cid,
                      struct kb_error *err);
 /* Takes a new snapshot: the status script, leases, runners, and the results stream entries
  * added since the last call. Errors: KB_ENOTFOUND (the campaign was removed), KB_ECONN,
  * KB_EREDIS, KB_ENOMEM. */
-int kb_progress_update(struct kb_progress *p, struct kb_error *err);
+int kb__progress_update(struct kb_progress *p, struct kb_error *err);
 /* 1 when the campaign has ended (state done or cancelled). */
-int kb_progress_ended(const struct kb_progress *p);
+int kb__progress_ended(const struct kb_progress *p);
 /* Frees what `p` owns; NULL is fine. */
-void kb_progress_release(struct kb_progress *p);
+void kb__progress_release(struct kb_progress *p);
 
 #endif

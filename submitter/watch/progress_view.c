@@ -13,7 +13,7 @@
 #define CYAN "\033[36m"
 #define RESET "\033[0m"
 
-void kb_format_duration(double s, char *out, size_t size) {
+void kb__format_duration(double s, char *out, size_t size) {
   if (s < 0) {
     snprintf(out, size, "-");
     return;
@@ -138,7 +138,7 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   return rc;
 }
 
-int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
+int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
                        struct kb_buf *out) {
   const struct kb_queue_status *st = &p->st;
   int width = o->width < 40 ? 40 : o->width;
@@ -149,7 +149,7 @@ int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o
     bw = 40;
   char now[32], eta[32], left[32];
   utc_now(now, sizeof now);
-  kb_format_duration(p->eta_s, eta, sizeof eta);
+  kb__format_duration(p->eta_s, eta, sizeof eta);
   struct kb_buf b;
   kb_buf_init(&b);
   int64_t total = items_total(st);
@@ -158,7 +158,7 @@ int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o
       c(o, strcmp(st->state, "running") == 0 || strcmp(st->state, "done") == 0 ? GREEN : YELLOW),
       st->state, c(o, RESET), now, eta);
   if (rc == KB_OK && p->deadline > 0) {
-    kb_format_duration((double)p->deadline - (double)p->now_ms / 1000.0, left, sizeof left);
+    kb__format_duration((double)p->deadline - (double)p->now_ms / 1000.0, left, sizeof left);
     rc = kb_buf_addf(&b, "   deadline in %s", left);
   }
   if (rc == KB_OK)
@@ -196,11 +196,11 @@ int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o
   return rc;
 }
 
-void kb_progress_line(const struct kb_progress *p, FILE *f) {
+void kb__progress_line(const struct kb_progress *p, FILE *f) {
   const struct kb_queue_status *st = &p->st;
   char now[32], eta[32];
   utc_now(now, sizeof now);
-  kb_format_duration(p->eta_s, eta, sizeof eta);
+  kb__format_duration(p->eta_s, eta, sizeof eta);
   int64_t total = items_total(st);
   fprintf(f, "%s %s %s items %lld/%lld", now, p->cid, st->state, (long long)(st->done + st->dead),
           (long long)total);
@@ -245,7 +245,7 @@ static json_t *currency(int64_t total, int64_t available, int64_t held, int64_t 
                    "overruns", (json_int_t)overruns, "overrun", (json_int_t)overrun);
 }
 
-json_t *kb_progress_json(const struct kb_progress *p) {
+json_t *kb__progress_json(const struct kb_progress *p) {
   const struct kb_queue_status *st = &p->st;
   json_t *ready = json_array(), *tiers = json_array(), *tasks = json_array();
   for (int t = 0; t < st->n_tiers; t++)
@@ -284,7 +284,7 @@ json_t *kb_progress_json(const struct kb_progress *p) {
   if (o) {
     json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
     json_object_set_new(o, "deadline", p->deadline > 0 ? json_integer(p->deadline) : json_null());
-    json_object_set_new(o, "ended", json_boolean(kb_progress_ended(p)));
+    json_object_set_new(o, "ended", json_boolean(kb__progress_ended(p)));
     /* results-stream entries the scheduler dropped: they settled no lease it knows of */
     json_object_set_new(o, "stray", json_integer(st->stray));
   }

@@ -19,15 +19,15 @@ struct kb_view_opts {
 /* Appends the screen for `p` to `out`, one line per "\n", each at most `o->width` columns
  * (colour sequences aside) and at most `o->height` lines (when not 0). Returns KB_OK or
  * KB_ENOMEM. */
-int kb_progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
+int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *o,
                        struct kb_buf *out);
 /* Prints one line for `p` to `f`: UTC time, campaign, state, items, budget, runners, best
  * speedups (of the first KB_LINE_TASKS tasks that have one, then "+N"), ETA. */
 #define KB_LINE_TASKS 8
-void kb_progress_line(const struct kb_progress *p, FILE *f);
+void kb__progress_line(const struct kb_progress *p, FILE *f);
 /* The snapshot as a JSON object (new reference; NULL on ENOMEM). */
-json_t *kb_progress_json(const struct kb_progress *p);
+json_t *kb__progress_json(const struct kb_progress *p);
 /* Formats `seconds` as "1h02m", "4m05s" or "12s" into `out`; "-" when negative. */
-void kb_format_duration(double seconds, char *out, size_t size);
+void kb__format_duration(double seconds, char *out, size_t size);
 
 #endif

@@ -15,7 +15,7 @@
 #include "progress.h"
 #include "progress_view.h"
 
-void kb_watch_opts_for(FILE *out, int json, struct kb_watch_opts *o) {
+void kb__watch_opts_for(FILE *out, int json, struct kb_watch_opts *o) {
   const char *term = getenv("TERM");
   const char *no_color = getenv("NO_COLOR");
   int tty = isatty(fileno(out));
@@ -78,7 +78,7 @@ static int draw(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
   struct kb_view_opts v = {.color = o->color, .width = columns(out), .height = h > 1 ? h - 1 : 0};
   struct kb_buf b;
   kb_buf_init(&b);
-  int rc = kb_progress_screen(p, &v, &b);
+  int rc = kb__progress_screen(p, &v, &b);
   if (rc == KB_OK) {
     if (o->once) {
       fputs(b.data, out);
@@ -108,11 +108,11 @@ static int show(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
       return kb_error_set(err, KB_ENOMEM, "out of memory drawing the screen");
     return KB_OK;
   case KB_WATCH_LINES:
-    kb_progress_line(p, out);
+    kb__progress_line(p, out);
     fflush(out);
     return KB_OK;
   case KB_WATCH_JSON: {
-    json_t *j = kb_progress_json(p);
+    json_t *j = kb__progress_json(p);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (text == NULL)
@@ -126,14 +126,14 @@ static int show(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
   return KB_OK;
 }
 
-int kb_watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
+int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
              volatile sig_atomic_t *stop, struct kb_error *err) {
   struct kb_progress p;
   int drawn = 0, cursor_hidden = 0;
   double lost_since = 0; /* monotonic seconds when redis became unreachable; 0 = reachable */
-  int rc = kb_progress_open(&p, redis, cid, err);
+  int rc = kb__progress_open(&p, redis, cid, err);
   while (rc == KB_OK) {
-    rc = kb_progress_update(&p, err);
+    rc = kb__progress_update(&p, err);
     /* A watch outlives a Redis restart: it keeps trying for LOST_MAX_S, Ctrl-C still works. */
     if (rc == KB_ECONN && !o->once && (lost_since == 0 || now_s() - lost_since < LOST_MAX_S)) {
       if (lost_since == 0) {
@@ -159,7 +159,7 @@ int kb_watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts
       cursor_hidden = 1;
     }
     rc = show(&p, o, out, &drawn, err);
-    if (rc || o->once || kb_progress_ended(&p))
+    if (rc || o->once || kb__progress_ended(&p))
       break;
     nap(o->interval, stop);
     if (stop && *stop)
@@ -169,6 +169,6 @@ int kb_watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts
     fputs("\033[?25h", out);
     fflush(out);
   }
-  kb_progress_release(&p);
+  kb__progress_release(&p);
   return rc;
 }

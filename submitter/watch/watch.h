@@ -21,13 +21,13 @@ struct kb_watch_opts {
 };
 
 /* Picks the mode and colours for `out` from isatty(), $TERM and $NO_COLOR; `json` forces JSON. */
-void kb_watch_opts_for(FILE *out, int json, struct kb_watch_opts *o);
+void kb__watch_opts_for(FILE *out, int json, struct kb_watch_opts *o);
 
 /* Shows the progress of campaign `cid` on `out` (borrowed) every `o->interval` seconds until the
  * campaign is done or cancelled, or `*stop` (borrowed; may be NULL) is set by a signal.
  * Returns KB_OK when the campaign ended (or after one refresh with `o->once`), KB_EINTERRUPTED
  * when stopped, else KB_ENOTFOUND, KB_ECONN, KB_EREDIS, KB_ENOMEM with `err` set. */
-int kb_watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
+int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
              volatile sig_atomic_t *stop, struct kb_error *err);
 
 #endif

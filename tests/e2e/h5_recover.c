@@ -1,4 +1,4 @@
-/* Test helper: opens each store file as a restarted scheduler does (kb_store_open recovers a
+/* Test helper: opens each store file as a restarted scheduler does (kb__store_open recovers a
  * file a killed writer left: h5clear, cut back to the last commit) and closes it, so h5dump and
  * plain h5py can read it. Prints "<file> recovered=<bits> evaluations=<n>" per file.
  *
@@ -14,14 +14,14 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     struct kb_error err = {0};
     struct kb_store *s = NULL;
-    if (kb_store_open(argv[i], NULL, &s, &err) != KB_OK) {
+    if (kb__store_open(argv[i], NULL, &s, &err) != KB_OK) {
       fprintf(stderr, "h5_recover: %s\n", err.msg);
       failed = 1;
       continue;
     }
-    printf("%s recovered=%d evaluations=%ld\n", argv[i], kb_store_recovered(s),
-           kb_store_evaluation_count(s));
-    kb_store_close(s);
+    printf("%s recovered=%d evaluations=%ld\n", argv[i], kb__store_recovered(s),
+           kb__store_evaluation_count(s));
+    kb__store_close(s);
   }
   return failed;
 }

@@ -10,7 +10,7 @@
 #     --swmr): no (candidate, tier, attempt) twice, every result redis counts as acknowledged
 #     in its file;
 #   - every other kill, each file is also opened as the restarted scheduler opens it
-#     (h5_recover: kb_store_open), then read by h5dump and by a plain h5py open, with the same
+#     (h5_recover: kb__store_open), then read by h5dump and by a plain h5py open, with the same
 #     checks; on the other kills the restarted scheduler recovers the files itself;
 #   - once, mid-way, one file is overwritten with garbage, next to the garbage a killed rebuild
 #     would leave: the restarted scheduler must rebuild it from the results redis retains

@@ -1,5 +1,5 @@
 /* A plain read kernel for test_devkern.c (which is C): times a pass over a buffer, to see
- * whether kb_dk_flush_l2 evicted it. */
+ * whether kb__dk_flush_l2 evicted it. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 

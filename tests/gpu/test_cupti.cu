@@ -92,8 +92,8 @@ struct traced {
 static void begin(struct traced *t, cudaStream_t s) {
   struct kb_error err = {};
   memset(t, 0, sizeof *t);
-  KB_OK_OR_DIE(kb_cupti_trace_start(&err), err);
-  CUDA_OK(kb_dk_spin(1, s));
+  KB_OK_OR_DIE(kb__cupti_trace_start(&err), err);
+  CUDA_OK(kb__dk_spin(1, s));
 }
 
 /* Ends the trace of `t`: its records, windows on `s` and the cross-check. */
@@ -101,12 +101,12 @@ static void finish(struct traced *t, cudaStream_t s) {
   struct kb_error err = {};
   CUDA_OK(cudaDeviceSynchronize());
   size_t dropped = 0;
-  KB_OK_OR_DIE(kb_cupti_trace_stop(&t->recs, &t->n, &dropped, &err), err);
+  KB_OK_OR_DIE(kb__cupti_trace_stop(&t->recs, &t->n, &dropped, &err), err);
   CHECK(dropped == 0, "cupti dropped %zu records", dropped);
   uint32_t sid = 0;
-  KB_OK_OR_DIE(kb_cupti_stream_id(s, &sid, &err), err);
-  KB_OK_OR_DIE(kb_cupti_windows(t->recs, t->n, sid, NULL, t->w, 8, &t->nw, &err), err);
-  t->clean = kb_cupti_cross_check(t->recs, t->n, sid, t->w, t->nw, NULL, &t->chk);
+  KB_OK_OR_DIE(kb__cupti_stream_id(s, &sid, &err), err);
+  KB_OK_OR_DIE(kb__cupti_windows(t->recs, t->n, sid, NULL, t->w, 8, &t->nw, &err), err);
+  t->clean = kb__cupti_cross_check(t->recs, t->n, sid, t->w, t->nw, NULL, &t->chk);
 }
 
 int main(void) {
@@ -129,16 +129,16 @@ int main(void) {
   {
     struct traced t;
     begin(&t, s);
-    CHECK(kb_cupti_trace_start(&err) == KB_EINVAL, "a second start is refused");
+    CHECK(kb__cupti_trace_start(&err) == KB_EINVAL, "a second start is refused");
     err.code = 0;
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
-    CUDA_OK(kb_dk_spin(1, s));
+    CUDA_OK(kb__dk_spin(1, s));
     finish(&t, s);
     const struct kb_cupti_kernel *k = find(t.recs, t.n, "test_saxpy");
     CHECK(k != NULL, "no record of test_saxpy among %zu", t.n);
     if (k) {
       uint32_t sid = 0;
-      kb_cupti_stream_id(s, &sid, &err);
+      kb__cupti_stream_id(s, &sid, &err);
       printf("record: %s grid (%d,%d,%d) block (%d,%d,%d) regs %u smem %d+%d B local %u B "
              "%.2f us stream %u\n",
              k->name, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
@@ -165,7 +165,7 @@ int main(void) {
     struct traced t;
     begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, other>>>(x, y, n, 2.0f);
-    CUDA_OK(kb_dk_spin(30, s));
+    CUDA_OK(kb__dk_spin(30, s));
     finish(&t, s);
     CHECK(!t.clean && t.chk.other_kernels == 1 && t.chk.other_ns > 0,
           "other stream not caught: other %lld", (long long)t.chk.other_kernels);
@@ -178,7 +178,7 @@ int main(void) {
     struct traced t;
     begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024>>>(x, y, n, 2.0f);
-    CUDA_OK(kb_dk_spin(30, s));
+    CUDA_OK(kb__dk_spin(30, s));
     finish(&t, s);
     CHECK(!t.clean && t.chk.other_kernels == 1, "legacy stream not caught");
     printf("legacy default stream: clean=%d: %s\n", t.clean, t.chk.reason);
@@ -190,7 +190,7 @@ int main(void) {
     struct traced t;
     begin(&t, s);
     test_busy<<<1, 1, 0, other>>>(200000, sink);
-    CUDA_OK(kb_dk_spin(1, s));
+    CUDA_OK(kb__dk_spin(1, s));
     finish(&t, s);
     const struct kb_cupti_kernel *b = find(t.recs, t.n, "test_busy");
     CHECK(b && t.nw == 1 && b->end > t.w[0].end, "busy kernel should outlast the window");
@@ -205,7 +205,7 @@ int main(void) {
     struct traced t;
     begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
-    CUDA_OK(kb_dk_spin(1, s));
+    CUDA_OK(kb__dk_spin(1, s));
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
     finish(&t, s);
     CHECK(!t.clean && t.chk.late_kernels == 1 && t.chk.own_kernels == 1,
@@ -226,13 +226,13 @@ int main(void) {
     }
     struct kb_cupti_window w[2];
     size_t nw;
-    CHECK(kb_cupti_windows(r, 3, 0, NULL, w, 2, &nw, &err) == KB_EINVAL, "odd markers refused");
+    CHECK(kb__cupti_windows(r, 3, 0, NULL, w, 2, &nw, &err) == KB_EINVAL, "odd markers refused");
     err.code = 0;
   }
 
   /* 6. the Range Profiler */
   char why[512];
-  int readable = kb_cupti_metrics_probe(why, sizeof why);
+  int readable = kb__cupti_metrics_probe(why, sizeof why);
   printf("metrics probe: %s%s\n", readable ? "counters readable" : "counters not readable: ",
          readable ? "" : why);
   CHECK(readable || why[0] != '\0', "the probe gave no reason");
@@ -248,7 +248,7 @@ int main(void) {
       long long n4;
       float *y;
     } la = {a, b, n4, y};
-    int rc = kb_cupti_metrics_measure(
+    int rc = kb__cupti_metrics_measure(
         nullptr, [](void *p) -> int {
           launch_args *q = (launch_args *)p;
           test_copy<<<132 * 8, 256>>>(q->a, q->b, q->n4);
@@ -267,7 +267,7 @@ int main(void) {
             m.main.occupancy_pct);
     }
     err.code = 0;
-    rc = kb_cupti_metrics_measure(
+    rc = kb__cupti_metrics_measure(
         nullptr, [](void *p) -> int {
           launch_args *q = (launch_args *)p;
           test_fma<<<132 * 16, 256>>>(q->y, 20000);
@@ -296,7 +296,7 @@ int main(void) {
     struct traced t;
     begin(&t, s);
     test_saxpy<<<n / 256, 256, 1024, s>>>(x, y, n, 2.0f);
-    CUDA_OK(kb_dk_spin(1, s));
+    CUDA_OK(kb__dk_spin(1, s));
     finish(&t, s);
     CHECK(t.clean && t.chk.own_kernels == 1, "trace after the profiler: %s", t.chk.reason);
     kb_free(t.recs);

@@ -1,13 +1,13 @@
 /* The sandbox's trusted kernels (runner/sandbox/devkern.h) against the host's rules, on a GPU.
  *
  * Not a ctest test (CI has no GPU): tests/gpu/run.sh runs it on the H200. Checks
- *   - kb_dk_fill == kb_inputs_fill byte for byte: every dtype, every distribution, ranges that
+ *   - kb__dk_fill == kb__inputs_fill byte for byte: every dtype, every distribution, ranges that
  *     reach f16 overflow and subnormals, integer clamps, 2^61-wide integer ranges, large n;
- *   - kb_dk_poison == kb_poison, at aligned and unaligned starts, nothing written outside;
- *   - kb_dk_compare == kb_verify on crafted cases (NaN, Inf, poison left, tolerance edges, bool,
+ *   - kb__dk_poison == kb__poison, at aligned and unaligned starts, nothing written outside;
+ *   - kb__dk_compare == kb__verify on crafted cases (NaN, Inf, poison left, tolerance edges, bool,
  *     large i64) and on large perturbed arrays, report field by field;
- *   - kb_dk_checksum changes on any single flipped byte and on swapped words;
- *   - kb_dk_flush_l2 writes its buffer (time) and evicts (a re-read gets slower), kb_dk_spin
+ *   - kb__dk_checksum changes on any single flipped byte and on swapped words;
+ *   - kb__dk_flush_l2 writes its buffer (time) and evicts (a re-read gets slower), kb__dk_spin
  *     lasts what it says;
  * and reports the bandwidth of fill, poison, compare and checksum. Exit 0 when all passed.
  * Usage: test_devkern [--quick]
@@ -93,10 +93,10 @@ static void test_fill(int64_t n) {
       int size = kb_dtype_size(dtype);
       int tensor = (int)(c + (size_t)dtype) % 3;
       struct kb_error err = {0};
-      int hrc = kb_inputs_fill(&cases[c].set, tensor, dtype, host, n, &err);
+      int hrc = kb__inputs_fill(&cases[c].set, tensor, dtype, host, n, &err);
       CHECK(hrc == KB_OK, "host fill %s %s: %s", cases[c].what, dtype_names[dtype], err.msg);
       CUDA_OK(cudaMemsetAsync(dev, 0x5a, (size_t)n * (size_t)size, stream));
-      CUDA_OK(kb_dk_fill(dev, dtype, n, cases[c].set.seed, tensor, cases[c].set.dist,
+      CUDA_OK(kb__dk_fill(dev, dtype, n, cases[c].set.seed, tensor, cases[c].set.dist,
                          cases[c].set.low, cases[c].set.high, stream));
       CUDA_OK(cudaMemcpyAsync(back, dev, (size_t)n * (size_t)size, cudaMemcpyDeviceToHost,
                               stream));
@@ -110,16 +110,16 @@ static void test_fill(int64_t n) {
         }
       CHECK(diff == 0, "fill %s %s: %lld of %lld elements differ, first %lld: device %.17g host %.17g",
             cases[c].what, dtype_names[dtype], (long long)diff, (long long)n, (long long)first,
-            first >= 0 ? kb_dtype_load(dtype, back, first) : 0.0,
-            first >= 0 ? kb_dtype_load(dtype, host, first) : 0.0);
+            first >= 0 ? kb__dtype_load(dtype, back, first) : 0.0,
+            first >= 0 ? kb__dtype_load(dtype, host, first) : 0.0);
       tested++;
     }
   }
-  /* invalid arguments are refused as kb_inputs_fill refuses them */
-  CHECK(kb_dk_fill(dev, 99, 10, 1, 0, KB_DIST_UNIFORM, 0, 1, stream) != 0, "unknown dtype");
-  CHECK(kb_dk_fill(dev, KB_F32, 10, 1, 0, 7, 0, 1, stream) != 0, "unknown distribution");
-  CHECK(kb_dk_fill(dev, KB_F32, 10, 1, 0, KB_DIST_INTEGERS, 5, 5, stream) != 0, "empty range");
-  CHECK(kb_dk_fill(dev, KB_F32, 10, 1, 0, KB_DIST_UNIFORM, 0, INFINITY, stream) != 0,
+  /* invalid arguments are refused as kb__inputs_fill refuses them */
+  CHECK(kb__dk_fill(dev, 99, 10, 1, 0, KB_DIST_UNIFORM, 0, 1, stream) != 0, "unknown dtype");
+  CHECK(kb__dk_fill(dev, KB_F32, 10, 1, 0, 7, 0, 1, stream) != 0, "unknown distribution");
+  CHECK(kb__dk_fill(dev, KB_F32, 10, 1, 0, KB_DIST_INTEGERS, 5, 5, stream) != 0, "empty range");
+  CHECK(kb__dk_fill(dev, KB_F32, 10, 1, 0, KB_DIST_UNIFORM, 0, INFINITY, stream) != 0,
         "infinite bound");
   printf("fill: %d dtype x distribution cases of %lld elements compared byte for byte\n", tested,
          (long long)n);
@@ -130,13 +130,13 @@ static void test_fill(int64_t n) {
     struct kb_input_set set = {99, KB_DIST_INTEGERS, 0, 256};
     unsigned char *dbig = NULL, got[4096], want[4096];
     CUDA_OK(cudaMalloc((void **)&dbig, (size_t)big));
-    CUDA_OK(kb_dk_fill(dbig, KB_U8, big, set.seed, 2, set.dist, set.low, set.high, stream));
+    CUDA_OK(kb__dk_fill(dbig, KB_U8, big, set.seed, 2, set.dist, set.low, set.high, stream));
     CUDA_OK(cudaMemcpyAsync(got, dbig + big - tail, (size_t)tail, cudaMemcpyDeviceToHost,
                             stream));
     CUDA_OK(cudaStreamSynchronize(stream));
-    uint64_t key = kb_rand_key(set.seed, 2);
+    uint64_t key = kb__rand_key(set.seed, 2);
     for (int64_t i = 0; i < tail; i++)
-      kb_dtype_store(KB_U8, want + i, kb_input_value(&set, key, big - tail + i));
+      kb__dtype_store(KB_U8, want + i, kb__input_value(&set, key, big - tail + i));
     CHECK(memcmp(got, want, (size_t)tail) == 0, "fill of %lld u8 elements: the tail differs",
           (long long)big);
     CUDA_OK(cudaFree(dbig));
@@ -162,11 +162,11 @@ static void test_poison(void) {
         unsigned char *want = xmalloc(bytes), *got = xmalloc(bytes);
         memset(want, 0x11, bytes);
         size_t at = (size_t)guard + (size_t)offset * (size_t)size;
-        kb_poison(dtype, want + at, n);
+        kb__poison(dtype, want + at, n);
         unsigned char *dev = NULL;
         CUDA_OK(cudaMalloc((void **)&dev, bytes));
         CUDA_OK(cudaMemsetAsync(dev, 0x11, bytes, stream));
-        CUDA_OK(kb_dk_poison(dev + at, dtype, n, stream));
+        CUDA_OK(kb__dk_poison(dev + at, dtype, n, stream));
         CUDA_OK(cudaMemcpyAsync(got, dev, bytes, cudaMemcpyDeviceToHost, stream));
         CUDA_OK(cudaStreamSynchronize(stream));
         size_t bad = bytes;
@@ -185,7 +185,7 @@ static void test_poison(void) {
       }
     }
   }
-  printf("poison: %d cases (sizes, unaligned starts, guards) identical to kb_poison\n", tested);
+  printf("poison: %d cases (sizes, unaligned starts, guards) identical to kb__poison\n", tested);
 }
 
 /* --- compare --------------------------------------------------------------------------------- */
@@ -199,7 +199,7 @@ static void compare_at(struct kb_dk_ctx *ctx, const char *what, int dtype, const
                        const void *want, int64_t n, double atol, double rtol, int expect,
                        int offset) {
   struct kb_verify_report h, d;
-  int hp = kb_verify(dtype, got, want, n, atol, rtol, &h);
+  int hp = kb__verify(dtype, got, want, n, atol, rtol, &h);
   size_t bytes = (size_t)n * (size_t)kb_dtype_size(dtype);
   size_t skip = (size_t)offset * (size_t)kb_dtype_size(dtype);
   unsigned char *gb = NULL, *wb = NULL;
@@ -209,7 +209,7 @@ static void compare_at(struct kb_dk_ctx *ctx, const char *what, int dtype, const
   CUDA_OK(cudaMemcpy(g, got, bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(w, want, bytes, cudaMemcpyHostToDevice));
   int dp = -1;
-  CUDA_OK(kb_dk_compare(ctx, g, w, dtype, n, atol, rtol, &d, &dp, stream));
+  CUDA_OK(kb__dk_compare(ctx, g, w, dtype, n, atol, rtol, &d, &dp, stream));
   CHECK(hp == dp && dp == expect, "compare %s: host pass %d, device pass %d, expected %d", what,
         hp, dp, expect);
   CHECK(h.checked == d.checked && h.bad == d.bad && h.first_bad == d.first_bad &&
@@ -249,7 +249,7 @@ static void test_compare(struct kb_dk_ctx *ctx) {
     got[2] = -INFINITY;
     compare_case(ctx, "f32 Inf both", KB_F32, got, inf_want, 8, 1, 1, 0);
     memcpy(got, want, sizeof got);
-    kb_poison(KB_F32, got + 5, 3);
+    kb__poison(KB_F32, got + 5, 3);
     compare_case(ctx, "f32 poison left", KB_F32, got, want, 8, 1e30, 1e30, 0);
     /* exactly at the bound passes, one ulp above fails */
     double atol = 0.25, rtol = 0.5;
@@ -266,10 +266,10 @@ static void test_compare(struct kb_dk_ctx *ctx) {
   {
     uint16_t want[6], got[6];
     for (int i = 0; i < 6; i++)
-      want[i] = kb_f32_to_f16((float)i * 0.5f - 1);
+      want[i] = kb__f32_to_f16((float)i * 0.5f - 1);
     memcpy(got, want, sizeof got);
     compare_case(ctx, "f16 equal", KB_F16, got, want, 6, 1e-2, 1e-2, 1);
-    kb_poison(KB_F16, got + 2, 1);
+    kb__poison(KB_F16, got + 2, 1);
     compare_case(ctx, "f16 poison", KB_F16, got, want, 6, 1e-2, 1e-2, 0);
     memcpy(got, want, sizeof got);
     got[5] = 0x7c00; /* +inf */
@@ -278,10 +278,10 @@ static void test_compare(struct kb_dk_ctx *ctx) {
     got[1] = (uint16_t)(got[1] + 1); /* one ulp */
     compare_case(ctx, "f16 one ulp", KB_F16, got, want, 6, 1e-2, 1e-2, 1);
     for (int i = 0; i < 6; i++)
-      want[i] = kb_f32_to_bf16((float)i * 3.25f - 2);
+      want[i] = kb__f32_to_bf16((float)i * 3.25f - 2);
     memcpy(got, want, sizeof got);
     compare_case(ctx, "bf16 equal", KB_BF16, got, want, 6, 1e-2, 1e-2, 1);
-    kb_poison(KB_BF16, got, 6);
+    kb__poison(KB_BF16, got, 6);
     compare_case(ctx, "bf16 all poison", KB_BF16, got, want, 6, 1e-2, 1e-2, 0);
   }
   /* f64 */
@@ -291,7 +291,7 @@ static void test_compare(struct kb_dk_ctx *ctx) {
     got[0] = 1e300;
     got[1] = -1e300;
     compare_case(ctx, "f64 equal, signed zero", KB_F64, got, want, 4, 0, 0, 1);
-    kb_poison(KB_F64, got + 3, 1);
+    kb__poison(KB_F64, got + 3, 1);
     compare_case(ctx, "f64 poison", KB_F64, got, want, 4, 1, 1, 0);
   }
   /* integers and bool */
@@ -301,7 +301,7 @@ static void test_compare(struct kb_dk_ctx *ctx) {
     compare_case(ctx, "i32 equal", KB_I32, got, want, 5, 0, 0, 1);
     got[3] = -1;
     compare_case(ctx, "i32 off", KB_I32, got, want, 5, 0, 0, 0);
-    kb_poison(KB_I32, got, 5);
+    kb__poison(KB_I32, got, 5);
     compare_case(ctx, "i32 poison", KB_I32, got, want, 5, 0, 0, 0);
     int64_t w64[4] = {INT64_MAX, INT64_MIN, (int64_t)1 << 60, 5}, g64[4];
     memcpy(g64, w64, sizeof g64);
@@ -330,18 +330,18 @@ static void test_compare(struct kb_dk_ctx *ctx) {
                              dtype == KB_BOOL ? 2 : 100};
     if (dtype == KB_BOOL || dtype == KB_U8)
       s.low = 0;
-    kb_inputs_fill(&s, 0, dtype, want, n, NULL);
+    kb__inputs_fill(&s, 0, dtype, want, n, NULL);
     struct kb_input_set s2 = s;
     s2.seed = 12;
-    kb_inputs_fill(&s2, 0, dtype, got, n, NULL);
+    kb__inputs_fill(&s2, 0, dtype, got, n, NULL);
     /* got = want except a few elements replaced by another draw (close or far), and a NaN */
     memcpy(got, want, (size_t)n * (size_t)size);
     compare_case(ctx, "large equal", dtype, got, want, n, 1e-3, 1e-3, 1);
     for (int64_t i = 977; i < n; i += n / 7)
     {
-      double v = kb_dtype_load(dtype, want, i);
+      double v = kb__dtype_load(dtype, want, i);
       double nv = dtype == KB_BOOL ? 1 - v : dtype >= KB_I32 ? v + 1 : v * 1.0001 + 0.5;
-      kb_dtype_store(dtype, got + i * size, nv);
+      kb__dtype_store(dtype, got + i * size, nv);
     }
     char what[64];
     snprintf(what, sizeof what, "large %s perturbed", dtype_names[dtype]);
@@ -349,7 +349,7 @@ static void test_compare(struct kb_dk_ctx *ctx) {
     snprintf(what, sizeof what, "large %s perturbed, unaligned", dtype_names[dtype]);
     compare_at(ctx, what, dtype, got + size, want + size, n - 1, 1e-3, 1e-3, 0, 1);
     if (dtype <= KB_F64) {
-      kb_poison(dtype, got + (n - 1) * size, 1);
+      kb__poison(dtype, got + (n - 1) * size, 1);
       snprintf(what, sizeof what, "large %s poisoned last", dtype_names[dtype]);
       compare_case(ctx, what, dtype, got, want, n, 1e9, 1e9, 0);
     }
@@ -358,10 +358,10 @@ static void test_compare(struct kb_dk_ctx *ctx) {
   }
   struct kb_verify_report r;
   int pass = 1;
-  CHECK(kb_dk_compare(ctx, NULL, NULL, 42, 1, 0, 0, &r, &pass, stream) != 0 && pass == 0 &&
+  CHECK(kb__dk_compare(ctx, NULL, NULL, 42, 1, 0, 0, &r, &pass, stream) != 0 && pass == 0 &&
             r.first_bad == 0,
-        "unknown dtype refused as kb_verify reports it");
-  printf("compare: crafted and large cases agree with kb_verify\n");
+        "unknown dtype refused as kb__verify reports it");
+  printf("compare: crafted and large cases agree with kb__verify\n");
 }
 
 /* --- checksum -------------------------------------------------------------------------------- */
@@ -370,13 +370,13 @@ static void test_checksum(struct kb_dk_ctx *ctx) {
   const size_t bytes = (64u << 20) + 5;
   unsigned char *host = xmalloc(bytes);
   struct kb_input_set s = {21, KB_DIST_INTEGERS, 0, 256};
-  kb_inputs_fill(&s, 0, KB_U8, host, (int64_t)bytes, NULL);
+  kb__inputs_fill(&s, 0, KB_U8, host, (int64_t)bytes, NULL);
   unsigned char *dev = NULL;
   CUDA_OK(cudaMalloc((void **)&dev, bytes + 16));
   CUDA_OK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
   uint64_t base = 0, again = 0, x = 0;
-  CUDA_OK(kb_dk_checksum(ctx, dev, bytes, &base, stream));
-  CUDA_OK(kb_dk_checksum(ctx, dev, bytes, &again, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, bytes, &base, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, bytes, &again, stream));
   CHECK(base == again, "checksum not deterministic: %016llx %016llx", (unsigned long long)base,
         (unsigned long long)again);
   const size_t where[] = {0, 1, 7, 8, 15, 16, 4095, bytes / 2, bytes - 6, bytes - 5, bytes - 1};
@@ -384,37 +384,37 @@ static void test_checksum(struct kb_dk_ctx *ctx) {
     for (int bit = 0; bit < 8; bit += 7) {
       unsigned char b = host[where[k]] ^ (unsigned char)(1u << bit);
       CUDA_OK(cudaMemcpy(dev + where[k], &b, 1, cudaMemcpyHostToDevice));
-      CUDA_OK(kb_dk_checksum(ctx, dev, bytes, &x, stream));
+      CUDA_OK(kb__dk_checksum(ctx, dev, bytes, &x, stream));
       CHECK(x != base, "flipping bit %d of byte %zu left the checksum unchanged", bit, where[k]);
       CUDA_OK(cudaMemcpy(dev + where[k], host + where[k], 1, cudaMemcpyHostToDevice));
     }
   }
-  CUDA_OK(kb_dk_checksum(ctx, dev, bytes, &x, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, bytes, &x, stream));
   CHECK(x == base, "restored buffer, checksum %016llx != %016llx", (unsigned long long)x,
         (unsigned long long)base);
   /* two 8-byte words swapped: a sum of position-free terms would not notice */
   CUDA_OK(cudaMemcpy(dev, host + 8, 8, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dev + 8, host, 8, cudaMemcpyHostToDevice));
-  CUDA_OK(kb_dk_checksum(ctx, dev, bytes, &x, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, bytes, &x, stream));
   CHECK(x != base || memcmp(host, host + 8, 8) == 0, "swapped words left the checksum unchanged");
   CUDA_OK(cudaMemcpy(dev, host, 16, cudaMemcpyHostToDevice));
   /* an unaligned start (byte path) is deterministic and sees flips too */
   uint64_t u1 = 0, u2 = 0;
-  CUDA_OK(kb_dk_checksum(ctx, dev + 3, 1001, &u1, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev + 3, 1001, &u1, stream));
   unsigned char b = host[500] ^ 0x10;
   CUDA_OK(cudaMemcpy(dev + 500, &b, 1, cudaMemcpyHostToDevice));
-  CUDA_OK(kb_dk_checksum(ctx, dev + 3, 1001, &u2, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev + 3, 1001, &u2, stream));
   CHECK(u1 != u2, "unaligned checksum missed a flipped byte");
   CUDA_OK(cudaMemcpy(dev + 500, host + 500, 1, cudaMemcpyHostToDevice));
   /* the same bytes at an aligned and an unaligned address give the same checksum */
   CUDA_OK(cudaMemcpy(dev + 3, host, 4096, cudaMemcpyHostToDevice));
-  CUDA_OK(kb_dk_checksum(ctx, dev + 3, 4096, &u1, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev + 3, 4096, &u1, stream));
   CUDA_OK(cudaMemcpy(dev, host, 4096, cudaMemcpyHostToDevice));
-  CUDA_OK(kb_dk_checksum(ctx, dev, 4096, &u2, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, 4096, &u2, stream));
   CHECK(u1 == u2, "aligned and unaligned paths disagree: %016llx %016llx",
         (unsigned long long)u2, (unsigned long long)u1);
   /* a length change alone changes it */
-  CUDA_OK(kb_dk_checksum(ctx, dev, 4095, &u1, stream));
+  CUDA_OK(kb__dk_checksum(ctx, dev, 4095, &u1, stream));
   CHECK(u1 != u2 || host[4095] != 0, "length not in the checksum");
   CUDA_OK(cudaFree(dev));
   kb_free(host);
@@ -428,10 +428,10 @@ static void test_flush_spin(struct kb_dk_ctx *ctx) {
   CUDA_OK(cudaGetDevice(&dev));
   CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   double t[21];
-  CUDA_OK(kb_dk_flush_l2(ctx, stream));
+  CUDA_OK(kb__dk_flush_l2(ctx, stream));
   for (int i = 0; i < 21; i++) {
     timer_start();
-    CUDA_OK(kb_dk_flush_l2(ctx, stream));
+    CUDA_OK(kb__dk_flush_l2(ctx, stream));
     t[i] = timer_stop_ms();
   }
   double flush_ms = median(t, 21);
@@ -454,7 +454,7 @@ static void test_flush_spin(struct kb_dk_ctx *ctx) {
     timer_start();
     CUDA_OK(test_read_probe(buf, bytes, sink, stream));
     warm[i] = timer_stop_ms();
-    CUDA_OK(kb_dk_flush_l2(ctx, stream));
+    CUDA_OK(kb__dk_flush_l2(ctx, stream));
     timer_start();
     CUDA_OK(test_read_probe(buf, bytes, sink, stream));
     cold[i] = timer_stop_ms();
@@ -477,7 +477,7 @@ static void test_flush_spin(struct kb_dk_ctx *ctx) {
     double s[11];
     for (int i = 0; i < 11; i++) {
       timer_start();
-      CUDA_OK(kb_dk_spin(us[k], stream));
+      CUDA_OK(kb__dk_spin(us[k], stream));
       s[i] = timer_stop_ms() * 1e3;
     }
     double m = median(s, 11);
@@ -485,7 +485,7 @@ static void test_flush_spin(struct kb_dk_ctx *ctx) {
     CHECK(m >= 0.95 * us[k] && m <= us[k] * 1.05 + 20, "spin %.0f us took %.2f us", us[k], m);
   }
   CUDA_OK(cudaStreamSynchronize(stream));
-  CHECK(kb_dk_spin(-1, stream) != 0, "negative spin refused");
+  CHECK(kb__dk_spin(-1, stream) != 0, "negative spin refused");
 }
 
 /* --- bandwidth ------------------------------------------------------------------------------- */
@@ -506,7 +506,7 @@ static void bandwidth(struct kb_dk_ctx *ctx) {
   for (int d = 0; d < 3; d++) {
     for (int i = 0; i < 7; i++) {
       timer_start();
-      CUDA_OK(kb_dk_fill(a, KB_F32, n, 1, 0, dists[d], -1, 1, stream));
+      CUDA_OK(kb__dk_fill(a, KB_F32, n, 1, 0, dists[d], -1, 1, stream));
       t[i] = timer_stop_ms();
     }
     rows[r].what = d == 0 ? "fill f32 uniform (write)" : d == 1 ? "fill f32 normal (write)"
@@ -516,7 +516,7 @@ static void bandwidth(struct kb_dk_ctx *ctx) {
   }
   for (int i = 0; i < 7; i++) {
     timer_start();
-    CUDA_OK(kb_dk_fill(a, KB_BF16, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
+    CUDA_OK(kb__dk_fill(a, KB_BF16, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
     t[i] = timer_stop_ms();
   }
   rows[r].what = "fill bf16 uniform (write)";
@@ -524,19 +524,19 @@ static void bandwidth(struct kb_dk_ctx *ctx) {
   ms[r++] = median(t, 7);
   for (int i = 0; i < 7; i++) {
     timer_start();
-    CUDA_OK(kb_dk_poison(a, KB_F32, n, stream));
+    CUDA_OK(kb__dk_poison(a, KB_F32, n, stream));
     t[i] = timer_stop_ms();
   }
   rows[r].what = "poison f32 (write)";
   rows[r].bytes = (double)n * 4;
   ms[r++] = median(t, 7);
-  CUDA_OK(kb_dk_fill(a, KB_F32, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
-  CUDA_OK(kb_dk_fill(b, KB_F32, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
+  CUDA_OK(kb__dk_fill(a, KB_F32, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
+  CUDA_OK(kb__dk_fill(b, KB_F32, n, 1, 0, KB_DIST_UNIFORM, -1, 1, stream));
   struct kb_verify_report rep;
   int pass = 0;
   for (int i = 0; i < 7; i++) {
     timer_start();
-    CUDA_OK(kb_dk_compare(ctx, a, b, KB_F32, n, 1e-4, 1e-4, &rep, &pass, stream));
+    CUDA_OK(kb__dk_compare(ctx, a, b, KB_F32, n, 1e-4, 1e-4, &rep, &pass, stream));
     t[i] = timer_stop_ms();
   }
   CHECK(pass == 1, "compare of equal 1 GiB arrays failed");
@@ -546,7 +546,7 @@ static void bandwidth(struct kb_dk_ctx *ctx) {
   uint64_t sum;
   for (int i = 0; i < 7; i++) {
     timer_start();
-    CUDA_OK(kb_dk_checksum(ctx, a, (size_t)n * 4, &sum, stream));
+    CUDA_OK(kb__dk_checksum(ctx, a, (size_t)n * 4, &sum, stream));
     t[i] = timer_stop_ms();
   }
   rows[r].what = "checksum (read)";
@@ -577,7 +577,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaEventCreate(&ev0));
   CUDA_OK(cudaEventCreate(&ev1));
   struct kb_dk_ctx *ctx = NULL;
-  CUDA_OK(kb_dk_ctx_new(0, &ctx));
+  CUDA_OK(kb__dk_ctx_new(0, &ctx));
   test_fill(quick ? 100003 : (1 << 22) + 13);
   test_poison();
   test_compare(ctx);
@@ -585,7 +585,7 @@ int main(int argc, char **argv) {
   test_flush_spin(ctx);
   if (!quick)
     bandwidth(ctx);
-  kb_dk_ctx_free(ctx);
+  kb__dk_ctx_free(ctx);
   CUDA_OK(cudaGetLastError());
   printf("%s: %d checks, %d failed\n", failures ? "FAIL" : "PASS", checks, failures);
   return failures ? 1 : 0;

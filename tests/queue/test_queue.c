@@ -486,24 +486,24 @@ static void test_llm_charges(void **state) {
                                      "llm_tokens:available 5000"), KB_OK);
   freeReplyObject(rep);
   int dup = -1;
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 0);
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 3000, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 1);
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 3000, "t", &dup, &err),
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 3000, "t", &dup, &err),
                    KB_EBUDGET);
   kb_error_clear(&err);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 0);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-1", 1200, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 1);
-  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "req-1", "t", &dup, &err), KB_ESTATE);
+  assert_int_equal(kb__ledger_void(&q, KB_LLM_TOKENS, "req-1", "t", &dup, &err), KB_ESTATE);
   kb_error_clear(&err);
-  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "nope", "t", &dup, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__ledger_void(&q, KB_LLM_TOKENS, "nope", "t", &dup, &err), KB_ENOTFOUND);
   kb_error_clear(&err);
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 500, "t", &dup, &err), KB_OK);
-  assert_int_equal(kb_ledger_void(&q, KB_LLM_TOKENS, "req-2", "t", &dup, &err), KB_OK);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-2", 10, "t", &dup, &err), KB_ESTATE);
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-2", 500, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_void(&q, KB_LLM_TOKENS, "req-2", "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-2", 10, "t", &dup, &err), KB_ESTATE);
   kb_error_clear(&err);
   struct kb_queue_status st;
   assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
@@ -512,10 +512,10 @@ static void test_llm_charges(void **state) {
   assert_int_equal(st.llm_available, 3800);
   assert_int_equal(st.llm_available + st.llm_held + st.llm_spent, st.llm_total);
   /* usage beyond the reservation (max_tokens plus the prompt estimate) is charged whole */
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-3", 100, "t", &dup, &err), KB_OK);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-3", 100, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 0);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-3", 250, "t", &dup, &err), KB_OK);
   assert_int_equal(dup, 1); /* a retry charges nothing */
   assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
   assert_int_equal(st.llm_spent, 1200 + 250);

@@ -189,11 +189,11 @@ static void test_charge_bad_amount(void **state) {
   struct kb_queue q;
   struct kb_error err = {0};
   kbq_make_campaign(r, "e-amount", 1000, 60000, 3, &q);
-  int rc = kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-neg", -5, "t", NULL, &err);
+  int rc = kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-neg", -5, "t", NULL, &err);
   if (rc != KB_EINVAL)
     fail_msg("reserve of -5 gave %s (\"%s\"), expected INVAL", kb_err_name(rc), err.msg);
   kb_error_clear(&err);
-  assert_int_equal(kb_ledger_reserve(&q, 7, "req-cur", 5, "t", NULL, &err), KB_EINVAL);
+  assert_int_equal(kb__ledger_reserve(&q, 7, "req-cur", 5, "t", NULL, &err), KB_EINVAL);
   struct kb_queue_status st;
   kb_error_clear(&err);
   assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
@@ -221,8 +221,8 @@ static void test_ledger_log_balances_after_each_entry(void **state) {
                                        NULL, &err),
                      KB_OK);
   }
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 400, "t", NULL, &err), KB_OK);
-  assert_int_equal(kb_ledger_post(&q, KB_LLM_TOKENS, "req-1", 150, "t", NULL, &err), KB_OK);
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "req-1", 400, "t", NULL, &err), KB_OK);
+  assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-1", 150, "t", NULL, &err), KB_OK);
   kbq_assert_final(r, "e-log", 3, NULL);
 
   redisReply *rep = NULL;

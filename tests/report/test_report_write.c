@@ -1,6 +1,6 @@
 /* Unit tests of the report reader and writers (submitter/report/): a task file is
  * written with the real store (scheduler/store.c) holding hostile names, sources and reasons,
- * read back with kb_report_load, and written in every format into memory; the tests check the
+ * read back with kb__report_load, and written in every format into memory; the tests check the
  * escaping, the numbers, and what unknown values become. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,7 +48,7 @@ static void cand(struct kb_store *s, int k, const char *name, const char *gen, c
   c.source = (char *)source;
   c.created = 1700000000.0 + k;
   struct kb_error err = {0};
-  assert_int_equal(kb_store_add_candidate(s, &c, NULL, &err), KB_OK);
+  assert_int_equal(kb__store_add_candidate(s, &c, NULL, &err), KB_OK);
 }
 
 static void eval(struct kb_store *s, int k, int tier, int status, double median_us,
@@ -108,7 +108,7 @@ static void eval(struct kb_store *s, int k, int tier, int status, double median_
   r.started = 1700000100.0 + k + tier;
   r.finished = r.started + 0.5;
   struct kb_error err = {0};
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, &err), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, &err), KB_OK);
   r.kernels = NULL; /* borrowed from the stack */
   r.n_kernels = 0;
 }
@@ -125,7 +125,7 @@ static void llm(struct kb_store *s) {
                            .prompt = prompt, .prompt_len = sizeof prompt - 1,
                            .response = response, .response_len = sizeof response - 1};
   struct kb_error err = {0};
-  assert_int_equal(kb_store_add_llm(s, &x, NULL, &err), KB_OK);
+  assert_int_equal(kb__store_add_llm(s, &x, NULL, &err), KB_OK);
 }
 
 static int setup(void **state) {
@@ -138,7 +138,7 @@ static int setup(void **state) {
   struct kb_store_task_info info = {"camp", "t", SPEC, "reference </textarea> & more"};
   struct kb_store *s = NULL;
   struct kb_error err = {0};
-  if (kb_store_open(path, &info, &s, &err) != KB_OK)
+  if (kb__store_open(path, &info, &s, &err) != KB_OK)
     return -1;
   snprintf(base, sizeof base, "%064x", 1);
   cand(s, 0, "naive", "seed", NULL, "int kb_forward(void) { return 1; }\n");
@@ -151,10 +151,10 @@ static int setup(void **state) {
   eval(s, 1, 1, KB_STATUS_OK, 100, "");
   eval(s, 2, 0, KB_STATUS_COMPILE_ERROR, 0, "line one\nline | two </td>");
   llm(s);
-  if (kb_store_flush(s, &err) != KB_OK)
+  if (kb__store_flush(s, &err) != KB_OK)
     return -1;
-  kb_store_close(s);
-  if (kb_report_load(f->dir, &f->r, &err) != KB_OK) {
+  kb__store_close(s);
+  if (kb__report_load(f->dir, &f->r, &err) != KB_OK) {
     fprintf(stderr, "%s\n", err.msg);
     return -1;
   }
@@ -165,7 +165,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   struct fixture *f = *state;
   char path[128];
-  kb_report_release(&f->r);
+  kb__report_release(&f->r);
   snprintf(path, sizeof path, "%s/t.h5", f->dir);
   unlink(path);
   snprintf(path, sizeof path, "%s/t.h5.lock", f->dir);
@@ -236,7 +236,7 @@ static void test_load(void **state) {
 
 static void test_html(void **state) {
   struct fixture *f = *state;
-  char *html = render(kb_report_write_html, &f->r);
+  char *html = render(kb__report_write_html, &f->r);
   /* Exactly the page's three scripts; nothing of the hostile texts as markup. */
   assert_int_equal(count(html, "<script"), 3);
   assert_int_equal(count(html, "</script>"), 3);
@@ -281,7 +281,7 @@ static void test_profile_llm(void **state) {
   assert_int_equal(e->trace_own_kernels, 2);
   assert_int_equal(t->cands[0].evals[1].n_kernels, 0);
   assert_true(isnan(t->cands[0].evals[1].dram_pct));
-  char *html = render(kb_report_write_html, &f->r);
+  char *html = render(kb__report_write_html, &f->r);
   assert_int_equal(count(html, "<table class=\"kernels\">"), 1);
   holds(html, (const char *const[]){"<code>_Z6reduceILi256EEvPKfPf&lt;x&gt;</code>",
                                     "<td class=\"n\">81.5%</td><td class=\"n\">22.2%</td>",
@@ -290,7 +290,7 @@ static void test_profile_llm(void **state) {
   assert_int_equal(count(html, "<h4>LLM exchange</h4>"), 1);
   assert_int_equal(count(html, "<script"), 3);
   free(html);
-  char *jl = render(kb_export_write_jsonl, &f->r);
+  char *jl = render(kb__export_write_jsonl, &f->r);
   assert_int_equal(count(jl, "\"NCU_Profile\":null"), 2);
   assert_int_equal(count(jl, "\"lts__t_sector_hit_rate.pct\":12.5"), 1);
   free(jl);
@@ -298,7 +298,7 @@ static void test_profile_llm(void **state) {
 
 static void test_json(void **state) {
   struct fixture *f = *state;
-  char *text = render(kb_report_write_json, &f->r);
+  char *text = render(kb__report_write_json, &f->r);
   json_error_t jerr;
   json_t *j = json_loads(text, 0, &jerr);
   assert_non_null(j);
@@ -320,13 +320,13 @@ static void test_json(void **state) {
 
 static void test_csv_md(void **state) {
   struct fixture *f = *state;
-  char *csv = render(kb_report_write_csv, &f->r);
+  char *csv = render(kb__report_write_csv, &f->r);
   assert_int_equal(count(csv, "\r\n"), 5); /* header + 4 candidates */
   /* Quotes doubled, the field quoted, a formula defused. */
   holds(csv, (const char *const[]){",\"'=HYPERLINK(\"\"x\"\"),a|b\",",
                                    ",\"x</script><img src=x onerror=alert(1)>&\"\"'\",", NULL});
   free(csv);
-  char *md = render(kb_report_write_md, &f->r);
+  char *md = render(kb__report_write_md, &f->r);
   holds(md, (const char *const[]){"| x&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&amp;\"' |",
                                   "| =HYPERLINK(\"x\"),a\\|b |", "| 2.00x |", NULL});
   free(md);
@@ -334,7 +334,7 @@ static void test_csv_md(void **state) {
 
 static void test_export(void **state) {
   struct fixture *f = *state;
-  char *text = render(kb_export_write_jsonl, &f->r);
+  char *text = render(kb__export_write_jsonl, &f->r);
   assert_int_equal(count(text, "\n"), 3); /* "never" was not evaluated */
   char *line = text;
   int n = 0;
@@ -374,16 +374,16 @@ static void test_export(void **state) {
 static void test_top(void **state) {
   struct fixture *f = *state;
   f->r.top = 1;
-  char *html = render(kb_report_write_html, &f->r);
+  char *html = render(kb__report_write_html, &f->r);
   assert_int_equal(count(html, "<article class=\"cand\""), 1);
   assert_non_null(strstr(html, "3 more candidates not shown (--top 1)"));
   assert_int_equal(count(html, "href=\"#c-"), 1); /* its row; its parent has no page */
   free(html);
-  char *md = render(kb_report_write_md, &f->r);
+  char *md = render(kb__report_write_md, &f->r);
   assert_null(strstr(md, "| naive |"));
   assert_non_null(strstr(md, "3 more candidates not shown (--top 1)"));
   free(md);
-  char *csv = render(kb_report_write_csv, &f->r); /* csv lists all */
+  char *csv = render(kb__report_write_csv, &f->r); /* csv lists all */
   assert_int_equal(count(csv, "\r\n"), 5);
   free(csv);
   f->r.top = 0;
@@ -415,7 +415,7 @@ static void test_export_kernelbench(void **state) {
   snprintf(t.id, sizeof t.id, "l1_23_softmax");
   snprintf(t.category, sizeof t.category, "kernelbench-level1");
   struct kb_report r = {.tasks = &t, .n_tasks = 1};
-  char *text = render(kb_export_write_jsonl, &r);
+  char *text = render(kb__export_write_jsonl, &r);
   json_t *o = json_loads(text, 0, NULL);
   assert_non_null(o);
   assert_int_equal(json_integer_value(json_object_get(o, "Level_ID")), 1);
@@ -425,7 +425,7 @@ static void test_export_kernelbench(void **state) {
   json_decref(o);
   free(text);
   snprintf(t.category, sizeof t.category, "kernelbench");
-  text = render(kb_export_write_jsonl, &r);
+  text = render(kb__export_write_jsonl, &r);
   o = json_loads(text, 0, NULL);
   assert_true(json_is_null(json_object_get(o, "Level_ID")));
   assert_true(json_is_null(json_object_get(o, "Task_ID")));
@@ -437,7 +437,7 @@ static void test_load_errors(void **state) {
   (void)state;
   struct kb_report r;
   struct kb_error err = {0};
-  assert_int_equal(kb_report_load("/nonexistent/kb-report", &r, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__report_load("/nonexistent/kb-report", &r, &err), KB_ENOTFOUND);
   assert_non_null(strstr(err.msg, "/nonexistent/kb-report"));
   char dir[] = "/tmp/kb-rep-bad-XXXXXX", path[64];
   assert_non_null(mkdtemp(dir));
@@ -447,7 +447,7 @@ static void test_load_errors(void **state) {
   fputs("not hdf5\n", f);
   fclose(f);
   kb_error_clear(&err);
-  assert_int_equal(kb_report_load(dir, &r, &err), KB_EHDF5);
+  assert_int_equal(kb__report_load(dir, &r, &err), KB_EHDF5);
   assert_non_null(strstr(err.msg, path));
   snprintf(path, sizeof path, "%s/summary.json", dir);
   f = fopen(path, "w");
@@ -455,7 +455,7 @@ static void test_load_errors(void **state) {
   fputs("{\"tasks\": [\n", f);
   fclose(f);
   kb_error_clear(&err);
-  assert_int_equal(kb_report_load(dir, &r, &err), KB_EPARSE);
+  assert_int_equal(kb__report_load(dir, &r, &err), KB_EPARSE);
   assert_non_null(strstr(err.msg, "summary.json:"));
   unlink(path);
   snprintf(path, sizeof path, "%s/x.h5", dir);

@@ -16,7 +16,7 @@ int kb_test_eval_open(const char *task_dir, const char *backend, const char *cac
   kb_campaign_default_ladder(ladder);
   struct kb_evaluator_opts o = {.kind = kb_backend_from_name(backend), .cache_dir = cache};
   double t0 = kb_now_mono();
-  if (kb_evaluator_new(&o, ev, err) != KB_OK) {
+  if (kb__evaluator_new(&o, ev, err) != KB_OK) {
     kb_task_release(task);
     return err->code;
   }
@@ -43,7 +43,7 @@ int kb_test_eval_file(struct kb_evaluator *ev, const struct kb_task *task, const
     return 1;
   int eval_flags = tier == ladder->n_tiers - 1 ? KB_EVAL_FULL : 0;
   double t0 = kb_now_mono();
-  rc = kb_evaluator_evaluate(ev, task, &c, &ladder->tiers[tier], tier, eval_flags, r, err);
+  rc = kb__evaluator_evaluate(ev, task, &c, &ladder->tiers[tier], tier, eval_flags, r, err);
   *wall = kb_now_mono() - t0;
   kb_candidate_release(&c);
   return rc ? 2 : 0;

@@ -13,7 +13,7 @@
 
 /* Loads the bundle at `task_dir` into `*task` and the default ladder into `*ladder`, and starts
  * an evaluator for `backend` ("host" or "cuda") with its build cache in `cache` into `*ev`
- * (caller-owned: kb_evaluator_free, kb_task_release). `*start_s` (may be NULL) gets the seconds
+ * (caller-owned: kb__evaluator_free, kb_task_release). `*start_s` (may be NULL) gets the seconds
  * the evaluator took to start. Returns KB_OK, or the error in `err` with nothing left open. */
 int kb_test_eval_open(const char *task_dir, const char *backend, const char *cache,
                       struct kb_task *task, struct kb_campaign *ladder,

@@ -56,8 +56,8 @@ static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const c
          r.timing.samples ? r.timing.median_us : 0, r.timing.samples ? r.timing.p10_us : 0,
          r.timing.samples ? r.timing.p90_us : 0, r.timing.samples ? r.timing.noise : 0,
          r.timing.samples, isfinite(r.same_run_speedup) ? r.same_run_speedup : 0,
-         (long long)r.cost_ms, wall, wall * 1000.0 - timed_ms, kb_evaluator_sandbox_starts(ev),
-         kb_evaluator_sandbox_start_s(ev), profile, r.reason[0] ? " | " : "", r.reason);
+         (long long)r.cost_ms, wall, wall * 1000.0 - timed_ms, kb__evaluator_sandbox_starts(ev),
+         kb__evaluator_sandbox_start_s(ev), profile, r.reason[0] ? " | " : "", r.reason);
   fflush(stdout);
   int ok = r.status == KB_STATUS_OK;
   kb_result_release(&r);
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("# backend %s, device %s, sandbox started in %.3f s (backend ready in %.3f s)\n",
-         backend, kb_evaluator_device(ev), kb_evaluator_sandbox_start_s(ev), ready_s);
+         backend, kb__evaluator_device(ev), kb__evaluator_sandbox_start_s(ev), ready_s);
   int bad = 0;
   for (long k = 0; k < repeat; k++)
     for (const char *t = tiers; *t; t++) {
@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
         eval_one(ev, &task, base ? base + 1 : argv[i], argv[i], "", &ladder, tier);
       }
     }
-  kb_evaluator_free(ev);
+  kb__evaluator_free(ev);
   kb_task_release(&task);
   return bad;
 }

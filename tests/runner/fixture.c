@@ -61,7 +61,7 @@ int fixture_eval(struct runner_fixture *fx, const struct kb_task *task, const ch
   if (kb_candidate_init(&c, task->id, "test", "seed", source, "", cflags, err) != KB_OK)
     fail_msg("candidate: %s", err->msg);
   kb_result_init(r);
-  int rc = kb_evaluator_evaluate(kb_host_backend_generic(fx->backend), task, &c, tier, index,
+  int rc = kb__evaluator_evaluate(kb_host_backend_generic(fx->backend), task, &c, tier, index,
                                  eval_flags, r, err);
   kb_candidate_release(&c);
   return rc;

@@ -37,7 +37,7 @@ void fixture_teardown(struct runner_fixture *fx);
 
 /* Evaluates `source` (borrowed), compiled with `cflags` (borrowed, "" for none), as a candidate
  * of `task` at `tier` (index `index`) with the evaluator's `eval_flags` (KB_EVAL_FULL or 0)
- * into `r` (initialised here; the caller releases it). Returns kb_evaluator_evaluate's code,
+ * into `r` (initialised here; the caller releases it). Returns kb__evaluator_evaluate's code,
  * with `err` (borrowed) set when it is not KB_OK; fails the test when the candidate cannot be
  * made. */
 int fixture_eval(struct runner_fixture *fx, const struct kb_task *task, const char *source,

@@ -24,8 +24,8 @@ static uint32_t bits32(float f) {
 static void test_splitmix_reference(void **state) {
   (void)state;
   /* the first output of the published splitmix64 seeded with 0 */
-  assert_int_equal(kb_rand_mix(UINT64_C(0x9e3779b97f4a7c15)), UINT64_C(0xe220a8397b1dcdaf));
-  assert_int_equal(kb_rand_u64(0, 0), UINT64_C(0xe220a8397b1dcdaf));
+  assert_int_equal(kb__rand_mix(UINT64_C(0x9e3779b97f4a7c15)), UINT64_C(0xe220a8397b1dcdaf));
+  assert_int_equal(kb__rand_u64(0, 0), UINT64_C(0xe220a8397b1dcdaf));
 }
 
 static void test_known_values(void **state) {
@@ -37,24 +37,24 @@ static void test_known_values(void **state) {
   double d[4];
   int32_t i[4];
   uint16_t h[4];
-  assert_int_equal(kb_inputs_fill(&u, 0, KB_F32, f, 4, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&u, 0, KB_F32, f, 4, NULL), KB_OK);
   static const uint32_t want_f32[4] = {0xbea07815, 0x3f6957a3, 0xbcdfa632, 0xbf5d8344};
   for (int k = 0; k < 4; k++)
     assert_int_equal(bits32(f[k]), want_f32[k]);
-  assert_int_equal(kb_inputs_fill(&n, 1, KB_F64, d, 4, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&n, 1, KB_F64, d, 4, NULL), KB_OK);
   static const double want_f64[4] = {0x1.79f356405f81p-2, 0x1.82019b35c016p-2,
                                      -0x1.33802d954eb08p+0, -0x1.2a44f90d7bf48p-1};
   for (int k = 0; k < 4; k++)
     assert_true(d[k] == want_f64[k]);
-  assert_int_equal(kb_inputs_fill(&ints, 0, KB_I32, i, 4, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&ints, 0, KB_I32, i, 4, NULL), KB_OK);
   static const int32_t want_i32[4] = {3, 2, -3, 1};
   for (int k = 0; k < 4; k++)
     assert_int_equal(i[k], want_i32[k]);
-  assert_int_equal(kb_inputs_fill(&u, 0, KB_F16, h, 4, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&u, 0, KB_F16, h, 4, NULL), KB_OK);
   static const uint16_t want_f16[4] = {0xb504, 0x3b4b, 0xa6fd, 0xbaec};
   for (int k = 0; k < 4; k++)
     assert_int_equal(h[k], want_f16[k]);
-  assert_int_equal(kb_inputs_fill(&u, 0, KB_BF16, h, 4, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&u, 0, KB_BF16, h, 4, NULL), KB_OK);
   static const uint16_t want_bf16[4] = {0xbea0, 0x3f69, 0xbce0, 0xbf5e};
   for (int k = 0; k < 4; k++)
     assert_int_equal(h[k], want_bf16[k]);
@@ -65,17 +65,17 @@ static void test_deterministic(void **state) {
   enum { N = 4096 };
   static float a[N], b[N], c[N], e[N];
   struct kb_input_set s = {7, KB_DIST_NORMAL, 1, 2};
-  assert_int_equal(kb_inputs_fill(&s, 0, KB_F32, a, N, NULL), KB_OK);
-  assert_int_equal(kb_inputs_fill(&s, 0, KB_F32, b, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&s, 0, KB_F32, a, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&s, 0, KB_F32, b, N, NULL), KB_OK);
   assert_memory_equal(a, b, sizeof a);
   /* element i does not depend on how many come before or after it */
-  assert_int_equal(kb_inputs_fill(&s, 0, KB_F32, e, 10, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&s, 0, KB_F32, e, 10, NULL), KB_OK);
   assert_memory_equal(a, e, 10 * sizeof a[0]);
   struct kb_input_set other = s;
   other.seed = 8;
-  assert_int_equal(kb_inputs_fill(&other, 0, KB_F32, c, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&other, 0, KB_F32, c, N, NULL), KB_OK);
   assert_memory_not_equal(a, c, sizeof a);
-  assert_int_equal(kb_inputs_fill(&s, 1, KB_F32, c, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&s, 1, KB_F32, c, N, NULL), KB_OK);
   assert_memory_not_equal(a, c, sizeof a);
 }
 
@@ -85,7 +85,7 @@ static void test_distributions(void **state) {
   double *v = kb_malloc(N * sizeof *v);
   assert_non_null(v);
   struct kb_input_set u = {1, KB_DIST_UNIFORM, 2, 4};
-  assert_int_equal(kb_inputs_fill(&u, 0, KB_F64, v, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&u, 0, KB_F64, v, N, NULL), KB_OK);
   double sum = 0, lo = INFINITY, hi = -INFINITY;
   for (int i = 0; i < N; i++) {
     sum += v[i];
@@ -96,7 +96,7 @@ static void test_distributions(void **state) {
   assert_float_equal(sum / N, 3.0, 0.01);
 
   struct kb_input_set n = {2, KB_DIST_NORMAL, 5, 3};
-  assert_int_equal(kb_inputs_fill(&n, 0, KB_F64, v, N, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&n, 0, KB_F64, v, N, NULL), KB_OK);
   double s1 = 0, s2 = 0;
   for (int i = 0; i < N; i++) {
     s1 += v[i];
@@ -110,7 +110,7 @@ static void test_distributions(void **state) {
   struct kb_input_set ints = {3, KB_DIST_INTEGERS, -2, 3};
   int counts[5] = {0};
   int64_t i64[1000];
-  assert_int_equal(kb_inputs_fill(&ints, 0, KB_I64, i64, 1000, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&ints, 0, KB_I64, i64, 1000, NULL), KB_OK);
   for (int i = 0; i < 1000; i++) {
     assert_in_range(i64[i] + 2, 0, 4);
     counts[i64[i] + 2]++;
@@ -125,9 +125,9 @@ static void test_integer_conversions(void **state) {
   uint8_t u8[64], b8[64];
   int32_t i32[64];
   struct kb_input_set wide = {4, KB_DIST_UNIFORM, -1000, 1000};
-  assert_int_equal(kb_inputs_fill(&wide, 0, KB_U8, u8, 64, NULL), KB_OK);
-  assert_int_equal(kb_inputs_fill(&wide, 0, KB_BOOL, b8, 64, NULL), KB_OK);
-  assert_int_equal(kb_inputs_fill(&wide, 0, KB_I32, i32, 64, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&wide, 0, KB_U8, u8, 64, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&wide, 0, KB_BOOL, b8, 64, NULL), KB_OK);
+  assert_int_equal(kb__inputs_fill(&wide, 0, KB_I32, i32, 64, NULL), KB_OK);
   for (int i = 0; i < 64; i++) {
     assert_true(b8[i] == 0 || b8[i] == 1);
     /* floor, then clamp to the dtype's range */
@@ -140,16 +140,16 @@ static void test_integer_conversions(void **state) {
     assert_int_equal(b8[i], i32[i] >= 1 ? 1 : 0);
   }
   uint8_t x;
-  assert_int_equal(kb_dtype_store(KB_I32, i32, -2.5), KB_OK);
+  assert_int_equal(kb__dtype_store(KB_I32, i32, -2.5), KB_OK);
   assert_int_equal(i32[0], -3);
-  assert_int_equal(kb_dtype_store(KB_I32, i32, 1e12), KB_OK);
+  assert_int_equal(kb__dtype_store(KB_I32, i32, 1e12), KB_OK);
   assert_int_equal(i32[0], INT32_MAX);
-  assert_int_equal(kb_dtype_store(KB_U8, &x, NAN), KB_OK);
+  assert_int_equal(kb__dtype_store(KB_U8, &x, NAN), KB_OK);
   assert_int_equal(x, 0);
   int64_t big;
-  assert_int_equal(kb_dtype_store(KB_I64, &big, 1e30), KB_OK);
+  assert_int_equal(kb__dtype_store(KB_I64, &big, 1e30), KB_OK);
   assert_true(big == INT64_MAX);
-  assert_int_equal(kb_dtype_store(99, &x, 1), KB_EINVAL);
+  assert_int_equal(kb__dtype_store(99, &x, 1), KB_EINVAL);
 }
 
 static void test_bad_sets(void **state) {
@@ -157,62 +157,62 @@ static void test_bad_sets(void **state) {
   float f[4];
   struct kb_error err = {0};
   struct kb_input_set empty = {1, KB_DIST_INTEGERS, 3, 3};
-  assert_int_equal(kb_inputs_fill(&empty, 0, KB_F32, f, 4, &err), KB_EINVAL);
+  assert_int_equal(kb__inputs_fill(&empty, 0, KB_F32, f, 4, &err), KB_EINVAL);
   assert_non_null(strstr(err.msg, "empty"));
   struct kb_input_set bad = {1, 17, 0, 1};
-  assert_int_equal(kb_inputs_fill(&bad, 0, KB_F32, f, 4, NULL), KB_EINVAL);
+  assert_int_equal(kb__inputs_fill(&bad, 0, KB_F32, f, 4, NULL), KB_EINVAL);
   struct kb_input_set inf = {1, KB_DIST_UNIFORM, 0, INFINITY};
-  assert_int_equal(kb_inputs_fill(&inf, 0, KB_F32, f, 4, NULL), KB_EINVAL);
+  assert_int_equal(kb__inputs_fill(&inf, 0, KB_F32, f, 4, NULL), KB_EINVAL);
   struct kb_input_set ok = {1, KB_DIST_UNIFORM, 0, 1};
-  assert_int_equal(kb_inputs_fill(&ok, 0, 42, f, 4, NULL), KB_EINVAL);
+  assert_int_equal(kb__inputs_fill(&ok, 0, 42, f, 4, NULL), KB_EINVAL);
 }
 
 static void test_f16(void **state) {
   (void)state;
-  assert_int_equal(kb_f32_to_f16(1.0f), 0x3c00);
-  assert_int_equal(kb_f32_to_f16(-2.0f), 0xc000);
-  assert_int_equal(kb_f32_to_f16(65504.0f), 0x7bff);
-  assert_int_equal(kb_f32_to_f16(65520.0f), 0x7c00);    /* rounds up to infinity */
-  assert_int_equal(kb_f32_to_f16(65519.0f), 0x7bff);
-  assert_int_equal(kb_f32_to_f16(0x1p-24f), 0x0001);    /* smallest subnormal */
-  assert_int_equal(kb_f32_to_f16(0x1p-25f), 0x0000);    /* halfway: to even, zero */
-  assert_int_equal(kb_f32_to_f16(0x1.8p-25f), 0x0001);
-  assert_int_equal(kb_f32_to_f16(0x1p-14f), 0x0400);    /* smallest normal */
-  assert_int_equal(kb_f32_to_f16(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
-  assert_int_equal(kb_f32_to_f16(1.0f + 0x1.8p-10f), 0x3c02);
-  assert_int_equal(kb_f32_to_f16(-0.0f), 0x8000);
-  assert_int_equal(kb_f32_to_f16(INFINITY), 0x7c00);
-  uint16_t nan = kb_f32_to_f16(NAN);
+  assert_int_equal(kb__f32_to_f16(1.0f), 0x3c00);
+  assert_int_equal(kb__f32_to_f16(-2.0f), 0xc000);
+  assert_int_equal(kb__f32_to_f16(65504.0f), 0x7bff);
+  assert_int_equal(kb__f32_to_f16(65520.0f), 0x7c00);    /* rounds up to infinity */
+  assert_int_equal(kb__f32_to_f16(65519.0f), 0x7bff);
+  assert_int_equal(kb__f32_to_f16(0x1p-24f), 0x0001);    /* smallest subnormal */
+  assert_int_equal(kb__f32_to_f16(0x1p-25f), 0x0000);    /* halfway: to even, zero */
+  assert_int_equal(kb__f32_to_f16(0x1.8p-25f), 0x0001);
+  assert_int_equal(kb__f32_to_f16(0x1p-14f), 0x0400);    /* smallest normal */
+  assert_int_equal(kb__f32_to_f16(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
+  assert_int_equal(kb__f32_to_f16(1.0f + 0x1.8p-10f), 0x3c02);
+  assert_int_equal(kb__f32_to_f16(-0.0f), 0x8000);
+  assert_int_equal(kb__f32_to_f16(INFINITY), 0x7c00);
+  uint16_t nan = kb__f32_to_f16(NAN);
   assert_true((nan & 0x7c00) == 0x7c00 && (nan & 0x3ff) != 0);
   /* every half survives the round trip through f32 */
   for (uint32_t v = 0; v < 0x10000; v++) {
     uint16_t h = (uint16_t)v;
-    float f = kb_f16_to_f32(h);
+    float f = kb__f16_to_f32(h);
     if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) {
       assert_true(isnan(f));
       continue;
     }
-    assert_int_equal(kb_f32_to_f16(f), h);
+    assert_int_equal(kb__f32_to_f16(f), h);
   }
-  assert_true(kb_f16_to_f32(0x0001) == 0x1p-24f);
-  assert_true(kb_f16_to_f32(0x3555) == 0x1.554p-2f);
+  assert_true(kb__f16_to_f32(0x0001) == 0x1p-24f);
+  assert_true(kb__f16_to_f32(0x3555) == 0x1.554p-2f);
 }
 
 static void test_bf16(void **state) {
   (void)state;
-  assert_int_equal(kb_f32_to_bf16(1.0f), 0x3f80);
-  assert_int_equal(kb_f32_to_bf16(-2.0f), 0xc000);
-  assert_int_equal(kb_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
-  assert_int_equal(kb_f32_to_bf16(1.0f + 0x1.8p-7f), 0x3f82); /* tie to even, up */
-  assert_int_equal(kb_f32_to_bf16(0x1.fffffep127f), 0x7f80);  /* rounds to infinity */
-  uint16_t nan = kb_f32_to_bf16(NAN);
+  assert_int_equal(kb__f32_to_bf16(1.0f), 0x3f80);
+  assert_int_equal(kb__f32_to_bf16(-2.0f), 0xc000);
+  assert_int_equal(kb__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
+  assert_int_equal(kb__f32_to_bf16(1.0f + 0x1.8p-7f), 0x3f82); /* tie to even, up */
+  assert_int_equal(kb__f32_to_bf16(0x1.fffffep127f), 0x7f80);  /* rounds to infinity */
+  uint16_t nan = kb__f32_to_bf16(NAN);
   assert_true((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
   for (uint32_t v = 0; v < 0x10000; v++) {
     uint16_t h = (uint16_t)v;
-    float f = kb_bf16_to_f32(h);
+    float f = kb__bf16_to_f32(h);
     if (isnan(f))
       continue;
-    assert_int_equal(kb_f32_to_bf16(f), h);
+    assert_int_equal(kb__f32_to_bf16(f), h);
   }
 }
 
@@ -222,10 +222,10 @@ static void test_load_store(void **state) {
   unsigned char buf[8 * 4];
   for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
     int size = kb_dtype_size(dtypes[k]);
-    assert_int_equal(kb_dtype_store(dtypes[k], buf + size, 1.0), KB_OK);
-    assert_true(kb_dtype_load(dtypes[k], buf, 1) == 1.0);
+    assert_int_equal(kb__dtype_store(dtypes[k], buf + size, 1.0), KB_OK);
+    assert_true(kb__dtype_load(dtypes[k], buf, 1) == 1.0);
   }
-  assert_true(isnan(kb_dtype_load(99, buf, 0)));
+  assert_true(isnan(kb__dtype_load(99, buf, 0)));
 }
 
 int main(void) {

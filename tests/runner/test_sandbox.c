@@ -395,23 +395,23 @@ static void test_dies_mid_message(void **state) {
 static void misbehaves(const char *file, int tier, int status, const char *in_reason,
                        int restart) {
   honest_passes();
-  int pid0 = kb_evaluator_sandbox_pid(fx.ev);
-  int starts0 = kb_evaluator_sandbox_starts(fx.ev);
+  int pid0 = kb__evaluator_sandbox_pid(fx.ev);
+  int starts0 = kb__evaluator_sandbox_starts(fx.ev);
   assert_true(pid0 > 0);
   struct kb_result r;
   eval_file(file, tier, &r);
   fixture_expect(&r, status, in_reason);
   kb_result_release(&r);
   honest_passes();
-  int starts = kb_evaluator_sandbox_starts(fx.ev);
+  int starts = kb__evaluator_sandbox_starts(fx.ev);
   if (restart) {
     assert_int_equal(starts, starts0 + 1);
-    assert_int_not_equal(kb_evaluator_sandbox_pid(fx.ev), pid0);
-    print_message("sandbox restarted in %.3f s\n", kb_evaluator_sandbox_start_s(fx.ev));
-    assert_true(kb_evaluator_sandbox_start_s(fx.ev) < 5.0);
+    assert_int_not_equal(kb__evaluator_sandbox_pid(fx.ev), pid0);
+    print_message("sandbox restarted in %.3f s\n", kb__evaluator_sandbox_start_s(fx.ev));
+    assert_true(kb__evaluator_sandbox_start_s(fx.ev) < 5.0);
   } else {
     assert_int_equal(starts, starts0);
-    assert_int_equal(kb_evaluator_sandbox_pid(fx.ev), pid0);
+    assert_int_equal(kb__evaluator_sandbox_pid(fx.ev), pid0);
   }
 }
 
@@ -440,7 +440,7 @@ static void test_hang_is_killed(void **state) {
   struct kb_tier tier = fx.base.ladder.tiers[FX_TIER_SMOKE];
   tier.timeout_s = 0.5;
   honest_passes();
-  int pid0 = kb_evaluator_sandbox_pid(fx.ev);
+  int pid0 = kb__evaluator_sandbox_pid(fx.ev);
   struct kb_result r;
   struct kb_error err = {0};
   double t0 = kb_now_mono();
@@ -536,8 +536,8 @@ static void on_alarm(int sig) { fx.stop = (sig_atomic_t)sig; }
 static void test_stop_interrupts(void **state) {
   (void)state;
   honest_passes();
-  int pid0 = kb_evaluator_sandbox_pid(fx.ev);
-  kb_evaluator_set_stop(fx.ev, &fx.stop);
+  int pid0 = kb__evaluator_sandbox_pid(fx.ev);
+  kb__evaluator_set_stop(fx.ev, &fx.stop);
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_alarm;
@@ -560,7 +560,7 @@ static void test_stop_interrupts(void **state) {
   errno = 0;
   assert_int_equal(kill(pid0, 0), -1);
   fx.stop = 0;
-  kb_evaluator_set_stop(fx.ev, NULL);
+  kb__evaluator_set_stop(fx.ev, NULL);
   honest_passes();
 }
 
@@ -643,7 +643,7 @@ static void test_env_scrubbed(void **state) {
 
   /* the running sandbox's own environment and folder, as the candidate sees them */
   honest_passes();
-  int pid = kb_evaluator_sandbox_pid(fx.ev);
+  int pid = kb__evaluator_sandbox_pid(fx.ev);
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/environ", pid);
   struct kb_buf env;

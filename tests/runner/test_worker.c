@@ -1,4 +1,4 @@
-/* The runner's main loop (kb_worker_run, runner/worker.h) end to end against a real
+/* The runner's main loop (kb__worker_run, runner/worker.h) end to end against a real
  * redis-server: a campaign of the built-in host task "sum" is submitted (its seeds queued at the
  * compile tier), one seed is queued at the smoke tier too, and the loop claims, builds,
  * evaluates in kb-sandbox and completes them. Each evaluation's result must land in the
@@ -135,7 +135,7 @@ static void test_stop_before_start(void **state) {
   int why = -1;
   struct kb_error err = {0};
   stop_flag = 1;
-  int rc = kb_worker_run(&o, &why, &err);
+  int rc = kb__worker_run(&o, &why, &err);
   stop_flag = 0;
   assert_int_equal(rc, KB_EINTERRUPTED);
   redisReply *rep = results();
@@ -158,8 +158,8 @@ static void test_results_land(void **state) {
   long want = sub.n_candidates + 1;
   struct kb_worker_opts o = options(want);
   int why = -1;
-  if (kb_worker_run(&o, &why, &err) != KB_OK)
-    fail_msg("kb_worker_run: %s", err.msg);
+  if (kb__worker_run(&o, &why, &err) != KB_OK)
+    fail_msg("kb__worker_run: %s", err.msg);
   assert_int_equal(why, KB_WORKER_STOPPED); /* max_items reached */
   redisReply *rep = results();
   assert_int_equal((long)rep->elements, want);
@@ -199,7 +199,7 @@ static void test_no_campaign(void **state) {
   o.wait_s = 1;
   int why = -1;
   struct kb_error err = {0};
-  assert_int_equal(kb_worker_run(&o, &why, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__worker_run(&o, &why, &err), KB_ENOTFOUND);
 }
 
 int main(void) {

@@ -64,6 +64,6 @@ void kbg_result(struct kb_population *pop, const struct kb_candidate *c, int tie
     r.timing.median_us = median_us;
     r.timing.noise = 0.01;
   }
-  if (kb_population_add(pop, &r, c->name, c->generator) == NULL)
+  if (kb__population_add(pop, &r, c->name, c->generator) == NULL)
     fail_msg("population: out of memory");
 }

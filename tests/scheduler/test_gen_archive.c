@@ -59,15 +59,15 @@ static void test_generator(void **state) {
   kbg_candidate(&q, "sum", "k3", "seed", src3, "", &seed);
   struct kb_gen_archive_cfg cfg = {.enabled = 1, .propose = 10, .examples = 2, .save = 3};
   struct kb_gen_archive *a = NULL;
-  if (kb_gen_archive_new(&q, &cfg, dir, &a, &err))
+  if (kb__gen_archive_new(&q, &cfg, dir, &a, &err))
     fail_msg("%s", err.msg);
-  assert_int_equal(kb_gen_archive_size(a), 7);
+  assert_int_equal(kb__gen_archive_size(a), 7);
   /* fitting: kernels 2 (best, once for two GPUs), 1; 3 is known; 4 has another shape */
   const char *want[] = {"archive-k2", "archive-k1"};
   for (int i = 0; i < 2; i++) {
-    assert_true(kb_gen_archive_can_propose(a, &sum));
+    assert_true(kb__gen_archive_can_propose(a, &sum));
     struct kb_candidate c;
-    if (kb_gen_archive_propose(a, &sum, &c, &err))
+    if (kb__gen_archive_propose(a, &sum, &c, &err))
       fail_msg("%s", err.msg);
     assert_string_equal(c.name, want[i]);
     assert_string_equal(c.generator, "archive");
@@ -75,13 +75,13 @@ static void test_generator(void **state) {
     kb_candidate_release(&c);
   }
   struct kb_candidate c;
-  assert_int_equal(kb_gen_archive_propose(a, &sum, &c, &err), KB_EEMPTY);
-  assert_false(kb_gen_archive_can_propose(a, &sum));
-  assert_true(kb_gen_archive_can_propose(a, &gemm)); /* its own kernel 6 fits it */
+  assert_int_equal(kb__gen_archive_propose(a, &sum, &c, &err), KB_EEMPTY);
+  assert_false(kb__gen_archive_can_propose(a, &sum));
+  assert_true(kb__gen_archive_can_propose(a, &gemm)); /* its own kernel 6 fits it */
 
   /* examples: the category's best per task, best first, at most 2; not gemm's */
   char *text = NULL;
-  assert_int_equal(kb_gen_archive_examples(a, &other, &text, &err), KB_OK);
+  assert_int_equal(kb__gen_archive_examples(a, &other, &text, &err), KB_OK);
   assert_non_null(text);
   assert_non_null(strstr(text, "Archive example 1: task \"sum\", \"k4\", 9.00x"));
   assert_non_null(strstr(text, "Archive example 2: task \"norm\", \"k5\", 4.00x"));
@@ -91,22 +91,22 @@ static void test_generator(void **state) {
   kb_free(text);
   struct kb_task lonely;
   kbt_archive_task("fft", "fft", 8, &lonely);
-  assert_int_equal(kb_gen_archive_examples(a, &lonely, &text, &err), KB_OK);
+  assert_int_equal(kb__gen_archive_examples(a, &lonely, &text, &err), KB_OK);
   assert_null(text);
   kb_task_release(&lonely);
 
   /* crossover parent: the best fitting entry not in the population */
   struct kb_population pop;
-  kb_population_init(&pop, 3);
+  kb__population_init(&pop, 3);
   char src2[512];
   kbt_archive_source(2, src2, sizeof src2);
   struct kb_candidate k2;
   kbg_candidate(&q, "sum", "archive-k2", "archive", src2, "", &k2);
   kbg_result(&pop, &k2, 2, 10, KB_STATUS_OK);
-  struct kb_task_pop *tp = kb_population_task(&pop, "sum");
+  struct kb_task_pop *tp = kb__population_task(&pop, "sum");
   char summary[256];
   int found = 0;
-  assert_int_equal(kb_gen_archive_parent(a, tp, &c, summary, sizeof summary, &found, &err),
+  assert_int_equal(kb__gen_archive_parent(a, tp, &c, summary, sizeof summary, &found, &err),
                    KB_OK);
   assert_int_equal(found, 1);
   assert_string_equal(c.name, "archive-k1");
@@ -114,8 +114,8 @@ static void test_generator(void **state) {
   kb_candidate_release(&c);
   kb_candidate_release(&k2);
   kb_candidate_release(&seed);
-  kb_population_release(&pop);
-  kb_gen_archive_free(a);
+  kb__population_release(&pop);
+  kb__gen_archive_free(a);
   kb_redis_free(r);
   kb_task_release(&sum);
   kb_task_release(&sum2);
@@ -128,12 +128,12 @@ static void test_generator(void **state) {
  * endpoint refuses connections: each request fails at once, and its prompt is audited). */
 static int hook_examples(void *arg, const struct kb_task *task, char **out,
                          struct kb_error *err) {
-  return kb_gen_archive_examples(arg, task, out, err);
+  return kb__gen_archive_examples(arg, task, out, err);
 }
 
 static int hook_parent(void *arg, const struct kb_task_pop *pop, struct kb_candidate *c,
                        char *summary, size_t size, int *found, struct kb_error *err) {
-  return kb_gen_archive_parent(arg, pop, c, summary, size, found, err);
+  return kb__gen_archive_parent(arg, pop, c, summary, size, found, err);
 }
 
 static int no_emit(const struct kb_candidate *c, void *arg, struct kb_error *err) {
@@ -166,34 +166,34 @@ static void test_llm_prompts(void **state) {
   /* propose 0: the archived kernel stays out of the population, so it can be a parent */
   struct kb_gen_archive_cfg acfg = {.enabled = 1, .propose = 0, .examples = 2, .save = 0};
   struct kb_gen_archive *a = NULL;
-  if (kb_gen_archive_new(&q, &acfg, dir, &a, &err))
+  if (kb__gen_archive_new(&q, &acfg, dir, &a, &err))
     fail_msg("%s", err.msg);
-  assert_false(kb_gen_archive_can_propose(a, &sum)); /* binds sum's entries, proposes none */
+  assert_false(kb__gen_archive_can_propose(a, &sum)); /* binds sum's entries, proposes none */
   struct kb_gen_llm_cfg lcfg = {.enabled = 1, .weight = 1, .api = KB_LLM_OPENAI,
                                 .endpoint = "http://127.0.0.1:1/v1/chat/completions",
                                 .model = "m", .concurrency = 1, .max_tokens = 100,
                                 .temperature = 0.5, .timeout_s = 5, .max_retries = 0,
                                 .backoff_s = 0.01, .backoff_max_s = 0.01};
   struct kb_gen_llm *l = NULL;
-  if (kb_gen_llm_new(&q, &lcfg, "sk-unused", 12345, &l, &err))
+  if (kb__gen_llm_new(&q, &lcfg, "sk-unused", 12345, &l, &err))
     fail_msg("%s", err.msg);
   struct kb_gen_llm_archive h = {.examples = hook_examples, .parent = hook_parent, .arg = a};
-  kb_gen_llm_set_archive(l, &h);
+  kb__gen_llm_set_archive(l, &h);
 
   struct kb_population pop;
-  kb_population_init(&pop, 3);
+  kb__population_init(&pop, 3);
   char src9[512];
   kbt_archive_source(9, src9, sizeof src9);
   struct kb_candidate mine;
   kbg_candidate(&q, "sum", "llm-translate-1", "llm", src9, "", &mine);
   kbg_result(&pop, &mine, 2, 50, KB_STATUS_OK);
-  struct kb_task_pop *tp = kb_population_task(&pop, "sum");
+  struct kb_task_pop *tp = kb__population_task(&pop, "sum");
   int crossovers = 0, mutates = 0;
   for (int i = 0; i < 40 && (crossovers == 0 || mutates == 0); i++) {
-    if (kb_gen_llm_request(l, &sum, "REFERENCE", tp, &err))
+    if (kb__gen_llm_request(l, &sum, "REFERENCE", tp, &err))
       fail_msg("request: %s", err.msg);
-    while (kb_gen_llm_pending(l) > 0)
-      if (kb_gen_llm_poll(l, 200, no_emit, NULL, &err))
+    while (kb__gen_llm_pending(l) > 0)
+      if (kb__gen_llm_poll(l, 200, no_emit, NULL, &err))
         fail_msg("poll: %s", err.msg);
     redisReply *rep = NULL;
     assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{arch2}:llm:sum + - COUNT 1"),
@@ -232,10 +232,10 @@ static void test_llm_prompts(void **state) {
   }
   assert_true(crossovers > 0);
   assert_true(mutates > 0);
-  kb_gen_llm_free(l);
-  kb_gen_archive_free(a);
+  kb__gen_llm_free(l);
+  kb__gen_archive_free(a);
   kb_candidate_release(&mine);
-  kb_population_release(&pop);
+  kb__population_release(&pop);
   kb_redis_free(r);
   kb_task_release(&sum);
   kb_task_release(&norm);

@@ -70,11 +70,11 @@ static int emit(const struct kb_candidate *c, void *arg, struct kb_error *err) {
 static void one_request(struct kb_gen_llm *l, const struct kb_task *t,
                         const struct kb_task_pop *tp, struct emitted *e) {
   struct kb_error err = {0};
-  if (kb_gen_llm_request(l, t, "REFERENCE SOURCE TEXT", tp, &err))
+  if (kb__gen_llm_request(l, t, "REFERENCE SOURCE TEXT", tp, &err))
     fail_msg("request: %s", err.msg);
   double t0 = kb_now_mono();
-  while (kb_gen_llm_pending(l) > 0) {
-    if (kb_gen_llm_poll(l, 200, emit, e, &err))
+  while (kb__gen_llm_pending(l) > 0) {
+    if (kb__gen_llm_poll(l, 200, emit, e, &err))
       fail_msg("poll: %s", err.msg);
     if (kb_now_mono() - t0 > 20)
       fail_msg("request still pending after 20 s");
@@ -111,21 +111,21 @@ static void test_tokens_exact_after_failures(void **state) {
   struct kb_gen_llm_cfg c = cfg();
   struct kb_gen_llm *l = NULL;
   struct kb_error err = {0};
-  if (kb_gen_llm_new(&q, &c, "sk-test", 3, &l, &err))
+  if (kb__gen_llm_new(&q, &c, "sk-test", 3, &l, &err))
     fail_msg("new: %s", err.msg);
   struct kb_task t;
   make_task(&t);
   struct kb_population pop;
-  kb_population_init(&pop, 3);
-  struct kb_task_pop *tp = kb_population_task(&pop, "sum");
+  kb__population_init(&pop, 3);
+  struct kb_task_pop *tp = kb__population_task(&pop, "sum");
   struct emitted e = {0};
   /* ok after a 429; ok after 500 and truncated; an answer without code; errors to the end */
   assert_int_equal(kbt_fake_script(&fake, "429,ok,500,truncated,ok,nocode,error,500,truncated"),
                    0);
   for (int i = 0; i < 4; i++)
     one_request(l, &t, tp, &e);
-  struct kb_gen_llm_stats st;
-  kb_gen_llm_stats(l, &st);
+  struct kb__gen_llm_stats st;
+  kb__gen_llm_stats(l, &st);
   assert_int_equal(st.requests, 4);
   assert_int_equal(st.candidates, 2);
   assert_int_equal(st.no_code, 1);
@@ -171,8 +171,8 @@ static void test_tokens_exact_after_failures(void **state) {
     kb_free(prompt);
   }
   freeReplyObject(rep);
-  kb_gen_llm_free(l);
-  kb_population_release(&pop);
+  kb__gen_llm_free(l);
+  kb__population_release(&pop);
   kb_redis_free(r);
 }
 
@@ -183,7 +183,7 @@ static void test_open_charges_voided_at_start(void **state) {
   kbg_campaign(r, "llm2", "{}", 10000, &q);
   struct kb_error err = {0};
   /* a killed scheduler reserved and listed a charge, and never settled it */
-  assert_int_equal(kb_ledger_reserve(&q, KB_LLM_TOKENS, "llm:sum:7", 3000, "test", NULL, &err),
+  assert_int_equal(kb__ledger_reserve(&q, KB_LLM_TOKENS, "llm:sum:7", 3000, "test", NULL, &err),
                    KB_OK);
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{llm2}:gen:llm:open llm:sum:7 sum"),
@@ -192,7 +192,7 @@ static void test_open_charges_voided_at_start(void **state) {
   assert_int_equal(ledger(r, "llm2", "held"), 3000);
   struct kb_gen_llm_cfg c = cfg();
   struct kb_gen_llm *l = NULL;
-  assert_int_equal(kb_gen_llm_new(&q, &c, "sk-test", 3, &l, &err), KB_OK);
+  assert_int_equal(kb__gen_llm_new(&q, &c, "sk-test", 3, &l, &err), KB_OK);
   assert_int_equal(ledger(r, "llm2", "held"), 0);
   assert_int_equal(ledger(r, "llm2", "available"), 10000);
   assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm2}:gen:llm:open"), 0);
@@ -200,15 +200,15 @@ static void test_open_charges_voided_at_start(void **state) {
   struct kb_task t;
   make_task(&t);
   struct kb_population pop;
-  kb_population_init(&pop, 3);
+  kb__population_init(&pop, 3);
   c.max_tokens = 20000;
-  assert_int_equal(kb_gen_llm_request(l, &t, "REF", kb_population_task(&pop, "sum"), &err),
+  assert_int_equal(kb__gen_llm_request(l, &t, "REF", kb__population_task(&pop, "sum"), &err),
                    KB_EBUDGET);
-  assert_true(kb_gen_llm_out_of_tokens(l));
-  assert_int_equal(kb_gen_llm_pending(l), 0);
+  assert_true(kb__gen_llm_out_of_tokens(l));
+  assert_int_equal(kb__gen_llm_pending(l), 0);
   assert_int_equal(ledger(r, "llm2", "available"), 10000);
-  kb_gen_llm_free(l);
-  kb_population_release(&pop);
+  kb__gen_llm_free(l);
+  kb__population_release(&pop);
   kb_redis_free(r);
 }
 

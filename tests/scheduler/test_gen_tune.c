@@ -39,7 +39,7 @@ static void test_parse(void **state) {
   (void)state;
   struct kb_knob_space s;
   struct kb_error err = {0};
-  if (kb_tune_parse(SRC, &s, &err))
+  if (kb__tune_parse(SRC, &s, &err))
     fail_msg("%s", err.msg);
   assert_int_equal(s.n, 2);
   assert_string_equal(s.knobs[0].name, "BLOCK");
@@ -48,14 +48,14 @@ static void test_parse(void **state) {
   assert_string_equal(s.knobs[1].name, "UNROLL");
   assert_string_equal(s.knobs[1].values[1], "4");
   assert_int_equal(s.knobs[1].def, 0);
-  assert_int_equal(kb_tune_space_size(&s), 6);
+  assert_int_equal(kb__tune_space_size(&s), 6);
   int idx[2] = {2, 1};
   char str[64];
-  assert_int_equal(kb_tune_knob_string(&s, idx, str, sizeof str), KB_OK);
+  assert_int_equal(kb__tune_knob_string(&s, idx, str, sizeof str), KB_OK);
   assert_string_equal(str, "-DBLOCK=512 -DUNROLL=4");
-  assert_int_equal(kb_tune_knob_string(&s, idx, str, 10), KB_EINVAL);
+  assert_int_equal(kb__tune_knob_string(&s, idx, str, 10), KB_EINVAL);
 
-  assert_int_equal(kb_tune_parse("int kb_forward(void);\n", &s, &err), KB_OK);
+  assert_int_equal(kb__tune_parse("int kb_forward(void);\n", &s, &err), KB_OK);
   assert_int_equal(s.n, 0);
 
   struct {
@@ -72,7 +72,7 @@ static void test_parse(void **state) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     kb_error_clear(&err);
-    assert_int_equal(kb_tune_parse(bad[i].src, &s, &err), KB_EPARSE);
+    assert_int_equal(kb__tune_parse(bad[i].src, &s, &err), KB_EPARSE);
     if (strstr(err.msg, bad[i].want) == NULL)
       fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad[i].want);
   }
@@ -85,7 +85,7 @@ static int propose_n(struct kb_tune *t, struct kb_task_pop *tp, int n, char seen
   int made = 0;
   for (; made < n; made++) {
     struct kb_tune_proposal p;
-    int rc = kb_tune_propose(t, tp, &p, &err);
+    int rc = kb__tune_propose(t, tp, &p, &err);
     if (rc == KB_EEMPTY)
       break;
     if (rc)
@@ -98,7 +98,7 @@ static int propose_n(struct kb_tune *t, struct kb_task_pop *tp, int n, char seen
         fail_msg("knob set \"%s\" proposed twice", p.cand.knobs);
     assert_string_not_equal(p.cand.knobs, "-DBLOCK=256 -DUNROLL=1"); /* the base itself */
     snprintf(seen[(*n_seen)++], 64, "%s", p.cand.knobs);
-    if (kb_tune_commit(t, &p, &err))
+    if (kb__tune_commit(t, &p, &err))
       fail_msg("commit: %s", err.msg);
     if (last) {
       kb_candidate_release(&last->cand);
@@ -119,40 +119,40 @@ static void test_no_repeats_across_restart_then_exhausted(void **state) {
   kbg_candidate(&q, "t", "blocked", "seed", SRC, "", &base);
   kbg_candidate(&q, "t", "plain", "seed", "int kb_forward(void) { return 0; }\n", "", &plain);
   struct kb_population pop;
-  kb_population_init(&pop, 3);
+  kb__population_init(&pop, 3);
   kbg_result(&pop, &plain, 1, 50, KB_STATUS_OK);
   kbg_result(&pop, &base, 1, 100, KB_STATUS_OK);
-  struct kb_task_pop *tp = kb_population_task(&pop, "t");
+  struct kb_task_pop *tp = kb__population_task(&pop, "t");
 
   char seen[16][64];
   int n_seen = 0;
   struct kb_tune *t = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_tune_new(&q, 7, &t, &err), KB_OK);
+  assert_int_equal(kb__tune_new(&q, 7, &t, &err), KB_OK);
   assert_int_equal(propose_n(t, tp, 2, seen, &n_seen, NULL), 2);
-  kb_tune_free(t);
+  kb__tune_free(t);
 
   /* a restarted scheduler: new generator, same Redis */
-  assert_int_equal(kb_tune_new(&q, 7, &t, &err), KB_OK);
+  assert_int_equal(kb__tune_new(&q, 7, &t, &err), KB_OK);
   assert_int_equal(propose_n(t, tp, 10, seen, &n_seen, NULL), 3); /* 6 sets - base - 2 */
   assert_int_equal(n_seen, 5);
   struct kb_tune_proposal p;
-  assert_int_equal(kb_tune_propose(t, tp, &p, &err), KB_EEMPTY);
-  assert_true(kb_tune_exhausted(t, tp));
+  assert_int_equal(kb__tune_propose(t, tp, &p, &err), KB_EEMPTY);
+  assert_true(kb__tune_exhausted(t, tp));
   /* a new member with knobs is a new base: no longer exhausted */
   struct kb_candidate other;
   kbg_candidate(&q, "t", "other", "llm",
                 "// kb:param W 1 2\n#ifndef W\n#define W 1\n#endif\nint kb_forward(void);\n", "",
                 &other);
   kbg_result(&pop, &other, 0, 0, KB_STATUS_OK);
-  assert_false(kb_tune_exhausted(t, tp));
-  assert_int_equal(kb_tune_propose(t, tp, &p, &err), KB_OK);
+  assert_false(kb__tune_exhausted(t, tp));
+  assert_int_equal(kb__tune_propose(t, tp, &p, &err), KB_OK);
   assert_string_equal(p.cand.knobs, "-DW=2");
   assert_string_equal(p.cand.parents[0], other.id);
   kb_candidate_release(&p.cand);
-  kb_tune_free(t);
+  kb__tune_free(t);
   kb_candidate_release(&other);
-  kb_population_release(&pop);
+  kb__population_release(&pop);
   kb_candidate_release(&base);
   kb_candidate_release(&plain);
   kb_redis_free(r);
@@ -161,7 +161,7 @@ static void test_no_repeats_across_restart_then_exhausted(void **state) {
 static int differing_knobs(const char *a, const char *b) {
   struct kb_knob_space s;
   struct kb_error err = {0};
-  kb_tune_parse(SRC, &s, &err);
+  kb__tune_parse(SRC, &s, &err);
   int n = 0;
   for (int k = 0; k < s.n; k++) {
     char want[KB_ID_MAX + 4];
@@ -182,12 +182,12 @@ static void test_mutates_the_best(void **state) {
   struct kb_candidate base;
   kbg_candidate(&q, "t", "blocked", "seed", SRC, "", &base);
   struct kb_population pop;
-  kb_population_init(&pop, 3);
+  kb__population_init(&pop, 3);
   kbg_result(&pop, &base, 1, 100, KB_STATUS_OK);
-  struct kb_task_pop *tp = kb_population_task(&pop, "t");
+  struct kb_task_pop *tp = kb__population_task(&pop, "t");
   struct kb_tune *t = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_tune_new(&q, 11, &t, &err), KB_OK);
+  assert_int_equal(kb__tune_new(&q, 11, &t, &err), KB_OK);
   char seen[16][64];
   int n_seen = 0;
   struct kb_tune_proposal first;
@@ -211,8 +211,8 @@ static void test_mutates_the_best(void **state) {
   }
   assert_true(from_best >= 1);
   kb_candidate_release(&first.cand);
-  kb_tune_free(t);
-  kb_population_release(&pop);
+  kb__tune_free(t);
+  kb__population_release(&pop);
   kb_candidate_release(&base);
   kb_redis_free(r);
 }

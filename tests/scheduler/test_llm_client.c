@@ -47,7 +47,7 @@ static struct kb_llm_client *client(int api, const char *key, double timeout_s, 
                                  .backoff_max_s = 0.2};
   struct kb_llm_client *c = NULL;
   struct kb_error err = {0};
-  if (kb_llm_client_new(&o, &c, &err))
+  if (kb__llm_client_new(&o, &c, &err))
     fail_msg("client: %s", err.msg);
   return c;
 }
@@ -63,11 +63,11 @@ static const char *BODY_ANTHROPIC =
 static double run(struct kb_llm_client *c, const char *body, struct outcome *o, int n) {
   struct kb_error err = {0};
   for (int i = 0; i < n; i++)
-    if (kb_llm_client_submit(c, body, &o[i], &err))
+    if (kb__llm_client_submit(c, body, &o[i], &err))
       fail_msg("submit: %s", err.msg);
   double t0 = kb_now_mono();
-  while (kb_llm_client_pending(c) > 0) {
-    if (kb_llm_client_poll(c, 200, on_done, NULL, &err))
+  while (kb__llm_client_pending(c) > 0) {
+    if (kb__llm_client_poll(c, 200, on_done, NULL, &err))
       fail_msg("poll: %s", err.msg);
     if (kb_now_mono() - t0 > 30)
       fail_msg("requests still pending after 30 s");
@@ -96,12 +96,12 @@ static void test_ok_both_apis(void **state) {
   assert_int_equal(o[0].d.http_status, 200);
   char *code = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_llm_extract_code(o[0].text, &code, &err), KB_OK);
+  assert_int_equal(kb__llm_extract_code(o[0].text, &code, &err), KB_OK);
   kb_free(code);
   assert_int_equal(o[0].d.tokens_in + o[0].d.tokens_out, billed() - before);
   assert_true(o[0].d.tokens_in > 0 && o[0].d.tokens_out > 0);
   kb_free(o[0].text);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 
   before = billed();
   c = client(KB_LLM_ANTHROPIC, "sk-test", 10, 2);
@@ -111,7 +111,7 @@ static void test_ok_both_apis(void **state) {
   assert_non_null(strstr(a[0].text, "kb_forward"));
   assert_int_equal(a[0].d.tokens_in + a[0].d.tokens_out, billed() - before);
   kb_free(a[0].text);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static void test_429_retry_after_honoured(void **state) {
@@ -126,7 +126,7 @@ static void test_429_retry_after_honoured(void **state) {
   if (took < 0.95)
     fail_msg("retried after %.3f s, Retry-After said 1 s", took);
   kb_free(o[0].text);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static void test_500_then_ok_and_truncated(void **state) {
@@ -141,7 +141,7 @@ static void test_500_then_ok_and_truncated(void **state) {
   /* only the last answer billed anything; the client's sum matches the fake's */
   assert_int_equal(o[0].d.tokens_in + o[0].d.tokens_out, billed() - before);
   kb_free(o[0].text);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static void test_timeout_then_ok(void **state) {
@@ -153,7 +153,7 @@ static void test_timeout_then_ok(void **state) {
   assert_int_equal(o[0].d.code, KB_OK);
   assert_int_equal(o[0].d.attempts, 2);
   kb_free(o[0].text);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static void test_retries_run_out(void **state) {
@@ -168,7 +168,7 @@ static void test_retries_run_out(void **state) {
   assert_non_null(strstr(o[0].d.error, "http 500"));
   assert_null(o[0].text);
   assert_int_equal(o[0].d.tokens_in + o[0].d.tokens_out, 0);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
   /* garbage until the end: a parse error, not retried forever */
   assert_int_equal(kbt_fake_script(&fake, "truncated,error,truncated"), 0);
   c = client(KB_LLM_OPENAI, "sk-test", 10, 2);
@@ -176,7 +176,7 @@ static void test_retries_run_out(void **state) {
   run(c, BODY_OPENAI, o, 1);
   assert_int_equal(o[0].d.code, KB_EPARSE);
   assert_int_equal(o[0].d.attempts, 3);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
   assert_int_equal(kbt_fake_script(&fake, ""), 0);
 }
 
@@ -189,7 +189,7 @@ static void test_401_not_retried(void **state) {
   assert_int_equal(o[0].d.code, KB_EIO);
   assert_int_equal(o[0].d.attempts, 1);
   assert_int_equal(o[0].d.http_status, 401);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static void test_requests_in_flight_at_once(void **state) {
@@ -206,7 +206,7 @@ static void test_requests_in_flight_at_once(void **state) {
   }
   if (took > 6.0)
     fail_msg("6 slow requests took %.2f s: not concurrent (one at a time would take 9 s)", took);
-  kb_llm_client_free(c);
+  kb__llm_client_free(c);
 }
 
 static int setup(void **state) {

@@ -29,7 +29,7 @@
 static char *extract_ok(const char *text) {
   char *code = NULL;
   struct kb_error err = {0};
-  int rc = kb_llm_extract_code(text, &code, &err);
+  int rc = kb__llm_extract_code(text, &code, &err);
   if (rc != KB_OK)
     fail_msg("extract: %s", err.msg);
   return code;
@@ -70,14 +70,14 @@ static void test_extract_failures(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *code = NULL;
     struct kb_error err = {0};
-    int rc = kb_llm_extract_code(cases[i], &code, &err);
+    int rc = kb__llm_extract_code(cases[i], &code, &err);
     if (rc != KB_ENOTFOUND)
       fail_msg("case %zu: got %d (%s), want KB_ENOTFOUND", i, rc, err.msg);
     assert_null(code);
     assert_non_null(strstr(err.msg, "kb_forward"));
   }
-  assert_true(kb_llm_defines_forward("int kb_forward /* x */ (int a)\n// c\n{ }"));
-  assert_false(kb_llm_defines_forward("int kb_forward(int a);"));
+  assert_true(kb__llm_defines_forward("int kb_forward /* x */ (int a)\n// c\n{ }"));
+  assert_false(kb__llm_defines_forward("int kb_forward(int a);"));
 }
 
 static void make_task(struct kb_task *t, int backend) {
@@ -116,8 +116,8 @@ static void test_prompts_every_kind(void **state) {
   for (int k = 0; k < KB_PROMPT_KINDS; k++) {
     char *sys = NULL, *user = NULL;
     struct kb_error err = {0};
-    if (kb_prompt_render(k, &v, &sys, &user, &err))
-      fail_msg("%s: %s", kb_prompt_kind_name(k), err.msg);
+    if (kb__prompt_render(k, &v, &sys, &user, &err))
+      fail_msg("%s: %s", kb__prompt_kind_name(k), err.msg);
     assert_non_null(strstr(sys, "kb_forward"));
     assert_non_null(strstr(sys, "KB_ABI_VERSION")); /* the ABI header is embedded */
     assert_non_null(strstr(sys, "C11"));
@@ -125,7 +125,7 @@ static void test_prompts_every_kind(void **state) {
     assert_null(strstr(user, "{{"));
     for (int w = 0; w < 2; w++)
       if (strstr(user, want[k][w]) == NULL)
-        fail_msg("%s prompt lacks \"%s\":\n%s", kb_prompt_kind_name(k), want[k][w], user);
+        fail_msg("%s prompt lacks \"%s\":\n%s", kb__prompt_kind_name(k), want[k][w], user);
     assert_non_null(strstr(user, "- input x: f32 [1048576]"));
     assert_non_null(strstr(user, "- output total: f32 [1]"));
     if (k == KB_PROMPT_MUTATE)
@@ -137,13 +137,13 @@ static void test_prompts_every_kind(void **state) {
   struct kb_prompt_vars none = {.task = &t};
   char *sys = NULL, *user = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_prompt_render(KB_PROMPT_REPAIR, &none, &sys, &user, &err), KB_EINVAL);
+  assert_int_equal(kb__prompt_render(KB_PROMPT_REPAIR, &none, &sys, &user, &err), KB_EINVAL);
   assert_non_null(strstr(err.msg, "{{"));
   assert_null(sys);
   /* CUDA wording */
   make_task(&t, KB_BACKEND_CUDA);
   kb_error_clear(&err);
-  assert_int_equal(kb_prompt_render(KB_PROMPT_TRANSLATE, &v, &sys, &user, &err), KB_OK);
+  assert_int_equal(kb__prompt_render(KB_PROMPT_TRANSLATE, &v, &sys, &user, &err), KB_OK);
   assert_non_null(strstr(sys, "CUDA C++"));
   assert_non_null(strstr(sys, "```cuda"));
   kb_free(sys);
@@ -152,7 +152,7 @@ static void test_prompts_every_kind(void **state) {
 
 static void diagnose(const struct kb_profile *p, const char *want) {
   char diag[256], metrics[1024];
-  kb_profile_diagnose(p, diag, sizeof diag, metrics, sizeof metrics);
+  kb__profile_diagnose(p, diag, sizeof diag, metrics, sizeof metrics);
   if (strncmp(diag, want, strlen(want)) != 0)
     fail_msg("diagnosis \"%s\", want \"%s...\"; metrics:\n%s", diag, want, metrics);
 }
@@ -160,7 +160,7 @@ static void diagnose(const struct kb_profile *p, const char *want) {
 static void test_diagnoses(void **state) {
   (void)state;
   struct kb_profile p;
-  kb_profile_init(&p);
+  kb__profile_init(&p);
   diagnose(&p, "unknown");
   /* 16 MiB in 1 ms on the host: 16.8 GB/s of a nominal 20 */
   p.bytes = 16777216;
@@ -187,7 +187,7 @@ static void test_diagnoses(void **state) {
   p.occupancy = 0.7;
   diagnose(&p, "latency-bound");
   char diag[256], metrics[1024];
-  kb_profile_diagnose(&p, diag, sizeof diag, metrics, sizeof metrics);
+  kb__profile_diagnose(&p, diag, sizeof diag, metrics, sizeof metrics);
   assert_non_null(strstr(metrics, "- median time: 2.000 us"));
   assert_non_null(strstr(metrics, "- DRAM throughput: 20% of peak"));
 }
@@ -196,30 +196,30 @@ static void test_request_bodies(void **state) {
   (void)state;
   char *body = NULL;
   struct kb_error err = {0};
-  assert_int_equal(kb_llm_request_body(KB_LLM_OPENAI, "m1", "SYS", "USER \"q\"", 100, 0.5, &body,
+  assert_int_equal(kb__llm_request_body(KB_LLM_OPENAI, "m1", "SYS", "USER \"q\"", 100, 0.5, &body,
                                        &err),
                    KB_OK);
   assert_non_null(strstr(body, "\"messages\":[{\"role\":\"system\",\"content\":\"SYS\"},"
                                "{\"role\":\"user\",\"content\":\"USER \\\"q\\\"\"}]"));
   assert_non_null(strstr(body, "\"max_tokens\":100"));
   kb_free(body);
-  assert_int_equal(kb_llm_request_body(KB_LLM_ANTHROPIC, "m2", "SYS", "USER", 7, 0, &body, &err),
+  assert_int_equal(kb__llm_request_body(KB_LLM_ANTHROPIC, "m2", "SYS", "USER", 7, 0, &body, &err),
                    KB_OK);
   assert_non_null(strstr(body, "\"system\":\"SYS\""));
   assert_non_null(strstr(body, "\"messages\":[{\"role\":\"user\",\"content\":\"USER\"}]"));
   kb_free(body);
   char h[128];
-  assert_int_equal(kb_llm_auth_header(KB_LLM_OPENAI, "sk-1", h, sizeof h, &err), KB_OK);
+  assert_int_equal(kb__llm_auth_header(KB_LLM_OPENAI, "sk-1", h, sizeof h, &err), KB_OK);
   assert_string_equal(h, "Authorization: Bearer sk-1");
-  assert_int_equal(kb_llm_auth_header(KB_LLM_ANTHROPIC, "sk-2", h, sizeof h, &err), KB_OK);
+  assert_int_equal(kb__llm_auth_header(KB_LLM_ANTHROPIC, "sk-2", h, sizeof h, &err), KB_OK);
   assert_string_equal(h, "x-api-key: sk-2");
-  assert_int_equal(kb_llm_auth_header(KB_LLM_ANTHROPIC, "sk\r\nX: y", h, sizeof h, &err),
+  assert_int_equal(kb__llm_auth_header(KB_LLM_ANTHROPIC, "sk\r\nX: y", h, sizeof h, &err),
                    KB_EINVAL);
 }
 
 static int parse(int api, const char *body, struct kb_llm_reply *r) {
   struct kb_error err = {0};
-  return kb_llm_parse_reply(api, body, strlen(body), r, &err);
+  return kb__llm_parse_reply(api, body, strlen(body), r, &err);
 }
 
 static void test_reply_parsing(void **state) {
@@ -235,7 +235,7 @@ static void test_reply_parsing(void **state) {
   assert_int_equal(r.tokens_in, 12);
   assert_int_equal(r.tokens_out, 5);
   assert_int_equal(r.truncated, 1);
-  kb_llm_reply_release(&r);
+  kb__llm_reply_release(&r);
   assert_int_equal(parse(KB_LLM_ANTHROPIC,
                          "{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"tool_use\"},"
                          "{\"type\":\"text\",\"text\":\"b\"}],\"stop_reason\":\"end_turn\","
@@ -244,7 +244,7 @@ static void test_reply_parsing(void **state) {
                    KB_OK);
   assert_string_equal(r.text, "ab");
   assert_int_equal(r.tokens_in + r.tokens_out, 7);
-  kb_llm_reply_release(&r);
+  kb__llm_reply_release(&r);
   /* truncated json, an error object (usage still read), no text */
   assert_int_equal(parse(KB_LLM_OPENAI, "{\"choices\":[{\"mess", &r), KB_EPARSE);
   assert_int_equal(parse(KB_LLM_ANTHROPIC,
@@ -259,17 +259,17 @@ static void test_reply_parsing(void **state) {
 
 static void test_retry_delays(void **state) {
   (void)state;
-  assert_float_equal(kb_llm_retry_delay(1, 1, 60, 1.0, -1), 1, 1e-9);
-  assert_float_equal(kb_llm_retry_delay(3, 1, 60, 1.0, -1), 4, 1e-9);
-  assert_float_equal(kb_llm_retry_delay(10, 1, 60, 1.0, -1), 60, 1e-9);  /* capped */
-  assert_float_equal(kb_llm_retry_delay(10, 1, 60, 0.5, -1), 30, 1e-9);  /* jitter */
-  assert_float_equal(kb_llm_retry_delay(1, 1, 60, 0.5, 7), 7, 1e-9);     /* Retry-After wins */
-  assert_float_equal(kb_llm_retry_delay(1, 1, 60, 1, 5000), 600, 1e-9);  /* ... up to 600 s */
-  assert_float_equal(kb_llm_parse_retry_after(" 3\r\n", 0), 3, 1e-9);
+  assert_float_equal(kb__llm_retry_delay(1, 1, 60, 1.0, -1), 1, 1e-9);
+  assert_float_equal(kb__llm_retry_delay(3, 1, 60, 1.0, -1), 4, 1e-9);
+  assert_float_equal(kb__llm_retry_delay(10, 1, 60, 1.0, -1), 60, 1e-9);  /* capped */
+  assert_float_equal(kb__llm_retry_delay(10, 1, 60, 0.5, -1), 30, 1e-9);  /* jitter */
+  assert_float_equal(kb__llm_retry_delay(1, 1, 60, 0.5, 7), 7, 1e-9);     /* Retry-After wins */
+  assert_float_equal(kb__llm_retry_delay(1, 1, 60, 1, 5000), 600, 1e-9);  /* ... up to 600 s */
+  assert_float_equal(kb__llm_parse_retry_after(" 3\r\n", 0), 3, 1e-9);
   /* an HTTP date 10 s after "now" */
-  assert_float_equal(kb_llm_parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", 1445412480), 10,
+  assert_float_equal(kb__llm_parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", 1445412480), 10,
                      1e-9);
-  assert_true(kb_llm_parse_retry_after("soon", 0) < 0);
+  assert_true(kb__llm_parse_retry_after("soon", 0) < 0);
 }
 
 static void test_key_rules(void **state) {
@@ -285,25 +285,25 @@ static void test_key_rules(void **state) {
   char key[64];
   struct kb_error err = {0};
   chmod(path, 0644);
-  assert_int_equal(kb_llm_key_read(NULL, path, key, sizeof key, &err), KB_EINVAL);
+  assert_int_equal(kb__llm_key_read(NULL, path, key, sizeof key, &err), KB_EINVAL);
   assert_non_null(strstr(err.msg, "readable by group or others (mode 0644)"));
   assert_string_equal(key, "");
   chmod(path, 0600);
   kb_error_clear(&err);
-  assert_int_equal(kb_llm_key_read(NULL, path, key, sizeof key, &err), KB_OK);
+  assert_int_equal(kb__llm_key_read(NULL, path, key, sizeof key, &err), KB_OK);
   assert_string_equal(key, "sk-file-key");
   chmod(path, 0640);
-  assert_int_equal(kb_llm_key_read(NULL, path, key, sizeof key, &err), KB_EINVAL);
+  assert_int_equal(kb__llm_key_read(NULL, path, key, sizeof key, &err), KB_EINVAL);
   unlink(path);
   kb_error_clear(&err);
-  assert_int_equal(kb_llm_key_read(NULL, path, key, sizeof key, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__llm_key_read(NULL, path, key, sizeof key, &err), KB_ENOTFOUND);
   rmdir(dir);
   setenv("KB_TEST_LLM_KEY", "sk-env", 1);
-  assert_int_equal(kb_llm_key_read("KB_TEST_LLM_KEY", NULL, key, sizeof key, &err), KB_OK);
+  assert_int_equal(kb__llm_key_read("KB_TEST_LLM_KEY", NULL, key, sizeof key, &err), KB_OK);
   assert_string_equal(key, "sk-env");
   unsetenv("KB_TEST_LLM_KEY");
   kb_error_clear(&err);
-  assert_int_equal(kb_llm_key_read("KB_TEST_LLM_KEY", NULL, key, sizeof key, &err),
+  assert_int_equal(kb__llm_key_read("KB_TEST_LLM_KEY", NULL, key, sizeof key, &err),
                    KB_ENOTFOUND);
   assert_non_null(strstr(err.msg, "KB_TEST_LLM_KEY is not set"));
 }

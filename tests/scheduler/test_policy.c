@@ -30,9 +30,9 @@ static int setup(void **state) {
   static struct fx x;
   memset(&x, 0, sizeof x);
   kb_search_defaults(&x.search);
-  kb_population_init(&x.pop, N_TIERS);
-  kb_policy_init(&x.policy, &x.search, N_TIERS, 0);
-  struct kb_task_pop *t = kb_population_task(&x.pop, "t");
+  kb__population_init(&x.pop, N_TIERS);
+  kb__policy_init(&x.policy, &x.search, N_TIERS, 0);
+  struct kb_task_pop *t = kb__population_task(&x.pop, "t");
   snprintf(t->baseline, sizeof t->baseline, "base");
   t->loaded = 1;
   *state = &x;
@@ -41,7 +41,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   struct fx *x = *state;
-  kb_population_release(&x->pop);
+  kb__population_release(&x->pop);
   return 0;
 }
 
@@ -66,15 +66,15 @@ static struct kb_member *add(struct fx *x, const char *name, int tier, int statu
     r.timing.p10_us = median * (1 - 1.2816 * sigma);
     r.timing.p90_us = median * (1 + 1.2816 * sigma);
   }
-  struct kb_member *m = kb_population_add(&x->pop, &r, name,
+  struct kb_member *m = kb__population_add(&x->pop, &r, name,
                                           strcmp(name, "base") == 0 ? "seed" : "llm");
   assert_non_null(m);
-  kb_policy_observe(&x->policy, &x->pop.tasks[0], &r);
+  kb__policy_observe(&x->policy, &x->pop.tasks[0], &r);
   return m;
 }
 
 static int promote(struct fx *x, struct kb_member *m, int tier) {
-  return kb_policy_promote(&x->policy, &x->pop.tasks[0], m, tier);
+  return kb__policy_promote(&x->policy, &x->pop.tasks[0], m, tier);
 }
 
 static void test_compile_and_baseline_climb(void **state) {
@@ -130,7 +130,7 @@ static void test_confidence_bound(void **state) {
   x->policy.z = 0.4;
   assert_int_equal(promote(x, noisy, 2), 0);  /* 110 - 8.8 > 100 */
   const struct kb_member_tier *mt = &noisy->tiers[2];
-  assert_true(fabs(kb_policy_median_se(mt) - 22.0) < 0.5);
+  assert_true(fabs(kb__policy_median_se(mt) - 22.0) < 0.5);
   /* a lucky, noisy best (90 +- 18): "sure" (111 +- 1.1) cannot be told from it at z = 2,
    * although its bound is far above the best's median */
   add(x, "lucky", 2, KB_STATUS_OK, 90, 0.2, 200);
@@ -150,17 +150,17 @@ static void test_baseline_gate(void **state) {
   add(x, "l2", 2, KB_STATUS_OK, 300, 0.01, 200);
   add(x, "l3", 2, KB_STATUS_OK, 400, 0.01, 200);
   /* "l1" is second of 4 (keep 2) but 150 - 3 > 100 + 2: confidently slower than the baseline */
-  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
+  assert_int_equal(kb__policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
                    KB_PROMOTE_NO);
   x->policy.baseline_gate = 0;
-  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
+  assert_int_equal(kb__policy_promote_reason(&x->policy, &x->pop.tasks[0], l1, 2),
                    KB_PROMOTE_RANK);
   x->policy.baseline_gate = 1;
   x->policy.eta = 1; /* recording a pool: every candidate climbs, gate or not */
   assert_int_equal(promote(x, l1, 2), 1);
   x->policy.eta = 3;
   struct kb_member *tie = add(x, "tie", 2, KB_STATUS_OK, 101, 0.01, 200);
-  assert_int_equal(kb_policy_promote_reason(&x->policy, &x->pop.tasks[0], tie, 2),
+  assert_int_equal(kb__policy_promote_reason(&x->policy, &x->pop.tasks[0], tie, 2),
                    KB_PROMOTE_RANK);
   /* at smoke (tier 1) the gate does not apply: one input set and a few launches */
   x->policy.baseline_gate = 1;
@@ -188,7 +188,7 @@ static void test_reliable_eta(void **state) {
   struct kb_member *c[22];
   for (int i = 0; i < 22; i++) {
     snprintf(name, sizeof name, "c%d", i);
-    c[i] = kb_population_member(&x->pop.tasks[0], name, NULL, NULL);
+    c[i] = kb__population_member(&x->pop.tasks[0], name, NULL, NULL);
     assert_non_null(c[i]);
   }
   /* cohort 23: eta 3 keeps 8; eta ~6 keeps 4 (the floor min(keep_top 2, 8) does not bind) */
@@ -210,18 +210,18 @@ static void test_reliable_eta(void **state) {
     sum += l;
     sum2 += l * l;
   }
-  assert_true(fabs(kb_policy_reliability(10, sum, sum2, 10 * 0.0025) - 0.75) < 1e-9);
-  assert_true(kb_policy_reliability(10, sum, sum2, 10 * 0.02) == 0);
-  assert_true(kb_policy_reliability(KB_POLICY_MIN_COHORT - 1, sum, sum2, 0) == 0);
+  assert_true(fabs(kb__policy_reliability(10, sum, sum2, 10 * 0.0025) - 0.75) < 1e-9);
+  assert_true(kb__policy_reliability(10, sum, sum2, 10 * 0.02) == 0);
+  assert_true(kb__policy_reliability(KB_POLICY_MIN_COHORT - 1, sum, sum2, 0) == 0);
   x->policy.eta_max = 7;
-  assert_true(fabs(kb_policy_eta(&x->policy, 10, sum, sum2, 10 * 0.0025) - 6.0) < 1e-9);
+  assert_true(fabs(kb__policy_eta(&x->policy, 10, sum, sum2, 10 * 0.0025) - 6.0) < 1e-9);
 }
 
 static void test_gain_and_stagnation(void **state) {
   struct fx *x = *state;
   x->policy.stagnation = 3;
   struct kb_task_pop *t = &x->pop.tasks[0];
-  assert_int_equal(kb_policy_gain_tier(&x->policy), 2);
+  assert_int_equal(kb__policy_gain_tier(&x->policy), 2);
   add(x, "base", 2, KB_STATUS_OK, 1000, 0.01, 200);
   assert_int_equal(t->since_gain, 1); /* the first at a tier is no gain */
   add(x, "a", 1, KB_STATUS_OK, 100, 0.01, 50); /* smoke does not count */
@@ -230,17 +230,17 @@ static void test_gain_and_stagnation(void **state) {
   assert_int_equal(t->gains, 1);
   assert_int_equal(t->since_gain, 0);
   assert_true(fabs(t->spent_ms - 450) < 1e-9);
-  assert_true(kb_policy_rate(t) > 0);
+  assert_true(kb__policy_rate(t) > 0);
   add(x, "b", 2, KB_STATUS_OK, 498, 0.01, 200); /* 0.4%: below min_improvement */
   assert_int_equal(t->gains, 1);
   /* the same result again (a restarted scheduler) changes nothing */
   long seen = t->since_gain;
   add(x, "b", 2, KB_STATUS_OK, 498, 0.01, 200);
   assert_int_equal(t->since_gain, seen);
-  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  assert_int_equal(kb__policy_check_stop(&x->policy, t), 0);
   add(x, "c", 2, KB_STATUS_WRONG_OUTPUT, 0, 0, 50);
   add(x, "d", 2, KB_STATUS_OK, 900, 0.01, 200);
-  assert_int_equal(kb_policy_check_stop(&x->policy, t), 1);
+  assert_int_equal(kb__policy_check_stop(&x->policy, t), 1);
   assert_int_equal(t->stopped, 1);
   assert_non_null(strstr(t->stop_reason, "stagnated"));
   /* a stopped task promotes nothing */
@@ -254,11 +254,11 @@ static void test_target_speedup(void **state) {
   struct kb_task_pop *t = &x->pop.tasks[0];
   add(x, "base", 3, KB_STATUS_OK, 1000, 0.01, 1000);
   add(x, "a", 2, KB_STATUS_OK, 100, 0.01, 200); /* 10x, but not at the top tier */
-  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  assert_int_equal(kb__policy_check_stop(&x->policy, t), 0);
   add(x, "a", 3, KB_STATUS_OK, 600, 0.01, 1000);
-  assert_int_equal(kb_policy_check_stop(&x->policy, t), 0);
+  assert_int_equal(kb__policy_check_stop(&x->policy, t), 0);
   add(x, "b", 3, KB_STATUS_OK, 450, 0.01, 1000);
-  assert_int_equal(kb_policy_check_stop(&x->policy, t), 1);
+  assert_int_equal(kb__policy_check_stop(&x->policy, t), 1);
   assert_non_null(strstr(t->stop_reason, "target speedup"));
 }
 
@@ -272,28 +272,28 @@ static void test_budget_split(void **state) {
       {.used_ms = 100, .rate = 0, .results = 10, .stopped = 1}};
   int64_t caps[3];
   /* total 30000: floors of 5000 each; task 0 needs 5000, task 1 none; pool 20000 - 5000 */
-  kb_budget_split(&x->search, 30000, 20000, 0, tasks, 3, caps);
+  kb__budget_split(&x->search, 30000, 20000, 0, tasks, 3, caps);
   assert_int_equal(caps[2], -1);
   assert_int_equal(caps[0], 5000 + 10000);
   assert_int_equal(caps[1], 5000 + 5000);
   assert_true(caps[0] - tasks[0].used_ms + caps[1] - tasks[1].used_ms <= 20000);
   /* nothing left to split: unused floors shrink in proportion; the minimum grant still lets a
    * task start its dearest evaluation while that much is available */
-  kb_budget_split(&x->search, 30000, 2500, 0, tasks, 3, caps);
+  kb__budget_split(&x->search, 30000, 2500, 0, tasks, 3, caps);
   assert_int_equal(caps[0], 2500);
   assert_int_equal(caps[1], 5000);
-  kb_budget_split(&x->search, 30000, 2500, 1000, tasks, 3, caps);
+  kb__budget_split(&x->search, 30000, 2500, 1000, tasks, 3, caps);
   assert_int_equal(caps[1], 6000);
   /* no rate anywhere and no exploration: an even split of the pool */
   tasks[0].rate = tasks[1].rate = 0;
   tasks[0].used_ms = 5000;
-  kb_budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
+  kb__budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
   assert_int_equal(caps[0], 10000);
   assert_int_equal(caps[1], 10000);
   /* exploration favours the task with fewer results */
   x->search.explore = 1;
   tasks[1].results = 1000;
-  kb_budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
+  kb__budget_split(&x->search, 30000, 10000, 0, tasks, 3, caps);
   assert_true(caps[0] > caps[1]);
 }
 

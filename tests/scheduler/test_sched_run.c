@@ -1,4 +1,4 @@
-/* kb_sched_run (scheduler/sched.c) in this process against a real redis-server, with one real
+/* kb__sched_run (scheduler/sched.c) in this process against a real redis-server, with one real
  * kb-runner: a short campaign on the built-in host task "sum" runs to its end. The campaign is
  * done in redis, every item settled, and the task's HDF5 file and summary.json hold what was
  * evaluated. A second run with the stop flag set leaves at once without ending the campaign.
@@ -82,7 +82,7 @@ static void queue_status(const char *cid, struct kb_queue_status *st) {
   kb_redis_free(r);
 }
 
-/* kb_sched_run on campaign `cid` with stop flag `*stop`, failing the test on an error or after
+/* kb__sched_run on campaign `cid` with stop flag `*stop`, failing the test on an error or after
  * `limit_s` seconds (SIGALRM); returns its `finished`. */
 static int run_sched(const char *cid, volatile sig_atomic_t *stop, unsigned limit_s) {
   char work[128];
@@ -92,10 +92,10 @@ static int run_sched(const char *cid, volatile sig_atomic_t *stop, unsigned limi
   int finished = -1;
   struct kb_error err = {0};
   alarm(limit_s);
-  int rc = kb_sched_run(&o, &finished, &err);
+  int rc = kb__sched_run(&o, &finished, &err);
   alarm(0);
   if (rc)
-    fail_msg("kb_sched_run: %s (%d)", err.msg, rc);
+    fail_msg("kb__sched_run: %s (%d)", err.msg, rc);
   return finished;
 }
 
@@ -128,12 +128,12 @@ static void test_campaign_runs_to_its_end(void **state) {
   snprintf(path, sizeof path, "%s/results/run/sum.h5", dir);
   struct kb_store *s = NULL;
   struct kb_error err = {0};
-  if (kb_store_open(path, NULL, &s, &err))
+  if (kb__store_open(path, NULL, &s, &err))
     fail_msg("open %s: %s", path, err.msg);
-  assert_true(kb_store_candidate_count(s) >= 2);
+  assert_true(kb__store_candidate_count(s) >= 2);
   /* every settled item of the campaign is one row of its task's file */
-  assert_int_equal(kb_store_evaluation_count(s), st.done + st.dead);
-  kb_store_close(s);
+  assert_int_equal(kb__store_evaluation_count(s), st.done + st.dead);
+  kb__store_close(s);
 }
 
 static void test_stop_leaves_the_campaign_open(void **state) {

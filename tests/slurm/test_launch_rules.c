@@ -1,4 +1,4 @@
-/* Unit tests of kb-launch's option rules (slurm/launch.c, kb_launch_check): each refused
+/* Unit tests of kb-launch's option rules (slurm/launch.c, kb__launch_check): each refused
  * combination gives KB_EINVAL, the message kb-launch prints and how it prints it; the accepted
  * ones give KB_OK. No Slurm, no redis: the rules read only the parsed options. */
 #include <setjmp.h>
@@ -30,7 +30,7 @@ static void refused(const struct kb_launch_args *a, const char *want,
                     enum kb_launch_refusal how_want) {
   struct kb_error err = {0};
   enum kb_launch_refusal how = KB_LAUNCH_SAY;
-  assert_int_equal(kb_launch_check(a, &how, &err), KB_EINVAL);
+  assert_int_equal(kb__launch_check(a, &how, &err), KB_EINVAL);
   assert_int_equal(err.code, KB_EINVAL);
   if (strstr(err.msg, want) == NULL)
     fail_msg("message \"%s\" lacks \"%s\"", err.msg, want);
@@ -40,7 +40,7 @@ static void refused(const struct kb_launch_args *a, const char *want,
 static void accepted(const struct kb_launch_args *a) {
   struct kb_error err = {0};
   enum kb_launch_refusal how;
-  int rc = kb_launch_check(a, &how, &err);
+  int rc = kb__launch_check(a, &how, &err);
   if (rc != KB_OK)
     fail_msg("refused: %s", err.msg);
 }
@@ -174,7 +174,7 @@ static void test_run_without_mode(void **state) {
   (void)state;
   struct kb_launch_args a = one(KB_LAUNCH_NONE);
   struct kb_error err = {0};
-  assert_int_equal(kb_launch_run(&a, "/nonexistent", NULL, &err), KB_EINVAL);
+  assert_int_equal(kb__launch_run(&a, "/nonexistent", NULL, &err), KB_EINVAL);
 }
 
 int main(void) {

@@ -25,18 +25,18 @@ static int add_one(struct kb_store *s, unsigned long i, struct kb_error *err) {
   if (i % 3 == 0) {
     struct fx_candidate fc;
     fx_candidate(&fc, i / 3);
-    int rc = kb_store_add_candidate(s, &fc.c, NULL, err);
+    int rc = kb__store_add_candidate(s, &fc.c, NULL, err);
     if (rc)
       return rc;
   }
   struct kb_result r;
   char log[64];
   fx_result(&r, i, log);
-  int rc = kb_store_add_evaluation(s, &r, NULL, err);
+  int rc = kb__store_add_evaluation(s, &r, NULL, err);
   if (rc == KB_OK && i % 3 == 2) {
     char name[32];
     snprintf(name, sizeof name, "cand-%lu", i / 3);
-    rc = kb_store_set_best(s, r.candidate, name, 2, fx_median(i), 1000.0 / fx_median(i), err);
+    rc = kb__store_set_best(s, r.candidate, name, 2, fx_median(i), 1000.0 / fx_median(i), err);
   }
   return rc;
 }
@@ -45,7 +45,7 @@ static int fixture(const char *path) {
   struct kb_error err = {0, ""};
   struct kb_store_task_info info = fx_info();
   struct kb_store *s = NULL;
-  if (kb_store_open(path, &info, &s, &err))
+  if (kb__store_open(path, &info, &s, &err))
     return die("open", &err);
   for (unsigned long i = 0; i < 12; i++)
     if (add_one(s, i, &err))
@@ -62,7 +62,7 @@ static int fixture(const char *path) {
   memcpy(knobs + 254, "\xc3\xa9", 2);
   knobs[sizeof knobs - 1] = '\0';
   fc.c.knobs = knobs;
-  if (kb_store_add_candidate(s, &fc.c, NULL, &err))
+  if (kb__store_add_candidate(s, &fc.c, NULL, &err))
     return die("add long candidate", &err);
   /* Its evaluation: a reason filling all 256 bytes with no NUL, ending in "é". */
   struct kb_result r;
@@ -71,11 +71,11 @@ static int fixture(const char *path) {
   r.status = KB_STATUS_CRASH;
   memset(r.reason, 'a', sizeof r.reason);
   memcpy(r.reason + 254, "\xc3\xa9", 2);
-  if (kb_store_add_evaluation(s, &r, NULL, &err))
+  if (kb__store_add_evaluation(s, &r, NULL, &err))
     return die("add long evaluation", &err);
-  if (kb_store_flush(s, &err))
+  if (kb__store_flush(s, &err))
     return die("flush", &err);
-  kb_store_close(s);
+  kb__store_close(s);
   return 0;
 }
 
@@ -83,22 +83,22 @@ static int loop(const char *path, unsigned long max) {
   struct kb_error err = {0, ""};
   struct kb_store_task_info info = fx_info();
   struct kb_store *s = NULL;
-  if (kb_store_open(path, &info, &s, &err))
+  if (kb__store_open(path, &info, &s, &err))
     return die("open", &err);
   /* Like a restarted scheduler, re-send the last few (duplicates: no-ops), then go on. */
-  long have = kb_store_evaluation_count(s);
+  long have = kb__store_evaluation_count(s);
   unsigned long first = have > 5 ? (unsigned long)(have - 5) : 0;
   for (unsigned long i = first; i < max; i++) {
     if (add_one(s, i, &err))
       return die("add", &err);
     if (i % 2 == 1) {
-      if (kb_store_flush(s, &err))
+      if (kb__store_flush(s, &err))
         return die("flush", &err);
-      printf("%ld %ld\n", kb_store_evaluation_count(s), kb_store_candidate_count(s));
+      printf("%ld %ld\n", kb__store_evaluation_count(s), kb__store_candidate_count(s));
       fflush(stdout);
     }
   }
-  kb_store_close(s);
+  kb__store_close(s);
   return 0;
 }
 

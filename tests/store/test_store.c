@@ -57,9 +57,9 @@ static struct kb_store *open_ok(const char *path) {
   struct kb_error err = {0, ""};
   struct kb_store_task_info info = fx_info();
   struct kb_store *s = NULL;
-  int rc = kb_store_open(path, &info, &s, &err);
+  int rc = kb__store_open(path, &info, &s, &err);
   if (rc != KB_OK)
-    fail_msg("kb_store_open: %s", err.msg);
+    fail_msg("kb__store_open: %s", err.msg);
   return s;
 }
 
@@ -68,7 +68,7 @@ static void add_cand(struct kb_store *s, unsigned long k, int want_added) {
   fx_candidate(&fc, k);
   struct kb_error err = {0, ""};
   int added = -1;
-  int rc = kb_store_add_candidate(s, &fc.c, &added, &err);
+  int rc = kb__store_add_candidate(s, &fc.c, &added, &err);
   if (rc != KB_OK)
     fail_msg("add candidate %lu: %s", k, err.msg);
   assert_int_equal(added, want_added);
@@ -80,23 +80,23 @@ static void add_eval(struct kb_store *s, unsigned long i, int want_added) {
   fx_result(&r, i, log);
   struct kb_error err = {0, ""};
   int added = -1;
-  int rc = kb_store_add_evaluation(s, &r, &added, &err);
+  int rc = kb__store_add_evaluation(s, &r, &added, &err);
   if (rc != KB_OK)
     fail_msg("add evaluation %lu: %s", i, err.msg);
   assert_int_equal(added, want_added);
 }
 
-/* Opens the store at `path` (info-less), checks what it says, and closes it: kb_store_recovered
+/* Opens the store at `path` (info-less), checks what it says, and closes it: kb__store_recovered
  * `recovered`, `n_cands` candidates, `n_evals` evaluations; -1 skips a check. */
 static void assert_reopens(const char *path, int recovered, long n_cands, long n_evals) {
   struct kb_store *s = open_ok(path);
   if (recovered >= 0)
-    assert_int_equal(kb_store_recovered(s), recovered);
+    assert_int_equal(kb__store_recovered(s), recovered);
   if (n_cands >= 0)
-    assert_int_equal(kb_store_candidate_count(s), n_cands);
+    assert_int_equal(kb__store_candidate_count(s), n_cands);
   if (n_evals >= 0)
-    assert_int_equal(kb_store_evaluation_count(s), n_evals);
-  kb_store_close(s);
+    assert_int_equal(kb__store_evaluation_count(s), n_evals);
+  kb__store_close(s);
 }
 
 /* Adds evaluations 0 .. n-1, three per candidate (each candidate before its first), expecting
@@ -111,7 +111,7 @@ static void add_rows(struct kb_store *s, unsigned long n, unsigned long first_ne
 
 static void flush_ok(struct kb_store *s) {
   struct kb_error err = {0, ""};
-  if (kb_store_flush(s, &err) != KB_OK)
+  if (kb__store_flush(s, &err) != KB_OK)
     fail_msg("flush: %s", err.msg);
 }
 
@@ -269,21 +269,21 @@ static void write_and_die(const char *path, unsigned long flushed, unsigned long
     struct kb_error err = {0, ""};
     struct kb_store_task_info info = fx_info();
     struct kb_store *s = NULL;
-    if (kb_store_open(path, &info, &s, &err) != KB_OK)
+    if (kb__store_open(path, &info, &s, &err) != KB_OK)
       _exit(3);
     for (unsigned long i = 0; i < flushed + unflushed; i++) {
       if (i % 3 == 0) {
         struct fx_candidate fc;
         fx_candidate(&fc, i / 3);
-        if (kb_store_add_candidate(s, &fc.c, NULL, &err) != KB_OK)
+        if (kb__store_add_candidate(s, &fc.c, NULL, &err) != KB_OK)
           _exit(4);
       }
       struct kb_result r;
       char log[64];
       fx_result(&r, i, log);
-      if (kb_store_add_evaluation(s, &r, NULL, &err) != KB_OK)
+      if (kb__store_add_evaluation(s, &r, NULL, &err) != KB_OK)
         _exit(5);
-      if (i + 1 == flushed && kb_store_flush(s, &err) != KB_OK)
+      if (i + 1 == flushed && kb__store_flush(s, &err) != KB_OK)
         _exit(6);
     }
     raise(SIGKILL);
@@ -341,17 +341,17 @@ static void test_add_and_read_back(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
   add_rows(s, 6, 0);
-  assert_int_equal(kb_store_candidate_count(s), 2);
-  assert_int_equal(kb_store_evaluation_count(s), 6);
+  assert_int_equal(kb__store_candidate_count(s), 2);
+  assert_int_equal(kb__store_evaluation_count(s), 6);
   char id[65];
   fx_id(id, 1);
-  assert_true(kb_store_has_candidate(s, id));
-  assert_true(kb_store_has_evaluation(s, id, 2, 1));
-  assert_false(kb_store_has_evaluation(s, id, 2, 2));
+  assert_true(kb__store_has_candidate(s, id));
+  assert_true(kb__store_has_evaluation(s, id, 2, 1));
+  assert_false(kb__store_has_evaluation(s, id, 2, 2));
   fx_id(id, 7);
-  assert_false(kb_store_has_candidate(s, id));
+  assert_false(kb__store_has_candidate(s, id));
   flush_ok(s);
-  kb_store_close(s);
+  kb__store_close(s);
 
   struct t_cand c[4];
   assert_int_equal(read_table(t->path, "candidates", cand_type(), c, 4), 2);
@@ -414,19 +414,19 @@ static void test_duplicates_are_noops(void **state) {
   add_eval(s, 1, 1);
   add_eval(s, 1, 0);
   add_cand(s, 0, 0);
-  assert_int_equal(kb_store_candidate_count(s), 1);
-  assert_int_equal(kb_store_evaluation_count(s), 2);
+  assert_int_equal(kb__store_candidate_count(s), 1);
+  assert_int_equal(kb__store_evaluation_count(s), 2);
   /* A later attempt of the same (candidate, tier) is a new evaluation. */
   struct kb_result r;
   char log[64];
   fx_result(&r, 1, log);
   r.attempt = 2;
   int added = -1;
-  assert_int_equal(kb_store_add_evaluation(s, &r, &added, NULL), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, &added, NULL), KB_OK);
   assert_int_equal(added, 1);
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK); /* added may be NULL */
-  assert_int_equal(kb_store_evaluation_count(s), 3);
-  kb_store_close(s);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK); /* added may be NULL */
+  assert_int_equal(kb__store_evaluation_count(s), 3);
+  kb__store_close(s);
   struct t_eval e[8];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 8), 3);
   struct t_cand c[2];
@@ -438,23 +438,23 @@ static void test_reopen_keeps_dedup_state(void **state) {
   struct t_state *t = *state;
   struct kb_store *s = open_ok(t->path);
   add_rows(s, 9, 0);
-  kb_store_close(s); /* close flushes */
+  kb__store_close(s); /* close flushes */
 
   struct kb_error err = {0, ""};
-  assert_int_equal(kb_store_open(t->path, NULL, &s, &err), KB_OK); /* info is optional */
-  assert_int_equal(kb_store_recovered(s), 0);
-  assert_int_equal(kb_store_candidate_count(s), 3);
-  assert_int_equal(kb_store_evaluation_count(s), 9);
+  assert_int_equal(kb__store_open(t->path, NULL, &s, &err), KB_OK); /* info is optional */
+  assert_int_equal(kb__store_recovered(s), 0);
+  assert_int_equal(kb__store_candidate_count(s), 3);
+  assert_int_equal(kb__store_evaluation_count(s), 9);
   char id[65];
   fx_id(id, 2);
-  assert_true(kb_store_has_candidate(s, id));
-  assert_true(kb_store_has_evaluation(s, id, 1, 1));
+  assert_true(kb__store_has_candidate(s, id));
+  assert_true(kb__store_has_evaluation(s, id, 1, 1));
   add_rows(s, 9, 9);
   add_cand(s, 3, 1);
   add_eval(s, 9, 1);
   add_eval(s, 9, 0);
-  assert_int_equal(kb_store_evaluation_count(s), 10);
-  kb_store_close(s);
+  assert_int_equal(kb__store_evaluation_count(s), 10);
+  kb__store_close(s);
 
   assert_reopens(t->path, -1, 4, 10);
   struct t_eval e[16];
@@ -473,13 +473,13 @@ static void test_best_attributes(void **state) {
   struct kb_error err = {0, ""};
   char id[65];
   fx_id(id, 1);
-  assert_int_equal(kb_store_set_best(s, id, "cand-1", 2, 12.5, 3.25, &err), KB_OK);
+  assert_int_equal(kb__store_set_best(s, id, "cand-1", 2, 12.5, 3.25, &err), KB_OK);
   fx_id(id, 9);
-  assert_int_equal(kb_store_set_best(s, id, "cand-9", 2, 1, 1, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__store_set_best(s, id, "cand-9", 2, 1, 1, &err), KB_ENOTFOUND);
   assert_non_null(strstr(err.msg, t->path));
   fx_id(id, 0);
-  assert_int_equal(kb_store_set_best(s, id, NULL, 3, 10.0, 4.0, NULL), KB_OK);
-  kb_store_close(s);
+  assert_int_equal(kb__store_set_best(s, id, NULL, 3, 10.0, 4.0, NULL), KB_OK);
+  kb__store_close(s);
 
   hid_t f = H5Fopen(t->path, H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t g = H5Gopen2(f, "best", H5P_DEFAULT);
@@ -505,11 +505,11 @@ static void test_nan_round_trip(void **state) {
   fx_result(&r, 0, log); /* tier 0: errors and timings NaN */
   r.timing.noise = -NAN;
   r.spills = -1;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
   fx_result(&r, 1, log);
   r.timing.median_us = INFINITY;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
-  kb_store_close(s);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  kb__store_close(s);
   struct t_eval e[2];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 2), 2);
   assert_true(isnan(e[0].max_abs_err));
@@ -531,7 +531,7 @@ static void test_long_texts_truncated_safely(void **state) {
   knobs[sizeof knobs - 1] = '\0';
   fc.c.knobs = knobs;
   memset(fc.c.name, 'n', sizeof fc.c.name); /* no NUL at all */
-  assert_int_equal(kb_store_add_candidate(s, &fc.c, NULL, NULL), KB_OK);
+  assert_int_equal(kb__store_add_candidate(s, &fc.c, NULL, NULL), KB_OK);
 
   struct kb_result r;
   char log[64];
@@ -540,12 +540,12 @@ static void test_long_texts_truncated_safely(void **state) {
   memset(r.reason, 'a', sizeof r.reason); /* 256 bytes, no NUL, "é" at the end */
   memcpy(r.reason + 254, "\xc3\xa9", 2);
   memset(r.tier_name, 't', sizeof r.tier_name);
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
   fx_result(&r, 1, log);
   memset(r.reason, 'b', sizeof r.reason - 1); /* exactly 255: kept whole */
   r.reason[sizeof r.reason - 1] = '\0';
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
-  kb_store_close(s);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  kb__store_close(s);
 
   struct t_cand c[1];
   assert_int_equal(read_table(t->path, "candidates", cand_type(), c, 1), 1);
@@ -569,12 +569,12 @@ static void test_candidate_columns(void **state) {
   /* Out of order: tier 2, then tier 1, then tier 2 again at attempt 2. */
   fx_result(&r, 2, log);
   r.status = KB_STATUS_OK;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
   fx_result(&r, 1, log);
   r.status = KB_STATUS_WRONG_OUTPUT;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
   flush_ok(s);
-  kb_store_close(s);
+  kb__store_close(s);
   struct t_cand c[1];
   read_table(t->path, "candidates", cand_type(), c, 1);
   assert_int_equal(c[0].best_tier, 2);
@@ -582,12 +582,12 @@ static void test_candidate_columns(void **state) {
   assert_int_equal(c[0].n_evaluations, 2);
 
   s = open_ok(t->path);
-  assert_int_equal(kb_store_recovered(s), 0); /* nothing to repair */
+  assert_int_equal(kb__store_recovered(s), 0); /* nothing to repair */
   fx_result(&r, 2, log);
   r.attempt = 2;
   r.status = KB_STATUS_TIMEOUT;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_OK);
-  kb_store_close(s);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_OK);
+  kb__store_close(s);
   read_table(t->path, "candidates", cand_type(), c, 1);
   assert_int_equal(c[0].best_tier, 2);
   assert_string_equal(c[0].status, "timeout");
@@ -601,53 +601,53 @@ static void test_invalid_input(void **state) {
   struct fx_candidate fc;
   fx_candidate(&fc, 0);
   snprintf(fc.c.id, sizeof fc.c.id, "not-hex");
-  assert_int_equal(kb_store_add_candidate(s, &fc.c, NULL, &err), KB_EINVAL);
+  assert_int_equal(kb__store_add_candidate(s, &fc.c, NULL, &err), KB_EINVAL);
   assert_non_null(strstr(err.msg, "not 64 hex digits"));
   assert_non_null(strstr(err.msg, t->path));
   fx_candidate(&fc, 0);
   snprintf(fc.c.task, sizeof fc.c.task, "other");
   kb_error_clear(&err);
-  assert_int_equal(kb_store_add_candidate(s, &fc.c, NULL, &err), KB_EINVAL);
+  assert_int_equal(kb__store_add_candidate(s, &fc.c, NULL, &err), KB_EINVAL);
   assert_non_null(strstr(err.msg, "\"other\""));
   fx_candidate(&fc, 0);
   fc.c.source = NULL;
-  assert_int_equal(kb_store_add_candidate(s, &fc.c, NULL, NULL), KB_EINVAL);
-  assert_int_equal(kb_store_add_candidate(s, NULL, NULL, NULL), KB_EINVAL);
-  assert_int_equal(kb_store_candidate_count(s), 0);
+  assert_int_equal(kb__store_add_candidate(s, &fc.c, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_add_candidate(s, NULL, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_candidate_count(s), 0);
 
   struct kb_result r;
   char log[64];
   fx_result(&r, 0, log);
   kb_error_clear(&err);
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, &err), KB_ENOTFOUND);
   assert_non_null(strstr(err.msg, "not stored"));
   add_cand(s, 0, 1);
   r.status = KB_STATUS_COUNT;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
   fx_result(&r, 0, log);
   r.attempt = 0;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
   fx_result(&r, 0, log);
   r.tier = -1;
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
   fx_result(&r, 0, log);
   snprintf(r.task, sizeof r.task, "other");
-  assert_int_equal(kb_store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
-  assert_int_equal(kb_store_evaluation_count(s), 0);
+  assert_int_equal(kb__store_add_evaluation(s, &r, NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_evaluation_count(s), 0);
   /* Errors above left the store usable. */
   add_eval(s, 0, 1);
-  kb_store_close(s);
-  kb_store_close(NULL);
-  assert_int_equal(kb_store_flush(NULL, NULL), KB_EINVAL);
-  assert_int_equal(kb_store_evaluation_count(NULL), 0);
-  assert_int_equal(kb_store_has_candidate(NULL, "x"), 0);
+  kb__store_close(s);
+  kb__store_close(NULL);
+  assert_int_equal(kb__store_flush(NULL, NULL), KB_EINVAL);
+  assert_int_equal(kb__store_evaluation_count(NULL), 0);
+  assert_int_equal(kb__store_has_candidate(NULL, "x"), 0);
 }
 
 static void test_open_absent_without_info(void **state) {
   struct t_state *t = *state;
   struct kb_error err = {0, ""};
   struct kb_store *s = NULL;
-  assert_int_equal(kb_store_open(t->path, NULL, &s, &err), KB_ENOTFOUND);
+  assert_int_equal(kb__store_open(t->path, NULL, &s, &err), KB_ENOTFOUND);
   assert_null(s);
   assert_true(strncmp(err.msg, t->path, strlen(t->path)) == 0);
   struct stat st;
@@ -658,10 +658,10 @@ static void test_open_other_task(void **state) {
   struct t_state *t = *state;
   struct kb_error err = {0, ""};
   struct kb_store *s = open_ok(t->path);
-  kb_store_close(s);
+  kb__store_close(s);
   struct kb_store_task_info other = fx_info();
   other.task = "matmul";
-  assert_int_equal(kb_store_open(t->path, &other, &s, &err), KB_EINVAL);
+  assert_int_equal(kb__store_open(t->path, &other, &s, &err), KB_EINVAL);
   assert_null(s);
   char want[256];
   snprintf(want, sizeof want, "%s: holds task \"sum\", not \"matmul\"", t->path);
@@ -688,7 +688,7 @@ static void test_not_hdf5(void **state) {
   struct kb_error err = {0, ""};
   struct kb_store *s = NULL;
   struct kb_store_task_info info = fx_info();
-  int rc = kb_store_open(t->path, &info, &s, &err);
+  int rc = kb__store_open(t->path, &info, &s, &err);
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
@@ -709,12 +709,12 @@ static void test_lock(void **state) {
   struct kb_store *s2 = NULL;
   struct kb_error err = {0, ""};
   struct kb_store_task_info info = fx_info();
-  assert_int_equal(kb_store_open(t->path, &info, &s2, &err), KB_ESTATE);
+  assert_int_equal(kb__store_open(t->path, &info, &s2, &err), KB_ESTATE);
   assert_null(s2);
   assert_non_null(strstr(err.msg, "already open"));
-  kb_store_close(s);
+  kb__store_close(s);
   s2 = open_ok(t->path);
-  kb_store_close(s2);
+  kb__store_close(s2);
 }
 
 static void test_recover_killed_writer(void **state) {
@@ -733,11 +733,11 @@ static void test_recover_killed_writer(void **state) {
   assert_true(f < 0);
 
   struct kb_store *s = open_ok(t->path);
-  assert_true(kb_store_recovered(s) & KB_STORE_RECOVERED_FLAGS);
-  assert_int_equal(kb_store_evaluation_count(s), 8); /* exactly what was flushed */
-  assert_int_equal(kb_store_candidate_count(s), 3);
+  assert_true(kb__store_recovered(s) & KB_STORE_RECOVERED_FLAGS);
+  assert_int_equal(kb__store_evaluation_count(s), 8); /* exactly what was flushed */
+  assert_int_equal(kb__store_candidate_count(s), 3);
   add_rows(s, 13, 8);
-  kb_store_close(s);
+  kb__store_close(s);
   assert_reopens(t->path, 0, -1, 13);
   struct t_eval e[16];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 16), 13);
@@ -754,7 +754,7 @@ static void test_recover_without_h5clear(void **state) {
   struct kb_error err = {0, ""};
   struct kb_store *s = NULL;
   struct kb_store_task_info info = fx_info();
-  int rc = kb_store_open(t->path, &info, &s, &err);
+  int rc = kb__store_open(t->path, &info, &s, &err);
   setenv("PATH", saved, 1);
   free(saved);
   assert_int_equal(rc, KB_EHDF5);
@@ -771,7 +771,7 @@ static void test_drop_uncommitted(void **state) {
   add_cand(s, 0, 1);
   add_eval(s, 0, 1);
   add_eval(s, 1, 1);
-  kb_store_close(s);
+  kb__store_close(s);
 
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
@@ -812,11 +812,11 @@ static void test_drop_uncommitted(void **state) {
   H5Fclose(f);
 
   s = open_ok(t->path);
-  assert_int_equal(kb_store_recovered(s),
+  assert_int_equal(kb__store_recovered(s),
                    KB_STORE_RECOVERED_DROPPED | KB_STORE_RECOVERED_REPAIRED);
-  assert_int_equal(kb_store_evaluation_count(s), 2);
+  assert_int_equal(kb__store_evaluation_count(s), 2);
   add_cand(s, 1, 1); /* lands right after the committed source bytes */
-  kb_store_close(s);
+  kb__store_close(s);
   struct t_eval e[4];
   assert_int_equal(read_table(t->path, "evaluations", eval_type(), e, 4), 2);
   struct t_cand c[2];
@@ -846,7 +846,7 @@ static void test_allocation_failures(void **state) {
   for (n = 0; rc == KB_ENOMEM && n < 1000; n++) {
     struct kb_error err = {0, ""};
     kb_alloc_fail_after(n);
-    rc = kb_store_open(t->path, &info, &s, &err);
+    rc = kb__store_open(t->path, &info, &s, &err);
     kb_alloc_fail_after(-1);
     if (rc == KB_ENOMEM) {
       assert_null(s);
@@ -861,24 +861,24 @@ static void test_allocation_failures(void **state) {
     struct fx_candidate fc;
     fx_candidate(&fc, 100 + (unsigned long)n);
     kb_alloc_fail_after(0);
-    rc = kb_store_add_candidate(s, &fc.c, NULL, NULL);
+    rc = kb__store_add_candidate(s, &fc.c, NULL, NULL);
     kb_alloc_fail_after(-1);
     if (rc == KB_OK)
       break;
     assert_int_equal(rc, KB_ENOMEM);
-    assert_false(kb_store_has_candidate(s, fc.c.id));
+    assert_false(kb__store_has_candidate(s, fc.c.id));
   }
-  kb_store_close(s);
+  kb__store_close(s);
   /* Opening an existing file. */
   rc = KB_ENOMEM;
   for (n = 0; rc == KB_ENOMEM && n < 1000; n++) {
     kb_alloc_fail_after(n);
-    rc = kb_store_open(t->path, &info, &s, NULL);
+    rc = kb__store_open(t->path, &info, &s, NULL);
     kb_alloc_fail_after(-1);
   }
   assert_int_equal(rc, KB_OK);
-  assert_int_equal(kb_store_evaluation_count(s), 30);
-  kb_store_close(s);
+  assert_int_equal(kb__store_evaluation_count(s), 30);
+  kb__store_close(s);
 }
 
 int main(void) {

@@ -2,7 +2,7 @@
  * the count after each flush; this test kills it with SIGKILL at random moments, many times, on
  * the same file. After each kill:
  *   - h5py reads the killed file as a SWMR reader (check_h5.py loop --swmr), before any recovery;
- *   - every other time, kb_store_open() recovers it here and check_h5.py checks that every row
+ *   - every other time, kb__store_open() recovers it here and check_h5.py checks that every row
  *     reported flushed is present exactly once and equal to what was written (otherwise the next
  *     writer recovers it itself, and may be killed while doing so).
  * At the end the file is recovered, a writer runs to completion on it, and h5dump and h5py read
@@ -204,19 +204,19 @@ static int start_and_kill(const char *writer, const char *path, int mode, long b
   return 0;
 }
 
-/* Recovers `path` with kb_store_open(); checks it holds at least `min` evaluations. Returns the
+/* Recovers `path` with kb__store_open(); checks it holds at least `min` evaluations. Returns the
  * count, or -1. */
 static long recover(const char *path, long min, int *recovered) {
   struct kb_error err = {0, ""};
   struct kb_store_task_info info = fx_info();
   struct kb_store *s = NULL;
-  if (kb_store_open(path, &info, &s, &err) != KB_OK) {
+  if (kb__store_open(path, &info, &s, &err) != KB_OK) {
     fprintf(stderr, "recovery failed: %s\n", err.msg);
     return -1;
   }
-  long n = kb_store_evaluation_count(s);
-  *recovered = kb_store_recovered(s);
-  kb_store_close(s);
+  long n = kb__store_evaluation_count(s);
+  *recovered = kb__store_recovered(s);
+  kb__store_close(s);
   if (n < min) {
     fprintf(stderr, "after recovery %ld evaluations, %ld were reported flushed\n", n, min);
     return -1;

@@ -57,7 +57,7 @@ static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const c
       number(r.timing.samples ? r.timing.median_us : NAN), "samples", r.timing.samples,
       "torch_eager_us", number(r.torch_eager_us), "torch_compile_us", number(r.torch_compile_us),
       "cost_ms", (json_int_t)r.cost_ms, "wall_s", wall, "starts",
-      kb_evaluator_sandbox_starts(ev));
+      kb__evaluator_sandbox_starts(ev));
   char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
   if (text != NULL)
     printf("%s\n", text);
@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
     for (int i = optind + 1; i < argc; i++)
       bad |= eval_one(ev, &task, argv[i], &ladder, *t - '0');
   }
-  kb_evaluator_free(ev);
+  kb__evaluator_free(ev);
   kb_task_release(&task);
   return bad;
 }
