@@ -1,13 +1,13 @@
 /* Trusted device kernels of the CUDA sandbox (see devkern.h).
  *
- * Bit-for-bit agreement with the host (common/src/inputs.c, common/src/verify.c) is the point of
+ * Bit-for-bit agreement with the host (runner/sandbox/inputs.c, runner/sandbox/verify.c) is the point of
  * this file, so:
  *   - every double operation the host does is written with an explicit round-to-nearest
  *     intrinsic (__dadd_rn, __dmul_rn, ... here and through KB_GEN_ADD/SUB/MUL in
  *     inputs_gen.h): nvcc would otherwise contract a + b * c into one fused multiply-add,
  *     which rounds once where the host (strict C11, no FMA contraction) rounds twice;
  *   - the generator and the f16 and bf16 conversions are the host's own code: inputs_gen.h,
- *     included by common/src/inputs.c too, compiled here for both sides (KB_HD), rather than the
+ *     included by runner/sandbox/inputs.c too, compiled here for both sides (KB_HD), rather than the
  *     CUDA intrinsics (__float2half_rn agrees on finite values but not on the NaN payload the
  *     host keeps); one source leaves nothing to prove.
  * Every kernel's name starts with kb_dk_ so a CUPTI trace can tell the evaluator's kernels from
@@ -28,7 +28,7 @@ extern "C" {
 
 #define THREADS 256
 
-/* The poison patterns of common/src/verify.c. */
+/* The poison patterns of runner/sandbox/verify.c. */
 #define POISON_F32 0x7fcbadadu
 #define POISON_F64 0x7ff8badbadbadbadULL
 #define POISON_F16 0x7eadu
@@ -62,7 +62,7 @@ struct fill_args {
   uint64_t span; /* integers: ceil(high) - ceil(low) */
 };
 
-/* kb__input_value of common/src/inputs.c, through the same functions. */
+/* kb__input_value of runner/sandbox/inputs.c, through the same functions. */
 template <int DIST> __device__ static inline double input_value(const fill_args &a, int64_t i) {
   if (DIST == KB_DIST_UNIFORM)
     return kb_gen_uniform(a.key, i, a.low, a.high);
