@@ -1637,6 +1637,38 @@ static int add_candidate_impl(struct kb_store *s, const struct kb_candidate *c, 
   return KB_OK;
 }
 
+/* The numeric columns of /evaluations copied as they are from a result: the row's offset, the
+ * result's, the size. COPY checks at compile time that both members have type T. */
+struct col_copy {
+  size_t row, src, size;
+};
+#define SAME_TYPE(T, e) (0 * sizeof(_Generic((e), T: 1)))
+#define COPY(T, rm, sm)                                                                        \
+  {offsetof(struct eval_row, rm), offsetof(struct kb_result, sm),                              \
+   sizeof(T) + SAME_TYPE(T, ((struct eval_row *)0)->rm) +                                      \
+       SAME_TYPE(T, ((struct kb_result *)0)->sm)}
+static const struct col_copy eval_copies[] = {
+    COPY(double, started, started), COPY(double, finished, finished),
+    COPY(double, compile_s, compile_s), COPY(int, compile_cached, compile_cached),
+    COPY(int, registers, registers), COPY(int, spills, spills),
+    COPY(int, shared_bytes, shared_bytes), COPY(int, sets_checked, sets_checked),
+    COPY(double, max_abs_err, max_abs_err), COPY(double, max_rel_err, max_rel_err),
+    COPY(int, samples, timing.samples), COPY(int, warmup, timing.warmup),
+    COPY(double, median_us, timing.median_us), COPY(double, p10_us, timing.p10_us),
+    COPY(double, p90_us, timing.p90_us), COPY(double, mean_us, timing.mean_us),
+    COPY(double, min_us, timing.min_us), COPY(double, noise, timing.noise),
+    COPY(int64_t, cost_ms, cost_ms), COPY(double, baseline_median_us, baseline_median_us),
+    COPY(double, same_run_speedup, same_run_speedup), COPY(double, kernel_us, kernel_us),
+    COPY(double, dram_pct, dram_pct), COPY(double, sm_pct, sm_pct),
+    COPY(double, occupancy_pct, occupancy_pct), COPY(double, l2_hit_pct, l2_hit_pct),
+    COPY(int64_t, trace_kernels, trace.kernels),
+    COPY(int64_t, trace_own_kernels, trace.own_kernels), COPY(int64_t, trace_own_ns, trace.own_ns),
+    COPY(int64_t, trace_other_ns, trace.other_ns), COPY(int64_t, trace_late_ns, trace.late_ns),
+    COPY(int64_t, trace_dropped, trace.dropped), COPY(int64_t, kernels_dropped, kernels_dropped),
+};
+#undef COPY
+#undef SAME_TYPE
+
 /* Copies `r` into the file row (texts cut to their columns); `status` is its status name. */
 static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const char *status) {
   memset(row, 0, sizeof *row);
@@ -1651,39 +1683,9 @@ static void fill_eval_row(struct eval_row *row, const struct kb_result *r, const
   kb_utf8_copy(row->confinement, sizeof row->confinement, r->confinement,
                sizeof r->confinement);
   kb_utf8_copy(row->charge_id, sizeof row->charge_id, r->charge_id, sizeof r->charge_id);
-  row->started = r->started;
-  row->finished = r->finished;
-  row->compile_s = r->compile_s;
-  row->compile_cached = r->compile_cached;
-  row->registers = r->registers;
-  row->spills = r->spills;
-  row->shared_bytes = r->shared_bytes;
-  row->sets_checked = r->sets_checked;
-  row->max_abs_err = r->max_abs_err;
-  row->max_rel_err = r->max_rel_err;
-  row->samples = r->timing.samples;
-  row->warmup = r->timing.warmup;
-  row->median_us = r->timing.median_us;
-  row->p10_us = r->timing.p10_us;
-  row->p90_us = r->timing.p90_us;
-  row->mean_us = r->timing.mean_us;
-  row->min_us = r->timing.min_us;
-  row->noise = r->timing.noise;
-  row->cost_ms = r->cost_ms;
-  row->baseline_median_us = r->baseline_median_us;
-  row->same_run_speedup = r->same_run_speedup;
-  row->kernel_us = r->kernel_us;
-  row->dram_pct = r->dram_pct;
-  row->sm_pct = r->sm_pct;
-  row->occupancy_pct = r->occupancy_pct;
-  row->l2_hit_pct = r->l2_hit_pct;
-  row->trace_kernels = r->trace.kernels;
-  row->trace_own_kernels = r->trace.own_kernels;
-  row->trace_own_ns = r->trace.own_ns;
-  row->trace_other_ns = r->trace.other_ns;
-  row->trace_late_ns = r->trace.late_ns;
-  row->trace_dropped = r->trace.dropped;
-  row->kernels_dropped = r->kernels_dropped;
+  for (size_t i = 0; i < NFIELDS(eval_copies); i++)
+    memcpy((char *)row + eval_copies[i].row, (const char *)r + eval_copies[i].src,
+           eval_copies[i].size);
 }
 
 /* The kernel records of `r` as /profiles/kernels rows (new array of r->n_kernels; NULL when out

@@ -1008,8 +1008,126 @@ static int check_opts(const struct kb_bench_queue_opts *o, struct kb_error *err)
   return KB_OK;
 }
 
+/* Phase 1: the campaign in Redis (the bench's own server unless o->redis), the shared control
+ * block, the raw scripts, the first items. `*initial` gets the number of items enqueued. */
+static int set_up(struct coord *c, struct kb_bench_server *server, long *initial,
+                  struct kb_error *err) {
+  const struct kb_bench_queue_opts *o = c->o;
+  struct kb_bench_queue_result *res = c->res;
+  const char *addr = o->redis;
+  int rc;
+  if (addr == NULL) {
+    progress(c, "starting redis-server");
+    rc = kb__bench_server_start(server, err);
+    if (rc)
+      return rc;
+    addr = server->addr;
+  }
+  c->ctl = kb__bench_ctl_new(o->runners);
+  if (c->ctl == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  snprintf(c->ctl->addr, sizeof c->ctl->addr, "%s", addr);
+  snprintf(res->cid, sizeof res->cid, "bench-%ld-%lld", (long)getpid(),
+           (long long)(kb__bench_now_ns() / 1000000) % 100000000);
+  snprintf(c->ctl->cid, sizeof c->ctl->cid, "%s", res->cid);
+  kb_key(c->ctl->debit_key, sizeof c->ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
+  c->ctl->eval_ns = (long)(o->eval_ms * 1e6);
+  c->ctl->two_call = o->two_call;
+  struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};
+  rc = kb_redis_connect(&ro, &c->redis, err);
+  if (rc == KB_OK)
+    rc = make_campaign(c->redis, res->cid, GPU_BUDGET_MS, o->kills > 0 ? 2000 : 60000,
+                       o->kills > 0 ? 1000 : 3, err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(&c->q, c->redis, res->cid, err);
+  if (rc == KB_OK)
+    rc = load_raw(c->redis, RET1_SCRIPT, c->ctl->sha_ret1, err);
+  if (rc == KB_OK)
+    rc = load_raw(c->redis, DEBIT_SCRIPT, c->ctl->sha_debit, err);
+  if (rc == KB_OK && o->fill)
+    rc = run_fill(c, err);
+  *initial = o->items ? o->items : 20000L + 50L * o->runners;
+  if (rc == KB_OK && !o->fill) {
+    progress(c, "enqueueing %ld items", *initial);
+    rc = enqueue_bulk(c, *initial, err);
+  }
+  return rc;
+}
+
+/* Phase 2: the runners start, warm up, run the measured claim -> complete cycles (killed and
+ * drained with --kills), then the two raw scripts for the ratio. */
+static int measure(struct coord *c, struct thread_arg *args, long initial,
+                   struct kb_error *err) {
+  const struct kb_bench_queue_opts *o = c->o;
+  struct kb_bench_queue_result *res = c->res;
+  progress(c, "starting %d runner %s", o->runners, c->procs ? "processes" : "threads");
+  int rc = start_runners(c, args, err);
+  if (rc == KB_OK)
+    rc = transition(c, KB_BENCH_IDLE, err); /* every runner connected */
+  if (rc == KB_OK)
+    rc = warmup(c, o->fill ? res->enqueued : initial, err);
+  if (rc == KB_OK && o->items == 0) {
+    /* enough for the measured phase at the warm-up's rate, with a margin */
+    struct kb_queue_status st;
+    rc = kb_queue_status(&c->q, &st, err);
+    double need = res->warmup.per_s * o->seconds * 1.4 + 16.0 * o->runners -
+                  (double)ready_items(&st);
+    if (need > 5e6)
+      need = 5e6;
+    if (rc == KB_OK && need > 0) {
+      progress(c, "enqueueing %.0f more items for %.0f cycles/s", need, res->warmup.per_s);
+      rc = enqueue_bulk(c, (long)need, err);
+    }
+  }
+  /* the measured cycles come first, so they do not inherit the AOF the raw phases write */
+  if (rc == KB_OK) {
+    progress(c, "claim -> complete cycles for %.1f s%s", o->seconds,
+             o->kills ? ", killing runners" : "");
+    rc = cycles_phase(c, err);
+  }
+  if (rc == KB_OK && o->kills > 0) {
+    progress(c, "draining");
+    rc = drain(c, err);
+  }
+  if (rc == KB_OK) {
+    progress(c, "raw \"return 1\" for %.1f s", o->seconds);
+    rc = raw_phase(c, KB_BENCH_RET1, &res->ret1, err);
+  }
+  if (rc == KB_OK) {
+    progress(c, "raw HINCRBY debit for %.1f s", o->seconds);
+    rc = raw_phase(c, KB_BENCH_DEBIT, &res->debit, err);
+  }
+  return rc;
+}
+
+/* Phase 3, with the runners gone (so nothing else runs while each script is profiled alone):
+ * their errors and counts, the script profiles, the exactly-once check, the latencies. */
+static int gather(struct coord *c, struct kb_error *err) {
+  struct kb_bench_queue_result *res = c->res;
+  stop_runners(c);
+  int rc = runner_error(c, err);
+  for (int i = 0; rc == KB_OK && i < c->o->runners; i++) {
+    res->empty += atomic_load(&c->ctl->slots[i].empty[KB_BENCH_CYCLES]);
+    res->lease_lost += atomic_load(&c->ctl->slots[i].lease_lost);
+  }
+  if (rc == KB_OK) {
+    progress(c, "profiling claim and complete alone");
+    rc = script_profiles(c, PROFILE_CALLS, err);
+  }
+  if (rc == KB_OK) {
+    progress(c, "verifying");
+    rc = kb__bench_verify(&c->q, res->enqueued, &res->verify, err);
+  }
+  if (rc == KB_OK)
+    rc = latencies(c, err);
+  res->ratio = res->debit.per_s > 0 ? res->cycles.per_s / res->debit.per_s : 0;
+  res->lost = res->verify.lost;
+  res->double_charged = res->verify.double_charged;
+  return rc;
+}
+
 int kb__bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_queue_result *res,
-                       struct kb_error *err) {
+                        struct kb_error *err) {
   memset(res, 0, sizeof *res);
   res->runners = o->runners;
   res->seconds = o->seconds;
@@ -1019,108 +1137,14 @@ int kb__bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_que
   struct coord c = {.o = o, .res = res, .procs = o->kills > 0,
                     .rng = o->seed ? o->seed : (uint64_t)kb__bench_now_ns()};
   struct kb_bench_server server = {0};
-  struct thread_arg *args = NULL;
-  const char *addr = o->redis;
-  if (addr == NULL) {
-    progress(&c, "starting redis-server");
-    rc = kb__bench_server_start(&server, err);
-    if (rc)
-      return rc;
-    addr = server.addr;
-  }
-  c.ctl = kb__bench_ctl_new(o->runners);
-  args = kb_calloc((size_t)o->runners, sizeof *args);
-  if (c.ctl == NULL || args == NULL) {
-    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
-    goto out;
-  }
-  snprintf(c.ctl->addr, sizeof c.ctl->addr, "%s", addr);
-  snprintf(res->cid, sizeof res->cid, "bench-%ld-%lld", (long)getpid(),
-           (long long)(kb__bench_now_ns() / 1000000) % 100000000);
-  snprintf(c.ctl->cid, sizeof c.ctl->cid, "%s", res->cid);
-  kb_key(c.ctl->debit_key, sizeof c.ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
-  c.ctl->eval_ns = (long)(o->eval_ms * 1e6);
-  c.ctl->two_call = o->two_call;
-  struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};
-  rc = kb_redis_connect(&ro, &c.redis, err);
+  long initial = 0;
+  struct thread_arg *args = kb_calloc((size_t)o->runners, sizeof *args);
+  rc = args == NULL ? kb_error_set(err, KB_ENOMEM, "out of memory")
+                    : set_up(&c, &server, &initial, err);
   if (rc == KB_OK)
-    rc = make_campaign(c.redis, res->cid, GPU_BUDGET_MS, o->kills > 0 ? 2000 : 60000,
-                       o->kills > 0 ? 1000 : 3, err);
+    rc = measure(&c, args, initial, err);
   if (rc == KB_OK)
-    rc = kb_queue_open(&c.q, c.redis, res->cid, err);
-  if (rc == KB_OK)
-    rc = load_raw(c.redis, RET1_SCRIPT, c.ctl->sha_ret1, err);
-  if (rc == KB_OK)
-    rc = load_raw(c.redis, DEBIT_SCRIPT, c.ctl->sha_debit, err);
-  if (rc == KB_OK && o->fill)
-    rc = run_fill(&c, err);
-  long initial = o->items ? o->items : 20000L + 50L * o->runners;
-  if (rc == KB_OK && !o->fill) {
-    progress(&c, "enqueueing %ld items", initial);
-    rc = enqueue_bulk(&c, initial, err);
-  }
-  if (rc)
-    goto out;
-
-  progress(&c, "starting %d runner %s", o->runners, c.procs ? "processes" : "threads");
-  rc = start_runners(&c, args, err);
-  if (rc == KB_OK)
-    rc = transition(&c, KB_BENCH_IDLE, err); /* every runner connected */
-  if (rc == KB_OK)
-    rc = warmup(&c, o->fill ? res->enqueued : initial, err);
-  if (rc == KB_OK && o->items == 0) {
-    /* enough for the measured phase at the warm-up's rate, with a margin */
-    struct kb_queue_status st;
-    rc = kb_queue_status(&c.q, &st, err);
-    double need = res->warmup.per_s * o->seconds * 1.4 + 16.0 * o->runners -
-                  (double)ready_items(&st);
-    if (need > 5e6)
-      need = 5e6;
-    if (rc == KB_OK && need > 0) {
-      progress(&c, "enqueueing %.0f more items for %.0f cycles/s", need, res->warmup.per_s);
-      rc = enqueue_bulk(&c, (long)need, err);
-    }
-  }
-  /* the measured cycles come first, so they do not inherit the AOF the raw phases write */
-  if (rc == KB_OK) {
-    progress(&c, "claim -> complete cycles for %.1f s%s", o->seconds,
-             o->kills ? ", killing runners" : "");
-    rc = cycles_phase(&c, err);
-  }
-  if (rc == KB_OK && o->kills > 0) {
-    progress(&c, "draining");
-    rc = drain(&c, err);
-  }
-  if (rc == KB_OK) {
-    progress(&c, "raw \"return 1\" for %.1f s", o->seconds);
-    rc = raw_phase(&c, KB_BENCH_RET1, &res->ret1, err);
-  }
-  if (rc == KB_OK) {
-    progress(&c, "raw HINCRBY debit for %.1f s", o->seconds);
-    rc = raw_phase(&c, KB_BENCH_DEBIT, &res->debit, err);
-  }
-  /* the runners leave now, so that nothing else runs while each script is profiled alone */
-  stop_runners(&c);
-  if (rc == KB_OK)
-    rc = runner_error(&c, err);
-  for (int i = 0; rc == KB_OK && i < o->runners; i++) {
-    res->empty += atomic_load(&c.ctl->slots[i].empty[KB_BENCH_CYCLES]);
-    res->lease_lost += atomic_load(&c.ctl->slots[i].lease_lost);
-  }
-  if (rc == KB_OK) {
-    progress(&c, "profiling claim and complete alone");
-    rc = script_profiles(&c, PROFILE_CALLS, err);
-  }
-  if (rc == KB_OK) {
-    progress(&c, "verifying");
-    rc = kb__bench_verify(&c.q, res->enqueued, &res->verify, err);
-  }
-  if (rc == KB_OK)
-    rc = latencies(&c, err);
-  res->ratio = res->debit.per_s > 0 ? res->cycles.per_s / res->debit.per_s : 0;
-  res->lost = res->verify.lost;
-  res->double_charged = res->verify.double_charged;
-out:
+    rc = gather(&c, err);
   stop_runners(&c);
   kb_free(c.threads);
   kb_free(c.pids);

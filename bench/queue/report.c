@@ -42,8 +42,56 @@ static void script_rows(FILE *out, const char *name, const struct kb_bench_scrip
   cmd_rows(out, p->cmds, p->n_cmds, "us/call");
 }
 
+/* The exactly-once lines: items, the results stream, the ledger, lost and double charges, kills. */
+static void verify_rows(FILE *out, const struct kb_bench_queue_opts *o,
+                        const struct kb_bench_queue_result *r) {
+  const struct kb__bench_verify *v = &r->verify;
+  fprintf(out, "\n  items                     %ld enqueued; %ld queued, %ld leased, %ld done, "
+               "%ld dead\n",
+          r->enqueued, v->queued, v->leased, v->done, v->dead);
+  fprintf(out, "  results stream            %ld entries, %ld distinct items; %ld charges "
+               "posted\n",
+          v->results, v->results_distinct, v->charges_posted);
+  fprintf(out, "  ledger (gpu ms)           total %lld = available %lld + held %lld + spent "
+               "%lld: %s\n",
+          (long long)v->total, (long long)v->available, (long long)v->held,
+          (long long)v->spent, v->ledger_exact ? "exact" : "NOT EXACT");
+  fprintf(out, "  lost                      %ld\n", r->lost);
+  fprintf(out, "  double charged            %ld\n", r->double_charged);
+  if (o->kills) {
+    fprintf(out, "  kills                     %d kill -9s; %ld leases reaped; %llu completes "
+                 "refused (lease lost); drain %.1f s\n",
+            r->kills, r->reaped, (unsigned long long)r->lease_lost, r->drain_s);
+  }
+}
+
+/* The --fill lines: candidates written, their sizes, Redis memory per candidate. */
+static void fill_rows(FILE *out, const struct kb_bench_queue_opts *o,
+                      const struct kb_bench_queue_result *r) {
+  const struct kb_bench_fill_stats *f = &r->fill;
+  fprintf(out, "\n  fill                      %ld candidates (%d tasks x %d) in %.0f s, "
+               "%.0f/s\n",
+          f->candidates, o->tasks, o->per_task, f->seconds,
+          f->seconds > 0 ? (double)f->candidates / f->seconds : 0.0);
+  if (f->candidates > 0 && f->sampled > 0)
+    fprintf(out, "  source                    %.0f bytes mean; candidate JSON %.0f -> zstd "
+                 "%.0f bytes (ratio %.2f, %ld sampled)\n",
+            f->source_bytes / (double)f->candidates, f->json_bytes / (double)f->sampled,
+            f->zstd_bytes / (double)f->sampled,
+            f->zstd_bytes > 0 ? f->json_bytes / f->zstd_bytes : 0.0, f->sampled);
+  fprintf(out, "  used_memory               %lld bytes (%.2f GB); %lld before the fill\n",
+          r->used_memory, (double)r->used_memory / 1e9, r->used_memory_before);
+  fprintf(out, "  bytes per candidate       %.0f (all of used_memory / candidates)\n",
+          r->bytes_per_candidate);
+  fprintf(out, "  of which                  candidate key %.0f (sampled MEMORY USAGE), "
+               "items hash %.0f, queues %.0f\n",
+          r->cand_key_bytes,
+          f->candidates ? (double)r->items_hash_bytes / (double)f->candidates : 0.0,
+          f->candidates ? (double)r->queues_bytes / (double)f->candidates : 0.0);
+}
+
 void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
-                                const struct kb_bench_queue_result *r) {
+                                 const struct kb_bench_queue_result *r) {
   fprintf(out, "kb-bench-queue: %d runners (%s), %.1f s per phase, campaign %s%s\n", r->runners,
           o->kills ? "processes" : "threads", r->seconds, r->cid,
           o->eval_ms > 0 ? ", simulated evaluation" : "");
@@ -88,46 +136,9 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   script_rows(out, "claim", &r->claim);
   script_rows(out, "complete", &r->complete);
   script_rows(out, "complete+claim", &r->fused);
-  const struct kb__bench_verify *v = &r->verify;
-  fprintf(out, "\n  items                     %ld enqueued; %ld queued, %ld leased, %ld done, "
-               "%ld dead\n",
-          r->enqueued, v->queued, v->leased, v->done, v->dead);
-  fprintf(out, "  results stream            %ld entries, %ld distinct items; %ld charges "
-               "posted\n",
-          v->results, v->results_distinct, v->charges_posted);
-  fprintf(out, "  ledger (gpu ms)           total %lld = available %lld + held %lld + spent "
-               "%lld: %s\n",
-          (long long)v->total, (long long)v->available, (long long)v->held,
-          (long long)v->spent, v->ledger_exact ? "exact" : "NOT EXACT");
-  fprintf(out, "  lost                      %ld\n", r->lost);
-  fprintf(out, "  double charged            %ld\n", r->double_charged);
-  if (o->kills) {
-    fprintf(out, "  kills                     %d kill -9s; %ld leases reaped; %llu completes "
-                 "refused (lease lost); drain %.1f s\n",
-            r->kills, r->reaped, (unsigned long long)r->lease_lost, r->drain_s);
-  }
-  if (o->fill) {
-    const struct kb_bench_fill_stats *f = &r->fill;
-    fprintf(out, "\n  fill                      %ld candidates (%d tasks x %d) in %.0f s, "
-                 "%.0f/s\n",
-            f->candidates, o->tasks, o->per_task, f->seconds,
-            f->seconds > 0 ? (double)f->candidates / f->seconds : 0.0);
-    if (f->candidates > 0 && f->sampled > 0)
-      fprintf(out, "  source                    %.0f bytes mean; candidate JSON %.0f -> zstd "
-                   "%.0f bytes (ratio %.2f, %ld sampled)\n",
-              f->source_bytes / (double)f->candidates, f->json_bytes / (double)f->sampled,
-              f->zstd_bytes / (double)f->sampled,
-              f->zstd_bytes > 0 ? f->json_bytes / f->zstd_bytes : 0.0, f->sampled);
-    fprintf(out, "  used_memory               %lld bytes (%.2f GB); %lld before the fill\n",
-            r->used_memory, (double)r->used_memory / 1e9, r->used_memory_before);
-    fprintf(out, "  bytes per candidate       %.0f (all of used_memory / candidates)\n",
-            r->bytes_per_candidate);
-    fprintf(out, "  of which                  candidate key %.0f (sampled MEMORY USAGE), "
-                 "items hash %.0f, queues %.0f\n",
-            r->cand_key_bytes,
-            f->candidates ? (double)r->items_hash_bytes / (double)f->candidates : 0.0,
-            f->candidates ? (double)r->queues_bytes / (double)f->candidates : 0.0);
-  }
+  verify_rows(out, o, r);
+  if (o->fill)
+    fill_rows(out, o, r);
   fprintf(out, "\n  result                    %s\n\n",
           kb__bench_queue_passed(r) ? "pass (nothing lost, nothing charged twice, ledger exact)"
                                    : "FAIL");
