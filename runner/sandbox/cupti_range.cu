@@ -259,19 +259,14 @@ static struct session *host_session(char *why, size_t size) {
   return &cached;
 }
 
-extern "C" int kb__cupti_metrics_probe(char *why, size_t size) {
-  char local[8];
-  if (why == NULL || size == 0) {
-    why = local;
-    size = sizeof local;
-  }
-  why[0] = '\0';
-  struct session *s = host_session(why, size);
+extern "C" int kb__cupti_metrics_probe(struct kb_error *err) {
+  char why[384] = "";
+  struct session *s = host_session(why, sizeof why);
   if (s == NULL)
-    return 0;
-  int rc = session_enable(s, 1, why, size);
+    return kb_error_set(err, KB_EINTERNAL, "%s", why);
+  int rc = session_enable(s, 1, why, sizeof why);
   range_end(s);
-  return rc == 0;
+  return rc == 0 ? KB_OK : kb_error_set(err, KB_EINTERNAL, "%s", why);
 }
 
 /* Kept whole (100 lines): CUPTI's user-replay protocol, pass after pass, then the decode;

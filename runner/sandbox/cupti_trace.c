@@ -294,31 +294,22 @@ static int prewarm_launch(void *arg) {
   return kb__dk_spin(5.0, NULL);
 }
 
-int kb__cupti_prewarm(char *why, size_t size) {
-  struct kb_error err = {0};
-  why[0] = '\0';
-  int rc = kb__cupti_trace_start(&err);
+int kb__cupti_prewarm(struct kb_error *err) {
+  int rc = kb__cupti_trace_start(err);
   if (rc == KB_OK) {
     int spun = kb__dk_spin(5.0, NULL);
     cudaDeviceSynchronize();
     struct kb_cupti_kernel *recs = NULL;
     size_t n = 0;
-    rc = kb__cupti_trace_stop(&recs, &n, NULL, &err);
+    rc = kb__cupti_trace_stop(&recs, &n, NULL, err);
     kb_free(recs);
     if (rc == KB_OK && spun != 0)
-      rc = kb_error_set(&err, KB_EINTERNAL, "cupti: the marker kernel did not launch");
+      rc = kb_error_set(err, KB_EINTERNAL, "cupti: the marker kernel did not launch");
   }
-  if (rc != KB_OK) {
-    snprintf(why, size, "%s", err.msg);
-    return 1;
-  }
-  char mwhy[256] = "";
-  if (kb__cupti_metrics_probe(mwhy, sizeof mwhy)) {
-    struct kb_cupti_metrics m;
-    if (kb__cupti_metrics_measure(NULL, prewarm_launch, NULL, &m, &err) != KB_OK) {
-      snprintf(why, size, "%s", err.msg);
-      return 1;
-    }
-  }
-  return 0;
+  if (rc != KB_OK)
+    return rc;
+  if (kb__cupti_metrics_probe(NULL) != KB_OK)
+    return KB_OK; /* no counters to read: nothing of the Range Profiler to set up */
+  struct kb_cupti_metrics m;
+  return kb__cupti_metrics_measure(NULL, prewarm_launch, NULL, &m, err);
 }

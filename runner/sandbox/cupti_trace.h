@@ -144,11 +144,10 @@ struct kb_cupti_metrics {
   char chip[32];                                  /* "GH100" */
 };
 
-/* Whether hardware counters of the current device can be read here. Returns 1 when they can;
- * 0 when not, with the reason in `why` (`size` bytes, always NUL-terminated when size > 0),
- * e.g. "counters need admin rights (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): ...". Initializes
- * CUDA's current context; never fails otherwise. `why` is borrowed. */
-int kb__cupti_metrics_probe(char *why, size_t size);
+/* Whether hardware counters of the current device can be read here. Returns KB_OK when they
+ * can; KB_EINTERNAL when not, with the reason in `err` (may be NULL), e.g. "counters need admin
+ * rights (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): ...". Initializes CUDA's current context. */
+int kb__cupti_metrics_probe(struct kb_error *err);
 
 /* Runs the work of `launch(arg)` under the Range Profiler and reads the metrics above for each
  * kernel it launched (at most KB_CUPTI_MAX_RANGES; later ones are not profiled). User replay:
@@ -166,9 +165,10 @@ int kb__cupti_metrics_measure(int (*prepare)(void *arg), int (*launch)(void *arg
 /* Sets up, before the sandbox confines itself (confine.h), what CUPTI and the Range Profiler
  * would otherwise set up lazily on first use (loading libnvperf_host/target, the activity
  * buffers, CUPTI's threads): one kernel trace of a short marker kernel and one metrics
- * measurement of it. A failure is not fatal (the evaluations then say why they have no trace or
- * metrics); its reason goes to `why` (borrowed; "" when none). Returns 0, or 1 with `why`. */
-int kb__cupti_prewarm(char *why, size_t size);
+ * measurement of it (none where the counters cannot be read). Returns KB_OK, or the failing
+ * step's code with its reason in `err`; a failure is not fatal to the caller (the evaluations
+ * then say why they have no trace or metrics). */
+int kb__cupti_prewarm(struct kb_error *err);
 
 #ifdef __cplusplus
 }

@@ -1268,15 +1268,15 @@ static int metric_prepare(void *arg) {
 
 /* Reads the hardware metrics of one call into the verdict, or why not into metrics_note. */
 static void read_metrics(struct run *r, forward_fn fn) {
-  static int probed = 0, readable = 0;
-  static char why[256];
+  static int probed = 0;
+  static struct kb_error unreadable; /* why the counters cannot be read; code 0 when they can */
   struct kb__verdict *v = r->v;
   if (!probed) {
-    readable = kb__cupti_metrics_probe(why, sizeof why);
+    kb__cupti_metrics_probe(&unreadable);
     probed = 1;
   }
-  if (!readable) {
-    say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: %s", why);
+  if (unreadable.code != KB_OK) {
+    say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: %s", unreadable.msg);
     return;
   }
   struct metric_call mc = {.r = r, .fn = fn};

@@ -86,12 +86,12 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
     fprintf(stderr, "kb-sandbox: cannot open the %s device: %s\n", a->backend, err.msg);
     return KB_EXIT_DEVICE;
   }
-  char why[256] = "";
   /* what would otherwise be set up lazily, after confinement: CUPTI's and the Range Profiler's
    * host side (libraries, buffers, threads), jansson's hash seed (it reads /dev/urandom) */
 #ifdef KB_HAVE_CUPTI_TRACE
-  if (cuda && kb__cupti_prewarm(why, sizeof why) != 0)
-    fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", why);
+  struct kb_error cerr = {0};
+  if (cuda && kb__cupti_prewarm(&cerr) != KB_OK)
+    fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", cerr.msg);
 #endif
   json_object_seed(0);
   struct kb__confine_opts co = {
@@ -100,6 +100,7 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
     co.ro[co.n_ro++] = a->ro[i];
   struct kb__confine_level level;
+  char why[256] = ""; /* kb__confine_apply's reason (confine.h keeps a buffer: see there) */
   if (kb__confine_apply(&co, &level, why, sizeof why) != 0) {
     fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
     return KB_EXIT_CONFINE;

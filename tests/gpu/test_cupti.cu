@@ -231,11 +231,11 @@ int main(void) {
   }
 
   /* 6. the Range Profiler */
-  char why[512];
-  int readable = kb__cupti_metrics_probe(why, sizeof why);
+  struct kb_error why = {};
+  int readable = kb__cupti_metrics_probe(&why) == KB_OK;
   printf("metrics probe: %s%s\n", readable ? "counters readable" : "counters not readable: ",
-         readable ? "" : why);
-  CHECK(readable || why[0] != '\0', "the probe gave no reason");
+         readable ? "" : why.msg);
+  CHECK(readable || why.msg[0] != '\0', "the probe gave no reason");
   if (readable) {
     const long long n4 = (256LL << 20) / 16; /* 256 MiB copied */
     float4 *a, *b;
