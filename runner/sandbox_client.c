@@ -433,7 +433,7 @@ static const char *start_status_text(int code) {
   }
 }
 
-/* Kept whole (145 lines): spawn and hello are one transaction whose failure paths (fail,
+/* Kept whole (145 lines, 164 with its comments): spawn and hello are one transaction whose failure paths (fail,
  * died, done) share the child's descriptors and its reaping. */
 int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   if (sb->pid > 0)
