@@ -43,6 +43,7 @@ static void usage(FILE *out) {
         "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
         "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "environment: KB_REDIS, KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE, KB_LOG, KB_CACHE,\n"
         "  KB_SANDBOX_DIR (folder of kb-sandbox and kb-sandbox-cuda; default: next to kb-runner)\n"
@@ -51,7 +52,7 @@ static void usage(FILE *out) {
 }
 
 /* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
- * message or the usage printed), 1 for --help (printed), 0 otherwise. */
+ * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
   enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE };
   static const struct option longopts[] = {
@@ -63,7 +64,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {"list-devices", no_argument, NULL, 'L'}, {"json", no_argument, NULL, 'j'},
       {"device", required_argument, NULL, 'd'}, {"ahead", required_argument, NULL, OPT_AHEAD},
       {"compile-workers", required_argument, NULL, OPT_WORKERS},
-      {"grace", required_argument, NULL, OPT_GRACE},
+      {"grace", required_argument, NULL, OPT_GRACE}, {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
   const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
@@ -107,11 +108,15 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
     case 'L': *list = 1; break;
     case 'j': *json = 1; break;
     case 'h': usage(stdout); return 1;
-    default: usage(stderr); return -1;
+    case 'V': kb_cli_version("kb-runner"); return 1;
+    default: kb_cli_try_help("kb-runner"); return -1;
     }
     if (err.code)
       break;
   }
+  if (err.code == 0 && o->max_tier >= 0 && o->max_tier < o->min_tier)
+    kb_error_set(&err, KB_EINVAL, "--max-tier %d is below --min-tier %d: no tier to serve",
+                 o->max_tier, o->min_tier);
   if (err.code) {
     kb_cli_usage("kb-runner", &err);
     return -1;
@@ -139,8 +144,11 @@ int main(int argc, char **argv) {
     return KB_EXIT_OK;
   }
   if (o.campaign == NULL || optind != argc) {
-    usage(stderr);
-    return KB_EXIT_USAGE;
+    if (optind != argc)
+      fprintf(stderr, "kb-runner: unexpected argument \"%s\"\n", argv[optind]);
+    else
+      fprintf(stderr, "kb-runner: missing --campaign ID\n");
+    return kb_cli_try_help("kb-runner");
   }
   static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));

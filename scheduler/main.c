@@ -29,6 +29,7 @@ static void usage(FILE *out) {
         "                       campaign's search.eta, 3 unless set)\n"
         "      --wait SECONDS   wait this long for redis and the campaign (default 60)\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable\n",
         out);
@@ -46,7 +47,8 @@ int main(int argc, char **argv) {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"results", required_argument, NULL, 'o'},  {"cache", required_argument, NULL, 'C'},
       {"eta", required_argument, NULL, OPT_ETA},  {"wait", required_argument, NULL, OPT_WAIT},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
   struct kb_error err = {0};
   int ch;
   while ((ch = getopt_long(argc, argv, "c:r:o:C:h", longopts, NULL)) != -1) {
@@ -67,12 +69,16 @@ int main(int argc, char **argv) {
       o.wait_s = (int)v;
       break;
     case 'h': usage(stdout); return KB_EXIT_OK;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case 'V': return kb_cli_version("kb-scheduler");
+    default: return kb_cli_try_help("kb-scheduler");
     }
   }
   if (o.campaign == NULL || optind != argc) {
-    usage(stderr);
-    return KB_EXIT_USAGE;
+    if (optind != argc)
+      fprintf(stderr, "kb-scheduler: unexpected argument \"%s\"\n", argv[optind]);
+    else
+      fprintf(stderr, "kb-scheduler: missing --campaign ID\n");
+    return kb_cli_try_help("kb-scheduler");
   }
   static const int sigs[] = {SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));

@@ -67,6 +67,7 @@ static void usage(FILE *out) {
         "      --restart        delete the campaign's earlier results and redis data first\n"
         "  -j, --json           print JSON instead of text\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "environment: KB_REDIS_PASSWORD_FILE or KB_REDIS_PASSWORD for a given redis;\n"
         "             SLURM_CONF and the other Slurm variables for sbatch, squeue, scancel\n"
@@ -95,8 +96,8 @@ static int bad(const struct kb_error *err) {
   return -1;
 }
 
-/* argv into `a`; returns -1 (the usage printed) for an option getopt refused or a bad number,
- * 1 for --help (printed), 0 otherwise. The rules across options are kb__launch_check()'s. */
+/* argv into `a`; returns -1 (the problem said in one line) for an option getopt refused or a
+ * bad number, 1 for --help or --version (printed), 0 otherwise. The rules across options are kb__launch_check()'s. */
 static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
@@ -125,6 +126,7 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
       {"restart", no_argument, NULL, OPT_RESTART},
       {"json", no_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   struct kb_slurm_opts *so = &a->slurm;
   struct kb_error err = {0};
@@ -164,7 +166,8 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
     case OPT_RESTART: a->restart = 1; break;
     case 'j': a->json = 1; break;
     case 'h': usage(stdout); return 1;
-    default: usage(stderr); return -1;
+    case 'V': kb_cli_version("kb-launch"); return 1;
+    default: kb_cli_try_help("kb-launch"); return -1;
     }
   }
   a->n_operands = argc - optind;
@@ -184,11 +187,8 @@ int main(int argc, char **argv) {
     return kb__launch_redis_config(stdout, &err) ? kb_cli_fail("kb-launch", &err) : KB_EXIT_OK;
   enum kb_launch_refusal how;
   if (kb__launch_check(&a, &how, &err)) {
-    if (how != KB_LAUNCH_USAGE)
-      fprintf(stderr, "kb-launch: %s\n", err.msg);
-    if (how != KB_LAUNCH_SAY)
-      usage(stderr);
-    return KB_EXIT_USAGE;
+    fprintf(stderr, "kb-launch: %s\n", err.msg);
+    return how == KB_LAUNCH_SAY ? KB_EXIT_USAGE : kb_cli_try_help("kb-launch");
   }
   static char dir[PATH_MAX];
   if (bin_dir(dir, sizeof dir) != 0) {

@@ -52,6 +52,7 @@ static void usage(FILE *out) {
         "                       campaign's results_dir/<id>, from the campaign file or redis,\n"
         "                       else ./results/<id>)\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "environment: NO_COLOR (no colours), TERM=dumb (watch prints lines, no redraw)\n"
         "\n"
@@ -135,8 +136,7 @@ static int archive_main(int argc, char **argv) {
       archive_usage(stdout);
       return KB_EXIT_OK;
     default:
-      archive_usage(stderr);
-      return KB_EXIT_USAGE;
+      return kb_cli_try_help("kb-submit archive");
     }
   }
   int n = argc - optind;
@@ -149,8 +149,12 @@ static int archive_main(int argc, char **argv) {
     return kb__cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
   if (strcmp(cmd, "import") == 0 && n == 2)
     return kb__cmd_archive_import(&o, argv[optind + 1]);
-  archive_usage(stderr);
-  return KB_EXIT_USAGE;
+  if (n == 0)
+    fprintf(stderr, "kb-submit archive: missing the command (list, show, add, import)\n");
+  else
+    fprintf(stderr, "kb-submit archive: \"%s\" with %d argument%s is not a command\n", cmd,
+            n - 1, n == 2 ? "" : "s");
+  return kb_cli_try_help("kb-submit archive");
 }
 
 /* The commands that take one campaign (or a file) after the options. */
@@ -177,6 +181,7 @@ int main(int argc, char **argv) {
                                            {"results", required_argument, NULL, 'R'},
                                            {"top", required_argument, NULL, 't'},
                                            {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   struct kb_error err = {0};
   int ch;
@@ -214,20 +219,26 @@ int main(int argc, char **argv) {
     case 'h':
       usage(stdout);
       return KB_EXIT_OK;
+    case 'V':
+      return kb_cli_version("kb-submit");
     default:
-      usage(stderr);
-      return KB_EXIT_USAGE;
+      return kb_cli_try_help("kb-submit");
     }
   }
   if (argc - optind != 2) {
-    usage(stderr);
-    return KB_EXIT_USAGE;
+    if (argc - optind == 0)
+      fprintf(stderr, "kb-submit: missing the command and the campaign file\n");
+    else if (argc - optind == 1)
+      fprintf(stderr, "kb-submit: %s: missing the campaign file\n", argv[optind]);
+    else
+      fprintf(stderr, "kb-submit: one command and one campaign file, not %d arguments\n",
+              argc - optind);
+    return kb_cli_try_help("kb-submit");
   }
   const char *cmd = argv[optind], *arg = argv[optind + 1];
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (strcmp(cmd, commands[i].name) == 0)
       return commands[i].run(&o, arg);
   fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);
-  usage(stderr);
-  return KB_EXIT_USAGE;
+  return kb_cli_try_help("kb-submit");
 }

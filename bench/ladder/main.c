@@ -47,6 +47,7 @@ static void usage(FILE *out) {
         "      --explain        after each row, where each method's GPU seconds went (per tier,\n"
         "                       up to the 95% target and in all) and the ladder's promotions\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "exit codes: 0 ok, 1 failure, 2 usage\n",
         out);
@@ -76,7 +77,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
       {"first-seed", required_argument, NULL, OPT_FIRST},
       {"keep-top", required_argument, NULL, OPT_KEEP},
       {"json-only", no_argument, NULL, OPT_JSON},    {"explain", no_argument, NULL, OPT_EXPLAIN},
-      {"help", no_argument, NULL, 'h'},
+      {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
   const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
@@ -113,7 +114,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
     case OPT_JSON: a->level = 0; break;
     case OPT_EXPLAIN: a->level = 2; break;
     case 'h': usage(stdout); return 1;
-    default: usage(stderr); return -1;
+    case 'V': kb_cli_version("kb-bench-ladder"); return 1;
+    default: kb_cli_try_help("kb-bench-ladder"); return -1;
     }
   }
   return 0;

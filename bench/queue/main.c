@@ -55,6 +55,7 @@ static void usage(FILE *out) {
         "                       calls), as before kb_queue_complete_and_claim existed\n"
         "      --seed N         seed of the kill moments and victims (default: the clock)\n"
         "  -h, --help           this help\n"
+        "      --version        the version and the commit it was built from\n"
         "\n"
         "environment: KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE (with --redis);\n"
         "             KB_BENCH_KEEP=1 keeps the throwaway server's folder\n"
@@ -75,7 +76,7 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       {"tasks", required_argument, NULL, OPT_TASKS},
       {"per-task", required_argument, NULL, OPT_PER_TASK},
       {"kills", required_argument, NULL, 'k'},    {"eval-ms", required_argument, NULL, OPT_EVAL},
-      {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'},
+      {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
       {"two-call", no_argument, NULL, OPT_TWO_CALL},
       {NULL, 0, NULL, 0}};
   int ch, shape_given = 0;
@@ -121,7 +122,8 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       o->seed = (uint64_t)v;
       break;
     case 'h': usage(stdout); return 1;
-    default: usage(stderr); return -1;
+    case 'V': kb_cli_version("kb-bench-queue"); return 1;
+    default: kb_cli_try_help("kb-bench-queue"); return -1;
     }
     if (bad) {
       kb_cli_usage("kb-bench-queue", &err);
@@ -130,7 +132,7 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
   }
   if (optind != argc) {
     fprintf(stderr, "kb-bench-queue: unexpected argument \"%s\"\n", argv[optind]);
-    usage(stderr);
+    kb_cli_try_help("kb-bench-queue");
     return -1;
   }
   if (shape_given && !o->fill) {

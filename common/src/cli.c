@@ -16,7 +16,21 @@ int kb_cli_fail(const char *prog, const struct kb_error *err) {
 
 int kb_cli_usage(const char *prog, const struct kb_error *err) {
   fprintf(stderr, "%s: %s\n", prog, err->msg);
+  return kb_cli_try_help(prog);
+}
+
+int kb_cli_try_help(const char *prog) {
+  fprintf(stderr, "Try '%s --help' for more information.\n", prog);
   return KB_EXIT_USAGE;
+}
+
+/* defined in the build's kb_version.c (common/version.cmake) */
+extern const char kb_version_string[];
+extern const char kb_commit_string[];
+
+int kb_cli_version(const char *prog) {
+  printf("%s %s (commit %s)\n", prog, kb_version_string, kb_commit_string);
+  return KB_EXIT_OK;
 }
 
 void kb_cli_user_tmp(const char *prefix, char *out, size_t size) {

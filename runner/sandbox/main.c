@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "confine.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "sandbox.h"
 
@@ -20,7 +21,7 @@ const char *__asan_default_options(void) { return "detect_leaks=0"; }
 
 static void usage(FILE *out) {
   fputs("usage: kb-sandbox [--backend host|cuda] [--device N] [--dir DIR] [--parent PID]\n"
-        "                  [--ro PATH]...\n"
+        "                  [--ro PATH]... | --help | --version\n"
         "\n"
         "The evaluation process of kb-runner: reads framed JSON requests on stdin and answers\n"
         "on stdout (docs/sandbox.md). kb-runner starts it; it is not meant to be run by hand.\n"
@@ -33,22 +34,15 @@ static void usage(FILE *out) {
         out);
 }
 
-static int parse_long(const char *s, long min, long max, long *out) {
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < min || v > max)
-    return -1;
-  *out = v;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   struct kb__sandbox_args a = {.backend = "host"};
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'}, {"device", required_argument, NULL, 'd'},
       {"dir", required_argument, NULL, 'D'},     {"parent", required_argument, NULL, 'p'},
       {"ro", required_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  struct kb_error err = {0};
   int ch;
   long v;
   while ((ch = getopt_long(argc, argv, "b:d:D:p:r:h", longopts, NULL)) != -1) {
@@ -61,10 +55,8 @@ int main(int argc, char **argv) {
       a.backend = optarg;
       break;
     case 'd':
-      if (parse_long(optarg, 0, 1023, &v)) {
-        fprintf(stderr, "kb-sandbox: --device must be an integer in 0..1023\n");
-        return KB_EXIT_USAGE;
-      }
+      if (kb_cli_parse_long("--device", optarg, 0, 1023, &v, &err))
+        return kb_cli_usage("kb-sandbox", &err);
       a.device = (int)v;
       break;
     case 'D': a.dir = optarg; break;
@@ -76,19 +68,18 @@ int main(int argc, char **argv) {
       a.ro[a.n_ro++] = optarg;
       break;
     case 'p':
-      if (parse_long(optarg, 1, 1L << 30, &v)) {
-        fprintf(stderr, "kb-sandbox: --parent must be a process id\n");
-        return KB_EXIT_USAGE;
-      }
+      if (kb_cli_parse_long("--parent", optarg, 1, 1L << 30, &v, &err))
+        return kb_cli_usage("kb-sandbox", &err);
       a.parent = (pid_t)v;
       break;
     case 'h': usage(stdout); return 0;
-    default: usage(stderr); return KB_EXIT_USAGE;
+    case 'V': return kb_cli_version("kb-sandbox");
+    default: return kb_cli_try_help("kb-sandbox");
     }
   }
   if (optind != argc) {
-    usage(stderr);
-    return KB_EXIT_USAGE;
+    fprintf(stderr, "kb-sandbox: unexpected argument \"%s\"\n", argv[optind]);
+    return kb_cli_try_help("kb-sandbox");
   }
   /* once confined, exit handlers must not run under the filter (kb__confine_exit) */
   kb__confine_exit(kb__sandbox_run(&a));

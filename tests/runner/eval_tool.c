@@ -18,6 +18,7 @@
 #include "evaluator.h"
 #include "kb/alloc.h"
 #include "kb/campaign.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/result.h"
@@ -72,32 +73,35 @@ int main(int argc, char **argv) {
                                            {"cache", required_argument, NULL, 'C'},
                                            {"tiers", required_argument, NULL, 't'},
                                            {"repeat", required_argument, NULL, 'r'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
+  static const char usage[] = "usage: kb-test-eval --backend host|cuda [--cache DIR] "
+                              "[--tiers 1,2,3] [--repeat N] TASK_DIR [CANDIDATE_FILE...]\n";
+  struct kb_error err = {0};
   int ch;
-  while ((ch = getopt_long(argc, argv, "b:C:t:r:", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "b:C:t:r:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'b': backend = optarg; break;
     case 'C': cache = optarg; break;
     case 't': tiers = optarg; break;
-    case 'r': {
-      char *end = NULL;
-      repeat = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0')
-        repeat = 0; /* refused below */
+    case 'r':
+      if (kb_cli_parse_long("--repeat", optarg, 1, 1000000, &repeat, &err))
+        return kb_cli_usage("kb-test-eval", &err);
       break;
-    }
-    default:
-      fputs("usage: kb-test-eval --backend host|cuda [--cache DIR] [--tiers 1,2,3] [--repeat N] "
-            "TASK_DIR [CANDIDATE_FILE...]\n", stderr);
-      return 2;
+    case 'h': fputs(usage, stdout); return 0;
+    case 'V': return kb_cli_version("kb-test-eval");
+    default: return kb_cli_try_help("kb-test-eval");
     }
   }
-  if (optind >= argc || kb_backend_from_name(backend) < 0 || repeat < 1) {
-    fputs("usage: kb-test-eval --backend host|cuda [--cache DIR] [--tiers 1,2,3] [--repeat N] "
-          "TASK_DIR [CANDIDATE_FILE...]\n", stderr);
-    return 2;
+  if (kb_backend_from_name(backend) < 0) {
+    fprintf(stderr, "kb-test-eval: --backend must be host or cuda, not \"%s\"\n", backend);
+    return kb_cli_try_help("kb-test-eval");
   }
-  struct kb_error err = {0};
+  if (optind >= argc) {
+    fprintf(stderr, "kb-test-eval: missing TASK_DIR\n");
+    return kb_cli_try_help("kb-test-eval");
+  }
   struct kb_task task;
   struct kb_campaign ladder;
   struct kb_evaluator *ev = NULL;

@@ -20,6 +20,7 @@
 #include "eval_file.h"
 #include "evaluator.h"
 #include "kb/campaign.h"
+#include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/result.h"
@@ -74,19 +75,27 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
                                            {"cache", required_argument, NULL, 'C'},
                                            {"tiers", required_argument, NULL, 't'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   int ch;
-  while ((ch = getopt_long(argc, argv, "b:C:t:", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, "b:C:t:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'b': backend = optarg; break;
     case 'C': cache = optarg; break;
     case 't': tiers = optarg; break;
-    default: fputs(usage, stderr); return 2;
+    case 'h': fputs(usage, stdout); return 0;
+    case 'V': return kb_cli_version("kb-test-torch-eval");
+    default: return kb_cli_try_help("kb-test-torch-eval");
     }
   }
-  if (optind + 1 >= argc || kb_backend_from_name(backend) < 0) {
-    fputs(usage, stderr);
-    return 2;
+  if (kb_backend_from_name(backend) < 0) {
+    fprintf(stderr, "kb-test-torch-eval: --backend must be host or cuda, not \"%s\"\n", backend);
+    return kb_cli_try_help("kb-test-torch-eval");
+  }
+  if (optind + 1 >= argc) {
+    fprintf(stderr, "kb-test-torch-eval: missing TASK_DIR and CANDIDATE_FILE\n");
+    return kb_cli_try_help("kb-test-torch-eval");
   }
   struct kb_error err = {0};
   struct kb_task task;

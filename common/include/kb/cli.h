@@ -13,9 +13,20 @@ struct kb_error;
  * process exit code for it (kb/error.h). `prog` ("kb-submit") and `err` are borrowed. */
 int kb_cli_fail(const char *prog, const struct kb_error *err);
 
-/* For a bad command line: prints "<prog>: <err->msg>" and a newline on stderr and returns
- * KB_EXIT_USAGE (2), whatever err->code is. `prog` and `err` are borrowed. */
+/* For a bad command line: prints "<prog>: <err->msg>" and the line kb_cli_try_help() prints
+ * on stderr and returns KB_EXIT_USAGE (2), whatever err->code is. `prog` and `err` are
+ * borrowed. */
 int kb_cli_usage(const char *prog, const struct kb_error *err);
+
+/* After a bad command line whose problem was already said in one line (by getopt, or by the
+ * caller): prints "Try '<prog> --help' for more information." on stderr and returns
+ * KB_EXIT_USAGE. The whole help goes to stdout with --help only. `prog` is borrowed. */
+int kb_cli_try_help(const char *prog);
+
+/* --version: prints "<prog> <version> (commit <12 hex digits>)" on stdout, the project's version
+ * and the commit it was built from ("unknown" when built outside a git checkout), and returns
+ * KB_EXIT_OK. `prog` is borrowed. */
+int kb_cli_version(const char *prog);
 
 /* A default folder of this user's: "/tmp/<prefix>-<$USER>" ("user" when $USER is unset) into
  * `out` (`size` bytes, cut to fit, always NUL-terminated). `prefix` is borrowed. */
