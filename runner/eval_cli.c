@@ -143,8 +143,9 @@ static int parse_args(struct session *s, int argc, char **argv) {
 
 /* The candidate `name` of `task` from the file at `path`, built with `flags`, into `c`
  * (kb_candidate_release). The format follows the file's extension: ".py" is a KernelBench
- * ModelNew (TEAM contract: KB_FORMAT_KERNELBENCH), anything else native C/CUDA. Returns KB_OK
- * or the error (the file unreadable, the candidate refused) in `err`. */
+ * ModelNew (KB_FORMAT_KERNELBENCH in kb/candidate.h once merged), anything else native C/CUDA.
+ * Returns KB_OK or the error (the file unreadable, the candidate refused) in `err`, whose
+ * message names `path`. */
 static int make_candidate(const struct kb_task *task, const char *name, const char *path,
                           const char *flags, struct kb_candidate *c, struct kb_error *err) {
   size_t len = strlen(path);
@@ -156,8 +157,9 @@ static int make_candidate(const struct kb_task *task, const char *name, const ch
   struct kb_buf src;
   kb_buf_init(&src);
   int rc = kb_buf_read_file(&src, path, err);
-  if (rc == KB_OK)
-    rc = kb_candidate_init(c, task->id, name, "seed", src.data, "", flags, err);
+  struct kb_error ce = {0};
+  if (rc == KB_OK && kb_candidate_init(c, task->id, name, "seed", src.data, "", flags, &ce))
+    rc = kb_error_set(err, ce.code, "%s: %s", path, ce.msg);
   kb_buf_release(&src);
   return rc;
 }
@@ -260,7 +262,7 @@ static int eval_one(struct session *s, const char *name, const char *path, const
     kb_candidate_release(&c);
   }
   if (rc)
-    fprintf(stderr, "%s: %s: %s%s\n", s->m->prog, made ? name : path, made ? "no verdict: " : "",
+    fprintf(stderr, "%s: %s%s%s\n", s->m->prog, made ? name : "", made ? ": no verdict: " : "",
             err.msg);
   if (s->output == KB__EVAL_TEXT && (made || s->m->exit_rule != KB__EVAL_EXIT_SEEDS_OK)) {
     print_text(s, name, tier, &r, rc, wall, &err);

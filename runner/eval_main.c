@@ -19,8 +19,8 @@ static const char usage[] =
     "                           result; \"error\" instead when there is no verdict)\n"
     "  -h, --help               this help\n"
     "      --version            the version and commit\n"
-    "exit: 0 every verdict ok; 1 a verdict not ok or none reached; 2 bad command line;\n"
-    "3 malformed task bundle; 8 the sandbox cannot open its device\n";
+    "exit: 0 every verdict ok; 1 a verdict not ok, none reached, or no evaluator; 2 bad\n"
+    "command line; 3 malformed task bundle (docs/cli.md)\n";
 
 int main(int argc, char **argv) {
   static const struct kb__eval_mode mode = {.prog = "kb-eval",
