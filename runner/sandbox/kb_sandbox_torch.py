@@ -70,7 +70,7 @@ SHORT_US = 10.0
 BATCH_TARGET_US = 50.0
 BATCH_MAX = 256
 ENQUEUE_US = 6.0
-MAX_TENSORS = 16
+MAX_TENSORS = 1024  # KB_MAX_TENSORS (common/include/kb/task.h)
 MAX_SETS = 32
 # prepared tasks kept, as kb-sandbox; a tool driving the worker directly may lower it (the runner
 # never passes this variable: it scrubs the environment)

@@ -13,7 +13,7 @@ trap 'rm -f "$out" "$err"' EXIT
 run() { "$bin/$1" "${@:2}" > "$out" 2> "$err"; rc=$?; }
 
 progs="kb-submit kb-runner kb-scheduler kb-launch kb-sandbox kb-bench-queue kb-bench-ladder
-       kb-test-eval kb-test-torch-eval"
+       kb-test-eval kb-test-torch-eval kb-eval"
 for p in $progs; do
   run "$p" --version
   grep -Eqx "$p [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
