@@ -9,7 +9,8 @@ then each bundle's task.json is compared field by field with what it must be (a 
 MLP, scalar inputs as 0-d tensors, shapes from a real CPU run where an operator has no meta
 kernel), its kernelbench.json ("requires", "scalars", draws) and files (reference.py, the
 identity and torch.compile seeds) are checked, every task.json and the campaign pass the JSON
-Schema and (given kb-submit) `kb-submit validate` reads the campaign and every bundle, the
+Schema and (given kb-submit) `kb-submit validate` reads the campaign and every bundle,
+kb-task-check (beside the importer) reads every bundle and flags a seed with no ModelNew, the
 broken files give their messages (a missing module named), and the peak memory of the importer
 shows the 6 GiB softmax input was never allocated. Given the PyTorch worker, it is imported in
 this process and prepares the scalar task on the CPU: the module gets Python numbers. A few
@@ -263,6 +264,28 @@ def check_campaign(out, camp, kb_submit):
           "kb-submit validate accepts the campaign and the bundles", r.stdout + r.stderr)
 
 
+def check_task_check(tool, bundles_dir):
+    """kb-task-check (beside the importer in build/bin) reads every bundle: the PyTorch-oracle
+    check finds reference.py's Model and each seed's ModelNew; a seed without one is flagged."""
+    checker = os.path.join(os.path.dirname(tool), "kb-task-check")
+    dirs = [os.path.join(bundles_dir, tid) for tid in sorted(EXPECTED)]
+    r = subprocess.run([PY, checker] + dirs, capture_output=True, text=True)
+    oks = [x for x in r.stdout.splitlines() if x.endswith(": ok (PyTorch oracle: reference.py "
+                                                         "and the seeds' ModelNew present; no "
+                                                         "CPU model, so not checked for "
+                                                         "degeneracy)")]
+    check(r.returncode == 0 and len(oks) == len(EXPECTED), "kb-task-check on every bundle",
+          r.stdout + r.stderr)
+    seed = os.path.join(bundles_dir, "1_relu", "seeds", "compile.py")
+    src = open(seed).read().replace("class ModelNew(Model):", "class Other(Model):")
+    with open(seed, "w") as f:
+        f.write(src)
+    r = subprocess.run([PY, checker, os.path.join(bundles_dir, "1_relu")], capture_output=True,
+                       text=True)
+    check(r.returncode == 1 and r.stdout == '1_relu: seed "compile" (seeds/compile.py) defines '
+          'no ModelNew\n', "kb-task-check flags a seed without ModelNew", r.stdout + r.stderr)
+
+
 def check_worker(out, worker):
     """The PyTorch worker, imported here, prepares the scalar task on the CPU: the candidate's
     inputs hold 0-d tensors, the module got the Python values (it raises on tensors)."""
@@ -393,6 +416,7 @@ def main():
             r = subprocess.run([PY, VALIDATE, "task"] + tasks, capture_output=True, text=True)
         check(r.returncode == 0, "every task.json passes the schema", r.stderr)
         check_campaign(out, camp, kb_submit)
+        check_task_check(tool, bundles_dir)
         if len(sys.argv) > 3:
             check_worker(out, sys.argv[3])
         check_options(tool, out)
