@@ -20,6 +20,7 @@ Prints "N passed, M failed" and exits 1 when any check failed.
 """
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -365,8 +366,12 @@ def check_options(tool, out):
     rc, stdout, _ = run(tool, "--help")
     check(rc == 0 and "usage: kb-import-kernelbench --out DIR" in stdout and
           "default 60 per imported task" in stdout, "--help")
+    rc, stdout, _ = run(tool, "--version")
+    check(rc == 0 and re.fullmatch(r"kb-import-kernelbench \S+( \(commit \S+\))?\n", stdout),
+          "--version", stdout)
     rc, _, stderr = run(tool, relu)
-    check(rc == 2 and "--out DIR is required" in stderr, "missing --out", stderr)
+    check(rc == 2 and stderr == "kb-import-kernelbench: --out DIR is required\nTry "
+          "'kb-import-kernelbench --help' for more information.\n", "missing --out", stderr)
     rc, _, stderr = run(tool, "--out", out)
     check(rc == 2 and "no task FILE given" in stderr, "no files", stderr)
     rc, _, stderr = run(tool, "--out", out, "--atol", "-1", relu)
