@@ -15,7 +15,7 @@ broken files give their messages (a missing module named), and the peak memory o
 shows the 6 GiB softmax input was never allocated. Given the PyTorch worker, it is imported in
 this process and prepares the scalar task on the CPU: the module gets Python numbers. A few
 more runs check the options (--backend host, --level from the folder, --atol/--rtol, --json,
---device cuda without a GPU, --gpu-seconds) and usage errors.
+--device auto over --cpu-limit, --gpu-seconds, --version) and usage errors.
 Prints "N passed, M failed" and exits 1 when any check failed.
 """
 import json
@@ -122,10 +122,10 @@ BROKEN = {
                              "installed here (line 3)",
     # (start, end): the middle is torch's own message, which differs between versions (torch
     # 1.13 names the operator: "operator aten::_local_scalar_dense has no meta kernel ...")
+    # (--device cpu in that run, so a GPU machine gives the same message)
     "bad_meta_too_large.py": ("cannot infer the output shapes: ", "; the inputs and parameters "
-                              "take 1024 MiB, over --cpu-limit 512 MiB for a real CPU run, and "
-                              "there is no CUDA device here: import it on a GPU node (--device "
-                              "cuda or auto)"),
+                              "take 1024 MiB, over --cpu-limit 512 MiB for a real CPU run: "
+                              "import it on a GPU node (--device cuda or auto)"),
 }
 
 passed = 0
@@ -323,8 +323,8 @@ def check_worker(out, worker):
 
 
 def check_options(tool, out):
-    """--backend host, --level from a level2/ folder, --atol/--rtol, --json, --device cuda
-    without a GPU, --gpu-seconds; the same id twice; usage errors."""
+    """--backend host, --level from a level2/ folder, --atol/--rtol, --json, --device auto
+    over --cpu-limit, --gpu-seconds; the same id twice; --version and usage errors."""
     lvl = os.path.join(out, "src", "level2")
     os.makedirs(lvl)
     shutil.copy(os.path.join(FILES, "6_conv_relu_bias_add.py"), lvl)
@@ -352,16 +352,23 @@ def check_options(tool, out):
           and c2["tasks"] == ["host/l2_6_conv_relu_bias_add", "host/l2_9_half_matmul"],
           "--campaign with --backend host and --gpu-seconds", json.dumps(c2))
 
-    # the same id twice in one run; --device cuda on a machine without CUDA
+    # the same id twice in one run; --device auto over --cpu-limit: CUDA where there is one
     relu = os.path.join(FILES, "1_relu.py")
-    rc, stdout, stderr = run(tool, "--out", os.path.join(out, "dup"), "--device", "cuda", relu,
-                             relu, os.path.join(FILES, "15_max_pool3d.py"))
+    dup = os.path.join(out, "dup")
+    rc, stdout, stderr = run(tool, "--out", dup, "--cpu-limit", "0", relu, relu,
+                             os.path.join(FILES, "15_max_pool3d.py"))
     check(rc == 1 and 'task id "1_relu" is taken by' in stderr, "duplicate id", stderr)
-    if "15_max_pool3d -> " not in stdout:  # torch 1.13: no meta kernel, and no GPU here
+    if "15_max_pool3d -> " in stdout:  # a meta kernel (torch 2), or a run on CUDA
+        side = json.load(open(os.path.join(dup, "15_max_pool3d", "kernelbench.json")))
+        check(side["shapes_from"] in ("meta", "cuda"), "--device auto over --cpu-limit",
+              str(side))
+    else:  # torch 1.13 on a machine without a GPU
         check("15_max_pool3d.py: cannot infer the output shapes: operator "
               "aten::max_pool3d_with_indices has no meta kernel in torch 1.13" in stderr and
-              stderr.count("; --device cuda, but torch sees no CUDA device here\n") == 1,
-              "--device cuda without a GPU", stderr)
+              stderr.count("; the inputs and parameters take 256 KiB, over --cpu-limit 0 MiB for "
+                           "a real CPU run, and there is no CUDA device here: import it on a GPU "
+                           "node (--device cuda or auto)\n") == 1,
+              "--device auto without a GPU", stderr)
 
     rc, stdout, _ = run(tool, "--help")
     check(rc == 0 and "usage: kb-import-kernelbench --out DIR" in stdout and
@@ -393,7 +400,8 @@ def main():
         files = sorted(os.path.join(FILES, f) for f in os.listdir(FILES) if f.endswith(".py"))
         bundles_dir = os.path.join(out, "bundles")
         camp = os.path.join(out, "imported.json")
-        rc, stdout, stderr = run(tool, "--out", bundles_dir, "--campaign", camp, *files)
+        rc, stdout, stderr = run(tool, "--out", bundles_dir, "--campaign", camp, "--device",
+                                 "cpu", *files)
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         check(rc == 1, "exit status 1 when some files fail", "got %d\n%s" % (rc, stderr))
         check("imported %d of %d files; %d failed" % (len(EXPECTED), len(files), len(BROKEN))
