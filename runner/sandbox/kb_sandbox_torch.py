@@ -1615,7 +1615,7 @@ def time_torch(task, e):
     run = Run(task, e)
     timer = Timer()
     notes = []
-    sets = [forward_args(task, ins) for ins in task.set_inputs]
+    n_fwd = len(task.inputs) - len(task.params)
 
     def timed_module(fwd):
         def one(batch, first, timed):
@@ -1627,7 +1627,7 @@ def time_torch(task, e):
             try:
                 with torch.no_grad():
                     for b in range(batch):
-                        fwd(*sets[(first + b) % run.n])
+                        fwd(*task.set_inputs[(first + b) % run.n][:n_fwd])
             finally:
                 if ctx is not None:
                     ctx.__exit__(None, None, None)
