@@ -18,6 +18,7 @@ more runs check the options (--backend host, --level from the folder, --atol/--r
 --device auto over --cpu-limit, --gpu-seconds, --version) and usage errors.
 Prints "N passed, M failed" and exits 1 when any check failed.
 """
+import importlib.util
 import json
 import os
 import re
@@ -26,8 +27,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import importlib.util
-import inspect
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
