@@ -222,17 +222,6 @@ def check_messages(stderr):
               "want: %s\ngot:\n%s" % (line, stderr))
 
 
-def capped(stderr, start, end):
-    """True when the one error in `stderr` is 13_deep_mlp's 41 inputs over the C side's and the
-    schema's old cap of 16 tensors (issue 14 item 1, C side, lifts it): that bundle is then
-    left out of the check, and the others must still pass."""
-    lines = stderr.strip().splitlines()
-    if len(lines) == 1 and start in lines[0] and lines[0].endswith(end):
-        print("note: 13_deep_mlp left out: this tree still caps tasks at 16 tensors")
-        return True
-    return False
-
-
 def check_campaign(out, camp, kb_submit):
     """The --campaign file: its fields, the schema, and kb-submit validate (every bundle
     through the C loader, the .py seeds included)."""
@@ -251,15 +240,7 @@ def check_campaign(out, camp, kb_submit):
     if kb_submit is None:
         return
     r = subprocess.run([kb_submit, "validate", camp], capture_output=True, text=True)
-    if r.returncode != 0 and capped(r.stderr, '13_deep_mlp/task.json:8:13: "inputs" must have '
-                                    'at most 16 items', ""):
-        c["tasks"].remove("bundles/13_deep_mlp")
-        with open(camp, "w") as f:
-            json.dump(c, f)
-        r = subprocess.run([kb_submit, "validate", camp], capture_output=True, text=True)
-        n = len(EXPECTED) - 1
-    else:
-        n = len(EXPECTED)
+    n = len(EXPECTED)
     check(r.returncode == 0 and "%d tasks, %d seed candidates" % (n, 2 * n) in r.stdout,
           "kb-submit validate accepts the campaign and the bundles", r.stdout + r.stderr)
 
@@ -422,10 +403,6 @@ def main():
               "randint bounds recorded", str(ce["inputs"][1]))
         tasks = [os.path.join(bundles_dir, b, "task.json") for b in bundles]
         r = subprocess.run([PY, VALIDATE, "task"] + tasks, capture_output=True, text=True)
-        if r.returncode != 0 and capped(r.stderr, '13_deep_mlp/task.json: "inputs": ',
-                                        "] is too long"):
-            tasks.remove(os.path.join(bundles_dir, "13_deep_mlp", "task.json"))
-            r = subprocess.run([PY, VALIDATE, "task"] + tasks, capture_output=True, text=True)
         check(r.returncode == 0, "every task.json passes the schema", r.stderr)
         check_campaign(out, camp, kb_submit)
         check_task_check(tool, bundles_dir)
