@@ -39,6 +39,9 @@ int kb_test_eval_file(struct kb_evaluator *ev, const struct kb_task *task, const
   struct kb_candidate c;
   int rc = kb_candidate_init(&c, task->id, name, "seed", src.data, "", flags, err);
   kb_buf_release(&src);
+  if (rc == KB_OK && kb_cand_format_of_path(path) != KB_FORMAT_NATIVE &&
+      (rc = kb_candidate_set_format(&c, kb_cand_format_of_path(path), err)) != KB_OK)
+    kb_candidate_release(&c);
   if (rc)
     return 1;
   int eval_flags = tier == ladder->n_tiers - 1 ? KB_EVAL_FULL : 0;

@@ -8,7 +8,9 @@
  *                           CANDIDATE_FILE...
  * Each line: {"task", "candidate" (file name), "tier" (name), "status", "reason",
  * "sets_checked", "median_us", "samples", "torch_eager_us", "torch_compile_us", "cost_ms",
- * "wall_s", "starts" (sandbox processes started so far, both kinds)}; unknown numbers are null.
+ * "wall_s", "starts" (sandbox processes started so far, both kinds), "label" (a ModelNew's static
+ * label: "kernel", "torch_compile", "torch_only"; null for C candidates)}; unknown numbers are
+ * null. A CANDIDATE_FILE ending in .py is a KernelBench-format candidate (class ModelNew).
  * Exit status: 0 when every evaluation reached a verdict, 1 when one could not (infra: the
  * message on stderr), 2 for usage. */
 #include <getopt.h>
@@ -30,6 +32,14 @@ static const char usage[] = "usage: kb-test-torch-eval --backend host|cuda [--ca
                             "[--tiers 1,3] TASK_DIR CANDIDATE_FILE...\n";
 
 static json_t *number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+/* A ModelNew build's static label (the "label: X" line that heads its compile log), or NULL. */
+static json_t *label_of(const char *log) {
+  if (log == NULL || strncmp(log, "label: ", 7) != 0)
+    return json_null();
+  size_t n = strcspn(log + 7, "\n");
+  return json_stringn(log + 7, n);
+}
 
 /* Evaluates the candidate at `path` at tier index `tier`; prints its line. Returns 0 when a
  * verdict was reached, 1 otherwise. */
@@ -59,6 +69,8 @@ static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const c
       "torch_eager_us", number(r.torch_eager_us), "torch_compile_us", number(r.torch_compile_us),
       "cost_ms", (json_int_t)r.cost_ms, "wall_s", wall, "starts",
       kb__evaluator_sandbox_starts(ev));
+  if (line != NULL)
+    json_object_set_new(line, "label", label_of(r.compile_log));
   char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
   if (text != NULL)
     printf("%s\n", text);
