@@ -1487,6 +1487,9 @@ def kernelbench_imports():
     torch.set_grad_enabled(False)  # a ModelNew runs under no_grad, as the module is timed
 
 
+JIT_FOLDER = None  # the build folder TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR point into
+
+
 def call_key(args, kwargs):
     """kb_build_modelnew.py's key of a load_inline/load call (keep the two identical)."""
     import hashlib
@@ -1526,6 +1529,7 @@ class ModuleCandidate:
         saved = (ext.load_inline, ext.load)
         ext.load_inline = self.loader("load_inline")
         ext.load = self.loader("load")
+        self.use_jit_caches()
         ModuleCandidate.count += 1
         path = os.path.join(folder, "candidate.py")
         ns = {"__name__": "kb_candidate_%d" % ModuleCandidate.count, "__file__": path}
@@ -1586,9 +1590,21 @@ class ModuleCandidate:
                           % (kind, kwargs.get("name", args[0] if args else "")))
         return load
 
+    def use_jit_caches(self):
+        """Triton's and inductor's caches: this build's folders (read-only here), so a kernel
+        the compile tier's warm-up compiled is found without a compiler."""
+        global JIT_FOLDER
+        folder = getattr(self, "folder", None)
+        if folder is None or JIT_FOLDER == folder:
+            return
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+        JIT_FOLDER = folder
+
     def call(self, run, s, outs, who, phase):
         """ModelNew's forward on the forward inputs of set `s`; its outputs are checked for
         number, dtype, shape and device, and held for Run.settle."""
+        self.use_jit_caches()
         t = run.task
         ins = t.set_inputs[s][:self.n_fwd]
         try:
