@@ -135,7 +135,8 @@ struct kb__compile_req {
   int trusted;        /* 1: skip the import allow-list (task oracles, never candidates) */
   int format;         /* enum kb_cand_format: KB_FORMAT_KERNELBENCH builds a ModelNew file
                          (compile_kb.c); 0 (native) the C or CUDA library */
-  const char *oracle; /* kernelbench: the task's oracle .py (get_init_inputs), else unused */
+  const char *oracle; /* kernelbench: the task's oracle .py (get_init_inputs); NULL for a task
+                         without a pytorch oracle (the build is then refused: b->ok = 0) */
 };
 
 /* Builds `req` with `cc` or finds it in the cache, filling `b` (initialised; its old contents

@@ -205,9 +205,11 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
                             struct kb_error *err) {
   kb__build_release(b);
   b->format = KB_FORMAT_KERNELBENCH;
-  if (req->oracle == NULL)
-    return kb_error_set(err, KB_EINVAL, "a KernelBench-format candidate needs the task's "
-                        "pytorch oracle");
+  if (req->oracle == NULL) { /* a verdict, not a runner error: nothing is built */
+    snprintf(b->reason, sizeof b->reason, "a KernelBench-format candidate (class ModelNew) "
+             "runs only on a task with a pytorch oracle");
+    return KB_OK;
+  }
   struct kb_buf oracle, script_text;
   kb_buf_init(&oracle);
   kb_buf_init(&script_text);

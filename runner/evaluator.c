@@ -494,8 +494,9 @@ int kb__evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id
 static int compile_candidate(struct kb_evaluator *b, const struct kb_task *task,
                              const char *source, const char *knobs, const char *flags,
                              int format, struct kb__build *build, struct kb_error *err) {
-  struct kb__compile_req req = {.source = source, .knobs = knobs, .flags = flags,
-                                .format = format, .oracle = task->oracle_path};
+  struct kb__compile_req req = {
+      .source = source, .knobs = knobs, .flags = flags, .format = format,
+      .oracle = task->oracle_kind == KB_ORACLE_PYTORCH ? task->oracle_path : NULL};
   return kb__compile_req(&b->cc, &req, build, err);
 }
 

@@ -296,7 +296,9 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   if (rc == KB_OK) {
     struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
                                   .flags = cand.flags, .format = cand.format,
-                                  .oracle = task->oracle_path};
+                                  .oracle = task->oracle_kind == KB_ORACLE_PYTORCH
+                                                ? task->oracle_path
+                                                : NULL};
     rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
   }
   kb_candidate_release(&cand);

@@ -10,6 +10,8 @@ kb-test-torch-eval:
     the same file again -> a cache hit (no second build);
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
+  - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
+    pytorch oracle";
   - 1_relu at full: the identity ModelNew = Model timed against torch eager in the same ladder
     tier (same input sets, same timer, same procedure): the ratio near 1.
 
@@ -112,6 +114,13 @@ def main(argv):
         if len(got) == 2:
             check("ModelNew(*get_init_inputs()) raised TypeError" in got[1][1] and
                   "constructor arguments" in got[1][1], "the constructor is named")
+
+        # a task with a C oracle cannot run a ModelNew: a clear verdict, nothing built
+        host_task = os.path.join(HERE, "..", "..", "tasks", "host", "gelu")
+        rc, lines = evaluate(tool, host_task, [c("relu_torch")], "1", cache)
+        check(rc == 0 and [x["status"] for x in lines] == ["compile_error"] and
+              "runs only on a task with a pytorch oracle" in lines[0]["reason"],
+              "a ModelNew on a C-oracle task: compile_error, named: %s" % lines)
 
         rc, lines = evaluate(tool, relu, [c("relu_identity")], "3", cache)
         x = lines[0] if lines else {}
