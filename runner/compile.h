@@ -104,7 +104,8 @@ struct kb__build {
   int cached;             /* 1: taken from the cache, no compiler ran */
   double seconds;         /* compiler wall time; 0 when cached */
   char key[KB_CAND_ID_LEN + 1]; /* cache key (hex) */
-  char *lib_path;         /* absolute path of the library when ok (owned) */
+  char *lib_path;         /* absolute path of the library when ok (owned); kernelbench: of
+                             the build's cache folder (<cache>/<key>.kb) */
   char *log;              /* trimmed compiler output, NULL when it printed nothing (owned);
                              CUDA: one line per kernel's resource usage first */
   char reason[256];       /* why it does not build or is rejected, "" when ok */

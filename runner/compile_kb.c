@@ -198,7 +198,7 @@ out:
   return rc;
 }
 
-/* Kept whole (85 lines): the cache lookup, the build and the move into place share the paths
+/* Kept whole (76 lines): the cache lookup, the build and the move into place share the paths
  * and the one clean-up. */
 int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__compile_req *req,
                             const atomic_int *cancel, struct kb__build *b,

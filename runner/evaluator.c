@@ -796,16 +796,14 @@ out:
   return kb_now_mono() - t0;
 }
 
-/* Kept whole (97 lines): builds one eval request, sends it, and copies the reply's fields into
- * the result in the order the protocol lists them. */
-static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
-                    const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
-                    struct kb_error *err) {
-  struct kb__sb_call call;
-  memset(&call, 0, sizeof call);
-  json_t *req = NULL;
-  char *baseline = NULL;
+/* Tier 0's verdict on `build` into `r` (the compile tier's fields, the label, a build that
+ * failed, a library without kb_forward, a ModelNew for a task without a pytorch oracle).
+ * Returns KB_OK with *done = 1 when `r` holds the verdict, *done = 0 when the build may run;
+ * KB_ENOMEM. */
+static int build_verdict(const struct kb_task *task, const struct kb__build *build,
+                         struct kb_result *r, int *done, struct kb_error *err) {
   int rc = KB_OK;
+  *done = 1;
   r->compile_s = build->cached ? 0 : build->seconds;
   r->compile_cached = build->cached;
   r->registers = build->registers;
@@ -854,6 +852,24 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   "int, kb_tensor *, int, void *))");
     return KB_OK;
   }
+  *done = 0;
+  return KB_OK;
+}
+
+/* Builds one eval request, sends it, and copies the reply's fields into
+ * the result in the order the protocol lists them. */
+static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
+                    const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
+                    struct kb_error *err) {
+  struct kb__sb_call call;
+  memset(&call, 0, sizeof call);
+  json_t *req = NULL;
+  char *baseline = NULL;
+  int done = 0;
+  int rc = build_verdict(task, build, r, &done, err);
+  if (rc || done)
+    return rc;
+  int kb_format = build->format == KB_FORMAT_KERNELBENCH;
   if (tier_index == 0)
     return KB_OK;
 
