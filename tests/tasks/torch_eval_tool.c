@@ -9,7 +9,8 @@
  * Each line: {"task", "candidate" (file name), "tier" (name), "status", "reason",
  * "sets_checked", "median_us", "samples", "torch_eager_us", "torch_compile_us", "cost_ms",
  * "wall_s", "starts" (sandbox processes started so far, both kinds), "label" (a ModelNew's static
- * label: "kernel", "torch_compile", "torch_only"; null for C candidates)}; unknown numbers are
+ * label: "kernel", "torch_compile", "torch_only"; null for C candidates), "same_run_speedup"
+ * (over the task's baseline seed, re-timed in the same run at the full tier)}; unknown numbers are
  * null. A CANDIDATE_FILE ending in .py is a KernelBench-format candidate (class ModelNew).
  * Exit status: 0 when every evaluation reached a verdict, 1 when one could not (infra: the
  * message on stderr), 2 for usage. */
@@ -69,8 +70,10 @@ static int eval_one(struct kb_evaluator *ev, const struct kb_task *task, const c
       "torch_eager_us", number(r.torch_eager_us), "torch_compile_us", number(r.torch_compile_us),
       "cost_ms", (json_int_t)r.cost_ms, "wall_s", wall, "starts",
       kb__evaluator_sandbox_starts(ev));
-  if (line != NULL)
+  if (line != NULL) {
     json_object_set_new(line, "label", label_of(r.compile_log));
+    json_object_set_new(line, "same_run_speedup", number(r.same_run_speedup));
+  }
   char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
   if (text != NULL)
     printf("%s\n", text);
