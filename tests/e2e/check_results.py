@@ -30,7 +30,7 @@ def fail(msg):
 
 def check_file(path, campaign, task, all_ok, baseline_tier):
     with h5py.File(path, "r") as f:
-        if s(f.attrs["format"]) != "kernelbrain.h5/2":
+        if s(f.attrs["format"]) != "kernelbrain.h5/3":
             fail(f"{path}: format {f.attrs['format']!r}")
         if s(f.attrs["campaign"]) != campaign or s(f.attrs["task"]) != task:
             fail(f"{path}: wrong campaign/task attributes")
