@@ -74,7 +74,7 @@ if not md.startswith("# Campaign rep\n") or "## Tier funnel" not in md:
     fail("report.md header")
 for cid, (task, name, status) in evaluated.items():
     row = [l for l in md.splitlines() if f"| {cid[:12]} |" in l]
-    if len(row) != 1 or row[0].count("|") != 9:
+    if len(row) != 1 or row[0].count("|") != 11:
         fail(f"report.md row of {cid}: {row}")
 
 archive = ["Op_Name", "Level_ID", "Task_ID", "Kernel_Name", "CUDA_Runtime",
