@@ -633,7 +633,7 @@ static int copy_cands(struct kb_rep_task *t, const struct cand_mem *cands, int64
   return 0;
 }
 
-/* Kept whole (84 lines): one open, read, close of a file with one cleanup label for the HDF5
+/* Kept whole (91 lines): one open, read, close of a file with one cleanup label for the HDF5
  * handles and buffers every step shares. */
 int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
                        struct kb_error *err) {
