@@ -706,8 +706,8 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
     if (rc)
       goto out;
   }
-  if (attach_evals(t, evals, v2.evals, v2.evals3, ne, logs, commit.compile_log_bytes, v2.kern, v2.n_kern,
-                   r))
+  if (attach_evals(t, evals, v2.evals, v2.evals3, ne, logs, commit.compile_log_bytes, v2.kern,
+                   v2.n_kern, r))
     rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
 out:
   v2_release(&v2);

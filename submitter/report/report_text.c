@@ -352,7 +352,8 @@ static void md_fastp(const struct kb_report *r, FILE *out) {
     int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
     if (n <= 0 || rows[n - 1].tasks == 0)
       continue;
-    fprintf(out, "\n\n## fast_p against %s\n\n| level | tasks | correct |", compile ? "torch.compile" : "torch eager");
+    fprintf(out, "\n\n## fast_p against %s\n\n| level | tasks | correct |",
+            compile ? "torch.compile" : "torch eager");
     for (int k = 0; k < KB_FASTP_N; k++)
       fprintf(out, " fast_%g |", kb__fastp_thresholds[k]);
     fputs(" geomean |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", out);

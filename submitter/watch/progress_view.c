@@ -107,7 +107,8 @@ static int torch_cell(struct kb_buf *b, const struct kb_progress_task *t) {
   if (t->best_vs_eager > 0)
     rc = kb_buf_addf(b, "  vs eager %.2fx", t->best_vs_eager);
   if (rc == KB_OK && t->best_vs_compile > 0)
-    rc = kb_buf_addf(b, "%s compile %.2fx", t->best_vs_eager > 0 ? "," : "  vs", t->best_vs_compile);
+    rc = kb_buf_addf(b, "%s compile %.2fx", t->best_vs_eager > 0 ? "," : "  vs",
+                     t->best_vs_compile);
   return rc;
 }
 

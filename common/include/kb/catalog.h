@@ -13,7 +13,8 @@
 struct kb_error;
 
 /* Stores `task` (borrowed): its spec and the texts of its oracle, reference and torch_reference
- * (when it has one), read from its files. Overwrites. Errors: KB_EINVAL (id too long), KB_EIO (a file), KB_ECONN, KB_ENOMEM. */
+ * (when it has one), read from its files. Overwrites. Errors: KB_EINVAL (id too long), KB_EIO
+ * (a file), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err);
 /* Loads task `task_id` from Redis into `task` (caller-owned; released on failure): writes the
  * spec, the oracle and the torch_reference (when stored) under `work_dir`/<cid>/<task id>/
