@@ -86,6 +86,14 @@ for c in t_sum["candidates"]:
     if (want is None) != (c["speedup_eager"] is None) or (
             want is not None and abs(c["speedup_eager"] - want) > 1e-9 * want):
         fail(f"report.json sum {c['name']}: speedup_eager {c['speedup_eager']}, want {want}")
+summary = {t["task"]: t for t in json.load(open(os.path.join(results, "summary.json")))["tasks"]}
+if not (summary["sum"]["torch_eager_us"] or 0) > 0 or summary["sum"]["torch_compile_us"] is not None \
+        or summary["matmul"]["torch_eager_us"] is not None:
+    fail(f"summary.json torch times: {summary['sum']} {summary['matmul']}")
+full_rows = [r for r in summary["sum"]["leaderboard"] if r["tier_name"] == "full"]
+if not full_rows or not (summary["sum"]["best_speedup_eager"] or 0) > 0 or any(
+        not (r["speedup_eager"] or 0) > 0 for r in full_rows):
+    fail(f"summary.json sum speedups over torch eager: {summary['sum']}")
 eager_rows = [r for r in rep["fast_p"]["eager"] if r["level"] is None]
 if not eager_rows or eager_rows[0]["tasks"] != 1 or rep["fast_p"]["compile"][-1]["tasks"] != 0:
     fail(f"report.json fast_p: {rep['fast_p']}")
