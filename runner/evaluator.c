@@ -191,7 +191,7 @@ void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds) {
 static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                        struct kb__sandbox **out, struct kb_error *err) {
   *out = b->sb;
-  if (task->oracle_kind != KB_ORACLE_PYTORCH)
+  if (task->oracle_kind != KB_ORACLE_PYTORCH && !(trusted && task->torch_ref_path != NULL))
     return KB_OK;
   struct kb__sandbox **slot = trusted ? &b->sb_torch_trusted : &b->sb_torch;
   if (*slot == NULL) {
@@ -312,13 +312,14 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
 }
 
 /* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task
- * (with `trusted`, the trusted PyTorch worker of a pytorch task), starting the sandbox first
+ * (with `trusted`, the trusted PyTorch worker of a pytorch task, or of a task with a
+ * torch_reference, which it prepares with that module), starting the sandbox first
  * when it does not run: all of it before `deadline` (monotonic seconds; the setup limit of
  * kb/ladder.h), each step given what is left. `key` gets the fingerprint. Errors (infra):
  * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
  * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
  * KB_ENOMEM. */
-/* Kept whole (110 lines): one request and its reply's cases, read in the order the protocol
+/* Kept whole (116 lines): one request and its reply's cases, read in the order the protocol
  * (docs/sandbox.md) gives them. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                    char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
@@ -329,7 +330,13 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
   kb_buf_init(&src);
   kb__build_init(&build);
   memset(&call, 0, sizeof call);
-  int rc = kb_buf_read_file(&src, task->oracle_path, err);
+  /* the trusted worker of a task with a torch_reference times that module (its own key) */
+  int torch_module = task->oracle_kind == KB_ORACLE_PYTORCH ||
+                     (trusted && task->torch_ref_path != NULL);
+  const char *module_path = task->oracle_kind == KB_ORACLE_PYTORCH || !torch_module
+                                ? task->oracle_path
+                                : task->torch_ref_path;
+  int rc = kb_buf_read_file(&src, module_path, err);
   if (rc == KB_OK)
     rc = fingerprint(task, src.data, key, err);
   if (rc)
@@ -342,7 +349,7 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
     goto out;
   const char *lib = NULL;
   char module[4096];
-  if (task->oracle_kind == KB_ORACLE_PYTORCH) {
+  if (torch_module) {
     /* the module's source, which the worker runs, from the build cache: a confined worker
      * reads only there (its --ro path), whatever folder the task bundle came from */
     int n = snprintf(module, sizeof module, "%s/oracle-%s.py", b->cc.cache_dir, key);
@@ -723,7 +730,8 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   }
 }
 
-/* Times the module of pytorch task `task` in torch eager and torch.compile in the trusted
+/* Times the module of pytorch task `task` (or its torch_reference) in torch eager and
+ * torch.compile in the trusted
  * PyTorch worker (prepared there first: it never loads a candidate, so inductor may fork its
  * compilers), as the tier times candidates, into `r`'s torch_eager_us and torch_compile_us
  * (medians). The preparation and the request together get the tier's timeout
@@ -922,8 +930,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
-  if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
-      r->status == KB_STATUS_OK)
+  if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&
+      (flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += time_torch(b, task, tier, tier_index, r);
 out:
   r->cost_ms = (int64_t)ceil(used_s * 1000.0);

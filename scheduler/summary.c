@@ -55,6 +55,35 @@ static const struct kb_member **sorted_members(const struct kb_task_pop *t) {
   return v;
 }
 
+/* `us` microseconds as JSON, null when unknown (0). New reference. */
+static json_t *time_or_null(double us) { return us > 0 ? json_real(us) : json_null(); }
+
+/* Sets "speedup_eager" and "speedup_compile" on `o`: the task's torch times over `median_us`, a
+ * median at `tier`; null unless both are known and `tier` is the tier torch was timed at (the
+ * full tier: full-tier timings are compared only with full-tier baselines). */
+static void torch_speedups(json_t *o, const char *eager_key, const char *compile_key,
+                           const struct kb_task_pop *t, int tier, double median_us) {
+  int same = tier >= 0 && tier == t->torch_tier && median_us > 0;
+  json_object_set_new(o, eager_key,
+                      same && t->torch_eager_us > 0 ? json_real(t->torch_eager_us / median_us)
+                                                    : json_null());
+  json_object_set_new(o, compile_key,
+                      same && t->torch_compile_us > 0
+                          ? json_real(t->torch_compile_us / median_us)
+                          : json_null());
+}
+
+/* The task's torch numbers: "torch_eager_us", "torch_compile_us" (the latest a result carried)
+ * and "best_speedup_eager", "best_speedup_compile" of the best candidate at the full tier. */
+static void torch_fields(json_t *o, const struct kb_task_pop *t) {
+  json_object_set_new(o, "torch_eager_us", time_or_null(t->torch_eager_us));
+  json_object_set_new(o, "torch_compile_us", time_or_null(t->torch_compile_us));
+  int tier = -1;
+  const struct kb_member *best = kb__population_best(t, &tier);
+  torch_speedups(o, "best_speedup_eager", "best_speedup_compile", t, tier,
+                 best && tier >= 0 ? best->tiers[tier].median_us : 0);
+}
+
 static json_t *task_json(const char *dir, const struct kb_queue *q, const struct kb_task_pop *t) {
   const struct kb_member *base = kb__population_baseline(t);
   json_t *board = json_array();
@@ -74,6 +103,7 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
       if (base && base->tiers[tier].samples > 0)
         json_object_set_new(row, "speedup",
                             json_real(base->tiers[tier].median_us / m->tiers[tier].median_us));
+      torch_speedups(row, "speedup_eager", "speedup_compile", t, tier, m->tiers[tier].median_us);
     }
     json_array_append_new(board, row);
   }
@@ -84,6 +114,7 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
                         "evaluations", (json_int_t)t->evaluations, "candidates", t->n,
                         "leaderboard", board);
   json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
+  torch_fields(o, t);
   /* The search state behind the budget split and the stop conditions (docs/search.md). */
   json_object_set_new(o, "search",
                       json_pack("{s:f, s:I, s:I, s:o}", "spent_gpu_ms", t->spent_ms,

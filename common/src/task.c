@@ -200,6 +200,7 @@ void kb_task_release(struct kb_task *task) {
   kb_free(task->reference_path);
   kb_free(task->inputs);
   kb_free(task->outputs);
+  kb_free(task->torch_ref_path);
   for (int i = 0; i < task->n_seeds; i++) {
     kb_free(task->seeds[i].path);
     kb_free(task->seeds[i].flags);
@@ -518,7 +519,7 @@ static const char *const oracle_fields[] = {"kind", "source", NULL};
 static const char *const task_fields[] = {
     "schema", "id",        "name",      "category",   "backend", "oracle",   "reference",
     "inputs", "outputs",   "tolerance", "input_sets", "seeds",   "baseline", "must_read",
-    NULL};
+    "torch_reference", NULL};
 
 static int check_tensor_names(struct ctx *c) {
   struct kb_task *t = c->t;
@@ -569,6 +570,8 @@ static int parse_task(struct ctx *c) {
     rc = get_file(c, oracle, "oracle", "source", 1, &t->oracle_path);
   if (rc == KB_OK)
     rc = get_file(c, root, "", "reference", 0, &t->reference_path);
+  if (rc == KB_OK)
+    rc = get_file(c, root, "", "torch_reference", 0, &t->torch_ref_path);
   if (rc)
     return rc;
   if (t->reference_path == NULL) {

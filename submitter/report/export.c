@@ -18,27 +18,8 @@ static const struct kb_rep_eval *eval_at(const struct kb_rep_cand *c, int tier) 
   return best;
 }
 
-/* KernelBench's level and problem number, for tasks made by tools/kb-import-kernelbench: its
- * category is "kernelbench-level<N>" and its id "l<N>_<problem>_<name>". -1 when unknown. */
-static void kernelbench_ids(const struct kb_rep_task *t, long *level, long *problem) {
-  static const char prefix[] = "kernelbench-level";
-  *level = *problem = -1;
-  char *end = NULL;
-  if (strncmp(t->category, prefix, sizeof prefix - 1) == 0) {
-    long n = strtol(t->category + sizeof prefix - 1, &end, 10);
-    if (end != t->category + sizeof prefix - 1 && *end == '\0' && n > 0)
-      *level = n;
-  }
-  if (*level > 0 && t->id[0] == 'l') {
-    long n = strtol(t->id + 1, &end, 10);
-    if (n == *level && *end == '_') {
-      const char *num = end + 1;
-      long k = strtol(num, &end, 10);
-      if (end != num && *end == '_' && k >= 0)
-        *problem = k;
-    }
-  }
-}
+/* `v` when it is a positive number, else null (new reference). */
+static json_t *positive(double v) { return v > 0 ? json_real(v) : json_null(); }
 
 /* NCU_Profile: the Range Profiler metrics of the candidate's highest-tier evaluation that has
  * any, keyed by the Nsight Compute metric names CUPTI read them as (values in % and, for
@@ -84,17 +65,17 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
     json_array_append_new(parents, json_string(c->parent1));
   json_t *o = json_object();
   json_object_set_new(o, "Op_Name", json_string(t->id));
-  long level, problem;
-  kernelbench_ids(t, &level, &problem);
-  json_object_set_new(o, "Level_ID", level > 0 ? json_integer(level) : json_null());
-  json_object_set_new(o, "Task_ID", problem >= 0 ? json_integer(problem) : json_null());
+  json_object_set_new(o, "Level_ID", t->level > 0 ? json_integer(t->level) : json_null());
+  json_object_set_new(o, "Task_ID", t->problem >= 0 ? json_integer(t->problem) : json_null());
   json_object_set_new(o, "Kernel_Name", json_string(c->name));
   json_object_set_new(o, "CUDA_Runtime",
                       timed ? kb__json_num(timed->median_us / 1000.0) : json_null());
-  json_object_set_new(o, "PyTorch_Native_Runtime", json_null());
-  json_object_set_new(o, "PyTorch_Compile_Runtime", json_null());
-  json_object_set_new(o, "CUDA_Speedup_Native", json_null());
-  json_object_set_new(o, "CUDA_Speedup_Compile", json_null());
+  /* the task's torch medians (ms); the speedups only from a correct full-tier timing */
+  json_object_set_new(o, "PyTorch_Native_Runtime", positive(t->torch_eager_us / 1000.0));
+  json_object_set_new(o, "PyTorch_Compile_Runtime", positive(t->torch_compile_us / 1000.0));
+  json_object_set_new(o, "CUDA_Speedup_Native", correct ? positive(c->speedup_eager) : json_null());
+  json_object_set_new(o, "CUDA_Speedup_Compile",
+                      correct ? positive(c->speedup_compile) : json_null());
   json_object_set_new(o, "CUDA_Code", json_string(c->source ? c->source : ""));
   json_object_set_new(o, "PyTorch_Code_Module",
                       t->reference && t->reference[0] ? json_string(t->reference) : json_null());

@@ -301,6 +301,44 @@ static double median_at(const struct kb_rep_cand *s, int tier) {
   return m;
 }
 
+/* A speedup cell: "1.23x", or "-" when unknown. */
+static void speedup_cell(FILE *out, double x) {
+  if (isfinite(x))
+    fprintf(out, "<td class=\"n\">%.2fx</td>", x);
+  else
+    fputs("<td class=\"n\">-</td>", out);
+}
+
+/* The fast_p tables against torch eager and torch.compile (docs/report.md), when some task
+ * has that torch baseline. */
+static void fastp_tables(FILE *out, const struct kb_report *r) {
+  for (int compile = 0; compile < 2; compile++) {
+    struct kb_fastp_row rows[KB_FASTP_ROWS];
+    int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
+    if (n <= 0 || rows[n - 1].tasks == 0)
+      continue;
+    fprintf(out, "<h3 id=\"fastp-%s\">fast_p against %s</h3><table><tr><th>level</th>"
+                 "<th>tasks</th><th>correct</th>",
+            compile ? "compile" : "eager", compile ? "torch.compile" : "torch eager");
+    for (int k = 0; k < KB_FASTP_N; k++)
+      fprintf(out, "<th>fast_%g</th>", kb__fastp_thresholds[k]);
+    fputs("<th>geometric mean</th></tr>\n", out);
+    for (int i = 0; i < n; i++) {
+      if (rows[i].level > 0)
+        fprintf(out, "<tr><td>%d</td>", rows[i].level);
+      else
+        fputs(rows[i].level == 0 ? "<tr><td>none</td>" : "<tr><td>all</td>", out);
+      fprintf(out, "<td class=\"n\">%d</td><td class=\"n\">%d</td>", rows[i].tasks,
+              rows[i].correct);
+      for (int k = 0; k < KB_FASTP_N; k++)
+        fprintf(out, "<td class=\"n\">%.2f</td>", rows[i].fast[k]);
+      speedup_cell(out, rows[i].geomean);
+      fputs("</tr>\n", out);
+    }
+    fputs("</table>", out);
+  }
+}
+
 static void overview(FILE *out, const struct kb_report *r) {
   long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
   kb__report_funnel(r, ev, ok);
@@ -338,7 +376,9 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->tier_names[k]);
     fprintf(out, "</td><td class=\"n\">%ld</td><td class=\"n\">%ld</td></tr>", ev[k], ok[k]);
   }
-  fputs("</table></section>\n", out);
+  fputs("</table>", out);
+  fastp_tables(out, r);
+  fputs("</section>\n", out);
 }
 
 /* What the html walks write to. */
@@ -365,8 +405,14 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
   }
   fputs(" &middot; baseline <b>", out);
   esc(out, t->baseline[0] ? t->baseline : "none");
-  fprintf(out, "</b> &middot; %lld evaluations &middot; <span class=\"muted\">",
-          (long long)t->n_evals);
+  fprintf(out, "</b> &middot; %lld evaluations", (long long)t->n_evals);
+  if (isfinite(t->torch_eager_us) || isfinite(t->torch_compile_us)) {
+    char eager[32], compiled[32];
+    fmt_time(eager, sizeof eager, t->torch_eager_us);
+    fmt_time(compiled, sizeof compiled, t->torch_compile_us);
+    fprintf(out, " &middot; torch eager %s, torch.compile %s", eager, compiled);
+  }
+  fputs(" &middot; <span class=\"muted\">", out);
   esc(out, t->file);
   fprintf(out,
           "</span></p>\n<div class=\"chart\" style=\"height:%dpx\"><canvas id=\"chart-task-%d\" "
@@ -381,7 +427,7 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
       esc(out, t->cands[s].name);
       fputs(s == t->baseline_cand ? " (baseline)</th>" : "</th>", out);
     }
-  fputs("</tr>\n", out);
+  fputs("<th>vs torch eager</th><th>vs torch.compile</th></tr>\n", out);
 }
 
 /* One leaderboard row, with the candidate's speedup over each seed at its timed tier. */
@@ -411,6 +457,8 @@ static void board_row(void *arg, const struct kb_rep_task *t, int i, const struc
     else
       fputs("<td class=\"n\">-</td>", out);
   }
+  speedup_cell(out, c->speedup_eager);
+  speedup_cell(out, c->speedup_compile);
   fputs("</tr>\n", out);
 }
 

@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,7 @@ static int read_tasks(struct kb_progress *p, struct kb_error *err) {
     struct kb_progress_task *t = &p->tasks[p->n_tasks++];
     snprintf(t->id, sizeof t->id, "%s", id);
     t->baseline_cand = -1;
+    t->torch_tier = -1;
     t->best_tier = -1;
     rc = read_baseline(p, t, err);
   }
@@ -214,6 +216,19 @@ static int64_t stream_ms(const char *id) {
   return end != id ? (int64_t)v : 0;
 }
 
+/* Keeps the torch times an ok result carries (pytorch-oracle or torch_reference tasks, full
+ * tier) as its task's latest. */
+static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    t->torch_eager_us = r->torch_eager_us;
+    t->torch_tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    t->torch_compile_us = r->torch_compile_us;
+    t->torch_tier = r->tier;
+  }
+}
+
 static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,
                    struct kb_error *err) {
   int task = task_index(p, r->task);
@@ -231,6 +246,7 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   if (r->status != KB_STATUS_OK)
     return;
   p->passed[r->tier]++;
+  note_torch(&p->tasks[task], r);
   if (r->timing.samples <= 0 || !(r->timing.median_us > 0))
     return;
   int c = cand_of(p, r->candidate, task, err);
@@ -424,6 +440,26 @@ static void best_speedups(struct kb_progress *p) {
   }
 }
 
+/* Per task, the best median at the tier torch was timed at against the torch times: full-tier
+ * timings are compared only with full-tier baselines. */
+static void torch_speedups(struct kb_progress *p) {
+  for (int t = 0; t < p->n_tasks; t++)
+    p->tasks[t].best_vs_eager = p->tasks[t].best_vs_compile = 0;
+  for (int i = 0; i < p->n_cands; i++) {
+    const struct kb_progress_cand *c = &p->cands[i];
+    struct kb_progress_task *task = &p->tasks[c->task];
+    int k = task->torch_tier;
+    if (k < 0 || k >= KB_MAX_TIERS || !(c->median_us[k] > 0))
+      continue;
+    double e = task->torch_eager_us / c->median_us[k];
+    double x = task->torch_compile_us / c->median_us[k];
+    if (e > task->best_vs_eager)
+      task->best_vs_eager = e;
+    if (x > task->best_vs_compile)
+      task->best_vs_compile = x;
+  }
+}
+
 int kb__progress_update(struct kb_progress *p, struct kb_error *err) {
   int rc = kb_queue_status(&p->q, &p->st, err);
   if (rc == KB_OK)
@@ -435,6 +471,7 @@ int kb__progress_update(struct kb_progress *p, struct kb_error *err) {
   if (rc == KB_OK) {
     estimate(p);
     best_speedups(p);
+    torch_speedups(p);
   }
   return rc;
 }

@@ -27,6 +27,11 @@ struct kb_progress_task {
   double best_speedup;       /* baseline median / best median at the same tier; 0 = none */
   int best_tier;             /* tier of best_speedup; -1 = none */
   char best_name[KB_ID_MAX]; /* candidate name of best_speedup */
+  double torch_eager_us;     /* latest torch eager median a result carried (full tier); 0 none */
+  double torch_compile_us;   /* latest torch.compile median; 0 none */
+  int torch_tier;            /* tier those came from; -1 none */
+  double best_vs_eager;      /* torch_eager_us / the best median at torch_tier; 0 = none */
+  double best_vs_compile;    /* torch_compile_us / that median; 0 = none */
 };
 
 /* One candidate seen in the results stream (internal to progress.c, kept here for the size). */

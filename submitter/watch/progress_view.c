@@ -101,6 +101,17 @@ static int fit(const char *src, int width, int color, struct kb_buf *out) {
   return rc;
 }
 
+/* "  vs eager 1.23x, compile 0.80x" after a task's best speedup, where torch was timed. */
+static int torch_cell(struct kb_buf *b, const struct kb_progress_task *t) {
+  int rc = KB_OK;
+  if (t->best_vs_eager > 0)
+    rc = kb_buf_addf(b, "  vs eager %.2fx", t->best_vs_eager);
+  if (rc == KB_OK && t->best_vs_compile > 0)
+    rc = kb_buf_addf(b, "%s compile %.2fx", t->best_vs_eager > 0 ? "," : "  vs",
+                     t->best_vs_compile);
+  return rc;
+}
+
 /* The screen's two tables: per tier the items ready, leased, done and ok; per task its results
  * and best speedup, as many tasks as fit `o->height` under the lines above them. */
 static int screen_tables(const struct kb_progress *p, const struct kb_view_opts *o,
@@ -127,10 +138,14 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
     const struct kb_progress_task *t = &p->tasks[i];
     rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
     if (rc == KB_OK && t->best_tier >= 0)
-      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)", c(o, BOLD), t->best_speedup, c(o, RESET),
                        t->best_name, p->q.tiers[t->best_tier].name);
     else if (rc == KB_OK)
-      rc = kb_buf_addf(b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
+      rc = kb_buf_addf(b, "-%s", t->baseline[0] ? "" : " (no baseline)");
+    if (rc == KB_OK)
+      rc = torch_cell(b, t);
+    if (rc == KB_OK)
+      rc = kb_buf_addf(b, "\n");
   }
   if (rc == KB_OK && rows < p->n_tasks)
     rc = kb_buf_addf(b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
@@ -229,6 +244,10 @@ void kb__progress_line(const struct kb_progress *p, FILE *f) {
       continue;
     if (shown < KB_LINE_TASKS)
       fprintf(f, " %s=%.2fx", p->tasks[i].id, p->tasks[i].best_speedup);
+    if (shown < KB_LINE_TASKS && p->tasks[i].best_vs_eager > 0)
+      fprintf(f, "/eager=%.2fx", p->tasks[i].best_vs_eager);
+    if (shown < KB_LINE_TASKS && p->tasks[i].best_vs_compile > 0)
+      fprintf(f, "/compile=%.2fx", p->tasks[i].best_vs_compile);
     else
       more++;
     shown++;
@@ -259,6 +278,16 @@ json_t *kb__progress_json(const struct kb_progress *p) {
   for (int i = 0; i < p->n_tasks; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
     json_t *o = json_pack("{s:s, s:I}", "task", t->id, "results", (json_int_t)t->results);
+    if (o) {
+      json_object_set_new(o, "torch_eager_us",
+                          t->torch_eager_us > 0 ? json_real(t->torch_eager_us) : json_null());
+      json_object_set_new(o, "torch_compile_us",
+                          t->torch_compile_us > 0 ? json_real(t->torch_compile_us) : json_null());
+      json_object_set_new(o, "best_speedup_eager",
+                          t->best_vs_eager > 0 ? json_real(t->best_vs_eager) : json_null());
+      json_object_set_new(o, "best_speedup_compile",
+                          t->best_vs_compile > 0 ? json_real(t->best_vs_compile) : json_null());
+    }
     if (o && t->best_tier >= 0) {
       json_object_set_new(o, "best_speedup", json_real(t->best_speedup));
       json_object_set_new(o, "best_candidate", json_string(t->best_name));

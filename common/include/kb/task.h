@@ -8,6 +8,9 @@
  *   "backend": "host" | "cuda"
  *   "oracle": {"kind": "c" | "cuda" | "pytorch" | "data", "source": relative path}
  *   "reference": relative path (optional; source shown to the LLM; defaults to the oracle source)
+ *   "torch_reference": relative path (optional): a KernelBench-format module (Model,
+ *                get_inputs, get_init_inputs) of the same operator, timed in torch eager and
+ *                torch.compile at the full tier as a pytorch oracle is (docs/task-bundle.md)
  *   "inputs":  [{"name": C identifier (1..63 chars, unique across inputs and outputs),
  *                "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool",
  *                "shape": [int 1..2^31-1, ...] (0..8 dims)}] (1..KB_MAX_TENSORS)
@@ -84,6 +87,8 @@ struct kb_task {
   int oracle_kind;       /* enum kb_oracle_kind */
   char *oracle_path;     /* absolute (owned) */
   char *reference_path;  /* absolute (owned) */
+  char *torch_ref_path;  /* "torch_reference": a PyTorch module of the same operator, absolute
+                            (owned); NULL when the task has none */
   struct kb_tensor_spec *inputs;  /* n_inputs, in kb_forward argument order (owned) */
   int n_inputs;          /* 1..KB_MAX_TENSORS */
   struct kb_tensor_spec *outputs; /* n_outputs, in kb_forward argument order (owned) */
