@@ -191,6 +191,10 @@ def build(args):
                 "(ModelNew takes the constructor arguments of the task's Model)"
                 % (type(e).__name__, first_line(e))}
     if args["backend"] == "cuda" and torch.cuda.is_available():
+        # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
         try:  # JIT compilers (Triton, inductor) fill their caches in the build folder
             module = module.cuda()
             torch.manual_seed(MODEL_SEED)

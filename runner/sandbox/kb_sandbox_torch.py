@@ -387,6 +387,7 @@ def open_device(backend, ordinal):
                else 0), file=sys.stderr)
         sys.exit(EXIT_DEVICE)
     torch.cuda.set_device(ordinal)
+    strict_f32(torch)
     DEV = torch.device("cuda", ordinal)
     STREAM = torch.cuda.Stream(device=DEV)
     # every torch operation of this process (draws, poisoning, flushes, checks, the module) goes
@@ -397,6 +398,16 @@ def open_device(backend, ordinal):
     if CUDART is not None:
         CUDART.cudaSetDevice(ordinal)  # a runtime instance of its own starts on device 0
         CUDART.cudaGetLastError()
+
+
+def strict_f32(torch_module):
+    """TF32 off for matmuls and cuDNN in the whole process: the reference, every candidate's torch
+    operations (a ModelNew that calls the reference's own operators must give its outputs) and
+    torch eager / torch.compile timing all run in strict f32 (cuDNN's default would use TF32 for
+    convolutions: about 1e-3 relative error, over the f32 tolerance)."""
+    torch_module.backends.cuda.matmul.allow_tf32 = False
+    torch_module.backends.cudnn.allow_tf32 = False
+    torch_module.set_float32_matmul_precision("highest")
 
 
 def find_cudart():
