@@ -190,6 +190,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kb-launch: %s\n", err.msg);
     return how == KB_LAUNCH_SAY ? KB_EXIT_USAGE : kb_cli_try_help("kb-launch");
   }
+  if (kb__launch_check_campaign(&a, &err))
+    return kb_cli_usage("kb-launch", &err);
   static char dir[PATH_MAX];
   if (bin_dir(dir, sizeof dir) != 0) {
     fprintf(stderr, "kb-launch: cannot find my own folder through /proc/self/exe\n");

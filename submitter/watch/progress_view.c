@@ -59,17 +59,21 @@ static int64_t items_total(const struct kb_queue_status *st) {
   return st->open + st->done + st->dead;
 }
 
+/* One currency's bar. `scale` divides the ledger's integers into the shown unit (1000: the
+ * ledger's milliseconds as the campaign file's gpu_seconds), printed with `decimals`. */
 static int budget_line(struct kb_buf *b, const struct kb_view_opts *o, int bw, const char *label,
-                       int64_t total, int64_t held, int64_t spent, int64_t available) {
+                       double scale, int decimals, int64_t total, int64_t held, int64_t spent,
+                       int64_t available) {
   if (total <= 0)
     return kb_buf_addf(b, "%-8s %sno budget%s\n", label, c(o, DIM), c(o, RESET));
   int rc = kb_buf_addf(b, "%-8s ", label);
   if (rc == KB_OK)
     rc = bar(b, o, (double)(spent + held) / (double)total, bw);
   if (rc == KB_OK)
-    rc = kb_buf_addf(b, " %3d%%  spent %lld, held %lld, left %lld / %lld\n",
-                     (int)(100.0 * (double)spent / (double)total), (long long)spent,
-                     (long long)held, (long long)available, (long long)total);
+    rc = kb_buf_addf(b, " %3d%%  spent %.*f, held %.*f, left %.*f / %.*f\n",
+                     (int)(100.0 * (double)spent / (double)total), decimals,
+                     (double)spent / scale, decimals, (double)held / scale, decimals,
+                     (double)available / scale, decimals, (double)total / scale);
   return rc;
 }
 
@@ -171,10 +175,10 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
                      (long long)st->done, (long long)total, (long long)st->open,
                      (long long)st->dead, p->rate);
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "gpu ms", st->gpu_total, st->gpu_held, st->gpu_spent,
+    rc = budget_line(&b, o, bw, "gpu s", 1000.0, 1, st->gpu_total, st->gpu_held, st->gpu_spent,
                      st->gpu_available);
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "llm tok", st->llm_total, st->llm_held, st->llm_spent,
+    rc = budget_line(&b, o, bw, "llm tok", 1.0, 0, st->llm_total, st->llm_held, st->llm_spent,
                      st->llm_available);
   if (rc == KB_OK)
     rc = kb_buf_addf(&b, "runners  %d alive, %d known", p->runners_alive, p->runners_known);
@@ -183,8 +187,8 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
     rc = kb_buf_addf(&b, "   %s%lld forged or stray results dropped%s", c(o, YELLOW),
                      (long long)st->stray, c(o, RESET));
   if (rc == KB_OK && st->gpu_overruns > 0)
-    rc = kb_buf_addf(&b, "   %s%lld overruns (%lld gpu ms beyond their reservations)%s",
-                     c(o, YELLOW), (long long)st->gpu_overruns, (long long)st->gpu_overrun_ms,
+    rc = kb_buf_addf(&b, "   %s%lld overruns (%.3f gpu s beyond their reservations)%s",
+                     c(o, YELLOW), (long long)st->gpu_overruns, (double)st->gpu_overrun_ms / 1e3,
                      c(o, RESET));
   if (rc == KB_OK)
     rc = kb_buf_adds(&b, "\n");

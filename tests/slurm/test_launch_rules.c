@@ -9,10 +9,14 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "kb/campaign.h"
 #include "kb/error.h"
 #include "launch.h"
+#include "leaderboard.h"
 
 /* A command line "kb-launch <mode> CAMPAIGN.json" with nothing else given. */
 static struct kb_launch_args one(enum kb_launch_mode mode) {
@@ -105,6 +109,71 @@ static void test_gpus(void **state) {
   refused(&a, "not both", KB_LAUNCH_SAY);
 }
 
+/* --gpus with a host campaign and --runners with a cuda one: usage errors (exit 2). */
+static void test_backend_rule(void **state) {
+  (void)state;
+  struct kb_error err = {0};
+  struct kb_launch_args a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "0";
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_HOST, "c", &err), KB_EINVAL);
+  assert_non_null(strstr(err.msg, "host backend; --gpus goes with cuda campaigns"));
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_CUDA, "c", &err), KB_OK);
+  a = one(KB_LAUNCH_LOCAL);
+  a.runners = 2;
+  kb_error_clear(&err);
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_CUDA, "c", &err), KB_EINVAL);
+  assert_non_null(strstr(err.msg, "instead of --runners"));
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_HOST, "c", &err), KB_OK);
+}
+
+/* The leaderboard's names: three tuned variants that differ only after 16 characters, and
+ * two past the column's 40, print as five different rows; the budget in gpu_seconds. */
+static void test_leaderboard_names(void **state) {
+  (void)state;
+  static const char *names[] = {
+      "tuned~BK=64,BJ=2,BI=8", "tuned~BK=64,BJ=2,BI=4", "tuned~BK=64,BJ=2,BI=16",
+      "tuned~BLOCK_K=64,BLOCK_J=2,BLOCK_I=8,UNROLL=4,VEC=1",
+      "tuned~BLOCK_K=64,BLOCK_J=2,BLOCK_I=8,UNROLL=4,VEC=2"};
+  char path[] = "/tmp/kb-leaderboard-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "{\"campaign\": \"c\", \"state\": \"done\", \"reason\": \"r\", "
+             "\"gpu_ms\": {\"total\": 120000, \"spent\": 1500}, \"tasks\": [{\"task\": \"t\", "
+             "\"baseline\": \"naive\", \"evaluations\": 5, \"file\": \"t.h5\", \"leaderboard\": [");
+  for (int i = 0; i < 5; i++)
+    fprintf(f, "%s{\"rank\": %d, \"name\": \"%s\", \"generator\": \"tune\", \"status\": "
+               "\"ok\", \"median_us\": 10.0, \"speedup\": 2.0, \"tier_name\": \"full\"}",
+            i ? ", " : "", i + 1, names[i]);
+  fprintf(f, "]}]}\n");
+  fclose(f);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  struct kb_error err = {0};
+  assert_int_equal(kb__leaderboard_print(path, out, 0, &err), KB_OK);
+  fclose(out);
+  unlink(path);
+  assert_non_null(strstr(text, "budget: 1.500 of 120.000 gpu_seconds spent"));
+  char rows[5][200];
+  int n = 0;
+  for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+    nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    if (strstr(line, " tune ") && n < 5)
+      snprintf(rows[n++], sizeof rows[0], "%s", line);
+  }
+  assert_int_equal(n, 5);
+  for (int i = 0; i < 3; i++)
+    assert_non_null(strstr(rows[i], names[i])); /* under 40: whole */
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
+      if (strcmp(rows[i] + 6, rows[j] + 6) == 0) /* past the rank column */
+        fail_msg("rows %d and %d read the same: %s", i, j, rows[i]);
+  free(text);
+}
+
 static void test_slurm_only_options(void **state) {
   (void)state;
   const char *opts[] = {"--throttle", "--partition", "--time", "--dry-run", "--redis-job"};
@@ -182,7 +251,8 @@ int main(void) {
       cmocka_unit_test(test_accepts_plain_modes), cmocka_unit_test(test_modes_and_operands),
       cmocka_unit_test(test_gpus),                cmocka_unit_test(test_slurm_only_options),
       cmocka_unit_test(test_sbatch_words),        cmocka_unit_test(test_redis_and_mode_limits),
-      cmocka_unit_test(test_run_without_mode),
+      cmocka_unit_test(test_run_without_mode),    cmocka_unit_test(test_backend_rule),
+      cmocka_unit_test(test_leaderboard_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
