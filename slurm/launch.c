@@ -20,7 +20,7 @@ static int refuse(enum kb_launch_refusal *how, enum kb_launch_refusal as, struct
 static int check_words(const struct kb_slurm_opts *so, enum kb_launch_refusal *how,
                        struct kb_error *err) {
   const char *words[][2] = {{"--partition", so->partition}, {"--cpu-partition", so->cpu_partition},
-                            {"--time", so->time}, {"--account", so->account},
+                            {"--account", so->account},
                             {"--gres", so->gres}};
   for (size_t i = 0; i < sizeof words / sizeof *words; i++)
     if (words[i][1] && !kb__slurm_word_ok(words[i][1])) {

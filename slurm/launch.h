@@ -32,7 +32,8 @@ struct kb_launch_args {
   int redis_config;         /* --redis-config given: print the redis settings, nothing else */
   const char *slurm_only;   /* the last option given that only --slurm takes ("--time"), or NULL */
   struct kb_slurm_opts slurm; /* the --slurm-only options (throttle, partition, cpu_partition,
-                                 time, account, gres, backend, setup, dry_run); the rest of it
+                                 account, gres, backend, setup, dry_run, the per-job #SBATCH
+                                 options: kb__slurm_job_option); the rest of it
                                  kb__launch_run() fills from the fields above */
 };
 

@@ -64,7 +64,7 @@ static void test_accepts_plain_modes(void **state) {
   a.runners = 8;
   a.slurm.throttle = 4;
   a.slurm.partition = "gpu";
-  a.slurm.time = "4:00:00";
+  a.slurm.all.time = "4:00:00";
   a.slurm.gres = "gpu:a100:1";
   a.slurm_only = "--gres";
   a.wait_s = 30;
@@ -197,17 +197,65 @@ static void test_sbatch_words(void **state) {
   } cases[] = {
       {"gpu\n#SBATCH --uid=0", "--partition \"gpu"},
       {"a b", "--account \"a b\" cannot go into an #SBATCH line"},
-      {"1:00;rm", "--time"},
       {"$(x)", "--cpu-partition"},
       {"gpu 1", "--gres"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct kb_launch_args a = one(KB_LAUNCH_SLURM);
-    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.time,
-                             &a.slurm.cpu_partition, &a.slurm.gres};
+    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.cpu_partition,
+                             &a.slurm.gres};
     *fields[i] = cases[i].value;
     refused(&a, cases[i].want, KB_LAUNCH_SAY);
   }
+}
+
+/* The per-job #SBATCH options: for every job or one, checked as they are taken. */
+static void test_job_options(void **state) {
+  (void)state;
+  struct kb_slurm_opts o;
+  memset(&o, 0, sizeof o);
+  struct kb_error err = {0};
+  assert_int_equal(kb__slurm_job_option(&o, "--time", "runners=8:00:00", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--time", "1:00:00", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--mem", "scheduler=4G", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--constraint", "h200|h100", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--cpus-per-task", "redis=2", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--sbatch-arg", "--mail-type=END", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--sbatch-arg", "runners=--exclusive", &err), KB_OK);
+  assert_string_equal(o.job[KB_SLURM_RUNNERS].time, "8:00:00");
+  assert_string_equal(o.all.time, "1:00:00");
+  assert_string_equal(o.job[KB_SLURM_SCHEDULER].mem, "4G");
+  assert_null(o.all.mem);
+  assert_string_equal(o.all.constraint, "h200|h100");
+  assert_string_equal(o.job[KB_SLURM_REDIS].cpus, "2");
+  assert_int_equal(o.all.n_extra, 1);
+  assert_string_equal(o.job[KB_SLURM_RUNNERS].extra[0], "--exclusive");
+  const struct {
+    const char *opt, *value, *want;
+  } bad[] = {
+      {"--time", "1:00;rm", "--time \"1:00;rm\" cannot go into an #SBATCH line"},
+      {"--qos", "a b", "--qos \"a b\""},
+      {"--mem", "runners=$(x)", "--mem \"$(x)\""},
+      {"--constraint", "h200 && rm", "--constraint"},
+      {"--cpus-per-task", "0", "not a whole number from 1 to 1024"},
+      {"--cpus-per-task", "runners=x", "\"x\" is not a whole number"},
+      {"--sbatch-arg", "exclusive", "starting with \"--\""},
+      {"--sbatch-arg", "--comment=a\n#SBATCH --uid=0", "without spaces, newlines"},
+      {"--sbatch-arg", "--comment=a b", "without spaces"},
+      {"--sbatch-arg", "--array=0-3", "use --runners and --throttle"},
+      {"--sbatch-arg", "--output=x", "kb-launch sets --output itself"},
+      {"--sbatch-arg", "runners=--time=1:00", "use --time"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kb_error_clear(&err);
+    assert_int_equal(kb__slurm_job_option(&o, bad[i].opt, bad[i].value, &err), KB_EINVAL);
+    if (strstr(err.msg, bad[i].want) == NULL)
+      fail_msg("%s %s: message \"%s\" lacks \"%s\"", bad[i].opt, bad[i].value, err.msg,
+               bad[i].want);
+  }
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_RUNNERS, 1), 4);
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_RUNNERS, 0), 2);
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_SCHEDULER, 1), 1);
 }
 
 static void test_redis_and_mode_limits(void **state) {
@@ -252,7 +300,7 @@ int main(void) {
       cmocka_unit_test(test_gpus),                cmocka_unit_test(test_slurm_only_options),
       cmocka_unit_test(test_sbatch_words),        cmocka_unit_test(test_redis_and_mode_limits),
       cmocka_unit_test(test_run_without_mode),    cmocka_unit_test(test_backend_rule),
-      cmocka_unit_test(test_leaderboard_names),
+      cmocka_unit_test(test_leaderboard_names),   cmocka_unit_test(test_job_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
