@@ -74,7 +74,7 @@ check_usage "--tier goes with export" kb-submit --tier full report x
 
 # the Python tools: the same --version line, and a usage error as one line plus the hint
 py=${KB_PY:-/usr/bin/python3}
-for t in kb-task-check export_pool.py; do
+for t in kb-task-check export_pool.py kbresults.py; do
   "$py" "$src/tools/$t" --version > "$out" 2> "$err"; rc=$?
   grep -Eqx "$t [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
     fail "$t --version: exit $rc, stdout: $(head -c 200 "$out") $(head -c 200 "$err")"
