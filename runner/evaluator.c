@@ -886,10 +886,16 @@ static int check_task(const struct kb_evaluator *b, const struct kb_task *task,
     return kb_error_set(err, KB_EINVAL, "task \"%s\": the %s backend needs a %s task with a %s "
                         "or pytorch oracle", task->id, kb_backend_name(b->kind),
                         kb_backend_name(b->kind), b->kind == KB_BACKEND_HOST ? "c" : "cuda");
-  if (task->n_inputs < 1 || task->n_inputs > KB_MAX_TENSORS || task->n_outputs < 1 ||
-      task->n_outputs > KB_MAX_TENSORS || task->n_sets < 1 || task->n_sets > KB_MAX_SETS)
-    return kb_error_set(err, KB_EINVAL, "task \"%s\": bad number of tensors or input sets",
-                        task->id);
+  const char *where = task->json_path ? task->json_path : task->id;
+  if (task->n_inputs < 1 || task->n_inputs > KB_MAX_TENSORS)
+    return kb_error_set(err, KB_EINVAL, "%s: \"inputs\" has %d tensors, must have 1 to %d",
+                        where, task->n_inputs, KB_MAX_TENSORS);
+  if (task->n_outputs < 1 || task->n_outputs > KB_MAX_TENSORS)
+    return kb_error_set(err, KB_EINVAL, "%s: \"outputs\" has %d tensors, must have 1 to %d",
+                        where, task->n_outputs, KB_MAX_TENSORS);
+  if (task->n_sets < 1 || task->n_sets > KB_MAX_SETS)
+    return kb_error_set(err, KB_EINVAL, "%s: \"input_sets\" has %d sets, must have 1 to %d",
+                        where, task->n_sets, KB_MAX_SETS);
   if (tier_index > 0 && !(tier->timeout_s > 0))
     return kb_error_set(err, KB_EINVAL, "tier \"%s\": timeout must be positive", tier->name);
   return KB_OK;

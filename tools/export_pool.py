@@ -37,7 +37,7 @@ import sys
 
 import h5py
 
-from kb_version import version_line
+KB_VERSION = "unknown"  # the build's copy in build/bin says "<version> (commit <sha>)"
 
 DEFAULT_NOISE = {1: 0.15, 2: 0.035, 3: 0.007}
 DEFAULT_TIERS = {"compile": 0, "smoke": 1, "screen": 2, "full": 3}
@@ -116,7 +116,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("-o", "--output", default="-")
     ap.add_argument("--tasks", nargs="+")
-    ap.add_argument("--version", action="version", version=version_line("export_pool.py"))
+    ap.add_argument("--version", action="version", version="export_pool.py %s" % KB_VERSION)
     a = ap.parse_args()
     paths = sorted(glob.glob(os.path.join(a.dir, "*.h5")))
     if a.tasks:

@@ -4,7 +4,7 @@
 usage: kbresults.py RESULTS_DIR [--table candidates|evaluations|llm] [--csv]
        kbresults.py --version
 
-    import kbresults                      # tools/ (or the folder it is installed in) on sys.path
+    import kbresults                      # build/bin (or tools/, or where it is installed) on sys.path
     r = kbresults.load("results/demo")
     r.evaluations["median_us"]            # numpy arrays by column; r.evaluations.frame() is a
     r.candidates.frame()                  # pandas DataFrame when pandas is installed
@@ -35,8 +35,7 @@ import sys
 import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from kb_version import version_line  # noqa: E402
+KB_VERSION = "unknown"  # the build's copy in build/bin says "<version> (commit <sha>)"
 
 # Integer columns whose -1 means "unknown" (schemas/hdf5-layout.md); NaN in the tables.
 UNKNOWN_INT = {
@@ -213,7 +212,7 @@ def _csv(table, out):
 
 def main(argv):
     if "--version" in argv:
-        print(version_line("kbresults.py"))
+        print("kbresults.py %s" % KB_VERSION)
         return 0
     if "--help" in argv or "-h" in argv:
         print(__doc__.strip())

@@ -197,6 +197,8 @@ void kb_task_release(struct kb_task *task) {
   kb_free(task->json_path);
   kb_free(task->oracle_path);
   kb_free(task->reference_path);
+  kb_free(task->inputs);
+  kb_free(task->outputs);
   for (int i = 0; i < task->n_seeds; i++) {
     kb_free(task->seeds[i].path);
     kb_free(task->seeds[i].flags);
@@ -276,12 +278,17 @@ static int get_file(struct ctx *c, json_t *obj, const char *path, const char *ke
 
 static const char *const tensor_fields[] = {"name", "dtype", "shape", NULL};
 
+/* Reads the tensor list `key` into a new array `*outp` (kb_free) of `*n_out` specs. */
 static int parse_tensors(struct ctx *c, json_t *root, const char *key,
-                         struct kb_tensor_spec *out, int *n_out) {
+                         struct kb_tensor_spec **outp, int *n_out) {
   json_t *arr = NULL;
   int rc = kb_json_get_array(c->f, root, "", key, 1, 1, KB_MAX_TENSORS, &arr, c->err);
   if (rc)
     return rc;
+  struct kb_tensor_spec *out = kb_calloc(json_array_size(arr), sizeof *out);
+  if (out == NULL)
+    return nomem(c);
+  *outp = out;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     char path[KB_JSON_PATH_MAX];
     json_t *item;
@@ -558,9 +565,9 @@ static int parse_task(struct ctx *c) {
     if (t->reference_path == NULL)
       return nomem(c);
   }
-  rc = parse_tensors(c, root, "inputs", t->inputs, &t->n_inputs);
+  rc = parse_tensors(c, root, "inputs", &t->inputs, &t->n_inputs);
   if (rc == KB_OK)
-    rc = parse_tensors(c, root, "outputs", t->outputs, &t->n_outputs);
+    rc = parse_tensors(c, root, "outputs", &t->outputs, &t->n_outputs);
   if (rc == KB_OK)
     rc = check_tensor_names(c);
   if (rc == KB_OK)

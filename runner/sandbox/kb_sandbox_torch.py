@@ -70,7 +70,7 @@ SHORT_US = 10.0
 BATCH_TARGET_US = 50.0
 BATCH_MAX = 256
 ENQUEUE_US = 6.0
-MAX_TENSORS = 16
+MAX_TENSORS = 1024  # KB_MAX_TENSORS (common/include/kb/task.h)
 MAX_SETS = 32
 # prepared tasks kept, as kb-sandbox; a tool driving the worker directly may lower it (the runner
 # never passes this variable: it scrubs the environment)
@@ -684,9 +684,12 @@ def draw(task, k, s=None):
     seed_all(s["seed"])
     with on_device():
         got = task.ns["get_inputs"]()
-    if not isinstance(got, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in got):
-        raise Failure("get_inputs() must return a list of tensors")
-    got = [t.to(DEV).contiguous() for t in got]
+    if not isinstance(got, (list, tuple)) or not all(
+            isinstance(t, (torch.Tensor,) + tuple(SCALARS)) for t in got):
+        raise Failure("get_inputs() must return a list of tensors and Python numbers")
+    task.scalars = [i for i, t in enumerate(got) if not isinstance(t, torch.Tensor)]
+    got = [scalar_tensor(t) if not isinstance(t, torch.Tensor) else t.to(DEV).contiguous()
+           for t in got]
     n_fwd = len(got)
     if task.params is None:  # decided on the first draw: does the task list the parameters?
         every = [p for _, p in task.module.named_parameters()]
@@ -703,7 +706,7 @@ def draw(task, k, s=None):
             raise Failure('input "%s" (inputs[%d]) is %s %s, the task says %s %s'
                           % (spec["name"], i, str(t.dtype).replace("torch.", ""),
                              list(t.shape), spec["dtype"], spec["shape"]))
-        if i >= n_fwd or standard(s):
+        if i >= n_fwd or standard(s) or i in task.scalars:
             continue
         g = torch.Generator(device=DEV)
         g.manual_seed((s["seed"] * 1000003 + i) % (2**63))
@@ -717,6 +720,34 @@ def draw(task, k, s=None):
         elif s["distribution"] == "integers" and spec["dtype"] != "bool":
             t.random_(int(s["low"]), int(s["high"]), generator=g)
     return got
+
+
+# Python scalars among get_inputs() (a float scale, an int dim, a bool flag): the candidate gets a
+# 0-d tensor of this dtype (the importer lists it so), the module the Python value itself
+SCALARS = {bool: "bool", int: "i64", float: "f32"}
+
+
+def scalar_tensor(v):
+    """A Python scalar of get_inputs() as a 0-d tensor on the device; the value it came from
+    stays on it as `kb_scalar` (bool before int: a bool is an int to isinstance)."""
+    kind = bool if isinstance(v, bool) else int if isinstance(v, int) else float
+    t = torch.tensor(kind(v), dtype=torch_dtype(SCALARS[kind]), device=DEV)
+    t.kb_scalar = kind(v)
+    return t
+
+
+def forward_args(task, inputs):
+    """The module's forward() arguments from a set's `inputs`: without the parameters, with the
+    Python value in place of each scalar's 0-d tensor."""
+    args = inputs[:len(inputs) - len(task.params)]
+    if not task.scalars:
+        return args
+    args = list(args)
+    for i in task.scalars:
+        t = args[i]
+        v = getattr(t, "kb_scalar", None)
+        args[i] = v if v is not None else type(t.item())(t.item())
+    return args
 
 
 def seed_all(seed):
@@ -753,7 +784,7 @@ def reference(task, inputs, what):
         torch.backends.cudnn.allow_tf32 = False
     try:
         try:
-            outs = run_module(task.module, inputs[:len(inputs) - len(task.params)])
+            outs = run_module(task.module, forward_args(task, inputs))
         except Exception as e:
             raise Failure("%s: %s: %s" % (what, type(e).__name__, e))
     finally:

@@ -13,7 +13,7 @@ trap 'rm -f "$out" "$err"' EXIT
 run() { "$bin/$1" "${@:2}" > "$out" 2> "$err"; rc=$?; }
 
 progs="kb-submit kb-runner kb-scheduler kb-launch kb-sandbox kb-bench-queue kb-bench-ladder
-       kb-test-eval kb-test-torch-eval"
+       kb-test-eval kb-test-torch-eval kb-eval"
 for p in $progs; do
   run "$p" --version
   grep -Eqx "$p [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
@@ -72,14 +72,15 @@ check_usage "host backend; --gpus goes with cuda" kb-launch --local --gpus 0 "$s
 check_usage "instead of --runners" kb-launch --local --runners 2 "$src/examples/suite/campaign.json"
 check_usage "--tier goes with export" kb-submit --tier full report x
 
-# the Python tools: the same --version line, and a usage error as one line plus the hint
+# the Python tools' copies in bin/: the same --version line, and a usage error as one line plus
+# the hint
 py=${KB_PY:-/usr/bin/python3}
 for t in kb-task-check export_pool.py kbresults.py; do
-  "$py" "$src/tools/$t" --version > "$out" 2> "$err"; rc=$?
+  "$py" "$bin/$t" --version > "$out" 2> "$err"; rc=$?
   grep -Eqx "$t [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
     fail "$t --version: exit $rc, stdout: $(head -c 200 "$out") $(head -c 200 "$err")"
 done
-"$py" "$src/tools/kb-task-check" --no-such-option > "$out" 2> "$err"; rc=$?
+"$py" "$bin/kb-task-check" --no-such-option > "$out" 2> "$err"; rc=$?
 [ $rc -eq 2 ] && grep -qx "Try 'kb-task-check --help' for more information." "$err" ||
   fail "kb-task-check --no-such-option: exit $rc, stderr: $(head -c 200 "$err")"
 

@@ -10,8 +10,8 @@
  *   "reference": relative path (optional; source shown to the LLM; defaults to the oracle source)
  *   "inputs":  [{"name": C identifier (1..63 chars, unique across inputs and outputs),
  *                "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool",
- *                "shape": [int 1..2^31-1, ...] (0..8 dims)}] (1..16)
- *   "outputs": same form (1..16)
+ *                "shape": [int 1..2^31-1, ...] (0..8 dims)}] (1..KB_MAX_TENSORS)
+ *   "outputs": same form (1..KB_MAX_TENSORS)
  *   "tolerance": {"atol": number>=0, "rtol": number>=0}  (optional, each field too; a missing one
  *                is the loosest default among the outputs' dtypes: 1e-4 for f32/f64, 1e-2 for
  *                f16/bf16, 0 for integers and bool)
@@ -38,7 +38,11 @@ struct kb_error;
 struct kb_jsonfile;
 
 #define KB_ID_MAX 64       /* ids: up to 63 chars + NUL */
-#define KB_MAX_TENSORS 16
+/* Inputs (and, separately, outputs) of a task at most: enough for a KernelBench level-3 module
+ * whose every parameter is an input (DenseNet201: 311). Every layer that carries tensor lists
+ * (task.json, the runner, the sandbox protocol, the sandboxes) checks it; the arrays themselves
+ * are allocated to size. */
+#define KB_MAX_TENSORS 1024
 #define KB_MAX_SETS 32
 #define KB_MAX_SEEDS 32
 
@@ -76,9 +80,9 @@ struct kb_task {
   int oracle_kind;       /* enum kb_oracle_kind */
   char *oracle_path;     /* absolute (owned) */
   char *reference_path;  /* absolute (owned) */
-  struct kb_tensor_spec inputs[KB_MAX_TENSORS];  /* in kb_forward argument order */
+  struct kb_tensor_spec *inputs;  /* n_inputs, in kb_forward argument order (owned) */
   int n_inputs;          /* 1..KB_MAX_TENSORS */
-  struct kb_tensor_spec outputs[KB_MAX_TENSORS]; /* in kb_forward argument order */
+  struct kb_tensor_spec *outputs; /* n_outputs, in kb_forward argument order (owned) */
   int n_outputs;         /* 1..KB_MAX_TENSORS */
   double atol;           /* absolute tolerance */
   double rtol;           /* relative tolerance */
