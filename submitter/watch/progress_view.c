@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 
 #define BOLD "\033[1m"
@@ -112,10 +113,13 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   const struct kb_queue_status *st = &p->st;
   int rc = kb_buf_addf(b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready",
                        "leased", "done", "ok", c(o, RESET));
-  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
-    rc = kb_buf_addf(b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
+  char name[24]; /* tier names and task ids cut in the middle, never to the same text */
+  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++) {
+    kb_cli_fit_name(p->q.tiers[t].name, 10, name, sizeof name);
+    rc = kb_buf_addf(b, "%-10s %8lld %8lld %8lld %8lld\n", name,
                      (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
                      (long long)p->evaluated[t], (long long)p->passed[t]);
+  }
   if (rc == KB_OK)
     rc = kb_buf_addf(b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
                      c(o, RESET));
@@ -129,7 +133,8 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   }
   for (int i = 0; rc == KB_OK && i < rows; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
-    rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
+    kb_cli_fit_name(t->id, 20, name, sizeof name);
+    rc = kb_buf_addf(b, "%-20s %8lld  ", name, (long long)t->results);
     if (rc == KB_OK && t->best_tier >= 0)
       rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
                        t->best_name, p->q.tiers[t->best_tier].name);
