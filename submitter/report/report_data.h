@@ -158,6 +158,8 @@ struct kb_report {
   int n_tasks;
   char *dir; /* owned: the results folder read */
   int top;   /* html, md: candidates shown per task (by rank); 0 = all */
+  int tier;  /* export --tier: only evaluations at this ladder tier when tier_only is 1 */
+  int tier_only; /* 0: each candidate at its best tier (what kb__report_load sets) */
 };
 
 /* Reads the campaign in folder `dir` (borrowed): summary.json when present (its task order and

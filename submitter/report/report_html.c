@@ -49,7 +49,7 @@ static const char page_js[] =
     "  make('chart-burn', {type: 'line', data: {datasets: [{label: data.burn.label,\n"
     "      data: data.burn.points, stepped: true, pointRadius: 0, borderWidth: 2}]},\n"
     "    options: {scales: {x: axis('seconds since the first evaluation', {type: 'linear'}),\n"
-    "      y: axis('GPU ms')}}});\n"
+    "      y: axis('gpu_seconds')}}});\n"
     "  make('chart-dist', {type: 'bar', data: {labels: data.dist.labels, datasets: [\n"
     "      {label: 'candidates', data: data.dist.counts}]},\n"
     "    options: {scales: {x: {title: {display: true, text: 'speedup over the baseline'}},\n"
@@ -193,16 +193,16 @@ static json_t *burn_json(const struct kb_report *r) {
   int64_t cum = 0;
   size_t step = k / MAX_BURN_POINTS + 1;
   json_array_append_new(
-      points, json_pack("{s:f, s:I}", "x", 0.0, "y", (json_int_t)(left ? r->gpu_total_ms : 0)));
+      points, json_pack("{s:f, s:f}", "x", 0.0, "y", left ? (double)r->gpu_total_ms / 1e3 : 0.0));
   for (size_t i = 0; i < k; i++) {
     cum += ev[i].cost;
     if (i % step != 0 && i + 1 != k)
       continue;
-    json_array_append_new(points, json_pack("{s:f, s:I}", "x", ev[i].t - t0, "y",
-                                            (json_int_t)(left ? r->gpu_total_ms - cum : cum)));
+    json_array_append_new(points, json_pack("{s:f, s:f}", "x", ev[i].t - t0, "y",
+                                            (double)(left ? r->gpu_total_ms - cum : cum) / 1e3));
   }
   kb_free(ev);
-  return json_pack("{s:s, s:o}", "label", left ? "GPU ms left" : "GPU ms spent", "points", points);
+  return json_pack("{s:s, s:o}", "label", left ? "gpu_seconds left" : "gpu_seconds spent", "points", points);
 }
 
 static const double dist_edges[] = {0, 0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2, 3, 5, INFINITY};
@@ -352,13 +352,15 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->reason);
     fputs(")", out);
   }
-  fprintf(out, ", finished %s. GPU budget: %lld ms spent", when, (long long)r->gpu_spent_ms);
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, ", finished %s. Budget: %.3f", when, (double)r->gpu_spent_ms / 1000.0);
   if (r->gpu_total_ms >= 0)
-    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+    fprintf(out, " of %.3f", (double)r->gpu_total_ms / 1000.0);
+  fputs(" gpu_seconds spent", out);
   /* the ledger's figure and the rows' (the burn-down's) agree at the end of a campaign */
   if (r->gpu_rows_ms != r->gpu_spent_ms)
-    fprintf(out, " (the evaluations in the files cost %lld ms: the campaign is under way, or "
-                 "the files are not the ledger's)", (long long)r->gpu_rows_ms);
+    fprintf(out, " (the evaluations in the files cost %.3f gpu_seconds: the campaign is under "
+                 "way, or the files are not the ledger's)", (double)r->gpu_rows_ms / 1000.0);
   fputs(".</p>\n<div class=\"grid\">"
         "<figure><figcaption>Tier funnel</figcaption><div class=\"chart\">"
         "<canvas id=\"chart-funnel\" role=\"img\" aria-label=\"tier funnel\"></canvas></div>"

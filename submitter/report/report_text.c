@@ -434,9 +434,11 @@ int kb__report_write_md(const struct kb_report *r, FILE *out, struct kb_error *e
     md_text(out, r->reason);
     fputs(")", out);
   }
-  fprintf(out, "  \nGPU budget: %lld ms spent", (long long)r->gpu_spent_ms);
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, "  \nBudget: %.3f", (double)r->gpu_spent_ms / 1000.0);
   if (r->gpu_total_ms >= 0)
-    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+    fprintf(out, " of %.3f", (double)r->gpu_total_ms / 1000.0);
+  fputs(" gpu_seconds spent", out);
   fputs("\n\n## Tier funnel\n\n| tier | candidates evaluated | passed |\n|---|---:|---:|\n", out);
   for (int k = 0; k < r->n_tiers; k++) {
     fprintf(out, "| %d ", k);

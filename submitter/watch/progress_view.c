@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 
 #define BOLD "\033[1m"
@@ -59,17 +60,21 @@ static int64_t items_total(const struct kb_queue_status *st) {
   return st->open + st->done + st->dead;
 }
 
+/* One currency's bar. `scale` divides the ledger's integers into the shown unit (1000: the
+ * ledger's milliseconds as the campaign file's gpu_seconds), printed with `decimals`. */
 static int budget_line(struct kb_buf *b, const struct kb_view_opts *o, int bw, const char *label,
-                       int64_t total, int64_t held, int64_t spent, int64_t available) {
+                       double scale, int decimals, int64_t total, int64_t held, int64_t spent,
+                       int64_t available) {
   if (total <= 0)
     return kb_buf_addf(b, "%-8s %sno budget%s\n", label, c(o, DIM), c(o, RESET));
   int rc = kb_buf_addf(b, "%-8s ", label);
   if (rc == KB_OK)
     rc = bar(b, o, (double)(spent + held) / (double)total, bw);
   if (rc == KB_OK)
-    rc = kb_buf_addf(b, " %3d%%  spent %lld, held %lld, left %lld / %lld\n",
-                     (int)(100.0 * (double)spent / (double)total), (long long)spent,
-                     (long long)held, (long long)available, (long long)total);
+    rc = kb_buf_addf(b, " %3d%%  spent %.*f, held %.*f, left %.*f / %.*f\n",
+                     (int)(100.0 * (double)spent / (double)total), decimals,
+                     (double)spent / scale, decimals, (double)held / scale, decimals,
+                     (double)available / scale, decimals, (double)total / scale);
   return rc;
 }
 
@@ -119,10 +124,13 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   const struct kb_queue_status *st = &p->st;
   int rc = kb_buf_addf(b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready",
                        "leased", "done", "ok", c(o, RESET));
-  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
-    rc = kb_buf_addf(b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
+  char name[24]; /* tier names and task ids cut in the middle, never to the same text */
+  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++) {
+    kb_cli_fit_name(p->q.tiers[t].name, 10, name, sizeof name);
+    rc = kb_buf_addf(b, "%-10s %8lld %8lld %8lld %8lld\n", name,
                      (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
                      (long long)p->evaluated[t], (long long)p->passed[t]);
+  }
   if (rc == KB_OK)
     rc = kb_buf_addf(b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
                      c(o, RESET));
@@ -136,7 +144,8 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   }
   for (int i = 0; rc == KB_OK && i < rows; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
-    rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
+    kb_cli_fit_name(t->id, 20, name, sizeof name);
+    rc = kb_buf_addf(b, "%-20s %8lld  ", name, (long long)t->results);
     if (rc == KB_OK && t->best_tier >= 0)
       rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)", c(o, BOLD), t->best_speedup, c(o, RESET),
                        t->best_name, p->q.tiers[t->best_tier].name);
@@ -186,10 +195,10 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
                      (long long)st->done, (long long)total, (long long)st->open,
                      (long long)st->dead, p->rate);
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "gpu ms", st->gpu_total, st->gpu_held, st->gpu_spent,
+    rc = budget_line(&b, o, bw, "gpu s", 1000.0, 1, st->gpu_total, st->gpu_held, st->gpu_spent,
                      st->gpu_available);
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "llm tok", st->llm_total, st->llm_held, st->llm_spent,
+    rc = budget_line(&b, o, bw, "llm tok", 1.0, 0, st->llm_total, st->llm_held, st->llm_spent,
                      st->llm_available);
   if (rc == KB_OK)
     rc = kb_buf_addf(&b, "runners  %d alive, %d known", p->runners_alive, p->runners_known);
@@ -198,8 +207,8 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
     rc = kb_buf_addf(&b, "   %s%lld forged or stray results dropped%s", c(o, YELLOW),
                      (long long)st->stray, c(o, RESET));
   if (rc == KB_OK && st->gpu_overruns > 0)
-    rc = kb_buf_addf(&b, "   %s%lld overruns (%lld gpu ms beyond their reservations)%s",
-                     c(o, YELLOW), (long long)st->gpu_overruns, (long long)st->gpu_overrun_ms,
+    rc = kb_buf_addf(&b, "   %s%lld overruns (%.3f gpu s beyond their reservations)%s",
+                     c(o, YELLOW), (long long)st->gpu_overruns, (double)st->gpu_overrun_ms / 1e3,
                      c(o, RESET));
   if (rc == KB_OK)
     rc = kb_buf_adds(&b, "\n");

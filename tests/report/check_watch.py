@@ -67,7 +67,7 @@ if re.search(r"\033\[[0-9;]*m", tty):
     fail("colour sequences on the terminal although NO_COLOR is set")
 if f"campaign {cid}: done" not in tty:
     fail("the terminal screen never showed the campaign done")
-for word in ("items", "gpu ms", "llm tok", "runners", "tier", "ready", "leased", "best speedup",
+for word in ("items", "gpu s", "llm tok", "runners", "tier", "ready", "leased", "best speedup",
              "vs eager"):
     if word not in tty:
         fail(f"the terminal screen lacks {word!r}")

@@ -121,5 +121,13 @@ cmp -s <(sed 's/finished [^.]*\././' "$T/stdout.html") <(sed 's/finished [^.]*\.
   fail "report to stdout differs from --out"
 "$BIN/kb-submit" export "$T/rep.json" --out "$OUT/export.jsonl" || fail "export failed"
 $KB_PY "$HERE/check_report.py" "$T/results/rep" "$OUT"
+
+note "the notebook loader (tools/kbresults.py) and export --tier full on these files"
+"$BIN/kb-submit" export "$T/rep.json" --tier full --out "$T/full.jsonl" || fail "export --tier full failed"
+rc=0; "$BIN/kb-submit" export "$T/rep.json" --tier nosuch 2> "$T/e.txt" || rc=$?
+[ $rc -eq 2 ] && grep -q 'the results have tiers compile, smoke, screen, full' "$T/e.txt" ||
+  fail "export --tier nosuch: exit $rc: $(cat "$T/e.txt")"
+$KB_PY "$HERE/check_loader.py" "$T/results/rep" "$OUT/report.json" "$T/full.jsonl" "$REPO_DIR/tools" ||
+  fail "the loader"
 ls -l "$OUT" >&2
 echo "PASS"

@@ -264,7 +264,7 @@ static void test_html(void **state) {
   holds(html, (const char *const[]){"default-src 'none'; script-src 'sha256-",
                                     "id=\"chart-funnel\"", "id=\"chart-burn\"",
                                     "id=\"chart-dist\"", "id=\"chart-task-0\"",
-                                    "\"label\":\"GPU ms spent\"", NULL});
+                                    "\"label\":\"gpu_seconds spent\"", NULL});
   lacks(html, (const char *const[]){"script-src 'unsafe-inline", "sourceMappingURL", NULL});
   assert_int_equal(count(html, "<article class=\"cand\""), 4);
   free(html);
@@ -501,6 +501,19 @@ static void test_export_kernelbench(void **state) {
   o = json_loads(text, 0, NULL);
   assert_true(json_is_null(json_object_get(o, "Level_ID")));
   assert_true(json_is_null(json_object_get(o, "Task_ID")));
+  json_decref(o);
+  free(text);
+  /* --tier: a tier the candidate was not evaluated at gives no line; its own tier one */
+  r.tier_only = 1;
+  r.tier = 2;
+  text = render(kb__export_write_jsonl, &r);
+  assert_string_equal(text, "");
+  free(text);
+  r.tier = 1;
+  text = render(kb__export_write_jsonl, &r);
+  o = json_loads(text, 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(o, "KB_Tier")), "smoke");
+  assert_true(fabs(json_real_value(json_object_get(o, "CUDA_Runtime")) - 0.05) < 1e-12);
   json_decref(o);
   free(text);
 }
