@@ -16,6 +16,7 @@
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/jsonfile.h"
 
@@ -476,6 +477,16 @@ static int parse_seeds(struct ctx *c, json_t *root) {
     rc = get_file(c, item, path, "source", 1, &s->path);
     if (rc)
       return rc;
+    /* a ".py" seed is a KernelBench solution (class ModelNew): only a pytorch oracle runs one */
+    s->format = kb_cand_format_of_path(s->path);
+    if (s->format == KB_FORMAT_KERNELBENCH && t->oracle_kind != KB_ORACLE_PYTORCH) {
+      char src[KB_JSON_PATH_MAX];
+      kb_json_path(src, sizeof src, path, "source");
+      return kb_jsonfile_fail(c->f, c->err, src,
+                              "\"%s\" is a KernelBench solution (.py, class ModelNew): only a "
+                              "task with a \"pytorch\" oracle can evaluate one",
+                              src);
+    }
     const char *flags = "";
     rc = kb_json_get_string(c->f, item, path, "flags", 0, &flags, c->err);
     if (rc)

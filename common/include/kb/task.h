@@ -19,7 +19,9 @@
  *                   "low": number, "high": number}]  (1..32; for normal, low=mean high=stddev>0;
  *                   otherwise high > low)
  *   "seeds": [{"name": "[a-z0-9_.-]{1,63}" (unique), "source": relative path,
- *              "flags": string (optional, default "")}]  (1..32)
+ *              "flags": string (optional, default "")}]  (1..32); a source ending in ".py" is
+ *              a KernelBench-format candidate (class ModelNew), allowed with a pytorch oracle
+ *              only
  *   "baseline": name of one of "seeds" that speedups are measured against (optional)
  *   "knobs" are not here: they live in the candidate sources as `// kb:param` lines.
  * Relative paths must stay inside the bundle: not absolute, no ".." component, no control
@@ -68,6 +70,8 @@ struct kb_seed_source {
   char name[KB_ID_MAX]; /* "naive", "blocked", ... */
   char *path;           /* absolute path of the source file (owned) */
   char *flags;          /* extra compile flags, "" when none (owned) */
+  int format;           /* enum kb_cand_format (kb/candidate.h): KB_FORMAT_KERNELBENCH when
+                           the path ends in ".py" (a ModelNew solution; pytorch oracle only) */
 };
 
 struct kb_task {
