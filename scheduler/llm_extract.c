@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb/alloc.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 
 static const char *skip_blank(const char *p) {
@@ -89,28 +90,6 @@ static int same_word(const char *a, const char *b, size_t n) {
 
 static const char *const c_langs[] = {"cuda", "cu", "c", "cpp", "c++", "cc", "cxx", "h", NULL};
 static const char *const py_langs[] = {"python", "py", "python3", NULL};
-
-int kb__llm_defines_modelnew(const char *source) {
-  static const char word[] = "class";
-  for (const char *l = source; *l;) {
-    /* a top-level "class ModelNew" followed by "(" or ":" */
-    if (strncmp(l, word, sizeof word - 1) == 0 && (l[5] == ' ' || l[5] == '\t')) {
-      const char *p = l + 5;
-      while (*p == ' ' || *p == '\t')
-        p++;
-      if (strncmp(p, "ModelNew", 8) == 0) {
-        p += 8;
-        while (*p == ' ' || *p == '\t')
-          p++;
-        if (*p == '(' || *p == ':')
-          return 1;
-      }
-    }
-    const char *e = strchr(l, '\n');
-    l = e ? e + 1 : l + strlen(l);
-  }
-  return 0;
-}
 
 static int lang_ok(const char *const *langs, const char *info, size_t len) {
   while (len > 0 && (*info == ' ' || *info == '\t')) {
@@ -199,5 +178,5 @@ int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
 }
 
 int kb__llm_extract_python(const char *text, char **out, struct kb_error *err) {
-  return extract(text, py_langs, kb__llm_defines_modelnew, "class ModelNew", out, err);
+  return extract(text, py_langs, kb_source_defines_modelnew, "class ModelNew", out, err);
 }

@@ -348,8 +348,8 @@ static void test_extract_python_modelnew(void **state) {
   assert_int_equal(kb__llm_extract_code("```python\nint kb_forward(void) { return 0; }\n```\n",
                                         &code, &err),
                    KB_ENOTFOUND);
-  assert_true(kb__llm_defines_modelnew("class ModelNew:\n"));
-  assert_false(kb__llm_defines_modelnew("  class ModelNew(nn.Module):\n"));
+  assert_true(kb_source_defines_modelnew("class ModelNew:\n"));
+  assert_false(kb_source_defines_modelnew("  class ModelNew(nn.Module):\n"));
 }
 
 /* KernelBench prompts: every kind shows the reference Model and asks for a ModelNew built with
