@@ -103,6 +103,16 @@ for n in ("a_sum_ext", "c_sum_ext4"):
     assert es[n]["format"] == "kernelbench" and "kernelbench" in es[n]["tags"], es[n]
 assert "format" not in es["a_unroll4"], es["a_unroll4"]
 ' || fail "the archive does not keep the formats"
+# the llm generator's "format": "kernelbench" is valid over the pytorch-oracle task
+# (tests/bad-input/gen-llm-kernelbench-no-torch: refused over a C-oracle one)
+cat > "$T/kbllm.json" <<JSON
+{"schema": "kernelbrain.campaign/1", "id": "kbllm", "backend": "host",
+ "tasks": ["$T/tasks/tsum"], "budget": {"gpu_seconds": 60, "llm_tokens": 1000},
+ "generators": {"llm": {"api": "openai", "endpoint": "http://127.0.0.1:1/v1/chat/completions",
+                        "model": "m", "key_env": "KB_TEST_KEY", "format": "kernelbench"}}}
+JSON
+"$BIN/kb-submit" validate "$T/kbllm.json" > /dev/null 2> "$T/kbllm.err" ||
+  fail "llm format kernelbench over a pytorch-oracle task refused: $(cat "$T/kbllm.err")"
 
 LADDER='"ladder": [{"name": "compile"}, {"name": "smoke", "max_seconds": 0.2},
              {"name": "full", "min_samples": 3, "max_samples": 10, "max_seconds": 0.3,
