@@ -120,6 +120,12 @@ static struct arch_task *bind_task(struct kb_gen_archive *a, const struct kb_tas
     const struct kb_archive_entry *e = &a->arch.entries[i];
     if (strcmp(e->task, task->id) != 0 || strcmp(e->fingerprint, t->fingerprint) != 0)
       continue;
+    /* a ModelNew solution runs in the PyTorch worker only: pytorch-oracle tasks */
+    if (e->format == KB_FORMAT_KERNELBENCH && task->oracle_kind != KB_ORACLE_PYTORCH) {
+      kb_info("archive: task %s: entry %.12s is a kernelbench solution and the task has no "
+              "pytorch oracle; not proposed", task->id, e->id);
+      continue;
+    }
     int dup = 0;
     for (int j = 0; j < t->n_match && !dup; j++)
       dup = strcmp(a->arch.entries[t->match[j]].candidate, e->candidate) == 0;
@@ -240,8 +246,9 @@ int kb__gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *tas
   for (int i = 0; i < a->arch.n; i++) {
     const struct kb_archive_entry *e = &a->arch.entries[i];
     /* verified entries of the category and backend, the best (first) of each task */
+    /* native kernels only: the examples go in native prompts (gen_llm.h) */
     if (e->speedup <= 0 || e->backend != task->backend || strcmp(e->category, category) != 0 ||
-        strlen(e->source) > EXAMPLE_MAX_BYTES)
+        e->format != KB_FORMAT_NATIVE || strlen(e->source) > EXAMPLE_MAX_BYTES)
       continue;
     if (n > 0 && strcmp(pick[n - 1]->task, e->task) == 0)
       continue;

@@ -72,14 +72,16 @@ static void archive_usage(FILE *out) {
         "       kb-submit archive [options] show ID\n"
         "       kb-submit archive [options] add TASK_DIR SOURCE\n"
         "       kb-submit archive [options] import FILE.jsonl|-\n"
+        "       kb-submit archive [options] import TASK_DIR SOLUTION.py...\n"
         "\n"
         "  list     entries, best speedup first per task (--json: whole entries as JSON Lines,\n"
         "           what import reads)\n"
         "  show     one entry (an id prefix of 4 or more hex digits) with its source\n"
         "  add      a kernel for the task bundle TASK_DIR, by hand: never timed until a\n"
         "           campaign with this archive proposes it and it passes the ladder\n"
-        "  import   entries from JSON Lines (another archive's `list --json`); every line is\n"
-        "           checked before anything is written\n"
+        "  import   entries from JSON Lines (another archive's `list --json`), or KernelBench\n"
+        "           solutions (.py files defining ModelNew) for TASK_DIR, a task with a\n"
+        "           pytorch oracle; everything is checked before anything is written\n"
         "\n"
         "options:\n"
         "  -a, --archive DIR    the archive folder (default $KB_ARCHIVE)\n"
@@ -153,6 +155,8 @@ static int archive_main(int argc, char **argv) {
     return kb__cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
   if (strcmp(cmd, "import") == 0 && n == 2)
     return kb__cmd_archive_import(&o, argv[optind + 1]);
+  if (strcmp(cmd, "import") == 0 && n > 2)
+    return kb__cmd_archive_import_files(&o, argv[optind + 1], n - 2, argv + optind + 2);
   if (n == 0)
     fprintf(stderr, "kb-submit archive: missing the command (list, show, add, import)\n");
   else

@@ -167,9 +167,11 @@ int kb_archive_entry_candidate(const struct kb_archive_entry *e, const char *tas
   char name[KB_ID_MAX];
   snprintf(name, sizeof name, "archive-%.*s", (int)(sizeof name - 9), e->name);
   int rc = kb_candidate_init(c, task_id, name, "archive", e->source, e->knobs, e->flags, err);
-  if (rc == KB_OK && e->format != KB_FORMAT_NATIVE &&
-      (rc = kb_candidate_set_format(c, e->format, err)) != KB_OK)
-    kb_candidate_release(c);
+  if (rc == KB_OK && e->format != KB_FORMAT_NATIVE) {
+    rc = kb_candidate_set_format(c, e->format, err);
+    if (rc)
+      kb_candidate_release(c);
+  }
   return rc;
 }
 
@@ -179,7 +181,7 @@ static const char *const entry_fields[] = {
     "schema",   "id",        "task",     "fingerprint", "backend",     "category",
     "candidate", "name",     "generator", "source",     "knobs",       "flags",
     "gpu",      "tier",      "median_us", "baseline_us", "speedup",    "campaign",
-    "added",    "tags",      "format",   NULL};
+    "added",    "tags",      "format",    NULL};
 
 static const char *const generators[] = {"seed", "tune", "llm", "crossover", "archive",
                                          "manual", NULL};
@@ -200,12 +202,13 @@ int kb_archive_entry_to_json(const struct kb_archive_entry *e, int pretty, char 
       "flags", e->flags ? e->flags : "", "gpu", e->gpu, "tier", e->tier, "median_us",
       e->median_us, "baseline_us", e->baseline_us, "speedup", e->speedup, "campaign",
       e->campaign, "added", e->added, "tags", tags);
-  /* "format" only when not native, so native entries read and write as before */
+  /* "format" only when not native, so native entries are written as they always were */
+  const char *fname = kb_cand_format_name(e->format);
   if (o != NULL && e->format != KB_FORMAT_NATIVE &&
-      (kb_cand_format_name(e->format) == NULL ||
-       json_object_set_new(o, "format", json_string(kb_cand_format_name(e->format))) != 0)) {
+      (fname == NULL || json_object_set_new(o, "format", json_string(fname)) != 0)) {
     json_decref(o);
-    o = NULL;
+    return kb_error_set(err, KB_EINVAL, "archive entry %.12s: unknown format %d", e->id,
+                        e->format);
   }
   if (o == NULL)
     return kb_error_set(err, KB_EINVAL, "archive entry %.12s: a field is not valid UTF-8 or "
@@ -357,10 +360,6 @@ static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry 
     rc = get_dup(f, o, "knobs", &e->knobs, err);
   if (rc == KB_OK)
     rc = get_dup(f, o, "flags", &e->flags, err);
-  static const char *const formats[] = {"native", "kernelbench", NULL};
-  e->format = KB_FORMAT_NATIVE;
-  if (rc == KB_OK)
-    rc = kb_json_get_enum(f, o, "", "format", 0, formats, &e->format, err);
   if (rc == KB_OK)
     rc = get_fixed(f, o, "gpu", e->gpu, sizeof e->gpu, 0, err);
   if (rc == KB_OK)
@@ -377,6 +376,10 @@ static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry 
     rc = kb_json_get_number(f, o, "", "added", 1, 0, DBL_MAX, &e->added, err);
   if (rc == KB_OK)
     rc = get_tags(f, o, e, err);
+  static const char *const formats[] = {"native", "kernelbench", NULL};
+  e->format = KB_FORMAT_NATIVE;
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, o, "", "format", 0, formats, &e->format, err);
   if (rc == KB_OK)
     rc = check_ids(f, e, err);
   return rc;

@@ -267,7 +267,7 @@ static const char *const llm_fields[] = {"weight",      "api",          "endpoin
                                          "auth",
                                          "concurrency", "max_tokens",   "temperature",
                                          "timeout_seconds", "max_retries", "backoff_seconds",
-                                         "backoff_max_seconds", NULL};
+                                         "backoff_max_seconds", "format", NULL};
 
 /* A copy of the string field `key` of `obj` into `*out` (new), when present. */
 static int dup_string(struct ctx *x, json_t *obj, const char *path, const char *key, int required,
@@ -362,6 +362,10 @@ static int parse_llm(struct ctx *x, json_t *llm) {
   if (rc == KB_OK)
     rc = kb_json_get_number(f, llm, path, "backoff_max_seconds", 0, DBL_MIN, 3600,
                             &l->backoff_max_s, x->err);
+  /* the answer format; "kernelbench" needs pytorch-oracle tasks (kb_submission_load checks) */
+  static const char *const formats[] = {"native", "kernelbench", NULL};
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, llm, path, "format", 0, formats, &l->format, x->err);
   if (rc == KB_OK && x->c->budget_llm_tokens <= 0)
     rc = kb_jsonfile_fail(f, x->err, path,
                           "\"%s\" needs a positive \"budget.llm_tokens\" to pay for requests",

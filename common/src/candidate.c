@@ -338,3 +338,25 @@ int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_err
   snprintf(what, sizeof what, "candidate %s", c->id);
   return kb_json_dump_checked(o, decodes, what, out, err);
 }
+
+int kb_source_defines_modelnew(const char *source) {
+  static const char word[] = "class";
+  for (const char *l = source; *l;) {
+    /* a top-level "class ModelNew" followed by "(" or ":" */
+    if (strncmp(l, word, sizeof word - 1) == 0 && (l[5] == ' ' || l[5] == '\t')) {
+      const char *p = l + 5;
+      while (*p == ' ' || *p == '\t')
+        p++;
+      if (strncmp(p, "ModelNew", 8) == 0) {
+        p += 8;
+        while (*p == ' ' || *p == '\t')
+          p++;
+        if (*p == '(' || *p == ':')
+          return 1;
+      }
+    }
+    const char *e = strchr(l, '\n');
+    l = e ? e + 1 : l + strlen(l);
+  }
+  return 0;
+}

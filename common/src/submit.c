@@ -79,6 +79,13 @@ int kb_submission_load(const char *path, struct kb_submission *s, struct kb_erro
                         kb_backend_name(c->backend));
       goto out;
     }
+    if (c->gen.llm.enabled && c->gen.llm.format == KB_FORMAT_KERNELBENCH &&
+        t->oracle_kind != KB_ORACLE_PYTORCH) {
+      rc = kb_error_set(err, KB_EPARSE, "%s: generators.llm.format is \"kernelbench\" but task "
+                        "\"%s\" (%s) has no pytorch oracle: a ModelNew answer cannot be run "
+                        "for it", c->path, t->id, t->json_path);
+      goto out;
+    }
     if (t->n_seeds == 0) {
       rc = kb_error_set(err, KB_EPARSE, "%s: task \"%s\" has no seeds: nothing to evaluate",
                         t->json_path, t->id);

@@ -124,38 +124,45 @@ static void test_roundtrip(void **state) {
   kb_archive_entry_release(&e);
 }
 
-/* A KernelBench-format candidate keeps its format through an entry: written, read back, the
- * id checked with it, and the candidate made from the entry is kernelbench again. */
-static void test_kernelbench_format(void **state) {
+/* A kernelbench entry keeps its format through the folder, its JSON says so (a native one's
+ * does not), its candidate is a kernelbench candidate with the original id, and the format is
+ * covered by the candidate id: an entry that loses it is refused. */
+static void test_kernelbench_entry(void **state) {
   struct fx *x = *state;
-  struct kb_candidate c, back;
-  struct kb_archive_entry e, r;
+  struct kb_archive_entry e, n;
+  kbt_archive_modelnew(&x->task, 1, 4, &e);
+  kbt_archive_entry(&x->task, 1, 2, "cpu", &n);
   struct kb_error err = {0};
-  static const char src[] = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n";
-  assert_int_equal(kb_candidate_init(&c, x->task.id, "mn", "llm", src, "", "", &err), KB_OK);
-  assert_int_equal(kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err), KB_OK);
-  assert_int_equal(kb_archive_entry_from(&e, &x->task, &c, &err), KB_OK);
-  assert_int_equal(e.format, KB_FORMAT_KERNELBENCH);
-  char *text = NULL;
+  assert_int_equal(kb_archive_put(x->dir, &e, NULL, 0, &err), KB_OK);
+  assert_int_equal(kb_archive_put(x->dir, &n, NULL, 0, &err), KB_OK);
+  struct kb_archive a;
+  assert_int_equal(kb_archive_load(x->dir, &a, NULL, NULL, &err), KB_OK);
+  assert_int_equal(a.n, 2);
+  assert_int_equal(a.skipped, 0);
+  assert_string_equal(a.entries[0].id, e.id); /* best first */
+  assert_int_equal(a.entries[0].format, KB_FORMAT_KERNELBENCH);
+  assert_int_equal(a.entries[1].format, KB_FORMAT_NATIVE);
+  struct kb_candidate c;
+  assert_int_equal(kb_archive_entry_candidate(&a.entries[0], "sum", &c, &err), KB_OK);
+  assert_int_equal(c.format, KB_FORMAT_KERNELBENCH);
+  assert_string_equal(c.id, e.candidate);
+  kb_candidate_release(&c);
+  kb_archive_release(&a);
+  char *text = NULL, *ntext = NULL;
   assert_int_equal(kb_archive_entry_to_json(&e, 0, &text, &err), KB_OK);
-  assert_non_null(strstr(text, "\"format\":\"kernelbench\""));
-  assert_int_equal(kb_archive_entry_parse(text, "x.json", &r, &err), KB_OK);
-  assert_int_equal(r.format, KB_FORMAT_KERNELBENCH);
-  assert_int_equal(kb_archive_entry_candidate(&r, x->task.id, &back, &err), KB_OK);
-  assert_int_equal(back.format, KB_FORMAT_KERNELBENCH);
-  /* the entry's "format" dropped: the id no longer matches (a native file with this source
-   * would be another candidate) */
+  assert_int_equal(kb_archive_entry_to_json(&n, 0, &ntext, &err), KB_OK);
+  assert_null(strstr(ntext, "\"format\""));
   char *at = strstr(text, ",\"format\":\"kernelbench\"");
+  assert_non_null(at);
   memmove(at, at + strlen(",\"format\":\"kernelbench\""),
           strlen(at + strlen(",\"format\":\"kernelbench\"")) + 1);
   struct kb_archive_entry bad;
   assert_int_equal(kb_archive_entry_parse(text, "x.json", &bad, &err), KB_EPARSE);
   assert_non_null(strstr(err.msg, "\"candidate\" does not match"));
   kb_free(text);
-  kb_candidate_release(&back);
-  kb_candidate_release(&c);
-  kb_archive_entry_release(&r);
+  kb_free(ntext);
   kb_archive_entry_release(&e);
+  kb_archive_entry_release(&n);
 }
 
 struct warned {
@@ -328,8 +335,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fingerprint),
       cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_kernelbench_format, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_and_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kernelbench_entry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
   };

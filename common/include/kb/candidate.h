@@ -55,6 +55,11 @@ int kb_cand_format_from_name(const char *name);
  * otherwise KB_FORMAT_NATIVE. `path` is borrowed. */
 int kb_cand_format_of_path(const char *path);
 
+/* 1 when `source` (borrowed) has a line starting with `class ModelNew` followed by "(" or ":"
+ * (blanks allowed between): the light static check that a kernelbench source defines ModelNew
+ * (the LLM generator's answers, kb-submit archive add/import); else 0. */
+int kb_source_defines_modelnew(const char *source);
+
 /* 1 when `s` is a candidate id: exactly 64 lowercase hex digits; else 0. */
 int kb_candidate_id_valid(const char *s);
 /* 1 when `s` is a valid candidate name: 1 to 63 printable ASCII characters; else 0. */
