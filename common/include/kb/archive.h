@@ -46,7 +46,6 @@ struct kb_archive_entry {
   char candidate[KB_CAND_ID_LEN + 1];   /* candidate id */
   char name[KB_ID_MAX];                 /* candidate name */
   char generator[16];                   /* "seed", "tune", "llm", "archive", "manual" */
-  int format;                           /* enum kb_cand_format of the candidate */
   char *source;                         /* kernel source, normalized (owned) */
   char *knobs;                          /* "-DNAME=value ..." or "" (owned) */
   char *flags;                          /* extra compile flags or "" (owned) */
