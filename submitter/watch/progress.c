@@ -9,6 +9,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/keys.h"
+#include "kb/rank.h"
 #include "kb/redis.h"
 #include "kb/result.h"
 
@@ -228,14 +229,13 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
   if (p->ring_n < KB_PROGRESS_RING)
     p->ring_n++;
-  if (r->status != KB_STATUS_OK)
-    return;
-  p->passed[r->tier]++;
-  if (r->timing.samples <= 0 || !(r->timing.median_us > 0))
-    return;
-  int c = cand_of(p, r->candidate, task, err);
+  if (r->status == KB_STATUS_OK)
+    p->passed[r->tier]++;
+  /* Per tier the latest result counts (kb/rank.h): a later attempt that failed clears it. */
+  int timed = kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us);
+  int c = timed ? cand_of(p, r->candidate, task, err) : find_cand(p, r->candidate);
   if (c >= 0)
-    p->cands[c].median_us[r->tier] = r->timing.median_us;
+    p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
 }
 
 /* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
@@ -394,34 +394,37 @@ static void estimate(struct kb_progress *p) {
     p->eta_s = (double)p->st.open / p->rate;
 }
 
-/* Best speedup per task: each candidate's speedup at the highest tier where both it and the
- * baseline are timed (baseline median / its median, same tier), the best of those. While a
- * campaign runs, the best candidate is often timed at a lower tier than the baseline already is. */
+/* Best per task by the ranking rule (kb/rank.h): the candidate with the highest tier passed
+ * with a timing, then the lower median; its speedup at the highest tier where it and the
+ * baseline are both timed, and that tier. A candidate is never compared with another, or with
+ * the baseline, across tiers: a large ratio at smoke does not beat a smaller one at full. */
 static void best_speedups(struct kb_progress *p) {
+  int *best = kb_calloc((size_t)p->n_tasks + 1, sizeof *best);
+  if (best == NULL)
+    return; /* the previous bests stay shown */
+  for (int t = 0; t < p->n_tasks; t++)
+    best[t] = -1;
+  for (int i = 0; i < p->n_cands; i++) {
+    const struct kb_progress_cand *c = &p->cands[i];
+    if (kb_rank_tier(&c->rank) >= 0 &&
+        (best[c->task] < 0 || kb_rank_better(&c->rank, &p->cands[best[c->task]].rank)))
+      best[c->task] = i;
+  }
   for (int t = 0; t < p->n_tasks; t++) {
     struct kb_progress_task *task = &p->tasks[t];
     task->best_speedup = 0;
-    task->best_tier = -1;
+    task->best_tier = task->rank_tier = -1;
     task->best_name[0] = '\0';
-  }
-  for (int i = 0; i < p->n_cands; i++) {
-    const struct kb_progress_cand *c = &p->cands[i];
-    struct kb_progress_task *task = &p->tasks[c->task];
-    if (task->baseline_cand < 0)
+    if (best[t] < 0)
       continue;
-    const struct kb_progress_cand *base = &p->cands[task->baseline_cand];
-    for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
-      if (base->median_us[k] <= 0 || c->median_us[k] <= 0)
-        continue;
-      double s = base->median_us[k] / c->median_us[k];
-      if (s > task->best_speedup) {
-        task->best_speedup = s;
-        task->best_tier = k;
-        snprintf(task->best_name, sizeof task->best_name, "%s", c->name);
-      }
-      break;
-    }
+    const struct kb_progress_cand *c = &p->cands[best[t]];
+    snprintf(task->best_name, sizeof task->best_name, "%s", c->name);
+    task->rank_tier = kb_rank_tier(&c->rank);
+    if (task->baseline_cand >= 0)
+      task->best_speedup =
+          kb_rank_speedup(&c->rank, &p->cands[task->baseline_cand].rank, &task->best_tier);
   }
+  kb_free(best);
 }
 
 int kb__progress_update(struct kb_progress *p, struct kb_error *err) {

@@ -14,6 +14,7 @@
 #include "kb/campaign.h"
 #include "kb/candidate.h"
 #include "kb/queue.h"
+#include "kb/rank.h"
 
 struct kb_error;
 
@@ -24,9 +25,12 @@ struct kb_progress_task {
   char baseline[KB_ID_MAX];  /* name of the baseline seed; "" when the task has none */
   int baseline_cand;         /* index into the candidate table, -1 until seen */
   int64_t results;           /* results recorded for this task */
-  double best_speedup;       /* baseline median / best median at the same tier; 0 = none */
-  int best_tier;             /* tier of best_speedup; -1 = none */
-  char best_name[KB_ID_MAX]; /* candidate name of best_speedup */
+  /* The best by the ranking rule (kb/rank.h) and its speedup over the baseline at the highest
+   * tier where both are timed (docs/search.md, "Ranking"). */
+  char best_name[KB_ID_MAX]; /* the best candidate's name; "" = none timed yet */
+  int rank_tier;             /* the highest tier the best passed with a timing; -1 = none */
+  double best_speedup;       /* baseline median / the best's median at best_tier; 0 = none */
+  int best_tier;             /* tier of best_speedup; -1 = no tier has both timed */
 };
 
 /* One candidate seen in the results stream (internal to progress.c, kept here for the size). */
@@ -34,7 +38,8 @@ struct kb_progress_cand {
   char id[KB_CAND_ID_LEN + 1];
   char name[KB_ID_MAX];
   int task;                       /* index into tasks */
-  double median_us[KB_MAX_TIERS]; /* of its latest ok timed result per tier; 0 = none */
+  struct kb_rank rank;            /* per tier, the median of its latest result when that passed
+                                     with a timing (kb_rank_timed); 0 = none */
 };
 
 struct kb_progress {

@@ -126,9 +126,16 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   for (int i = 0; rc == KB_OK && i < rows; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
     rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
-    if (rc == KB_OK && t->best_tier >= 0)
+    if (rc == KB_OK && t->best_tier >= 0 && t->best_tier == t->rank_tier)
       rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
                        t->best_name, p->q.tiers[t->best_tier].name);
+    else if (rc == KB_OK && t->best_tier >= 0) /* the baseline is not timed at the best's tier */
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s; ranked at %s)\n", c(o, BOLD), t->best_speedup,
+                       c(o, RESET), t->best_name, p->q.tiers[t->best_tier].name,
+                       p->q.tiers[t->rank_tier].name);
+    else if (rc == KB_OK && t->rank_tier >= 0)
+      rc = kb_buf_addf(b, "- %s (%s; baseline not timed)\n", t->best_name,
+                       p->q.tiers[t->rank_tier].name);
     else if (rc == KB_OK)
       rc = kb_buf_addf(b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
   }
@@ -228,7 +235,8 @@ void kb__progress_line(const struct kb_progress *p, FILE *f) {
     if (p->tasks[i].best_tier < 0)
       continue;
     if (shown < KB_LINE_TASKS)
-      fprintf(f, " %s=%.2fx", p->tasks[i].id, p->tasks[i].best_speedup);
+      fprintf(f, " %s=%.2fx@%s", p->tasks[i].id, p->tasks[i].best_speedup,
+              p->q.tiers[p->tasks[i].best_tier].name);
     else
       more++;
     shown++;
@@ -265,6 +273,10 @@ json_t *kb__progress_json(const struct kb_progress *p) {
       json_object_set_new(o, "best_tier", json_string(p->q.tiers[t->best_tier].name));
     } else if (o) {
       json_object_set_new(o, "best_speedup", json_null());
+    }
+    if (o && t->rank_tier >= 0) { /* the best by the ranking rule, and the tier it ranks at */
+      json_object_set_new(o, "best_candidate", json_string(t->best_name));
+      json_object_set_new(o, "best_rank_tier", json_string(p->q.tiers[t->rank_tier].name));
     }
     json_array_append_new(tasks, o);
   }
