@@ -102,6 +102,19 @@ int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char 
     rc = hget(p, KB_KEY_META, "deadline", &v, err);
   p->deadline = parse_i64(v, 0);
   kb_free(v);
+  v = NULL;
+  if (rc == KB_OK)
+    rc = hget(p, KB_KEY_META, "created_ms", &v, err);
+  p->created_ms = parse_i64(v, 0);
+  kb_free(v);
+  v = NULL;
+  if (rc == KB_OK)
+    rc = hget(p, KB_KEY_META, "spec", &v, err);
+  json_t *spec = v ? json_loads(v, 0, NULL) : NULL;
+  json_t *gens = json_object_get(spec, "generators");
+  p->generating = json_is_object(gens) && json_object_size(gens) > 0;
+  json_decref(spec);
+  kb_free(v);
   if (rc == KB_OK)
     rc = read_tasks(p, err);
   return rc;
@@ -224,6 +237,7 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   }
   p->results++;
   p->evaluated[r->tier]++;
+  p->cost_ms[r->tier] += r->cost_ms > 0 ? (double)r->cost_ms : 0;
   p->tasks[task].results++;
   p->ring[p->ring_head] = stream_ms(entry_id);
   p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
@@ -371,9 +385,8 @@ static int read_clock_and_runners(struct kb_progress *p, struct kb_error *err) {
   return rc;
 }
 
-/* Throughput over the last minute of results (or since the first, when younger), and the time
- * the open items would take at that rate. */
-static void estimate(struct kb_progress *p) {
+/* Throughput over the last minute of results (or since the first, when younger). */
+static void throughput(struct kb_progress *p) {
   int64_t oldest = 0;
   int recent = 0;
   for (int i = 0; i < p->ring_n; i++) {
@@ -385,13 +398,57 @@ static void estimate(struct kb_progress *p) {
     }
   }
   p->rate = 0;
-  p->eta_s = -1;
   if (recent >= 2 && p->now_ms > oldest) {
     double span = (double)(p->now_ms - oldest) / 1000.0;
     p->rate = recent / (span < 1 ? 1 : span);
   }
-  if (p->rate > 0)
-    p->eta_s = (double)p->st.open / p->rate;
+}
+
+/* Spend rates per currency: over the snapshots of the last minute when they span 10 s or more,
+ * else since the campaign was submitted. */
+static void spend_rates(struct kb_progress *p) {
+  if (p->spend_n == KB_PROGRESS_SPEND) {
+    memmove(p->spend_t, p->spend_t + 1, sizeof p->spend_t - sizeof p->spend_t[0]);
+    memmove(p->spend_gpu, p->spend_gpu + 1, sizeof p->spend_gpu - sizeof p->spend_gpu[0]);
+    memmove(p->spend_llm, p->spend_llm + 1, sizeof p->spend_llm - sizeof p->spend_llm[0]);
+    p->spend_n--;
+  }
+  p->spend_t[p->spend_n] = p->now_ms;
+  p->spend_gpu[p->spend_n] = p->st.gpu_spent;
+  p->spend_llm[p->spend_n] = p->st.llm_spent;
+  p->spend_n++;
+  p->gpu_rate = kb__eta_rate(p->spend_t, p->spend_gpu, p->spend_n, p->created_ms);
+  p->llm_rate = kb__eta_rate(p->spend_t, p->spend_llm, p->spend_n, p->created_ms);
+}
+
+void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
+  memset(in, 0, sizeof *in);
+  in->n_tiers = p->q.n_tiers < KB_MAX_TIERS ? p->q.n_tiers : KB_MAX_TIERS;
+  for (int k = 0; k < in->n_tiers; k++) {
+    in->ready[k] = k < p->st.n_tiers ? p->st.ready[k] : 0;
+    in->leased[k] = p->leased[k];
+    in->evaluated[k] = p->evaluated[k];
+    in->cost_ms[k] = p->evaluated[k] > 0 ? p->cost_ms[k] / (double)p->evaluated[k] : 0;
+    in->plan_ms[k] = (double)p->q.tiers[k].cost_ms;
+  }
+  in->gpu_rate = p->gpu_rate;
+  in->gpu_left_ms = (double)p->st.gpu_available;
+  in->deadline_s = -1;
+  if (p->deadline > 0) { /* a deadline passed: 0 left */
+    double left = (double)p->deadline - (double)p->now_ms / 1000.0;
+    in->deadline_s = left > 0 ? left : 0;
+  }
+  in->generating = p->generating;
+}
+
+/* The time the open items and their expected promotions need (eta.h). */
+static void estimate(struct kb_progress *p) {
+  throughput(p);
+  spend_rates(p);
+  struct kb_eta_in in;
+  kb__progress_eta_input(p, &in);
+  kb__eta_estimate(&in, &p->eta);
+  p->eta_s = kb__progress_ended(p) ? 0 : p->eta.eta_s;
 }
 
 /* Best per task by the ranking rule (kb/rank.h): the candidate with the highest tier passed

@@ -15,10 +15,12 @@
 #include "kb/candidate.h"
 #include "kb/queue.h"
 #include "kb/rank.h"
+#include "eta.h"
 
 struct kb_error;
 
 #define KB_PROGRESS_RING 512 /* result timestamps kept for the throughput estimate */
+#define KB_PROGRESS_SPEND 64 /* snapshots of the ledger kept for the spend rates */
 
 struct kb_progress_task {
   char id[KB_ID_MAX];        /* task id */
@@ -57,7 +59,14 @@ struct kb_progress {
   int runners_alive;               /* heartbeats within lease_ms */
   int runners_known;               /* runners that ever sent a heartbeat */
   double rate;                     /* results per second over the last minute (or less) */
-  double eta_s;                    /* open items / rate, seconds; -1 = unknown */
+  double eta_s;                    /* seconds until the campaign ends (eta.h); -1 = unknown */
+  int64_t created_ms;              /* when the campaign was submitted, unix ms; 0 = unknown */
+  int generating;                  /* 1: the campaign file enables generators */
+  double cost_ms[KB_MAX_TIERS];    /* settled GPU ms of the results read, per tier (sum) */
+  double gpu_rate;                 /* GPU ms spent per second: the last minute of snapshots,
+                                      else since the campaign was submitted; 0 = unknown */
+  double llm_rate;                 /* LLM tokens spent per second, the same way */
+  struct kb_eta eta;               /* the estimate behind eta_s, and the budget projection */
   struct kb_progress_task *tasks;  /* owned */
   int n_tasks;
   /* Incremental reading state. */
@@ -69,6 +78,10 @@ struct kb_progress {
   int64_t ring[KB_PROGRESS_RING]; /* stream entry times of recent results, milliseconds */
   int ring_n;                     /* entries used (at most KB_PROGRESS_RING) */
   int ring_head;                  /* next slot to write */
+  int64_t spend_t[KB_PROGRESS_SPEND];   /* snapshot times, unix ms */
+  int64_t spend_gpu[KB_PROGRESS_SPEND]; /* GPU ms spent then */
+  int64_t spend_llm[KB_PROGRESS_SPEND]; /* LLM tokens spent then */
+  int spend_n;                          /* snapshots kept (oldest first) */
 };
 
 /* Attaches `p` (caller-owned; zeroed here) to campaign `cid` over `redis` (borrowed, must outlive
@@ -80,6 +93,8 @@ int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char 
  * added since the last call. Errors: KB_ENOTFOUND (the campaign was removed), KB_ECONN,
  * KB_EREDIS, KB_ENOMEM. */
 int kb__progress_update(struct kb_progress *p, struct kb_error *err);
+/* The ETA inputs of the current snapshot (eta.h), into `in` (caller-owned). */
+void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in);
 /* 1 when the campaign has ended (state done or cancelled). */
 int kb__progress_ended(const struct kb_progress *p);
 /* Frees what `p` owns; NULL is fine. */
