@@ -1,6 +1,8 @@
 /* The ETA of a campaign (see eta.h). */
 #include "eta.h"
 
+#include <math.h>
+
 /* Observed promotion rate out of tier k: items that reached k + 1 (evaluated, waiting or under
  * way) per result at k; the prior when nothing was evaluated at k yet. Never above 1 (one
  * result promotes at most one item). */
@@ -63,4 +65,11 @@ double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t cr
     s0 = 0;
   }
   return now > t0 ? (double)(spent[n - 1] - s0) * 1000.0 / (double)(now - t0) : 0;
+}
+
+double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s) {
+  if (prev_end_s < 0 || dt_s <= 0)
+    return pred_end_s;
+  double a = 1.0 - exp(-dt_s / KB_ETA_SMOOTH_S);
+  return prev_end_s + a * (pred_end_s - prev_end_s);
 }

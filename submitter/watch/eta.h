@@ -42,6 +42,12 @@ struct kb_eta {
 #define KB_ETA_RATE_WINDOW_MS 60000
 #define KB_ETA_RATE_MIN_SPAN_MS 10000
 double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms);
+/* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
+ * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that the
+ * saw-tooth of settlements (the spend rate sags while a long evaluation runs) averages out.
+ * Returns the new smoothed end. */
+#define KB_ETA_SMOOTH_S 5.0
+double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
 /* Fills `out` from `in` (both caller-owned). */
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out);
 

@@ -448,7 +448,15 @@ static void estimate(struct kb_progress *p) {
   struct kb_eta_in in;
   kb__progress_eta_input(p, &in);
   kb__eta_estimate(&in, &p->eta);
-  p->eta_s = kb__progress_ended(p) ? 0 : p->eta.eta_s;
+  double now = (double)p->now_ms / 1000.0;
+  if (p->eta.eta_s < 0) {
+    p->end_s = -1;
+  } else {
+    double prev = p->end_at_ms > 0 ? p->end_s : -1;
+    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, (double)(p->now_ms - p->end_at_ms) / 1000.0);
+    p->end_at_ms = p->now_ms;
+  }
+  p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;
 }
 
 /* Best per task by the ranking rule (kb/rank.h): the candidate with the highest tier passed

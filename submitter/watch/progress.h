@@ -67,6 +67,8 @@ struct kb_progress {
                                       else since the campaign was submitted; 0 = unknown */
   double llm_rate;                 /* LLM tokens spent per second, the same way */
   struct kb_eta eta;               /* the estimate behind eta_s, and the budget projection */
+  double end_s;                    /* the smoothed predicted end, unix seconds; -1 = none */
+  int64_t end_at_ms;               /* the snapshot end_s was last moved at */
   struct kb_progress_task *tasks;  /* owned */
   int n_tasks;
   /* Incremental reading state. */

@@ -1,10 +1,10 @@
 /* The ETA (submitter/watch/eta.c) against a recorded campaign: the `watch --json` snapshots of a
  * real three-task host campaign through `kb-launch --local`, reduced by
  * data/make_eta_fixture.py to what the estimate reads (data/eta_campaign.json). Each snapshot is
- * replayed through kb__eta_rate and kb__eta_estimate as `kb-submit watch` calls them. From a
- * third of the campaign on: the predicted end is never off by more than 45% of the campaign's
- * duration, the median error is within 30% of the time really left, and both beat the
- * open-items/rate estimate it replaced. (Issue 15 asked for every snapshot within 25% of the
+ * replayed through kb__eta_rate, kb__eta_estimate and kb__eta_smooth as `kb-submit watch` calls
+ * them. From a third of the campaign on: the median error is within 25% of the time really
+ * left, the predicted end is never off by more than 20% of the campaign's duration, and both
+ * beat the open-items/rate estimate it replaced. (Issue 15 asked for every snapshot within 25% of the
  * time left; this recording does not meet that: docs/report.md, "The ETA", says where it
  * misses.) Also the estimate's parts on small cases. Run as `test_eta FIXTURE`. */
 #include <setjmp.h>
@@ -86,7 +86,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Over the snapshots from a third of the campaign on, with `eta[i]` the estimate at snapshot i:
  * the median of |eta - left| / left and the worst |eta - left| / duration. */
-static void score(const double *eta, double *median_rel, double *worst_dur) {
+static void score(const double *eta, double *median_rel, double *worst_dur, double *within) {
   static double rel[MAX_SAMPLES];
   int m = 0;
   *worst_dur = 0;
@@ -101,6 +101,10 @@ static void score(const double *eta, double *median_rel, double *worst_dur) {
   }
   qsort(rel, (size_t)m, sizeof rel[0], cmp_double);
   *median_rel = m > 0 ? rel[m / 2] : INFINITY;
+  int ok = 0;
+  for (int i = 0; i < m; i++)
+    ok += rel[i] <= 0.25;
+  *within = m > 0 ? (double)ok / m : 0;
 }
 
 static double new_eta[MAX_SAMPLES], old_eta[MAX_SAMPLES];
@@ -109,6 +113,7 @@ static double new_eta[MAX_SAMPLES], old_eta[MAX_SAMPLES];
 static void test_recorded_campaign(void **state) {
   (void)state;
   load(&rec);
+  double end = -1, last = 0;
   for (int i = 0; i < rec.n; i++) {
     struct kb_eta_in in = rec.in[i];
     in.gpu_rate = kb__eta_rate(rec.t_ms, rec.spent, i + 1, 0 /* the fixture's t is since it */);
@@ -116,9 +121,14 @@ static void test_recorded_campaign(void **state) {
       in.gpu_rate = rec.t_ms[i] > 0 ? (double)rec.spent[i] * 1000.0 / (double)rec.t_ms[i] : 0;
     struct kb_eta e;
     kb__eta_estimate(&in, &e);
-    new_eta[i] = e.eta_s;
+    if (e.eta_s >= 0) { /* smoothed as watch smooths it */
+      double now = (double)rec.t_ms[i] / 1000.0;
+      end = kb__eta_smooth(end, now + e.eta_s, now - last);
+      last = now;
+    }
+    new_eta[i] = e.eta_s < 0 ? -1 : end > (double)rec.t_ms[i] / 1000.0 ? end - (double)rec.t_ms[i] / 1000.0 : 0;
     printf("t %6.1f s  left %5.1f s  eta %6.1f s\n", rec.t_ms[i] / 1000.0,
-           (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, e.eta_s);
+           (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, new_eta[i]);
     /* the estimate it replaced: open items / results per second over the last minute */
     int j = 0;
     while (j < i && rec.t_ms[j] < rec.t_ms[i] - 60000)
@@ -127,14 +137,14 @@ static void test_recorded_campaign(void **state) {
     double rate = span > 0 ? (double)(rec.results[i] - rec.results[j]) / span : 0;
     old_eta[i] = rate > 0 ? (double)rec.open[i] / rate : -1;
   }
-  double med, worst, old_med, old_worst;
-  score(new_eta, &med, &worst);
-  score(old_eta, &old_med, &old_worst);
-  printf("from a third on: median error %.0f%% of the time left, worst %.0f%% of the duration "
-         "(open items / rate: %.0f%%, %.0f%%)\n",
-         100 * med, 100 * worst, 100 * old_med, 100 * old_worst);
-  assert_true(med <= 0.30);
-  assert_true(worst <= 0.45);
+  double med, worst, within, old_med, old_worst, old_within;
+  score(new_eta, &med, &worst, &within);
+  score(old_eta, &old_med, &old_worst, &old_within);
+  printf("from a third on: median error %.0f%% of the time left, %.0f%% of the snapshots within "
+         "25%%, worst %.0f%% of the duration (open items / rate: %.0f%%, %.0f%%, %.0f%%)\n",
+         100 * med, 100 * within, 100 * worst, 100 * old_med, 100 * old_within, 100 * old_worst);
+  assert_true(med <= 0.25);
+  assert_true(worst <= 0.20);
   assert_true(med < old_med && worst < old_worst);
 }
 
@@ -179,6 +189,9 @@ static void test_small_cases(void **state) {
   /* under 10 s of snapshots: since submission */
   assert_true(fabs(kb__eta_rate(t + 3, spent + 3, 1, 35000) - 10.0) < 1e-9);
   assert_true(kb__eta_rate(t + 3, spent + 3, 1, 0) == 0);
+  /* smoothing: none at first; a step of KB_ETA_SMOOTH_S moves 1 - 1/e of the way */
+  assert_true(kb__eta_smooth(-1, 100, 1) == 100);
+  assert_true(fabs(kb__eta_smooth(100, 200, KB_ETA_SMOOTH_S) - (100 + 100 * (1 - exp(-1)))) < 1e-9);
 }
 
 int main(int argc, char **argv) {
