@@ -75,7 +75,8 @@ static json_t *best_json(const struct kb_queue *q, const struct kb_member *best,
                         best->tiers[tier].median_us);
   json_object_set_new(o, "speedup", at >= 0 ? json_real(speedup) : json_null());
   json_object_set_new(o, "speedup_tier", at >= 0 ? json_integer(at) : json_null());
-  json_object_set_new(o, "speedup_tier_name", at >= 0 ? json_string(q->tiers[at].name) : json_null());
+  json_object_set_new(o, "speedup_tier_name",
+                      at >= 0 ? json_string(q->tiers[at].name) : json_null());
   return o;
 }
 

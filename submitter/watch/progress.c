@@ -453,7 +453,8 @@ static void estimate(struct kb_progress *p) {
     p->end_s = -1;
   } else {
     double prev = p->end_at_ms > 0 ? p->end_s : -1;
-    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, (double)(p->now_ms - p->end_at_ms) / 1000.0);
+    double dt = (double)(p->now_ms - p->end_at_ms) / 1000.0;
+    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, dt);
     p->end_at_ms = p->now_ms;
   }
   p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;

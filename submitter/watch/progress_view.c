@@ -326,9 +326,8 @@ json_t *kb__progress_json(const struct kb_progress *p) {
     /* what the ETA rests on (docs/report.md, "The ETA") */
     json_object_set_new(o, "eta_bound", json_string(eta_bound_name(p->eta.bound)));
     json_object_set_new(o, "eta_work_gpu_ms", json_real(p->eta.work_ms));
-    json_object_set_new(o, "elapsed_s", p->created_ms > 0
-                                            ? json_real((double)(p->now_ms - p->created_ms) / 1000.0)
-                                            : json_null());
+    double elapsed = (double)(p->now_ms - p->created_ms) / 1000.0;
+    json_object_set_new(o, "elapsed_s", p->created_ms > 0 ? json_real(elapsed) : json_null());
     json_object_set_new(o, "gpu_ms_per_s", json_real(p->gpu_rate));
     json_object_set_new(o, "llm_tokens_per_s", json_real(p->llm_rate));
     json_object_set_new(o, "gpu_exhausted_in_s",
@@ -336,7 +335,8 @@ json_t *kb__progress_json(const struct kb_progress *p) {
     json_object_set_new(o, "generating", json_boolean(p->generating));
     json_t *costs = json_array();
     for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
-      json_array_append_new(costs, json_real(p->evaluated[t] > 0 ? p->cost_ms[t] / (double)p->evaluated[t] : 0));
+      json_array_append_new(
+          costs, json_real(p->evaluated[t] > 0 ? p->cost_ms[t] / (double)p->evaluated[t] : 0));
     json_object_set_new(o, "cost_ms_mean", costs);
     json_object_set_new(o, "deadline", p->deadline > 0 ? json_integer(p->deadline) : json_null());
     json_object_set_new(o, "ended", json_boolean(kb__progress_ended(p)));

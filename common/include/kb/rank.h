@@ -19,7 +19,8 @@
 #include "kb/campaign.h"
 
 struct kb_rank {
-  double median_us[KB_MAX_TIERS]; /* per tier: median of a result that passed with a timing; 0 = none */
+  /* per tier: the median of a result that passed with a timing; 0 = none */
+  double median_us[KB_MAX_TIERS];
 };
 
 /* The one test of "passed with a timing": the result's status is ok (`ok` nonzero), it has
