@@ -145,6 +145,11 @@ static const struct kb_rep_eval *timed_at(const struct kb_rep_cand *c, int tier)
              : NULL;
 }
 
+double kb__rep_timed_median(const struct kb_rep_cand *c, int tier) {
+  const struct kb_rep_eval *e = timed_at(c, tier);
+  return e ? e->median_us : NAN;
+}
+
 /* `c` as the ranking rule sees it (kb/rank.h). */
 static void cand_rank(const struct kb_rep_cand *c, struct kb_rank *out) {
   for (int k = 0; k < KB_MAX_TIERS; k++) {

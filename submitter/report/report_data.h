@@ -164,6 +164,10 @@ int kb__rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
  * has none. */
 const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c);
 
+/* The median of `c` at `tier` when its latest evaluation there passed with a timing
+ * (kb_rank_timed, kb/rank.h), else NaN. */
+double kb__rep_timed_median(const struct kb_rep_cand *c, int tier);
+
 /* The walk every writer shares: what kb__rep_walk() calls. Each callback may be NULL; `arg`
  * (borrowed) is passed to each; every pointer a callback gets is borrowed from the report. */
 struct kb_rep_walker {

@@ -300,17 +300,9 @@ static void status_cell(FILE *out, const char *status) {
   fputs("</td>", out);
 }
 
-/* Median of seed `s` at `tier` (ok and timed, latest attempt), or NaN. */
+/* Median of seed `s` at `tier` when it passed there with a timing (kb/rank.h), or NaN. */
 static double median_at(const struct kb_rep_cand *s, int tier) {
-  double m = NAN;
-  int attempt = 0;
-  for (int e = 0; e < s->n_evals; e++)
-    if (s->evals[e].tier == tier && strcmp(s->evals[e].status, "ok") == 0 &&
-        s->evals[e].samples > 0 && s->evals[e].attempt > attempt) {
-      m = s->evals[e].median_us;
-      attempt = s->evals[e].attempt;
-    }
-  return m;
+  return kb__rep_timed_median(s, tier);
 }
 
 static void overview(FILE *out, const struct kb_report *r) {
