@@ -1,6 +1,7 @@
 /* Per-task populations (see population.h). */
 #include "population.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "kb/alloc.h"
@@ -33,6 +34,7 @@ struct kb_task_pop *kb__population_task(struct kb_population *p, const char *tas
   }
   struct kb_task_pop *t = &p->tasks[p->n++];
   memset(t, 0, sizeof *t);
+  t->torch_tier = -1;
   snprintf(t->task, sizeof t->task, "%s", task);
   return t;
 }
@@ -77,6 +79,14 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
   mt->samples = r->timing.samples;
   if (r->tier > m->promoted_to)
     m->promoted_to = r->tier;
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    t->torch_eager_us = r->torch_eager_us;
+    t->torch_tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    t->torch_compile_us = r->torch_compile_us;
+    t->torch_tier = r->tier;
+  }
   t->evaluations++;
   return m;
 }

@@ -40,6 +40,9 @@ struct kb_task_pop {
   long evaluations;          /* results seen */
   int loaded;                /* 1 once the task's spec (baseline, oracle kind) was read */
   int torch;                 /* 1: a PyTorch-oracle task (its last tier also times torch) */
+  double torch_eager_us;     /* latest torch eager median a result carried, microseconds; 0 none */
+  double torch_compile_us;   /* latest torch.compile median, microseconds; 0 none */
+  int torch_tier;            /* tier those came from (the full tier); -1 none */
   /* Search state, kept by kb__policy_observe() (policy.h) from the same results: */
   long observed;             /* results the policy has seen (== evaluations when up to date) */
   double spent_ms;           /* GPU milliseconds settled for this task's results */

@@ -80,6 +80,35 @@ static json_t *best_json(const struct kb_queue *q, const struct kb_member *best,
   return o;
 }
 
+/* `us` microseconds as JSON, null when unknown (0). New reference. */
+static json_t *time_or_null(double us) { return us > 0 ? json_real(us) : json_null(); }
+
+/* Sets "speedup_eager" and "speedup_compile" on `o`: the task's torch times over `median_us`, a
+ * median at `tier`; null unless both are known and `tier` is the tier torch was timed at (the
+ * full tier: full-tier timings are compared only with full-tier baselines). */
+static void torch_speedups(json_t *o, const char *eager_key, const char *compile_key,
+                           const struct kb_task_pop *t, int tier, double median_us) {
+  int same = tier >= 0 && tier == t->torch_tier && median_us > 0;
+  json_object_set_new(o, eager_key,
+                      same && t->torch_eager_us > 0 ? json_real(t->torch_eager_us / median_us)
+                                                    : json_null());
+  json_object_set_new(o, compile_key,
+                      same && t->torch_compile_us > 0
+                          ? json_real(t->torch_compile_us / median_us)
+                          : json_null());
+}
+
+/* The task's torch numbers: "torch_eager_us", "torch_compile_us" (the latest a result carried)
+ * and "best_speedup_eager", "best_speedup_compile" of `best`, the task's rank 1 (the one "best"
+ * names; NULL: none), null unless its top tier is the tier torch was timed at. */
+static void torch_fields(json_t *o, const struct kb_task_pop *t, const struct kb_member *best) {
+  json_object_set_new(o, "torch_eager_us", time_or_null(t->torch_eager_us));
+  json_object_set_new(o, "torch_compile_us", time_or_null(t->torch_compile_us));
+  int tier = best ? top_tier(best) : -1;
+  torch_speedups(o, "best_speedup_eager", "best_speedup_compile", t, tier,
+                 tier >= 0 ? best->tiers[tier].median_us : 0);
+}
+
 static json_t *task_json(const char *dir, const struct kb_queue *q, const struct kb_task_pop *t) {
   const struct kb_member *base = kb__population_baseline(t);
   json_t *board = json_array();
@@ -106,10 +135,12 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
       }
       if (at == tier)
         json_object_set_new(row, "speedup", json_real(speedup));
+      torch_speedups(row, "speedup_eager", "speedup_compile", t, tier, m->tiers[tier].median_us);
     }
     json_array_append_new(board, row);
   }
-  json_t *best = v && t->n > 0 ? best_json(q, v[0], base) : json_null();
+  const struct kb_member *best_m = v && t->n > 0 && top_tier(v[0]) >= 0 ? v[0] : NULL;
+  json_t *best = best_m ? best_json(q, best_m, base) : json_null();
   kb_free(v);
   char file[1300];
   snprintf(file, sizeof file, "%s/%s.h5", dir, t->task);
@@ -118,6 +149,7 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
                         "leaderboard", board);
   json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
   json_object_set_new(o, "best", best);
+  torch_fields(o, t, best_m);
   /* The search state behind the budget split and the stop conditions (docs/search.md). */
   json_object_set_new(o, "search",
                       json_pack("{s:f, s:I, s:I, s:o}", "spent_gpu_ms", t->spent_ms,

@@ -25,6 +25,7 @@
 #include "kb/task.h"
 
 #include "gpus.h"
+#include "launch.h"
 #include "leaderboard.h"
 
 extern char **environ;
@@ -92,20 +93,16 @@ static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
  * campaigns one runner per GPU of o->gpus, or of every GPU kb-runner can see. */
 static int choose_gpus(struct local *l, struct kb_error *err) {
   const char *cid = l->sub.campaign.id;
-  if (l->sub.campaign.backend != KB_BACKEND_CUDA) {
-    if (l->o->gpus)
-      return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the host backend; --gpus goes "
-                          "with cuda campaigns (use --runners N)", cid);
-    return KB_OK;
-  }
-  if (l->o->runners > 0)
-    return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend: it runs one "
-                        "runner per GPU; choose them with --gpus LIST instead of --runners", cid);
+  struct kb_launch_args a = {.mode = KB_LAUNCH_LOCAL, .gpus = l->o->gpus,
+                             .runners = l->o->runners};
+  int rc = kb__launch_check_backend(&a, (int)l->sub.campaign.backend, cid, err);
+  if (rc || l->sub.campaign.backend != KB_BACKEND_CUDA)
+    return rc;
   if (l->o->gpus)
     return kb__gpus_parse(l->o->gpus, l->gpus, &l->n_gpus, err);
   char runner[1200], why[256];
   snprintf(runner, sizeof runner, "%s/kb-runner", l->o->bin_dir);
-  int rc = kb__gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
+  rc = kb__gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
   if (rc == KB_OK && l->n_gpus == 0)
     rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend but kb-runner sees "
                       "no GPU here (%s); run it on a GPU machine or give --gpus LIST", cid, why);

@@ -159,6 +159,14 @@ int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
   memset(&e, 0, sizeof e);
   if (rc == KB_OK)
     rc = kb_candidate_init(&c, task.id, name, "seed", src.data, o->knobs, o->flags, &err);
+  /* a .py file is a KernelBench solution (class ModelNew): only a pytorch-oracle task runs one */
+  if (rc == KB_OK && kb_cand_format_of_path(source_path) == KB_FORMAT_KERNELBENCH) {
+    if (task.oracle_kind != KB_ORACLE_PYTORCH)
+      rc = kb_error_set(&err, KB_EPARSE, "%s is a KernelBench solution (.py, class ModelNew): "
+                        "task \"%s\" has no pytorch oracle to evaluate it", source_path, task.id);
+    else
+      rc = kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err);
+  }
   if (rc == KB_EINVAL)
     err.code = rc = KB_EPARSE; /* a bad name, knob string or source: the input is malformed */
   if (rc == KB_OK)

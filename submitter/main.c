@@ -8,6 +8,7 @@
 
 #include "archive_cmd.h"
 #include "commands.h"
+#include "help.h"
 #include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
@@ -35,6 +36,8 @@ static void usage(FILE *out) {
         "                           the kernel archive shared by campaigns (kb-submit archive\n"
         "                           --help)\n"
         "\n"
+        "kb-submit COMMAND --help: that command's own help.\n"
+        "\n"
         "options:\n"
         "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
         "                       127.0.0.1:6379); password from $KB_REDIS_PASSWORD or the 0600\n"
@@ -48,6 +51,7 @@ static void usage(FILE *out) {
         "                       extension, else html)\n"
         "  -t, --top N          report (html, md): the best N candidates per task (default\n"
         "                       all; json and csv always list all)\n"
+        "      --tier NAME      export: only candidates evaluated at tier NAME (e.g. full)\n"
         "      --results DIR    report, export: the campaign's results folder (default: the\n"
         "                       campaign's results_dir/<id>, from the campaign file or redis,\n"
         "                       else ./results/<id>)\n"
@@ -180,11 +184,12 @@ int main(int argc, char **argv) {
                                            {"format", required_argument, NULL, 'f'},
                                            {"results", required_argument, NULL, 'R'},
                                            {"top", required_argument, NULL, 't'},
+                                           {"tier", required_argument, NULL, 'T'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   struct kb_error err = {0};
-  int ch;
+  int ch, help = 0;
   while ((ch = getopt_long(argc, argv, "r:jqi:o:f:t:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'r':
@@ -216,14 +221,22 @@ int main(int argc, char **argv) {
       o.top = (int)n;
       break;
     }
+    case 'T':
+      o.tier = optarg;
+      break;
     case 'h':
-      usage(stdout);
-      return KB_EXIT_OK;
+      help = 1; /* after the loop: the command's own help when one is named */
+      break;
     case 'V':
       return kb_cli_version("kb-submit");
     default:
       return kb_cli_try_help("kb-submit");
     }
+  }
+  if (help) {
+    if (optind == argc || kb__submit_command_usage(argv[optind], stdout) != 0)
+      usage(stdout);
+    return KB_EXIT_OK;
   }
   if (argc - optind != 2) {
     if (argc - optind == 0)

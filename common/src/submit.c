@@ -36,6 +36,11 @@ static int load_seeds(struct kb_submission *s, const struct kb_task *t, struct k
     if (rc == KB_OK)
       rc = kb_candidate_init(&s->candidates[s->n_candidates], t->id, t->seeds[j].name, "seed",
                              src.data, "", t->seeds[j].flags, err);
+    if (rc == KB_OK && t->seeds[j].format != KB_FORMAT_NATIVE) {
+      rc = kb_candidate_set_format(&s->candidates[s->n_candidates], t->seeds[j].format, err);
+      if (rc)
+        kb_candidate_release(&s->candidates[s->n_candidates]);
+    }
     kb_buf_release(&src);
     if (rc)
       return rc;

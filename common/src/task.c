@@ -16,6 +16,7 @@
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/jsonfile.h"
 
@@ -197,6 +198,9 @@ void kb_task_release(struct kb_task *task) {
   kb_free(task->json_path);
   kb_free(task->oracle_path);
   kb_free(task->reference_path);
+  kb_free(task->inputs);
+  kb_free(task->outputs);
+  kb_free(task->torch_ref_path);
   for (int i = 0; i < task->n_seeds; i++) {
     kb_free(task->seeds[i].path);
     kb_free(task->seeds[i].flags);
@@ -276,12 +280,17 @@ static int get_file(struct ctx *c, json_t *obj, const char *path, const char *ke
 
 static const char *const tensor_fields[] = {"name", "dtype", "shape", NULL};
 
+/* Reads the tensor list `key` into a new array `*outp` (kb_free) of `*n_out` specs. */
 static int parse_tensors(struct ctx *c, json_t *root, const char *key,
-                         struct kb_tensor_spec *out, int *n_out) {
+                         struct kb_tensor_spec **outp, int *n_out) {
   json_t *arr = NULL;
   int rc = kb_json_get_array(c->f, root, "", key, 1, 1, KB_MAX_TENSORS, &arr, c->err);
   if (rc)
     return rc;
+  struct kb_tensor_spec *out = kb_calloc(json_array_size(arr), sizeof *out);
+  if (out == NULL)
+    return nomem(c);
+  *outp = out;
   for (size_t i = 0; i < json_array_size(arr); i++) {
     char path[KB_JSON_PATH_MAX];
     json_t *item;
@@ -469,6 +478,16 @@ static int parse_seeds(struct ctx *c, json_t *root) {
     rc = get_file(c, item, path, "source", 1, &s->path);
     if (rc)
       return rc;
+    /* a ".py" seed is a KernelBench solution (class ModelNew): only a pytorch oracle runs one */
+    s->format = kb_cand_format_of_path(s->path);
+    if (s->format == KB_FORMAT_KERNELBENCH && t->oracle_kind != KB_ORACLE_PYTORCH) {
+      char src[KB_JSON_PATH_MAX];
+      kb_json_path(src, sizeof src, path, "source");
+      return kb_jsonfile_fail(c->f, c->err, src,
+                              "\"%s\" is a KernelBench solution (.py, class ModelNew): only a "
+                              "task with a \"pytorch\" oracle can evaluate one",
+                              src);
+    }
     const char *flags = "";
     rc = kb_json_get_string(c->f, item, path, "flags", 0, &flags, c->err);
     if (rc)
@@ -500,7 +519,7 @@ static const char *const oracle_fields[] = {"kind", "source", NULL};
 static const char *const task_fields[] = {
     "schema", "id",        "name",      "category",   "backend", "oracle",   "reference",
     "inputs", "outputs",   "tolerance", "input_sets", "seeds",   "baseline", "must_read",
-    NULL};
+    "torch_reference", NULL};
 
 static int check_tensor_names(struct ctx *c) {
   struct kb_task *t = c->t;
@@ -551,6 +570,8 @@ static int parse_task(struct ctx *c) {
     rc = get_file(c, oracle, "oracle", "source", 1, &t->oracle_path);
   if (rc == KB_OK)
     rc = get_file(c, root, "", "reference", 0, &t->reference_path);
+  if (rc == KB_OK)
+    rc = get_file(c, root, "", "torch_reference", 0, &t->torch_ref_path);
   if (rc)
     return rc;
   if (t->reference_path == NULL) {
@@ -558,9 +579,9 @@ static int parse_task(struct ctx *c) {
     if (t->reference_path == NULL)
       return nomem(c);
   }
-  rc = parse_tensors(c, root, "inputs", t->inputs, &t->n_inputs);
+  rc = parse_tensors(c, root, "inputs", &t->inputs, &t->n_inputs);
   if (rc == KB_OK)
-    rc = parse_tensors(c, root, "outputs", t->outputs, &t->n_outputs);
+    rc = parse_tensors(c, root, "outputs", &t->outputs, &t->n_outputs);
   if (rc == KB_OK)
     rc = check_tensor_names(c);
   if (rc == KB_OK)

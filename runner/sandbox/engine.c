@@ -75,8 +75,7 @@ typedef int (*forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_o
 struct kb__prepared {
   char *key;                 /* owned */
   int n_in, n_out, n_sets;
-  struct kb_tensor_spec in_spec[KB_MAX_TENSORS];
-  struct kb_tensor_spec out_spec[KB_MAX_TENSORS];
+  struct kb_tensor_spec *in_spec, *out_spec; /* n_in and n_out, copied from the request (owned) */
   struct kb_input_set sets[KB_MAX_SETS];
   double atol, rtol, must_read;
   /* What the candidate receives, one device allocation: per set its inputs, check outputs and
@@ -85,7 +84,7 @@ struct kb__prepared {
   unsigned char *cand;       /* owned */
   size_t cand_bytes;
   size_t *in_off, *chk_off, *tim_off; /* per set and tensor, into cand (owned) */
-  size_t dup_off[KB_MAX_TENSORS];     /* set 0's second check outputs, into cand */
+  size_t *dup_off;           /* per output: set 0's second check outputs, into cand (owned) */
   size_t *guard_off;         /* into cand (owned) */
   int n_guards;
   uint64_t guard_sum;        /* the checksum of a guard as written */
@@ -94,12 +93,14 @@ struct kb__prepared {
   unsigned char *priv;       /* owned */
   size_t priv_bytes;
   size_t *ref_off;           /* per set and output, into priv (owned) */
-  size_t fresh_off[KB_MAX_TENSORS]; /* into priv */
+  size_t *fresh_off;         /* per output, into priv (owned) */
   size_t scratch_off;        /* into priv */
   uint64_t mask_key;         /* the references' mask */
   uint64_t *in_sum, *ref_sum; /* checksums, the references' of their masked form (owned) */
-  size_t in_bytes[KB_MAX_TENSORS], out_bytes[KB_MAX_TENSORS];
-  int64_t in_n[KB_MAX_TENSORS], out_n[KB_MAX_TENSORS];
+  size_t *in_bytes, *out_bytes; /* per input, per output (owned) */
+  int64_t *in_n, *out_n;     /* elements, per input, per output (owned) */
+  kb_tensor *in_desc, *out_desc; /* the descriptors call() builds afresh each call (owned) */
+  uint64_t *sum0;            /* per input: fresh_sample's checksums before a call (owned) */
   void *oracle_lib;          /* kept loaded for the fresh references (owned) */
   forward_fn oracle;
   double oracle_s;           /* the slowest oracle run at prepare, seconds */
@@ -186,6 +187,17 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   kb_free(p->guard_off);
   kb_free(p->in_sum);
   kb_free(p->ref_sum);
+  kb_free(p->in_spec);
+  kb_free(p->out_spec);
+  kb_free(p->dup_off);
+  kb_free(p->fresh_off);
+  kb_free(p->in_bytes);
+  kb_free(p->out_bytes);
+  kb_free(p->in_n);
+  kb_free(p->out_n);
+  kb_free(p->in_desc);
+  kb_free(p->out_desc);
+  kb_free(p->sum0);
   kb_free(p);
 }
 
@@ -225,7 +237,7 @@ static void *load(const char *path, forward_fn *fn, struct kb_error *err) {
  * the next. */
 static int call(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
                 const size_t *offs) {
-  kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
+  kb_tensor *in = p->in_desc, *out = p->out_desc;
   for (int i = 0; i < p->n_in; i++)
     tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
@@ -243,7 +255,7 @@ static const size_t *outs_of(const struct kb__prepared *p, const size_t *offs, i
  * device error code in `*e` (KB_OK when none) and its text in `err`. */
 static int call_oracle(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, int s,
                        const size_t *offs, int *e, struct kb_error *err) {
-  kb_tensor in[KB_MAX_TENSORS], out[KB_MAX_TENSORS];
+  kb_tensor *in = p->in_desc, *out = p->out_desc;
   for (int i = 0; i < p->n_in; i++)
     tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
@@ -295,8 +307,6 @@ static int prep_new(const struct kb__prep_spec *s, struct kb__prepared **out,
   p->atol = s->atol;
   p->rtol = s->rtol;
   p->must_read = s->must_read;
-  memcpy(p->in_spec, s->inputs, sizeof p->in_spec);
-  memcpy(p->out_spec, s->outputs, sizeof p->out_spec);
   memcpy(p->sets, s->sets, sizeof p->sets);
   for (int k = 0; k < KB_MAX_SETS; k++)
     p->holds[k] = k;
@@ -308,9 +318,24 @@ static int prep_new(const struct kb__prep_spec *s, struct kb__prepared **out,
   p->guard_off = kb_calloc((size_t)p->n_guards, sizeof *p->guard_off);
   p->in_sum = kb_calloc((size_t)ns * (size_t)ni, sizeof *p->in_sum);
   p->ref_sum = kb_calloc((size_t)ns * (size_t)no, sizeof *p->ref_sum);
+  p->in_spec = kb_calloc((size_t)ni, sizeof *p->in_spec);
+  p->out_spec = kb_calloc((size_t)no, sizeof *p->out_spec);
+  p->dup_off = kb_calloc((size_t)no, sizeof *p->dup_off);
+  p->fresh_off = kb_calloc((size_t)no, sizeof *p->fresh_off);
+  p->in_bytes = kb_calloc((size_t)ni, sizeof *p->in_bytes);
+  p->out_bytes = kb_calloc((size_t)no, sizeof *p->out_bytes);
+  p->in_n = kb_calloc((size_t)ni, sizeof *p->in_n);
+  p->out_n = kb_calloc((size_t)no, sizeof *p->out_n);
+  p->in_desc = kb_calloc((size_t)ni, sizeof *p->in_desc);
+  p->out_desc = kb_calloc((size_t)no, sizeof *p->out_desc);
+  p->sum0 = kb_calloc((size_t)ni, sizeof *p->sum0);
   if (!p->key || !p->in_off || !p->chk_off || !p->ref_off || !p->tim_off || !p->guard_off ||
-      !p->in_sum || !p->ref_sum)
+      !p->in_sum || !p->ref_sum || !p->in_spec || !p->out_spec || !p->dup_off ||
+      !p->fresh_off || !p->in_bytes || !p->out_bytes || !p->in_n || !p->out_n ||
+      !p->in_desc || !p->out_desc || !p->sum0)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
+  memcpy(p->in_spec, s->inputs, (size_t)ni * sizeof *p->in_spec);
+  memcpy(p->out_spec, s->outputs, (size_t)no * sizeof *p->out_spec);
   for (int i = 0; i < ni + no; i++) {
     const struct kb_tensor_spec *t = i < ni ? &s->inputs[i] : &s->outputs[i - ni];
     int64_t n = 0;
@@ -904,7 +929,7 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     struct kb_input_set fs = p->sets[p->holds[s]];
     if (!control)
       fs.seed = fresh_seed(p);
-    uint64_t sum0[KB_MAX_TENSORS];
+    uint64_t *sum0 = p->sum0;
     const size_t *outs = outs_of(p, p->tim_off, s);
     int e = fill_slot(r, s, &fs);
     for (int i = 0; i < p->n_in && e == 0; i++)

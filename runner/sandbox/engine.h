@@ -74,13 +74,14 @@
  * its own (devices with batch_short). */
 #define KB__FLUSHED_US 100.0
 
-/* What a task needs on the device; strings borrowed. */
+/* What a task needs on the device; strings and tensor arrays borrowed (kb__prepare copies what
+ * it keeps). */
 struct kb__prep_spec {
   const char *key;          /* identifies the task's data (the runner's fingerprint) */
   const char *oracle;       /* path of the oracle library */
-  struct kb_tensor_spec inputs[KB_MAX_TENSORS];
+  const struct kb_tensor_spec *inputs; /* n_in of them */
   int n_in;                 /* 1..KB_MAX_TENSORS */
-  struct kb_tensor_spec outputs[KB_MAX_TENSORS];
+  const struct kb_tensor_spec *outputs; /* n_out of them */
   int n_out;                /* 1..KB_MAX_TENSORS */
   struct kb_input_set sets[KB_MAX_SETS];
   int n_sets;               /* 1..KB_MAX_SETS */

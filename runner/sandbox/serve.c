@@ -116,10 +116,19 @@ static int read_tensor(json_t *t, const char *path, struct kb_tensor_spec *spec,
   return KB_OK;
 }
 
-static int read_tensors(json_t *req, const char *key, struct kb_tensor_spec *specs, int *n,
+/* Reads the tensor list `key` of `req` into a new array `*specs` (kb_free; set even when a
+ * later item fails) of `*n` specs. */
+static int read_tensors(json_t *req, const char *key, struct kb_tensor_spec **specsp, int *n,
                         char *field, struct kb_error *err) {
   json_t *arr = NULL;
   int rc = kb__msg_array(req, "", key, 1, 1, KB_MAX_TENSORS, &arr, field, FIELD_MAX, err);
+  struct kb_tensor_spec *specs = NULL;
+  if (rc == KB_OK) {
+    specs = kb_calloc(json_array_size(arr), sizeof *specs);
+    *specsp = specs;
+    if (specs == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
   for (size_t i = 0; rc == KB_OK && i < json_array_size(arr); i++) {
     char path[48];
     snprintf(path, sizeof path, "%s[%zu]", key, i);
@@ -169,9 +178,11 @@ static int find(struct server *sv, const char *key) {
   return -1;
 }
 
-/* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
-/* Kept whole (92 lines): one request read field by field, then the prepare and its reply. */
-static int prepare(struct server *sv, json_t *req) {
+/* prepare() with the request's tensor lists read into `*in` and `*out` (new, the caller frees
+ * them even on failure). */
+/* Kept whole (95 lines): one request read field by field, then the prepare and its reply. */
+static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **in,
+                        struct kb_tensor_spec **out) {
   struct kb__prep_spec s;
   memset(&s, 0, sizeof s);
   char field[FIELD_MAX] = "";
@@ -180,9 +191,11 @@ static int prepare(struct server *sv, json_t *req) {
   if (rc == KB_OK)
     rc = kb__msg_str(req, "", "oracle", 1, &s.oracle, field, sizeof field, &err);
   if (rc == KB_OK)
-    rc = read_tensors(req, "inputs", s.inputs, &s.n_in, field, &err);
+    rc = read_tensors(req, "inputs", in, &s.n_in, field, &err);
+  s.inputs = *in;
   if (rc == KB_OK)
-    rc = read_tensors(req, "outputs", s.outputs, &s.n_out, field, &err);
+    rc = read_tensors(req, "outputs", out, &s.n_out, field, &err);
+  s.outputs = *out;
   if (rc == KB_OK)
     rc = read_sets(req, &s, field, &err);
   if (rc == KB_OK)
@@ -262,6 +275,15 @@ static int prepare(struct server *sv, json_t *req) {
   }
   return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key", s.key,
                              "cached", 0, "seconds", seconds));
+}
+
+/* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
+static int prepare(struct server *sv, json_t *req) {
+  struct kb_tensor_spec *in = NULL, *out = NULL;
+  int r = prepare_into(sv, req, &in, &out);
+  kb_free(in);
+  kb_free(out);
+  return r;
 }
 
 /* Adds the members of `t` that are known (finite) to `o`. */

@@ -170,12 +170,74 @@ static void spec_fields(struct kb_rep_task *t) {
   json_decref(spec);
 }
 
+void kb__rep_kernelbench_ids(struct kb_rep_task *t) {
+  static const char prefix[] = "kernelbench-level";
+  t->level = 0;
+  t->problem = -1;
+  char *end = NULL;
+  if (strncmp(t->category, prefix, sizeof prefix - 1) == 0) {
+    long n = strtol(t->category + sizeof prefix - 1, &end, 10);
+    if (end != t->category + sizeof prefix - 1 && *end == '\0' && n > 0 && n < 1000)
+      t->level = (int)n;
+  }
+  if (t->level > 0 && t->id[0] == 'l') {
+    long n = strtol(t->id + 1, &end, 10);
+    if (n == t->level && *end == '_') {
+      const char *num = end + 1;
+      long k = strtol(num, &end, 10);
+      if (end != num && *end == '_' && k >= 0 && k < 1000000)
+        t->problem = (int)k;
+    }
+  }
+}
+
+int kb__rep_torch_best(const struct kb_rep_task *t) {
+  int best = -1;
+  struct kb_rank best_rank, r;
+  for (int i = 0; t->torch_tier >= 0 && i < t->n_cands; i++) {
+    cand_rank(&t->cands[i], &r);
+    if (kb_rank_tier(&r) >= 0 && (best < 0 || kb_rank_better(&r, &best_rank))) {
+      best = i;
+      best_rank = r;
+    }
+  }
+  return best >= 0 && kb_rank_tier(&best_rank) == t->torch_tier ? best : -1;
+}
+
+double kb__rep_torch_speedup(const struct kb_rep_task *t, int compile) {
+  double base = compile ? t->torch_compile_us : t->torch_eager_us;
+  if (!(base > 0))
+    return NAN;
+  if (t->torch_best < 0)
+    return 0;
+  const struct kb_rep_cand *c = &t->cands[t->torch_best];
+  return compile ? c->speedup_compile : c->speedup_eager;
+}
+
+/* Each candidate's speedups over the task's torch times, at the tier torch was timed at, and
+ * the task's torch_best. */
+static void torch_speedups(struct kb_rep_task *t) {
+  for (int i = 0; t->torch_tier >= 0 && i < t->n_cands; i++) {
+    struct kb_rep_cand *c = &t->cands[i];
+    const struct kb_rep_eval *e = timed_at(c, t->torch_tier);
+    if (e == NULL || !(e->median_us > 0))
+      continue;
+    if (t->torch_eager_us > 0)
+      c->speedup_eager = t->torch_eager_us / e->median_us;
+    if (t->torch_compile_us > 0)
+      c->speedup_compile = t->torch_compile_us / e->median_us;
+  }
+  t->torch_best = kb__rep_torch_best(t);
+}
+
 /* Rank order: the one rule of kb/rank.h, as the scheduler's summary ranks (highest tier passed
  * with a timing, then lower median there; never-timed candidates last, in file order). Each
  * candidate's speedup is against the baseline at its own timed tier only; NaN when the baseline
  * has no timing there. */
 static int derive(struct kb_rep_task *t) {
   spec_fields(t);
+  kb__rep_kernelbench_ids(t);
+  torch_speedups(t);
   for (int i = 0; i < t->n_cands; i++)
     if (t->baseline[0] && strcmp(t->cands[i].generator, "seed") == 0 &&
         strcmp(t->cands[i].name, t->baseline) == 0)

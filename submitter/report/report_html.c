@@ -49,7 +49,7 @@ static const char page_js[] =
     "  make('chart-burn', {type: 'line', data: {datasets: [{label: data.burn.label,\n"
     "      data: data.burn.points, stepped: true, pointRadius: 0, borderWidth: 2}]},\n"
     "    options: {scales: {x: axis('seconds since the first evaluation', {type: 'linear'}),\n"
-    "      y: axis('GPU ms')}}});\n"
+    "      y: axis('gpu_seconds')}}});\n"
     "  make('chart-dist', {type: 'bar', data: {labels: data.dist.labels, datasets: [\n"
     "      {label: 'candidates', data: data.dist.counts}]},\n"
     "    options: {scales: {x: {title: {display: true, text: 'speedup over the baseline'}},\n"
@@ -193,16 +193,16 @@ static json_t *burn_json(const struct kb_report *r) {
   int64_t cum = 0;
   size_t step = k / MAX_BURN_POINTS + 1;
   json_array_append_new(
-      points, json_pack("{s:f, s:I}", "x", 0.0, "y", (json_int_t)(left ? r->gpu_total_ms : 0)));
+      points, json_pack("{s:f, s:f}", "x", 0.0, "y", left ? (double)r->gpu_total_ms / 1e3 : 0.0));
   for (size_t i = 0; i < k; i++) {
     cum += ev[i].cost;
     if (i % step != 0 && i + 1 != k)
       continue;
-    json_array_append_new(points, json_pack("{s:f, s:I}", "x", ev[i].t - t0, "y",
-                                            (json_int_t)(left ? r->gpu_total_ms - cum : cum)));
+    json_array_append_new(points, json_pack("{s:f, s:f}", "x", ev[i].t - t0, "y",
+                                            (double)(left ? r->gpu_total_ms - cum : cum) / 1e3));
   }
   kb_free(ev);
-  return json_pack("{s:s, s:o}", "label", left ? "GPU ms left" : "GPU ms spent", "points", points);
+  return json_pack("{s:s, s:o}", "label", left ? "gpu_seconds left" : "gpu_seconds spent", "points", points);
 }
 
 static const double dist_edges[] = {0, 0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2, 3, 5, INFINITY};
@@ -305,6 +305,44 @@ static double median_at(const struct kb_rep_cand *s, int tier) {
   return kb__rep_timed_median(s, tier);
 }
 
+/* A speedup cell: "1.23x", or "-" when unknown. */
+static void speedup_cell(FILE *out, double x) {
+  if (isfinite(x))
+    fprintf(out, "<td class=\"n\">%.2fx</td>", x);
+  else
+    fputs("<td class=\"n\">-</td>", out);
+}
+
+/* The fast_p tables against torch eager and torch.compile (docs/report.md), when some task
+ * has that torch baseline. */
+static void fastp_tables(FILE *out, const struct kb_report *r) {
+  for (int compile = 0; compile < 2; compile++) {
+    struct kb_fastp_row rows[KB_FASTP_ROWS];
+    int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
+    if (n <= 0 || rows[n - 1].tasks == 0)
+      continue;
+    fprintf(out, "<h3 id=\"fastp-%s\">fast_p against %s</h3><table><tr><th>level</th>"
+                 "<th>tasks</th><th>correct</th>",
+            compile ? "compile" : "eager", compile ? "torch.compile" : "torch eager");
+    for (int k = 0; k < KB_FASTP_N; k++)
+      fprintf(out, "<th>fast_%g</th>", kb__fastp_thresholds[k]);
+    fputs("<th>geometric mean</th></tr>\n", out);
+    for (int i = 0; i < n; i++) {
+      if (rows[i].level > 0)
+        fprintf(out, "<tr><td>%d</td>", rows[i].level);
+      else
+        fputs(rows[i].level == 0 ? "<tr><td>none</td>" : "<tr><td>all</td>", out);
+      fprintf(out, "<td class=\"n\">%d</td><td class=\"n\">%d</td>", rows[i].tasks,
+              rows[i].correct);
+      for (int k = 0; k < KB_FASTP_N; k++)
+        fprintf(out, "<td class=\"n\">%.2f</td>", rows[i].fast[k]);
+      speedup_cell(out, rows[i].geomean);
+      fputs("</tr>\n", out);
+    }
+    fputs("</table>", out);
+  }
+}
+
 static void overview(FILE *out, const struct kb_report *r) {
   long ev[KB_MAX_TIERS], ok[KB_MAX_TIERS];
   kb__report_funnel(r, ev, ok);
@@ -318,13 +356,15 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->reason);
     fputs(")", out);
   }
-  fprintf(out, ", finished %s. GPU budget: %lld ms spent", when, (long long)r->gpu_spent_ms);
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, ", finished %s. Budget: %.3f", when, (double)r->gpu_spent_ms / 1000.0);
   if (r->gpu_total_ms >= 0)
-    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+    fprintf(out, " of %.3f", (double)r->gpu_total_ms / 1000.0);
+  fputs(" gpu_seconds spent", out);
   /* the ledger's figure and the rows' (the burn-down's) agree at the end of a campaign */
   if (r->gpu_rows_ms != r->gpu_spent_ms)
-    fprintf(out, " (the evaluations in the files cost %lld ms: the campaign is under way, or "
-                 "the files are not the ledger's)", (long long)r->gpu_rows_ms);
+    fprintf(out, " (the evaluations in the files cost %.3f gpu_seconds: the campaign is under "
+                 "way, or the files are not the ledger's)", (double)r->gpu_rows_ms / 1000.0);
   fputs(".</p>\n<div class=\"grid\">"
         "<figure><figcaption>Tier funnel</figcaption><div class=\"chart\">"
         "<canvas id=\"chart-funnel\" role=\"img\" aria-label=\"tier funnel\"></canvas></div>"
@@ -342,7 +382,9 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->tier_names[k]);
     fprintf(out, "</td><td class=\"n\">%ld</td><td class=\"n\">%ld</td></tr>", ev[k], ok[k]);
   }
-  fputs("</table></section>\n", out);
+  fputs("</table>", out);
+  fastp_tables(out, r);
+  fputs("</section>\n", out);
 }
 
 /* What the html walks write to. */
@@ -369,8 +411,14 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
   }
   fputs(" &middot; baseline <b>", out);
   esc(out, t->baseline[0] ? t->baseline : "none");
-  fprintf(out, "</b> &middot; %lld evaluations &middot; <span class=\"muted\">",
-          (long long)t->n_evals);
+  fprintf(out, "</b> &middot; %lld evaluations", (long long)t->n_evals);
+  if (isfinite(t->torch_eager_us) || isfinite(t->torch_compile_us)) {
+    char eager[32], compiled[32];
+    fmt_time(eager, sizeof eager, t->torch_eager_us);
+    fmt_time(compiled, sizeof compiled, t->torch_compile_us);
+    fprintf(out, " &middot; torch eager %s, torch.compile %s", eager, compiled);
+  }
+  fputs(" &middot; <span class=\"muted\">", out);
   esc(out, t->file);
   fprintf(out,
           "</span></p>\n<div class=\"chart\" style=\"height:%dpx\"><canvas id=\"chart-task-%d\" "
@@ -385,7 +433,7 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
       esc(out, t->cands[s].name);
       fputs(s == t->baseline_cand ? " (baseline)</th>" : "</th>", out);
     }
-  fputs("</tr>\n", out);
+  fputs("<th>vs torch eager</th><th>vs torch.compile</th></tr>\n", out);
 }
 
 /* One leaderboard row, with the candidate's speedup over each seed at its timed tier. */
@@ -415,6 +463,8 @@ static void board_row(void *arg, const struct kb_rep_task *t, int i, const struc
     else
       fputs("<td class=\"n\">-</td>", out);
   }
+  speedup_cell(out, c->speedup_eager);
+  speedup_cell(out, c->speedup_compile);
   fputs("</tr>\n", out);
 }
 

@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ static int read_tasks(struct kb_progress *p, struct kb_error *err) {
     struct kb_progress_task *t = &p->tasks[p->n_tasks++];
     snprintf(t->id, sizeof t->id, "%s", id);
     t->baseline_cand = -1;
+    t->torch_tier = -1;
     t->best_tier = -1;
     rc = read_baseline(p, t, err);
   }
@@ -228,6 +230,19 @@ static int64_t stream_ms(const char *id) {
   return end != id ? (int64_t)v : 0;
 }
 
+/* Keeps the torch times an ok result carries (pytorch-oracle or torch_reference tasks, full
+ * tier) as its task's latest. */
+static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    t->torch_eager_us = r->torch_eager_us;
+    t->torch_tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    t->torch_compile_us = r->torch_compile_us;
+    t->torch_tier = r->tier;
+  }
+}
+
 static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,
                    struct kb_error *err) {
   int task = task_index(p, r->task);
@@ -243,8 +258,10 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
   if (p->ring_n < KB_PROGRESS_RING)
     p->ring_n++;
-  if (r->status == KB_STATUS_OK)
+  if (r->status == KB_STATUS_OK) {
     p->passed[r->tier]++;
+    note_torch(&p->tasks[task], r);
+  }
   /* Per tier the latest result counts (kb/rank.h): a later attempt that failed clears it. */
   int timed = kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us);
   int c = timed ? cand_of(p, r->candidate, task, err) : find_cand(p, r->candidate);
@@ -460,10 +477,23 @@ static void estimate(struct kb_progress *p) {
   p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;
 }
 
+/* `task`'s torch speedups of its best `c` (kb/rank.h): the torch times over c's median at its
+ * highest timed tier when that is the tier torch was timed at (full-tier timings are compared
+ * only with full-tier baselines); 0 otherwise. */
+static void torch_speedups(struct kb_progress_task *task, const struct kb_progress_cand *c) {
+  task->best_vs_eager = task->best_vs_compile = 0;
+  int k = c ? kb_rank_tier(&c->rank) : -1;
+  if (k < 0 || k != task->torch_tier || !(c->rank.median_us[k] > 0))
+    return;
+  task->best_vs_eager = task->torch_eager_us / c->rank.median_us[k];
+  task->best_vs_compile = task->torch_compile_us / c->rank.median_us[k];
+}
+
 /* Best per task by the ranking rule (kb/rank.h): the candidate with the highest tier passed
  * with a timing, then the lower median; its speedup at the highest tier where it and the
- * baseline are both timed, and that tier. A candidate is never compared with another, or with
- * the baseline, across tiers: a large ratio at smoke does not beat a smaller one at full. */
+ * baseline are both timed, and that tier; its torch speedups (torch_speedups). A candidate is
+ * never compared with another, or with the baseline, across tiers: a large ratio at smoke does
+ * not beat a smaller one at full. */
 static void best_speedups(struct kb_progress *p) {
   int *best = kb_calloc((size_t)p->n_tasks + 1, sizeof *best);
   if (best == NULL)
@@ -481,6 +511,7 @@ static void best_speedups(struct kb_progress *p) {
     task->best_speedup = 0;
     task->best_tier = task->rank_tier = -1;
     task->best_name[0] = '\0';
+    torch_speedups(task, best[t] >= 0 ? &p->cands[best[t]] : NULL);
     if (best[t] < 0)
       continue;
     const struct kb_progress_cand *c = &p->cands[best[t]];

@@ -33,6 +33,12 @@ struct kb_progress_task {
   int rank_tier;             /* the highest tier the best passed with a timing; -1 = none */
   double best_speedup;       /* baseline median / the best's median at best_tier; 0 = none */
   int best_tier;             /* tier of best_speedup; -1 = no tier has both timed */
+  double torch_eager_us;     /* latest torch eager median a result carried (full tier); 0 none */
+  double torch_compile_us;   /* latest torch.compile median; 0 none */
+  int torch_tier;            /* tier those came from; -1 none */
+  double best_vs_eager;      /* torch_eager_us / the best's median, when rank_tier is torch_tier;
+                                0 = none */
+  double best_vs_compile;    /* torch_compile_us / that median; 0 = none */
 };
 
 /* One candidate seen in the results stream (internal to progress.c, kept here for the size). */

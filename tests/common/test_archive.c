@@ -124,6 +124,40 @@ static void test_roundtrip(void **state) {
   kb_archive_entry_release(&e);
 }
 
+/* A KernelBench-format candidate keeps its format through an entry: written, read back, the
+ * id checked with it, and the candidate made from the entry is kernelbench again. */
+static void test_kernelbench_format(void **state) {
+  struct fx *x = *state;
+  struct kb_candidate c, back;
+  struct kb_archive_entry e, r;
+  struct kb_error err = {0};
+  static const char src[] = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n";
+  assert_int_equal(kb_candidate_init(&c, x->task.id, "mn", "llm", src, "", "", &err), KB_OK);
+  assert_int_equal(kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err), KB_OK);
+  assert_int_equal(kb_archive_entry_from(&e, &x->task, &c, &err), KB_OK);
+  assert_int_equal(e.format, KB_FORMAT_KERNELBENCH);
+  char *text = NULL;
+  assert_int_equal(kb_archive_entry_to_json(&e, 0, &text, &err), KB_OK);
+  assert_non_null(strstr(text, "\"format\":\"kernelbench\""));
+  assert_int_equal(kb_archive_entry_parse(text, "x.json", &r, &err), KB_OK);
+  assert_int_equal(r.format, KB_FORMAT_KERNELBENCH);
+  assert_int_equal(kb_archive_entry_candidate(&r, x->task.id, &back, &err), KB_OK);
+  assert_int_equal(back.format, KB_FORMAT_KERNELBENCH);
+  /* the entry's "format" dropped: the id no longer matches (a native file with this source
+   * would be another candidate) */
+  char *at = strstr(text, ",\"format\":\"kernelbench\"");
+  memmove(at, at + strlen(",\"format\":\"kernelbench\""),
+          strlen(at + strlen(",\"format\":\"kernelbench\"")) + 1);
+  struct kb_archive_entry bad;
+  assert_int_equal(kb_archive_entry_parse(text, "x.json", &bad, &err), KB_EPARSE);
+  assert_non_null(strstr(err.msg, "\"candidate\" does not match"));
+  kb_free(text);
+  kb_candidate_release(&back);
+  kb_candidate_release(&c);
+  kb_archive_entry_release(&r);
+  kb_archive_entry_release(&e);
+}
+
 struct warned {
   int n;
   char last[512];
@@ -294,6 +328,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fingerprint),
       cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kernelbench_format, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_and_missing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),

@@ -75,7 +75,7 @@ expect_exit 2 '"1-0" is not a GPU ordinal' --local --gpus 0,1-0 "$T/launch.json"
 expect_exit 2 'GPU 1 is listed twice' --local --gpus 0-2,1 "$T/launch.json"
 expect_exit 2 'not both' --local --gpus 0 --runners 2 "$T/launch.json"
 expect_exit 2 '--gpus goes with --local' --slurm --gpus 0 "$T/launch.json"
-expect_exit 3 'uses the host backend; --gpus goes with cuda campaigns' \
+expect_exit 2 'uses the host backend; --gpus goes with cuda campaigns' \
   --local --gpus 0 "$T/launch.json"
 [ ! -e "$T/results/launch/redis/redis.sock" ] || fail "a refused --gpus started redis"
 

@@ -240,6 +240,24 @@ static void test_malformed_requests(void **state) {
            "\"atol\":0,\"rtol\":0}",
            prep_ok_head);
   expect_error(&r, buf, "sets[0].distribution", "unknown distribution \"cauchy\"");
+  /* KB_MAX_TENSORS inputs (the frame holds them) pass the parsing; one more is refused */
+  for (int n = KB_MAX_TENSORS; n <= KB_MAX_TENSORS + 1; n++) {
+    struct kb_buf big;
+    kb_buf_init(&big);
+    assert_int_equal(kb_buf_addf(&big, "%s\"inputs\":[", prep_ok_head), KB_OK);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(kb_buf_addf(&big, "%s{\"name\":\"x%d\",\"dtype\":\"f32\",\"shape\":[4]}",
+                                      i ? "," : "", i), KB_OK);
+    assert_int_equal(kb_buf_addf(&big, "],\"outputs\":[{\"name\":\"y\",\"dtype\":\"f32\","
+                                    "\"shape\":[1]}],\"sets\":[{\"seed\":1,\"distribution\":"
+                                    "\"cauchy\",\"low\":0,\"high\":1}],\"atol\":0,\"rtol\":0}"),
+                     KB_OK);
+    if (n == KB_MAX_TENSORS) /* read up to the sets, the first field after the tensors */
+      expect_error(&r, big.data, "sets[0].distribution", "unknown distribution \"cauchy\"");
+    else
+      expect_error(&r, big.data, "inputs", "must be an array of 1..1024 elements");
+    kb_buf_release(&big);
+  }
   /* well formed, but the oracle does not exist: a failed prepare, not a protocol error */
   snprintf(buf, sizeof buf,
            "%s\"inputs\":[{\"name\":\"x\",\"dtype\":\"f32\",\"shape\":[4]}],"

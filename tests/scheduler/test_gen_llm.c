@@ -35,6 +35,11 @@ static void make_task(struct kb_task *t) {
   snprintf(t->id, sizeof t->id, "sum");
   t->name = "sum of a vector";
   t->backend = KB_BACKEND_HOST;
+  static struct kb_tensor_spec in[1], out[1]; /* never released: the task is not either */
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  t->inputs = in;
+  t->outputs = out;
   t->n_inputs = t->n_outputs = 1;
   snprintf(t->inputs[0].name, sizeof t->inputs[0].name, "x");
   t->inputs[0].ndim = 1;

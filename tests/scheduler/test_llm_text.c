@@ -85,6 +85,11 @@ static void make_task(struct kb_task *t, int backend) {
   snprintf(t->id, sizeof t->id, "sum");
   t->name = "sum of a vector";
   t->backend = backend;
+  static struct kb_tensor_spec in[1], out[1]; /* never released: the task is not either */
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  t->inputs = in;
+  t->outputs = out;
   t->n_inputs = 1;
   snprintf(t->inputs[0].name, sizeof t->inputs[0].name, "x");
   t->inputs[0].dtype = KB_F32;

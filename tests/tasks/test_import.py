@@ -1,19 +1,27 @@
 #!/usr/bin/python3
-"""Tests of tools/kb-import-kernelbench on the task files in tests/tasks/kernelbench/ (written for
+"""Tests of kb-import-kernelbench on the task files in tests/tasks/kernelbench/ (written for
 these tests in KernelBench's format, not copied from it).
 
-usage: test_import.py PATH_TO_kb-import-kernelbench [PATH_TO_kb-submit]
+usage: test_import.py PATH_TO_kb-import-kernelbench [PATH_TO_kb-submit [PATH_TO_WORKER]]
 
-One importer process imports every file (torch loads once); then each bundle's task.json is
-compared field by field with what it must be, its kernelbench.json and files are checked, every
-task.json passes the JSON Schema and (given kb-submit) `kb-submit validate` on a campaign of
-all the bundles, the broken files give their messages, and the peak memory of
-the importer shows the 6 GiB softmax input was never allocated. A few more runs check the
-options (--backend host, --level from the folder, --atol/--rtol, --json) and usage errors.
+One importer process imports every file (torch loads once) and writes a campaign over them;
+then each bundle's task.json is compared field by field with what it must be (a 41-input deep
+MLP, scalar inputs as 0-d tensors, shapes from a real CPU run where an operator has no meta
+kernel), its kernelbench.json ("requires", "scalars", draws) and files (reference.py, the
+identity and torch.compile seeds) are checked, every task.json and the campaign pass the JSON
+Schema and (given kb-submit) `kb-submit validate` reads the campaign and every bundle,
+kb-task-check (beside the importer) reads every bundle and flags a seed with no ModelNew, the
+broken files give their messages (a missing module named), and the peak memory of the importer
+shows the 6 GiB softmax input was never allocated. Given the PyTorch worker, it is imported in
+this process and prepares the scalar task on the CPU: the module gets Python numbers. A few
+more runs check the options (--backend host, --level from the folder, --atol/--rtol, --json,
+--device auto over --cpu-limit, --gpu-seconds, --version) and usage errors.
 Prints "N passed, M failed" and exits 1 when any check failed.
 """
+import importlib.util
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -74,22 +82,49 @@ EXPECTED = {
     "12_small_linear": ([t("x", "f32", [8, 64]), t("linear_weight", "f32", [32, 64]),
                          t("linear_bias", "f32", [32])], [t("out", "f32", [8, 32])], F32_TOL,
                         NORMAL, [64, 32], ["randn", "parameter", "parameter"]),
+    "13_deep_mlp": ([t("x", "f32", [4, 16])] +
+                    [t("layers_%d_%s" % (i, w), "f32", [16, 16] if w == "weight" else [16])
+                     for i in range(20) for w in ("weight", "bias")],
+                    [t("out", "f32", [4, 16])], F32_TOL, NORMAL, [16, 20],
+                    ["randn"] + ["parameter"] * 40),
+    # Python scalars: 0-d f32, i64 and bool inputs
+    "14_scalar_inputs": ([t("x", "f32", [32, 8]), t("scale", "f32", []), t("shift", "i64", []),
+                          t("flip", "bool", [])], [t("out", "f32", [32, 8])], F32_TOL, NORMAL,
+                         [], ["randn", "scalar", "scalar", "scalar"]),
+    "15_max_pool3d": ([t("x", "f32", [2, 4, 16, 16, 32])], [t("out", "f32", [2, 4, 8, 8, 16])],
+                      F32_TOL, NORMAL, [2], ["randn"]),
+    "16_init_item": ([t("x", "f32", [8, 4]), t("scales", "f32", [4])],
+                     [t("out", "f32", [8, 4])], F32_TOL, NORMAL, [4], ["randn", "parameter"]),
 }
-# forward() cannot run on the meta device (float() of a tensor): shapes from a real CPU run
-SHAPES_FROM_CPU = {"11_scale_by_max"}
+# the meta device cannot run forward() (float() of a tensor; max_pool3d_with_indices on torch
+# 1.13) or the constructor (.item()): shapes from a real CPU run
+SHAPES_FROM_CPU = {"11_scale_by_max", "15_max_pool3d", "16_init_item"}
+# max_pool3d_with_indices has a meta kernel in newer torch: meta or cpu are both right there
+SHAPES_FROM_EITHER = {"15_max_pool3d"}
+REQUIRES = {"14_scalar_inputs": ["numpy"]}
+SCALARS = {"14_scalar_inputs": [{"name": "scale", "factory": "scalar", "python": "float",
+                                 "value": 2.5},
+                                {"name": "shift", "factory": "scalar", "python": "int",
+                                 "value": 3},
+                                {"name": "flip", "factory": "scalar", "python": "bool",
+                                 "value": True}]}
 
 BROKEN = {
     "bad_no_model.py": "no class Model (an nn.Module subclass)",
     "bad_get_inputs_raises.py": "get_inputs() raised ValueError: no inputs today (line 12)",
     "bad_non_tensor_output.py": "forward() returned int, not a tensor (or a tuple of tensors)",
     "bad_syntax.py": "5:16: syntax error: invalid syntax",
-    "bad_non_tensor_input.py": "get_inputs() item 1 is float, not a tensor: the kernel ABI "
-                               "passes tensors only",
+    "bad_non_tensor_input.py": "get_inputs() item 1 is str, not a tensor or a Python number "
+                               "(float, int, bool): the kernel ABI passes tensors only",
     "bad_model_not_module.py": "Model is not a subclass of torch.nn.Module",
-    # (start, end): the middle is torch's own message, which differs between versions
-    "bad_meta_too_large.py": ("cannot infer the output shapes: forward() on the meta device "
-                              "raised ", "; the inputs take 1024 MiB, over --cpu-limit 512 MiB "
-                              "for a real CPU run"),
+    "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
+                             "installed here (line 3)",
+    # (start, end): the middle is torch's own message, which differs between versions (torch
+    # 1.13 names the operator: "operator aten::_local_scalar_dense has no meta kernel ...")
+    # (--device cpu in that run, so a GPU machine gives the same message)
+    "bad_meta_too_large.py": ("cannot infer the output shapes: ", "; the inputs and parameters "
+                              "take 1024 MiB, over --cpu-limit 512 MiB for a real CPU run: "
+                              "import it on a GPU node (--device cuda or auto)"),
 }
 
 passed = 0
@@ -124,119 +159,256 @@ def expected_task(tid, backend="cuda", name=None, category="kernelbench", level=
         "outputs": outs,
         "tolerance": tol,
         "input_sets": [dict({"seed": s}, **dist) for s in (1, 2, 3)],
-        "seeds": [{"name": "stub", "source": "seeds/stub.cu" if backend == "cuda"
-                   else "seeds/stub.c"}],
+        "seeds": [{"name": "identity", "source": "seeds/identity.py"},
+                  {"name": "compile", "source": "seeds/compile.py"}],
+        "baseline": "identity",
     }
+
+
+SEED_ENDS = {"identity": "\nModelNew = Model\n",
+             "compile": "        return self.kb_compiled(*args)\n"}
+
+
+def check_bundle(out, tid):
+    """task.json field by field, kernelbench.json, reference.py and the two seeds of `tid`."""
+    _, _, _, _, init, factories = EXPECTED[tid]
+    d = os.path.join(out, tid)
+    try:
+        task = json.load(open(os.path.join(d, "task.json")))
+        side = json.load(open(os.path.join(d, "kernelbench.json")))
+    except (OSError, ValueError) as e:
+        check(False, "%s: bundle readable" % tid, str(e))
+        return
+    want = expected_task(tid)
+    for key in sorted(set(want) | set(task)):
+        check(task.get(key) == want.get(key), "%s: task.json \"%s\"" % (tid, key),
+              "got  %s\nwant %s" % (json.dumps(task.get(key)), json.dumps(want.get(key))))
+    check(list(task) == list(want), "%s: field order" % tid, str(list(task)))
+    check(side["init_inputs"] == init, "%s: init_inputs" % tid, str(side["init_inputs"]))
+    check([i["factory"] for i in side["inputs"]] == factories, "%s: factories" % tid,
+          str(side["inputs"]))
+    where = ("meta", "cpu") if tid in SHAPES_FROM_EITHER else \
+        ("cpu",) if tid in SHAPES_FROM_CPU else ("meta",)
+    check(side["shapes_from"] in where and side["level"] is None,
+          "%s: shapes_from and level" % tid, str(side))
+    check(side["requires"] == REQUIRES.get(tid, []), "%s: requires" % tid, str(side))
+    scalars = SCALARS.get(tid, [])
+    check([x for x in side["inputs"] if x["factory"] == "scalar"] == scalars and
+          side["scalars"] == [x["name"] for x in scalars], "%s: scalars" % tid, str(side))
+    src = open(os.path.join(FILES, tid + ".py")).read()
+    check(open(os.path.join(d, "reference.py")).read() == src,
+          "%s: reference.py is the task file" % tid)
+    for name, end in SEED_ENDS.items():
+        seed = open(os.path.join(d, "seeds", name + ".py")).read()
+        check(seed.startswith(src.rstrip("\n") + "\n") and seed.endswith(end),
+              "%s: seeds/%s.py is the task file and its ModelNew" % (tid, name), seed[-300:])
+    return side
+
+
+def check_messages(stderr):
+    for fname, msg in BROKEN.items():
+        head = "kb-import-kernelbench: %s: " % os.path.join(FILES, fname)
+        if isinstance(msg, tuple):
+            found = [x for x in stderr.splitlines() if x.startswith(head + msg[0]) and
+                     x.endswith(msg[1])]
+            check(len(found) == 1, "message for %s" % fname,
+                  "want: %s...%s\ngot:\n%s" % (head + msg[0], msg[1], stderr))
+            if found and " 1.13" in found[0]:  # torch 1.13 says which operator
+                check("operator aten::_local_scalar_dense has no meta kernel in torch 1.13" in
+                      found[0], "the operator is named", found[0])
+            continue
+        line = head + msg
+        check(line in stderr.splitlines(), "message for %s" % fname,
+              "want: %s\ngot:\n%s" % (line, stderr))
+
+
+def check_campaign(out, camp, kb_submit):
+    """The --campaign file: its fields, the schema, and kb-submit validate (every bundle
+    through the C loader, the .py seeds included)."""
+    try:
+        c = json.load(open(camp))
+    except (OSError, ValueError) as e:
+        check(False, "campaign readable", str(e))
+        return
+    want = {"schema": "kernelbrain.campaign/1", "id": "imported",
+            "name": "KernelBench: %d imported tasks" % len(EXPECTED), "backend": "cuda",
+            "tasks": ["bundles/" + tid for tid in sorted(EXPECTED)],
+            "budget": {"gpu_seconds": 60 * len(EXPECTED)}, "generators": {"seed": True}}
+    check(c == want, "campaign file", json.dumps(c))
+    r = subprocess.run([PY, VALIDATE, "campaign", camp], capture_output=True, text=True)
+    check(r.returncode == 0, "the campaign passes the schema", r.stderr)
+    if kb_submit is None:
+        return
+    r = subprocess.run([kb_submit, "validate", camp], capture_output=True, text=True)
+    n = len(EXPECTED)
+    check(r.returncode == 0 and "%d tasks, %d seed candidates" % (n, 2 * n) in r.stdout,
+          "kb-submit validate accepts the campaign and the bundles", r.stdout + r.stderr)
+
+
+def check_task_check(tool, bundles_dir):
+    """kb-task-check (beside the importer in build/bin) reads every bundle: the PyTorch-oracle
+    check finds reference.py's Model and each seed's ModelNew; a seed without one is flagged."""
+    checker = os.path.join(os.path.dirname(tool), "kb-task-check")
+    dirs = [os.path.join(bundles_dir, tid) for tid in sorted(EXPECTED)]
+    r = subprocess.run([PY, checker] + dirs, capture_output=True, text=True)
+    oks = [x for x in r.stdout.splitlines() if x.endswith(": ok (PyTorch oracle: reference.py "
+                                                         "and the seeds' ModelNew present; no "
+                                                         "CPU model, so not checked for "
+                                                         "degeneracy)")]
+    check(r.returncode == 0 and len(oks) == len(EXPECTED), "kb-task-check on every bundle",
+          r.stdout + r.stderr)
+    seed = os.path.join(bundles_dir, "1_relu", "seeds", "compile.py")
+    src = open(seed).read().replace("class ModelNew(Model):", "class Other(Model):")
+    with open(seed, "w") as f:
+        f.write(src)
+    r = subprocess.run([PY, checker, os.path.join(bundles_dir, "1_relu")], capture_output=True,
+                       text=True)
+    check(r.returncode == 1 and r.stdout == '1_relu: seed "compile" (seeds/compile.py) defines '
+          'no ModelNew\n', "kb-task-check flags a seed without ModelNew", r.stdout + r.stderr)
+
+
+def check_worker(out, worker):
+    """The PyTorch worker, imported here, prepares the scalar task on the CPU: the candidate's
+    inputs hold 0-d tensors, the module got the Python values (it raises on tensors)."""
+    spec = importlib.util.spec_from_file_location("kb_sandbox_torch", worker)
+    w = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(w)
+    w.open_device("host", 0)
+    d = os.path.join(out, "bundles", "14_scalar_inputs")
+    t = json.load(open(os.path.join(d, "task.json")))
+    try:
+        task = w.prepare_task({"op": "prepare", "key": "k", "inputs": t["inputs"],
+                               "oracle": os.path.join(d, "reference.py"),
+                               "outputs": t["outputs"], "sets": t["input_sets"],
+                               "atol": t["tolerance"]["atol"], "rtol": t["tolerance"]["rtol"]})
+    except w.Failure as e:
+        check(False, "the worker prepares the scalar task", str(e))
+        return
+    ins = task.set_inputs[0]
+    check([(str(x.dtype), list(x.shape)) for x in ins[1:]] ==
+          [("torch.float32", []), ("torch.int64", []), ("torch.bool", [])] and
+          [x.item() for x in ins[1:]] == [2.5, 3, True], "the worker's 0-d scalar inputs",
+          str(ins[1:]))
+    args = w.forward_args(task, ins)
+    check([type(a) for a in args[1:]] == [float, int, bool], "forward() gets Python numbers",
+          str(args))
+    # the identity seed's ModelNew is Model; compile's a subclass with Model's constructor
+    ns = {}
+    exec(open(os.path.join(d, "seeds", "identity.py")).read(), ns)
+    check(ns["ModelNew"] is ns["Model"], "identity seed: ModelNew is Model")
+    ns = {}
+    exec(open(os.path.join(d, "seeds", "compile.py")).read(), ns)
+    check(issubclass(ns["ModelNew"], ns["Model"]) and ns["ModelNew"] is not ns["Model"],
+          "compile seed: ModelNew subclasses Model")
+
+
+def check_options(tool, out):
+    """--backend host, --level from a level2/ folder, --atol/--rtol, --json, --device auto
+    over --cpu-limit, --gpu-seconds; the same id twice; --version and usage errors."""
+    lvl = os.path.join(out, "src", "level2")
+    os.makedirs(lvl)
+    shutil.copy(os.path.join(FILES, "6_conv_relu_bias_add.py"), lvl)
+    shutil.copy(os.path.join(FILES, "9_half_matmul.py"), lvl)
+    out2 = os.path.join(out, "host")
+    rc, stdout, stderr = run(tool, "--out", out2, "--backend", "host", "--atol", "0.01",
+                             "--rtol", "0.02", "--json", "--campaign",
+                             os.path.join(out, "c2.json"), "--gpu-seconds", "7.5",
+                             os.path.join(lvl, "6_conv_relu_bias_add.py"),
+                             os.path.join(lvl, "9_half_matmul.py"))
+    check(rc == 0, "host import exits 0", stderr)
+    lines = [json.loads(x) for x in stdout.splitlines()]
+    check([x["id"] for x in lines] == ["l2_6_conv_relu_bias_add", "l2_9_half_matmul"] and
+          all(x["ok"] for x in lines), "--json lines", stdout)
+    task = json.load(open(os.path.join(out2, "l2_6_conv_relu_bias_add", "task.json")))
+    want = expected_task("6_conv_relu_bias_add", backend="host",
+                         name="KernelBench level 2: 6 conv relu bias add",
+                         category="kernelbench-level2", level=2)
+    want["tolerance"] = {"atol": 0.01, "rtol": 0.02}
+    check(task == want, "host/level-2 task.json", json.dumps(task))
+    side = json.load(open(os.path.join(out2, "l2_9_half_matmul", "kernelbench.json")))
+    check(side["level"] == 2, "level recorded", str(side))
+    c2 = json.load(open(os.path.join(out, "c2.json")))
+    check(c2["id"] == "c2" and c2["backend"] == "host" and c2["budget"]["gpu_seconds"] == 7.5
+          and c2["tasks"] == ["host/l2_6_conv_relu_bias_add", "host/l2_9_half_matmul"],
+          "--campaign with --backend host and --gpu-seconds", json.dumps(c2))
+
+    # the same id twice in one run; --device auto over --cpu-limit: CUDA where there is one
+    relu = os.path.join(FILES, "1_relu.py")
+    dup = os.path.join(out, "dup")
+    rc, stdout, stderr = run(tool, "--out", dup, "--cpu-limit", "0", relu, relu,
+                             os.path.join(FILES, "15_max_pool3d.py"))
+    check(rc == 1 and 'task id "1_relu" is taken by' in stderr, "duplicate id", stderr)
+    if "15_max_pool3d -> " in stdout:  # a meta kernel (torch 2), or a run on CUDA
+        side = json.load(open(os.path.join(dup, "15_max_pool3d", "kernelbench.json")))
+        check(side["shapes_from"] in ("meta", "cuda"), "--device auto over --cpu-limit",
+              str(side))
+    else:  # torch 1.13 on a machine without a GPU
+        check("15_max_pool3d.py: cannot infer the output shapes: operator "
+              "aten::max_pool3d_with_indices has no meta kernel in torch 1.13" in stderr and
+              stderr.count("; the inputs and parameters take 256 KiB, over --cpu-limit 0 MiB for "
+                           "a real CPU run, and there is no CUDA device here: import it on a GPU "
+                           "node (--device cuda or auto)\n") == 1,
+              "--device auto without a GPU", stderr)
+
+    rc, stdout, _ = run(tool, "--help")
+    check(rc == 0 and "usage: kb-import-kernelbench --out DIR" in stdout and
+          "default 60 per imported task" in stdout, "--help")
+    rc, stdout, _ = run(tool, "--version")
+    check(rc == 0 and re.fullmatch(r"kb-import-kernelbench \S+( \(commit \S+\))?\n", stdout),
+          "--version", stdout)
+    rc, _, stderr = run(tool, relu)
+    check(rc == 2 and stderr == "kb-import-kernelbench: --out DIR is required\nTry "
+          "'kb-import-kernelbench --help' for more information.\n", "missing --out", stderr)
+    rc, _, stderr = run(tool, "--out", out)
+    check(rc == 2 and "no task FILE given" in stderr, "no files", stderr)
+    rc, _, stderr = run(tool, "--out", out, "--atol", "-1", relu)
+    check(rc == 2 and "--atol must be a number >= 0" in stderr, "bad --atol", stderr)
+    rc, _, stderr = run(tool, "--out", out, "--device", "tpu", relu)
+    check(rc == 2 and "--device" in stderr, "bad --device", stderr)
+    rc, _, stderr = run(tool, "--out", out, "--gpu-seconds", "0", relu)
+    check(rc == 2 and "--gpu-seconds must be a number in (0, 1e9]" in stderr,
+          "bad --gpu-seconds", stderr)
+    rc, _, stderr = run(tool, "--out", os.path.join(relu, "x"), relu)
+    check(rc == 2 and "cannot create" in stderr, "unwritable --out", stderr)
 
 
 def main():
     tool = os.path.abspath(sys.argv[1])
+    kb_submit = sys.argv[2] if len(sys.argv) > 2 else None
     out = tempfile.mkdtemp(prefix="kb-import-test.")
     try:
         files = sorted(os.path.join(FILES, f) for f in os.listdir(FILES) if f.endswith(".py"))
-        rc, stdout, stderr = run(tool, "--out", out, *files)
+        bundles_dir = os.path.join(out, "bundles")
+        camp = os.path.join(out, "imported.json")
+        rc, stdout, stderr = run(tool, "--out", bundles_dir, "--campaign", camp, "--device",
+                                 "cpu", *files)
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         check(rc == 1, "exit status 1 when some files fail", "got %d\n%s" % (rc, stderr))
         check("imported %d of %d files; %d failed" % (len(EXPECTED), len(files), len(BROKEN))
               in stdout, "summary line", stdout)
+        check("campaign %s: %d tasks, %d GPU-seconds" % (camp, len(EXPECTED),
+                                                         60 * len(EXPECTED)) in stdout,
+              "campaign line", stdout)
         # the 6 GiB input of 4_softmax_huge (and 2 x 256 MiB of 3_matmul_large) never allocated
         check(peak_kib < 1024 * 1024, "importer peak memory under 1 GiB",
               "%d MiB" % (peak_kib // 1024))
-        for fname, msg in BROKEN.items():
-            head = "kb-import-kernelbench: %s: " % os.path.join(FILES, fname)
-            if isinstance(msg, tuple):
-                found = [x for x in stderr.splitlines() if x.startswith(head + msg[0]) and
-                         x.endswith(msg[1])]
-                check(len(found) == 1, "message for %s" % fname,
-                      "want: %s...%s\ngot:\n%s" % (head + msg[0], msg[1], stderr))
-                continue
-            line = head + msg
-            check(line in stderr.splitlines(), "message for %s" % fname,
-                  "want: %s\ngot:\n%s" % (line, stderr))
-            check(not os.path.exists(os.path.join(out, fname[:-3])), "no bundle for " + fname)
-        bundles = sorted(os.listdir(out))
+        check_messages(stderr)
+        bundles = sorted(os.listdir(bundles_dir))
         check(bundles == sorted(EXPECTED), "one bundle per good file", str(bundles))
-        for tid, (_, _, _, _, init, factories) in EXPECTED.items():
-            d = os.path.join(out, tid)
-            try:
-                task = json.load(open(os.path.join(d, "task.json")))
-                side = json.load(open(os.path.join(d, "kernelbench.json")))
-            except (OSError, ValueError) as e:
-                check(False, "%s: bundle readable" % tid, str(e))
-                continue
-            want = expected_task(tid)
-            for key in sorted(set(want) | set(task)):
-                check(task.get(key) == want.get(key), "%s: task.json \"%s\"" % (tid, key),
-                      "got  %s\nwant %s" % (json.dumps(task.get(key)), json.dumps(want.get(key))))
-            check(list(task) == list(want), "%s: field order" % tid, str(list(task)))
-            check(side["init_inputs"] == init, "%s: init_inputs" % tid, str(side["init_inputs"]))
-            check([i["factory"] for i in side["inputs"]] == factories, "%s: factories" % tid,
-                  str(side["inputs"]))
-            check(side["shapes_from"] == ("cpu" if tid in SHAPES_FROM_CPU else "meta") and
-                  side["level"] is None, "%s: shapes_from and level" % tid, str(side))
-            src = open(os.path.join(FILES, tid + ".py")).read()
-            check(open(os.path.join(d, "reference.py")).read() == src,
-                  "%s: reference.py is the task file" % tid)
-            stub = open(os.path.join(d, "seeds", "stub.cu")).read()
-            check("int kb_forward(" in stub and "return 1;" in stub, "%s: stub seed" % tid)
-        ce = json.load(open(os.path.join(out, "8_cross_entropy", "kernelbench.json")))
+        for tid in EXPECTED:
+            check_bundle(bundles_dir, tid)
+        ce = json.load(open(os.path.join(bundles_dir, "8_cross_entropy", "kernelbench.json")))
         check(ce["inputs"][1] == {"name": "targets", "factory": "randint",
                                   "distribution": "integers", "low": 0, "high": 10},
               "randint bounds recorded", str(ce["inputs"][1]))
-        tasks = [os.path.join(out, b, "task.json") for b in bundles]
+        tasks = [os.path.join(bundles_dir, b, "task.json") for b in bundles]
         r = subprocess.run([PY, VALIDATE, "task"] + tasks, capture_output=True, text=True)
         check(r.returncode == 0, "every task.json passes the schema", r.stderr)
-        if len(sys.argv) > 2:
-            camp = os.path.join(out, "campaign.json")
-            with open(camp, "w") as f:
-                json.dump({"schema": "kernelbrain.campaign/1", "id": "imported",
-                           "backend": "cuda", "budget": {"gpu_seconds": 60},
-                           "tasks": [os.path.join(out, b) for b in bundles]}, f)
-            r = subprocess.run([sys.argv[2], "validate", camp], capture_output=True, text=True)
-            check(r.returncode == 0 and "%d tasks" % len(EXPECTED) in r.stdout,
-                  "kb-submit validate accepts the imported bundles", r.stdout + r.stderr)
-
-        # --backend host, --level from a level2/ folder, --atol/--rtol, --json
-        lvl = os.path.join(out, "src", "level2")
-        os.makedirs(lvl)
-        shutil.copy(os.path.join(FILES, "6_conv_relu_bias_add.py"), lvl)
-        shutil.copy(os.path.join(FILES, "9_half_matmul.py"), lvl)
-        out2 = os.path.join(out, "host")
-        rc, stdout, stderr = run(tool, "--out", out2, "--backend", "host", "--atol", "0.01",
-                                 "--rtol", "0.02", "--json", os.path.join(lvl, "6_conv_relu_bias_add.py"),
-                                 os.path.join(lvl, "9_half_matmul.py"))
-        check(rc == 0, "host import exits 0", stderr)
-        lines = [json.loads(x) for x in stdout.splitlines()]
-        check([x["id"] for x in lines] == ["l2_6_conv_relu_bias_add", "l2_9_half_matmul"] and
-              all(x["ok"] for x in lines), "--json lines", stdout)
-        task = json.load(open(os.path.join(out2, "l2_6_conv_relu_bias_add", "task.json")))
-        want = expected_task("6_conv_relu_bias_add", backend="host",
-                             name="KernelBench level 2: 6 conv relu bias add",
-                             category="kernelbench-level2", level=2)
-        want["tolerance"] = {"atol": 0.01, "rtol": 0.02}
-        check(task == want, "host/level-2 task.json", json.dumps(task))
-        check(os.path.isfile(os.path.join(out2, "l2_6_conv_relu_bias_add", "seeds", "stub.c")),
-              "host stub seed is C")
-        side = json.load(open(os.path.join(out2, "l2_9_half_matmul", "kernelbench.json")))
-        check(side["level"] == 2, "level recorded", str(side))
-
-        # the same id twice in one run
-        rc, stdout, stderr = run(tool, "--out", os.path.join(out, "dup"),
-                                 os.path.join(FILES, "1_relu.py"), os.path.join(FILES, "1_relu.py"))
-        check(rc == 1 and 'task id "1_relu" is taken by' in stderr, "duplicate id", stderr)
-
-        # usage
-        rc, stdout, _ = run(tool, "--help")
-        check(rc == 0 and "usage: kb-import-kernelbench --out DIR" in stdout, "--help")
-        rc, _, stderr = run(tool, os.path.join(FILES, "1_relu.py"))
-        check(rc == 2 and "--out DIR is required" in stderr, "missing --out", stderr)
-        rc, _, stderr = run(tool, "--out", out)
-        check(rc == 2 and "no task FILE given" in stderr, "no files", stderr)
-        rc, _, stderr = run(tool, "--out", out, "--atol", "-1", os.path.join(FILES, "1_relu.py"))
-        check(rc == 2 and "--atol must be a number >= 0" in stderr, "bad --atol", stderr)
-        rc, _, stderr = run(tool, "--out", os.path.join(FILES, "1_relu.py", "x"),
-                            os.path.join(FILES, "1_relu.py"))
-        check(rc == 2 and "cannot create" in stderr, "unwritable --out", stderr)
+        check_campaign(out, camp, kb_submit)
+        check_task_check(tool, bundles_dir)
+        if len(sys.argv) > 3:
+            check_worker(out, sys.argv[3])
+        check_options(tool, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))

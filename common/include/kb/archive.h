@@ -45,6 +45,7 @@ struct kb_archive_entry {
   char *source;                         /* kernel source, normalized (owned) */
   char *knobs;                          /* "-DNAME=value ..." or "" (owned) */
   char *flags;                          /* extra compile flags or "" (owned) */
+  int format;                           /* enum kb_cand_format (JSON "format", absent = native) */
   char gpu[KB_ID_MAX];                  /* device of the timing; "" = never timed */
   char tier[KB_ID_MAX];                 /* tier of the timing; "" = never timed */
   double median_us;                     /* microseconds at that tier; 0 = unknown */

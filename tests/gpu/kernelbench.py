@@ -1,18 +1,25 @@
-"""Helper of tests/gpu/kernelbench_l1.sh (KernelBench level 1 on the H200).
+"""Helper of tests/gpu/kernelbench.sh (KernelBench levels 1-3 on the H200).
 
 usage:
-  kernelbench_l1.py warm  WORKER TASKS_DIR INDEX COUNT DEADLINE OUT.jsonl
+  kernelbench.py warm  WORKER TASKS_DIR INDEX COUNT DEADLINE OUT.jsonl
       compile the modules of the tasks whose position mod COUNT is INDEX with torch.compile
       (inductor, default mode) on input set 0, filling the inductor cache that
       TORCHINDUCTOR_CACHE_DIR names; stops starting tasks at DEADLINE (unix seconds)
-  kernelbench_l1.py time  WORKER TASKS_DIR DEADLINE OUT.jsonl
+  kernelbench.py time  WORKER TASKS_DIR DEADLINE OUT.jsonl
       one PyTorch worker (WORKER, started as the runner starts its trusted one: a socket pair
       on stdin/stdout, --backend cuda --trusted), per task: "prepare" (every input set drawn on the GPU, the
       reference outputs, checksums), then "torch" (eager and torch.compile timed on the
       candidate's stream, L2 flushed); a worker that dies or stalls is replaced
-  kernelbench_l1.py table IMPORT.jsonl TIME.jsonl WARM.jsonl BASELINE.json OUT.json
+  kernelbench.py table IMPORT.jsonl TIME.jsonl WARM.jsonl EAGER.json COMPILE.json OUT.json
       the table (task, import ok, run ok, eager ms, compile ms, H100 eager ms, H100 compile ms,
-      ratios) and a last JSON line with the counts; OUT.json gets every row
+      ratios) and a last JSON line with the counts per level; EAGER.json and COMPILE.json are
+      KernelBench's published H100 times (results/timing/H100_Modal/baseline_time_torch*.json:
+      {"level1": {"19_ReLU.py": {"mean": ms, "hardware": ...}}}); OUT.json gets every row
+  kernelbench.py campaign REPORT.json UTIL.csv OUT.json
+      after tests/gpu/kernelbench_campaign.sh: per task the identity seed's and the compile
+      seed's status and speedup over torch eager at the full tier (the same run's eager time),
+      how many identities fall outside 0.97-1.03, the GPU busy fraction, the report's fast_p;
+      OUT.json gets every row
 """
 import glob
 import re
@@ -36,13 +43,23 @@ TORCH_TIMEOUT = 180
 def tasks(tasks_dir):
     dirs = [d for d in glob.glob(os.path.join(tasks_dir, "*")) if
             os.path.isfile(os.path.join(d, "task.json"))]
-    return sorted(dirs, key=lambda d: number(os.path.basename(d)))
+    return sorted(dirs, key=lambda d: order(os.path.basename(d)))
 
 
 def number(name):
     """The task number in "l1_19_relu" or "19_ReLU.py"."""
     m = re.search(r"(?:^|_)(\d+)_", name)
     return int(m.group(1)) if m else 0
+
+
+def level_of(name):
+    """The level in "l2_19_..." (0 when the id has no level prefix)."""
+    m = re.match(r"l(\d)_", name)
+    return int(m.group(1)) if m else 0
+
+
+def order(name):
+    return (level_of(name), number(name))
 
 
 def prepare_request(d, key):
@@ -189,51 +206,118 @@ def fmt(x, w=9):
     return ("%*.3f" % (w, x)) if isinstance(x, (int, float)) else ("%*s" % (w, "-"))
 
 
-def table(imp_path, time_path, warm_path, base_path, out_path):
+def published(base, level, fname):
+    x = base.get("level%d" % level, {}).get(fname)
+    return (x["mean"], x.get("hardware")) if x else (None, None)
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def median_of(v):
+    v = sorted(x for x in v if x is not None)
+    return round(v[len(v) // 2], 3) if v else None
+
+
+def table(imp_path, time_path, warm_path, eager_path, compile_path, out_path):
     imports = [json.loads(x) for x in open(imp_path) if x.startswith("{")]
     timed = load_jsonl(time_path)
     warmed = load_jsonl(warm_path)
-    base = json.load(open(base_path))
+    base_e, base_c = json.load(open(eager_path)), json.load(open(compile_path))
     rows = []
     print("%-52s %-6s %-6s %9s %9s %9s %9s %7s %7s %s" % (
         "task", "import", "run", "eager_ms", "comp_ms", "H100_eag", "H100_cmp", "eag/H1", "cmp/H1",
         "note"))
-    for x in sorted(imports, key=lambda x: number(os.path.basename(x["file"]))):
-        n = str(number(os.path.basename(x["file"])))
-        tid = x.get("id", "l1_" + os.path.basename(x["file"])[:-3].lower())
+    for x in sorted(imports, key=lambda x: (x["file"].rsplit("/", 2)[-2], number(os.path.basename(x["file"])))):
+        fname = os.path.basename(x["file"])
+        m = re.search(r"level(\d)", os.path.dirname(x["file"]))
+        level = level_of(x.get("id", "")) or (int(m.group(1)) if m else 0)
+        tid = x.get("id") or "l%d_%s" % (level, fname[:-3].lower())
         t = timed.get(tid, {})
-        row = {"n": int(n), "task": tid, "import_ok": x["ok"],
+        he, hwe = published(base_e, level, fname)
+        hc, hwc = published(base_c, level, fname)
+        row = {"level": level, "n": number(fname), "task": tid, "import_ok": x["ok"],
                "import_error": x.get("error"), "run": t.get("run", "-"),
                "run_ok": t.get("run") == "ok",
                "eager_ms": t.get("torch_eager_ms"), "compile_ms": t.get("torch_compile_ms"),
-               "h100_eager_ms": base["eager"][n]["ms"], "h100_eager_hw": base["eager"][n]["hw"],
-               "h100_compile_ms": base["compile"][n]["ms"],
-               "h100_compile_hw": base["compile"][n]["hw"],
+               "h100_eager_ms": he, "h100_eager_hw": hwe,
+               "h100_compile_ms": hc, "h100_compile_hw": hwc,
                "warm": warmed.get(tid, {}).get("warm"),
                "warm_s": warmed.get(tid, {}).get("compile_s"),
                "prepare_s": t.get("prepare_s"), "note": t.get("note")}
-        re = row["eager_ms"] / row["h100_eager_ms"] if row["eager_ms"] else None
-        rc = row["compile_ms"] / row["h100_compile_ms"] if row["compile_ms"] else None
-        row["ratio_eager"], row["ratio_compile"] = re, rc
+        row["ratio_eager"] = ratio(row["eager_ms"], he)
+        row["ratio_compile"] = ratio(row["compile_ms"], hc)
         rows.append(row)
         note = row["import_error"] or ("" if row["run_ok"] else row["run"]) or row["note"] or ""
         print("%-52s %-6s %-6s %s %s %s %s %s %s %s" % (
             tid[:52], "ok" if x["ok"] else "FAIL", "ok" if row["run_ok"] else "-",
-            fmt(row["eager_ms"]), fmt(row["compile_ms"]), fmt(row["h100_eager_ms"]),
-            fmt(row["h100_compile_ms"]), fmt(re, 7), fmt(rc, 7), note[:90]))
-    counts = {"files": len(rows), "imported": sum(r["import_ok"] for r in rows),
-              "run_ok": sum(r["run_ok"] for r in rows),
-              "eager_timed": sum(r["eager_ms"] is not None for r in rows),
-              "compile_timed": sum(r["compile_ms"] is not None for r in rows),
-              "compile_warmed": sum(r["warm"] == "ok" for r in rows)}
-    both = [r for r in rows if r["ratio_eager"]]
-    if both:
-        ratios = sorted(r["ratio_eager"] for r in both)
-        counts["eager_ratio_median"] = round(ratios[len(ratios) // 2], 3)
-    bothc = [r for r in rows if r["ratio_compile"]]
-    if bothc:
-        ratios = sorted(r["ratio_compile"] for r in bothc)
-        counts["compile_ratio_median"] = round(ratios[len(ratios) // 2], 3)
+            fmt(row["eager_ms"]), fmt(row["compile_ms"]), fmt(he), fmt(hc),
+            fmt(row["ratio_eager"], 7), fmt(row["ratio_compile"], 7), note[:90]))
+    counts = {}
+    for level in sorted({r["level"] for r in rows}):
+        rs = [r for r in rows if r["level"] == level]
+        counts["level%d" % level] = {
+            "files": len(rs), "imported": sum(r["import_ok"] for r in rs),
+            "run_ok": sum(r["run_ok"] for r in rs),
+            "eager_timed": sum(r["eager_ms"] is not None for r in rs),
+            "compile_timed": sum(r["compile_ms"] is not None for r in rs),
+            "compile_warmed": sum(r["warm"] == "ok" for r in rs),
+            "eager_ratio_median": median_of(r["ratio_eager"] for r in rs),
+            "compile_ratio_median": median_of(r["ratio_compile"] for r in rs)}
+    json.dump({"rows": rows, "counts": counts}, open(out_path, "w"), indent=1)
+    print(json.dumps(counts))
+
+
+def busy(util_path):
+    u = []
+    for line in open(util_path) if os.path.exists(util_path) else []:
+        parts = line.strip().split(",")
+        if len(parts) == 2 and parts[1].strip().isdigit():
+            u.append(int(parts[1]))
+    on = [i for i, v in enumerate(u) if v > 0]
+    if not on:
+        return None
+    mid = u[on[0]:on[-1] + 1]
+    return round(sum(mid) / len(mid), 1)
+
+
+def seed_row(cands, name):
+    for c in cands:
+        if c.get("name") == name:
+            return c
+    return {}
+
+
+def campaign(report_path, util_path, out_path):
+    rep = json.load(open(report_path))
+    rows = []
+    print("%-52s %-14s %9s %9s %-14s %9s" % ("task", "identity", "eager_ms", "id_x", "compile",
+                                            "comp_x"))
+    for t in rep["tasks"]:
+        ident, comp = seed_row(t["candidates"], "identity"), seed_row(t["candidates"], "compile")
+        eager = t.get("torch_eager_us")
+        row = {"task": t["task"], "level": t.get("level"), "eager_us": eager,
+               "compile_us": t.get("torch_compile_us"),
+               "identity_status": ident.get("status"), "identity_tier": ident.get("tier_name"),
+               "identity_us": ident.get("median_us"),
+               "identity_x": ident.get("speedup_eager"),
+               "compile_status": comp.get("status"), "compile_x": comp.get("speedup_eager"),
+               "compile_seed_us": comp.get("median_us")}
+        rows.append(row)
+        print("%-52s %-14s %s %s %-14s %s" % (
+            t["task"][:52], (row["identity_status"] or "-")[:14], fmt(eager and eager / 1000.0),
+            fmt(row["identity_x"]), (row["compile_status"] or "-")[:14], fmt(row["compile_x"])))
+    ids = [r["identity_x"] for r in rows if r["identity_x"]]
+    counts = {"tasks": len(rows),
+              "identity_ok": sum(r["identity_status"] == "ok" for r in rows),
+              "identity_timed": len(ids),
+              "identity_outside_0.97_1.03": sum(not 0.97 <= x <= 1.03 for x in ids),
+              "identity_median_x": median_of(ids),
+              "compile_ok": sum(r["compile_status"] == "ok" for r in rows),
+              "compile_median_x": median_of(r["compile_x"] for r in rows),
+              "busy_percent": busy(util_path), "state": rep.get("state"),
+              "fast_p": rep.get("fast_p")}
     json.dump({"rows": rows, "counts": counts}, open(out_path, "w"), indent=1)
     print(json.dumps(counts))
 
@@ -246,8 +330,10 @@ def main(argv):
         warm(argv[2], argv[3], int(argv[4]), int(argv[5]), float(argv[6]), argv[7])
     elif argv[1] == "time":
         time_all(argv[2], argv[3], float(argv[4]), argv[5])
+    elif argv[1] == "campaign":
+        campaign(*argv[2:5])
     elif argv[1] == "table":
-        table(*argv[2:7])
+        table(*argv[2:8])
     else:
         print(__doc__)
         return 2
