@@ -8,6 +8,7 @@
 
 #include "kb/campaign.h"
 #include "kb/candidate.h"
+#include "kb/rank.h"
 #include "kb/result.h"
 
 struct kb_error;
@@ -78,7 +79,11 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
                                     const char *name, const char *generator);
 /* The baseline member of `t` (by seed name), or NULL. */
 const struct kb_member *kb__population_baseline(const struct kb_task_pop *t);
-/* The best ok member at the highest tier any ok member of `t` reached, or NULL. `*tier` gets it. */
+/* `m` (borrowed) as the ranking rule sees it (kb/rank.h): per tier, the median of its latest
+ * result when that result passed with a timing. Fills `out` (caller-owned). */
+void kb__member_rank(const struct kb_member *m, struct kb_rank *out);
+/* The best member of `t` by the ranking rule (kb/rank.h: highest tier passed with a timing, then
+ * the lower median there), or NULL when none passed with a timing. `*tier` gets that tier. */
 const struct kb_member *kb__population_best(const struct kb_task_pop *t, int *tier);
 
 #endif

@@ -352,6 +352,22 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
   return rc;
 }
 
+/* Writes <dir>/redis.env (KB_REDIS_ADDR_FILE) with the address in use, and prints the line to
+ * use: on stdout, or on stderr under --json (stdout is the summary then). */
+static int announce_addr(struct local *l, struct kb_error *err) {
+  char path[2200], line[600];
+  snprintf(path, sizeof path, "%s/%s", l->dir, KB_REDIS_ADDR_FILE);
+  snprintf(line, sizeof line, "KB_REDIS=%s\n", l->addr);
+  int rc = kb_write_file_atomic(path, line, strlen(line), err);
+  if (rc)
+    return rc;
+  fprintf(l->o->json ? stderr : stdout,
+          "KB_REDIS=%s\n(kb-submit status|watch %s finds it in %s)\n", l->addr,
+          l->o->campaign_path, path);
+  fflush(l->o->json ? stderr : stdout);
+  return KB_OK;
+}
+
 static int print_result(struct local *l, struct kb_error *err) {
   char path[2200];
   snprintf(path, sizeof path, "%s/summary.json", l->dir);
@@ -383,6 +399,8 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
     snprintf(l.addr, sizeof l.addr, "%s", o->redis);
   else if (rc == KB_OK)
     rc = start_redis(&l, err);
+  if (rc == KB_OK)
+    rc = announce_addr(&l, err);
   if (rc == KB_OK)
     rc = submit(&l, &st, err);
   int over = rc == KB_OK && (strcmp(st.state, "done") == 0 || strcmp(st.state, "cancelled") == 0);

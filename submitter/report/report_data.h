@@ -140,7 +140,7 @@ struct kb_rep_task {
   int torch_tier;          /* tier they were timed at (the full tier); -1 none */
   int level;               /* KernelBench level (category "kernelbench-level<N>"); 0 none */
   int problem;             /* KernelBench problem number (id "l<N>_<problem>_..."); -1 none */
-  int torch_best;          /* index into cands of the best at torch_tier; -1 none */
+  int torch_best;          /* index into cands of rank 1 when timed at torch_tier; -1 none */
 };
 
 struct kb_report {
@@ -179,6 +179,10 @@ int kb__rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
  * has none. */
 const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c);
 
+/* The median of `c` at `tier` when its latest evaluation there passed with a timing
+ * (kb_rank_timed, kb/rank.h), else NaN. */
+double kb__rep_timed_median(const struct kb_rep_cand *c, int tier);
+
 /* The walk every writer shares: what kb__rep_walk() calls. Each callback may be NULL; `arg`
  * (borrowed) is passed to each; every pointer a callback gets is borrowed from the report. */
 struct kb_rep_walker {
@@ -203,9 +207,9 @@ const char *kb__rep_tier_name(const struct kb_report *r, int tier);
  * "kernelbench-level<N>" and its id "l<N>_<problem>_<name>"; 0 and -1 when not such a task.
  * kb__report_load calls it. */
 void kb__rep_kernelbench_ids(struct kb_rep_task *t);
-/* The candidate of `t` that fast_p and the task's torch speedups use: the lowest median among
- * candidates with an ok timed evaluation (latest attempt) at t->torch_tier, the full tier the
- * torch baselines come from; -1 when none (or when torch was never timed). */
+/* The candidate of `t` that fast_p and the task's torch speedups use: the task's best by the
+ * ranking rule (kb/rank.h; rank 1) when its highest timed tier is t->torch_tier, the full tier
+ * the torch baselines come from; -1 otherwise (no candidate timed there, or torch never timed). */
 int kb__rep_torch_best(const struct kb_rep_task *t);
 /* The task's speedup of its torch_best over torch eager (`compile` 0) or torch.compile (1), for
  * fast_p: that speedup; 0 when the baseline is known but no candidate is correct and timed at

@@ -56,7 +56,7 @@ static const char page_js[] =
     "      y: axis('candidates', {ticks: {precision: 0}})}}});\n"
     "  data.tasks.forEach(function (t, i) {\n"
     "    make('chart-task-' + i, {type: 'bar', data: {labels: t.labels, datasets: [\n"
-    "        {label: 'speedup over ' + t.baseline, data: t.speedups}]},\n"
+    "        {label: 'speedup over ' + t.baseline + ' at ' + t.tier, data: t.speedups}]},\n"
     "      options: {indexAxis: 'y', scales: {x: axis('speedup (x)')}}});\n"
     "  });\n"
     "})();\n";
@@ -231,8 +231,20 @@ static json_t *dist_json(const struct kb_report *r) {
   return json_pack("{s:o, s:o}", "labels", labels, "counts", values);
 }
 
-/* Per task, the speedups of its first MAX_TASK_BARS timed candidates by rank. */
+/* The tier a task's bar chart compares at: its best's (rank 1) timed tier, -1 when none. The
+ * chart shows only candidates timed at that tier (docs/search.md, "Ranking": never a ratio of
+ * one tier beside another's). */
+static int bars_tier(const struct kb_rep_task *t) {
+  return t->n_cands > 0 ? t->cands[t->order[0]].timed_tier : -1;
+}
+
+static int bar_shown(const struct kb_rep_task *t, const struct kb_rep_cand *c) {
+  return isfinite(c->speedup) && c->timed_tier >= 0 && c->timed_tier == bars_tier(t);
+}
+
+/* Per task, the speedups of its first MAX_TASK_BARS candidates by rank timed at its best's tier. */
 struct bars {
+  const struct kb_report *r;
   json_t *tasks;            /* being filled (owned by chart_data) */
   json_t *names, *speedups; /* the current task's (owned until its task_end) */
 };
@@ -247,9 +259,8 @@ static void bars_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
 
 static void bars_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
   struct bars *b = arg;
-  (void)t;
   (void)ti;
-  if (!isfinite(c->speedup) || json_array_size(b->names) >= MAX_TASK_BARS)
+  if (!bar_shown(t, c) || json_array_size(b->names) >= MAX_TASK_BARS)
     return;
   json_array_append_new(b->names, json_string(c->name));
   json_array_append_new(b->speedups, json_real(c->speedup));
@@ -258,9 +269,10 @@ static void bars_cand(void *arg, const struct kb_rep_task *t, int ti, const stru
 static void bars_task_end(void *arg, const struct kb_rep_task *t, int ti) {
   struct bars *b = arg;
   (void)ti;
-  json_array_append_new(b->tasks, json_pack("{s:s, s:s, s:o, s:o}", "task", t->id, "baseline",
+  json_array_append_new(b->tasks, json_pack("{s:s, s:s, s:o, s:o, s:s}", "task", t->id, "baseline",
                                             t->baseline[0] ? t->baseline : "(none)", "labels",
-                                            b->names, "speedups", b->speedups));
+                                            b->names, "speedups", b->speedups, "tier",
+                                            kb__rep_tier_name(b->r, bars_tier(t))));
   b->names = b->speedups = NULL;
 }
 
@@ -273,7 +285,7 @@ static json_t *chart_data(const struct kb_report *r) {
     json_array_append_new(e, json_integer(ev[k]));
     json_array_append_new(p, json_integer(ok[k]));
   }
-  struct bars b = {tasks, NULL, NULL};
+  struct bars b = {r, tasks, NULL, NULL};
   kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = bars_task_begin, .cand = bars_cand,
                                          .task_end = bars_task_end, .arg = &b});
   return json_pack("{s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "funnel", "labels", labels, "evaluated", e,
@@ -288,17 +300,9 @@ static void status_cell(FILE *out, const char *status) {
   fputs("</td>", out);
 }
 
-/* Median of seed `s` at `tier` (ok and timed, latest attempt), or NaN. */
+/* Median of seed `s` at `tier` when it passed there with a timing (kb/rank.h), or NaN. */
 static double median_at(const struct kb_rep_cand *s, int tier) {
-  double m = NAN;
-  int attempt = 0;
-  for (int e = 0; e < s->n_evals; e++)
-    if (s->evals[e].tier == tier && strcmp(s->evals[e].status, "ok") == 0 &&
-        s->evals[e].samples > 0 && s->evals[e].attempt > attempt) {
-      m = s->evals[e].median_us;
-      attempt = s->evals[e].attempt;
-    }
-  return m;
+  return kb__rep_timed_median(s, tier);
 }
 
 /* A speedup cell: "1.23x", or "-" when unknown. */
@@ -394,7 +398,7 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
   FILE *out = ((const struct html_walk *)arg)->out;
   int bars = 0;
   for (int c = 0; c < t->n_cands; c++)
-    bars += isfinite(t->cands[c].speedup);
+    bars += bar_shown(t, &t->cands[c]);
   if (bars > MAX_TASK_BARS)
     bars = MAX_TASK_BARS;
   fprintf(out, "<section id=\"task-%d\"><h2>Task ", i);

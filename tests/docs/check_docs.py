@@ -42,7 +42,8 @@ with open(os.path.join(src, "examples", "suite", "campaign.json"), encoding="utf
 
 LABEL_RES = [re.compile(r"ctest\b[^`\n]*?-L\s+['\"]?([A-Za-z0-9_|-]+)"),
              re.compile(r"\blabels? `([a-z0-9_-]+)`"),
-             re.compile(r"\blabels?: ([a-z0-9_-]+(?:, [a-z0-9_-]+)*)")]
+             # "labels:" (plural) only: "label: torch_only" is a compile log's line
+             re.compile(r"\blabels: ([a-z0-9_-]+(?:, [a-z0-9_-]+)*)")]
 PROGRAM_RE = re.compile(r"(?:^|(?<=[\s`(|]))(kb-[a-z][a-z0-9-]*[a-z0-9])(?![a-z0-9.\-/_])")
 COUNT_RE = re.compile(r"\b(\d+|[A-Za-z]+) (?:CUDA |host |CPU )?tasks in `?tasks/([a-z_]+)/?`?")
 SUITE_RES = [re.compile(r"\b(\d+|[A-Za-z]+) suite tasks\b"),

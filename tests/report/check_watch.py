@@ -57,7 +57,7 @@ for t in last["tasks"]:
                            t["best_speedup_eager"] > 0) or \
             t["torch_compile_us"] is not None or t["best_speedup_compile"] is not None:
         fail(f"torch numbers of {t['task']}: {t}")
-if not re.search(r" sum=[0-9.]+x/eager=[0-9.]+x ", lines[-1]):
+if not re.search(r" sum=[0-9.]+x@[^/ ]+/eager=[0-9.]+x ", lines[-1]):
     fail(f"the last plain line lacks sum's speedup over torch eager: {lines[-1]}")
 
 tty = open(tty_path, encoding="utf-8", errors="replace").read()

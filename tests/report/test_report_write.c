@@ -459,6 +459,26 @@ static void test_top(void **state) {
   f->r.top = 0;
 }
 
+/* The torch speedups' candidate is the task's best by the ranking rule (kb/rank.h), and only
+ * when that best is timed at the torch tier: a candidate faster at the torch tier but ranked
+ * below one timed at a higher tier is not it (fast_p and the summary name the same best). */
+static void test_torch_best_rank(void **state) {
+  (void)state;
+  struct kb_rep_eval e[3] = {{.tier = 1, .attempt = 1, .samples = 3, .median_us = 50},
+                             {.tier = 1, .attempt = 1, .samples = 3, .median_us = 80},
+                             {.tier = 2, .attempt = 1, .samples = 3, .median_us = 90}};
+  for (int i = 0; i < 3; i++)
+    snprintf(e[i].status, sizeof e[i].status, "ok");
+  struct kb_rep_cand c[2] = {{.evals = &e[0], .n_evals = 1}, {.evals = &e[1], .n_evals = 2}};
+  struct kb_rep_task t = {.cands = c, .n_cands = 2, .torch_tier = 1, .torch_eager_us = 100};
+  assert_int_equal(kb__rep_torch_best(&t), -1); /* rank 1 (c[1]) ranks at tier 2 */
+  t.torch_tier = 2;
+  assert_int_equal(kb__rep_torch_best(&t), 1);
+  c[1].n_evals = 1; /* c[1] timed at tier 1 only: the lower median there ranks first */
+  t.torch_tier = 1;
+  assert_int_equal(kb__rep_torch_best(&t), 0);
+}
+
 /* Level_ID and Task_ID of a task imported from KernelBench (tools/kb-import-kernelbench). */
 static void test_export_kernelbench(void **state) {
   (void)state;
@@ -554,7 +574,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       ON_FILE(test_load),   ON_FILE(test_html),   ON_FILE(test_profile_llm), ON_FILE(test_json),
       ON_FILE(test_csv_md), ON_FILE(test_export), ON_FILE(test_torch), ON_FILE(test_top),
-      cmocka_unit_test(test_export_kernelbench),
+      cmocka_unit_test(test_export_kernelbench), cmocka_unit_test(test_torch_best_rank),
       cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
