@@ -210,7 +210,8 @@ static int submit(struct local *l, struct kb_queue_status *st, struct kb_error *
   return rc;
 }
 
-static int start_processes(struct local *l, struct kb_error *err) {
+/* Starts the scheduler and, `with_runners`, the runners. */
+static int start_processes(struct local *l, int with_runners, struct kb_error *err) {
   const char *bin = l->o->bin_dir;
   char sched[1200], runner[1200], log[2200], cache[2200], name[64];
   snprintf(sched, sizeof sched, "%s/kb-scheduler", bin);
@@ -221,7 +222,7 @@ static int start_processes(struct local *l, struct kb_error *err) {
                    cache, NULL};
   int rc = spawn(sargv, log, &l->sched_pid, err);
   int cuda = l->n_gpus > 0;
-  int n = cuda ? l->n_gpus : l->o->runners > 0 ? l->o->runners : 1;
+  int n = !with_runners ? 0 : cuda ? l->n_gpus : l->o->runners > 0 ? l->o->runners : 1;
   for (int i = 0; rc == KB_OK && i < n && i < MAX_RUNNERS; i++) {
     snprintf(log, sizeof log, "%s/runner-%d.log", l->redis_dir, i);
     char slot[64];
@@ -243,13 +244,13 @@ static int start_processes(struct local *l, struct kb_error *err) {
     if (rc == KB_OK)
       l->n_runners++;
   }
-  if (rc == KB_OK && cuda) {
+  if (rc == KB_OK && cuda && with_runners) {
     printf("started kb-scheduler and %d runner%s on GPU%s", l->n_runners,
            l->n_runners == 1 ? "" : "s", l->n_runners == 1 ? "" : "s");
     for (int i = 0; i < l->n_runners; i++)
       printf("%s%d", i ? "," : " ", l->gpus[i]);
     printf("; logs in %s\n", l->redis_dir);
-  } else if (rc == KB_OK) {
+  } else if (rc == KB_OK && with_runners) {
     printf("started kb-scheduler and %d runner%s; logs in %s\n", l->n_runners,
            l->n_runners == 1 ? "" : "s", l->redis_dir);
   }
@@ -389,8 +390,10 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
   if (rc == KB_OK)
     rc = submit(&l, &st, err);
   int over = rc == KB_OK && (strcmp(st.state, "done") == 0 || strcmp(st.state, "cancelled") == 0);
-  if (rc == KB_OK && !over) {
-    rc = start_processes(&l, err);
+  /* A campaign that is over gets its scheduler alone: it writes summary.json again (also one
+   * that could not be written when the campaign ended) and exits. */
+  if (rc == KB_OK) {
+    rc = start_processes(&l, !over, err);
     if (rc == KB_OK)
       rc = wait_scheduler(&l, err);
     /* Runners leave by themselves once the campaign is over; SIGTERM makes them release
