@@ -199,7 +199,7 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
   r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
   r->rng = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)r;
   int rc = parse_addr(r, addr, err);
-  if (rc == KB_OK)
+  if (rc == KB_OK && !(opts && opts->no_credentials))
     rc = load_credentials(r, err);
   if (rc == KB_OK)
     rc = connect_once(r, err);

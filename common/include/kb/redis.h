@@ -33,6 +33,8 @@ struct kb_redis_opts {
   int connect_timeout_ms; /* per connection attempt; 0 = 2000 */
   int command_timeout_ms; /* per command; 0 = none (blocking reads need none) */
   int retry_ms;          /* total reconnect budget for one command; 0 = 10000 */
+  int no_credentials;    /* 1: ignore KB_REDIS_USER, KB_REDIS_PASSWORD(_FILE) (a redis-server
+                            started without a password, as kb-launch --local starts its own) */
 };
 
 /* Connects and authenticates. Sets SIGPIPE to ignored when it has its default action, so a
