@@ -173,9 +173,12 @@ static int prepare_dirs(struct local *l, struct kb_error *err) {
 static int start_redis(struct local *l, struct kb_error *err) {
   char log[2200];
   snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
+  char pidfile[2200];
+  snprintf(pidfile, sizeof pidfile, "%s/%s", l->redis_dir, KB_LAUNCH_REDIS_PIDFILE);
   char *argv[32] = {"redis-server", "--port", "0", "--unixsocket", l->sock,
-                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no"};
-  int n = 11;
+                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no",
+                    "--pidfile", pidfile};
+  int n = 13;
   for (int i = 0; kb_redis_server_settings[i] && n < 31; i++)
     argv[n++] = kb_redis_server_settings[i];
   argv[n] = NULL;

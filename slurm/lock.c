@@ -119,8 +119,10 @@ int kb__launch_spawn(char *const argv[], const char *log_path, char *const envp[
   return KB_OK;
 }
 
-/* 1 when process `pid`'s command line names `folder`. */
-static int names_folder(const char *pid, const char *folder) {
+/* 1 when process `pid` is a redis-server, kb-scheduler or kb-runner whose command line names
+ * `folder`, or its pid is `pidfile_pid` and it is a redis-server (whose title may name only a
+ * socket elsewhere). A `tail -f` of a log there is none of them. */
+static int is_orphan(const char *pid, const char *folder, long pidfile_pid) {
   char path[64], buf[8192];
   snprintf(path, sizeof path, "/proc/%s/cmdline", pid);
   int f = open(path, O_RDONLY | O_CLOEXEC);
@@ -130,15 +132,27 @@ static int names_folder(const char *pid, const char *folder) {
   close(f);
   if (n <= 0)
     return 0;
+  buf[n] = '\0';
+  size_t len0 = strcspn(buf, " "); /* argv[0], up to its first NUL or space (a redis title) */
+  const char *prog = buf;
+  for (size_t i = 0; i < len0; i++)
+    if (buf[i] == '/')
+      prog = buf + i + 1;
+  size_t plen = len0 - (size_t)(prog - buf);
+  int redis = plen == 12 && strncmp(prog, "redis-server", 12) == 0;
+  if (!redis && !(plen == 12 && strncmp(prog, "kb-scheduler", 12) == 0) &&
+      !(plen == 9 && strncmp(prog, "kb-runner", 9) == 0))
+    return 0;
+  if (redis && strtol(pid, NULL, 10) == pidfile_pid)
+    return 1;
   for (ssize_t i = 0; i < n; i++) /* the arguments, NUL-separated, as one string */
     if (buf[i] == '\0')
       buf[i] = ' ';
-  buf[n] = '\0';
   return strstr(buf, folder) != NULL;
 }
 
 /* Signals every process of ours (but this one) that names `folder`. Returns how many. */
-static int signal_all(const char *folder, int sig) {
+static int signal_all(const char *folder, long pidfile_pid, int sig) {
   DIR *d = opendir("/proc");
   if (d == NULL)
     return 0;
@@ -153,7 +167,7 @@ static int signal_all(const char *folder, int sig) {
     char status[64];
     snprintf(status, sizeof status, "/proc/%ld", pid);
     struct stat st;
-    if (stat(status, &st) != 0 || st.st_uid != me || !names_folder(e->d_name, folder))
+    if (stat(status, &st) != 0 || st.st_uid != me || !is_orphan(e->d_name, folder, pidfile_pid))
       continue;
     if (kill((pid_t)pid, sig) == 0)
       n++;
@@ -163,13 +177,23 @@ static int signal_all(const char *folder, int sig) {
 }
 
 int kb__launch_end_orphans(const char *folder, int grace_ms) {
-  int found = signal_all(folder, SIGTERM);
+  char pidfile[4200], text[32] = "";
+  long pidfile_pid = -1;
+  snprintf(pidfile, sizeof pidfile, "%s/%s", folder, KB_LAUNCH_REDIS_PIDFILE);
+  int f = open(pidfile, O_RDONLY | O_CLOEXEC);
+  if (f >= 0) {
+    ssize_t n = read(f, text, sizeof text - 1);
+    close(f);
+    text[n > 0 ? n : 0] = '\0';
+    pidfile_pid = strtol(text, NULL, 10);
+  }
+  int found = signal_all(folder, pidfile_pid, SIGTERM);
   if (found == 0)
     return 0;
-  for (int waited = 0; waited < grace_ms && signal_all(folder, 0) > 0; waited += 50)
+  for (int waited = 0; waited < grace_ms && signal_all(folder, pidfile_pid, 0) > 0; waited += 50)
     kb_sleep_ms(50);
-  signal_all(folder, SIGKILL);
-  for (int i = 0; i < 40 && signal_all(folder, 0) > 0; i++) /* until /proc lets them go */
+  signal_all(folder, pidfile_pid, SIGKILL);
+  for (int i = 0; i < 40 && signal_all(folder, pidfile_pid, 0) > 0; i++) /* until they are gone */
     kb_sleep_ms(50);
   return found;
 }

@@ -11,6 +11,8 @@ struct kb_error;
 
 /* The lock file inside the campaign's results folder. */
 #define KB_LAUNCH_LOCK_FILE "launch.lock"
+/* The pid file of the redis-server kb-launch starts, in the campaign's redis folder. */
+#define KB_LAUNCH_REDIS_PIDFILE "redis.pid"
 
 /* Takes flock(LOCK_EX) on `dir`/launch.lock (created when absent; `dir` borrowed, must exist)
  * without waiting, and writes "pid=<pid> host=<host> since=<UTC time>" into it. The lock lasts
@@ -28,10 +30,10 @@ void kb__launch_unlock(int fd);
 int kb__launch_spawn(char *const argv[], const char *log_path, char *const envp[], int death_sig,
                      pid_t *pid, struct kb_error *err);
 
-/* Ends what a launcher killed before it could stop its children left behind: every process of
- * ours but this one whose command line names `folder` (borrowed: the campaign's redis folder,
- * which its redis-server, scheduler and runners name) gets SIGTERM (redis-server saves its AOF
- * and leaves), then SIGKILL after `grace_ms`. Call it holding the lock: no other launcher runs
+/* Ends what a launcher killed before it could stop its children left behind: every
+ * redis-server, kb-scheduler and kb-runner of ours whose command line names `folder` (borrowed:
+ * the campaign's redis folder, which they name), and the redis-server of `folder`/redis.pid,
+ * gets SIGTERM (redis-server saves its AOF and leaves), then SIGKILL after `grace_ms`. Call it holding the lock: no other launcher runs
  * the campaign, so they are orphans. Returns how many there were. */
 int kb__launch_end_orphans(const char *folder, int grace_ms);
 
