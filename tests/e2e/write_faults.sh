@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Write errors are errors (issue 16, item 2). One host campaign on a 16 MiB tmpfs, its real
-# scheduler and runner; three faults, each fixed and followed by a restart of the scheduler:
+# scheduler and runner; four faults, each fixed and followed by a restart of the scheduler:
 #   1. the disk fills up (ENOSPC): the scheduler exits 9 naming the file and the errno, with no
 #      segfault and no "infinite loop closing library", and the results it could not write
 #      stay in the stream unacknowledged;
 #   2. an immutable task file (chattr +i; EPERM): the same;
-#   3. summary.json cannot be written when the campaign ends (immutable): exit 9 naming it;
+#   3. the file system remounted read-only (EROFS): the same;
+#   4. summary.json cannot be written when the campaign ends (immutable): exit 9 naming it;
 #      the campaign is done in redis; a later kb-scheduler and a later kb-launch both rewrite it.
 # At the end every result is in the files once (check_writer.py, check_results.py --done, h5dump)
 # and the ledger is exact.
@@ -83,7 +84,14 @@ expect_fault "chattr +i" "Operation not permitted (errno 1)"
 [ "$(results)" -gt "$(acked)" ] || fail "no result left unacknowledged"
 chattr -i "$R"/*.h5
 
-note "3. summary.json cannot be written at the end"
+note "3. a read-only file system (EROFS)"
+mount -o remount,ro "$D"
+start_sched
+expect_fault "EROFS" "Read-only file system"
+[ "$(acked)" -eq "$before" ] || fail "results acknowledged though not written"
+mount -o remount,rw "$D"
+
+note "4. summary.json cannot be written at the end"
 echo '{}' > "$R/summary.json"
 chattr +i "$R/summary.json"
 start_sched
