@@ -104,7 +104,8 @@ struct kb__build {
   int cached;             /* 1: taken from the cache, no compiler ran */
   double seconds;         /* compiler wall time; 0 when cached */
   char key[KB_CAND_ID_LEN + 1]; /* cache key (hex) */
-  char *lib_path;         /* absolute path of the library when ok (owned) */
+  char *lib_path;         /* absolute path of the library when ok (owned); kernelbench: of
+                             the build's cache folder (<cache>/<key>.kb) */
   char *log;              /* trimmed compiler output, NULL when it printed nothing (owned);
                              CUDA: one line per kernel's resource usage first */
   char reason[256];       /* why it does not build or is rejected, "" when ok */
@@ -115,6 +116,10 @@ struct kb__build {
   int spill_load_bytes;   /* bytes of spill loads, the most of any function */
   int shared_bytes;       /* static shared memory per block, the most of any kernel */
   int stack_bytes;        /* stack frame per thread, the most of any function */
+  int format;             /* enum kb_cand_format of the build: native (lib_path a library) or
+                             kernelbench (lib_path the cache folder of a ModelNew build) */
+  char label[16];         /* kernelbench: "kernel", "torch_compile" or "torch_only" (the static
+                             rules of docs/sandbox.md); "" for native builds */
 };
 
 /* Empties `b` (caller-owned) for kb__compile; kb__build_release() frees its contents. */
@@ -129,6 +134,10 @@ struct kb__compile_req {
   const char *arch;   /* CUDA: architecture, "sm_90"; NULL for the compiler's; unused for C */
   double timeout_s;   /* seconds this build may take; <= 0 for the compiler's timeout_s */
   int trusted;        /* 1: skip the import allow-list (task oracles, never candidates) */
+  int format;         /* enum kb_cand_format: KB_FORMAT_KERNELBENCH builds a ModelNew file
+                         (compile_kb.c); 0 (native) the C or CUDA library */
+  const char *oracle; /* kernelbench: the task's oracle .py (get_init_inputs); NULL for a task
+                         without a pytorch oracle (the build is then refused: b->ok = 0) */
 };
 
 /* Builds `req` with `cc` or finds it in the cache, filling `b` (initialised; its old contents
@@ -144,6 +153,19 @@ int kb__compile_req(const struct kb__compiler *cc, const struct kb__compile_req 
 /* kb__compile_req() that stops when `*cancel` (may be NULL) becomes non-zero: the compiler is
  * killed, nothing is cached, and it returns KB_EINTERRUPTED. For the compile pool. */
 int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__compile_req *req,
+                            const atomic_int *cancel, struct kb__build *b,
+                            struct kb_error *err);
+
+/* The build of a KernelBench-format candidate (req->format == KB_FORMAT_KERNELBENCH; the
+ * dispatch of kb__compile_cancellable), in compile_kb.c: kb_build_modelnew.py runs the file in
+ * a scrubbed, time-limited Python process (posix_spawn, as the compiler) that builds its
+ * load_inline/load extensions and JIT caches into a build folder, checks the static rules and
+ * instantiates ModelNew; the folder is renamed into place as <cache>/<key>.kb, the key the
+ * SHA-256 of "kernelbench", the source, the oracle's text, the backend, the architecture, the
+ * compiler's --version, the interpreter and the builder script. b->lib_path is that folder
+ * (the PyTorch worker loads from it, read-only), b->label the static label. A failure is
+ * cached as <key>.kb.err (first line the reason). Verdicts and errors as kb__compile_req. */
+int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__compile_req *req,
                             const atomic_int *cancel, struct kb__build *b,
                             struct kb_error *err);
 

@@ -20,8 +20,10 @@
 struct job {
   struct job *next;
   char *source, *knobs, *flags, *arch; /* owned copies; arch may be NULL */
+  char *oracle;                        /* owned copy; NULL unless kernelbench */
   double timeout_s;
   int trusted;
+  int format;                          /* enum kb_cand_format */
   double submitted; /* monotonic seconds */
   struct kb__compiled result;
 };
@@ -59,6 +61,7 @@ static void job_free(struct job *j) {
   kb_free(j->knobs);
   kb_free(j->flags);
   kb_free(j->arch);
+  kb_free(j->oracle);
   kb__compiled_release(&j->result);
   kb_free(j);
 }
@@ -97,7 +100,9 @@ static void *worker_main(void *arg) {
                                   .flags = j->flags,
                                   .arch = j->arch,
                                   .timeout_s = j->timeout_s,
-                                  .trusted = j->trusted};
+                                  .trusted = j->trusted,
+                                  .format = j->format,
+                                  .oracle = j->oracle};
     j->result.rc =
         kb__compile_cancellable(p->cc, &req, &p->stop, &j->result.build, &j->result.err);
     j->result.build_s = kb_now_mono() - start;
@@ -222,8 +227,10 @@ int kb__compile_pool_submit(struct kb__compile_pool *p, uint64_t tag,
   j->result.tag = tag;
   j->timeout_s = req->timeout_s;
   j->trusted = req->trusted;
+  j->format = req->format;
   if (!dup_opt(&j->source, req->source ? req->source : "") || !dup_opt(&j->knobs, req->knobs) ||
-      !dup_opt(&j->flags, req->flags) || !dup_opt(&j->arch, req->arch)) {
+      !dup_opt(&j->flags, req->flags) || !dup_opt(&j->arch, req->arch) ||
+      !dup_opt(&j->oracle, req->oracle)) {
     job_free(j);
     return kb_error_set(err, KB_ENOMEM, "cannot queue a build: out of memory");
   }

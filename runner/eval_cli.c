@@ -142,24 +142,23 @@ static int parse_args(struct session *s, int argc, char **argv) {
 }
 
 /* The candidate `name` of `task` from the file at `path`, built with `flags`, into `c`
- * (kb_candidate_release). The format follows the file's extension: ".py" is a KernelBench
- * ModelNew (KB_FORMAT_KERNELBENCH in kb/candidate.h once merged), anything else native C/CUDA.
+ * (kb_candidate_release). The format follows the file's extension (kb_cand_format_of_path):
+ * ".py" is a KernelBench ModelNew (KB_FORMAT_KERNELBENCH), anything else native C/CUDA.
  * Returns KB_OK or the error (the file unreadable, the candidate refused) in `err`, whose
  * message names `path`. */
 static int make_candidate(const struct kb_task *task, const char *name, const char *path,
                           const char *flags, struct kb_candidate *c, struct kb_error *err) {
-  size_t len = strlen(path);
-  if (len >= 3 && strcmp(path + len - 3, ".py") == 0)
-    /* replaced at the merge with the ModelNew path (kb_candidate_set_format) */
-    return kb_error_set(err, KB_EINVAL,
-                        "%s: KernelBench-format candidates (ModelNew in a .py file) need the "
-                        "PyTorch worker's ModelNew support, which this build lacks", path);
   struct kb_buf src;
   kb_buf_init(&src);
   int rc = kb_buf_read_file(&src, path, err);
   struct kb_error ce = {0};
   if (rc == KB_OK && kb_candidate_init(c, task->id, name, "seed", src.data, "", flags, &ce))
     rc = kb_error_set(err, ce.code, "%s: %s", path, ce.msg);
+  else if (rc == KB_OK && kb_cand_format_of_path(path) != KB_FORMAT_NATIVE &&
+           kb_candidate_set_format(c, kb_cand_format_of_path(path), &ce) != KB_OK) {
+    rc = kb_error_set(err, ce.code, "%s: %s", path, ce.msg);
+    kb_candidate_release(c);
+  }
   kb_buf_release(&src);
   return rc;
 }
@@ -194,20 +193,38 @@ static void print_text(const struct session *s, const char *name, int tier,
 
 static json_t *number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+/* A ModelNew build's static label (the "label: X" line that heads its compile log), or null. */
+static json_t *label_of(const char *log) {
+  if (log == NULL || strncmp(log, "label: ", 7) != 0)
+    return json_null();
+  return json_stringn(log + 7, strcspn(log + 7, "\n"));
+}
+
+/* The flat line of kb-test-torch-eval (enum kb__eval_output), or NULL on ENOMEM. */
+static json_t *flat_json(const struct session *s, const char *name, const char *tname,
+                         const struct kb_result *r, double wall) {
+  json_t *o = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:I, s:f, s:i}", "task", s->task.id,
+      "candidate", name, "tier", tname, "status", kb_status_name(r->status), "reason",
+      r->reason, "sets_checked", r->sets_checked, "median_us",
+      number(r->timing.samples ? r->timing.median_us : NAN), "samples", r->timing.samples,
+      "torch_eager_us", number(r->torch_eager_us), "torch_compile_us",
+      number(r->torch_compile_us), "cost_ms", (json_int_t)r->cost_ms, "wall_s", wall, "starts",
+      kb__evaluator_sandbox_starts(s->ev));
+  if (o != NULL) {
+    json_object_set_new(o, "label", label_of(r->compile_log));
+    json_object_set_new(o, "same_run_speedup", number(r->same_run_speedup));
+  }
+  return o;
+}
+
 /* The JSON object of one evaluation (see enum kb__eval_output), or NULL on ENOMEM. */
 static json_t *eval_json(const struct session *s, const char *path, const char *name, int tier,
                          const struct kb_result *r, int no_verdict, double wall,
                          const struct kb_error *err) {
   const char *tname = s->ladder.tiers[tier].name;
   if (s->output == KB__EVAL_JSON_FLAT)
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:i, s:o, s:o, s:I, s:f, s:i}", "task", s->task.id,
-        "candidate", name, "tier", tname, "status", kb_status_name(r->status), "reason",
-        r->reason, "sets_checked", r->sets_checked, "median_us",
-        number(r->timing.samples ? r->timing.median_us : NAN), "samples", r->timing.samples,
-        "torch_eager_us", number(r->torch_eager_us), "torch_compile_us",
-        number(r->torch_compile_us), "cost_ms", (json_int_t)r->cost_ms, "wall_s", wall, "starts",
-        kb__evaluator_sandbox_starts(s->ev));
+    return flat_json(s, name, tname, r, wall);
   json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:i}", "file", path, "task", s->task.id, "tier",
                         tname, "wall_s", wall, "starts", kb__evaluator_sandbox_starts(s->ev));
   if (o == NULL)

@@ -45,6 +45,7 @@ struct oracle {
 struct baseline {
   char task[KB_ID_MAX];        /* task id, "" for a free slot */
   char *lib;                   /* its built library (owned); NULL: none */
+  int format;                  /* enum kb_cand_format of the build */
 };
 
 struct kb_evaluator {
@@ -190,7 +191,7 @@ void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds) {
 static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                        struct kb__sandbox **out, struct kb_error *err) {
   *out = b->sb;
-  if (task->oracle_kind != KB_ORACLE_PYTORCH)
+  if (task->oracle_kind != KB_ORACLE_PYTORCH && !(trusted && task->torch_ref_path != NULL))
     return KB_OK;
   struct kb__sandbox **slot = trusted ? &b->sb_torch_trusted : &b->sb_torch;
   if (*slot == NULL) {
@@ -311,13 +312,14 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
 }
 
 /* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task
- * (with `trusted`, the trusted PyTorch worker of a pytorch task), starting the sandbox first
+ * (with `trusted`, the trusted PyTorch worker of a pytorch task, or of a task with a
+ * torch_reference, which it prepares with that module), starting the sandbox first
  * when it does not run: all of it before `deadline` (monotonic seconds; the setup limit of
  * kb/ladder.h), each step given what is left. `key` gets the fingerprint. Errors (infra):
  * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
  * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
  * KB_ENOMEM. */
-/* Kept whole (110 lines): one request and its reply's cases, read in the order the protocol
+/* Kept whole (116 lines): one request and its reply's cases, read in the order the protocol
  * (docs/sandbox.md) gives them. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
                    char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
@@ -328,7 +330,13 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
   kb_buf_init(&src);
   kb__build_init(&build);
   memset(&call, 0, sizeof call);
-  int rc = kb_buf_read_file(&src, task->oracle_path, err);
+  /* the trusted worker of a task with a torch_reference times that module (its own key) */
+  int torch_module = task->oracle_kind == KB_ORACLE_PYTORCH ||
+                     (trusted && task->torch_ref_path != NULL);
+  const char *module_path = task->oracle_kind == KB_ORACLE_PYTORCH || !torch_module
+                                ? task->oracle_path
+                                : task->torch_ref_path;
+  int rc = kb_buf_read_file(&src, module_path, err);
   if (rc == KB_OK)
     rc = fingerprint(task, src.data, key, err);
   if (rc)
@@ -341,7 +349,7 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
     goto out;
   const char *lib = NULL;
   char module[4096];
-  if (task->oracle_kind == KB_ORACLE_PYTORCH) {
+  if (torch_module) {
     /* the module's source, which the worker runs, from the build cache: a confined worker
      * reads only there (its --ro path), whatever folder the task bundle came from */
     int n = snprintf(module, sizeof module, "%s/oracle-%s.py", b->cc.cache_dir, key);
@@ -489,8 +497,19 @@ int kb__evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id
   return find_baseline(b, task_id) != NULL;
 }
 
-int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+/* Builds a candidate of `format` for `task` (its oracle is what a ModelNew build reads). */
+static int compile_candidate(struct kb_evaluator *b, const struct kb_task *task,
+                             const char *source, const char *knobs, const char *flags,
+                             int format, struct kb__build *build, struct kb_error *err) {
+  struct kb__compile_req req = {
+      .source = source, .knobs = knobs, .flags = flags, .format = format,
+      .oracle = task->oracle_kind == KB_ORACLE_PYTORCH ? task->oracle_path : NULL};
+  return kb__compile_req(&b->cc, &req, build, err);
+}
+
+int kb__evaluator_set_baseline(struct kb_evaluator *b, const struct kb_task *task,
                               const struct kb_candidate *c, struct kb_error *err) {
+  const char *task_id = task->id;
   struct baseline *slot = find_baseline(b, task_id);
   for (int i = 0; slot == NULL && i < MAX_BASELINES; i++)
     if (b->baselines[i].task[0] == '\0')
@@ -501,14 +520,16 @@ int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
   }
   kb_free(slot->lib);
   slot->lib = NULL;
+  slot->format = KB_FORMAT_NATIVE;
   snprintf(slot->task, sizeof slot->task, "%s", task_id);
   if (c == NULL)
     return KB_OK;
   struct kb__build build;
   struct kb_error e = {0};
   kb__build_init(&build);
-  int rc = kb__compile(&b->cc, c->source, c->knobs, c->flags, &build, &e);
+  int rc = compile_candidate(b, task, c->source, c->knobs, c->flags, c->format, &build, &e);
   if (rc == KB_OK && build.ok) {
+    slot->format = build.format;
     slot->lib = kb_strdup(build.lib_path);
     if (slot->lib == NULL)
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -525,8 +546,9 @@ int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
  * baseline seed file built now (an untrusted candidate like any other). Returns the library
  * path (new) or NULL when there is none or it does not build (the evaluation then goes on
  * without a same-run ratio). */
-static char *build_baseline(struct kb_evaluator *b, const struct kb_task *task) {
+static char *build_baseline(struct kb_evaluator *b, const struct kb_task *task, int *format) {
   const struct baseline *set = find_baseline(b, task->id);
+  *format = set != NULL ? set->format : KB_FORMAT_NATIVE;
   if (set != NULL)
     return set->lib ? kb_strdup(set->lib) : NULL;
   if (task->baseline < 0 || task->baseline >= task->n_seeds)
@@ -539,8 +561,11 @@ static char *build_baseline(struct kb_evaluator *b, const struct kb_task *task) 
   kb__build_init(&build);
   char *lib = NULL;
   if (kb_buf_read_file(&src, s->path, &err) == KB_OK &&
-      kb__compile(&b->cc, src.data, "", s->flags, &build, &err) == KB_OK && build.ok)
+      compile_candidate(b, task, src.data, "", s->flags, s->format, &build, &err) == KB_OK &&
+      build.ok) {
     lib = kb_strdup(build.lib_path);
+    *format = build.format;
+  }
   else
     kb_warn("task %s: baseline \"%s\" does not build, no same-run speedup: %s", task->id,
             s->name, err.msg[0] ? err.msg : build.reason);
@@ -705,7 +730,8 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   }
 }
 
-/* Times the module of pytorch task `task` in torch eager and torch.compile in the trusted
+/* Times the module of pytorch task `task` (or its torch_reference) in torch eager and
+ * torch.compile in the trusted
  * PyTorch worker (prepared there first: it never loads a candidate, so inductor may fork its
  * compilers), as the tier times candidates, into `r`'s torch_eager_us and torch_compile_us
  * (medians). The preparation and the request together get the tier's timeout
@@ -778,24 +804,38 @@ out:
   return kb_now_mono() - t0;
 }
 
-/* Kept whole (97 lines): builds one eval request, sends it, and copies the reply's fields into
- * the result in the order the protocol lists them. */
-static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
-                    const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
-                    struct kb_error *err) {
-  struct kb__sb_call call;
-  memset(&call, 0, sizeof call);
-  json_t *req = NULL;
-  char *baseline = NULL;
+/* Tier 0's verdict on `build` into `r` (the compile tier's fields, the label, a build that
+ * failed, a library without kb_forward, a ModelNew for a task without a pytorch oracle).
+ * Returns KB_OK with *done = 1 when `r` holds the verdict, *done = 0 when the build may run;
+ * KB_ENOMEM. */
+static int build_verdict(const struct kb_task *task, const struct kb__build *build,
+                         struct kb_result *r, int *done, struct kb_error *err) {
   int rc = KB_OK;
+  *done = 1;
   r->compile_s = build->cached ? 0 : build->seconds;
   r->compile_cached = build->cached;
   r->registers = build->registers;
   r->spills = build->spill_store_bytes > build->spill_load_bytes ? build->spill_store_bytes
                                                                 : build->spill_load_bytes;
   r->shared_bytes = build->shared_bytes;
-  if (build->log != NULL && (r->compile_log = kb_strdup(build->log)) == NULL)
-    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  int kb_format = build->format == KB_FORMAT_KERNELBENCH;
+  if (kb_format && task->oracle_kind != KB_ORACLE_PYTORCH) {
+    r->status = KB_STATUS_COMPILE_ERROR;
+    set_reason(r, "a KernelBench-format candidate (class ModelNew) runs only on a task with a "
+                  "pytorch oracle; task \"%s\" has none", task->id);
+    return KB_OK;
+  }
+  if (build->log != NULL || build->label[0] != '\0') {
+    /* a ModelNew's static label heads its log (docs/sandbox.md) */
+    struct kb_buf log;
+    kb_buf_init(&log);
+    int bad = build->label[0] && kb_buf_addf(&log, "label: %s\n", build->label) != KB_OK;
+    bad = bad || (build->log && kb_buf_addf(&log, "%s", build->log) != KB_OK);
+    r->compile_log = bad ? NULL : kb_buf_detach(&log);
+    kb_buf_release(&log);
+    if (r->compile_log == NULL)
+      return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
   if (!build->ok) {
     /* importing a forbidden function is a cheat (rejected); importing one that nothing
      * defines is a helper declared and never written, a build defect (compile_error) */
@@ -804,9 +844,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     set_reason(r, "%s", build->reason);
     return KB_OK;
   }
-  int found = 0;
+  int found = kb_format; /* a ModelNew build is a folder: the worker checks it */
   struct kb_error elf_err = {0};
-  rc = kb__elf_defines(build->lib_path, "kb_forward", &found, &elf_err);
+  rc = kb_format ? KB_OK : kb__elf_defines(build->lib_path, "kb_forward", &found, &elf_err);
   if (rc == KB_ENOMEM)
     return kb_error_set(err, rc, "%s", elf_err.msg);
   if (rc) {
@@ -820,6 +860,24 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   "int, kb_tensor *, int, void *))");
     return KB_OK;
   }
+  *done = 0;
+  return KB_OK;
+}
+
+/* Builds one eval request, sends it, and copies the reply's fields into
+ * the result in the order the protocol lists them. */
+static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
+                    const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
+                    struct kb_error *err) {
+  struct kb__sb_call call;
+  memset(&call, 0, sizeof call);
+  json_t *req = NULL;
+  char *baseline = NULL;
+  int done = 0;
+  int rc = build_verdict(task, build, r, &done, err);
+  if (rc || done)
+    return rc;
+  int kb_format = build->format == KB_FORMAT_KERNELBENCH;
   if (tier_index == 0)
     return KB_OK;
 
@@ -837,8 +895,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   if (rc)
     goto out;
   int timed = tier->max_samples >= 1;
+  int baseline_format = KB_FORMAT_NATIVE;
   if ((flags & KB_EVAL_FULL) && timed)
-    baseline = build_baseline(b, task);
+    baseline = build_baseline(b, task, &baseline_format);
   int min_samples = tier->min_samples < tier->max_samples ? tier->min_samples : tier->max_samples;
   req = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:b, s:b, s:b}", "op",
                   "eval", "key", key, "library", build->lib_path, "sets",
@@ -853,6 +912,10 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     json_object_set_new(req, "metrics", json_true());
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
+  if (req != NULL && kb_format)
+    json_object_set_new(req, "format", json_string("kernelbench"));
+  if (req != NULL && baseline != NULL && baseline_format == KB_FORMAT_KERNELBENCH)
+    json_object_set_new(req, "baseline_format", json_string("kernelbench"));
   if (req == NULL) {
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     goto out;
@@ -867,8 +930,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
-  if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
-      r->status == KB_STATUS_OK)
+  if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&
+      (flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += time_torch(b, task, tier, tier_index, r);
 out:
   r->cost_ms = (int64_t)ceil(used_s * 1000.0);
@@ -919,7 +982,7 @@ int kb__evaluator_evaluate(struct kb_evaluator *b, const struct kb_task *task,
     return rc;
   struct kb__build build;
   kb__build_init(&build);
-  rc = kb__compile(&b->cc, c->source, c->knobs, c->flags, &build, err);
+  rc = compile_candidate(b, task, c->source, c->knobs, c->flags, c->format, &build, err);
   if (rc == KB_OK)
     rc = evaluate(b, task, &build, tier, tier_index, flags, r, err);
   kb__build_release(&build);

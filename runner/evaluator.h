@@ -71,12 +71,12 @@ double kb__evaluator_sandbox_start_s(const struct kb_evaluator *b);
 /* The running sandbox's pid, 0 when none. */
 int kb__evaluator_sandbox_pid(const struct kb_evaluator *b);
 
-/* Sets the baseline of task `task_id` (borrowed) for same-run speedups at the full tier: `c`
+/* Sets the baseline of task `task` (borrowed) for same-run speedups at the full tier: `c`
  * (borrowed; NULL: the task has none to be found, do not look again) is built now like any
- * candidate, and its library is kept. Without one, the evaluator uses the task's baseline seed
+ * candidate (a KernelBench-format one through compile_kb.c), and its build is kept. Without one, the evaluator uses the task's baseline seed
  * file when it exists. A baseline that does not build is logged and left out. Errors:
  * KB_ENOMEM. */
-int kb__evaluator_set_baseline(struct kb_evaluator *b, const char *task_id,
+int kb__evaluator_set_baseline(struct kb_evaluator *b, const struct kb_task *task,
                               const struct kb_candidate *c, struct kb_error *err);
 /* 1 when kb__evaluator_set_baseline() was called for `task_id` (borrowed). */
 int kb__evaluator_has_baseline(const struct kb_evaluator *b, const char *task_id);

@@ -164,6 +164,8 @@ char *kb__sandbox_program(const char *backend) {
 
 char *kb__sandbox_torch_script(void) { return find_sandbox_file("kb_sandbox_torch.py"); }
 
+char *kb__sandbox_builder_script(void) { return find_sandbox_file("kb_build_modelnew.py"); }
+
 const char *kb__sandbox_python(void) {
   const char *env = getenv("KB_PYTHON");
   return env != NULL && *env ? env : "/usr/bin/python3";

@@ -80,6 +80,9 @@ char *kb__sandbox_program(const char *backend);
 /* Finds the PyTorch worker kb_sandbox_torch.py the same way (a new string, kb_free; NULL when
  * out of memory). */
 char *kb__sandbox_torch_script(void);
+/* The path (new; NULL on ENOMEM) of kb_build_modelnew.py, the compile tier of KernelBench-format
+ * candidates (compile_kb.c), found as kb__sandbox_torch_script() finds the worker. */
+char *kb__sandbox_builder_script(void);
 /* The interpreter of the PyTorch worker: $KB_PYTHON when set, else /usr/bin/python3
  * (borrowed, static or the environment's). */
 const char *kb__sandbox_python(void);

@@ -295,7 +295,10 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   int rc = task ? kb_catalog_get_candidate(&w->q, c->candidate, &cand, &e) : e.code;
   if (rc == KB_OK) {
     struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
-                                  .flags = cand.flags};
+                                  .flags = cand.flags, .format = cand.format,
+                                  .oracle = task->oracle_kind == KB_ORACLE_PYTORCH
+                                                ? task->oracle_path
+                                                : NULL};
     rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
   }
   kb_candidate_release(&cand);
@@ -378,7 +381,7 @@ static void find_baseline(struct worker *w, const struct kb_task *task) {
   if (name != NULL && kb__baseline_find(&w->q, task->id, name, &base, &found, &e) != KB_OK)
     kb_warn("task %s: cannot look up its baseline \"%s\": %s", task->id, name, e.msg);
   kb_error_clear(&e);
-  if (kb__evaluator_set_baseline(w->ev, task->id, found ? &base : NULL, &e) != KB_OK)
+  if (kb__evaluator_set_baseline(w->ev, task, found ? &base : NULL, &e) != KB_OK)
     kb_warn("task %s: %s", task->id, e.msg);
   else if (found)
     kb_info("task %s: baseline \"%s\" (%.12s) re-timed at the full tier", task->id, name,

@@ -120,6 +120,12 @@ static struct arch_task *bind_task(struct kb_gen_archive *a, const struct kb_tas
     const struct kb_archive_entry *e = &a->arch.entries[i];
     if (strcmp(e->task, task->id) != 0 || strcmp(e->fingerprint, t->fingerprint) != 0)
       continue;
+    /* a ModelNew solution runs in the PyTorch worker only: pytorch-oracle tasks */
+    if (e->format == KB_FORMAT_KERNELBENCH && task->oracle_kind != KB_ORACLE_PYTORCH) {
+      kb_info("archive: task %s: entry %.12s is a kernelbench solution and the task has no "
+              "pytorch oracle; not proposed", task->id, e->id);
+      continue;
+    }
     int dup = 0;
     for (int j = 0; j < t->n_match && !dup; j++)
       dup = strcmp(a->arch.entries[t->match[j]].candidate, e->candidate) == 0;
@@ -240,8 +246,9 @@ int kb__gen_archive_examples(struct kb_gen_archive *a, const struct kb_task *tas
   for (int i = 0; i < a->arch.n; i++) {
     const struct kb_archive_entry *e = &a->arch.entries[i];
     /* verified entries of the category and backend, the best (first) of each task */
+    /* native kernels only: the examples go in native prompts (gen_llm.h) */
     if (e->speedup <= 0 || e->backend != task->backend || strcmp(e->category, category) != 0 ||
-        strlen(e->source) > EXAMPLE_MAX_BYTES)
+        e->format != KB_FORMAT_NATIVE || strlen(e->source) > EXAMPLE_MAX_BYTES)
       continue;
     if (n > 0 && strcmp(pick[n - 1]->task, e->task) == 0)
       continue;
@@ -365,6 +372,13 @@ static int save_one(struct kb_gen_archive *a, const struct kb_task *task,
   return rc;
 }
 
+/* The median of `m` at tier `k` when it passed there with a timing (kb/rank.h), else 0. */
+static double timed_us(const struct kb_member *m, int k) {
+  struct kb_rank r;
+  kb__member_rank(m, &r);
+  return r.median_us[k];
+}
+
 int kb__gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
                         const struct kb_task_pop *pop, int *added, struct kb_error *err) {
   if (added)
@@ -373,11 +387,9 @@ int kb__gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
     return KB_OK;
   int top = a->q->n_tiers - 1;
   const struct kb_member *base = kb__population_baseline(pop);
-  if (top < 1 || base == NULL || !base->tiers[top].evaluated ||
-      base->tiers[top].status != KB_STATUS_OK || base->tiers[top].samples <= 0 ||
-      base->tiers[top].median_us <= 0)
+  double base_us = top >= 1 && base ? timed_us(base, top) : 0;
+  if (base_us <= 0)
     return KB_OK; /* no baseline timed at the last tier: nothing is known to beat it */
-  double base_us = base->tiers[top].median_us;
   const struct kb_member **best = kb_calloc((size_t)a->cfg->save, sizeof *best);
   if (best == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -385,8 +397,8 @@ int kb__gen_archive_save(struct kb_gen_archive *a, const struct kb_task *task,
   for (int i = 0; i < pop->n; i++) {
     const struct kb_member *m = &pop->members[i];
     const struct kb_member_tier *mt = &m->tiers[top];
-    if (m == base || !mt->evaluated || mt->status != KB_STATUS_OK || mt->samples <= 0 ||
-        mt->median_us <= 0 || mt->median_us >= base_us)
+    double us = timed_us(m, top);
+    if (m == base || us <= 0 || us >= base_us)
       continue;
     int pos = n;
     while (pos > 0 && best[pos - 1]->tiers[top].median_us > mt->median_us)

@@ -5,9 +5,11 @@
  *   first, each candidate id once, at most `propose` per task. They are ordinary candidates
  *   (generator "archive", name "archive-<name>") that climb the ladder like any other: that is
  *   their re-verification on this campaign's GPU. One already in the catalog (a seed, an
- *   earlier proposal before a restart) is skipped without counting as an attempt.
- * - Examples: for an llm prompt, up to `examples` entries of the task's category and backend
- *   (the best of each task, best speedup first), as text (kb__gen_archive_examples).
+ *   earlier proposal before a restart) is skipped without counting as an attempt. A
+ *   kernelbench entry (a ModelNew file) fits only a task with a pytorch oracle, and is proposed
+ *   as a kernelbench candidate.
+ * - Examples: for an llm prompt, up to `examples` native entries of the task's category and
+ *   backend (the best of each task, best speedup first), as text (kb__gen_archive_examples).
  * - Crossover parent: the best fitting entry whose candidate is not in the task's population.
  * - Saves: when the campaign ends, each task's verified best kernels (status ok at the ladder's
  *   last tier, faster there than the task's baseline seed, best first, at most `save`) become

@@ -148,8 +148,9 @@ int kb__gen_init(struct kb_gen *g, struct kb_queue *q, const char *work_dir,
   if (rc == KB_OK && cfg->tune)
     rc = kb__tune_new(q, g->rng * 2654435761u, &g->tune, err);
   if (rc == KB_OK && cfg->llm.enabled) {
-    char key[1024];
-    rc = kb__llm_key_read(cfg->llm.key_env, cfg->llm.key_file, key, sizeof key, err);
+    char key[1024] = ""; /* "auth": "none": no key, no key header (llm_client.h) */
+    if (!cfg->llm.auth_none)
+      rc = kb__llm_key_read(cfg->llm.key_env, cfg->llm.key_file, key, sizeof key, err);
     if (rc == KB_OK)
       rc = kb__gen_llm_new(q, &cfg->llm, key, g->rng * 40503u + 1, &g->llm, err);
     memset(key, 0, sizeof key);

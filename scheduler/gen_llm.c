@@ -41,6 +41,7 @@ struct pending {
   struct kb_gen_llm *l;
   char task[KB_ID_MAX];
   int kind;
+  int format;             /* enum kb_cand_format of the answer asked for */
   long seq;
   char charge[KB_CHARGE_ID_MAX];
   char parents[2][KB_CAND_ID_LEN + 1];
@@ -299,6 +300,7 @@ static void summary_of(const struct kb_member *m, char *out, size_t size) {
 /* Everything a request needs, chosen and loaded. */
 struct plan {
   int kind;
+  int format;                    /* of the answer: the cfg's (translate), else the parents' */
   struct kb_candidate parent[2]; /* loaded sources (owned) */
   int n_parents;
   struct obs *repair;            /* the failure being repaired (borrowed) */
@@ -338,6 +340,7 @@ static int choose(struct kb_gen_llm *l, const struct kb_task_pop *pop, struct pl
         break;
       o->repaired = 0; /* set again once the request is on its way */
       pl->kind = KB_PROMPT_REPAIR;
+      pl->format = pl->parent[0].format;
       pl->n_parents = 1;
       pl->repair = o;
       return KB_OK;
@@ -347,6 +350,7 @@ static int choose(struct kb_gen_llm *l, const struct kb_task_pop *pop, struct pl
   int n_best = best_members(pop, best, 3);
   if (!has_llm_member(l, pop) || n_best == 0) {
     pl->kind = KB_PROMPT_TRANSLATE;
+    pl->format = l->cfg->format;
     return KB_OK;
   }
   if (l->archive.parent && rnd(l) % 3 == 0) { /* crossover with an archived kernel */
@@ -357,7 +361,12 @@ static int choose(struct kb_gen_llm *l, const struct kb_task_pop *pop, struct pl
     int got = found ? load_parent(l, best[0]->id, &pl->parent[0], err) : 0;
     if (got < 0)
       return err->code;
+    if (got == 1 && pl->parent[0].format != pl->parent[1].format) { /* only like with like */
+      kb_candidate_release(&pl->parent[0]);
+      got = 0;
+    }
     if (got == 1) {
+      pl->format = pl->parent[0].format;
       pl->kind = KB_PROMPT_CROSSOVER;
       pl->pm[0] = best[0];
       pl->n_parents = 2;
@@ -384,8 +393,17 @@ static int choose(struct kb_gen_llm *l, const struct kb_task_pop *pop, struct pl
       kb_candidate_release(&pl->parent[0]);
       memset(pl, 0, sizeof *pl);
       pl->kind = KB_PROMPT_TRANSLATE;
+      pl->format = l->cfg->format;
       return KB_OK;
     }
+  }
+  /* a mutation or crossover answers in its parents' format; two of different formats are not
+   * crossed: parent A is mutated instead */
+  pl->format = pl->parent[0].format;
+  if (pl->n_parents == 2 && pl->parent[1].format != pl->format) {
+    kb_candidate_release(&pl->parent[1]);
+    pl->kind = KB_PROMPT_MUTATE;
+    pl->n_parents = 1;
   }
   return KB_OK;
 }
@@ -483,7 +501,10 @@ int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const 
   if (rc)
     goto out;
   prompt_vars(l, task, pop, &pl, &v, &vt);
-  if (l->archive.examples && (pl.kind == KB_PROMPT_TRANSLATE || pl.kind == KB_PROMPT_MUTATE))
+  v.format = pl.format;
+  /* archive examples are native kernels: shown in native prompts only */
+  if (l->archive.examples && pl.format == KB_FORMAT_NATIVE &&
+      (pl.kind == KB_PROMPT_TRANSLATE || pl.kind == KB_PROMPT_MUTATE))
     rc = l->archive.examples(l->archive.arg, task, &examples, err);
   v.examples = examples;
   if (rc == KB_OK)
@@ -498,6 +519,7 @@ int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const 
     goto out;
   p->l = l;
   p->kind = pl.kind;
+  p->format = pl.format;
   snprintf(p->task, sizeof p->task, "%s", task->id);
   for (int i = 0; i < pl.n_parents; i++)
     snprintf(p->parents[i], sizeof p->parents[i], "%s", pl.parent[i].id);
@@ -623,7 +645,9 @@ static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done 
   } else {
     l->stats.answered++;
     struct kb_error xerr = {0};
-    if (kb__llm_extract_code(d->text, &code, &xerr) != KB_OK) {
+    int got = p->format == KB_FORMAT_KERNELBENCH ? kb__llm_extract_python(d->text, &code, &xerr)
+                                                 : kb__llm_extract_code(d->text, &code, &xerr);
+    if (got != KB_OK) {
       status = "no_code";
       l->stats.no_code++;
       snprintf(d->error, sizeof d->error, "%.250s", xerr.msg);
@@ -633,7 +657,8 @@ static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done 
       char name[KB_ID_MAX];
       snprintf(name, sizeof name, "llm-%s-%ld", kb__prompt_kind_name(p->kind), p->seq);
       struct kb_error cerr = {0};
-      if (kb_candidate_init(&c, p->task, name, "llm", code, "", "", &cerr) != KB_OK) {
+      if (kb_candidate_init(&c, p->task, name, "llm", code, "", "", &cerr) != KB_OK ||
+          kb_candidate_set_format(&c, p->format, &cerr) != KB_OK) {
         status = "no_code";
         l->stats.no_code++;
         snprintf(d->error, sizeof d->error, "%.250s", cerr.msg);

@@ -10,7 +10,14 @@
  * (prompt bytes / 3 + max_tokens, under the charge id "llm:<task>:<n>"); when it ends, what the
  * API reported (prompt + completion tokens, summed over retries) is posted, or the reservation
  * is voided when nothing was reported. An answer without a code block that defines kb_forward
- * is a failed generation: logged, tokens still charged. Open charges are listed in
+ * is a failed generation: logged, tokens still charged.
+ *
+ * Formats (kb_cand_format): a translate request asks for the campaign's llm "format" (native:
+ * a kernel of the ABI; kernelbench: a ModelNew Python file, KernelBench's conventions,
+ * llm_prompt.h); mutate, crossover and repair answer in their parents' format (two parents of
+ * different formats are not crossed: parent A is mutated). A kernelbench answer must hold a
+ * python block defining ModelNew (llm_extract.h), else it is a failed generation like the
+ * above; its candidate has format kernelbench. Archive examples go in native prompts only. Open charges are listed in
  * kb:{cid}:gen:llm:open (KB_KEY_GEN_LLM_OPEN, kb/keys.h), so a restarted scheduler voids
  * those its predecessor left.
  *

@@ -4,20 +4,20 @@
 #include <string.h>
 
 int kb__gen_rank_tier(const struct kb_member *m) {
-  int best = -1;
-  for (int k = 1; m && k < KB_MAX_TIERS; k++)
-    if (m->tiers[k].evaluated && m->tiers[k].status == KB_STATUS_OK && m->tiers[k].median_us > 0)
-      best = k;
-  return best;
+  if (m == NULL)
+    return -1;
+  struct kb_rank r;
+  kb__member_rank(m, &r);
+  return kb_rank_tier(&r);
 }
 
 int kb__gen_rank_better(const struct kb_member *a, const struct kb_member *b) {
-  int ta = kb__gen_rank_tier(a), tb = kb__gen_rank_tier(b);
-  if (ta != tb)
-    return ta > tb;
-  if (ta < 0)
-    return 0;
-  return a->tiers[ta].median_us < b->tiers[tb].median_us;
+  struct kb_rank ra, rb;
+  if (a)
+    kb__member_rank(a, &ra);
+  if (b)
+    kb__member_rank(b, &rb);
+  return kb_rank_better(a ? &ra : NULL, b ? &rb : NULL);
 }
 
 const struct kb_member *kb__gen_rank_find(const struct kb_task_pop *pop, const char *id) {

@@ -396,6 +396,12 @@ static int find_bases(struct kb_tune *t, const struct kb_task_pop *pop, struct k
     }
     if (rc)
       return kb_error_set(err, rc, "%s", lookup.msg);
+    if (c.format != KB_FORMAT_NATIVE) { /* knobs are -D flags of a native build */
+      kb_info("tune: %s/%s is a %s candidate; not tuned", pop->task, c.name,
+              kb_cand_format_name(c.format));
+      kb_candidate_release(&c);
+      continue;
+    }
     struct kb_knob_space space;
     struct kb_error perr = {0};
     if (c.knobs[0] != '\0' || kb__tune_parse(c.source, &space, &perr) || space.n == 0) {

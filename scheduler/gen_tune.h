@@ -15,7 +15,9 @@
  * candidate id), so a restarted scheduler repeats nothing either.
  *
  * Bases: every member of the task's population that has knobs and was not itself made by tune;
- * the best-ranked base that is not exhausted goes first.
+ * the best-ranked base that is not exhausted goes first. Only native candidates are bases: a
+ * kernelbench (ModelNew) candidate is never tuned, even when a CUDA string in it holds
+ * `// kb:param` lines (its build takes no -D flags from kernelbrain).
  */
 #ifndef KB_SCHED_GEN_TUNE_H
 #define KB_SCHED_GEN_TUNE_H

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kb/alloc.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 
 static const char *skip_blank(const char *p) {
@@ -87,8 +88,10 @@ static int same_word(const char *a, const char *b, size_t n) {
   return 1;
 }
 
-static int lang_ok(const char *info, size_t len) {
-  static const char *const langs[] = {"cuda", "cu", "c", "cpp", "c++", "cc", "cxx", "h", NULL};
+static const char *const c_langs[] = {"cuda", "cu", "c", "cpp", "c++", "cc", "cxx", "h", NULL};
+static const char *const py_langs[] = {"python", "py", "python3", NULL};
+
+static int lang_ok(const char *const *langs, const char *info, size_t len) {
   while (len > 0 && (*info == ' ' || *info == '\t')) {
     info++;
     len--;
@@ -104,7 +107,10 @@ static int lang_ok(const char *info, size_t len) {
   return 0;
 }
 
-int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
+/* The largest complete block in one of `langs` (or without an info string) whose text passes
+ * `defines`; on a tie the last. */
+static int extract(const char *text, const char *const *langs, int (*defines)(const char *),
+                   const char *what, char **out, struct kb_error *err) {
   *out = NULL;
   const char *best = NULL;
   size_t best_len = 0;
@@ -120,7 +126,7 @@ int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
       continue;
     }
     size_t info_len = eol ? (size_t)(eol - after) : strlen(after);
-    int wanted = lang_ok(after, info_len);
+    int wanted = lang_ok(langs, after, info_len);
     if (eol == NULL)
       break; /* a fence on the last line opens nothing */
     const char *body = eol + 1;
@@ -151,7 +157,7 @@ int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
       char *copy = kb_strndup(body, len);
       if (copy == NULL)
         return kb_error_set(err, KB_ENOMEM, "out of memory");
-      if (kb__llm_defines_forward(copy)) {
+      if (defines(copy)) {
         best = body;
         best_len = len;
       }
@@ -161,8 +167,16 @@ int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
   }
   if (best == NULL)
     return kb_error_set(err, KB_ENOTFOUND,
-                        "no code block defines kb_forward (%d complete block%s in the answer)",
+                        "no code block defines %s (%d complete block%s in the answer)", what,
                         blocks, blocks == 1 ? "" : "s");
   *out = kb_strndup(best, best_len);
   return *out ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+}
+
+int kb__llm_extract_code(const char *text, char **out, struct kb_error *err) {
+  return extract(text, c_langs, kb__llm_defines_forward, "kb_forward", out, err);
+}
+
+int kb__llm_extract_python(const char *text, char **out, struct kb_error *err) {
+  return extract(text, py_langs, kb_source_defines_modelnew, "class ModelNew", out, err);
 }

@@ -5,6 +5,11 @@
  * blocks (an unterminated block, as a truncated answer leaves, is ignored) that define
  * kb_forward (the name, its parameter list, then a body "{"), the largest is taken; on a tie the
  * last. Blocks in other languages (python, text) are never taken.
+ *
+ * A KernelBench-format answer (llm "format": "kernelbench") is taken the same way from the
+ * blocks whose info string is python, py, python3 or empty, among those that define ModelNew:
+ * kb_source_defines_modelnew (kb/candidate.h; a light static check, the PyTorch worker does
+ * the rest).
  */
 #ifndef KB_SCHED_LLM_EXTRACT_H
 #define KB_SCHED_LLM_EXTRACT_H
@@ -15,6 +20,10 @@ struct kb_error;
  * Errors: KB_ENOTFOUND "no code block defines kb_forward" (with how many blocks were seen),
  * KB_ENOMEM. */
 int kb__llm_extract_code(const char *text, char **out, struct kb_error *err);
+
+/* Same for a KernelBench answer: the Python block defining ModelNew. Errors: KB_ENOTFOUND
+ * "no code block defines class ModelNew" (with how many blocks were seen), KB_ENOMEM. */
+int kb__llm_extract_python(const char *text, char **out, struct kb_error *err);
 
 /* 1 when `source` (borrowed) defines kb_forward: the name, a parenthesised parameter list, then
  * "{" (comments and blanks between are skipped); else 0. A declaration alone is not enough. */

@@ -8,6 +8,7 @@
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/task.h"
 #include "llm_prompt_private.h"
@@ -154,6 +155,18 @@ static const char *value_of(const char *name, size_t len, const struct kb_prompt
                   "allocate memory or call cudaDeviceReset."
                 : "Plain C11 on one CPU thread: no threads, no allocation larger than the "
                   "stack, no I/O; stream is NULL.";
+  /* kernelbench prompts (kernelbench_*.txt): ModelNew with kernels built by load_inline */
+  if (IS("kb_kernels"))
+    return cuda ? "CUDA kernels" : "C++ CPU kernels";
+  if (IS("kb_rules"))
+    return cuda ? "CUDA code goes in `cuda_sources`, the C++ declarations of the functions "
+                  "you call in `cpp_sources`, their names in `functions`. Launch on the current "
+                  "stream (`at::cuda::getCurrentCUDAStream()`); do not synchronize the device."
+                : "The tensors are on the CPU: C++ code goes in `cpp_sources`, the functions "
+                  "you call in `functions`; no threads of your own.";
+  if (IS("kb_example"))
+    return cuda ? kb__prompt_template("kernelbench_example_cuda")
+                : kb__prompt_template("kernelbench_example_host");
   if (IS("task_id"))
     return t->id;
   if (IS("task_name"))
@@ -244,9 +257,14 @@ static int render(const char *tmpl, const char *which, const struct kb_prompt_va
 int kb__prompt_render(int kind, const struct kb_prompt_vars *v, char **system, char **user,
                      struct kb_error *err) {
   *system = *user = NULL;
-  const char *name = kb__prompt_kind_name(kind);
+  /* native: <kind>.txt and system.txt; kernelbench: kernelbench_<kind>.txt and its system */
+  int kbf = v->format == KB_FORMAT_KERNELBENCH;
+  char name[64];
+  snprintf(name, sizeof name, "%s%s", kbf ? "kernelbench_" : "", kb__prompt_kind_name(kind));
   const char *tmpl = kb__prompt_template(name);
-  const char *sys = kb__prompt_template("system");
+  const char *sys = kb__prompt_template(kbf ? "kernelbench_system" : "system");
+  if (v->format != KB_FORMAT_NATIVE && !kbf)
+    return kb_error_set(err, KB_EINVAL, "no prompts for candidate format %d", v->format);
   if (tmpl == NULL || sys == NULL || v->task == NULL)
     return kb_error_set(err, KB_EINVAL, "no prompt template \"%s\"", name);
   struct kb_buf tensors;

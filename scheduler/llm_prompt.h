@@ -6,6 +6,13 @@
  * task's reference source), mutate (one parent and its diagnosis), crossover (two parents),
  * repair (a failed parent and its compile log or wrong-output reason). Every kind shares the
  * system prompt (the ABI, the backend's rules, the answer format).
+ *
+ * Two sets of templates, by the format of the answer asked for (kb_prompt_vars.format):
+ * native uses system.txt and <kind>.txt (a C/CUDA kernel of the ABI in a ```cuda or ```c
+ * block); kernelbench uses kernelbench_system.txt and kernelbench_<kind>.txt, KernelBench's
+ * conventions: the reference Model's source in every kind, a ModelNew with the same
+ * constructor arguments whose kernels are built by torch.utils.cpp_extension.load_inline, one
+ * ```python block (kernelbench_example_cuda.txt / _host.txt: the example in the system prompt).
  */
 #ifndef KB_SCHED_LLM_PROMPT_H
 #define KB_SCHED_LLM_PROMPT_H
@@ -70,6 +77,7 @@ struct kb_prompt_vars {
   const char *failure_status;     /* repair: "compile_error", "wrong_output", ... */
   const char *failure;            /* repair: compile log or reason */
   const char *examples;           /* archive examples (gen_archive.h) or NULL for none */
+  int format;                     /* enum kb_cand_format of the answer asked for */
 };
 
 /* Renders the system prompt and the `kind` template with `v` into `*system` and `*user` (new;

@@ -20,8 +20,9 @@ void kb__policy_init(struct kb_policy *p, const struct kb_search *s, int n_tiers
   p->keep_top = s->keep_top;
 }
 
+/* "Passed with a timing", the one test of kb/rank.h. */
 static int timed_ok(const struct kb_member_tier *mt) {
-  return mt->evaluated && mt->status == KB_STATUS_OK && mt->samples > 0 && mt->median_us > 0;
+  return mt->evaluated && kb_rank_timed(mt->status == KB_STATUS_OK, mt->samples, mt->median_us);
 }
 
 double kb__policy_median_se(const struct kb_member_tier *mt) {
@@ -126,6 +127,28 @@ int kb__policy_promote(const struct kb_policy *p, const struct kb_task_pop *t,
   return kb__policy_promote_reason(p, t, m, tier) != KB_PROMOTE_NO;
 }
 
+int kb__policy_could_win(const struct kb_policy *p, const struct kb_task_pop *t,
+                        const struct kb_member *m, int *tier) {
+  struct kb_rank rm;
+  kb__member_rank(m, &rm);
+  int k = kb_rank_tier(&rm), top = -1;
+  *tier = k;
+  if (t->stopped || k < 0 || k + 1 >= p->n_tiers || m->promoted_to > k)
+    return 0;
+  const struct kb_member *best = kb__population_best(t, &top);
+  if (best == m)
+    return 1; /* the best itself has not climbed to the last tier */
+  if (best == NULL || top <= k)
+    return 0; /* at its own tier, the best ranks above it */
+  if (timed_ok(&best->tiers[k]))
+    return rm.median_us[k] < best->tiers[k].median_us;
+  const struct kb_member *base = kb__population_baseline(t);
+  if (base == NULL || !timed_ok(&base->tiers[k]) || !timed_ok(&base->tiers[top]))
+    return 0;
+  return base->tiers[k].median_us / rm.median_us[k] >
+         base->tiers[top].median_us / best->tiers[top].median_us;
+}
+
 double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {
   const struct kb_member *base = kb__population_baseline(t);
   if (base == NULL || tier < 0)
@@ -153,7 +176,7 @@ int kb__policy_observe(const struct kb_policy *p, struct kb_task_pop *t,
   t->spent_ms += cost;
   double gain = 0;
   int tier = r->tier;
-  if (r->status == KB_STATUS_OK && r->timing.samples > 0 && r->timing.median_us > 0 &&
+  if (kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us) &&
       tier >= kb__policy_gain_tier(p) && tier < KB_MAX_TIERS) {
     double best = 0;
     for (int i = 0; i < t->n; i++) {

@@ -74,6 +74,15 @@ double kb__policy_reliability(int cohort, double sum, double sum2, double noise2
 double kb__policy_eta(const struct kb_policy *p, int cohort, double sum, double sum2,
                      double noise2);
 
+/* Whether member `m` of `t`, not yet enqueued above the highest tier it passed with a timing
+ * (k, kb/rank.h), could still become the task's best, so that a campaign about to end with
+ * budget left promotes it first (docs/search.md, "Before done"): the task is not stopped, k is
+ * not the last tier, and `m` is the task's best, or is faster at k than the best is at k (or,
+ * when the best has no timing at k, its speedup over the baseline at k beats the best's at the
+ * best's tier). Returns 1 and sets `*tier` (k) when so, else 0. */
+int kb__policy_could_win(const struct kb_policy *p, const struct kb_task_pop *t,
+                        const struct kb_member *m, int *tier);
+
 /* Queue priority for `m` at `tier` (lower runs first): its time relative to the baseline's at
  * the tier below when both are known, else 1. */
 double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);

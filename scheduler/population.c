@@ -1,6 +1,7 @@
 /* Per-task populations (see population.h). */
 #include "population.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "kb/alloc.h"
@@ -33,6 +34,7 @@ struct kb_task_pop *kb__population_task(struct kb_population *p, const char *tas
   }
   struct kb_task_pop *t = &p->tasks[p->n++];
   memset(t, 0, sizeof *t);
+  t->torch_tier = -1;
   snprintf(t->task, sizeof t->task, "%s", task);
   return t;
 }
@@ -77,6 +79,14 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
   mt->samples = r->timing.samples;
   if (r->tier > m->promoted_to)
     m->promoted_to = r->tier;
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    t->torch_eager_us = r->torch_eager_us;
+    t->torch_tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    t->torch_compile_us = r->torch_compile_us;
+    t->torch_tier = r->tier;
+  }
   t->evaluations++;
   return m;
 }
@@ -91,20 +101,26 @@ const struct kb_member *kb__population_baseline(const struct kb_task_pop *t) {
   return NULL;
 }
 
+void kb__member_rank(const struct kb_member *m, struct kb_rank *out) {
+  for (int k = 0; k < KB_MAX_TIERS; k++) {
+    const struct kb_member_tier *mt = &m->tiers[k];
+    out->median_us[k] =
+        mt->evaluated && kb_rank_timed(mt->status == KB_STATUS_OK, mt->samples, mt->median_us)
+            ? mt->median_us
+            : 0;
+  }
+}
+
 const struct kb_member *kb__population_best(const struct kb_task_pop *t, int *tier) {
-  for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
-    const struct kb_member *best = NULL;
-    for (int i = 0; i < t->n; i++) {
-      const struct kb_member_tier *mt = &t->members[i].tiers[k];
-      if (!mt->evaluated || mt->status != KB_STATUS_OK || mt->samples == 0)
-        continue;
-      if (best == NULL || mt->median_us < best->tiers[k].median_us)
-        best = &t->members[i];
-    }
-    if (best) {
-      *tier = k;
-      return best;
+  const struct kb_member *best = NULL;
+  struct kb_rank best_rank, r;
+  for (int i = 0; i < t->n; i++) {
+    kb__member_rank(&t->members[i], &r);
+    if (kb_rank_tier(&r) >= 0 && (best == NULL || kb_rank_better(&r, &best_rank))) {
+      best = &t->members[i];
+      best_rank = r;
     }
   }
-  return NULL;
+  *tier = best ? kb_rank_tier(&best_rank) : -1;
+  return best;
 }

@@ -8,6 +8,7 @@
 
 #include "kb/campaign.h"
 #include "kb/candidate.h"
+#include "kb/rank.h"
 #include "kb/result.h"
 
 struct kb_error;
@@ -39,6 +40,9 @@ struct kb_task_pop {
   long evaluations;          /* results seen */
   int loaded;                /* 1 once the task's spec (baseline, oracle kind) was read */
   int torch;                 /* 1: a PyTorch-oracle task (its last tier also times torch) */
+  double torch_eager_us;     /* latest torch eager median a result carried, microseconds; 0 none */
+  double torch_compile_us;   /* latest torch.compile median, microseconds; 0 none */
+  int torch_tier;            /* tier those came from (the full tier); -1 none */
   /* Search state, kept by kb__policy_observe() (policy.h) from the same results: */
   long observed;             /* results the policy has seen (== evaluations when up to date) */
   double spent_ms;           /* GPU milliseconds settled for this task's results */
@@ -75,7 +79,11 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
                                     const char *name, const char *generator);
 /* The baseline member of `t` (by seed name), or NULL. */
 const struct kb_member *kb__population_baseline(const struct kb_task_pop *t);
-/* The best ok member at the highest tier any ok member of `t` reached, or NULL. `*tier` gets it. */
+/* `m` (borrowed) as the ranking rule sees it (kb/rank.h): per tier, the median of its latest
+ * result when that result passed with a timing. Fills `out` (caller-owned). */
+void kb__member_rank(const struct kb_member *m, struct kb_rank *out);
+/* The best member of `t` by the ranking rule (kb/rank.h: highest tier passed with a timing, then
+ * the lower median there), or NULL when none passed with a timing. `*tier` gets that tier. */
 const struct kb_member *kb__population_best(const struct kb_task_pop *t, int *tier);
 
 #endif

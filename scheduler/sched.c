@@ -173,8 +173,15 @@ static int update_best(struct sched *s, struct kb_task_pop *t, struct kb_error *
     return KB_OK;
   const struct kb_member *base = kb__population_baseline(t);
   double speedup = 0;
-  if (base && base->tiers[tier].samples > 0 && best->tiers[tier].median_us > 0)
-    speedup = base->tiers[tier].median_us / best->tiers[tier].median_us;
+  if (base) { /* the file's best speedup is at the best's tier only (kb/rank.h) */
+    struct kb_rank rb, rbase;
+    int at = -1;
+    kb__member_rank(best, &rb);
+    kb__member_rank(base, &rbase);
+    speedup = kb_rank_speedup(&rb, &rbase, &at);
+    if (at != tier)
+      speedup = 0;
+  }
   struct open_store *os = get_store(s, t->task, err);
   if (os == NULL)
     return err->code;
@@ -663,6 +670,8 @@ static int all_stopped(const struct sched *s) {
   return s->pop.n > 0;
 }
 
+#define EVALUATED "every candidate evaluated"
+
 /* Decides whether the campaign is over. Returns a reason, or NULL to go on. */
 static const char *over(struct sched *s, const struct kb_queue_status *st) {
   /* Cancelled or draining: nothing new starts; evaluations under way are still recorded. */
@@ -675,7 +684,7 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
   if (strcmp(st->state, "running") != 0)
     return NULL;
   if (st->open == 0 && !kb__gen_active(&s->gen, &s->pop, st))
-    return "every candidate evaluated";
+    return EVALUATED;
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
   if (s->deadline > 0 && kb_now_wall() > s->deadline)
@@ -683,6 +692,39 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
   if (st->leased == 0 && all_stopped(s))
     return "every task stopped (target speedup or stagnation)";
   return NULL;
+}
+
+/* Before a campaign ends with budget left (every item evaluated): enqueues at the next tier
+ * each candidate that could still win (kb__policy_could_win) and whose reservation there fits
+ * what is available. `*added` counts the new items; 0 lets the campaign end. */
+static int promote_before_done(struct sched *s, const struct kb_queue_status *st, int *added,
+                               struct kb_error *err) {
+  *added = 0;
+  int rc = KB_OK;
+  for (int i = 0; rc == KB_OK && i < s->pop.n; i++) {
+    struct kb_task_pop *t = &s->pop.tasks[i];
+    for (int j = 0; rc == KB_OK && j < t->n; j++) {
+      const struct kb_member *m = &t->members[j];
+      int tier = -1, one = 0;
+      if (!kb__policy_could_win(&s->policy, t, m, &tier))
+        continue;
+      int64_t reserve = kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, tier + 1, t->torch);
+      if (reserve > st->gpu_available)
+        continue;
+      rc = kb_queue_enqueue(&s->q, m->id, t->task, tier + 1, reserve,
+                            kb__policy_priority(t, m, tier), &one, err);
+      if (rc == KB_OK && one) {
+        *added += 1;
+        kb_info("%s/%s (%.12s): promoted to %s before the campaign ends: it could still win",
+                t->task, m->name, m->id, s->q.tiers[tier + 1].name);
+      }
+    }
+  }
+  if (rc == KB_ESTATE) { /* the campaign ended meanwhile */
+    kb_error_clear(err);
+    rc = KB_OK;
+  }
+  return rc;
 }
 
 static int create_group(struct sched *s, struct kb_error *err) {
@@ -851,6 +893,14 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
     /* The status was read before the stream: if nothing was open then and a read of new
      * entries (not of our pending ones) found nothing, every result is in the files. */
     const char *why = n == 0 && read_new ? over(s, &st) : NULL;
+    if (why && strcmp(why, EVALUATED) == 0) { /* budget left: candidates that could win climb */
+      int added = 0;
+      rc = promote_before_done(s, &st, &added, err);
+      if (rc)
+        return rc;
+      if (added > 0)
+        continue;
+    }
     if (why) {
       *finished = 1;
       return finish(s, why, err);

@@ -53,7 +53,7 @@
 
 extern char **environ;
 
-#define STORE_FORMAT "kernelbrain.h5/2"
+#define STORE_FORMAT "kernelbrain.h5/3"
 #define ID_SIZE (KB_CAND_ID_LEN + 1) /* fixed string size of a candidate id column */
 #define STATUS_SIZE 16               /* fixed string size of a status column */
 #define TEXT_SIZE 256                /* fixed string size of knobs, flags, reason */
@@ -135,6 +135,8 @@ struct eval_row {
   int64_t kernels_dropped;   /* records past KB_KERNELS_MAX, not stored */
   int64_t kernel_offset;     /* first row in /profiles/kernels; 0 when none */
   int64_t kernel_count;      /* rows in /profiles/kernels */
+  double torch_eager_us;     /* format 3: torch eager median in the same run, microseconds; NaN */
+  double torch_compile_us;   /* format 3: torch.compile median, microseconds; NaN when not timed */
 };
 
 /* One row of /profiles/kernels. */
@@ -200,6 +202,8 @@ struct eval_key_row {
   int tier;
   int attempt;
   char status[STATUS_SIZE];
+  double torch_eager_us;
+  double torch_compile_us;
 };
 
 /* The root attribute "commit": everything below these counts is flushed. */
@@ -256,7 +260,8 @@ static const struct field eval_fields[] = {
     F_I64(eval_row, trace_own_ns), F_I64(eval_row, trace_other_ns),
     F_I64(eval_row, trace_late_ns), F_I64(eval_row, trace_dropped),
     F_I64(eval_row, kernels_dropped), F_I64(eval_row, kernel_offset),
-    F_I64(eval_row, kernel_count),
+    F_I64(eval_row, kernel_count), F_F64(eval_row, torch_eager_us),
+    F_F64(eval_row, torch_compile_us),
 };
 
 static const struct field kern_fields[] = {
@@ -294,7 +299,8 @@ static const struct field cand_key_fields[] = {
 
 static const struct field eval_key_fields[] = {
     F_STR(eval_key_row, candidate), F_I32(eval_key_row, tier), F_I32(eval_key_row, attempt),
-    F_STR(eval_key_row, status),
+    F_STR(eval_key_row, status), F_F64(eval_key_row, torch_eager_us),
+    F_F64(eval_key_row, torch_compile_us),
 };
 
 static const struct field commit_fields[] = {
@@ -464,6 +470,13 @@ static int eval_set_reserve(struct eval_set *set, size_t want) {
 
 /* ---- the store ------------------------------------------------------------------------------ */
 
+/* The finite torch timings of a task's evaluations, for the /torch attributes. */
+struct torch_times {
+  double *v;                 /* microseconds, in evaluation order (owned) */
+  size_t n, cap;
+  int tier;                  /* tier of the latest; -1 none */
+};
+
 struct kb_store {
   char *path;                /* owned */
   char task[KB_ID_MAX];      /* root attribute "task" */
@@ -485,6 +498,8 @@ struct kb_store {
   struct cand_set lset;      /* rows of llm_ids by request id */
   int64_t text_bytes;        /* bytes in /llm/text */
   char last_entry[ENTRY_SIZE]; /* stream entry id of the last /llm/requests row; "" when none */
+  struct torch_times torch[2]; /* the evaluations' torch eager [0] and torch.compile [1] times */
+  int torch_dirty;           /* /torch must be rewritten at the next flush */
   int dirty;                 /* something was written since the last flush */
   int failed;                /* a write failed half-way; the file must be reopened */
   int recovered;             /* KB_STORE_RECOVERED_* bits */
@@ -849,6 +864,72 @@ out:
   return rc;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of `t`'s times (the mean of the middle two for an even count); NaN when none. */
+static double torch_median(const struct torch_times *t) {
+  if (t->n == 0)
+    return NAN;
+  double *v = kb_calloc(t->n, sizeof *v);
+  if (v == NULL)
+    return NAN;
+  memcpy(v, t->v, t->n * sizeof *v);
+  qsort(v, t->n, sizeof *v, cmp_double);
+  double m = t->n % 2 ? v[t->n / 2] : (v[t->n / 2 - 1] + v[t->n / 2]) / 2;
+  kb_free(v);
+  return m;
+}
+
+/* Writes the /torch attributes from `t` (eager, compile): `create` them, or rewrite them in
+ * place. Per kind: "<kind>_us" the latest time, "<kind>_median_us" the median of all,
+ * "<kind>_n" their count; "tier" the tier of the latest eager (else compile) time. */
+static herr_t put_torch(hid_t file, const struct torch_times t[2], int create) {
+  hid_t g = H5Gopen2(file, "torch", H5P_DEFAULT);
+  if (g < 0)
+    return -1;
+  static const char *const kind[2] = {"eager", "compile"};
+  herr_t rc = 0;
+  for (int i = 0; i < 2 && rc == 0; i++) {
+    char name[32];
+    double latest = t[i].n > 0 ? t[i].v[t[i].n - 1] : NAN, median = torch_median(&t[i]);
+    int64_t n = (int64_t)t[i].n;
+    snprintf(name, sizeof name, "%s_us", kind[i]);
+    rc = put_attr(g, name, H5T_NATIVE_DOUBLE, &latest, create);
+    snprintf(name, sizeof name, "%s_median_us", kind[i]);
+    if (rc == 0)
+      rc = put_attr(g, name, H5T_NATIVE_DOUBLE, &median, create);
+    snprintf(name, sizeof name, "%s_n", kind[i]);
+    if (rc == 0)
+      rc = put_attr(g, name, H5T_NATIVE_INT64, &n, create);
+  }
+  int tier = t[0].n > 0 ? t[0].tier : t[1].tier;
+  if (rc == 0)
+    rc = put_attr(g, "tier", H5T_NATIVE_INT, &tier, create);
+  H5Gclose(g);
+  return rc;
+}
+
+/* Appends `us` (a torch time of an evaluation at `tier`) to `t` when it is a time (finite,
+ * positive). Returns KB_OK or KB_ENOMEM. */
+static int torch_note(struct torch_times *t, double us, int tier) {
+  if (!(isfinite(us) && us > 0))
+    return KB_OK;
+  if (t->n == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 8;
+    double *v = kb_reallocarray(t->v, cap, sizeof *v);
+    if (v == NULL)
+      return KB_ENOMEM;
+    t->v = v;
+    t->cap = cap;
+  }
+  t->v[t->n++] = us;
+  t->tier = tier;
+  return KB_OK;
+}
+
 /* Creates `g` under `file`, and closes it. */
 static herr_t make_group(hid_t file, const char *name) {
   hid_t g = H5Gcreate2(file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -928,6 +1009,7 @@ static int make_objects(hid_t f, const char *tmp, const struct kb_store_task_inf
   }
   if (make_group(f, "sources") < 0 || make_group(f, "compile_logs") < 0 ||
       make_group(f, "profiles") < 0 || make_group(f, "best") < 0 || make_group(f, "llm") < 0 ||
+      make_group(f, "torch") < 0 ||
       make_table(f, "sources/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
       make_table(f, "compile_logs/data", H5T_STD_U8LE, HEAP_CHUNK, 0) < 0 ||
       make_table(f, "profiles/kernels", pft, KERN_CHUNK, 0) < 0 ||
@@ -936,8 +1018,11 @@ static int make_objects(hid_t f, const char *tmp, const struct kb_store_task_inf
     rc = h5fail(err, tmp, "create the groups");
     goto out;
   }
+  struct torch_times none[2] = {{NULL, 0, 0, -1}, {NULL, 0, 0, -1}};
   if (put_best(f, "", "", -1, NAN, NAN, 0, 1) < 0)
     rc = h5fail(err, tmp, "write /best");
+  else if (put_torch(f, none, 1) < 0)
+    rc = h5fail(err, tmp, "write /torch");
 out:
   close_id(&g, H5Gclose);
   close_id(&lft, H5Tclose);
@@ -1397,6 +1482,9 @@ static int load_evals(struct kb_store *s, int64_t count, struct kb_error *err) {
         continue;
       eval_set_put(&s->eset, &k);
       agg_apply(&s->cands[row], e->tier, e->attempt, e->status);
+      if (torch_note(&s->torch[0], e->torch_eager_us, e->tier) != KB_OK ||
+          torch_note(&s->torch[1], e->torch_compile_us, e->tier) != KB_OK)
+        rc = nomem(err, s->path);
     }
   }
   kb_free(erows);
@@ -1456,6 +1544,10 @@ static int load(struct kb_store *s, struct kb_error *err) {
     s->text_bytes = c.llm_bytes;
     rc = repair(s, stored, err);
   }
+  /* /torch may hold times of evaluations that were not committed */
+  if (rc == KB_OK && (s->torch[0].n > 0 || s->torch[1].n > 0 || s->recovered) &&
+      put_torch(s->file, s->torch, 0) < 0)
+    rc = h5fail(err, s->path, "rewrite /torch");
   kb_free(stored);
   return rc;
 }
@@ -1479,6 +1571,8 @@ static void destroy(struct kb_store *s) {
   kb_free(s->cands);
   kb_free(s->lset.slots);
   kb_free(s->llm_ids);
+  kb_free(s->torch[0].v);
+  kb_free(s->torch[1].v);
   kb_free(s->path);
   kb_free(s);
 }
@@ -1492,6 +1586,7 @@ static int new_store(const char *path, struct kb_store **out, struct kb_error *e
     return nomem(err, path);
   s->lock_fd = -1;
   s->data_fd = -1;
+  s->torch[0].tier = s->torch[1].tier = -1;
   s->file = s->cand_ds = s->eval_ds = s->src_ds = s->log_ds = H5I_INVALID_HID;
   s->kern_ds = s->llm_ds = s->text_ds = H5I_INVALID_HID;
   s->cand_mt = s->eval_mt = s->agg_mt = s->commit_mt = H5I_INVALID_HID;
@@ -1705,6 +1800,7 @@ static const struct col_copy eval_copies[] = {
     COPY(int64_t, trace_own_kernels, trace.own_kernels), COPY(int64_t, trace_own_ns, trace.own_ns),
     COPY(int64_t, trace_other_ns, trace.other_ns), COPY(int64_t, trace_late_ns, trace.late_ns),
     COPY(int64_t, trace_dropped, trace.dropped), COPY(int64_t, kernels_dropped, kernels_dropped),
+    COPY(double, torch_eager_us, torch_eager_us), COPY(double, torch_compile_us, torch_compile_us),
 };
 #undef COPY
 #undef SAME_TYPE
@@ -1826,6 +1922,12 @@ static int add_evaluation_impl(struct kb_store *s, const struct kb_result *r, in
   }
   s->cands[crow] = next;
   eval_set_put(&s->eset, &k);
+  /* ENOMEM here only leaves /torch without this time; the row holds it */
+  if (isfinite(r->torch_eager_us) || isfinite(r->torch_compile_us)) {
+    torch_note(&s->torch[0], r->torch_eager_us, r->tier);
+    torch_note(&s->torch[1], r->torch_compile_us, r->tier);
+    s->torch_dirty = 1;
+  }
   s->n_evals++;
   s->n_kerns += nk;
   s->log_bytes += (int64_t)loglen;
@@ -1935,8 +2037,12 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
     return rc;
   /* Data first, then the commit that makes it count: a crash in between loses nothing that
    * was acknowledged, and open cuts off what was not. */
-  rc = flush_sync(s, err);
+  if (s->torch_dirty && put_torch(s->file, s->torch, 0) < 0)
+    rc = h5fail(err, s->path, "write /torch");
+  if (!rc)
+    rc = flush_sync(s, err);
   if (!rc) {
+    s->torch_dirty = 0;
     struct commit_rec c = {(int64_t)s->n_cands, s->n_evals,  s->src_bytes,  s->log_bytes,
                            s->n_kerns,          (int64_t)s->n_llm, s->text_bytes};
     if (put_attr(s->file, "commit", s->commit_mt, &c, 0) < 0)

@@ -1,6 +1,7 @@
 /* The HDF5 result store: one file per task, results/<campaign>/<task>.h5. Layout:
- * schemas/hdf5-layout.md (format kernelbrain.h5/2: evaluations with their CUPTI profiles in
- * /profiles/kernels, the LLM audit in /llm). The scheduler is the only writer.
+ * schemas/hdf5-layout.md (format kernelbrain.h5/3: evaluations with their CUPTI profiles in
+ * /profiles/kernels, the LLM audit in /llm, the torch eager and torch.compile times in
+ * /evaluations and /torch). The scheduler is the only writer.
  *
  * Writes are idempotent: a candidate is added once by id, an evaluation once by (candidate, tier,
  * attempt); adding again is a no-op that reports `*added = 0`. The file is written in SWMR mode

@@ -1,6 +1,9 @@
 /* The campaign summary, <results>/<campaign>/summary.json, written when a campaign ends:
- * state, reason, ledger, and per task with results its file, leaderboard (speedups over the
- * baseline seed at the same tier) and search state ("search": spent_gpu_ms, improvements,
+ * state, reason, ledger ("gpu_ms" as before, and "ledger": every currency, GPU milliseconds and
+ * LLM tokens, spent, reserved, available, limit), and per task with results its file,
+ * leaderboard in rank order (kb/rank.h; speedups over the baseline seed at the same tier only),
+ * "best" (rank 1, its speedup at the highest tier where it and the baseline are timed, and that
+ * tier) and search state ("search": spent_gpu_ms, improvements,
  * results_since_gain, stopped: the stop reason or null; docs/search.md). kb-launch --local
  * prints it with kb__leaderboard_print() (slurm/local.c). */
 #ifndef KB_SCHED_SUMMARY_H

@@ -4,10 +4,11 @@
 set -eu
 # chromium: tests/report/html.sh loads an HTML report in headless Chromium.
 # python3-torch: tools/kb-import-kernelbench (tests/tasks) reads KernelBench modules with it.
+# nodejs, npm: mock-llm (scripts/install-mock-llm.sh), the keyless-endpoint test's server.
 pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
 libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev libseccomp-dev redis-server redis-tools
 python3 python3-jsonschema python3-h5py python3-numpy python3-torch
-chromium
+chromium nodejs npm
 slurmctld slurmd slurm-client munge"
 missing=""
 for p in $pkgs; do

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "kb/buf.h"
+#include "kb/campaign.h"
 #include "kb/error.h"
 #include "gpus.h"
 #include "local.h"
@@ -19,7 +20,7 @@ static int refuse(enum kb_launch_refusal *how, enum kb_launch_refusal as, struct
 static int check_words(const struct kb_slurm_opts *so, enum kb_launch_refusal *how,
                        struct kb_error *err) {
   const char *words[][2] = {{"--partition", so->partition}, {"--cpu-partition", so->cpu_partition},
-                            {"--time", so->time}, {"--account", so->account},
+                            {"--account", so->account},
                             {"--gres", so->gres}};
   for (size_t i = 0; i < sizeof words / sizeof *words; i++)
     if (words[i][1] && !kb__slurm_word_ok(words[i][1])) {
@@ -67,6 +68,31 @@ int kb__launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how
       (a->redis || a->runners || a->restart))
     return refuse(how, KB_LAUNCH_SAY, err, "--stop and --cancel take only --wait and --json");
   return KB_OK;
+}
+
+int kb__launch_check_backend(const struct kb_launch_args *a, int backend, const char *cid,
+                             struct kb_error *err) {
+  if (a->mode != KB_LAUNCH_LOCAL)
+    return KB_OK;
+  if (backend != KB_BACKEND_CUDA && a->gpus)
+    return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the host backend; --gpus goes "
+                        "with cuda campaigns (use --runners N)", cid);
+  if (backend == KB_BACKEND_CUDA && a->runners > 0)
+    return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend: it runs one "
+                        "runner per GPU; choose them with --gpus LIST instead of --runners", cid);
+  return KB_OK;
+}
+
+int kb__launch_check_campaign(const struct kb_launch_args *a, struct kb_error *err) {
+  if (a->mode != KB_LAUNCH_LOCAL || (a->gpus == NULL && a->runners == 0))
+    return KB_OK;
+  struct kb_campaign c;
+  struct kb_error ignored = {0};
+  if (kb_campaign_load(a->campaign, &c, &ignored) != KB_OK)
+    return KB_OK; /* kb__local_run loads it again and says what is wrong with it */
+  int rc = kb__launch_check_backend(a, (int)c.backend, c.id, err);
+  kb_campaign_release(&c);
+  return rc;
 }
 
 int kb__launch_run(const struct kb_launch_args *a, const char *bin_dir,

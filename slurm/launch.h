@@ -32,7 +32,8 @@ struct kb_launch_args {
   int redis_config;         /* --redis-config given: print the redis settings, nothing else */
   const char *slurm_only;   /* the last option given that only --slurm takes ("--time"), or NULL */
   struct kb_slurm_opts slurm; /* the --slurm-only options (throttle, partition, cpu_partition,
-                                 time, account, gres, backend, setup, dry_run); the rest of it
+                                 account, gres, backend, setup, dry_run, the per-job #SBATCH
+                                 options: kb__slurm_job_option); the rest of it
                                  kb__launch_run() fills from the fields above */
 };
 
@@ -49,6 +50,15 @@ enum kb_launch_refusal { KB_LAUNCH_SAY, KB_LAUNCH_SAY_USAGE, KB_LAUNCH_USAGE };
  * `*how` (never NULL) how to print it. Reads nothing but `a` (borrowed). */
 int kb__launch_check(const struct kb_launch_args *a, enum kb_launch_refusal *how,
                     struct kb_error *err);
+
+/* The rule between --gpus/--runners and the campaign's backend (`backend`, enum kb_backend;
+ * `cid` borrowed, for the message): with --local, --gpus only for cuda campaigns and --runners
+ * only for host ones. Returns KB_OK or KB_EINVAL with the message (a usage error: exit 2). */
+int kb__launch_check_backend(const struct kb_launch_args *a, int backend, const char *cid,
+                             struct kb_error *err);
+/* kb__launch_check_backend() for the campaign file a->campaign, read here; KB_OK when the
+ * file does not load (kb__launch_run says why later) or the rule does not apply. */
+int kb__launch_check_campaign(const struct kb_launch_args *a, struct kb_error *err);
 
 /* Carries out a checked command line: kb__local_run(), kb__slurm_launch() or kb__slurm_stop(),
  * with `bin_dir` (borrowed: the folder of kb-scheduler, kb-runner, kb-submit) and, for --local,

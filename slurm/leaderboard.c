@@ -5,11 +5,30 @@
 #include <math.h>
 #include <string.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 
 static const char *str(json_t *o, const char *key) {
   const char *s = json_string_value(json_object_get(o, key));
   return s ? s : "";
+}
+
+/* The candidate column's width: the longest name among the rows shown, 9 to NAME_MAX_W. */
+enum { NAME_MAX_W = 40 };
+static int name_width(json_t *tasks, int top) {
+  int w = 9;
+  size_t i, j;
+  json_t *t, *row;
+  json_array_foreach(tasks, i, t) {
+    json_array_foreach(json_object_get(t, "leaderboard"), j, row) {
+      if (top > 0 && (int)j >= top)
+        break;
+      int n = (int)strlen(str(row, "name"));
+      if (n > w)
+        w = n;
+    }
+  }
+  return w > NAME_MAX_W ? NAME_MAX_W : w;
 }
 
 static void print_time(FILE *out, double us) {
@@ -31,24 +50,28 @@ int kb__leaderboard_print(const char *summary_path, FILE *out, int top, struct k
   json_t *gpu = json_object_get(root, "gpu_ms");
   fprintf(out, "campaign %s: %s (%s)\n", str(root, "campaign"), str(root, "state"),
           str(root, "reason"));
-  fprintf(out, "budget: %lld of %lld GPU ms spent\n",
-          (long long)json_integer_value(json_object_get(gpu, "spent")),
-          (long long)json_integer_value(json_object_get(gpu, "total")));
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, "budget: %.3f of %.3f gpu_seconds spent\n",
+          (double)json_integer_value(json_object_get(gpu, "spent")) / 1000.0,
+          (double)json_integer_value(json_object_get(gpu, "total")) / 1000.0);
+  int nw = name_width(tasks, top);
+  char name[NAME_MAX_W + 1];
   size_t i;
   json_t *t;
   json_array_foreach(tasks, i, t) {
     fprintf(out, "\n%s (baseline: %s, %lld evaluations)\n", str(t, "task"),
             json_is_string(json_object_get(t, "baseline")) ? str(t, "baseline") : "none",
             (long long)json_integer_value(json_object_get(t, "evaluations")));
-    fprintf(out, "  %-4s %-16s %-9s %-14s %12s %8s  %s\n", "rank", "candidate", "generator",
+    fprintf(out, "  %-4s %-*s %-9s %-14s %12s %8s  %s\n", "rank", nw, "candidate", "generator",
             "status", "median", "speedup", "tier");
     size_t j;
     json_t *row;
     json_array_foreach(json_object_get(t, "leaderboard"), j, row) {
       if (top > 0 && (int)j >= top)
         break;
-      fprintf(out, "  %-4lld %-16.16s %-9s %-14s ",
-              (long long)json_integer_value(json_object_get(row, "rank")), str(row, "name"),
+      kb_cli_fit_name(str(row, "name"), nw, name, sizeof name);
+      fprintf(out, "  %-4lld %-*s %-9s %-14s ",
+              (long long)json_integer_value(json_object_get(row, "rank")), nw, name,
               str(row, "generator"), str(row, "status"));
       json_t *median = json_object_get(row, "median_us");
       if (json_is_number(median))

@@ -25,6 +25,7 @@
 #include "kb/task.h"
 
 #include "gpus.h"
+#include "launch.h"
 #include "leaderboard.h"
 #include "lock.h"
 
@@ -99,20 +100,16 @@ static char **child_env(int gpu, int own_redis, char *slot, size_t slot_size) {
  * campaigns one runner per GPU of o->gpus, or of every GPU kb-runner can see. */
 static int choose_gpus(struct local *l, struct kb_error *err) {
   const char *cid = l->sub.campaign.id;
-  if (l->sub.campaign.backend != KB_BACKEND_CUDA) {
-    if (l->o->gpus)
-      return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the host backend; --gpus goes "
-                          "with cuda campaigns (use --runners N)", cid);
-    return KB_OK;
-  }
-  if (l->o->runners > 0)
-    return kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend: it runs one "
-                        "runner per GPU; choose them with --gpus LIST instead of --runners", cid);
+  struct kb_launch_args a = {.mode = KB_LAUNCH_LOCAL, .gpus = l->o->gpus,
+                             .runners = l->o->runners};
+  int rc = kb__launch_check_backend(&a, (int)l->sub.campaign.backend, cid, err);
+  if (rc || l->sub.campaign.backend != KB_BACKEND_CUDA)
+    return rc;
   if (l->o->gpus)
     return kb__gpus_parse(l->o->gpus, l->gpus, &l->n_gpus, err);
   char runner[1200], why[256];
   snprintf(runner, sizeof runner, "%s/kb-runner", l->o->bin_dir);
-  int rc = kb__gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
+  rc = kb__gpus_probe(runner, l->gpus, &l->n_gpus, why, sizeof why, err);
   if (rc == KB_OK && l->n_gpus == 0)
     rc = kb_error_set(err, KB_EINVAL, "campaign \"%s\" uses the cuda backend but kb-runner sees "
                       "no GPU here (%s); run it on a GPU machine or give --gpus LIST", cid, why);
@@ -410,6 +407,22 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
   return rc;
 }
 
+/* Writes <dir>/redis.env (KB_REDIS_ADDR_FILE) with the address in use, and prints the line to
+ * use: on stdout, or on stderr under --json (stdout is the summary then). */
+static int announce_addr(struct local *l, struct kb_error *err) {
+  char path[2200], line[600];
+  snprintf(path, sizeof path, "%s/%s", l->dir, KB_REDIS_ADDR_FILE);
+  snprintf(line, sizeof line, "KB_REDIS=%s\n", l->addr);
+  int rc = kb_write_file_atomic(path, line, strlen(line), err);
+  if (rc)
+    return rc;
+  fprintf(l->o->json ? stderr : stdout,
+          "KB_REDIS=%s\n(kb-submit status|watch %s finds it in %s)\n", l->addr,
+          l->o->campaign_path, path);
+  fflush(l->o->json ? stderr : stdout);
+  return KB_OK;
+}
+
 static int print_result(struct local *l, struct kb_error *err) {
   char path[2200];
   snprintf(path, sizeof path, "%s/summary.json", l->dir);
@@ -442,6 +455,8 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
     snprintf(l.addr, sizeof l.addr, "%s", o->redis);
   else if (rc == KB_OK)
     rc = start_redis(&l, err);
+  if (rc == KB_OK)
+    rc = announce_addr(&l, err);
   if (rc == KB_OK)
     rc = submit(&l, &st, err);
   int over = rc == KB_OK && (strcmp(st.state, "done") == 0 || strcmp(st.state, "cancelled") == 0);

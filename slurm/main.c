@@ -21,6 +21,8 @@ static void usage(FILE *out) {
         "                 [--restart]\n"
         "       kb-launch --slurm CAMPAIGN.json [--runners N] [--throttle M] [--partition P]\n"
         "                 [--time T] [--account A] [--gres gpu:1] [--backend host|cuda]\n"
+        "                 [--qos Q] [--constraint C] [--mem M] [--cpus-per-task N]\n"
+        "                 [--sbatch-arg=--OPTION=VALUE]...\n"
         "                 [--redis HOST:PORT | --redis-job] [options]\n"
         "       kb-launch --stop CAMPAIGN.json | --cancel CAMPAIGN.json\n"
         "       kb-launch --redis-config\n"
@@ -55,8 +57,19 @@ static void usage(FILE *out) {
         "                       each (\"0,1\", \"0-3\"; default: every GPU kb-runner sees)\n"
         "      --throttle M     at most M runner tasks at once (--array=...%M)\n"
         "  -p, --partition P    partition of the runner jobs\n"
-        "      --cpu-partition P  partition of the redis and scheduler jobs (default: -p)\n"
-        "  -t, --time T         time limit of every job (Slurm's format, e.g. 4:00:00)\n"
+        "      --cpu-partition P  partition of the redis and scheduler jobs (default: -p,\n"
+        "                       with a note on stderr)\n"
+        "  -t, --time [JOB=]T   time limit (Slurm's format, e.g. 4:00:00) of every job, or\n"
+        "                       with JOB= (redis=, scheduler=, runners=) of that one; a job's\n"
+        "                       own setting wins; repeat for several jobs. So do these:\n"
+        "      --qos [JOB=]Q    quality of service\n"
+        "      --constraint [JOB=]C  node features (\"h200\", \"a100|h100\")\n"
+        "      --mem [JOB=]M    memory per node (8G, 500M)\n"
+        "      --cpus-per-task [JOB=]N  CPUs (default: runners of a cuda campaign 4, three\n"
+        "                       nvcc for the compile-ahead pool and one for the evaluation;\n"
+        "                       host campaigns 2; redis and the scheduler 1)\n"
+        "      --sbatch-arg [JOB=]--OPT[=V]  any other sbatch option, as an #SBATCH line\n"
+        "                       (repeatable; one word starting with --)\n"
         "  -A, --account A      account charged\n"
         "      --gres G         per runner task (default gpu:1; \"none\" for none)\n"
         "  -b, --backend B      kb-runner --backend (default: the campaign's)\n"
@@ -102,7 +115,8 @@ static int bad(const struct kb_error *err) {
 static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
   enum {
     OPT_RESTART = 1000, OPT_STOP, OPT_CANCEL, OPT_REDIS_JOB, OPT_THROTTLE, OPT_CPU_PARTITION,
-    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN, OPT_REDIS_CONFIG
+    OPT_GRES, OPT_SETUP, OPT_WAIT, OPT_DRY_RUN, OPT_REDIS_CONFIG, OPT_QOS, OPT_CONSTRAINT,
+    OPT_MEM, OPT_CPUS, OPT_SBATCH_ARG
   };
   static const struct option longopts[] = {
       {"local", no_argument, NULL, 'l'},
@@ -118,6 +132,11 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
       {"partition", required_argument, NULL, 'p'},
       {"cpu-partition", required_argument, NULL, OPT_CPU_PARTITION},
       {"time", required_argument, NULL, 't'},
+      {"qos", required_argument, NULL, OPT_QOS},
+      {"constraint", required_argument, NULL, OPT_CONSTRAINT},
+      {"mem", required_argument, NULL, OPT_MEM},
+      {"cpus-per-task", required_argument, NULL, OPT_CPUS},
+      {"sbatch-arg", required_argument, NULL, OPT_SBATCH_ARG},
       {"account", required_argument, NULL, 'A'},
       {"gres", required_argument, NULL, OPT_GRES},
       {"backend", required_argument, NULL, 'b'},
@@ -154,7 +173,19 @@ static int parse_args(int argc, char **argv, struct kb_launch_args *a) {
       break;
     case 'p': so->partition = optarg; a->slurm_only = "--partition"; break;
     case OPT_CPU_PARTITION: so->cpu_partition = optarg; a->slurm_only = "--cpu-partition"; break;
-    case 't': so->time = optarg; a->slurm_only = "--time"; break;
+    case 't':
+    case OPT_QOS:
+    case OPT_CONSTRAINT:
+    case OPT_MEM:
+    case OPT_CPUS:
+    case OPT_SBATCH_ARG: {
+      const char *name = ch == 't' ? "--time" : ch == OPT_QOS ? "--qos"
+                         : ch == OPT_CONSTRAINT ? "--constraint" : ch == OPT_MEM ? "--mem"
+                         : ch == OPT_CPUS ? "--cpus-per-task" : "--sbatch-arg";
+      if (kb__slurm_job_option(so, name, optarg, &err)) return bad(&err);
+      a->slurm_only = name;
+      break;
+    }
     case 'A': so->account = optarg; a->slurm_only = "--account"; break;
     case OPT_GRES: so->gres = optarg; a->slurm_only = "--gres"; break;
     case 'b': so->backend = optarg; a->slurm_only = "--backend"; break;
@@ -191,6 +222,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kb-launch: %s\n", err.msg);
     return how == KB_LAUNCH_SAY ? KB_EXIT_USAGE : kb_cli_try_help("kb-launch");
   }
+  if (kb__launch_check_campaign(&a, &err))
+    return kb_cli_usage("kb-launch", &err);
   static char dir[PATH_MAX];
   if (bin_dir(dir, sizeof dir) != 0) {
     fprintf(stderr, "kb-launch: cannot find my own folder through /proc/self/exe\n");

@@ -23,6 +23,7 @@
 #include "kb/redis.h"
 #include "kb/submit.h"
 #include "render.h"
+#include "sbatch_private.h"
 
 #define JOB_ID_MAX 32
 #define PATH_LEN 1200
@@ -226,8 +227,6 @@ static int prepare(struct launch *l, struct kb_error *err) {
   if (rc == KB_OK)
     rc = check_word("--cpu-partition", o->cpu_partition, err);
   if (rc == KB_OK)
-    rc = check_word("--time", o->time, err);
-  if (rc == KB_OK)
     rc = check_word("--account", o->account, err);
   l->gres = o->gres == NULL ? "gpu:1" : strcmp(o->gres, "none") == 0 ? NULL : o->gres;
   if (rc == KB_OK)
@@ -315,7 +314,7 @@ static int directive(struct kb_buf *b, const char *opt, const char *value) {
 }
 
 /* The #SBATCH block of job `which`. */
-static int sbatch_block(struct launch *l, int which, struct kb_buf *b) {
+static int sbatch_block(const struct launch *l, int which, struct kb_buf *b) {
   const struct kb_slurm_opts *o = l->o;
   char name[128], output[PATH_LEN + 64];
   snprintf(name, sizeof name, "kb-%s-%s", l->sub.campaign.id,
@@ -331,9 +330,9 @@ static int sbatch_block(struct launch *l, int which, struct kb_buf *b) {
   rc = rc ? rc : directive(b, "open-mode", "append");
   rc = rc ? rc : directive(b, "partition", partition);
   rc = rc ? rc : directive(b, "account", o->account);
-  rc = rc ? rc : directive(b, "time", o->time);
   rc = rc ? rc : directive(b, "ntasks", "1");
-  rc = rc ? rc : directive(b, "cpus-per-task", "1");
+  rc = rc ? rc : kb__slurm_job_directives(o, (enum kb_slurm_job)which,
+                                          strcmp(l->backend, "cuda") == 0, b);
   if (which == JOB_RUNNERS) {
     rc = rc ? rc : directive(b, "array", l->array);
     rc = rc ? rc : directive(b, "gres", l->gres);
@@ -488,7 +487,24 @@ static int record_jobs(struct launch *l, struct kb_error *err) {
   return rc;
 }
 
+/* The redis and scheduler jobs use no GPU: without --cpu-partition they queue on the runners'
+ * partition (or the default one), taking a node's CPU slots there; say so on stderr. */
+static void note_shared_partition(const struct launch *l) {
+  if (l->o->cpu_partition || l->o->json)
+    return;
+  char where[200];
+  if (l->o->partition)
+    snprintf(where, sizeof where, "partition \"%s\"", l->o->partition);
+  else
+    snprintf(where, sizeof where, "the default partition");
+  fprintf(stderr, "kb-launch: note: the %s on %s, as the runners do, though %s no GPU: give "
+          "--cpu-partition P to put %s on a CPU partition\n",
+          l->redis_job ? "redis and scheduler jobs run" : "scheduler job runs", where,
+          l->redis_job ? "they need" : "it needs", l->redis_job ? "them" : "it");
+}
+
 static void print_launch(const struct launch *l) {
+  note_shared_partition(l);
   if (l->o->json) {
     json_t *j = jobs_json(l);
     char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
@@ -501,6 +517,20 @@ static void print_launch(const struct launch *l) {
   const char *id = l->sub.campaign.id;
   if (l->o->dry_run) {
     printf("campaign \"%s\": job scripts written to %s; would run:\n", id, l->dir);
+    for (int i = 0; i < N_JOBS; i++) {
+      if (i == JOB_REDIS && !l->redis_job)
+        continue;
+      struct kb_buf block;
+      kb_buf_init(&block);
+      if (sbatch_block(l, i, &block) == KB_OK) {
+        printf("  %s.sbatch:\n", job_keys[i]);
+        for (char *line = block.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+          nl = strchr(line, '\n');
+          printf("    %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+        }
+      }
+      kb_buf_release(&block);
+    }
     if (l->redis_job)
       printf("  sbatch --parsable %s/redis.sbatch\n", l->dir);
     printf("  sbatch --parsable%s %s/scheduler.sbatch\n",

@@ -17,6 +17,22 @@
 
 struct kb_error;
 
+/* The three jobs of a campaign, in the order they are submitted. */
+enum kb_slurm_job { KB_SLURM_REDIS, KB_SLURM_SCHEDULER, KB_SLURM_RUNNERS, KB_SLURM_JOBS };
+#define KB_SLURM_EXTRA_MAX 16 /* --sbatch-arg lines per job */
+
+/* The #SBATCH settings of one job that kb-launch's per-job options give (all borrowed; NULL =
+ * not given). kb-launch --time 4:00:00 sets every job's; --time runners=8:00:00 one job's. */
+struct kb_slurm_job_opts {
+  const char *time;       /* --time (Slurm's format) */
+  const char *qos;        /* --qos */
+  const char *constraint; /* --constraint (features) */
+  const char *mem;        /* --mem (Slurm's format: 8G, 500M) */
+  const char *cpus;       /* --cpus-per-task; NULL = the default (kb__slurm_default_cpus) */
+  const char *extra[KB_SLURM_EXTRA_MAX]; /* --sbatch-arg: whole options ("--mail-type=END") */
+  int n_extra;
+};
+
 struct kb_slurm_opts {
   const char *campaign_path; /* campaign.json (borrowed) */
   const char *bin_dir;       /* folder of kb-runner, kb-scheduler, kb-submit (borrowed) */
@@ -25,7 +41,9 @@ struct kb_slurm_opts {
   int throttle;              /* at most this many tasks run at once; 0 = no limit */
   const char *partition;     /* runners' partition, or NULL for the default (borrowed) */
   const char *cpu_partition; /* redis and scheduler jobs' partition; NULL = `partition` */
-  const char *time;          /* --time of every job (Slurm's format), or NULL */
+  struct kb_slurm_job_opts all;                /* per-job options given for every job */
+  struct kb_slurm_job_opts job[KB_SLURM_JOBS]; /* ... for one job (enum kb_slurm_job): these
+                                                  win; --sbatch-arg lines add up */
   const char *account;       /* --account of every job, or NULL */
   const char *gres;          /* per runner; NULL = "gpu:1"; "none" = no --gres */
   const char *backend;       /* kb-runner --backend; NULL = the campaign's */
@@ -42,6 +60,23 @@ struct kb_slurm_opts {
  * KB_EEXISTS (jobs still queued), KB_ECHILD (sbatch failed: its message; jobs already submitted
  * are cancelled), KB_EIO, KB_ENOMEM. */
 int kb__slurm_launch(const struct kb_slurm_opts *o, struct kb_error *err);
+
+/* The runners' --cpus-per-task when none is given: the compile-ahead pool's compilers plus
+ * one for the evaluation. A cuda runner gets 4 (3 nvcc: docs/cluster.md says how that was
+ * measured), a host runner 2 (cc builds take milliseconds); redis and the scheduler 1. */
+int kb__slurm_default_cpus(enum kb_slurm_job job, int cuda);
+
+/* Takes one per-job option of kb-launch into `o`: `opt` is "--time", "--qos", "--constraint",
+ * "--mem", "--cpus-per-task" or "--sbatch-arg" and `value` (borrowed, kept in `o`) either the
+ * setting for every job or "redis=...", "scheduler=...", "runners=..." for one; a job's own
+ * setting wins over the one for all, whatever the order. Each value is checked to go into an
+ * #SBATCH line: --cpus-per-task a whole number 1..1024; --constraint Slurm's feature syntax
+ * (letters, digits and _ . - plus & | [ ] * ( ) ! ,); --sbatch-arg one word starting with "--",
+ * no spaces or control characters, and not an option kb-launch writes itself (--array,
+ * --output, ...: its message names the one to use). Returns KB_OK or KB_EINVAL (the message
+ * names the option and the value). */
+int kb__slurm_job_option(struct kb_slurm_opts *o, const char *opt, const char *value,
+                         struct kb_error *err);
 
 /* 1 when `s` (borrowed) can be written into an #SBATCH line as is: Slurm reads those lines
  * without a shell, so only letters, digits and _ . / : + , = @ - are taken. */

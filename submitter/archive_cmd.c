@@ -111,6 +111,9 @@ int kb__cmd_archive_show(const struct kb_archive_opts *o, const char *id) {
            "candidate   %s \"%s\" by %s\n",
            e->id, e->task, kb_backend_name(e->backend), e->category, e->fingerprint,
            e->candidate, e->name, e->generator);
+    if (e->format != KB_FORMAT_NATIVE)
+      printf("format      %s (a ModelNew file: pytorch-oracle tasks only)\n",
+             kb_cand_format_name(e->format));
     if (e->speedup > 0)
       printf("verified    %.2fx over the baseline (%.3f us vs %.3f us) at tier %s on %s\n",
              e->speedup, e->median_us, e->baseline_us, e->tier, e->gpu);
@@ -134,6 +137,80 @@ static void stem(const char *path, char *out, size_t size) {
   snprintf(out, size, "%.*s", (int)(n < size - 1 ? n : size - 1), base);
 }
 
+/* The format `source_path` gives (a ".py" file is a KernelBench ModelNew solution) and its
+ * checks against `task`: a pytorch oracle, a ModelNew class, no knobs. KB_EPARSE naming the
+ * file otherwise. */
+static int source_format(const struct kb_archive_opts *o, const struct kb_task *task,
+                         const char *source_path, const char *source, int *format,
+                         struct kb_error *err) {
+  *format = kb_cand_format_of_path(source_path);
+  if (*format != KB_FORMAT_KERNELBENCH)
+    return KB_OK;
+  if (task->oracle_kind != KB_ORACLE_PYTORCH)
+    return kb_error_set(err, KB_EPARSE, "%s: a KernelBench solution (.py) needs a task with a "
+                        "pytorch oracle; task \"%s\" (%s) has none", source_path, task->id,
+                        task->json_path);
+  if (!kb_source_defines_modelnew(source))
+    return kb_error_set(err, KB_EPARSE, "%s: a KernelBench solution must define "
+                        "`class ModelNew(nn.Module)`; no such line", source_path);
+  if (o->knobs && o->knobs[0])
+    return kb_error_set(err, KB_EPARSE, "%s: --knobs do not apply to a KernelBench solution "
+                        "(its build takes no -D flags)", source_path);
+  return KB_OK;
+}
+
+/* Reads `source_path` and makes the entry `e` (zeroed first; released on failure) for `task`:
+ * generator "manual", the name from --name (when `use_name`) or the file's stem, the format
+ * the file name gives, the tags. Errors: KB_EIO (unreadable), KB_EPARSE (bad input). */
+static int manual_entry(const struct kb_archive_opts *o, const struct kb_task *task,
+                        const char *source_path, int use_name, struct kb_archive_entry *e,
+                        struct kb_error *err) {
+  memset(e, 0, sizeof *e);
+  struct kb_buf src;
+  kb_buf_init(&src);
+  int rc = kb_buf_read_file(&src, source_path, err);
+  if (rc == KB_OK && (src.data == NULL || src.len == 0))
+    rc = kb_error_set(err, KB_EPARSE, "%s: empty source", source_path);
+  int format = KB_FORMAT_NATIVE;
+  if (rc == KB_OK)
+    rc = source_format(o, task, source_path, src.data, &format, err);
+  char name[KB_ID_MAX];
+  if (use_name && o->name)
+    snprintf(name, sizeof name, "%s", o->name);
+  else
+    stem(source_path, name, sizeof name);
+  struct kb_candidate c;
+  memset(&c, 0, sizeof c);
+  if (rc == KB_OK)
+    rc = kb_candidate_init(&c, task->id, name, "seed", src.data, o->knobs, o->flags, err);
+  if (rc == KB_OK)
+    rc = kb_candidate_set_format(&c, format, err);
+  if (rc == KB_EINVAL)
+    err->code = rc = KB_EPARSE; /* a bad name, knob string or source: the input is malformed */
+  if (rc == KB_OK)
+    rc = kb_archive_entry_from(e, task, &c, err);
+  if (rc == KB_OK) {
+    snprintf(e->generator, sizeof e->generator, "manual");
+    e->n_tags = 0; /* the generator tag says "seed": rebuild the tags */
+    struct kb_error ignore = {0};
+    kb_archive_entry_add_tag(e, e->category, &ignore);
+    kb_archive_entry_add_tag(e, "manual", &ignore);
+    if (format == KB_FORMAT_KERNELBENCH)
+      kb_archive_entry_add_tag(e, "kernelbench", &ignore);
+    kb_archive_technique_tags(e, e->source);
+    for (int i = 0; i < o->n_tags && rc == KB_OK; i++) {
+      rc = kb_archive_entry_add_tag(e, o->tags[i], err);
+      if (rc)
+        err->code = rc = KB_EPARSE;
+    }
+    if (rc)
+      kb_archive_entry_release(e);
+  }
+  kb_candidate_release(&c);
+  kb_buf_release(&src);
+  return rc;
+}
+
 int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
                        const char *source_path) {
   const char *dir = folder(o);
@@ -141,41 +218,10 @@ int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
     return KB_EXIT_FAILURE;
   struct kb_error err = {0};
   struct kb_task task;
-  struct kb_buf src;
-  kb_buf_init(&src);
   if (kb_archive_check_dir(dir, &err) || kb_task_load(task_dir, &task, &err))
     return kb_cli_fail("kb-submit", &err);
-  int rc = kb_buf_read_file(&src, source_path, &err);
-  if (rc == KB_OK && (src.data == NULL || src.len == 0))
-    rc = kb_error_set(&err, KB_EPARSE, "%s: empty source", source_path);
-  char name[KB_ID_MAX];
-  if (o->name)
-    snprintf(name, sizeof name, "%s", o->name);
-  else
-    stem(source_path, name, sizeof name);
-  struct kb_candidate c;
   struct kb_archive_entry e;
-  memset(&c, 0, sizeof c);
-  memset(&e, 0, sizeof e);
-  if (rc == KB_OK)
-    rc = kb_candidate_init(&c, task.id, name, "seed", src.data, o->knobs, o->flags, &err);
-  if (rc == KB_EINVAL)
-    err.code = rc = KB_EPARSE; /* a bad name, knob string or source: the input is malformed */
-  if (rc == KB_OK)
-    rc = kb_archive_entry_from(&e, &task, &c, &err);
-  if (rc == KB_OK) {
-    snprintf(e.generator, sizeof e.generator, "manual");
-    e.n_tags = 0; /* the generator tag says "seed": rebuild the tags */
-    struct kb_error ignore = {0};
-    kb_archive_entry_add_tag(&e, e.category, &ignore);
-    kb_archive_entry_add_tag(&e, "manual", &ignore);
-    kb_archive_technique_tags(&e, e.source);
-    for (int i = 0; i < o->n_tags && rc == KB_OK; i++) {
-      rc = kb_archive_entry_add_tag(&e, o->tags[i], &err);
-      if (rc)
-        err.code = rc = KB_EPARSE;
-    }
-  }
+  int rc = manual_entry(o, &task, source_path, 1, &e, &err);
   char path[4200];
   if (rc == KB_OK)
     rc = kb_archive_put(dir, &e, path, sizeof path, &err);
@@ -184,11 +230,41 @@ int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
       printf("{\"id\":\"%s\",\"task\":\"%s\",\"candidate\":\"%s\",\"path\":\"%s\"}\n", e.id,
              e.task, e.candidate, path);
     else
-      printf("added %s for task %s as %s\n", name, e.task, path);
+      printf("added %s for task %s as %s\n", e.name, e.task, path);
   }
-  kb_archive_entry_release(&e);
-  kb_candidate_release(&c);
-  kb_buf_release(&src);
+  kb_archive_entry_release(&e); /* zeroed or released when manual_entry failed */
+  kb_task_release(&task);
+  return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
+}
+
+int kb__cmd_archive_import_files(const struct kb_archive_opts *o, const char *task_dir,
+                                int n_files, char *const *files) {
+  const char *dir = folder(o);
+  if (dir == NULL)
+    return KB_EXIT_FAILURE;
+  struct kb_error err = {0};
+  struct kb_task task;
+  if (kb_archive_check_dir(dir, &err) || kb_task_load(task_dir, &task, &err))
+    return kb_cli_fail("kb-submit", &err);
+  struct kb_archive_entry *v = kb_calloc((size_t)n_files, sizeof *v);
+  int n = 0, rc = v ? KB_OK : kb_error_set(&err, KB_ENOMEM, "out of memory");
+  /* every file checked before anything is written */
+  for (; n < n_files && rc == KB_OK; n++) {
+    rc = manual_entry(o, &task, files[n], 0, &v[n], &err);
+    if (rc)
+      break;
+  }
+  for (int i = 0; i < n && rc == KB_OK; i++)
+    rc = kb_archive_put(dir, &v[i], NULL, 0, &err);
+  if (rc == KB_OK) {
+    if (o->json)
+      printf("{\"imported\":%d,\"archive\":\"%s\"}\n", n, dir);
+    else
+      printf("imported %d entr%s for task %s into %s\n", n, n == 1 ? "y" : "ies", task.id, dir);
+  }
+  for (int i = 0; i < n; i++)
+    kb_archive_entry_release(&v[i]);
+  kb_free(v);
   kb_task_release(&task);
   return rc ? kb_cli_fail("kb-submit", &err) : KB_EXIT_OK;
 }

@@ -23,11 +23,18 @@ int kb__cmd_archive_list(const struct kb_archive_opts *o);
 /* Shows the entry whose id starts with `id` (4 or more hex digits), source included. */
 int kb__cmd_archive_show(const struct kb_archive_opts *o, const char *id);
 /* Adds `source_path` as a kernel for the task bundle in `task_dir`, by hand: generator
- * "manual", never timed (gpu "", speedup 0) until a campaign re-verifies it. */
+ * "manual", never timed (gpu "", speedup 0) until a campaign re-verifies it. A ".py" file is a
+ * KernelBench solution (format kernelbench): the task needs a pytorch oracle, the file a
+ * `class ModelNew` line, and --knobs is refused (exit 3 otherwise). */
 int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
                        const char *source_path);
 /* Imports entries from `path` ("-" for stdin), JSON Lines as `list --json` writes them; every
  * line is checked before anything is written. */
 int kb__cmd_archive_import(const struct kb_archive_opts *o, const char *path);
+/* Imports the files `files` (`n_files`, borrowed: KernelBench .py solutions or native sources,
+ * each as `add` makes it, named by its file's stem) for the task bundle in `task_dir`; every
+ * file is checked before anything is written. */
+int kb__cmd_archive_import_files(const struct kb_archive_opts *o, const char *task_dir,
+                                int n_files, char *const *files);
 
 #endif

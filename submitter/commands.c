@@ -16,6 +16,7 @@
 #include "kb/redis.h"
 #include "kb/signals.h"
 #include "kb/submit.h"
+#include "locate.h"
 #include "watch/watch.h"
 
 static void print_json(json_t *obj) {
@@ -139,10 +140,25 @@ static int progress(const struct kb_submit_opts *o, const char *id_or_path, int 
   if (!once)
     kb_signals_catch(&stop, sigs, 3);
   int rc = resolve_id(id_or_path, id, sizeof id, &err);
+  /* No --redis and no $KB_REDIS: the address kb-launch --local wrote for this campaign. */
+  char addr[1024] = "", results[4096] = "";
+  const char *env = getenv("KB_REDIS");
+  struct kb_submit_opts local = *o;
+  if (rc == KB_OK && o->redis == NULL && (env == NULL || *env == '\0') &&
+      kb__locate_redis(id_or_path, addr, sizeof addr))
+    local.redis = addr;
+  struct kb_error lerr = {0};
+  if (rc == KB_OK &&
+      kb__locate_results(id_or_path, NULL, local.redis, results, sizeof results, &lerr) == KB_OK)
+    wo.results = results;
   if (rc == KB_OK)
-    rc = connect_redis(o, &r, &err);
-  if (rc == KB_OK)
+    rc = connect_redis(&local, &r, &err);
+  if (rc == KB_ECONN && kb__watch_ended_by_summary(wo.results, id, stdout)) {
+    kb_error_clear(&err);
+    rc = KB_OK;
+  } else if (rc == KB_OK) {
     rc = kb__watch(r, id, &wo, stdout, &stop, &err);
+  }
   kb_redis_free(r);
   if (rc == KB_EINTERRUPTED)
     return KB_EXIT_INTERRUPTED;

@@ -12,6 +12,8 @@ struct kb_submit_opts {
   const char *format; /* report: --format html|md|csv|json, NULL = from --out, else html */
   const char *results; /* report, export: --results DIR, the campaign's results folder */
   int top;           /* report (html, md): --top N candidates per task; 0 = all */
+  const char *tier;  /* export: --tier NAME, only that tier's evaluations; NULL = each
+                        candidate's best tier (borrowed) */
 };
 
 /* Validates `campaign_path` and every task bundle; writes nothing anywhere. */

@@ -56,3 +56,31 @@ int kb__locate_results(const char *arg, const char *results, const char *redis_a
   from_redis(arg, redis_addr, dir, sizeof dir);
   return put(out, size, err, dir[0] ? dir : "results", arg);
 }
+
+int kb__locate_redis(const char *arg, char *out, size_t size) {
+  char dir[4096], path[4200], line[1024];
+  struct kb_error err = {0};
+  size_t n = strlen(arg);
+  struct stat st;
+  out[0] = '\0';
+  if (n > 5 && strcmp(arg + n - 5, ".json") == 0 && stat(arg, &st) == 0) {
+    if (kb__locate_results(arg, NULL, NULL, dir, sizeof dir, &err))
+      return 0;
+  } else if (snprintf(dir, sizeof dir, "results/%s", arg) >= (int)sizeof dir) {
+    return 0;
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, KB_REDIS_ADDR_FILE);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  int ok = fgets(line, sizeof line, f) != NULL && strncmp(line, "KB_REDIS=", 9) == 0;
+  fclose(f);
+  if (!ok)
+    return 0;
+  line[strcspn(line, "\r\n")] = '\0';
+  if (line[9] == '\0' || snprintf(out, size, "%s", line + 9) >= (int)size) {
+    out[0] = '\0';
+    return 0;
+  }
+  return 1;
+}

@@ -1,5 +1,6 @@
-/* Finding a campaign's results folder (results/<cid>/: summary.json and <task>.h5 files) from
- * what the user typed, for `kb-submit report` and `kb-submit export`. */
+/* Finding a campaign's results folder (results/<cid>/: summary.json and <task>.h5 files) and
+ * the Redis of a local campaign from what the user typed, for `kb-submit report`, `export`,
+ * `status` and `watch`. */
 #ifndef KB_SUBMITTER_LOCATE_H
 #define KB_SUBMITTER_LOCATE_H
 
@@ -14,5 +15,11 @@ struct kb_error;
  * Errors: KB_EPARSE/KB_EIO (a bad campaign file), KB_EINVAL (path too long). */
 int kb__locate_results(const char *arg, const char *results, const char *redis_addr, char *out,
                       size_t size, struct kb_error *err);
+
+/* The Redis address `kb-launch --local` wrote for the campaign `arg` names (a campaign.json, or
+ * an id: ./results/<id>): the KB_REDIS=<addr> line of <results folder>/redis.env
+ * (KB_REDIS_ADDR_FILE, kb/redis.h), into `out` (`size` bytes). Returns 1 when found, else 0
+ * (no such file, or a line not of that form). */
+int kb__locate_redis(const char *arg, char *out, size_t size);
 
 #endif

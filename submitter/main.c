@@ -8,6 +8,7 @@
 
 #include "archive_cmd.h"
 #include "commands.h"
+#include "help.h"
 #include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
@@ -35,6 +36,8 @@ static void usage(FILE *out) {
         "                           the kernel archive shared by campaigns (kb-submit archive\n"
         "                           --help)\n"
         "\n"
+        "kb-submit COMMAND --help: that command's own help.\n"
+        "\n"
         "options:\n"
         "  -r, --redis ADDR     redis at HOST:PORT or unix:PATH (default $KB_REDIS or\n"
         "                       127.0.0.1:6379); password from $KB_REDIS_PASSWORD or the 0600\n"
@@ -48,6 +51,7 @@ static void usage(FILE *out) {
         "                       extension, else html)\n"
         "  -t, --top N          report (html, md): the best N candidates per task (default\n"
         "                       all; json and csv always list all)\n"
+        "      --tier NAME      export: only candidates evaluated at tier NAME (e.g. full)\n"
         "      --results DIR    report, export: the campaign's results folder (default: the\n"
         "                       campaign's results_dir/<id>, from the campaign file or redis,\n"
         "                       else ./results/<id>)\n"
@@ -68,14 +72,16 @@ static void archive_usage(FILE *out) {
         "       kb-submit archive [options] show ID\n"
         "       kb-submit archive [options] add TASK_DIR SOURCE\n"
         "       kb-submit archive [options] import FILE.jsonl|-\n"
+        "       kb-submit archive [options] import TASK_DIR SOLUTION.py...\n"
         "\n"
         "  list     entries, best speedup first per task (--json: whole entries as JSON Lines,\n"
         "           what import reads)\n"
         "  show     one entry (an id prefix of 4 or more hex digits) with its source\n"
         "  add      a kernel for the task bundle TASK_DIR, by hand: never timed until a\n"
         "           campaign with this archive proposes it and it passes the ladder\n"
-        "  import   entries from JSON Lines (another archive's `list --json`); every line is\n"
-        "           checked before anything is written\n"
+        "  import   entries from JSON Lines (another archive's `list --json`), or KernelBench\n"
+        "           solutions (.py files defining ModelNew) for TASK_DIR, a task with a\n"
+        "           pytorch oracle; everything is checked before anything is written\n"
         "\n"
         "options:\n"
         "  -a, --archive DIR    the archive folder (default $KB_ARCHIVE)\n"
@@ -149,6 +155,8 @@ static int archive_main(int argc, char **argv) {
     return kb__cmd_archive_add(&o, argv[optind + 1], argv[optind + 2]);
   if (strcmp(cmd, "import") == 0 && n == 2)
     return kb__cmd_archive_import(&o, argv[optind + 1]);
+  if (strcmp(cmd, "import") == 0 && n > 2)
+    return kb__cmd_archive_import_files(&o, argv[optind + 1], n - 2, argv + optind + 2);
   if (n == 0)
     fprintf(stderr, "kb-submit archive: missing the command (list, show, add, import)\n");
   else
@@ -180,11 +188,12 @@ int main(int argc, char **argv) {
                                            {"format", required_argument, NULL, 'f'},
                                            {"results", required_argument, NULL, 'R'},
                                            {"top", required_argument, NULL, 't'},
+                                           {"tier", required_argument, NULL, 'T'},
                                            {"help", no_argument, NULL, 'h'},
                                            {"version", no_argument, NULL, 'V'},
                                            {NULL, 0, NULL, 0}};
   struct kb_error err = {0};
-  int ch;
+  int ch, help = 0;
   while ((ch = getopt_long(argc, argv, "r:jqi:o:f:t:h", longopts, NULL)) != -1) {
     switch (ch) {
     case 'r':
@@ -216,14 +225,22 @@ int main(int argc, char **argv) {
       o.top = (int)n;
       break;
     }
+    case 'T':
+      o.tier = optarg;
+      break;
     case 'h':
-      usage(stdout);
-      return KB_EXIT_OK;
+      help = 1; /* after the loop: the command's own help when one is named */
+      break;
     case 'V':
       return kb_cli_version("kb-submit");
     default:
       return kb_cli_try_help("kb-submit");
     }
+  }
+  if (help) {
+    if (optind == argc || kb__submit_command_usage(argv[optind], stdout) != 0)
+      usage(stdout);
+    return KB_EXIT_OK;
   }
   if (argc - optind != 2) {
     if (argc - optind == 0)

@@ -2,6 +2,7 @@
 """Exports a campaign's HDF5 result files as a kb-bench-ladder pool (bench/data/README.md).
 
 usage: export_pool.py RESULTS_DIR [-o POOL.csv] [--tasks T ...]
+       export_pool.py --version
 
 RESULTS_DIR is results/<campaign>/ (one <task>.h5 per task, schemas/hdf5-layout.md). Reads
 /task/spec_json (the baseline seed's name), /candidates and /evaluations with h5py (Debian's
@@ -35,6 +36,8 @@ import statistics
 import sys
 
 import h5py
+
+KB_VERSION = "unknown"  # the build's copy in build/bin says "<version> (commit <sha>)"
 
 DEFAULT_NOISE = {1: 0.15, 2: 0.035, 3: 0.007}
 DEFAULT_TIERS = {"compile": 0, "smoke": 1, "screen": 2, "full": 3}
@@ -113,6 +116,7 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("-o", "--output", default="-")
     ap.add_argument("--tasks", nargs="+")
+    ap.add_argument("--version", action="version", version="export_pool.py %s" % KB_VERSION)
     a = ap.parse_args()
     paths = sorted(glob.glob(os.path.join(a.dir, "*.h5")))
     if a.tasks:

@@ -136,6 +136,7 @@ int kb_archive_entry_from(struct kb_archive_entry *e, const struct kb_task *t,
   snprintf(e->candidate, sizeof e->candidate, "%s", c->id);
   snprintf(e->name, sizeof e->name, "%s", c->name);
   snprintf(e->generator, sizeof e->generator, "%s", c->generator);
+  e->format = c->format;
   e->backend = t->backend;
   e->category = kb_strdup(t->category ? t->category : "other");
   e->source = kb_strdup(c->source);
@@ -165,7 +166,13 @@ int kb_archive_entry_candidate(const struct kb_archive_entry *e, const char *tas
                                struct kb_candidate *c, struct kb_error *err) {
   char name[KB_ID_MAX];
   snprintf(name, sizeof name, "archive-%.*s", (int)(sizeof name - 9), e->name);
-  return kb_candidate_init(c, task_id, name, "archive", e->source, e->knobs, e->flags, err);
+  int rc = kb_candidate_init(c, task_id, name, "archive", e->source, e->knobs, e->flags, err);
+  if (rc == KB_OK && e->format != KB_FORMAT_NATIVE) {
+    rc = kb_candidate_set_format(c, e->format, err);
+    if (rc)
+      kb_candidate_release(c);
+  }
+  return rc;
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -174,7 +181,7 @@ static const char *const entry_fields[] = {
     "schema",   "id",        "task",     "fingerprint", "backend",     "category",
     "candidate", "name",     "generator", "source",     "knobs",       "flags",
     "gpu",      "tier",      "median_us", "baseline_us", "speedup",    "campaign",
-    "added",    "tags",      NULL};
+    "added",    "tags",      "format",    NULL};
 
 static const char *const generators[] = {"seed", "tune", "llm", "crossover", "archive",
                                          "manual", NULL};
@@ -195,6 +202,14 @@ int kb_archive_entry_to_json(const struct kb_archive_entry *e, int pretty, char 
       "flags", e->flags ? e->flags : "", "gpu", e->gpu, "tier", e->tier, "median_us",
       e->median_us, "baseline_us", e->baseline_us, "speedup", e->speedup, "campaign",
       e->campaign, "added", e->added, "tags", tags);
+  /* "format" only when not native, so native entries are written as they always were */
+  const char *fname = kb_cand_format_name(e->format);
+  if (o != NULL && e->format != KB_FORMAT_NATIVE &&
+      (fname == NULL || json_object_set_new(o, "format", json_string(fname)) != 0)) {
+    json_decref(o);
+    return kb_error_set(err, KB_EINVAL, "archive entry %.12s: unknown format %d", e->id,
+                        e->format);
+  }
   if (o == NULL)
     return kb_error_set(err, KB_EINVAL, "archive entry %.12s: a field is not valid UTF-8 or "
                         "out of memory", e->id);
@@ -274,10 +289,11 @@ static int check_ids(const struct kb_jsonfile *f, struct kb_archive_entry *e,
                      struct kb_error *err) {
   /* the ids must match the content: a hand-edited source is caught here */
   char want[KB_CAND_ID_LEN + 1];
-  int rc = kb_candidate_id(e->task, e->source, e->knobs, e->flags, want, err);
+  int rc = kb_candidate_id_format(e->task, e->source, e->knobs, e->flags, e->format, want, err);
   if (rc == KB_OK && strcmp(want, e->candidate) != 0)
     rc = kb_jsonfile_fail(f, err, "candidate",
-                          "\"candidate\" does not match the task, source, knobs and flags");
+                          "\"candidate\" does not match the task, source, knobs, flags and "
+                          "format");
   if (rc == KB_OK) {
     char *norm = kb_source_normalize(e->source);
     if (norm == NULL) {
@@ -360,6 +376,10 @@ static int entry_from_file(const struct kb_jsonfile *f, struct kb_archive_entry 
     rc = kb_json_get_number(f, o, "", "added", 1, 0, DBL_MAX, &e->added, err);
   if (rc == KB_OK)
     rc = get_tags(f, o, e, err);
+  static const char *const formats[] = {"native", "kernelbench", NULL};
+  e->format = KB_FORMAT_NATIVE;
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, o, "", "format", 0, formats, &e->format, err);
   if (rc == KB_OK)
     rc = check_ids(f, e, err);
   return rc;

@@ -264,9 +264,10 @@ static const char *const archive_fields[] = {"path", "propose", "examples", "sav
 static const char *const tune_fields[] = {"weight", NULL};
 static const char *const llm_fields[] = {"weight",      "api",          "endpoint",
                                          "model",       "key_env",      "key_file",
+                                         "auth",
                                          "concurrency", "max_tokens",   "temperature",
                                          "timeout_seconds", "max_retries", "backoff_seconds",
-                                         "backoff_max_seconds", NULL};
+                                         "backoff_max_seconds", "format", NULL};
 
 /* A copy of the string field `key` of `obj` into `*out` (new), when present. */
 static int dup_string(struct ctx *x, json_t *obj, const char *path, const char *key, int required,
@@ -324,9 +325,20 @@ static int parse_llm(struct ctx *x, json_t *llm) {
   if (rc == KB_OK && l->key_file && l->key_file[0] != '/')
     rc = kb_jsonfile_fail(f, x->err, "generators.llm.key_file",
                           "\"generators.llm.key_file\" must be an absolute path");
-  if (rc == KB_OK && (l->key_env == NULL) == (l->key_file == NULL))
+  static const char *const auths[] = {"key", "none", NULL};
+  int auth = 0;
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, llm, path, "auth", 0, auths, &auth, x->err);
+  l->auth_none = auth == 1;
+  if (rc == KB_OK && l->auth_none && (l->key_env || l->key_file))
+    rc = kb_jsonfile_fail(f, x->err, l->key_env ? "generators.llm.key_env"
+                                                : "generators.llm.key_file",
+                          "\"%s\" has \"auth\": \"none\": it takes no \"key_env\" or "
+                          "\"key_file\"", path);
+  if (rc == KB_OK && !l->auth_none && (l->key_env == NULL) == (l->key_file == NULL))
     rc = kb_jsonfile_fail(f, x->err, path,
-                          "\"%s\" needs exactly one of \"key_env\" and \"key_file\"", path);
+                          "\"%s\" needs exactly one of \"key_env\" and \"key_file\" (or "
+                          "\"auth\": \"none\" for an endpoint without a key)", path);
   int64_t v = l->concurrency;
   if (rc == KB_OK)
     rc = kb_json_get_int(f, llm, path, "concurrency", 0, 1, 256, &v, x->err);
@@ -350,6 +362,10 @@ static int parse_llm(struct ctx *x, json_t *llm) {
   if (rc == KB_OK)
     rc = kb_json_get_number(f, llm, path, "backoff_max_seconds", 0, DBL_MIN, 3600,
                             &l->backoff_max_s, x->err);
+  /* the answer format; "kernelbench" needs pytorch-oracle tasks (kb_submission_load checks) */
+  static const char *const formats[] = {"native", "kernelbench", NULL};
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, llm, path, "format", 0, formats, &l->format, x->err);
   if (rc == KB_OK && x->c->budget_llm_tokens <= 0)
     rc = kb_jsonfile_fail(f, x->err, path,
                           "\"%s\" needs a positive \"budget.llm_tokens\" to pay for requests",

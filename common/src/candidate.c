@@ -19,6 +19,26 @@
 
 static const char *const generator_names[] = {"seed", "tune", "llm", "crossover", "archive",
                                               NULL};
+/* indexed by enum kb_cand_format */
+static const char *const format_names[] = {"native", "kernelbench", NULL};
+
+const char *kb_cand_format_name(int format) {
+  if (format < KB_FORMAT_NATIVE || format > KB_FORMAT_KERNELBENCH)
+    return NULL;
+  return format_names[format];
+}
+
+int kb_cand_format_from_name(const char *name) {
+  for (int i = 0; format_names[i] != NULL; i++)
+    if (strcmp(name, format_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+int kb_cand_format_of_path(const char *path) {
+  size_t n = strlen(path);
+  return n > 3 && strcmp(path + n - 3, ".py") == 0 ? KB_FORMAT_KERNELBENCH : KB_FORMAT_NATIVE;
+}
 
 int kb_candidate_id_valid(const char *s) {
   size_t n = strlen(s);
@@ -78,7 +98,16 @@ char *kb_source_normalize(const char *source) {
 
 int kb_candidate_id(const char *task, const char *source, const char *knobs, const char *flags,
                     char out[KB_CAND_ID_LEN + 1], struct kb_error *err) {
+  return kb_candidate_id_format(task, source, knobs, flags, KB_FORMAT_NATIVE, out, err);
+}
+
+int kb_candidate_id_format(const char *task, const char *source, const char *knobs,
+                           const char *flags, int format, char out[KB_CAND_ID_LEN + 1],
+                           struct kb_error *err) {
   out[0] = '\0';
+  const char *fname = kb_cand_format_name(format);
+  if (fname == NULL)
+    return kb_error_set(err, KB_EINVAL, "candidate id: unknown format %d", format);
   char *norm = kb_source_normalize(source);
   if (norm == NULL)
     return kb_error_set(err, KB_ENOMEM, "candidate id: out of memory");
@@ -95,6 +124,9 @@ int kb_candidate_id(const char *task, const char *source, const char *knobs, con
     rc = kb_sha256_update(h, knobs, strlen(knobs) + 1);
   if (rc == KB_OK)
     rc = kb_sha256_update(h, flags, strlen(flags) + 1);
+  /* native hashes nothing more, so its ids are those of the versions before formats */
+  if (rc == KB_OK && format != KB_FORMAT_NATIVE)
+    rc = kb_sha256_update(h, fname, strlen(fname) + 1);
   kb_free(norm);
   if (rc) {
     kb_sha256_free(h);
@@ -152,9 +184,20 @@ int kb_candidate_init(struct kb_candidate *c, const char *task, const char *name
   return rc;
 }
 
+int kb_candidate_set_format(struct kb_candidate *c, int format, struct kb_error *err) {
+  char id[KB_CAND_ID_LEN + 1];
+  int rc = kb_candidate_id_format(c->task, c->source ? c->source : "", c->knobs ? c->knobs : "",
+                                  c->flags ? c->flags : "", format, id, err);
+  if (rc)
+    return rc;
+  c->format = format;
+  memcpy(c->id, id, sizeof c->id);
+  return KB_OK;
+}
+
 static const char *const candidate_fields[] = {"schema", "id",    "task",    "name",
                                                "generator", "parents", "knobs", "flags",
-                                               "created", "source", NULL};
+                                               "created", "source", "format", NULL};
 
 /* Fills `c` from the parsed document; its strings are copied. */
 static int candidate_from_file(const struct kb_jsonfile *f, struct kb_candidate *c,
@@ -207,6 +250,9 @@ static int candidate_from_file(const struct kb_jsonfile *f, struct kb_candidate 
     rc = kb_json_get_number(f, root, "", "created", 1, 0, DBL_MAX, &c->created, err);
   if (rc == KB_OK)
     rc = kb_json_get_string(f, root, "", "source", 1, &source, err);
+  c->format = KB_FORMAT_NATIVE;
+  if (rc == KB_OK)
+    rc = kb_json_get_enum(f, root, "", "format", 0, format_names, &c->format, err);
   if (rc)
     return rc;
   c->knobs = kb_strdup(knobs);
@@ -214,13 +260,13 @@ static int candidate_from_file(const struct kb_jsonfile *f, struct kb_candidate 
   c->source = kb_source_normalize(source);
   if (c->knobs == NULL || c->flags == NULL || c->source == NULL)
     return kb_error_set(err, KB_ENOMEM, "%s: out of memory", f->name);
-  rc = kb_candidate_id(c->task, c->source, c->knobs, c->flags, c->id, err);
+  rc = kb_candidate_id_format(c->task, c->source, c->knobs, c->flags, c->format, c->id, err);
   if (rc)
     return rc;
   if (strcmp(c->id, id) != 0)
     return kb_jsonfile_fail(f, err, "id",
-                            "\"id\" does not match the candidate's task, source, knobs and flags "
-                            "(their id is %s)",
+                            "\"id\" does not match the candidate's task, source, knobs, flags "
+                            "and format (their id is %s)",
                             c->id);
   return KB_OK;
 }
@@ -269,6 +315,15 @@ int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_err
                         isfinite(c->created) ? c->created : 0.0, "source",
                         c->source ? c->source : "");
   json_decref(parents);
+  /* "format" only when not native, so native candidates encode as they always did */
+  const char *fname = kb_cand_format_name(c->format);
+  if (o != NULL && c->format != KB_FORMAT_NATIVE &&
+      (fname == NULL || json_object_set_new(o, "format", json_string(fname)) != 0)) {
+    json_decref(o);
+    if (fname == NULL)
+      return kb_error_set(err, KB_EINVAL, "candidate %s: unknown format %d", c->id, c->format);
+    return kb_error_set(err, KB_ENOMEM, "candidate %s: out of memory", c->id);
+  }
   if (o == NULL) {
     /* json_pack fails on ENOMEM and on strings that are not UTF-8 */
     int bad = !kb_json_utf8_valid(c->name, strlen(c->name)) ||
@@ -282,4 +337,26 @@ int kb_candidate_to_json(const struct kb_candidate *c, char **out, struct kb_err
   char what[KB_CAND_ID_LEN + 16];
   snprintf(what, sizeof what, "candidate %s", c->id);
   return kb_json_dump_checked(o, decodes, what, out, err);
+}
+
+int kb_source_defines_modelnew(const char *source) {
+  static const char word[] = "class";
+  for (const char *l = source; *l;) {
+    /* a top-level "class ModelNew" followed by "(" or ":" */
+    if (strncmp(l, word, sizeof word - 1) == 0 && (l[5] == ' ' || l[5] == '\t')) {
+      const char *p = l + 5;
+      while (*p == ' ' || *p == '\t')
+        p++;
+      if (strncmp(p, "ModelNew", 8) == 0) {
+        p += 8;
+        while (*p == ' ' || *p == '\t')
+          p++;
+        if (*p == '(' || *p == ':')
+          return 1;
+      }
+    }
+    const char *e = strchr(l, '\n');
+    l = e ? e + 1 : l + strlen(l);
+  }
+  return 0;
 }

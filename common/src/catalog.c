@@ -78,20 +78,53 @@ int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct k
   snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task->id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "task id too long");
-  char *oracle = NULL, *reference = NULL;
+  char *oracle = NULL, *reference = NULL, *torch_ref = NULL;
   int rc = read_text(task->oracle_path, &oracle, err);
   if (rc == KB_OK)
     rc = read_text(task->reference_path, &reference, err);
+  if (rc == KB_OK && task->torch_ref_path != NULL)
+    rc = read_text(task->torch_ref_path, &torch_ref, err);
   if (rc == KB_OK) {
     const char *argv[] = {"HSET", key, "spec", task->spec_json, "oracle", oracle,
-                          "reference", reference, "oracle_name", base_name(task->oracle_path)};
+                          "reference", reference, "oracle_name", base_name(task->oracle_path),
+                          "torch_reference", torch_ref};
     redisReply *rep = NULL;
-    rc = kb_redis_command(q->redis, 10, argv, NULL, 0, &rep, err);
+    rc = kb_redis_command(q->redis, torch_ref != NULL ? 12 : 10, argv, NULL, 0, &rep, err);
     if (rep)
       freeReplyObject(rep);
   }
   kb_free(oracle);
   kb_free(reference);
+  kb_free(torch_ref);
+  return rc;
+}
+
+/* The torch_reference text `text` (NULL: none stored) of `task`, parsed in `dir`: written there
+ * under the file name the spec gives it, task->torch_ref_path pointing at it; without a text
+ * the path is dropped. The name must differ from the oracle's `oracle_name`. */
+static int put_torch_ref(struct kb_task *task, const char *dir, const char *oracle_name,
+                         const char *text, struct kb_error *err) {
+  if (text == NULL || task->torch_ref_path == NULL) {
+    kb_free(task->torch_ref_path);
+    task->torch_ref_path = NULL;
+    return KB_OK;
+  }
+  const char *name = base_name(task->torch_ref_path);
+  if (strcmp(name, oracle_name) == 0)
+    return kb_error_set(err, KB_EPARSE, "task \"%s\": torch_reference and oracle share the file "
+                        "name \"%s\"", task->id, name);
+  struct kb_buf path;
+  kb_buf_init(&path);
+  int rc = kb_buf_addf(&path, "%s/%s", dir, name);
+  if (rc == KB_OK)
+    rc = kb_write_file_atomic(path.data, text, strlen(text), err);
+  if (rc == KB_OK) {
+    kb_free(task->torch_ref_path);
+    task->torch_ref_path = kb_buf_detach(&path);
+    if (task->torch_ref_path == NULL)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  kb_buf_release(&path);
   return rc;
 }
 
@@ -135,12 +168,12 @@ int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *wor
   snprintf(suffix, sizeof suffix, KB_KEY_TASK_FMT, task_id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "task id too long");
-  const char *fields[] = {"spec", "oracle", "oracle_name"};
-  char *v[3] = {NULL, NULL, NULL};
+  const char *fields[] = {"spec", "oracle", "oracle_name", "torch_reference"};
+  char *v[4] = {NULL, NULL, NULL, NULL};
   struct kb_buf dir, path;
   kb_buf_init(&dir);
   kb_buf_init(&path);
-  int rc = hmget(q, key, 3, fields, v, NULL, err);
+  int rc = hmget(q, key, 4, fields, v, NULL, err);
   if (rc == KB_OK && (v[0] == NULL || v[1] == NULL || v[2] == NULL))
     rc = kb_error_set(err, KB_ENOTFOUND, "task \"%s\" of campaign \"%s\" is not in redis",
                       task_id, q->cid);
@@ -164,11 +197,14 @@ int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *wor
     } else {
       kb_free(task->oracle_path);
       task->oracle_path = p;
+      rc = put_torch_ref(task, dir.data, v[2], v[3], err);
+      if (rc)
+        kb_task_release(task);
     }
   }
   if (rc == KB_ENOMEM)
     kb_error_set(err, rc, "out of memory");
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     kb_free(v[i]);
   kb_buf_release(&dir);
   kb_buf_release(&path);

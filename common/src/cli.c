@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "kb/error.h"
@@ -67,4 +68,18 @@ int kb_cli_parse_double(const char *opt, const char *text, double min, double ma
                         min, max);
   *out = v;
   return KB_OK;
+}
+
+void kb_cli_fit_name(const char *name, int width, char *out, size_t size) {
+  if (width < 8)
+    width = 8;
+  if ((size_t)width >= size)
+    width = (int)size - 1;
+  size_t n = strlen(name);
+  if (n <= (size_t)width) {
+    snprintf(out, size, "%s", name);
+    return;
+  }
+  int head = (width - 2) / 3, tail = width - 2 - head;
+  snprintf(out, size, "%.*s..%s", head, name, name + n - (size_t)tail);
 }

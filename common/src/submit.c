@@ -36,6 +36,11 @@ static int load_seeds(struct kb_submission *s, const struct kb_task *t, struct k
     if (rc == KB_OK)
       rc = kb_candidate_init(&s->candidates[s->n_candidates], t->id, t->seeds[j].name, "seed",
                              src.data, "", t->seeds[j].flags, err);
+    if (rc == KB_OK && t->seeds[j].format != KB_FORMAT_NATIVE) {
+      rc = kb_candidate_set_format(&s->candidates[s->n_candidates], t->seeds[j].format, err);
+      if (rc)
+        kb_candidate_release(&s->candidates[s->n_candidates]);
+    }
     kb_buf_release(&src);
     if (rc)
       return rc;
@@ -72,6 +77,13 @@ int kb_submission_load(const char *path, struct kb_submission *s, struct kb_erro
       rc = kb_error_set(err, KB_EPARSE, "%s: task \"%s\" is for the %s backend, the campaign "
                         "%s uses %s", t->json_path, t->id, kb_backend_name(t->backend), c->path,
                         kb_backend_name(c->backend));
+      goto out;
+    }
+    if (c->gen.llm.enabled && c->gen.llm.format == KB_FORMAT_KERNELBENCH &&
+        t->oracle_kind != KB_ORACLE_PYTORCH) {
+      rc = kb_error_set(err, KB_EPARSE, "%s: generators.llm.format is \"kernelbench\" but task "
+                        "\"%s\" (%s) has no pytorch oracle: a ModelNew answer cannot be run "
+                        "for it", c->path, t->id, t->json_path);
       goto out;
     }
     if (t->n_seeds == 0) {

@@ -16,6 +16,7 @@
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/jsonfile.h"
 
@@ -199,6 +200,7 @@ void kb_task_release(struct kb_task *task) {
   kb_free(task->reference_path);
   kb_free(task->inputs);
   kb_free(task->outputs);
+  kb_free(task->torch_ref_path);
   for (int i = 0; i < task->n_seeds; i++) {
     kb_free(task->seeds[i].path);
     kb_free(task->seeds[i].flags);
@@ -476,6 +478,16 @@ static int parse_seeds(struct ctx *c, json_t *root) {
     rc = get_file(c, item, path, "source", 1, &s->path);
     if (rc)
       return rc;
+    /* a ".py" seed is a KernelBench solution (class ModelNew): only a pytorch oracle runs one */
+    s->format = kb_cand_format_of_path(s->path);
+    if (s->format == KB_FORMAT_KERNELBENCH && t->oracle_kind != KB_ORACLE_PYTORCH) {
+      char src[KB_JSON_PATH_MAX];
+      kb_json_path(src, sizeof src, path, "source");
+      return kb_jsonfile_fail(c->f, c->err, src,
+                              "\"%s\" is a KernelBench solution (.py, class ModelNew): only a "
+                              "task with a \"pytorch\" oracle can evaluate one",
+                              src);
+    }
     const char *flags = "";
     rc = kb_json_get_string(c->f, item, path, "flags", 0, &flags, c->err);
     if (rc)
@@ -507,7 +519,7 @@ static const char *const oracle_fields[] = {"kind", "source", NULL};
 static const char *const task_fields[] = {
     "schema", "id",        "name",      "category",   "backend", "oracle",   "reference",
     "inputs", "outputs",   "tolerance", "input_sets", "seeds",   "baseline", "must_read",
-    NULL};
+    "torch_reference", NULL};
 
 static int check_tensor_names(struct ctx *c) {
   struct kb_task *t = c->t;
@@ -558,6 +570,8 @@ static int parse_task(struct ctx *c) {
     rc = get_file(c, oracle, "oracle", "source", 1, &t->oracle_path);
   if (rc == KB_OK)
     rc = get_file(c, root, "", "reference", 0, &t->reference_path);
+  if (rc == KB_OK)
+    rc = get_file(c, root, "", "torch_reference", 0, &t->torch_ref_path);
   if (rc)
     return rc;
   if (t->reference_path == NULL) {

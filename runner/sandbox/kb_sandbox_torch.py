@@ -76,6 +76,7 @@ MAX_SETS = 32
 # never passes this variable: it scrubs the environment)
 MAX_PREPARED = int(os.environ.get("KB_SANDBOX_TORCH_MAX_PREPARED", "4") or 4)
 CHUNK = 1 << 25  # elements per step of the checksums and comparisons
+FORMATS = ("native", "kernelbench")  # enum kb_cand_format (common/include/kb/candidate.h)
 STATUS = ("ok", "compile_error", "wrong_output", "crash", "timeout", "rejected", "infra_error")
 DTYPE_CODES = {"f32": 0, "f16": 1, "bf16": 2, "f64": 3, "i32": 4, "i64": 5, "u8": 6, "bool": 7}
 POISON = {"f32": ("int32", 0x7fcbadad), "f64": ("int64", 0x7ff8badbadbadbad),
@@ -386,6 +387,7 @@ def open_device(backend, ordinal):
                else 0), file=sys.stderr)
         sys.exit(EXIT_DEVICE)
     torch.cuda.set_device(ordinal)
+    strict_f32(torch)
     DEV = torch.device("cuda", ordinal)
     STREAM = torch.cuda.Stream(device=DEV)
     # every torch operation of this process (draws, poisoning, flushes, checks, the module) goes
@@ -396,6 +398,16 @@ def open_device(backend, ordinal):
     if CUDART is not None:
         CUDART.cudaSetDevice(ordinal)  # a runtime instance of its own starts on device 0
         CUDART.cudaGetLastError()
+
+
+def strict_f32(torch_module):
+    """TF32 off for matmuls and cuDNN in the whole process: the reference, every candidate's torch
+    operations (a ModelNew that calls the reference's own operators must give its outputs) and
+    torch eager / torch.compile timing all run in strict f32 (cuDNN's default would use TF32 for
+    convolutions: about 1e-3 relative error, over the f32 tolerance)."""
+    torch_module.backends.cuda.matmul.allow_tf32 = False
+    torch_module.backends.cudnn.allow_tf32 = False
+    torch_module.set_float32_matmul_precision("highest")
 
 
 def find_cudart():
@@ -1031,12 +1043,15 @@ class Run:
         self.stream_ptr = STREAM.cuda_stream if STREAM is not None else None
         self.max_abs = None
         self.max_rel = None
+        self.pending = []  # a ModelNew's outputs not yet copied into the evaluator's buffers
         self.flush = None
         if e["flush_l2"] and DEV.type == "cuda":
             l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
             self.flush = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
 
     def call(self, fn, s, outs, who, phase):
+        if isinstance(fn, ModuleCandidate):
+            return fn.call(self, s, outs, who, phase)
         t = self.task
         ins = descriptors(t.set_inputs[s], t.inputs)
         out = descriptors(outs[s], t.outputs)
@@ -1045,8 +1060,22 @@ class Run:
             raise Verdict("crash", "%skb_forward returned %d on input set %d (%s call)"
                           % (who, ret, s, phase))
 
+    def settle(self):
+        """Copies the outputs a ModelNew returned into the evaluator's (poisoned) buffers, after
+        the timed window, then poisons the returned tensors: memory the allocator hands out
+        again never holds an earlier call's answer. Tensors sharing memory with an input, a
+        parameter or a buffer of the module are left alone."""
+        pending, self.pending = self.pending, []
+        for cand, dsts, got, ins in pending:
+            keep = list(ins) + cand.state
+            for d, g, spec in zip(dsts, got, self.task.outputs):
+                d.copy_(g)
+                if not any(shares(g, x) for x in keep):
+                    poison(g, spec["dtype"])
+
     def sync(self, s, phase):
         try:
+            self.settle()
             if STREAM is not None:
                 STREAM.synchronize()
         except RuntimeError as e:
@@ -1150,6 +1179,7 @@ class Timer:
             self.end = torch.cuda.Event(enable_timing=True)
 
     def begin(self, run, batch):
+        self.run = run
         if STREAM is None:
             self.t0 = time.perf_counter()
             return
@@ -1163,10 +1193,13 @@ class Timer:
 
     def stop(self, batch):
         if STREAM is None:
-            return (time.perf_counter() - self.t0) * 1e6 / batch
-        self.end.record(STREAM)
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end) * 1000.0 / batch
+            us = (time.perf_counter() - self.t0) * 1e6 / batch
+        else:
+            self.end.record(STREAM)
+            self.end.synchronize()
+            us = self.start.elapsed_time(self.end) * 1000.0 / batch
+        self.run.settle()  # a ModelNew's outputs reach the evaluator's buffers outside the window
+        return us
 
 
 def stats(samples, warmup):
@@ -1246,9 +1279,10 @@ class Unseen:
     candidate that tells draws from the time between its calls), by UNSEEN_FLOOR_US at least,
     and again on a confirmation round of CONFIRM_PAIRS more triples."""
 
-    def __init__(self, run, fn, timer, mask):
+    def __init__(self, run, fn, timer, mask, verify=True):
         self.run = run
         self.fn = fn
+        self.check = verify  # False: time_torch (the module is the reference: nothing to verify)
         self.timer = timer
         self.mask = mask  # the sets whose timed outputs the re-check compares
         e = run.e
@@ -1323,7 +1357,10 @@ class Unseen:
                           fatal=True)
         for b, held, spec in drawn:
             run.sync(b, "timed")
-            self.verify(b, held, spec)
+            if self.check:
+                self.verify(b, held, spec)
+            else:
+                run.put(b, held)
         return us
 
     def verify(self, b, held, spec):
@@ -1481,6 +1518,168 @@ def speed_of_light(run, median_us):
                       % (median_us, need, floor_us, SOL_MARGIN * bw / 1e9, SOL_MARGIN, bw / 1e9))
 
 
+# ---- KernelBench-format candidates (class ModelNew) -----------------------------------------
+
+def kernelbench_imports():
+    """What a ModelNew file imports lazily, imported before confinement: the extension loader
+    (it imports setuptools and distutils)."""
+    import importlib.util  # noqa: F401
+    import hashlib  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401
+    torch.set_grad_enabled(False)  # a ModelNew runs under no_grad, as the module is timed
+
+
+JIT_FOLDER = None  # the build folder TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR point into
+
+
+def call_key(args, kwargs):
+    """kb_build_modelnew.py's key of a load_inline/load call (keep the two identical)."""
+    import hashlib
+    text = repr((tuple(args), sorted(kwargs.items())))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ModuleCandidate:
+    """A KernelBench-format candidate built by the compile tier (kb_build_modelnew.py) into the
+    cache folder `folder`: build.json, candidate.py, the extensions. The file runs as its own
+    module with torch.utils.cpp_extension.load_inline and load replaced by a loader that imports
+    the extension the compile tier built for the same call (same SHA-256 of the arguments) from
+    the folder: no compiler, no ninja in this process (seccomp traps execve). ModelNew is built
+    under torch.manual_seed(MODEL_SEED) from get_init_inputs(), as Model was, so its parameters
+    are Model's; it gets the forward inputs only (its own module holds the parameters)."""
+
+    count = 0
+
+    def __init__(self, task, folder, who):
+        self.who = who
+        bad = "compile_error" if who == "" else "infra_error"
+        try:
+            with open(os.path.join(folder, "build.json")) as f:
+                manifest = json.load(f)
+            with open(os.path.join(folder, "candidate.py"), encoding="utf-8") as f:
+                source = f.read()
+        except (OSError, ValueError) as err:
+            raise Verdict(bad, "cannot read the %sbuild of the KernelBench candidate in %s: %s"
+                          % (who, folder, first_line(err)))
+        if manifest.get("status") != "ok":
+            raise Verdict(bad, "the %scandidate's build failed: %s" % (who,
+                          manifest.get("reason", "")))
+        self.label = manifest.get("label", "")
+        self.folder = folder
+        self.extensions = manifest.get("extensions", [])
+        ext = torch.utils.cpp_extension
+        saved = (ext.load_inline, ext.load)
+        ext.load_inline = self.loader("load_inline")
+        ext.load = self.loader("load")
+        self.use_jit_caches()
+        ModuleCandidate.count += 1
+        path = os.path.join(folder, "candidate.py")
+        ns = {"__name__": "kb_candidate_%d" % ModuleCandidate.count, "__file__": path}
+        try:
+            try:
+                exec(compile(source, path, "exec"), ns)
+            except Verdict:
+                raise
+            except Exception as err:
+                raise Verdict(bad, "%scandidate.py raised %s: %s" % (who, type(err).__name__,
+                                                                     first_line(err)))
+            model_new = ns.get("ModelNew")
+            if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
+                raise Verdict(bad, "%sModelNew is not a torch.nn.Module class" % who)
+            seed_all(MODEL_SEED)
+            try:
+                with on_device():
+                    module = model_new(*task.ns["get_init_inputs"]())
+                self.module = module.to(DEV)  # training mode, as the task's Model
+            except Exception as err:
+                raise Verdict(bad, "%sModelNew(*get_init_inputs()) raised %s: %s (ModelNew "
+                              "takes the constructor arguments of the task's Model)"
+                              % (who, type(err).__name__, first_line(err)))
+        finally:
+            ext.load_inline, ext.load = saved
+        self.n_fwd = len(task.inputs) - len(task.params or [])
+        self.state = list(self.module.parameters()) + list(self.module.buffers())
+
+    @classmethod
+    def of_module(cls, task, module):
+        """The task's own module (or its torch.compile) called as a ModelNew is: time_torch."""
+        self = cls.__new__(cls)
+        self.who = ""
+        self.label = ""
+        self.module = module
+        self.n_fwd = len(task.inputs) - len(task.params or [])
+        try:
+            self.state = list(module.parameters()) + list(module.buffers())
+        except AttributeError:
+            self.state = list(task.module.parameters()) + list(task.module.buffers())
+        return self
+
+    def loader(self, kind):
+        def load(*args, **kwargs):
+            import importlib.util
+            key = call_key(args, kwargs)
+            for x in self.extensions:
+                if x.get("kind") == kind and x.get("key") == key:
+                    path = os.path.join(self.folder, x["path"])
+                    name = os.path.basename(path).split(".")[0]
+                    spec = importlib.util.spec_from_file_location(name, path)
+                    mod = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(mod)
+                    return mod
+            raise Verdict("compile_error", "%s(name=%r) was not built by the compile tier: its "
+                          "arguments differ from those of the build (a solution's extension "
+                          "calls must not depend on where or when they run)"
+                          % (kind, kwargs.get("name", args[0] if args else "")))
+        return load
+
+    def use_jit_caches(self):
+        """Triton's and inductor's caches: this build's folders (read-only here), so a kernel
+        the compile tier's warm-up compiled is found without a compiler."""
+        global JIT_FOLDER
+        folder = getattr(self, "folder", None)
+        if folder is None or JIT_FOLDER == folder:
+            return
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+        JIT_FOLDER = folder
+
+    def call(self, run, s, outs, who, phase):
+        """ModelNew's forward on the forward inputs of set `s`; its outputs are checked for
+        number, dtype, shape and device, and held for Run.settle."""
+        self.use_jit_caches()
+        t = run.task
+        ins = t.set_inputs[s][:self.n_fwd]
+        legacy = None
+        if STREAM is not None:
+            # a kernel launched without a stream (<<<grid, block>>>) runs on the legacy default
+            # stream, which the worker's (non-blocking) stream does not wait for: ordered both
+            # ways, so it sees drawn inputs and is inside the timing events and the checks
+            legacy = torch.cuda.default_stream(DEV)
+            legacy.wait_stream(STREAM)
+        try:
+            got = self.module(*ins)
+            if legacy is not None:
+                STREAM.wait_stream(legacy)
+        except Exception as err:
+            text = first_line(err)
+            raise Verdict("crash", "%sModelNew.forward raised %s on input set %d (%s call): %s"
+                          % (who or self.who, type(err).__name__, s, phase, text),
+                          fatal=DEV.type == "cuda" and "CUDA" in text)
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        if len(got) != len(t.outputs):
+            raise Verdict("wrong_output", "%sModelNew.forward returns %d outputs, the task lists "
+                          "%d" % (who or self.who, len(got), len(t.outputs)))
+        for o, (g, spec) in enumerate(zip(got, t.outputs)):
+            if not isinstance(g, torch.Tensor) or list(g.shape) != spec["shape"] or \
+                    g.dtype != torch_dtype(spec["dtype"]) or g.device != DEV:
+                raise Verdict("wrong_output", '%sModelNew.forward\'s output "%s" (outputs[%d]) is '
+                              '%s%s, the task says %s %s on %s'
+                              % (who or self.who, spec["name"], o, describe_tensor(g),
+                                 " on %s" % g.device if isinstance(g, torch.Tensor) else "",
+                                 spec["dtype"], spec["shape"], DEV))
+        run.pending.append((self, outs[s], got, ins))
+
+
 def evaluate(task, e):
     reply = {"op": "eval", "status": "ok", "reason": "", "sets_checked": 0, "batch": 1,
              "fatal": False}
@@ -1488,14 +1687,23 @@ def evaluate(task, e):
     start = time.monotonic()
     lib = blib = None
     try:
+        if "kernelbench" in (e["format"], e["baseline_format"]):
+            kernelbench_imports()
         try:
             CONF.apply()
         except Failure as f:
             raise Verdict("infra_error", str(f), fatal=True)
-        lib, fn = load_library(e["library"], "")
+        if e["format"] == "kernelbench":
+            fn = ModuleCandidate(task, e["library"], "")
+            reply["label"] = fn.label
+        else:
+            lib, fn = load_library(e["library"], "")
         bfn = None
         if e.get("baseline") and e["max_samples"] > 0:
-            blib, bfn = load_library(e["baseline"], "baseline ")
+            if e["baseline_format"] == "kernelbench":
+                bfn = ModuleCandidate(task, e["baseline"], "baseline ")
+            else:
+                blib, bfn = load_library(e["baseline"], "baseline ")
         for s in range(run.n):
             poison_set(task.chk, s, task)
             run.call(fn, s, task.chk, "", "check")
@@ -1615,31 +1823,44 @@ def time_torch(task, e):
     run = Run(task, e)
     timer = Timer()
     notes = []
-    n_fwd = len(task.inputs) - len(task.params)
+    torch.set_grad_enabled(False)  # the module runs under no_grad, as ModelNew candidates do
+    if getattr(task, "torch_outs", None) is None:
+        task.torch_outs = [[torch.empty(spec["shape"], dtype=torch_dtype(spec["dtype"]),
+                                        device=DEV) for spec in task.outputs]
+                           for _ in task.sets]
+    outs = task.torch_outs
+    if not task.tim:
+        task.tim = outs  # a trusted worker's task: the unseen samples write here
 
     def timed_module(fwd):
+        """Timed as a ModelNew candidate is (evaluate's cand): the output buffers poisoned
+        before a sample, the calls in the window, the outputs copied out (and the returned
+        tensors poisoned) after it, so the identity ModelNew = Model measures 1.00x."""
+        cand = ModuleCandidate.of_module(task, fwd)
+
         def one(batch, first, timed):
+            for b in range(min(batch, run.n)):
+                poison_set(outs, (first + b) % run.n, task)
             if timed:
                 timer.begin(run, batch)
-            ctx = torch.cuda.stream(STREAM) if STREAM is not None else None
-            if ctx is not None:
-                ctx.__enter__()
-            try:
-                with torch.no_grad():
-                    for b in range(batch):
-                        fwd(*task.set_inputs[(first + b) % run.n][:n_fwd])
-            finally:
-                if ctx is not None:
-                    ctx.__exit__(None, None, None)
+            for b in range(batch):
+                run.call(cand, (first + b) % run.n, outs, "", "timed")
             if not timed:
-                sync()
+                run.sync(first, "warm-up")
                 return 0.0
             return timer.stop(batch)
         return one
 
-    start = time.monotonic()
+    def sampled(fwd, warm):
+        """sample_loop as evaluate runs it, the calls on unseen inputs interleaved the same way
+        (not verified: the module is the reference), so that what they do to the caches and
+        the allocator between samples weighs on torch's times as on a candidate's."""
+        unseen = Unseen(run, ModuleCandidate.of_module(task, fwd), timer, [0], verify=False)
+        samples, _ = sample_loop(run, timed_module(fwd), warm, time.monotonic(), unseen.after)
+        return samples
+
     try:
-        samples, _ = sample_loop(run, timed_module(task.module), e["warmup"], start)
+        samples = sampled(task.module, e["warmup"])
         reply["torch_eager"] = stats(samples, e["warmup"])
     except Exception as err:
         notes.append("torch eager failed: %s: %s" % (type(err).__name__, first_line(err)))
@@ -1651,8 +1872,7 @@ def time_torch(task, e):
         try:
             if task.compiled is None:
                 task.compiled = torch.compile(task.module)
-            start = time.monotonic()
-            samples, _ = sample_loop(run, timed_module(task.compiled), max(e["warmup"], 1), start)
+            samples = sampled(task.compiled, max(e["warmup"], 1))
             reply["torch_compile"] = stats(samples, max(e["warmup"], 1))
         except Exception as err:
             task.compile_error = "torch.compile failed: %s: %s" % (type(err).__name__,
@@ -1679,7 +1899,12 @@ def eval_spec(req, torch_op=False):
          "flush_l2": get(req, "flush_l2", "bool"),
          "recheck": False if torch_op else get(req, "recheck", "bool"),
          "trace": get(req, "trace", "bool", False, False),
-         "metrics": get(req, "metrics", "bool", False, False)}
+         "metrics": get(req, "metrics", "bool", False, False),
+         "format": get(req, "format", "str", False, "native"),
+         "baseline_format": get(req, "baseline_format", "str", False, "native")}
+    for k in ("format", "baseline_format"):
+        if e[k] not in FORMATS:
+            raise BadRequest(k, '"%s" must be "native" or "kernelbench"' % k)
     if e["min_samples"] > e["max_samples"]:
         if "min_samples" in req:
             raise BadRequest("min_samples", '"min_samples" must not exceed "max_samples"')

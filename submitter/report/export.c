@@ -1,6 +1,7 @@
 /* `kb-submit export`: the campaign as JSON Lines with the AI CUDA Engineer archive's columns
  * (see report.h and docs/report.md). One line per evaluated candidate, from its evaluation at
- * its best tier (highest tier, latest attempt). */
+ * its best tier (highest tier, latest attempt); with --tier (r->tier_only), one line per candidate
+ * evaluated at that tier, from that evaluation. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,27 +19,8 @@ static const struct kb_rep_eval *eval_at(const struct kb_rep_cand *c, int tier) 
   return best;
 }
 
-/* KernelBench's level and problem number, for tasks made by tools/kb-import-kernelbench: its
- * category is "kernelbench-level<N>" and its id "l<N>_<problem>_<name>". -1 when unknown. */
-static void kernelbench_ids(const struct kb_rep_task *t, long *level, long *problem) {
-  static const char prefix[] = "kernelbench-level";
-  *level = *problem = -1;
-  char *end = NULL;
-  if (strncmp(t->category, prefix, sizeof prefix - 1) == 0) {
-    long n = strtol(t->category + sizeof prefix - 1, &end, 10);
-    if (end != t->category + sizeof prefix - 1 && *end == '\0' && n > 0)
-      *level = n;
-  }
-  if (*level > 0 && t->id[0] == 'l') {
-    long n = strtol(t->id + 1, &end, 10);
-    if (n == *level && *end == '_') {
-      const char *num = end + 1;
-      long k = strtol(num, &end, 10);
-      if (end != num && *end == '_' && k >= 0)
-        *problem = k;
-    }
-  }
-}
+/* `v` when it is a positive number, else null (new reference). */
+static json_t *positive(double v) { return v > 0 ? json_real(v) : json_null(); }
 
 /* NCU_Profile: the Range Profiler metrics of the candidate's highest-tier evaluation that has
  * any, keyed by the Nsight Compute metric names CUPTI read them as (values in % and, for
@@ -69,14 +51,29 @@ static json_t *ncu_profile(const struct kb_rep_cand *c) {
   return o != NULL ? o : json_null();
 }
 
+/* With --tier (r->tier_only): the runtime and the speedup at that tier only, against the
+ * baseline's evaluation at the same tier; NaN when either is untimed there. */
+static double speedup_at(const struct kb_rep_task *t, const struct kb_rep_eval *timed, int tier) {
+  const struct kb_rep_eval *b =
+      t->baseline_cand >= 0 ? eval_at(&t->cands[t->baseline_cand], tier) : NULL;
+  if (b == NULL || strcmp(b->status, "ok") != 0 || !(b->median_us > 0) || !(timed->median_us > 0))
+    return NAN;
+  return b->median_us / timed->median_us;
+}
+
 static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
                     const struct kb_rep_cand *c) {
-  const struct kb_rep_eval *e = kb__rep_best_eval(c);
+  const struct kb_rep_eval *e = r->tier_only ? eval_at(c, r->tier) : kb__rep_best_eval(c);
   int correct = strcmp(e->status, "ok") == 0;
   /* A correct candidate's runtime is from its highest timed tier (the compile tier, say, does
-   * not time); an incorrect one has none. */
+   * not time); an incorrect one has none. With --tier, from that tier when it timed. */
   const struct kb_rep_eval *timed =
       correct && c->timed_tier >= 0 ? eval_at(c, c->timed_tier) : NULL;
+  double speedup = c->speedup;
+  if (r->tier_only) {
+    timed = correct && e->samples > 0 && isfinite(e->median_us) ? e : NULL;
+    speedup = timed ? speedup_at(t, timed, r->tier) : NAN;
+  }
   json_t *parents = json_array();
   if (c->parent0[0])
     json_array_append_new(parents, json_string(c->parent0));
@@ -84,17 +81,17 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
     json_array_append_new(parents, json_string(c->parent1));
   json_t *o = json_object();
   json_object_set_new(o, "Op_Name", json_string(t->id));
-  long level, problem;
-  kernelbench_ids(t, &level, &problem);
-  json_object_set_new(o, "Level_ID", level > 0 ? json_integer(level) : json_null());
-  json_object_set_new(o, "Task_ID", problem >= 0 ? json_integer(problem) : json_null());
+  json_object_set_new(o, "Level_ID", t->level > 0 ? json_integer(t->level) : json_null());
+  json_object_set_new(o, "Task_ID", t->problem >= 0 ? json_integer(t->problem) : json_null());
   json_object_set_new(o, "Kernel_Name", json_string(c->name));
   json_object_set_new(o, "CUDA_Runtime",
                       timed ? kb__json_num(timed->median_us / 1000.0) : json_null());
-  json_object_set_new(o, "PyTorch_Native_Runtime", json_null());
-  json_object_set_new(o, "PyTorch_Compile_Runtime", json_null());
-  json_object_set_new(o, "CUDA_Speedup_Native", json_null());
-  json_object_set_new(o, "CUDA_Speedup_Compile", json_null());
+  /* the task's torch medians (ms); the speedups only from a correct full-tier timing */
+  json_object_set_new(o, "PyTorch_Native_Runtime", positive(t->torch_eager_us / 1000.0));
+  json_object_set_new(o, "PyTorch_Compile_Runtime", positive(t->torch_compile_us / 1000.0));
+  json_object_set_new(o, "CUDA_Speedup_Native", correct ? positive(c->speedup_eager) : json_null());
+  json_object_set_new(o, "CUDA_Speedup_Compile",
+                      correct ? positive(c->speedup_compile) : json_null());
   json_object_set_new(o, "CUDA_Code", json_string(c->source ? c->source : ""));
   json_object_set_new(o, "PyTorch_Code_Module",
                       t->reference && t->reference[0] ? json_string(t->reference) : json_null());
@@ -113,7 +110,7 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
   json_object_set_new(o, "KB_Tier", json_string(e->tier_name));
   json_object_set_new(o, "KB_Timed_Tier", timed ? json_string(timed->tier_name) : json_null());
   json_object_set_new(o, "KB_Baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
-  json_object_set_new(o, "KB_Speedup_Baseline", timed ? kb__json_num(c->speedup) : json_null());
+  json_object_set_new(o, "KB_Speedup_Baseline", timed ? kb__json_num(speedup) : json_null());
   json_object_set_new(o, "KB_Device", json_string(e->device));
   return o;
 }
@@ -128,7 +125,7 @@ static void export_cand(void *arg, const struct kb_rep_task *t, int ti,
                         const struct kb_rep_cand *c) {
   struct export_walk *w = arg;
   (void)ti;
-  if (c->n_evals == 0 || w->rc != KB_OK)
+  if (c->n_evals == 0 || w->rc != KB_OK || (w->r->tier_only && eval_at(c, w->r->tier) == NULL))
     return;
   json_t *o = line(w->r, t, c);
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;

@@ -7,7 +7,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "fastp.h"
 #include "report_data.h"
+
+#define KB_FASTP_ROWS 16 /* rows a report's fast_p table holds at most: levels, none, all */
 
 struct kb_error;
 
@@ -33,6 +36,10 @@ json_t *kb__report_json(const struct kb_report *r, int sources);
 /* The HTML entity standing for `c` ("&lt;" for '<'; & < > always, and with `quotes` also
  * '"' and '\'', for attribute values), or NULL when `c` stands for itself (a static string). */
 const char *kb__html_entity(char c, int quotes);
+/* The campaign's fast_p table against torch eager (`compile` 0) or torch.compile: per task
+ * kb__rep_torch_speedup() and its level, through kb__fastp_table() into `rows` (caller-owned,
+ * `max`). Returns the rows written, or -1 when out of memory. */
+int kb__report_fastp(const struct kb_report *r, int compile, struct kb_fastp_row *rows, int max);
 /* Candidates per tier: how many were evaluated at that tier, and how many passed there. */
 void kb__report_funnel(const struct kb_report *r, long evaluated[], long passed[]);
 

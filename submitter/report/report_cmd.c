@@ -44,6 +44,21 @@ static int write_out(const struct kb_report *r, writer_fn w, const char *path,
   return rc;
 }
 
+/* --tier NAME into r->tier; -1 after saying on stderr that the results have no such tier. */
+static int pick_tier(struct kb_report *r, const char *name) {
+  for (int i = 0; i < r->n_tiers; i++)
+    if (strcmp(r->tier_names[i], name) == 0) {
+      r->tier = i;
+      r->tier_only = 1;
+      return 0;
+    }
+  fprintf(stderr, "kb-submit: --tier \"%s\": the results have tiers", name);
+  for (int i = 0; i < r->n_tiers; i++)
+    fprintf(stderr, "%s %s", i ? "," : "", r->tier_names[i]);
+  fprintf(stderr, "\nTry 'kb-submit export --help' for more information.\n");
+  return -1;
+}
+
 /* Loads the campaign named by `id_or_path` and writes it with `w`. */
 static int run(const struct kb_submit_opts *o, const char *id_or_path, writer_fn w) {
   struct kb_error err = {0};
@@ -56,6 +71,10 @@ static int run(const struct kb_submit_opts *o, const char *id_or_path, writer_fn
   if (rc)
     return kb_cli_fail("kb-submit", &err);
   r.top = o->top;
+  if (o->tier && pick_tier(&r, o->tier) != 0) {
+    kb__report_release(&r);
+    return KB_EXIT_USAGE;
+  }
   rc = write_out(&r, w, o->out, &err);
   if (rc == KB_OK && o->out && !o->quiet && isatty(fileno(stderr)))
     fprintf(stderr, "kb-submit: wrote %s (%d tasks)\n", o->out, r.n_tasks);
@@ -75,6 +94,10 @@ int kb__cmd_report(const struct kb_submit_opts *o, const char *id_or_path) {
   }
   if (format == NULL)
     format = "html";
+  if (o->tier) {
+    fprintf(stderr, "kb-submit: --tier goes with export\n");
+    return kb_cli_try_help("kb-submit report");
+  }
   writer_fn w = NULL;
   if (strcmp(format, "html") == 0)
     w = kb__report_write_html;

@@ -10,6 +10,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/rank.h"
 
 void kb__report_release(struct kb_report *r) {
   if (r == NULL)
@@ -131,16 +132,30 @@ const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c) {
   return best;
 }
 
-/* The latest ok timed evaluation of `c` at `tier`, or NULL. */
+/* The latest evaluation of `c` at `tier` when it passed with a timing (kb_rank_timed), or NULL. */
 static const struct kb_rep_eval *timed_at(const struct kb_rep_cand *c, int tier) {
-  const struct kb_rep_eval *best = NULL;
+  const struct kb_rep_eval *last = NULL;
   for (int i = 0; i < c->n_evals; i++) {
     const struct kb_rep_eval *e = &c->evals[i];
-    if (e->tier == tier && strcmp(e->status, "ok") == 0 && e->samples > 0 &&
-        (best == NULL || e->attempt > best->attempt))
-      best = e;
+    if (e->tier == tier && (last == NULL || e->attempt > last->attempt))
+      last = e;
   }
-  return best;
+  return last && kb_rank_timed(strcmp(last->status, "ok") == 0, last->samples, last->median_us)
+             ? last
+             : NULL;
+}
+
+double kb__rep_timed_median(const struct kb_rep_cand *c, int tier) {
+  const struct kb_rep_eval *e = timed_at(c, tier);
+  return e ? e->median_us : NAN;
+}
+
+/* `c` as the ranking rule sees it (kb/rank.h). */
+static void cand_rank(const struct kb_rep_cand *c, struct kb_rank *out) {
+  for (int k = 0; k < KB_MAX_TIERS; k++) {
+    const struct kb_rep_eval *e = timed_at(c, k);
+    out->median_us[k] = e ? e->median_us : 0;
+  }
 }
 
 static void spec_fields(struct kb_rep_task *t) {
@@ -155,45 +170,105 @@ static void spec_fields(struct kb_rep_task *t) {
   json_decref(spec);
 }
 
-/* Rank order, as the scheduler's summary ranks: higher timed tier first, then lower median;
- * candidates never timed last, in file order. */
-static int before(const struct kb_rep_cand *a, const struct kb_rep_cand *b) {
-  if (a->timed_tier != b->timed_tier)
-    return a->timed_tier > b->timed_tier;
-  if (a->timed_tier >= 0)
-    return a->median_us < b->median_us;
-  return 0;
+void kb__rep_kernelbench_ids(struct kb_rep_task *t) {
+  static const char prefix[] = "kernelbench-level";
+  t->level = 0;
+  t->problem = -1;
+  char *end = NULL;
+  if (strncmp(t->category, prefix, sizeof prefix - 1) == 0) {
+    long n = strtol(t->category + sizeof prefix - 1, &end, 10);
+    if (end != t->category + sizeof prefix - 1 && *end == '\0' && n > 0 && n < 1000)
+      t->level = (int)n;
+  }
+  if (t->level > 0 && t->id[0] == 'l') {
+    long n = strtol(t->id + 1, &end, 10);
+    if (n == t->level && *end == '_') {
+      const char *num = end + 1;
+      long k = strtol(num, &end, 10);
+      if (end != num && *end == '_' && k >= 0 && k < 1000000)
+        t->problem = (int)k;
+    }
+  }
 }
 
+int kb__rep_torch_best(const struct kb_rep_task *t) {
+  int best = -1;
+  struct kb_rank best_rank, r;
+  for (int i = 0; t->torch_tier >= 0 && i < t->n_cands; i++) {
+    cand_rank(&t->cands[i], &r);
+    if (kb_rank_tier(&r) >= 0 && (best < 0 || kb_rank_better(&r, &best_rank))) {
+      best = i;
+      best_rank = r;
+    }
+  }
+  return best >= 0 && kb_rank_tier(&best_rank) == t->torch_tier ? best : -1;
+}
+
+double kb__rep_torch_speedup(const struct kb_rep_task *t, int compile) {
+  double base = compile ? t->torch_compile_us : t->torch_eager_us;
+  if (!(base > 0))
+    return NAN;
+  if (t->torch_best < 0)
+    return 0;
+  const struct kb_rep_cand *c = &t->cands[t->torch_best];
+  return compile ? c->speedup_compile : c->speedup_eager;
+}
+
+/* Each candidate's speedups over the task's torch times, at the tier torch was timed at, and
+ * the task's torch_best. */
+static void torch_speedups(struct kb_rep_task *t) {
+  for (int i = 0; t->torch_tier >= 0 && i < t->n_cands; i++) {
+    struct kb_rep_cand *c = &t->cands[i];
+    const struct kb_rep_eval *e = timed_at(c, t->torch_tier);
+    if (e == NULL || !(e->median_us > 0))
+      continue;
+    if (t->torch_eager_us > 0)
+      c->speedup_eager = t->torch_eager_us / e->median_us;
+    if (t->torch_compile_us > 0)
+      c->speedup_compile = t->torch_compile_us / e->median_us;
+  }
+  t->torch_best = kb__rep_torch_best(t);
+}
+
+/* Rank order: the one rule of kb/rank.h, as the scheduler's summary ranks (highest tier passed
+ * with a timing, then lower median there; never-timed candidates last, in file order). Each
+ * candidate's speedup is against the baseline at its own timed tier only; NaN when the baseline
+ * has no timing there. */
 static int derive(struct kb_rep_task *t) {
   spec_fields(t);
+  kb__rep_kernelbench_ids(t);
+  torch_speedups(t);
   for (int i = 0; i < t->n_cands; i++)
     if (t->baseline[0] && strcmp(t->cands[i].generator, "seed") == 0 &&
         strcmp(t->cands[i].name, t->baseline) == 0)
       t->baseline_cand = i;
-  const struct kb_rep_cand *base = t->baseline_cand >= 0 ? &t->cands[t->baseline_cand] : NULL;
+  struct kb_rank *rank = kb_calloc((size_t)t->n_cands + 1, sizeof *rank), base;
+  t->order = kb_calloc((size_t)t->n_cands + 1, sizeof *t->order);
+  if (rank == NULL || t->order == NULL) {
+    kb_free(rank);
+    return KB_ENOMEM;
+  }
+  if (t->baseline_cand >= 0)
+    cand_rank(&t->cands[t->baseline_cand], &base);
   for (int i = 0; i < t->n_cands; i++) {
     struct kb_rep_cand *c = &t->cands[i];
-    for (int k = KB_MAX_TIERS - 1; k >= 0 && c->timed_tier < 0; k--) {
-      const struct kb_rep_eval *e = timed_at(c, k);
-      if (e == NULL)
-        continue;
-      c->timed_tier = k;
-      c->median_us = e->median_us;
-      const struct kb_rep_eval *b = base ? timed_at(base, k) : NULL;
-      if (b && e->median_us > 0)
-        c->speedup = b->median_us / e->median_us;
-    }
+    cand_rank(c, &rank[i]);
+    c->timed_tier = kb_rank_tier(&rank[i]);
+    if (c->timed_tier < 0)
+      continue;
+    c->median_us = rank[i].median_us[c->timed_tier];
+    int at = -1;
+    double s = kb_rank_speedup(&rank[i], t->baseline_cand >= 0 ? &base : NULL, &at);
+    if (at == c->timed_tier)
+      c->speedup = s;
   }
-  t->order = kb_calloc((size_t)t->n_cands + 1, sizeof *t->order);
-  if (t->order == NULL)
-    return KB_ENOMEM;
   for (int i = 0; i < t->n_cands; i++) { /* insertion sort: stable, populations are small */
     int j = i - 1;
-    for (; j >= 0 && before(&t->cands[i], &t->cands[t->order[j]]); j--)
+    for (; j >= 0 && kb_rank_cmp(&rank[i], &rank[t->order[j]]) < 0; j--)
       t->order[j + 1] = t->order[j];
     t->order[j + 1] = i;
   }
+  kb_free(rank);
   for (int i = 0; i < t->n_cands; i++)
     t->cands[t->order[i]].rank = i + 1;
   return children(t);

@@ -62,6 +62,9 @@ struct kb_rep_eval {
   int64_t kernels_dropped;   /* records not stored (past the cap) */
   struct kb_rep_kernel *kernels; /* owned, n_kernels; NULL when none */
   int n_kernels;
+  /* Format 3 (NaN in earlier files): */
+  double torch_eager_us;     /* torch eager median timed after this evaluation; NaN none */
+  double torch_compile_us;   /* torch.compile median; NaN none */
 };
 
 /* One LLM exchange of the task (/llm/requests and /llm/text). */
@@ -99,6 +102,9 @@ struct kb_rep_cand {
   int timed_tier;   /* highest tier with an ok timed evaluation; -1 none */
   double median_us; /* at timed_tier; NaN none */
   double speedup;   /* baseline median / median_us at timed_tier; NaN none */
+  double speedup_eager;   /* task's torch_eager_us / its median at the task's torch_tier, when
+                             it is timed (ok) there; NaN otherwise */
+  double speedup_compile; /* the same against torch_compile_us */
   int rank;         /* 1 = best in its task */
 };
 
@@ -127,7 +133,14 @@ struct kb_rep_task {
   int64_t n_evals;
   struct kb_rep_llm *llm;  /* owned, n_llm, in the order they finished; NULL in format 1 */
   int n_llm;
-  int format;              /* the file's format version: 1, 2 */
+  int format;              /* the file's format version: 1, 2, 3 */
+  /* Torch baselines (format 3, /torch; kb__rep_torch_best): */
+  double torch_eager_us;   /* median of the evaluations' torch eager times, microseconds; NaN */
+  double torch_compile_us; /* the same for torch.compile; NaN none */
+  int torch_tier;          /* tier they were timed at (the full tier); -1 none */
+  int level;               /* KernelBench level (category "kernelbench-level<N>"); 0 none */
+  int problem;             /* KernelBench problem number (id "l<N>_<problem>_..."); -1 none */
+  int torch_best;          /* index into cands of rank 1 when timed at torch_tier; -1 none */
 };
 
 struct kb_report {
@@ -145,6 +158,8 @@ struct kb_report {
   int n_tasks;
   char *dir; /* owned: the results folder read */
   int top;   /* html, md: candidates shown per task (by rank); 0 = all */
+  int tier;  /* export --tier: only evaluations at this ladder tier when tier_only is 1 */
+  int tier_only; /* 0: each candidate at its best tier (what kb__report_load sets) */
 };
 
 /* Reads the campaign in folder `dir` (borrowed): summary.json when present (its task order and
@@ -164,6 +179,10 @@ int kb__rep_shown(const struct kb_report *r, const struct kb_rep_cand *c);
  * has none. */
 const struct kb_rep_eval *kb__rep_best_eval(const struct kb_rep_cand *c);
 
+/* The median of `c` at `tier` when its latest evaluation there passed with a timing
+ * (kb_rank_timed, kb/rank.h), else NaN. */
+double kb__rep_timed_median(const struct kb_rep_cand *c, int tier);
+
 /* The walk every writer shares: what kb__rep_walk() calls. Each callback may be NULL; `arg`
  * (borrowed) is passed to each; every pointer a callback gets is borrowed from the report. */
 struct kb_rep_walker {
@@ -182,6 +201,20 @@ struct kb_rep_walker {
 void kb__rep_walk(const struct kb_report *r, const struct kb_rep_walker *w);
 /* The name of ladder tier `tier` as the files give it; "" when unknown (borrowed from `r`). */
 const char *kb__rep_tier_name(const struct kb_report *r, int tier);
+
+/* KernelBench's level and problem number into t->level and t->problem (from t->category and
+ * t->id), for tasks made by tools/kb-import-kernelbench: its category is
+ * "kernelbench-level<N>" and its id "l<N>_<problem>_<name>"; 0 and -1 when not such a task.
+ * kb__report_load calls it. */
+void kb__rep_kernelbench_ids(struct kb_rep_task *t);
+/* The candidate of `t` that fast_p and the task's torch speedups use: the task's best by the
+ * ranking rule (kb/rank.h; rank 1) when its highest timed tier is t->torch_tier, the full tier
+ * the torch baselines come from; -1 otherwise (no candidate timed there, or torch never timed). */
+int kb__rep_torch_best(const struct kb_rep_task *t);
+/* The task's speedup of its torch_best over torch eager (`compile` 0) or torch.compile (1), for
+ * fast_p: that speedup; 0 when the baseline is known but no candidate is correct and timed at
+ * the full tier; NaN when the baseline is unknown. */
+double kb__rep_torch_speedup(const struct kb_rep_task *t, int compile);
 
 /* Builds t->by_id from t->cands. Returns KB_OK or KB_ENOMEM. Internal. */
 int kb__rep_index(struct kb_rep_task *t);

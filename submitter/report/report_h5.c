@@ -13,7 +13,7 @@
 #include "kb/error.h"
 #include "report_data.h"
 
-#define FORMAT_PREFIX "kernelbrain.h5/" /* formats 1 and 2 are what this reader knows */
+#define FORMAT_PREFIX "kernelbrain.h5/" /* formats 1 to 3 are what this reader knows */
 
 /* Rows as this reader wants them in memory; HDF5 converts from the file's packed types by
  * member name. */
@@ -56,6 +56,11 @@ struct eval2_mem {
   double dram_pct, sm_pct, occupancy_pct, l2_hit_pct;
   int64_t trace_kernels, trace_own_kernels, trace_own_ns, trace_other_ns, trace_late_ns;
   int64_t kernels_dropped, kernel_offset, kernel_count;
+};
+
+/* The /evaluations columns format 3 added. */
+struct eval3_mem {
+  double torch_eager_us, torch_compile_us;
 };
 
 struct kern_mem {
@@ -145,6 +150,11 @@ static const struct member eval2_members[] = {
     M(eval2_mem, trace_other_ns, I64),     M(eval2_mem, trace_late_ns, I64),
     M(eval2_mem, kernels_dropped, I64),    M(eval2_mem, kernel_offset, I64),
     M(eval2_mem, kernel_count, I64),
+};
+
+static const struct member eval3_members[] = {
+    M(eval3_mem, torch_eager_us, F64),
+    M(eval3_mem, torch_compile_us, F64),
 };
 
 static const struct member kern_members[] = {
@@ -348,6 +358,7 @@ static void copy_eval(struct kb_rep_eval *e, const struct eval_mem *m, const cha
   e->dram_pct = e->sm_pct = e->occupancy_pct = e->l2_hit_pct = NAN;
   e->trace_kernels = e->trace_own_kernels = e->trace_own_ns = -1;
   e->trace_other_ns = e->trace_late_ns = -1;
+  e->torch_eager_us = e->torch_compile_us = NAN;
 }
 
 /* The format-2 columns `m2` of an evaluation into `e`, with its kernel records from `kern`
@@ -397,7 +408,8 @@ static int copy_eval2(struct kb_rep_eval *e, const struct eval2_mem *m2,
 /* Attaches evaluation rows to their candidates, keeping file order within a candidate. Rows of
  * unknown candidates (the writer never makes them) are skipped. */
 static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows,
-                        const struct eval2_mem *rows2, int64_t n, const char *logs,
+                        const struct eval2_mem *rows2, const struct eval3_mem *rows3, int64_t n,
+                        const char *logs,
                         int64_t log_bytes, const struct kern_mem *kern, int64_t n_kern,
                         struct kb_report *r) {
   int *owner = kb_calloc((size_t)n + 1, sizeof *owner);
@@ -422,6 +434,10 @@ static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows,
     copy_eval(e, &rows[i], logs, log_bytes);
     if (rows2 != NULL)
       rc = copy_eval2(e, &rows2[i], kern, n_kern);
+    if (rows3 != NULL) {
+      e->torch_eager_us = rows3[i].torch_eager_us;
+      e->torch_compile_us = rows3[i].torch_compile_us;
+    }
     int tier = rows[i].tier;
     if (tier >= 0 && tier < KB_MAX_TIERS) {
       if (r->tier_names[tier][0] == '\0')
@@ -436,15 +452,17 @@ static int attach_evals(struct kb_rep_task *t, const struct eval_mem *rows,
   return rc;
 }
 
-/* What format 2 adds, read by read_v2(). */
+/* What format 2 adds, read by read_v2(), and format 3, by read_v3(). */
 struct v2 {
   struct eval2_mem *evals; /* owned, one per evaluation row read */
+  struct eval3_mem *evals3; /* owned, one per row; NULL before format 3 */
   struct kern_mem *kern;   /* owned, n_kern committed /profiles/kernels rows */
   int64_t n_kern;
 };
 
 static void v2_release(struct v2 *v) {
   kb_free(v->evals);
+  kb_free(v->evals3);
   kb_free(v->kern);
 }
 
@@ -526,6 +544,42 @@ out:
   return rc;
 }
 
+/* A double attribute `name` of group `group` of `f`; NaN when absent or unreadable. */
+static double read_double_attr(hid_t f, const char *group, const char *name) {
+  double v = NAN;
+  hid_t a = H5Aopen_by_name(f, group, name, H5P_DEFAULT, H5P_DEFAULT);
+  if (a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &v) < 0)
+    v = NAN;
+  if (a >= 0)
+    H5Aclose(a);
+  return v;
+}
+
+/* Reads the format-3 evaluation columns of the `ne` rows and the /torch medians and tier into
+ * `t`. Errors: KB_EHDF5, KB_ENOMEM. */
+static int read_v3(hid_t f, const char *path, int64_t ne, struct v2 *v, struct kb_rep_task *t,
+                   struct kb_error *err) {
+  hid_t e3t = mem_type(eval3_members, COUNT(eval3_members), sizeof(struct eval3_mem));
+  int rc = KB_OK;
+  v->evals3 = kb_calloc((size_t)ne + 1, sizeof *v->evals3);
+  if (e3t < 0 || v->evals3 == NULL)
+    rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
+  else if (read_rows(f, "evaluations", e3t, v->evals3, ne) < 0)
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot read the torch columns of /evaluations", path);
+  if (e3t >= 0)
+    H5Tclose(e3t);
+  t->torch_eager_us = read_double_attr(f, "torch", "eager_median_us");
+  t->torch_compile_us = read_double_attr(f, "torch", "compile_median_us");
+  int tier = -1;
+  hid_t a = H5Aopen_by_name(f, "torch", "tier", H5P_DEFAULT, H5P_DEFAULT);
+  if (a >= 0 && H5Aread(a, H5T_NATIVE_INT, &tier) < 0)
+    tier = -1;
+  if (a >= 0)
+    H5Aclose(a);
+  t->torch_tier = tier;
+  return rc;
+}
+
 /* The file's attributes: "format" (into `format`, `size` bytes) must name a kernelbrain.h5
  * version; "task" gives t->id, and "campaign" r->campaign when that is still empty. */
 static int read_header(hid_t f, const char *path, char *format, size_t size,
@@ -572,14 +626,14 @@ static int copy_cands(struct kb_rep_task *t, const struct cand_mem *cands, int64
     c->best_tier = m->best_tier;
     c->source = slice(sources, source_bytes, m->source_offset, m->source_len);
     c->timed_tier = -1;
-    c->median_us = c->speedup = NAN;
+    c->median_us = c->speedup = c->speedup_eager = c->speedup_compile = NAN;
     if (c->source == NULL)
       return -1;
   }
   return 0;
 }
 
-/* Kept whole (84 lines): one open, read, close of a file with one cleanup label for the HDF5
+/* Kept whole (91 lines): one open, read, close of a file with one cleanup label for the HDF5
  * handles and buffers every step shares. */
 int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report *r,
                        struct kb_error *err) {
@@ -597,6 +651,8 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   t->file = kb_strdup(path);
   t->baseline_cand = -1;
+  t->torch_eager_us = t->torch_compile_us = NAN;
+  t->torch_tier = t->torch_best = t->problem = -1;
   f = open_file(path);
   if (f < 0) {
     rc = kb_error_set(err, KB_EHDF5, "%s: cannot open as an HDF5 file", path);
@@ -645,8 +701,13 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
     if (rc)
       goto out;
   }
-  if (attach_evals(t, evals, v2.evals, ne, logs, commit.compile_log_bytes, v2.kern, v2.n_kern,
-                   r))
+  if (t->format >= 3) {
+    rc = read_v3(f, path, ne, &v2, t, err);
+    if (rc)
+      goto out;
+  }
+  if (attach_evals(t, evals, v2.evals, v2.evals3, ne, logs, commit.compile_log_bytes, v2.kern,
+                   v2.n_kern, r))
     rc = kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
 out:
   v2_release(&v2);

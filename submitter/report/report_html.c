@@ -49,14 +49,14 @@ static const char page_js[] =
     "  make('chart-burn', {type: 'line', data: {datasets: [{label: data.burn.label,\n"
     "      data: data.burn.points, stepped: true, pointRadius: 0, borderWidth: 2}]},\n"
     "    options: {scales: {x: axis('seconds since the first evaluation', {type: 'linear'}),\n"
-    "      y: axis('GPU ms')}}});\n"
+    "      y: axis('gpu_seconds')}}});\n"
     "  make('chart-dist', {type: 'bar', data: {labels: data.dist.labels, datasets: [\n"
     "      {label: 'candidates', data: data.dist.counts}]},\n"
     "    options: {scales: {x: {title: {display: true, text: 'speedup over the baseline'}},\n"
     "      y: axis('candidates', {ticks: {precision: 0}})}}});\n"
     "  data.tasks.forEach(function (t, i) {\n"
     "    make('chart-task-' + i, {type: 'bar', data: {labels: t.labels, datasets: [\n"
-    "        {label: 'speedup over ' + t.baseline, data: t.speedups}]},\n"
+    "        {label: 'speedup over ' + t.baseline + ' at ' + t.tier, data: t.speedups}]},\n"
     "      options: {indexAxis: 'y', scales: {x: axis('speedup (x)')}}});\n"
     "  });\n"
     "})();\n";
@@ -193,16 +193,16 @@ static json_t *burn_json(const struct kb_report *r) {
   int64_t cum = 0;
   size_t step = k / MAX_BURN_POINTS + 1;
   json_array_append_new(
-      points, json_pack("{s:f, s:I}", "x", 0.0, "y", (json_int_t)(left ? r->gpu_total_ms : 0)));
+      points, json_pack("{s:f, s:f}", "x", 0.0, "y", left ? (double)r->gpu_total_ms / 1e3 : 0.0));
   for (size_t i = 0; i < k; i++) {
     cum += ev[i].cost;
     if (i % step != 0 && i + 1 != k)
       continue;
-    json_array_append_new(points, json_pack("{s:f, s:I}", "x", ev[i].t - t0, "y",
-                                            (json_int_t)(left ? r->gpu_total_ms - cum : cum)));
+    json_array_append_new(points, json_pack("{s:f, s:f}", "x", ev[i].t - t0, "y",
+                                            (double)(left ? r->gpu_total_ms - cum : cum) / 1e3));
   }
   kb_free(ev);
-  return json_pack("{s:s, s:o}", "label", left ? "GPU ms left" : "GPU ms spent", "points", points);
+  return json_pack("{s:s, s:o}", "label", left ? "gpu_seconds left" : "gpu_seconds spent", "points", points);
 }
 
 static const double dist_edges[] = {0, 0.5, 0.8, 0.95, 1.05, 1.25, 1.5, 2, 3, 5, INFINITY};
@@ -231,8 +231,20 @@ static json_t *dist_json(const struct kb_report *r) {
   return json_pack("{s:o, s:o}", "labels", labels, "counts", values);
 }
 
-/* Per task, the speedups of its first MAX_TASK_BARS timed candidates by rank. */
+/* The tier a task's bar chart compares at: its best's (rank 1) timed tier, -1 when none. The
+ * chart shows only candidates timed at that tier (docs/search.md, "Ranking": never a ratio of
+ * one tier beside another's). */
+static int bars_tier(const struct kb_rep_task *t) {
+  return t->n_cands > 0 ? t->cands[t->order[0]].timed_tier : -1;
+}
+
+static int bar_shown(const struct kb_rep_task *t, const struct kb_rep_cand *c) {
+  return isfinite(c->speedup) && c->timed_tier >= 0 && c->timed_tier == bars_tier(t);
+}
+
+/* Per task, the speedups of its first MAX_TASK_BARS candidates by rank timed at its best's tier. */
 struct bars {
+  const struct kb_report *r;
   json_t *tasks;            /* being filled (owned by chart_data) */
   json_t *names, *speedups; /* the current task's (owned until its task_end) */
 };
@@ -247,9 +259,8 @@ static void bars_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
 
 static void bars_cand(void *arg, const struct kb_rep_task *t, int ti, const struct kb_rep_cand *c) {
   struct bars *b = arg;
-  (void)t;
   (void)ti;
-  if (!isfinite(c->speedup) || json_array_size(b->names) >= MAX_TASK_BARS)
+  if (!bar_shown(t, c) || json_array_size(b->names) >= MAX_TASK_BARS)
     return;
   json_array_append_new(b->names, json_string(c->name));
   json_array_append_new(b->speedups, json_real(c->speedup));
@@ -258,9 +269,10 @@ static void bars_cand(void *arg, const struct kb_rep_task *t, int ti, const stru
 static void bars_task_end(void *arg, const struct kb_rep_task *t, int ti) {
   struct bars *b = arg;
   (void)ti;
-  json_array_append_new(b->tasks, json_pack("{s:s, s:s, s:o, s:o}", "task", t->id, "baseline",
+  json_array_append_new(b->tasks, json_pack("{s:s, s:s, s:o, s:o, s:s}", "task", t->id, "baseline",
                                             t->baseline[0] ? t->baseline : "(none)", "labels",
-                                            b->names, "speedups", b->speedups));
+                                            b->names, "speedups", b->speedups, "tier",
+                                            kb__rep_tier_name(b->r, bars_tier(t))));
   b->names = b->speedups = NULL;
 }
 
@@ -273,7 +285,7 @@ static json_t *chart_data(const struct kb_report *r) {
     json_array_append_new(e, json_integer(ev[k]));
     json_array_append_new(p, json_integer(ok[k]));
   }
-  struct bars b = {tasks, NULL, NULL};
+  struct bars b = {r, tasks, NULL, NULL};
   kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = bars_task_begin, .cand = bars_cand,
                                          .task_end = bars_task_end, .arg = &b});
   return json_pack("{s:{s:o, s:o, s:o}, s:o, s:o, s:o}", "funnel", "labels", labels, "evaluated", e,
@@ -288,17 +300,47 @@ static void status_cell(FILE *out, const char *status) {
   fputs("</td>", out);
 }
 
-/* Median of seed `s` at `tier` (ok and timed, latest attempt), or NaN. */
+/* Median of seed `s` at `tier` when it passed there with a timing (kb/rank.h), or NaN. */
 static double median_at(const struct kb_rep_cand *s, int tier) {
-  double m = NAN;
-  int attempt = 0;
-  for (int e = 0; e < s->n_evals; e++)
-    if (s->evals[e].tier == tier && strcmp(s->evals[e].status, "ok") == 0 &&
-        s->evals[e].samples > 0 && s->evals[e].attempt > attempt) {
-      m = s->evals[e].median_us;
-      attempt = s->evals[e].attempt;
+  return kb__rep_timed_median(s, tier);
+}
+
+/* A speedup cell: "1.23x", or "-" when unknown. */
+static void speedup_cell(FILE *out, double x) {
+  if (isfinite(x))
+    fprintf(out, "<td class=\"n\">%.2fx</td>", x);
+  else
+    fputs("<td class=\"n\">-</td>", out);
+}
+
+/* The fast_p tables against torch eager and torch.compile (docs/report.md), when some task
+ * has that torch baseline. */
+static void fastp_tables(FILE *out, const struct kb_report *r) {
+  for (int compile = 0; compile < 2; compile++) {
+    struct kb_fastp_row rows[KB_FASTP_ROWS];
+    int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
+    if (n <= 0 || rows[n - 1].tasks == 0)
+      continue;
+    fprintf(out, "<h3 id=\"fastp-%s\">fast_p against %s</h3><table><tr><th>level</th>"
+                 "<th>tasks</th><th>correct</th>",
+            compile ? "compile" : "eager", compile ? "torch.compile" : "torch eager");
+    for (int k = 0; k < KB_FASTP_N; k++)
+      fprintf(out, "<th>fast_%g</th>", kb__fastp_thresholds[k]);
+    fputs("<th>geometric mean</th></tr>\n", out);
+    for (int i = 0; i < n; i++) {
+      if (rows[i].level > 0)
+        fprintf(out, "<tr><td>%d</td>", rows[i].level);
+      else
+        fputs(rows[i].level == 0 ? "<tr><td>none</td>" : "<tr><td>all</td>", out);
+      fprintf(out, "<td class=\"n\">%d</td><td class=\"n\">%d</td>", rows[i].tasks,
+              rows[i].correct);
+      for (int k = 0; k < KB_FASTP_N; k++)
+        fprintf(out, "<td class=\"n\">%.2f</td>", rows[i].fast[k]);
+      speedup_cell(out, rows[i].geomean);
+      fputs("</tr>\n", out);
     }
-  return m;
+    fputs("</table>", out);
+  }
 }
 
 static void overview(FILE *out, const struct kb_report *r) {
@@ -314,13 +356,15 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->reason);
     fputs(")", out);
   }
-  fprintf(out, ", finished %s. GPU budget: %lld ms spent", when, (long long)r->gpu_spent_ms);
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, ", finished %s. Budget: %.3f", when, (double)r->gpu_spent_ms / 1000.0);
   if (r->gpu_total_ms >= 0)
-    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+    fprintf(out, " of %.3f", (double)r->gpu_total_ms / 1000.0);
+  fputs(" gpu_seconds spent", out);
   /* the ledger's figure and the rows' (the burn-down's) agree at the end of a campaign */
   if (r->gpu_rows_ms != r->gpu_spent_ms)
-    fprintf(out, " (the evaluations in the files cost %lld ms: the campaign is under way, or "
-                 "the files are not the ledger's)", (long long)r->gpu_rows_ms);
+    fprintf(out, " (the evaluations in the files cost %.3f gpu_seconds: the campaign is under "
+                 "way, or the files are not the ledger's)", (double)r->gpu_rows_ms / 1000.0);
   fputs(".</p>\n<div class=\"grid\">"
         "<figure><figcaption>Tier funnel</figcaption><div class=\"chart\">"
         "<canvas id=\"chart-funnel\" role=\"img\" aria-label=\"tier funnel\"></canvas></div>"
@@ -338,7 +382,9 @@ static void overview(FILE *out, const struct kb_report *r) {
     esc(out, r->tier_names[k]);
     fprintf(out, "</td><td class=\"n\">%ld</td><td class=\"n\">%ld</td></tr>", ev[k], ok[k]);
   }
-  fputs("</table></section>\n", out);
+  fputs("</table>", out);
+  fastp_tables(out, r);
+  fputs("</section>\n", out);
 }
 
 /* What the html walks write to. */
@@ -352,7 +398,7 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
   FILE *out = ((const struct html_walk *)arg)->out;
   int bars = 0;
   for (int c = 0; c < t->n_cands; c++)
-    bars += isfinite(t->cands[c].speedup);
+    bars += bar_shown(t, &t->cands[c]);
   if (bars > MAX_TASK_BARS)
     bars = MAX_TASK_BARS;
   fprintf(out, "<section id=\"task-%d\"><h2>Task ", i);
@@ -365,8 +411,14 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
   }
   fputs(" &middot; baseline <b>", out);
   esc(out, t->baseline[0] ? t->baseline : "none");
-  fprintf(out, "</b> &middot; %lld evaluations &middot; <span class=\"muted\">",
-          (long long)t->n_evals);
+  fprintf(out, "</b> &middot; %lld evaluations", (long long)t->n_evals);
+  if (isfinite(t->torch_eager_us) || isfinite(t->torch_compile_us)) {
+    char eager[32], compiled[32];
+    fmt_time(eager, sizeof eager, t->torch_eager_us);
+    fmt_time(compiled, sizeof compiled, t->torch_compile_us);
+    fprintf(out, " &middot; torch eager %s, torch.compile %s", eager, compiled);
+  }
+  fputs(" &middot; <span class=\"muted\">", out);
   esc(out, t->file);
   fprintf(out,
           "</span></p>\n<div class=\"chart\" style=\"height:%dpx\"><canvas id=\"chart-task-%d\" "
@@ -381,7 +433,7 @@ static void board_begin(void *arg, const struct kb_rep_task *t, int i) {
       esc(out, t->cands[s].name);
       fputs(s == t->baseline_cand ? " (baseline)</th>" : "</th>", out);
     }
-  fputs("</tr>\n", out);
+  fputs("<th>vs torch eager</th><th>vs torch.compile</th></tr>\n", out);
 }
 
 /* One leaderboard row, with the candidate's speedup over each seed at its timed tier. */
@@ -411,6 +463,8 @@ static void board_row(void *arg, const struct kb_rep_task *t, int i, const struc
     else
       fputs("<td class=\"n\">-</td>", out);
   }
+  speedup_cell(out, c->speedup_eager);
+  speedup_cell(out, c->speedup_compile);
   fputs("</tr>\n", out);
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kb/alloc.h"
 #include "kb/error.h"
 #include "report.h"
 
@@ -41,6 +42,44 @@ void kb__report_funnel(const struct kb_report *r, long evaluated[], long passed[
   kb__rep_walk(r, &(struct kb_rep_walker){.cand = funnel_cand, .arg = &f});
 }
 
+int kb__report_fastp(const struct kb_report *r, int compile, struct kb_fastp_row *rows,
+                     int max) {
+  double *speedup = kb_calloc((size_t)r->n_tasks + 1, sizeof *speedup);
+  int *levels = kb_calloc((size_t)r->n_tasks + 1, sizeof *levels);
+  int n = -1;
+  if (speedup != NULL && levels != NULL) {
+    for (int i = 0; i < r->n_tasks; i++) {
+      speedup[i] = kb__rep_torch_speedup(&r->tasks[i], compile);
+      levels[i] = r->tasks[i].level;
+    }
+    n = kb__fastp_table(speedup, levels, r->n_tasks, rows, max);
+  }
+  kb_free(speedup);
+  kb_free(levels);
+  return n;
+}
+
+/* The fast_p table against torch eager (`compile` 0) or torch.compile as a JSON array of rows
+ * {level (null: every task), tasks, correct, fast_0, fast_1, fast_1.5, fast_2, geomean}. */
+static json_t *fastp_json(const struct kb_report *r, int compile) {
+  struct kb_fastp_row rows[KB_FASTP_ROWS];
+  int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
+  json_t *a = json_array();
+  for (int i = 0; a != NULL && i < n; i++) {
+    json_t *o = json_pack("{s:o, s:i, s:i, s:o}", "level",
+                          rows[i].level >= 0 ? json_integer(rows[i].level) : json_null(),
+                          "tasks", rows[i].tasks, "correct", rows[i].correct, "geomean",
+                          kb__json_num(rows[i].geomean));
+    for (int k = 0; o != NULL && k < KB_FASTP_N; k++) {
+      char key[32];
+      snprintf(key, sizeof key, "fast_%g", kb__fastp_thresholds[k]);
+      json_object_set_new(o, key, kb__json_num(rows[i].fast[k]));
+    }
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
 static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
   json_t *o = json_pack(
       "{s:i, s:s, s:i, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o,"
@@ -55,6 +94,10 @@ static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
       e->samples, "median_us", kb__json_num(e->median_us), "p10_us", kb__json_num(e->p10_us),
       "p90_us", kb__json_num(e->p90_us), "mean_us", kb__json_num(e->mean_us), "min_us",
       kb__json_num(e->min_us), "noise", kb__json_num(e->noise), "cost_ms", (json_int_t)e->cost_ms);
+  if (o) {
+    json_object_set_new(o, "torch_eager_us", kb__json_num(e->torch_eager_us));
+    json_object_set_new(o, "torch_compile_us", kb__json_num(e->torch_compile_us));
+  }
   if (o && sources)
     json_object_set_new(o, "compile_log",
                         e->compile_log ? json_string(e->compile_log) : json_null());
@@ -77,6 +120,10 @@ static json_t *cand_json(const struct kb_report *r, const struct kb_rep_cand *c,
       "status", c->status[0] ? c->status : "pending", "tier_name",
       kb__rep_tier_name(r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), "median_us",
       kb__json_num(c->median_us), "speedup", kb__json_num(c->speedup), "evaluations", evals);
+  if (o) {
+    json_object_set_new(o, "speedup_eager", kb__json_num(c->speedup_eager));
+    json_object_set_new(o, "speedup_compile", kb__json_num(c->speedup_compile));
+  }
   if (o && sources)
     json_object_set_new(o, "source", json_string(c->source ? c->source : ""));
   return o;
@@ -112,6 +159,15 @@ static void json_task_end(void *arg, const struct kb_rep_task *t, int ti) {
   w->cands = NULL; /* json_pack took it, or freed it on failure */
   if (o) {
     json_object_set_new(o, "baseline", t->baseline[0] ? json_string(t->baseline) : json_null());
+    json_object_set_new(o, "level", t->level > 0 ? json_integer(t->level) : json_null());
+    json_object_set_new(o, "torch_eager_us", kb__json_num(t->torch_eager_us));
+    json_object_set_new(o, "torch_compile_us", kb__json_num(t->torch_compile_us));
+    json_object_set_new(o, "torch_tier", t->torch_tier >= 0 ? json_string(kb__rep_tier_name(
+                                                                  w->r, t->torch_tier))
+                                                            : json_null());
+    json_object_set_new(o, "torch_best", t->torch_best >= 0
+                                             ? json_string(t->cands[t->torch_best].id)
+                                             : json_null());
     if (w->sources)
       json_object_set_new(o, "reference", json_string(t->reference ? t->reference : ""));
   }
@@ -129,13 +185,15 @@ json_t *kb__report_json(const struct kb_report *r, int sources) {
   struct json_walk w = {r, sources, tasks, NULL};
   kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = json_task_begin, .cand = json_cand,
                                          .task_end = json_task_end, .arg = &w});
-  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I, s:I}, s:o, s:o}", "schema",
+  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:o, s:I, s:I}, s:o, s:o, s:{s:o, s:o}}",
+                   "schema",
                    "kernelbrain.report/1", "campaign", r->campaign, "state", r->state, "reason",
                    r->reason, "finished", r->finished > 0 ? json_real(r->finished) : json_null(),
                    "gpu_ms", "total",
                    r->gpu_total_ms >= 0 ? json_integer(r->gpu_total_ms) : json_null(), "spent",
                    (json_int_t)r->gpu_spent_ms, "evaluations", (json_int_t)r->gpu_rows_ms,
-                   "funnel", funnel, "tasks", tasks);
+                   "funnel", funnel, "tasks", tasks, "fast_p", "eager", fastp_json(r, 0),
+                   "compile", fastp_json(r, 1));
 }
 
 static int io_result(FILE *out, struct kb_error *err) {
@@ -209,12 +267,16 @@ static void csv_cand(void *arg, const struct kb_rep_task *t, int ti, const struc
   csv_field(out, kb__rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier), 0);
   csv_num(out, c->median_us);
   csv_num(out, c->speedup);
-  fprintf(out, "%d,%lld\r\n", c->n_evals, (long long)cost);
+  fprintf(out, "%d,%lld,", c->n_evals, (long long)cost);
+  csv_num(out, c->speedup_eager);
+  if (isfinite(c->speedup_compile))
+    fprintf(out, "%.6g", c->speedup_compile);
+  fputs("\r\n", out);
 }
 
 int kb__report_write_csv(const struct kb_report *r, FILE *out, struct kb_error *err) {
   fputs("campaign,task,rank,candidate,name,generator,parent0,parent1,status,best_tier,"
-        "tier_name,median_us,speedup,evaluations,cost_ms\r\n",
+        "tier_name,median_us,speedup,evaluations,cost_ms,speedup_eager,speedup_compile\r\n",
         out);
   struct text_walk w = {r, out};
   kb__rep_walk(r, &(struct kb_rep_walker){.cand = csv_cand, .arg = &w});
@@ -275,6 +337,42 @@ static void md_time(FILE *out, double us) {
     fprintf(out, "%.3f us", us);
 }
 
+/* " | 1.23x", or " | -" when unknown. */
+static void md_speedup(FILE *out, double x) {
+  if (isfinite(x))
+    fprintf(out, " | %.2fx", x);
+  else
+    fputs(" | -", out);
+}
+
+/* The fast_p tables (against eager, then compile), when some task has a torch baseline. */
+static void md_fastp(const struct kb_report *r, FILE *out) {
+  for (int compile = 0; compile < 2; compile++) {
+    struct kb_fastp_row rows[KB_FASTP_ROWS];
+    int n = kb__report_fastp(r, compile, rows, KB_FASTP_ROWS);
+    if (n <= 0 || rows[n - 1].tasks == 0)
+      continue;
+    fprintf(out, "\n\n## fast_p against %s\n\n| level | tasks | correct |",
+            compile ? "torch.compile" : "torch eager");
+    for (int k = 0; k < KB_FASTP_N; k++)
+      fprintf(out, " fast_%g |", kb__fastp_thresholds[k]);
+    fputs(" geomean |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", out);
+    for (int i = 0; i < n; i++) {
+      if (rows[i].level > 0)
+        fprintf(out, "| %d", rows[i].level);
+      else
+        fputs(rows[i].level == 0 ? "| none" : "| all", out);
+      fprintf(out, " | %d | %d |", rows[i].tasks, rows[i].correct);
+      for (int k = 0; k < KB_FASTP_N; k++)
+        fprintf(out, " %.2f |", rows[i].fast[k]);
+      if (isfinite(rows[i].geomean))
+        fprintf(out, " %.2fx |\n", rows[i].geomean);
+      else
+        fputs(" - |\n", out);
+    }
+  }
+}
+
 static void md_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
   FILE *out = ((const struct text_walk *)arg)->out;
   (void)ti;
@@ -282,9 +380,16 @@ static void md_task_begin(void *arg, const struct kb_rep_task *t, int ti) {
   md_text(out, t->id);
   fputs("\n\nBaseline: ", out);
   md_text(out, t->baseline[0] ? t->baseline : "none");
-  fprintf(out, ", %lld evaluations\n\n", (long long)t->n_evals);
-  fputs("| rank | candidate | id | generator | status | tier | median | speedup |\n"
-        "|---:|---|---|---|---|---|---:|---:|\n",
+  fprintf(out, ", %lld evaluations", (long long)t->n_evals);
+  if (isfinite(t->torch_eager_us) || isfinite(t->torch_compile_us)) {
+    fputs("; torch eager ", out);
+    md_time(out, t->torch_eager_us);
+    fputs(", torch.compile ", out);
+    md_time(out, t->torch_compile_us);
+  }
+  fputs("\n\n| rank | candidate | id | generator | status | tier | median | speedup | vs eager | "
+        "vs compile |\n"
+        "|---:|---|---|---|---|---|---:|---:|---:|---:|\n",
         out);
 }
 
@@ -303,10 +408,10 @@ static void md_cand(void *arg, const struct kb_rep_task *t, int ti, const struct
   md_text(out, kb__rep_tier_name(w->r, c->timed_tier >= 0 ? c->timed_tier : c->best_tier));
   fputs(" | ", out);
   md_time(out, c->median_us);
-  if (isfinite(c->speedup))
-    fprintf(out, " | %.2fx |\n", c->speedup);
-  else
-    fputs(" | - |\n", out);
+  md_speedup(out, c->speedup);
+  md_speedup(out, c->speedup_eager);
+  md_speedup(out, c->speedup_compile);
+  fputs(" |\n", out);
 }
 
 static void md_task_end(void *arg, const struct kb_rep_task *t, int ti) {
@@ -329,15 +434,18 @@ int kb__report_write_md(const struct kb_report *r, FILE *out, struct kb_error *e
     md_text(out, r->reason);
     fputs(")", out);
   }
-  fprintf(out, "  \nGPU budget: %lld ms spent", (long long)r->gpu_spent_ms);
+  /* in the campaign file's unit, budget.gpu_seconds (CPU seconds on the host backend) */
+  fprintf(out, "  \nBudget: %.3f", (double)r->gpu_spent_ms / 1000.0);
   if (r->gpu_total_ms >= 0)
-    fprintf(out, " of %lld", (long long)r->gpu_total_ms);
+    fprintf(out, " of %.3f", (double)r->gpu_total_ms / 1000.0);
+  fputs(" gpu_seconds spent", out);
   fputs("\n\n## Tier funnel\n\n| tier | candidates evaluated | passed |\n|---|---:|---:|\n", out);
   for (int k = 0; k < r->n_tiers; k++) {
     fprintf(out, "| %d ", k);
     md_text(out, kb__rep_tier_name(r, k));
     fprintf(out, " | %ld | %ld |\n", ev[k], ok[k]);
   }
+  md_fastp(r, out);
   struct text_walk w = {r, out};
   kb__rep_walk(r, &(struct kb_rep_walker){.task_begin = md_task_begin, .cand = md_cand,
                                          .task_end = md_task_end, .shown_only = 1, .arg = &w});

@@ -2,6 +2,7 @@
 #include "progress.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/keys.h"
+#include "kb/rank.h"
 #include "kb/redis.h"
 #include "kb/result.h"
 
@@ -77,6 +79,7 @@ static int read_tasks(struct kb_progress *p, struct kb_error *err) {
     struct kb_progress_task *t = &p->tasks[p->n_tasks++];
     snprintf(t->id, sizeof t->id, "%s", id);
     t->baseline_cand = -1;
+    t->torch_tier = -1;
     t->best_tier = -1;
     rc = read_baseline(p, t, err);
   }
@@ -100,6 +103,19 @@ int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char 
   if (rc == KB_OK)
     rc = hget(p, KB_KEY_META, "deadline", &v, err);
   p->deadline = parse_i64(v, 0);
+  kb_free(v);
+  v = NULL;
+  if (rc == KB_OK)
+    rc = hget(p, KB_KEY_META, "created_ms", &v, err);
+  p->created_ms = parse_i64(v, 0);
+  kb_free(v);
+  v = NULL;
+  if (rc == KB_OK)
+    rc = hget(p, KB_KEY_META, "spec", &v, err);
+  json_t *spec = v ? json_loads(v, 0, NULL) : NULL;
+  json_t *gens = json_object_get(spec, "generators");
+  p->generating = json_is_object(gens) && json_object_size(gens) > 0;
+  json_decref(spec);
   kb_free(v);
   if (rc == KB_OK)
     rc = read_tasks(p, err);
@@ -214,6 +230,19 @@ static int64_t stream_ms(const char *id) {
   return end != id ? (int64_t)v : 0;
 }
 
+/* Keeps the torch times an ok result carries (pytorch-oracle or torch_reference tasks, full
+ * tier) as its task's latest. */
+static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    t->torch_eager_us = r->torch_eager_us;
+    t->torch_tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    t->torch_compile_us = r->torch_compile_us;
+    t->torch_tier = r->tier;
+  }
+}
+
 static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,
                    struct kb_error *err) {
   int task = task_index(p, r->task);
@@ -223,19 +252,21 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   }
   p->results++;
   p->evaluated[r->tier]++;
+  p->cost_ms[r->tier] += r->cost_ms > 0 ? (double)r->cost_ms : 0;
   p->tasks[task].results++;
   p->ring[p->ring_head] = stream_ms(entry_id);
   p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
   if (p->ring_n < KB_PROGRESS_RING)
     p->ring_n++;
-  if (r->status != KB_STATUS_OK)
-    return;
-  p->passed[r->tier]++;
-  if (r->timing.samples <= 0 || !(r->timing.median_us > 0))
-    return;
-  int c = cand_of(p, r->candidate, task, err);
+  if (r->status == KB_STATUS_OK) {
+    p->passed[r->tier]++;
+    note_torch(&p->tasks[task], r);
+  }
+  /* Per tier the latest result counts (kb/rank.h): a later attempt that failed clears it. */
+  int timed = kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us);
+  int c = timed ? cand_of(p, r->candidate, task, err) : find_cand(p, r->candidate);
   if (c >= 0)
-    p->cands[c].median_us[r->tier] = r->timing.median_us;
+    p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
 }
 
 /* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
@@ -371,9 +402,8 @@ static int read_clock_and_runners(struct kb_progress *p, struct kb_error *err) {
   return rc;
 }
 
-/* Throughput over the last minute of results (or since the first, when younger), and the time
- * the open items would take at that rate. */
-static void estimate(struct kb_progress *p) {
+/* Throughput over the last minute of results (or since the first, when younger). */
+static void throughput(struct kb_progress *p) {
   int64_t oldest = 0;
   int recent = 0;
   for (int i = 0; i < p->ring_n; i++) {
@@ -385,43 +415,113 @@ static void estimate(struct kb_progress *p) {
     }
   }
   p->rate = 0;
-  p->eta_s = -1;
   if (recent >= 2 && p->now_ms > oldest) {
     double span = (double)(p->now_ms - oldest) / 1000.0;
     p->rate = recent / (span < 1 ? 1 : span);
   }
-  if (p->rate > 0)
-    p->eta_s = (double)p->st.open / p->rate;
 }
 
-/* Best speedup per task: each candidate's speedup at the highest tier where both it and the
- * baseline are timed (baseline median / its median, same tier), the best of those. While a
- * campaign runs, the best candidate is often timed at a lower tier than the baseline already is. */
+/* Spend rates per currency: over the snapshots of the last minute when they span 10 s or more,
+ * else since the campaign was submitted. */
+static void spend_rates(struct kb_progress *p) {
+  if (p->spend_n == KB_PROGRESS_SPEND) {
+    memmove(p->spend_t, p->spend_t + 1, sizeof p->spend_t - sizeof p->spend_t[0]);
+    memmove(p->spend_gpu, p->spend_gpu + 1, sizeof p->spend_gpu - sizeof p->spend_gpu[0]);
+    memmove(p->spend_llm, p->spend_llm + 1, sizeof p->spend_llm - sizeof p->spend_llm[0]);
+    p->spend_n--;
+  }
+  p->spend_t[p->spend_n] = p->now_ms;
+  p->spend_gpu[p->spend_n] = p->st.gpu_spent;
+  p->spend_llm[p->spend_n] = p->st.llm_spent;
+  p->spend_n++;
+  p->gpu_rate = kb__eta_rate(p->spend_t, p->spend_gpu, p->spend_n, p->created_ms);
+  p->llm_rate = kb__eta_rate(p->spend_t, p->spend_llm, p->spend_n, p->created_ms);
+}
+
+void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
+  memset(in, 0, sizeof *in);
+  in->n_tiers = p->q.n_tiers < KB_MAX_TIERS ? p->q.n_tiers : KB_MAX_TIERS;
+  for (int k = 0; k < in->n_tiers; k++) {
+    in->ready[k] = k < p->st.n_tiers ? p->st.ready[k] : 0;
+    in->leased[k] = p->leased[k];
+    in->evaluated[k] = p->evaluated[k];
+    in->cost_ms[k] = p->evaluated[k] > 0 ? p->cost_ms[k] / (double)p->evaluated[k] : 0;
+    in->plan_ms[k] = (double)p->q.tiers[k].cost_ms;
+  }
+  in->gpu_rate = p->gpu_rate;
+  in->gpu_left_ms = (double)p->st.gpu_available;
+  in->deadline_s = -1;
+  if (p->deadline > 0) { /* a deadline passed: 0 left */
+    double left = (double)p->deadline - (double)p->now_ms / 1000.0;
+    in->deadline_s = left > 0 ? left : 0;
+  }
+  in->generating = p->generating;
+}
+
+/* The time the open items and their expected promotions need (eta.h). */
+static void estimate(struct kb_progress *p) {
+  throughput(p);
+  spend_rates(p);
+  struct kb_eta_in in;
+  kb__progress_eta_input(p, &in);
+  kb__eta_estimate(&in, &p->eta);
+  double now = (double)p->now_ms / 1000.0;
+  if (p->eta.eta_s < 0) {
+    p->end_s = -1;
+  } else {
+    double prev = p->end_at_ms > 0 ? p->end_s : -1;
+    double dt = (double)(p->now_ms - p->end_at_ms) / 1000.0;
+    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, dt);
+    p->end_at_ms = p->now_ms;
+  }
+  p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;
+}
+
+/* `task`'s torch speedups of its best `c` (kb/rank.h): the torch times over c's median at its
+ * highest timed tier when that is the tier torch was timed at (full-tier timings are compared
+ * only with full-tier baselines); 0 otherwise. */
+static void torch_speedups(struct kb_progress_task *task, const struct kb_progress_cand *c) {
+  task->best_vs_eager = task->best_vs_compile = 0;
+  int k = c ? kb_rank_tier(&c->rank) : -1;
+  if (k < 0 || k != task->torch_tier || !(c->rank.median_us[k] > 0))
+    return;
+  task->best_vs_eager = task->torch_eager_us / c->rank.median_us[k];
+  task->best_vs_compile = task->torch_compile_us / c->rank.median_us[k];
+}
+
+/* Best per task by the ranking rule (kb/rank.h): the candidate with the highest tier passed
+ * with a timing, then the lower median; its speedup at the highest tier where it and the
+ * baseline are both timed, and that tier; its torch speedups (torch_speedups). A candidate is
+ * never compared with another, or with the baseline, across tiers: a large ratio at smoke does
+ * not beat a smaller one at full. */
 static void best_speedups(struct kb_progress *p) {
+  int *best = kb_calloc((size_t)p->n_tasks + 1, sizeof *best);
+  if (best == NULL)
+    return; /* the previous bests stay shown */
+  for (int t = 0; t < p->n_tasks; t++)
+    best[t] = -1;
+  for (int i = 0; i < p->n_cands; i++) {
+    const struct kb_progress_cand *c = &p->cands[i];
+    if (kb_rank_tier(&c->rank) >= 0 &&
+        (best[c->task] < 0 || kb_rank_better(&c->rank, &p->cands[best[c->task]].rank)))
+      best[c->task] = i;
+  }
   for (int t = 0; t < p->n_tasks; t++) {
     struct kb_progress_task *task = &p->tasks[t];
     task->best_speedup = 0;
-    task->best_tier = -1;
+    task->best_tier = task->rank_tier = -1;
     task->best_name[0] = '\0';
-  }
-  for (int i = 0; i < p->n_cands; i++) {
-    const struct kb_progress_cand *c = &p->cands[i];
-    struct kb_progress_task *task = &p->tasks[c->task];
-    if (task->baseline_cand < 0)
+    torch_speedups(task, best[t] >= 0 ? &p->cands[best[t]] : NULL);
+    if (best[t] < 0)
       continue;
-    const struct kb_progress_cand *base = &p->cands[task->baseline_cand];
-    for (int k = KB_MAX_TIERS - 1; k >= 0; k--) {
-      if (base->median_us[k] <= 0 || c->median_us[k] <= 0)
-        continue;
-      double s = base->median_us[k] / c->median_us[k];
-      if (s > task->best_speedup) {
-        task->best_speedup = s;
-        task->best_tier = k;
-        snprintf(task->best_name, sizeof task->best_name, "%s", c->name);
-      }
-      break;
-    }
+    const struct kb_progress_cand *c = &p->cands[best[t]];
+    snprintf(task->best_name, sizeof task->best_name, "%s", c->name);
+    task->rank_tier = kb_rank_tier(&c->rank);
+    if (task->baseline_cand >= 0)
+      task->best_speedup =
+          kb_rank_speedup(&c->rank, &p->cands[task->baseline_cand].rank, &task->best_tier);
   }
+  kb_free(best);
 }
 
 int kb__progress_update(struct kb_progress *p, struct kb_error *err) {

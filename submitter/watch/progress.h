@@ -14,19 +14,31 @@
 #include "kb/campaign.h"
 #include "kb/candidate.h"
 #include "kb/queue.h"
+#include "kb/rank.h"
+#include "eta.h"
 
 struct kb_error;
 
 #define KB_PROGRESS_RING 512 /* result timestamps kept for the throughput estimate */
+#define KB_PROGRESS_SPEND 64 /* snapshots of the ledger kept for the spend rates */
 
 struct kb_progress_task {
   char id[KB_ID_MAX];        /* task id */
   char baseline[KB_ID_MAX];  /* name of the baseline seed; "" when the task has none */
   int baseline_cand;         /* index into the candidate table, -1 until seen */
   int64_t results;           /* results recorded for this task */
-  double best_speedup;       /* baseline median / best median at the same tier; 0 = none */
-  int best_tier;             /* tier of best_speedup; -1 = none */
-  char best_name[KB_ID_MAX]; /* candidate name of best_speedup */
+  /* The best by the ranking rule (kb/rank.h) and its speedup over the baseline at the highest
+   * tier where both are timed (docs/search.md, "Ranking"). */
+  char best_name[KB_ID_MAX]; /* the best candidate's name; "" = none timed yet */
+  int rank_tier;             /* the highest tier the best passed with a timing; -1 = none */
+  double best_speedup;       /* baseline median / the best's median at best_tier; 0 = none */
+  int best_tier;             /* tier of best_speedup; -1 = no tier has both timed */
+  double torch_eager_us;     /* latest torch eager median a result carried (full tier); 0 none */
+  double torch_compile_us;   /* latest torch.compile median; 0 none */
+  int torch_tier;            /* tier those came from; -1 none */
+  double best_vs_eager;      /* torch_eager_us / the best's median, when rank_tier is torch_tier;
+                                0 = none */
+  double best_vs_compile;    /* torch_compile_us / that median; 0 = none */
 };
 
 /* One candidate seen in the results stream (internal to progress.c, kept here for the size). */
@@ -34,7 +46,8 @@ struct kb_progress_cand {
   char id[KB_CAND_ID_LEN + 1];
   char name[KB_ID_MAX];
   int task;                       /* index into tasks */
-  double median_us[KB_MAX_TIERS]; /* of its latest ok timed result per tier; 0 = none */
+  struct kb_rank rank;            /* per tier, the median of its latest result when that passed
+                                     with a timing (kb_rank_timed); 0 = none */
 };
 
 struct kb_progress {
@@ -52,7 +65,16 @@ struct kb_progress {
   int runners_alive;               /* heartbeats within lease_ms */
   int runners_known;               /* runners that ever sent a heartbeat */
   double rate;                     /* results per second over the last minute (or less) */
-  double eta_s;                    /* open items / rate, seconds; -1 = unknown */
+  double eta_s;                    /* seconds until the campaign ends (eta.h); -1 = unknown */
+  int64_t created_ms;              /* when the campaign was submitted, unix ms; 0 = unknown */
+  int generating;                  /* 1: the campaign file enables generators */
+  double cost_ms[KB_MAX_TIERS];    /* settled GPU ms of the results read, per tier (sum) */
+  double gpu_rate;                 /* GPU ms spent per second: the last minute of snapshots,
+                                      else since the campaign was submitted; 0 = unknown */
+  double llm_rate;                 /* LLM tokens spent per second, the same way */
+  struct kb_eta eta;               /* the estimate behind eta_s, and the budget projection */
+  double end_s;                    /* the smoothed predicted end, unix seconds; -1 = none */
+  int64_t end_at_ms;               /* the snapshot end_s was last moved at */
   struct kb_progress_task *tasks;  /* owned */
   int n_tasks;
   /* Incremental reading state. */
@@ -64,6 +86,10 @@ struct kb_progress {
   int64_t ring[KB_PROGRESS_RING]; /* stream entry times of recent results, milliseconds */
   int ring_n;                     /* entries used (at most KB_PROGRESS_RING) */
   int ring_head;                  /* next slot to write */
+  int64_t spend_t[KB_PROGRESS_SPEND];   /* snapshot times, unix ms */
+  int64_t spend_gpu[KB_PROGRESS_SPEND]; /* GPU ms spent then */
+  int64_t spend_llm[KB_PROGRESS_SPEND]; /* LLM tokens spent then */
+  int spend_n;                          /* snapshots kept (oldest first) */
 };
 
 /* Attaches `p` (caller-owned; zeroed here) to campaign `cid` over `redis` (borrowed, must outlive
@@ -75,6 +101,8 @@ int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char 
  * added since the last call. Errors: KB_ENOTFOUND (the campaign was removed), KB_ECONN,
  * KB_EREDIS, KB_ENOMEM. */
 int kb__progress_update(struct kb_progress *p, struct kb_error *err);
+/* The ETA inputs of the current snapshot (eta.h), into `in` (caller-owned). */
+void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in);
 /* 1 when the campaign has ended (state done or cancelled). */
 int kb__progress_ended(const struct kb_progress *p);
 /* Frees what `p` owns; NULL is fine. */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kb/cli.h"
 #include "kb/error.h"
 
 #define BOLD "\033[1m"
@@ -59,18 +60,34 @@ static int64_t items_total(const struct kb_queue_status *st) {
   return st->open + st->done + st->dead;
 }
 
+/* One currency's bar. `scale` divides the ledger's integers into the shown unit (1000: the
+ * ledger's milliseconds as the campaign file's gpu_seconds), printed with `decimals`. */
 static int budget_line(struct kb_buf *b, const struct kb_view_opts *o, int bw, const char *label,
-                       int64_t total, int64_t held, int64_t spent, int64_t available) {
+                       double scale, int decimals, int64_t total, int64_t held, int64_t spent,
+                       int64_t available, double rate, const char *unit) {
   if (total <= 0)
     return kb_buf_addf(b, "%-8s %sno budget%s\n", label, c(o, DIM), c(o, RESET));
   int rc = kb_buf_addf(b, "%-8s ", label);
   if (rc == KB_OK)
     rc = bar(b, o, (double)(spent + held) / (double)total, bw);
   if (rc == KB_OK)
-    rc = kb_buf_addf(b, " %3d%%  spent %lld, held %lld, left %lld / %lld\n",
-                     (int)(100.0 * (double)spent / (double)total), (long long)spent,
-                     (long long)held, (long long)available, (long long)total);
+    rc = kb_buf_addf(b, " %3d%%  spent %.*f, held %.*f, left %.*f / %.*f",
+                     (int)(100.0 * (double)spent / (double)total), decimals,
+                     (double)spent / scale, decimals, (double)held / scale, decimals,
+                     (double)available / scale, decimals, (double)total / scale);
+  /* the spend rate (ledger units per second, shown in `unit` per second) and when the budget
+   * runs out at it */
+  char lasts[32];
+  kb__format_duration(rate > 0 ? (double)available / rate : -1, lasts, sizeof lasts);
+  if (rc == KB_OK && rate > 0)
+    rc = kb_buf_addf(b, "  %.3g %s/s, out in %s", rate / scale, unit, lasts);
+  if (rc == KB_OK)
+    rc = kb_buf_adds(b, "\n");
   return rc;
+}
+
+static const char *eta_bound_name(int bound) {
+  return bound == 2 ? "deadline" : bound == 1 ? "budget" : "work";
 }
 
 /* Cuts every line of `src` at `width` visible columns (escape sequences take none). */
@@ -101,6 +118,17 @@ static int fit(const char *src, int width, int color, struct kb_buf *out) {
   return rc;
 }
 
+/* "  vs eager 1.23x, compile 0.80x" after a task's best speedup, where torch was timed. */
+static int torch_cell(struct kb_buf *b, const struct kb_progress_task *t) {
+  int rc = KB_OK;
+  if (t->best_vs_eager > 0)
+    rc = kb_buf_addf(b, "  vs eager %.2fx", t->best_vs_eager);
+  if (rc == KB_OK && t->best_vs_compile > 0)
+    rc = kb_buf_addf(b, "%s compile %.2fx", t->best_vs_eager > 0 ? "," : "  vs",
+                     t->best_vs_compile);
+  return rc;
+}
+
 /* The screen's two tables: per tier the items ready, leased, done and ok; per task its results
  * and best speedup, as many tasks as fit `o->height` under the lines above them. */
 static int screen_tables(const struct kb_progress *p, const struct kb_view_opts *o,
@@ -108,10 +136,13 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   const struct kb_queue_status *st = &p->st;
   int rc = kb_buf_addf(b, "%s%-10s %8s %8s %8s %8s%s\n", c(o, CYAN), "tier", "ready",
                        "leased", "done", "ok", c(o, RESET));
-  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
-    rc = kb_buf_addf(b, "%-10.10s %8lld %8lld %8lld %8lld\n", p->q.tiers[t].name,
+  char name[24]; /* tier names and task ids cut in the middle, never to the same text */
+  for (int t = 0; rc == KB_OK && t < p->q.n_tiers && t < KB_MAX_TIERS; t++) {
+    kb_cli_fit_name(p->q.tiers[t].name, 10, name, sizeof name);
+    rc = kb_buf_addf(b, "%-10s %8lld %8lld %8lld %8lld\n", name,
                      (long long)(t < st->n_tiers ? st->ready[t] : 0), (long long)p->leased[t],
                      (long long)p->evaluated[t], (long long)p->passed[t]);
+  }
   if (rc == KB_OK)
     rc = kb_buf_addf(b, "%s%-20s %8s  %s%s\n", c(o, CYAN), "task", "results", "best speedup",
                      c(o, RESET));
@@ -125,12 +156,24 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
   }
   for (int i = 0; rc == KB_OK && i < rows; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
-    rc = kb_buf_addf(b, "%-20.20s %8lld  ", t->id, (long long)t->results);
-    if (rc == KB_OK && t->best_tier >= 0)
-      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)\n", c(o, BOLD), t->best_speedup, c(o, RESET),
+    kb_cli_fit_name(t->id, 20, name, sizeof name);
+    rc = kb_buf_addf(b, "%-20s %8lld  ", name, (long long)t->results);
+    if (rc == KB_OK && t->best_tier >= 0 && t->best_tier == t->rank_tier)
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)", c(o, BOLD), t->best_speedup, c(o, RESET),
                        t->best_name, p->q.tiers[t->best_tier].name);
+    else if (rc == KB_OK && t->best_tier >= 0) /* the baseline is not timed at the best's tier */
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s; ranked at %s)", c(o, BOLD), t->best_speedup,
+                       c(o, RESET), t->best_name, p->q.tiers[t->best_tier].name,
+                       p->q.tiers[t->rank_tier].name);
+    else if (rc == KB_OK && t->rank_tier >= 0)
+      rc = kb_buf_addf(b, "- %s (%s; baseline not timed)", t->best_name,
+                       p->q.tiers[t->rank_tier].name);
     else if (rc == KB_OK)
-      rc = kb_buf_addf(b, "-%s\n", t->baseline[0] ? "" : " (no baseline)");
+      rc = kb_buf_addf(b, "-%s", t->baseline[0] ? "" : " (no baseline)");
+    if (rc == KB_OK)
+      rc = torch_cell(b, t);
+    if (rc == KB_OK)
+      rc = kb_buf_addf(b, "\n");
   }
   if (rc == KB_OK && rows < p->n_tasks)
     rc = kb_buf_addf(b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
@@ -153,10 +196,15 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
   struct kb_buf b;
   kb_buf_init(&b);
   int64_t total = items_total(st);
+  char elapsed[32];
+  kb__format_duration(p->created_ms > 0 ? (double)(p->now_ms - p->created_ms) / 1000.0 : -1,
+                      elapsed, sizeof elapsed);
   int rc = kb_buf_addf(
-      &b, "%scampaign %s%s: %s%s%s   %s   eta %s", c(o, BOLD), p->cid, c(o, RESET),
+      &b, "%scampaign %s%s: %s%s%s   %s   elapsed %s   eta %s", c(o, BOLD), p->cid, c(o, RESET),
       c(o, strcmp(st->state, "running") == 0 || strcmp(st->state, "done") == 0 ? GREEN : YELLOW),
-      st->state, c(o, RESET), now, eta);
+      st->state, c(o, RESET), now, elapsed, eta);
+  if (rc == KB_OK && p->eta_s > 0)
+    rc = kb_buf_addf(&b, " (%s)", eta_bound_name(p->eta.bound));
   if (rc == KB_OK && p->deadline > 0) {
     kb__format_duration((double)p->deadline - (double)p->now_ms / 1000.0, left, sizeof left);
     rc = kb_buf_addf(&b, "   deadline in %s", left);
@@ -171,11 +219,11 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
                      (long long)st->done, (long long)total, (long long)st->open,
                      (long long)st->dead, p->rate);
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "gpu ms", st->gpu_total, st->gpu_held, st->gpu_spent,
-                     st->gpu_available);
+    rc = budget_line(&b, o, bw, "gpu s", 1000.0, 1, st->gpu_total, st->gpu_held, st->gpu_spent,
+                     st->gpu_available, p->gpu_rate, "s");
   if (rc == KB_OK)
-    rc = budget_line(&b, o, bw, "llm tok", st->llm_total, st->llm_held, st->llm_spent,
-                     st->llm_available);
+    rc = budget_line(&b, o, bw, "llm tok", 1.0, 0, st->llm_total, st->llm_held, st->llm_spent,
+                     st->llm_available, p->llm_rate, "tok");
   if (rc == KB_OK)
     rc = kb_buf_addf(&b, "runners  %d alive, %d known", p->runners_alive, p->runners_known);
   /* what the ledger and the scheduler guard against: shown once it happened */
@@ -183,8 +231,8 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
     rc = kb_buf_addf(&b, "   %s%lld forged or stray results dropped%s", c(o, YELLOW),
                      (long long)st->stray, c(o, RESET));
   if (rc == KB_OK && st->gpu_overruns > 0)
-    rc = kb_buf_addf(&b, "   %s%lld overruns (%lld gpu ms beyond their reservations)%s",
-                     c(o, YELLOW), (long long)st->gpu_overruns, (long long)st->gpu_overrun_ms,
+    rc = kb_buf_addf(&b, "   %s%lld overruns (%.3f gpu s beyond their reservations)%s",
+                     c(o, YELLOW), (long long)st->gpu_overruns, (double)st->gpu_overrun_ms / 1e3,
                      c(o, RESET));
   if (rc == KB_OK)
     rc = kb_buf_adds(&b, "\n");
@@ -227,14 +275,31 @@ void kb__progress_line(const struct kb_progress *p, FILE *f) {
   for (int i = 0; i < p->n_tasks; i++) {
     if (p->tasks[i].best_tier < 0)
       continue;
-    if (shown < KB_LINE_TASKS)
-      fprintf(f, " %s=%.2fx", p->tasks[i].id, p->tasks[i].best_speedup);
-    else
+    if (shown < KB_LINE_TASKS) {
+      fprintf(f, " %s=%.2fx@%s", p->tasks[i].id, p->tasks[i].best_speedup,
+              p->q.tiers[p->tasks[i].best_tier].name);
+      if (p->tasks[i].best_vs_eager > 0)
+        fprintf(f, "/eager=%.2fx", p->tasks[i].best_vs_eager);
+      if (p->tasks[i].best_vs_compile > 0)
+        fprintf(f, "/compile=%.2fx", p->tasks[i].best_vs_compile);
+    } else {
       more++;
+    }
     shown++;
   }
   if (more > 0)
     fprintf(f, " +%d", more);
+  if (p->created_ms > 0) {
+    char elapsed[32];
+    kb__format_duration((double)(p->now_ms - p->created_ms) / 1000.0, elapsed, sizeof elapsed);
+    fprintf(f, " elapsed %s", elapsed);
+  }
+  if (p->gpu_rate > 0)
+    fprintf(f, " gpu_ms/s %.3g", p->gpu_rate);
+  if (p->llm_rate > 0)
+    fprintf(f, " llm_tokens/s %.3g", p->llm_rate);
+  if (p->eta_s > 0)
+    fprintf(f, " eta_bound %s", eta_bound_name(p->eta.bound));
   fprintf(f, " eta %s\n", eta);
 }
 
@@ -259,12 +324,26 @@ json_t *kb__progress_json(const struct kb_progress *p) {
   for (int i = 0; i < p->n_tasks; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
     json_t *o = json_pack("{s:s, s:I}", "task", t->id, "results", (json_int_t)t->results);
+    if (o) {
+      json_object_set_new(o, "torch_eager_us",
+                          t->torch_eager_us > 0 ? json_real(t->torch_eager_us) : json_null());
+      json_object_set_new(o, "torch_compile_us",
+                          t->torch_compile_us > 0 ? json_real(t->torch_compile_us) : json_null());
+      json_object_set_new(o, "best_speedup_eager",
+                          t->best_vs_eager > 0 ? json_real(t->best_vs_eager) : json_null());
+      json_object_set_new(o, "best_speedup_compile",
+                          t->best_vs_compile > 0 ? json_real(t->best_vs_compile) : json_null());
+    }
     if (o && t->best_tier >= 0) {
       json_object_set_new(o, "best_speedup", json_real(t->best_speedup));
       json_object_set_new(o, "best_candidate", json_string(t->best_name));
       json_object_set_new(o, "best_tier", json_string(p->q.tiers[t->best_tier].name));
     } else if (o) {
       json_object_set_new(o, "best_speedup", json_null());
+    }
+    if (o && t->rank_tier >= 0) { /* the best by the ranking rule, and the tier it ranks at */
+      json_object_set_new(o, "best_candidate", json_string(t->best_name));
+      json_object_set_new(o, "best_rank_tier", json_string(p->q.tiers[t->rank_tier].name));
     }
     json_array_append_new(tasks, o);
   }
@@ -283,6 +362,21 @@ json_t *kb__progress_json(const struct kb_progress *p) {
       (json_int_t)p->results);
   if (o) {
     json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
+    /* what the ETA rests on (docs/report.md, "The ETA") */
+    json_object_set_new(o, "eta_bound", json_string(eta_bound_name(p->eta.bound)));
+    json_object_set_new(o, "eta_work_gpu_ms", json_real(p->eta.work_ms));
+    double elapsed = (double)(p->now_ms - p->created_ms) / 1000.0;
+    json_object_set_new(o, "elapsed_s", p->created_ms > 0 ? json_real(elapsed) : json_null());
+    json_object_set_new(o, "gpu_ms_per_s", json_real(p->gpu_rate));
+    json_object_set_new(o, "llm_tokens_per_s", json_real(p->llm_rate));
+    json_object_set_new(o, "gpu_exhausted_in_s",
+                        p->eta.exhaust_s >= 0 ? json_real(p->eta.exhaust_s) : json_null());
+    json_object_set_new(o, "generating", json_boolean(p->generating));
+    json_t *costs = json_array();
+    for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
+      json_array_append_new(
+          costs, json_real(p->evaluated[t] > 0 ? p->cost_ms[t] / (double)p->evaluated[t] : 0));
+    json_object_set_new(o, "cost_ms_mean", costs);
     json_object_set_new(o, "deadline", p->deadline > 0 ? json_integer(p->deadline) : json_null());
     json_object_set_new(o, "ended", json_boolean(kb__progress_ended(p)));
     /* results-stream entries the scheduler dropped: they settled no lease it knows of */

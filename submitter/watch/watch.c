@@ -126,14 +126,45 @@ static int show(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
   return KB_OK;
 }
 
+int kb__watch_ended_by_summary(const char *results, const char *cid, FILE *out) {
+  if (results == NULL)
+    return 0;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/summary.json", results);
+  json_t *s = json_load_file(path, 0, NULL);
+  const char *state = json_string_value(json_object_get(s, "state"));
+  const char *reason = json_string_value(json_object_get(s, "reason"));
+  const char *id = json_string_value(json_object_get(s, "campaign"));
+  int ended = state && (strcmp(state, "done") == 0 || strcmp(state, "cancelled") == 0) &&
+              (id == NULL || strcmp(id, cid) == 0);
+  if (ended) {
+    fprintf(out, "campaign %s %s: %s (Redis has gone; from %s)\n", cid, state,
+            reason ? reason : "", path);
+    fflush(out);
+  }
+  json_decref(s);
+  return ended;
+}
+
 int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
              volatile sig_atomic_t *stop, struct kb_error *err) {
   struct kb_progress p;
   int drawn = 0, cursor_hidden = 0;
   double lost_since = 0; /* monotonic seconds when redis became unreachable; 0 = reachable */
   int rc = kb__progress_open(&p, redis, cid, err);
+  if (rc == KB_ECONN && kb__watch_ended_by_summary(o->results, cid, out)) {
+    kb_error_clear(err);
+    kb__progress_release(&p);
+    return KB_OK;
+  }
   while (rc == KB_OK) {
     rc = kb__progress_update(&p, err);
+    /* Redis gone after the end: kb-launch --local stops it once the summary is written. */
+    if (rc == KB_ECONN && kb__watch_ended_by_summary(o->results, cid, out)) {
+      kb_error_clear(err);
+      rc = KB_OK;
+      break;
+    }
     /* A watch outlives a Redis restart: it keeps trying for LOST_MAX_S, Ctrl-C still works. */
     if (rc == KB_ECONN && !o->once && (lost_since == 0 || now_s() - lost_since < LOST_MAX_S)) {
       if (lost_since == 0) {

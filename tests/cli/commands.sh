@@ -50,5 +50,39 @@ check_usage "missing the command" kb-submit archive
 check_usage "--runners" kb-launch --local --runners x c.json
 check_usage "missing TASK_DIR" kb-test-eval --backend host
 
+# every kb-submit command's own help: its usage line on stdout, exit 0, wherever --help stands
+for c in validate submit status watch drain cancel report export; do
+  for args in "$c --help" "--help $c" "-r 127.0.0.1:1 $c -h"; do
+    run kb-submit $args
+    case $c in validate|submit) what=CAMPAIGN.json ;; report|export) what="ID|CAMPAIGN.json|DIR" ;;
+      *) what="ID|CAMPAIGN.json" ;; esac
+    [ $rc -eq 0 ] && [ "$(head -1 "$out")" = "usage: kb-submit [options] $c $what" ] &&
+      grep -q "^exit codes:" "$out" ||
+      fail "kb-submit $args: exit $rc, stdout: $(head -c 200 "$out")"
+  done
+done
+run kb-submit archive --help
+[ $rc -eq 0 ] && grep -q "^usage: kb-submit archive" "$out" || fail "kb-submit archive --help: exit $rc"
+run kb-submit --help
+[ $rc -eq 0 ] && grep -q "^usage: kb-submit \[options\] COMMAND ARG" "$out" || fail "kb-submit --help: exit $rc"
+
+# --gpus with a host campaign, --runners with a cuda one: usage errors, before anything starts
+src=${KB_SRC:-$(dirname "$0")/../..}
+check_usage "host backend; --gpus goes with cuda" kb-launch --local --gpus 0 "$src/examples/demo/campaign.json"
+check_usage "instead of --runners" kb-launch --local --runners 2 "$src/examples/suite/campaign.json"
+check_usage "--tier goes with export" kb-submit --tier full report x
+
+# the Python tools' copies in bin/: the same --version line, and a usage error as one line plus
+# the hint
+py=${KB_PY:-/usr/bin/python3}
+for t in kb-task-check export_pool.py kbresults.py; do
+  "$py" "$bin/$t" --version > "$out" 2> "$err"; rc=$?
+  grep -Eqx "$t [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
+    fail "$t --version: exit $rc, stdout: $(head -c 200 "$out") $(head -c 200 "$err")"
+done
+"$py" "$bin/kb-task-check" --no-such-option > "$out" 2> "$err"; rc=$?
+[ $rc -eq 2 ] && grep -qx "Try 'kb-task-check --help' for more information." "$err" ||
+  fail "kb-task-check --no-such-option: exit $rc, stderr: $(head -c 200 "$err")"
+
 [ $fails -eq 0 ] && echo "commands: all checks passed" || echo "commands: $fails failed"
 exit $((fails > 0))

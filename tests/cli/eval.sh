@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kb-eval on a host task (docs/cli.md, "kb-eval"): exit codes, the text lines, --json parsed
 # with Debian's python, the ladder stopping at a non-ok verdict, the seeds when no file is
-# given, the .py refusal, and a bad command line and a malformed bundle.
+# given, a .py (ModelNew) candidate on a C-oracle task (compile_error), and a bad command line and a malformed bundle.
 # usage: eval.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -56,8 +56,8 @@ n_seeds=$(ls "$task"/seeds/*.c | wc -l)
 
 printf 'class ModelNew:\n    pass\n' > "$dir/model_new.py"
 run --tiers smoke "$task" "$dir/model_new.py"
-[ $rc -eq 1 ] && grep -q "KernelBench-format candidates" "$dir/err" ||
-  fail "a .py candidate: exit $rc: $(head -c 300 "$dir/err")"
+[ $rc -eq 1 ] && grep -q "compile_error" "$dir/out" ||
+  fail "a .py candidate on a task without a PyTorch oracle: exit $rc: $(head -c 300 "$dir/out")"
 
 run --tiers nosuch "$task" "$good"
 [ $rc -eq 2 ] && [ "$(wc -l < "$dir/err")" -eq 2 ] && grep -q 'unknown tier "nosuch"' "$dir/err" ||

@@ -149,11 +149,32 @@ static void test_remove_tree(void **state) {
   assert_int_equal(lstat(keep, &st), -1);
 }
 
+/* Names for a table column: whole when they fit, else head ".." tail, and names that differ
+ * only at the end stay different. */
+static void test_fit_name(void **state) {
+  (void)state;
+  char a[64], b[64];
+  kb_cli_fit_name("softmax", 10, a, sizeof a);
+  assert_string_equal(a, "softmax");
+  kb_cli_fit_name("tuned~BK=64,BJ=2,BI=8", 16, a, sizeof a);
+  kb_cli_fit_name("tuned~BK=64,BJ=2,BI=4", 16, b, sizeof b);
+  assert_int_equal(strlen(a), 16);
+  assert_string_equal(a, "tune..,BJ=2,BI=8"); /* a third head, two thirds tail */
+  assert_string_not_equal(a, b);
+  kb_cli_fit_name("l2_12_gemm_multiply_leakyrelu_and_more", 20, a, sizeof a);
+  assert_int_equal(strlen(a), 20);
+  assert_memory_equal(a, "l2_12_", 6);
+  kb_cli_fit_name("abcdefghijkl", 3, a, sizeof a); /* at least 8 wide */
+  assert_int_equal(strlen(a), 8);
+  kb_cli_fit_name("abcdefghijkl", 40, a, 6); /* cut to the buffer */
+  assert_int_equal(strlen(a), 5);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_double),
       cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_write_all),
-      cmocka_unit_test(test_remove_tree),
+      cmocka_unit_test(test_remove_tree), cmocka_unit_test(test_fit_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,29 @@ void kbt_archive_entry(const struct kb_task *t, int k, double speedup, const cha
   e->speedup = speedup;
 }
 
+void kbt_archive_modelnew(const struct kb_task *t, int k, double speedup,
+                          struct kb_archive_entry *e) {
+  char src[512], name[32];
+  snprintf(src, sizeof src,
+           "import torch\n# solution %d\nclass ModelNew(torch.nn.Module):\n"
+           "    def forward(self, x):\n        return x.sum().reshape(1)\n",
+           k);
+  snprintf(name, sizeof name, "kb%d", k);
+  struct kb_candidate c;
+  struct kb_error err = {0};
+  if (kb_candidate_init(&c, t->id, name, "llm", src, "", "", &err) ||
+      kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err) ||
+      kb_archive_entry_from(e, t, &c, &err))
+    fail_msg("%s", err.msg);
+  kb_candidate_release(&c);
+  snprintf(e->gpu, sizeof e->gpu, "cpu");
+  snprintf(e->tier, sizeof e->tier, "full");
+  snprintf(e->campaign, sizeof e->campaign, "c1");
+  e->baseline_us = 100;
+  e->median_us = 100 / speedup;
+  e->speedup = speedup;
+}
+
 void kbt_archive_tmpdir(char *out, size_t size) {
   snprintf(out, size, "/tmp/kb-archive-XXXXXX");
   assert_non_null(mkdtemp(out));

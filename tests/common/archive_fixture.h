@@ -21,6 +21,10 @@ void kbt_archive_source(int k, char *out, size_t size);
  * at `speedup` over a 100 us baseline on `gpu` (borrowed, copied). */
 void kbt_archive_entry(const struct kb_task *t, int k, double speedup, const char *gpu,
                        struct kb_archive_entry *e);
+/* Same for KernelBench solution number `k` (format kernelbench, a ModelNew file, name
+ * "kb<k>"), timed on "cpu". */
+void kbt_archive_modelnew(const struct kb_task *t, int k, double speedup,
+                          struct kb_archive_entry *e);
 /* Makes a fresh folder /tmp/kb-archive-XXXXXX into `out` (caller-owned, `size` >= 23 bytes). */
 void kbt_archive_tmpdir(char *out, size_t size);
 

@@ -124,6 +124,47 @@ static void test_roundtrip(void **state) {
   kb_archive_entry_release(&e);
 }
 
+/* A kernelbench entry keeps its format through the folder, its JSON says so (a native one's
+ * does not), its candidate is a kernelbench candidate with the original id, and the format is
+ * covered by the candidate id: an entry that loses it is refused. */
+static void test_kernelbench_entry(void **state) {
+  struct fx *x = *state;
+  struct kb_archive_entry e, n;
+  kbt_archive_modelnew(&x->task, 1, 4, &e);
+  kbt_archive_entry(&x->task, 1, 2, "cpu", &n);
+  struct kb_error err = {0};
+  assert_int_equal(kb_archive_put(x->dir, &e, NULL, 0, &err), KB_OK);
+  assert_int_equal(kb_archive_put(x->dir, &n, NULL, 0, &err), KB_OK);
+  struct kb_archive a;
+  assert_int_equal(kb_archive_load(x->dir, &a, NULL, NULL, &err), KB_OK);
+  assert_int_equal(a.n, 2);
+  assert_int_equal(a.skipped, 0);
+  assert_string_equal(a.entries[0].id, e.id); /* best first */
+  assert_int_equal(a.entries[0].format, KB_FORMAT_KERNELBENCH);
+  assert_int_equal(a.entries[1].format, KB_FORMAT_NATIVE);
+  struct kb_candidate c;
+  assert_int_equal(kb_archive_entry_candidate(&a.entries[0], "sum", &c, &err), KB_OK);
+  assert_int_equal(c.format, KB_FORMAT_KERNELBENCH);
+  assert_string_equal(c.id, e.candidate);
+  kb_candidate_release(&c);
+  kb_archive_release(&a);
+  char *text = NULL, *ntext = NULL;
+  assert_int_equal(kb_archive_entry_to_json(&e, 0, &text, &err), KB_OK);
+  assert_int_equal(kb_archive_entry_to_json(&n, 0, &ntext, &err), KB_OK);
+  assert_null(strstr(ntext, "\"format\""));
+  char *at = strstr(text, ",\"format\":\"kernelbench\"");
+  assert_non_null(at);
+  memmove(at, at + strlen(",\"format\":\"kernelbench\""),
+          strlen(at + strlen(",\"format\":\"kernelbench\"")) + 1);
+  struct kb_archive_entry bad;
+  assert_int_equal(kb_archive_entry_parse(text, "x.json", &bad, &err), KB_EPARSE);
+  assert_non_null(strstr(err.msg, "\"candidate\" does not match"));
+  kb_free(text);
+  kb_free(ntext);
+  kb_archive_entry_release(&e);
+  kb_archive_entry_release(&n);
+}
+
 struct warned {
   int n;
   char last[512];
@@ -295,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_fingerprint),
       cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_and_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_kernelbench_entry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
   };

@@ -30,7 +30,7 @@ def fail(msg):
 
 def check_file(path, campaign, task, all_ok, baseline_tier):
     with h5py.File(path, "r") as f:
-        if s(f.attrs["format"]) != "kernelbrain.h5/2":
+        if s(f.attrs["format"]) != "kernelbrain.h5/3":
             fail(f"{path}: format {f.attrs['format']!r}")
         if s(f.attrs["campaign"]) != campaign or s(f.attrs["task"]) != task:
             fail(f"{path}: wrong campaign/task attributes")
@@ -81,11 +81,42 @@ def check_file(path, campaign, task, all_ok, baseline_tier):
             if not any(int(e["tier"]) == baseline_tier and s(e["status"]) == "ok"
                        for cid in base for e in per_cand.get(cid, [])):
                 fail(f"{path}: baseline {spec['baseline']} never passed tier {baseline_tier}")
+        check_torch(path, f, evals)
         b = f["best"].attrs
         if s(b["candidate"]) and s(b["candidate"]) not in ids:
             fail(f"{path}: /best names an unknown candidate")
         speedup = float(b["speedup"])
         return len(cands), len(evals), s(b["name"]), speedup
+
+
+def check_torch(path, f, evals):
+    """Format 3: the torch columns are NaN except on ok full-tier rows, and /torch agrees."""
+    top = max([int(e["tier"]) for e in evals] or [0])
+    for kind in ("eager", "compile"):
+        col = [float(e["torch_%s_us" % kind]) for e in evals]
+        for e, v in zip(evals, col):
+            if not math.isnan(v) and (v <= 0 or s(e["status"]) != "ok" or int(e["tier"]) != top):
+                fail(f"{path}: torch_{kind}_us {v} on a {s(e['status'])} row at tier {e['tier']}")
+        v = sorted(x for x in col if not math.isnan(x))
+        a = f["torch"].attrs
+        if int(a[kind + "_n"]) != len(v):
+            fail(f"{path}: /torch {kind}_n {a[kind + '_n']}, the column has {len(v)}")
+        med = float(a[kind + "_median_us"])
+        if (not v and not math.isnan(med)) or (v and abs(med - v[(len(v) - 1) // 2]) > 1e-9 and
+                                               abs(med - (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2) > 1e-9):
+            fail(f"{path}: /torch {kind}_median_us {med} is not the median of {v}")
+
+
+def check_summary_torch(summary):
+    """summary.json: torch_eager_us / torch_compile_us and the best's speedups, null or > 0."""
+    for t in summary["tasks"]:
+        for key in ("torch_eager_us", "torch_compile_us", "best_speedup_eager",
+                    "best_speedup_compile"):
+            if key not in t or (t[key] is not None and not t[key] > 0):
+                fail(f"summary.json task {t['task']}: {key} is {t.get(key)!r}")
+        for kind in ("eager", "compile"):
+            if t["torch_%s_us" % kind] is None and t["best_speedup_" + kind] is not None:
+                fail(f"summary.json task {t['task']}: a speedup over {kind} without its time")
 
 
 def main():
@@ -114,6 +145,7 @@ def main():
     summary = json.load(open(os.path.join(a.dir, "summary.json")))
     if summary["campaign"] != a.campaign or sorted(t["task"] for t in summary["tasks"]) != sorted(a.tasks):
         fail("summary.json does not match the files")
+    check_summary_torch(summary)
     print(json.dumps({"evaluations": total, "tasks": out}))
 
 

@@ -7,9 +7,29 @@ source "$(dirname "$0")/../lib/common.sh"
 unset KB_REDIS
 make_campaign launch
 
-note "a whole campaign"
-"$BIN/kb-launch" --local "$T/launch.json" > "$T/out.txt" 2> "$T/err.txt" ||
-  fail "kb-launch failed: $(tail -5 "$T/err.txt")"
+note "a whole campaign, watched from its campaign file (no KB_REDIS: the address kb-launch wrote)"
+"$BIN/kb-launch" --local "$T/launch.json" > "$T/out.txt" 2> "$T/err.txt" &
+L=$!; BG_PIDS+=($L)
+for _ in $(seq 200); do
+  grep -q "^KB_REDIS=unix:" "$T/out.txt" 2>/dev/null && break; sleep 0.05
+done
+grep -q "^KB_REDIS=unix:.*redis.sock$" "$T/out.txt" || fail "no KB_REDIS line: $(cat "$T/out.txt")"
+grep -qx "$(grep '^KB_REDIS=' "$T/out.txt")" "$T/results/launch/redis.env" ||
+  fail "redis.env does not hold the printed line: $(cat "$T/results/launch/redis.env")"
+"$BIN/kb-submit" --json watch "$T/launch.json" -i 0.5 > "$T/watch.jsonl" 2> "$T/watch.err" &
+W=$!; BG_PIDS+=($W)
+wait_pid $L 120 || fail "kb-launch failed: $(tail -5 "$T/err.txt")"
+wait_pid $W 20 || fail "watch did not exit 0 at the end: $? $(tail -3 "$T/watch.err")"
+tail -1 "$T/watch.jsonl" | grep -q '"ended":true\|"state":"done"' ||
+  grep -q "campaign launch done: .*Redis has gone" "$T/watch.jsonl" ||
+  fail "watch's last output is not the ended campaign: $(tail -1 "$T/watch.jsonl")"
+# (the client's reconnect warning when Redis goes away is all it may say on stderr)
+! grep -v "reconnecting" "$T/watch.err" || fail "watch wrote to stderr: $(cat "$T/watch.err")"
+cp "$T/watch.jsonl" "$T/results/launch/watch.jsonl"
+# After the end kb-launch has stopped its Redis: status says so from summary.json, exit 0.
+rc=0; "$BIN/kb-submit" status "$T/launch.json" > "$T/status.txt" 2>&1 || rc=$?
+[ $rc -eq 0 ] && grep -q "campaign launch done: every candidate evaluated (Redis has gone" \
+  "$T/status.txt" || fail "status after the end: exit $rc: $(cat "$T/status.txt")"
 cat "$T/out.txt" >&2
 grep -q "campaign launch: done" "$T/out.txt" || fail "no final state line"
 grep -Eq "^  1 +(unrolled|naive) " "$T/out.txt" || fail "no leaderboard for sum"
@@ -55,7 +75,7 @@ expect_exit 2 '"1-0" is not a GPU ordinal' --local --gpus 0,1-0 "$T/launch.json"
 expect_exit 2 'GPU 1 is listed twice' --local --gpus 0-2,1 "$T/launch.json"
 expect_exit 2 'not both' --local --gpus 0 --runners 2 "$T/launch.json"
 expect_exit 2 '--gpus goes with --local' --slurm --gpus 0 "$T/launch.json"
-expect_exit 3 'uses the host backend; --gpus goes with cuda campaigns' \
+expect_exit 2 'uses the host backend; --gpus goes with cuda campaigns' \
   --local --gpus 0 "$T/launch.json"
 [ ! -e "$T/results/launch/redis/redis.sock" ] || fail "a refused --gpus started redis"
 

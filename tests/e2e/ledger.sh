@@ -108,12 +108,12 @@ if b["gpu_ms"] != [total - spent, 0, spent, total]: fail(f"replay {b['gpu_ms']} 
 st = json.load(open(T + "/status.json")); sm = json.load(open(f"{T}/results/led/summary.json"))
 rep = json.load(open(T + "/report.json"))
 html = open(T + "/report.html").read()
-m = re.search(r"GPU budget: (\d+) ms spent", html)
-pts = re.search(r'"label":\s*"GPU ms left",\s*"points":\s*(\[[^\]]*\])', html)
-burn_end = total - json.loads(pts.group(1))[-1]["y"] if pts else None
+m = re.search(r"Budget: ([0-9.]+) of [0-9.]+ gpu_seconds spent", html)
+pts = re.search(r'"label":\s*"gpu_seconds left",\s*"points":\s*(\[[^\]]*\])', html)
+burn_end = total - round(json.loads(pts.group(1))[-1]["y"] * 1000) if pts else None
 figs = {"status": st["gpu_ms"]["spent"], "summary.json": sm["gpu_ms"]["spent"],
         "report json": rep["gpu_ms"]["spent"], "report rows": rep["gpu_ms"]["evaluations"],
-        "report header": int(m.group(1)) if m else None, "burn-down end": burn_end}
+        "report header": round(float(m.group(1)) * 1000) if m else None, "burn-down end": burn_end}
 print("figures:", figs, file=sys.stderr)
 if any(v != spent for v in figs.values()): fail(f"figures disagree with the ledger's {spent}: {figs}")
 if st["stray"] != planted: fail(f"status counts {st['stray']} stray results, {planted} were planted")

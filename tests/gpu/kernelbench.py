@@ -15,6 +15,11 @@ usage:
       ratios) and a last JSON line with the counts per level; EAGER.json and COMPILE.json are
       KernelBench's published H100 times (results/timing/H100_Modal/baseline_time_torch*.json:
       {"level1": {"19_ReLU.py": {"mean": ms, "hardware": ...}}}); OUT.json gets every row
+  kernelbench.py campaign REPORT.json UTIL.csv OUT.json
+      after tests/gpu/kernelbench_campaign.sh: per task the identity seed's and the compile
+      seed's status and speedup over torch eager at the full tier (the same run's eager time),
+      how many identities fall outside 0.97-1.03, the GPU busy fraction, the report's fast_p;
+      OUT.json gets every row
 """
 import glob
 import re
@@ -264,6 +269,59 @@ def table(imp_path, time_path, warm_path, eager_path, compile_path, out_path):
     print(json.dumps(counts))
 
 
+def busy(util_path):
+    u = []
+    for line in open(util_path) if os.path.exists(util_path) else []:
+        parts = line.strip().split(",")
+        if len(parts) == 2 and parts[1].strip().isdigit():
+            u.append(int(parts[1]))
+    on = [i for i, v in enumerate(u) if v > 0]
+    if not on:
+        return None
+    mid = u[on[0]:on[-1] + 1]
+    return round(sum(mid) / len(mid), 1)
+
+
+def seed_row(cands, name):
+    for c in cands:
+        if c.get("name") == name:
+            return c
+    return {}
+
+
+def campaign(report_path, util_path, out_path):
+    rep = json.load(open(report_path))
+    rows = []
+    print("%-52s %-14s %9s %9s %-14s %9s" % ("task", "identity", "eager_ms", "id_x", "compile",
+                                            "comp_x"))
+    for t in rep["tasks"]:
+        ident, comp = seed_row(t["candidates"], "identity"), seed_row(t["candidates"], "compile")
+        eager = t.get("torch_eager_us")
+        row = {"task": t["task"], "level": t.get("level"), "eager_us": eager,
+               "compile_us": t.get("torch_compile_us"),
+               "identity_status": ident.get("status"), "identity_tier": ident.get("tier_name"),
+               "identity_us": ident.get("median_us"),
+               "identity_x": ident.get("speedup_eager"),
+               "compile_status": comp.get("status"), "compile_x": comp.get("speedup_eager"),
+               "compile_seed_us": comp.get("median_us")}
+        rows.append(row)
+        print("%-52s %-14s %s %s %-14s %s" % (
+            t["task"][:52], (row["identity_status"] or "-")[:14], fmt(eager and eager / 1000.0),
+            fmt(row["identity_x"]), (row["compile_status"] or "-")[:14], fmt(row["compile_x"])))
+    ids = [r["identity_x"] for r in rows if r["identity_x"]]
+    counts = {"tasks": len(rows),
+              "identity_ok": sum(r["identity_status"] == "ok" for r in rows),
+              "identity_timed": len(ids),
+              "identity_outside_0.97_1.03": sum(not 0.97 <= x <= 1.03 for x in ids),
+              "identity_median_x": median_of(ids),
+              "compile_ok": sum(r["compile_status"] == "ok" for r in rows),
+              "compile_median_x": median_of(r["compile_x"] for r in rows),
+              "busy_percent": busy(util_path), "state": rep.get("state"),
+              "fast_p": rep.get("fast_p")}
+    json.dump({"rows": rows, "counts": counts}, open(out_path, "w"), indent=1)
+    print(json.dumps(counts))
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -272,6 +330,8 @@ def main(argv):
         warm(argv[2], argv[3], int(argv[4]), int(argv[5]), float(argv[6]), argv[7])
     elif argv[1] == "time":
         time_all(argv[2], argv[3], float(argv[4]), argv[5])
+    elif argv[1] == "campaign":
+        campaign(*argv[2:5])
     elif argv[1] == "table":
         table(*argv[2:8])
     else:

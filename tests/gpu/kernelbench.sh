@@ -45,7 +45,7 @@ export KB_SANDBOX_TORCH_MAX_PREPARED=1  # the bulk run's worker keeps one task (
 # cache is torch's default one (/tmp/torchinductor_$USER), which the runner's trusted worker, whose
 # environment is scrubbed, finds too.
 W=${KB_WORK:-$PWD/.gpu-run}
-PHASE=${PHASE:-time}
+PHASE=${PHASE:-time}  # smoke: steps 1-2 only; campaign: kernelbench_campaign.sh
 mkdir -p "$W"
 if [ "$PHASE" = campaign ]; then
   exec bash tests/gpu/kernelbench_campaign.sh
@@ -68,16 +68,29 @@ python3 tools/kb-import-kernelbench --out "$W/tasks" --json --campaign "$W/kerne
 echo "import exit $?, $(( $(date +%s) - t )) s; $(tail -1 "$W/import.err")" >> "$TXT"
 grep -v "^imported" "$W/import.err" >> "$TXT"
 
-echo "## 2. end to end: CUDA candidates through kb-test-torch-eval (tiers 1 = smoke, 3 = full)" >> "$TXT"
-C=tests/gpu/kernelbench_l1_candidates
+echo "## 2. end to end through kb-test-torch-eval (tiers 1 = smoke, 3 = full): C/CUDA and KernelBench-format (ModelNew) candidates, the LLM-free seeds" >> "$TXT"
+C=tests/gpu/kernelbench_candidates
 t=$(date +%s)
-timeout 150 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
-  "$W/tasks/l1_19_relu" "$C/relu.cu" "$C/relu_wrong.cu" >> "$TXT" 2> "$W/e2e.err"
-echo "exit $?" >> "$TXT"
-timeout 60 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
-  "$W/tasks/l1_88_mingptnewgelu" "$C/gelu_tanh.cu" >> "$TXT" 2>> "$W/e2e.err"
-echo "exit $?, $(( $(date +%s) - t )) s" >> "$TXT"
-grep -v " debug: " "$W/e2e.err" | tail -20 >> "$TXT"
+e2e() {  # e2e LIMIT_S TASK FILE...
+  local lim=$1 task=$W/tasks/$2
+  shift 2
+  [ -d "$task" ] || { echo "$task: not imported" >> "$TXT"; return; }
+  timeout "$lim" kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 "$task" "$@" \
+    >> "$TXT" 2>> "$W/e2e.err"
+  echo "exit $? ($(basename "$task"))" >> "$TXT"
+}
+e2e 150 l1_19_relu "$C/relu.cu" "$C/relu_wrong.cu" "$C/relu_inline.py" \
+  "$W/tasks/l1_19_relu/seeds/identity.py" "$W/tasks/l1_19_relu/seeds/compile.py"
+e2e 60 l1_88_mingptnewgelu "$C/gelu_tanh.cu"
+for tk in l1_5_matrix_scalar_multiplication l3_9_resnet18 l3_16_densenet201; do
+  e2e 120 $tk "$W/tasks/$tk/seeds/identity.py" "$W/tasks/$tk/seeds/compile.py"
+done
+echo "end to end $(( $(date +%s) - t )) s" >> "$TXT"
+grep -v " debug: " "$W/e2e.err" | tail -25 >> "$TXT"
+if [ "$PHASE" = smoke ]; then
+  tail -60 "$TXT"
+  exit 0
+fi
 
 echo "## 3. torch.compile warm-up, $JOBS processes" >> "$TXT"
 t=$(date +%s)

@@ -35,7 +35,7 @@ for s in $steps; do
     W=$(mktemp -d)
     {
       python3 tools/kb-import-kernelbench --out "$W/tasks" tests/tasks/kernelbench/1_relu.py 2>&1 | tail -2
-      C=tests/gpu/kernelbench_l1_candidates
+      C=tests/gpu/kernelbench_candidates
       KB_LOG=info timeout 240 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
         "$W/tasks/"*relu* "$C/relu.cu" "$C/relu_wrong.cu" 2>&1
       echo "kb-test-torch-eval exit $?"

@@ -4,6 +4,7 @@ Usage: check_report.py RESULTS_DIR OUT_DIR"""
 import csv
 import glob
 import json
+import math
 import os
 import sys
 
@@ -62,6 +63,41 @@ if [f["name"] for f in funnel] != ["compile", "smoke", "screen", "full"]:
 if funnel[0]["evaluated"] < funnel[-1]["evaluated"]:
     fail(f"funnel widens: {funnel}")
 
+# torch baselines: sum has a torch_reference, timed at the full tier after its ok evaluations
+with h5py.File(os.path.join(results, "sum.h5"), "r") as f:
+    ne = int(f.attrs["commit"]["evaluations"])
+    ev = f["evaluations"][:ne]
+    eager = [float(e["torch_eager_us"]) for e in ev
+             if s(e["tier_name"]) == "full" and s(e["status"]) == "ok"]
+    if not eager or not all(x > 0 for x in eager):
+        fail(f"sum.h5: full-tier ok rows without a torch eager time: {eager}")
+    if any(not math.isnan(float(e["torch_eager_us"])) for e in ev if s(e["tier_name"]) != "full"):
+        fail("sum.h5: a torch time below the full tier")
+    torch_attrs = f["torch"].attrs
+    if int(torch_attrs["eager_n"]) != len(eager) or int(torch_attrs["compile_n"]) != 0:
+        fail(f"sum.h5 /torch: {dict(torch_attrs)}, the column has {len(eager)}")
+    eager_median = float(torch_attrs["eager_median_us"])
+t_sum = [t for t in rep["tasks"] if t["task"] == "sum"][0]
+if abs(t_sum["torch_eager_us"] - eager_median) > 1e-9 or t_sum["torch_compile_us"] is not None:
+    fail(f"report.json sum: torch {t_sum['torch_eager_us']} {t_sum['torch_compile_us']}")
+for c in t_sum["candidates"]:
+    full = [e for e in c["evaluations"] if e["tier_name"] == "full" and e["status"] == "ok"]
+    want = eager_median / full[-1]["median_us"] if full else None
+    if (want is None) != (c["speedup_eager"] is None) or (
+            want is not None and abs(c["speedup_eager"] - want) > 1e-9 * want):
+        fail(f"report.json sum {c['name']}: speedup_eager {c['speedup_eager']}, want {want}")
+summary = {t["task"]: t for t in json.load(open(os.path.join(results, "summary.json")))["tasks"]}
+if not (summary["sum"]["torch_eager_us"] or 0) > 0 or summary["sum"]["torch_compile_us"] is not None \
+        or summary["matmul"]["torch_eager_us"] is not None:
+    fail(f"summary.json torch times: {summary['sum']} {summary['matmul']}")
+full_rows = [r for r in summary["sum"]["leaderboard"] if r["tier_name"] == "full"]
+if not full_rows or not (summary["sum"]["best_speedup_eager"] or 0) > 0 or any(
+        not (r["speedup_eager"] or 0) > 0 for r in full_rows):
+    fail(f"summary.json sum speedups over torch eager: {summary['sum']}")
+eager_rows = [r for r in rep["fast_p"]["eager"] if r["level"] is None]
+if not eager_rows or eager_rows[0]["tasks"] != 1 or rep["fast_p"]["compile"][-1]["tasks"] != 0:
+    fail(f"report.json fast_p: {rep['fast_p']}")
+
 with open(os.path.join(out, "report.csv"), newline="", encoding="utf-8") as f:
     rows = list(csv.DictReader(f))
 ids = {r["candidate"]: r for r in rows}
@@ -70,11 +106,12 @@ for cid, (task, name, status) in evaluated.items():
         fail(f"report.csv lacks {cid} ({task}/{name}/{status}): {ids.get(cid)}")
 
 md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
-if not md.startswith("# Campaign rep\n") or "## Tier funnel" not in md:
+if not md.startswith("# Campaign rep\n") or "## Tier funnel" not in md or \
+        "## fast_p against torch eager" not in md:
     fail("report.md header")
 for cid, (task, name, status) in evaluated.items():
     row = [l for l in md.splitlines() if f"| {cid[:12]} |" in l]
-    if len(row) != 1 or row[0].count("|") != 9:
+    if len(row) != 1 or row[0].count("|") != 11:
         fail(f"report.md row of {cid}: {row}")
 
 archive = ["Op_Name", "Level_ID", "Task_ID", "Kernel_Name", "CUDA_Runtime",
@@ -95,6 +132,12 @@ for l in lines:
         fail(f"correct candidate without a runtime: {l['Kernel_Name']}")
     if "kb_forward" not in l["CUDA_Code"]:
         fail("export line without the source")
+    native = eager_median / 1000.0 if task == "sum" else None
+    if (native is None) != (l["PyTorch_Native_Runtime"] is None) or (
+            native is not None and abs(l["PyTorch_Native_Runtime"] - native) > 1e-12):
+        fail(f"export {task}/{name}: PyTorch_Native_Runtime {l['PyTorch_Native_Runtime']}")
+    if l["PyTorch_Compile_Runtime"] is not None or l["CUDA_Speedup_Compile"] is not None:
+        fail(f"export {task}/{name}: a torch.compile number without torch.compile")
     ncu = l["NCU_Profile"]
     if ncu is not None and ncu.get("lts__t_sector_hit_rate.pct") != 40.0:
         fail(f"NCU_Profile of {l['Kernel_Name']}: {ncu}")

@@ -49,6 +49,16 @@ if sum(t["done"] for t in last["tiers"]) != last["done"]:
 for t in last["tasks"]:
     if not (isinstance(t["best_speedup"], float) and t["best_speedup"] > 0):
         fail(f"task without a best speedup: {t}")
+    # sum has a torch_reference (report.sh): torch eager timed at the full tier, no torch.compile
+    # in the CPU's torch; matmul has none
+    torch_task = t["task"] == "sum"
+    if torch_task != (isinstance(t["torch_eager_us"], float) and t["torch_eager_us"] > 0) or \
+            torch_task != (isinstance(t["best_speedup_eager"], float) and
+                           t["best_speedup_eager"] > 0) or \
+            t["torch_compile_us"] is not None or t["best_speedup_compile"] is not None:
+        fail(f"torch numbers of {t['task']}: {t}")
+if not re.search(r" sum=[0-9.]+x@[^/ ]+/eager=[0-9.]+x ", lines[-1]):
+    fail(f"the last plain line lacks sum's speedup over torch eager: {lines[-1]}")
 
 tty = open(tty_path, encoding="utf-8", errors="replace").read()
 if not re.search(r"\033\[\d+A", tty) or "\033[2K" not in tty:
@@ -57,7 +67,8 @@ if re.search(r"\033\[[0-9;]*m", tty):
     fail("colour sequences on the terminal although NO_COLOR is set")
 if f"campaign {cid}: done" not in tty:
     fail("the terminal screen never showed the campaign done")
-for word in ("items", "gpu ms", "llm tok", "runners", "tier", "ready", "leased", "best speedup"):
+for word in ("items", "gpu s", "llm tok", "runners", "tier", "ready", "leased", "best speedup",
+             "vs eager"):
     if word not in tty:
         fail(f"the terminal screen lacks {word!r}")
 print(f"watch: {len(lines)} lines, {len(objs)} JSON objects, terminal screen ok")

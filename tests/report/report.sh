@@ -3,7 +3,8 @@
 # an extra seed whose source tries to inject script into the HTML report, and matmul), a real
 # redis-server, scheduler and runner. Leaves the reports in OUT (argument 2) for html.sh.
 # PROFILE_RUNNER (argument 3, tests/e2e/profile_runner.c) posts three results with a CUPTI
-# profile alongside the runner, so the HTML report has kernel tables to show.
+# profile alongside the runner, so the HTML report has kernel tables to show. sum gets a
+# torch_reference, so the full tier times torch eager too (the CPU's torch: no torch.compile).
 BIN=$1 OUT=$2 PROFILE_RUNNER=$3
 source "$(dirname "$0")/../lib/common.sh"
 HERE=$TESTS_DIR/report
@@ -18,7 +19,24 @@ $KB_PY - "$T/tasks/sum/task.json" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
 spec["seeds"].append({"name": "hostile", "source": "seeds/hostile.c"})
+spec["torch_reference"] = "torch_reference.py"
 json.dump(spec, open(sys.argv[1], "w"), indent=1)
+PY
+cat > "$T/tasks/sum/torch_reference.py" <<'PY'
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.sum().reshape(1)
+
+
+def get_inputs():
+    return [torch.rand(4194304)]
+
+
+def get_init_inputs():
+    return []
 PY
 start_redis
 make_campaign rep
@@ -103,5 +121,13 @@ cmp -s <(sed 's/finished [^.]*\././' "$T/stdout.html") <(sed 's/finished [^.]*\.
   fail "report to stdout differs from --out"
 "$BIN/kb-submit" export "$T/rep.json" --out "$OUT/export.jsonl" || fail "export failed"
 $KB_PY "$HERE/check_report.py" "$T/results/rep" "$OUT"
+
+note "the notebook loader (tools/kbresults.py) and export --tier full on these files"
+"$BIN/kb-submit" export "$T/rep.json" --tier full --out "$T/full.jsonl" || fail "export --tier full failed"
+rc=0; "$BIN/kb-submit" export "$T/rep.json" --tier nosuch 2> "$T/e.txt" || rc=$?
+[ $rc -eq 2 ] && grep -q 'the results have tiers compile, smoke, screen, full' "$T/e.txt" ||
+  fail "export --tier nosuch: exit $rc: $(cat "$T/e.txt")"
+$KB_PY "$HERE/check_loader.py" "$T/results/rep" "$OUT/report.json" "$T/full.jsonl" "$REPO_DIR/tools" ||
+  fail "the loader"
 ls -l "$OUT" >&2
 echo "PASS"

@@ -77,6 +77,12 @@ static void eval(struct kb_store *s, int k, int tier, int status, double median_
     r.max_abs_err = 1e-6;
   }
   r.cost_ms = 10;
+  /* the top tier (smoke here) times torch after ok evaluations: eager 300 and 500 us (median
+   * 400), torch.compile only after candidate 1, 150 us */
+  if (tier == 1 && status == KB_STATUS_OK) {
+    r.torch_eager_us = 300 + 200 * k;
+    r.torch_compile_us = k == 1 ? 150 : NAN;
+  }
   struct kb_kernel_rec kr[2];
   if (k == 1 && tier == 1) { /* a CUPTI profile: metrics, trace summary, two kernel records */
     memset(kr, 0, sizeof kr);
@@ -258,7 +264,7 @@ static void test_html(void **state) {
   holds(html, (const char *const[]){"default-src 'none'; script-src 'sha256-",
                                     "id=\"chart-funnel\"", "id=\"chart-burn\"",
                                     "id=\"chart-dist\"", "id=\"chart-task-0\"",
-                                    "\"label\":\"GPU ms spent\"", NULL});
+                                    "\"label\":\"gpu_seconds spent\"", NULL});
   lacks(html, (const char *const[]){"script-src 'unsafe-inline", "sourceMappingURL", NULL});
   assert_int_equal(count(html, "<article class=\"cand\""), 4);
   free(html);
@@ -267,7 +273,7 @@ static void test_html(void **state) {
 static void test_profile_llm(void **state) {
   struct fixture *f = *state;
   const struct kb_rep_task *t = &f->r.tasks[0];
-  assert_int_equal(t->format, 2);
+  assert_int_equal(t->format, 3);
   assert_int_equal(t->n_llm, 1);
   assert_string_equal(t->llm[0].model, "fake-coder");
   assert_int_equal(t->llm[0].tokens_in, 120);
@@ -344,7 +350,7 @@ static void test_export(void **state) {
     assert_non_null(o);
     const char *name = json_string_value(json_object_get(o, "Kernel_Name"));
     assert_string_equal(json_string_value(json_object_get(o, "Op_Name")), "t");
-    assert_true(json_is_null(json_object_get(o, "PyTorch_Native_Runtime")));
+    assert_false(json_is_null(json_object_get(o, "PyTorch_Native_Runtime"))); /* test_torch */
     /* the hostile one has a CUPTI profile (setup) */
     assert_true(json_is_null(json_object_get(o, "NCU_Profile")) ==
                 (strcmp(name, HOSTILE_NAME) != 0));
@@ -371,6 +377,70 @@ static void test_export(void **state) {
   free(text);
 }
 
+/* The torch baselines: /torch medians, each candidate's speedups at the tier torch was timed
+ * at, in every format, and fast_p. */
+static void test_torch(void **state) {
+  struct fixture *f = *state;
+  const struct kb_rep_task *t = &f->r.tasks[0];
+  assert_int_equal(t->format, 3);
+  assert_float_equal(t->torch_eager_us, 400, 1e-9);
+  assert_float_equal(t->torch_compile_us, 150, 1e-9);
+  assert_int_equal(t->torch_tier, 1);
+  assert_int_equal(t->torch_best, 1);
+  assert_float_equal(t->cands[0].speedup_eager, 2.0, 1e-9); /* 400 / 200 */
+  assert_float_equal(t->cands[1].speedup_eager, 4.0, 1e-9);
+  assert_float_equal(t->cands[1].speedup_compile, 1.5, 1e-9);
+  assert_true(isnan(t->cands[2].speedup_eager)); /* not correct */
+  assert_true(isnan(t->cands[0].evals[0].torch_eager_us));
+  assert_float_equal(t->cands[1].evals[1].torch_eager_us, 500, 1e-9);
+  assert_float_equal(kb__rep_torch_speedup(t, 1), 1.5, 1e-9);
+  struct kb_fastp_row rows[KB_FASTP_ROWS];
+  assert_int_equal(kb__report_fastp(&f->r, 1, rows, KB_FASTP_ROWS), 2); /* none, all */
+  assert_float_equal(rows[1].fast[1], 1.0, 1e-12);
+  assert_float_equal(rows[1].fast[2], 0.0, 1e-12); /* 1.5x is not more than 1.5x */
+  char *md = render(kb__report_write_md, &f->r);
+  holds(md, (const char *const[]){"torch eager 400.000 us, torch.compile 150.000 us",
+                                  "| 2.00x | 4.00x | 1.50x |", "## fast_p against torch eager",
+                                  "| all | 1 | 1 | 1.00 | 1.00 | 1.00 | 1.00 | 4.00x |",
+                                  "| all | 1 | 1 | 1.00 | 1.00 | 0.00 | 0.00 | 1.50x |", NULL});
+  free(md);
+  char *html = render(kb__report_write_html, &f->r);
+  holds(html, (const char *const[]){"fast_p against torch.compile", "<th>vs torch eager</th>",
+                                    "<td class=\"n\">4.00x</td><td class=\"n\">1.50x</td>",
+                                    NULL});
+  free(html);
+  char *csv = render(kb__report_write_csv, &f->r);
+  holds(csv, (const char *const[]){",speedup_eager,speedup_compile\r\n", ",4,1.5\r\n", NULL});
+  free(csv);
+  json_t *j = kb__report_json(&f->r, 0);
+  json_t *all = json_array_get(json_object_get(json_object_get(j, "fast_p"), "eager"), 1);
+  assert_true(json_is_null(json_object_get(all, "level")));
+  assert_float_equal(json_real_value(json_object_get(all, "fast_2")), 1.0, 1e-12);
+  json_t *jt = json_array_get(json_object_get(j, "tasks"), 0);
+  assert_float_equal(json_real_value(json_object_get(jt, "torch_eager_us")), 400, 1e-9);
+  json_decref(j);
+  char *text = render(kb__export_write_jsonl, &f->r);
+  int seen = 0;
+  char *line = text;
+  for (char *nl = strchr(line, '\n'); nl; line = nl + 1, nl = strchr(line, '\n')) {
+    *nl = '\0';
+    json_t *o = json_loads(line, 0, NULL);
+    assert_float_equal(json_real_value(json_object_get(o, "PyTorch_Native_Runtime")), 0.4, 1e-12);
+    assert_float_equal(json_real_value(json_object_get(o, "PyTorch_Compile_Runtime")), 0.15,
+                       1e-12);
+    if (strcmp(json_string_value(json_object_get(o, "Kernel_Name")), HOSTILE_NAME) == 0) {
+      assert_float_equal(json_real_value(json_object_get(o, "CUDA_Speedup_Native")), 4.0, 1e-9);
+      assert_float_equal(json_real_value(json_object_get(o, "CUDA_Speedup_Compile")), 1.5, 1e-9);
+      seen++;
+    } else if (strcmp(json_string_value(json_object_get(o, "Kernel_Name")), FORMULA_NAME) == 0) {
+      assert_true(json_is_null(json_object_get(o, "CUDA_Speedup_Native")));
+    }
+    json_decref(o);
+  }
+  assert_int_equal(seen, 1);
+  free(text);
+}
+
 static void test_top(void **state) {
   struct fixture *f = *state;
   f->r.top = 1;
@@ -387,6 +457,26 @@ static void test_top(void **state) {
   assert_int_equal(count(csv, "\r\n"), 5);
   free(csv);
   f->r.top = 0;
+}
+
+/* The torch speedups' candidate is the task's best by the ranking rule (kb/rank.h), and only
+ * when that best is timed at the torch tier: a candidate faster at the torch tier but ranked
+ * below one timed at a higher tier is not it (fast_p and the summary name the same best). */
+static void test_torch_best_rank(void **state) {
+  (void)state;
+  struct kb_rep_eval e[3] = {{.tier = 1, .attempt = 1, .samples = 3, .median_us = 50},
+                             {.tier = 1, .attempt = 1, .samples = 3, .median_us = 80},
+                             {.tier = 2, .attempt = 1, .samples = 3, .median_us = 90}};
+  for (int i = 0; i < 3; i++)
+    snprintf(e[i].status, sizeof e[i].status, "ok");
+  struct kb_rep_cand c[2] = {{.evals = &e[0], .n_evals = 1}, {.evals = &e[1], .n_evals = 2}};
+  struct kb_rep_task t = {.cands = c, .n_cands = 2, .torch_tier = 1, .torch_eager_us = 100};
+  assert_int_equal(kb__rep_torch_best(&t), -1); /* rank 1 (c[1]) ranks at tier 2 */
+  t.torch_tier = 2;
+  assert_int_equal(kb__rep_torch_best(&t), 1);
+  c[1].n_evals = 1; /* c[1] timed at tier 1 only: the lower median there ranks first */
+  t.torch_tier = 1;
+  assert_int_equal(kb__rep_torch_best(&t), 0);
 }
 
 /* Level_ID and Task_ID of a task imported from KernelBench (tools/kb-import-kernelbench). */
@@ -414,6 +504,7 @@ static void test_export_kernelbench(void **state) {
   struct kb_rep_task t = {.baseline_cand = -1, .cands = &c, .n_cands = 1, .order = &order};
   snprintf(t.id, sizeof t.id, "l1_23_softmax");
   snprintf(t.category, sizeof t.category, "kernelbench-level1");
+  kb__rep_kernelbench_ids(&t);
   struct kb_report r = {.tasks = &t, .n_tasks = 1};
   char *text = render(kb__export_write_jsonl, &r);
   json_t *o = json_loads(text, 0, NULL);
@@ -425,10 +516,24 @@ static void test_export_kernelbench(void **state) {
   json_decref(o);
   free(text);
   snprintf(t.category, sizeof t.category, "kernelbench");
+  kb__rep_kernelbench_ids(&t);
   text = render(kb__export_write_jsonl, &r);
   o = json_loads(text, 0, NULL);
   assert_true(json_is_null(json_object_get(o, "Level_ID")));
   assert_true(json_is_null(json_object_get(o, "Task_ID")));
+  json_decref(o);
+  free(text);
+  /* --tier: a tier the candidate was not evaluated at gives no line; its own tier one */
+  r.tier_only = 1;
+  r.tier = 2;
+  text = render(kb__export_write_jsonl, &r);
+  assert_string_equal(text, "");
+  free(text);
+  r.tier = 1;
+  text = render(kb__export_write_jsonl, &r);
+  o = json_loads(text, 0, NULL);
+  assert_string_equal(json_string_value(json_object_get(o, "KB_Tier")), "smoke");
+  assert_true(fabs(json_real_value(json_object_get(o, "CUDA_Runtime")) - 0.05) < 1e-12);
   json_decref(o);
   free(text);
 }
@@ -468,8 +573,8 @@ int main(void) {
 #define ON_FILE(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
       ON_FILE(test_load),   ON_FILE(test_html),   ON_FILE(test_profile_llm), ON_FILE(test_json),
-      ON_FILE(test_csv_md), ON_FILE(test_export), ON_FILE(test_top),
-      cmocka_unit_test(test_export_kernelbench),
+      ON_FILE(test_csv_md), ON_FILE(test_export), ON_FILE(test_torch), ON_FILE(test_top),
+      cmocka_unit_test(test_export_kernelbench), cmocka_unit_test(test_torch_best_rank),
       cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,8 @@
 #  0. task sum gets a baseline seed 32 times slower than the others, so which kernels beat it
 #     does not depend on the machine's load;
 #  1. kb-submit archive add: a kernel for task sum, by hand (never timed); a bad path refused;
+#     KernelBench .py solutions imported (format kernelbench) for a pytorch-oracle copy of sum,
+#     refused for sum (C oracle) and without a ModelNew class;
 #  2. campaign arc1 (archive on, no other generator): the archived kernel is proposed as a
 #     candidate and climbs the ladder (its re-verification here); when arc1 ends, each task's
 #     verified best kernels (ok at the last tier, faster than the baseline) are added with the
@@ -72,6 +74,45 @@ rc=0; "$BIN/kb-submit" archive list 2> /dev/null || rc=$?
 [ $rc -eq 1 ] || fail "KB_ARCHIVE naming no folder: rc $rc"
 rc=0; "$BIN/kb-submit" archive --archive "$ARCH" bogus 2> /dev/null || rc=$?
 [ $rc -eq 2 ] || fail "unknown archive command: rc $rc"
+
+note "kb-submit archive add/import of KernelBench solutions (.py): pytorch-oracle tasks only"
+KBA=$T/archive-kb # its own folder: the campaigns below see only $ARCH
+mkdir -p "$KBA"
+cp -r "$T/tasks/sum" "$T/tasks/tsum"
+printf 'import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.sum().reshape(1)\n' \
+  > "$T/tasks/tsum/model.py"
+$KB_PY -c 'import json, sys; t = json.load(open(sys.argv[1])); t["oracle"] = {"kind": "pytorch", "source": "model.py"}; json.dump(t, open(sys.argv[1], "w"))' \
+  "$T/tasks/tsum/task.json"
+MN=$TESTS_DIR/fixtures/llm/modelsum
+rc=0; "$BIN/kb-submit" archive -a "$KBA" add "$T/tasks/sum" "$MN/a_sum_ext.py" 2> "$T/kb.err" || rc=$?
+[ $rc -eq 3 ] && grep -q 'a_sum_ext.py: a KernelBench solution (.py) needs a task with a pytorch oracle' "$T/kb.err" ||
+  fail "a .py for a C-oracle task: rc $rc, $(cat "$T/kb.err")"
+rc=0; "$BIN/kb-submit" archive -a "$KBA" import "$T/tasks/tsum" "$MN/a_sum_ext.py" "$MN/b_no_modelnew.py" \
+  2> "$T/kb.err" || rc=$?
+[ $rc -eq 3 ] && grep -q 'b_no_modelnew.py: a KernelBench solution must define `class ModelNew' "$T/kb.err" ||
+  fail "a .py without ModelNew: rc $rc, $(cat "$T/kb.err")"
+[ -z "$(ls "$KBA")" ] || fail "a refused import wrote $(ls "$KBA")"
+"$BIN/kb-submit" archive -a "$KBA" import "$T/tasks/tsum" "$MN/a_sum_ext.py" "$MN/c_sum_ext4.py" \
+  "$TESTS_DIR/fixtures/llm/sum/a_unroll4.c" > "$T/kb.out" || fail "import of .py solutions failed"
+grep -q "imported 3 entries for task sum" "$T/kb.out" || fail "import: $(cat "$T/kb.out")"
+"$BIN/kb-submit" archive -a "$KBA" list --json | $KB_PY -c '
+import json, sys
+es = {e["name"]: e for e in map(json.loads, sys.stdin)}
+assert sorted(es) == ["a_sum_ext", "a_unroll4", "c_sum_ext4"], sorted(es)
+for n in ("a_sum_ext", "c_sum_ext4"):
+    assert es[n]["format"] == "kernelbench" and "kernelbench" in es[n]["tags"], es[n]
+assert "format" not in es["a_unroll4"], es["a_unroll4"]
+' || fail "the archive does not keep the formats"
+# the llm generator's "format": "kernelbench" is valid over the pytorch-oracle task
+# (tests/bad-input/gen-llm-kernelbench-no-torch: refused over a C-oracle one)
+cat > "$T/kbllm.json" <<JSON
+{"schema": "kernelbrain.campaign/1", "id": "kbllm", "backend": "host",
+ "tasks": ["$T/tasks/tsum"], "budget": {"gpu_seconds": 60, "llm_tokens": 1000},
+ "generators": {"llm": {"api": "openai", "endpoint": "http://127.0.0.1:1/v1/chat/completions",
+                        "model": "m", "key_env": "KB_TEST_KEY", "format": "kernelbench"}}}
+JSON
+"$BIN/kb-submit" validate "$T/kbllm.json" > /dev/null 2> "$T/kbllm.err" ||
+  fail "llm format kernelbench over a pytorch-oracle task refused: $(cat "$T/kbllm.err")"
 
 LADDER='"ladder": [{"name": "compile"}, {"name": "smoke", "max_seconds": 0.2},
              {"name": "full", "min_samples": 3, "max_samples": 10, "max_seconds": 0.3,

@@ -124,6 +124,60 @@ static void test_generator(void **state) {
   kb_remove_tree(dir, NULL);
 }
 
+/* KernelBench solutions in the archive: proposed (as kernelbench candidates, best first) only
+ * to a task with a pytorch oracle, never to a task of the same spec with a C oracle; never an
+ * llm prompt example. */
+static void test_kernelbench_only_for_pytorch(void **state) {
+  (void)state;
+  char dir[64];
+  kbt_archive_tmpdir(dir, sizeof dir);
+  struct kb_task csum, tsum;
+  kbt_archive_task("sum", "reduction", 1024, &csum);
+  kbt_archive_task("sum", "reduction", 1024, &tsum);
+  tsum.oracle_kind = KB_ORACLE_PYTORCH; /* the generator reads only the kind */
+  struct kb_archive_entry e;
+  struct kb_error err = {0};
+  kbt_archive_modelnew(&csum, 1, 5, &e);
+  assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
+  kb_archive_entry_release(&e);
+  kbt_archive_entry(&csum, 1, 1.5, "cpu", &e);
+  assert_int_equal(kb_archive_put(dir, &e, NULL, 0, &err), KB_OK);
+  kb_archive_entry_release(&e);
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
+  struct kb_gen_archive_cfg cfg = {.enabled = 1, .propose = 10, .examples = 2, .save = 3};
+  const char *cids[2] = {"arch3", "arch4"};
+  const struct kb_task *tasks[2] = {&csum, &tsum};
+  for (int k = 0; k < 2; k++) {
+    struct kb_queue q;
+    kbg_campaign(r, cids[k], "{}", 0, &q);
+    struct kb_gen_archive *a = NULL;
+    if (kb__gen_archive_new(&q, &cfg, dir, &a, &err))
+      fail_msg("%s", err.msg);
+    const char *want[2][3] = {{"archive-k1", NULL}, {"archive-kb1", "archive-k1", NULL}};
+    for (int i = 0; want[k][i]; i++) {
+      struct kb_candidate c;
+      if (kb__gen_archive_propose(a, tasks[k], &c, &err))
+        fail_msg("%s: %s", cids[k], err.msg);
+      assert_string_equal(c.name, want[k][i]);
+      assert_int_equal(c.format, i == 0 && k == 1 ? KB_FORMAT_KERNELBENCH : KB_FORMAT_NATIVE);
+      kb_candidate_release(&c);
+    }
+    struct kb_candidate c;
+    assert_int_equal(kb__gen_archive_propose(a, tasks[k], &c, &err), KB_EEMPTY);
+    char *text = NULL;
+    assert_int_equal(kb__gen_archive_examples(a, tasks[k], &text, &err), KB_OK);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"k1\""));
+    assert_null(strstr(text, "ModelNew"));
+    kb_free(text);
+    kb__gen_archive_free(a);
+  }
+  kb_redis_free(r);
+  kb_task_release(&csum);
+  kb_task_release(&tsum);
+  kb_remove_tree(dir, NULL);
+}
+
 /* The llm generator's hooks into the archive, through gen_llm's real request path (the API
  * endpoint refuses connections: each request fails at once, and its prompt is audited). */
 static int hook_examples(void *arg, const struct kb_task *task, char **out,
@@ -245,6 +299,7 @@ static void test_llm_prompts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_generator),
+      cmocka_unit_test(test_kernelbench_only_for_pytorch),
       cmocka_unit_test(test_llm_prompts),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);

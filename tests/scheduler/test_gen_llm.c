@@ -18,6 +18,7 @@
 #include "gen_llm.h"
 #include "kb/alloc.h"
 #include "kb/campaign.h"
+#include "kb/catalog.h"
 #include "kb/clock.h"
 #include "kb/compress.h"
 #include "kb/error.h"
@@ -217,6 +218,129 @@ static void test_open_charges_voided_at_start(void **state) {
   kb_redis_free(r);
 }
 
+/* What the kernelbench test's emit keeps of each candidate: stored in the catalog, as the
+ * scheduler does, so a later request can load it as a parent. */
+struct kept {
+  struct kb_queue *q;
+  int n;
+  struct kb_candidate c[4];
+};
+
+static int keep(const struct kb_candidate *c, void *arg, struct kb_error *err) {
+  struct kept *k = arg;
+  assert_true(k->n < 4);
+  struct kb_candidate *d = &k->c[k->n++];
+  *d = *c;
+  d->knobs = kb_strdup(c->knobs);
+  d->flags = kb_strdup(c->flags);
+  d->source = kb_strdup(c->source);
+  return kb_catalog_put_candidate(k->q, d, err);
+}
+
+static void drive(struct kb_gen_llm *l, const struct kb_task *t, const struct kb_task_pop *tp,
+                  struct kept *k) {
+  struct kb_error err = {0};
+  if (kb__gen_llm_request(l, t, "class Model(nn.Module): REFERENCE SOURCE TEXT", tp, &err))
+    fail_msg("request: %s", err.msg);
+  double t0 = kb_now_mono();
+  while (kb__gen_llm_pending(l) > 0) {
+    if (kb__gen_llm_poll(l, 200, keep, k, &err))
+      fail_msg("poll: %s", err.msg);
+    if (kb_now_mono() - t0 > 20)
+      fail_msg("request still pending after 20 s");
+  }
+}
+
+/* The audit entry `i` of task `task`'s stream: its status and decompressed prompt (new). */
+static void audit_entry(struct kb_redis *r, const char *key, size_t i, char *status,
+                        size_t size, char **prompt) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE %s - +", key), KB_OK);
+  assert_true(i < rep->elements);
+  redisReply *f = rep->element[i]->element[1];
+  *prompt = NULL;
+  for (size_t k = 0; k + 1 < f->elements; k += 2) {
+    if (strcmp(f->element[k]->str, "status") == 0)
+      snprintf(status, size, "%s", f->element[k + 1]->str);
+    if (strcmp(f->element[k]->str, "prompt") == 0) {
+      size_t len = 0;
+      assert_int_equal(kb_decompress(f->element[k + 1]->str, f->element[k + 1]->len, 1 << 20,
+                                     prompt, &len, &err),
+                       KB_OK);
+    }
+  }
+  freeReplyObject(rep);
+  assert_non_null(*prompt);
+}
+
+/* "format": "kernelbench": a translate prompt in KernelBench's conventions, a ModelNew answer
+ * becomes a kernelbench candidate, an answer without ModelNew is a recorded failed generation,
+ * and a mutation of the kernelbench candidate is asked and answered in that format. */
+static void test_kernelbench_answers(void **state) {
+  (void)state;
+  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_queue q;
+  kbg_campaign(r, "llm3", "{}", 100000, &q);
+  struct kb_gen_llm_cfg c = cfg();
+  c.format = KB_FORMAT_KERNELBENCH;
+  struct kb_gen_llm *l = NULL;
+  struct kb_error err = {0};
+  if (kb__gen_llm_new(&q, &c, "sk-test", 3, &l, &err))
+    fail_msg("new: %s", err.msg);
+  struct kb_task t;
+  make_task(&t);
+  snprintf(t.id, sizeof t.id, "modelsum"); /* fixtures/llm/modelsum: a, b (no ModelNew), c */
+  struct kb_population pop;
+  kb__population_init(&pop, 3);
+  struct kb_task_pop *tp = kb__population_task(&pop, "modelsum");
+  struct kept k = {.q = &q};
+  assert_int_equal(kbt_fake_script(&fake, "ok,ok,ok"), 0);
+  drive(l, &t, tp, &k); /* translate */
+  assert_int_equal(k.n, 1);
+  assert_int_equal(k.c[0].format, KB_FORMAT_KERNELBENCH);
+  assert_non_null(strstr(k.c[0].source, "class ModelNew(nn.Module):"));
+  assert_non_null(strstr(k.c[0].source, "vsum_ext"));
+  char status[32] = "";
+  char *prompt = NULL;
+  audit_entry(r, "kb:{llm3}:llm:modelsum", 0, status, sizeof status, &prompt);
+  assert_string_equal(status, "ok");
+  assert_non_null(strstr(prompt, "REFERENCE SOURCE TEXT"));
+  assert_non_null(strstr(prompt, "ModelNew"));
+  assert_non_null(strstr(prompt, "torch.utils.cpp_extension.load_inline"));
+  assert_non_null(strstr(prompt, "Same constructor arguments as `Model`"));
+  assert_null(strstr(prompt, "kb_forward"));
+  kb_free(prompt);
+  /* timed: the next requests mutate it */
+  kbg_result(&pop, &k.c[0], 2, 50, KB_STATUS_OK);
+  tp = kb__population_task(&pop, "modelsum");
+  drive(l, &t, tp, &k); /* mutate: answer b defines no ModelNew */
+  assert_int_equal(k.n, 1);
+  struct kb__gen_llm_stats st;
+  kb__gen_llm_stats(l, &st);
+  assert_int_equal(st.no_code, 1);
+  audit_entry(r, "kb:{llm3}:llm:modelsum", 1, status, sizeof status, &prompt);
+  assert_string_equal(status, "no_code");
+  assert_non_null(strstr(prompt, "Current solution"));
+  assert_non_null(strstr(prompt, "vsum_ext")); /* the parent's source */
+  kb_free(prompt);
+  drive(l, &t, tp, &k); /* mutate again: answer c */
+  assert_int_equal(k.n, 2);
+  assert_int_equal(k.c[1].format, KB_FORMAT_KERNELBENCH);
+  assert_string_equal(k.c[1].name, "llm-mutate-3");
+  assert_string_equal(k.c[1].parents[0], k.c[0].id);
+  assert_non_null(strstr(k.c[1].source, "vsum4_ext"));
+  /* the id covers the format: the same text as a native candidate has another id */
+  char native[KB_CAND_ID_LEN + 1];
+  assert_int_equal(kb_candidate_id("modelsum", k.c[1].source, "", "", native, &err), KB_OK);
+  assert_string_not_equal(native, k.c[1].id);
+  for (int i = 0; i < k.n; i++)
+    kb_candidate_release(&k.c[i]);
+  kb__gen_llm_free(l);
+  kb__population_release(&pop);
+  kb_redis_free(r);
+}
+
 static int setup(void **state) {
   (void)state;
   const char *args[] = {"--key", "sk-test", "--retry-after", "0", NULL};
@@ -242,6 +366,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tokens_exact_after_failures),
       cmocka_unit_test(test_open_charges_voided_at_start),
+      cmocka_unit_test(test_kernelbench_answers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -217,11 +217,56 @@ static void test_mutates_the_best(void **state) {
   kb_redis_free(r);
 }
 
+/* A kernelbench (ModelNew) candidate is never a base, even with knob lines in its CUDA string:
+ * its build takes no -D flags. A native base next to it is still tuned. */
+static void test_kernelbench_not_tuned(void **state) {
+  (void)state;
+  struct kb_redis *r = kbg_connect(kbt_group_redis.addr);
+  struct kb_queue q;
+  kbg_campaign(r, "tune3", "{}", 0, &q);
+  char py[2048];
+  snprintf(py, sizeof py,
+           "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+           "src = r\"\"\"\n%s\"\"\"\n"
+           "class ModelNew(torch.nn.Module):\n    pass\n",
+           SRC);
+  struct kb_candidate kbc;
+  struct kb_error err = {0};
+  assert_int_equal(kb_candidate_init(&kbc, "t", "modelnew", "seed", py, "", "", &err), KB_OK);
+  struct kb_knob_space space;
+  assert_int_equal(kb__tune_parse(kbc.source, &space, &err), KB_OK);
+  assert_int_equal(space.n, 2); /* the knob lines are there */
+  assert_int_equal(kb_candidate_set_format(&kbc, KB_FORMAT_KERNELBENCH, &err), KB_OK);
+  assert_int_equal(kb_catalog_put_candidate(&q, &kbc, &err), KB_OK);
+  struct kb_population pop;
+  kb__population_init(&pop, 3);
+  kbg_result(&pop, &kbc, 1, 10, KB_STATUS_OK);
+  struct kb_task_pop *tp = kb__population_task(&pop, "t");
+  struct kb_tune *t = NULL;
+  assert_int_equal(kb__tune_new(&q, 5, &t, &err), KB_OK);
+  struct kb_tune_proposal p;
+  assert_int_equal(kb__tune_propose(t, tp, &p, &err), KB_EEMPTY);
+  struct kb_candidate base;
+  kbg_candidate(&q, "t", "blocked", "seed", SRC, "", &base);
+  kbg_result(&pop, &base, 1, 100, KB_STATUS_OK);
+  tp = kb__population_task(&pop, "t");
+  assert_int_equal(kb__tune_propose(t, tp, &p, &err), KB_OK);
+  assert_string_equal(p.base, base.id);
+  assert_int_equal(p.cand.format, KB_FORMAT_NATIVE);
+  kb_candidate_release(&p.cand);
+  kb__tune_free(t);
+  kb__population_release(&pop);
+  kb_candidate_release(&kbc);
+  kb_candidate_release(&base);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_no_repeats_across_restart_then_exhausted),
       cmocka_unit_test(test_mutates_the_best),
+      cmocka_unit_test(test_kernelbench_not_tuned),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

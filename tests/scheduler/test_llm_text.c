@@ -16,6 +16,7 @@
 
 #include "kb/alloc.h"
 #include "kb/campaign.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/task.h"
 #include "llm_api.h"
@@ -313,12 +314,97 @@ static void test_key_rules(void **state) {
   assert_non_null(strstr(err.msg, "KB_TEST_LLM_KEY is not set"));
 }
 
+/* KernelBench answers: the python block that defines ModelNew, never a C block or a python
+ * block without it */
+static void test_extract_python_modelnew(void **state) {
+  (void)state;
+  const char *text = "Plan.\n```c\nint kb_forward(const kb_tensor *in, int n, kb_tensor *o, "
+                     "int m, void *s) { return 0; }\n```\n"
+                     "```python\nimport torch\nclass Helper:\n    pass\n```\n"
+                     "```python\nimport torch\nclass ModelNew(nn.Module):\n    pass\n```\n"
+                     "```text\nclass ModelNew(nn.Module): a longer block, but not python\n```\n";
+  char *code = NULL;
+  struct kb_error err = {0};
+  if (kb__llm_extract_python(text, &code, &err))
+    fail_msg("%s", err.msg);
+  assert_string_equal(code, "import torch\nclass ModelNew(nn.Module):\n    pass\n");
+  kb_free(code);
+  const char *bad[] = {
+      "```python\nclass Model(nn.Module):\n    pass\n```\n",        /* no ModelNew */
+      "```python\nclass ModelNewer(nn.Module):\n    pass\n```\n",    /* another name */
+      "```python\n# class ModelNew(nn.Module)\n```\n",                /* a comment */
+      "```c\nclass ModelNew(nn.Module):\n```\n",                      /* not python */
+      "```python\nclass ModelNew(nn.Module):\n    pass\n",             /* unterminated */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    kb_error_clear(&err);
+    code = NULL;
+    assert_int_equal(kb__llm_extract_python(bad[i], &code, &err), KB_ENOTFOUND);
+    assert_null(code);
+    assert_non_null(strstr(err.msg, "class ModelNew"));
+  }
+  /* the native extractor never takes a python block */
+  kb_error_clear(&err);
+  assert_int_equal(kb__llm_extract_code("```python\nint kb_forward(void) { return 0; }\n```\n",
+                                        &code, &err),
+                   KB_ENOTFOUND);
+  assert_true(kb_source_defines_modelnew("class ModelNew:\n"));
+  assert_false(kb_source_defines_modelnew("  class ModelNew(nn.Module):\n"));
+}
+
+/* KernelBench prompts: every kind shows the reference Model and asks for a ModelNew built with
+ * load_inline in one python block; nothing of the C ABI */
+static void test_prompts_kernelbench(void **state) {
+  (void)state;
+  struct kb_task t;
+  make_task(&t, KB_BACKEND_CUDA);
+  struct kb_prompt_vars v = {.task = &t, .reference = "class Model(nn.Module): REFERENCE_TEXT",
+                             .parent_name = "naive", .parent_source = "PARENT_SOURCE",
+                             .parent_knobs = "", .diagnosis = "memory-bound: DIAG",
+                             .metrics = "- median: 1 us", .parent2_name = "other",
+                             .parent2_source = "SECOND_SOURCE", .metrics2 = "median 2 us",
+                             .failed_tier = "smoke", .failure_status = "compile_error",
+                             .failure = "FAILURE_REASON", .format = KB_FORMAT_KERNELBENCH};
+  const char *want[KB_PROMPT_KINDS] = {"Same constructor arguments as `Model`",
+                                       "PARENT_SOURCE", "SECOND_SOURCE", "FAILURE_REASON"};
+  for (int backend = 0; backend < 2; backend++) {
+    make_task(&t, backend ? KB_BACKEND_CUDA : KB_BACKEND_HOST);
+    for (int k = 0; k < KB_PROMPT_KINDS; k++) {
+      char *sys = NULL, *user = NULL;
+      struct kb_error err = {0};
+      if (kb__prompt_render(k, &v, &sys, &user, &err))
+        fail_msg("%s: %s", kb__prompt_kind_name(k), err.msg);
+      assert_non_null(strstr(sys, "class ModelNew(nn.Module)"));
+      assert_non_null(strstr(sys, "torch.utils.cpp_extension.load_inline"));
+      assert_non_null(strstr(sys, "```python"));
+      assert_non_null(strstr(sys, backend ? "cuda_sources=add_src" : "cpp_sources=add_src"));
+      assert_null(strstr(sys, "kb_forward"));
+      assert_null(strstr(sys, "{{"));
+      assert_null(strstr(user, "{{"));
+      assert_null(strstr(user, "kb_forward"));
+      if (strstr(user, "REFERENCE_TEXT") == NULL || strstr(user, want[k]) == NULL)
+        fail_msg("%s prompt lacks the reference or \"%s\":\n%s", kb__prompt_kind_name(k),
+                 want[k], user);
+      kb_free(sys);
+      kb_free(user);
+    }
+  }
+  /* an unknown format is refused */
+  v.format = 7;
+  char *sys = NULL, *user = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb__prompt_render(KB_PROMPT_TRANSLATE, &v, &sys, &user, &err), KB_EINVAL);
+  assert_null(sys);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_extract_picks_largest_defining_block),
       cmocka_unit_test(test_extract_last_of_equal_and_bare_fence),
       cmocka_unit_test(test_extract_failures),
       cmocka_unit_test(test_prompts_every_kind),
+      cmocka_unit_test(test_extract_python_modelnew),
+      cmocka_unit_test(test_prompts_kernelbench),
       cmocka_unit_test(test_diagnoses),
       cmocka_unit_test(test_request_bodies),
       cmocka_unit_test(test_reply_parsing),

@@ -262,6 +262,48 @@ static void test_target_speedup(void **state) {
   assert_non_null(strstr(t->stop_reason, "target speedup"));
 }
 
+/* Before done (kb__policy_could_win): the trap of issue 15. "lanes" ran 6.28x at smoke against
+ * the smoke baseline and never climbed; "tuned" is the best, 3.87x at full. "lanes" is faster at
+ * smoke than "tuned" was there, so it could still win and climbs before the campaign ends; the
+ * ranking itself puts "tuned" first (no cross-tier comparison). */
+static void test_could_win_before_done(void **state) {
+  struct fx *x = *state;
+  struct kb_task_pop *t = &x->pop.tasks[0];
+  int tier = -2;
+  struct kb_member *base = add(x, "base", 1, KB_STATUS_OK, 18200, 0.01, 50);
+  add(x, "base", 2, KB_STATUS_OK, 12000, 0.01, 200);
+  base = add(x, "base", 3, KB_STATUS_OK, 10800, 0.01, 1000);
+  add(x, "tuned", 1, KB_STATUS_OK, 18200 / 2.0, 0.01, 50);
+  add(x, "tuned", 2, KB_STATUS_OK, 12000 / 2.5, 0.01, 200);
+  struct kb_member *tuned = add(x, "tuned", 3, KB_STATUS_OK, 10800 / 3.87, 0.01, 1000);
+  struct kb_member *lanes = add(x, "lanes", 1, KB_STATUS_OK, 18200 / 6.28, 0.01, 50);
+  struct kb_member *slow = add(x, "slow", 1, KB_STATUS_OK, 18200 / 1.5, 0.01, 50);
+  int best_tier = -1;
+  assert_ptr_equal(kb__population_best(t, &best_tier), tuned);
+  assert_int_equal(best_tier, 3);
+  assert_int_equal(kb__policy_could_win(&x->policy, t, lanes, &tier), 1);
+  assert_int_equal(tier, 1);
+  assert_int_equal(kb__policy_could_win(&x->policy, t, slow, &tier), 0); /* slower than tuned */
+  assert_int_equal(kb__policy_could_win(&x->policy, t, tuned, &tier), 0); /* at the last tier */
+  assert_int_equal(kb__policy_could_win(&x->policy, t, base, &tier), 0);
+  /* once it climbed and failed there, it has had its chance */
+  lanes = add(x, "lanes", 2, KB_STATUS_WRONG_OUTPUT, 0, 0, 200);
+  assert_int_equal(kb__policy_could_win(&x->policy, t, lanes, &tier), 0);
+  assert_ptr_equal(kb__population_best(t, &best_tier), tuned);
+  /* without a smoke time of the best, by speedup over the baseline: 1820x at smoke > 3.87x */
+  add(x, "only", 1, KB_STATUS_OK, 10, 0.01, 50);
+  t->members[1].tiers[1].evaluated = 0; /* tuned: no smoke result known */
+  struct kb_member *only = kb__population_member(t, "only", NULL, NULL);
+  assert_int_equal(kb__policy_could_win(&x->policy, t, only, &tier), 1);
+  /* the best failing at its higher tiers on a retry: the ranking falls back to what is timed */
+  tuned->tiers[3].status = KB_STATUS_TIMEOUT;
+  tuned->tiers[2].status = KB_STATUS_TIMEOUT;
+  assert_ptr_equal(kb__population_best(t, &best_tier), base); /* base at full now */
+  /* a stopped task promotes nothing */
+  t->stopped = 1;
+  assert_int_equal(kb__policy_could_win(&x->policy, t, only, &tier), 0);
+}
+
 static void test_budget_split(void **state) {
   struct fx *x = *state;
   x->search.floor_share = 0.5;
@@ -350,6 +392,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_reliable_eta, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gain_and_stagnation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_target_speedup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_could_win_before_done, setup, teardown),
       cmocka_unit_test_setup_teardown(test_budget_split, setup, teardown),
       cmocka_unit_test(test_search_section),
   };

@@ -170,6 +170,13 @@ static void candidates_good(void) {
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     struct kb_candidate c;
     make_candidate(&c, kinds[i].name, kinds[i].gen, kinds[i].knobs, kinds[i].parents);
+    struct kb_error err = {0};
+    /* the last one also in KernelBench's format: "format" is written and accepted */
+    if (i + 1 == sizeof kinds / sizeof kinds[0] &&
+        kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err) != KB_OK) {
+      fprintf(stderr, "kb_schema_emit: %s\n", err.msg);
+      exit(1);
+    }
     char *text = candidate_text(&c);
     printf("%s\n", text);
     kb_free(text);

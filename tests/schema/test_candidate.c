@@ -219,6 +219,59 @@ static void test_json_rejects(void **state) {
   assert_non_null(strstr(err.msg, "cand:1:"));
 }
 
+static void edit_format_bad(json_t *o) { json_object_set_new(o, "format", json_string("cu")); }
+/* a native candidate's JSON relabelled kernelbench: its id no longer matches */
+static void edit_format_kb(json_t *o) {
+  json_object_set_new(o, "format", json_string("kernelbench"));
+}
+
+/* The candidate format: native ids and JSON unchanged, kernelbench hashed and written. */
+static void test_format(void **state) {
+  (void)state;
+  struct kb_error err = {0};
+  assert_string_equal(kb_cand_format_name(KB_FORMAT_KERNELBENCH), "kernelbench");
+  assert_null(kb_cand_format_name(7));
+  assert_int_equal(kb_cand_format_from_name("native"), KB_FORMAT_NATIVE);
+  assert_int_equal(kb_cand_format_from_name("KernelBench"), -1);
+  assert_int_equal(kb_cand_format_of_path("/b/seeds/model_new.py"), KB_FORMAT_KERNELBENCH);
+  assert_int_equal(kb_cand_format_of_path("naive.cu"), KB_FORMAT_NATIVE);
+  assert_int_equal(kb_cand_format_of_path(".py"), KB_FORMAT_NATIVE);
+  char native[65], kb[65];
+  assert_int_equal(kb_candidate_id_format("t1", src, "", "", KB_FORMAT_NATIVE, native, &err),
+                   KB_OK);
+  char plain[65];
+  id_of("t1", src, "", "", plain);
+  assert_string_equal(native, plain);
+  assert_int_equal(kb_candidate_id_format("t1", src, "", "", KB_FORMAT_KERNELBENCH, kb, &err),
+                   KB_OK);
+  assert_string_not_equal(native, kb);
+  assert_int_equal(kb_candidate_id_format("t1", src, "", "", 9, kb, &err), KB_EINVAL);
+
+  struct kb_candidate c, back;
+  assert_int_equal(kb_candidate_init(&c, "t1", "model_new", "seed", src, "", "", &err), KB_OK);
+  assert_int_equal(c.format, KB_FORMAT_NATIVE);
+  char *text = NULL;
+  assert_int_equal(kb_candidate_to_json(&c, &text, &err), KB_OK);
+  assert_null(strstr(text, "\"format\"")); /* native: written as before */
+  kb_free(text);
+  assert_int_equal(kb_candidate_set_format(&c, 9, &err), KB_EINVAL);
+  assert_string_equal(c.id, native);
+  assert_int_equal(kb_candidate_set_format(&c, KB_FORMAT_KERNELBENCH, &err), KB_OK);
+  assert_int_equal(kb_candidate_id_format("t1", src, "", "", KB_FORMAT_KERNELBENCH, kb, &err),
+                   KB_OK);
+  assert_string_equal(c.id, kb);
+  assert_int_equal(kb_candidate_to_json(&c, &text, &err), KB_OK);
+  assert_non_null(strstr(text, "\"format\":\"kernelbench\""));
+  assert_int_equal(kb_candidate_from_json(text, "cand", &back, &err), KB_OK);
+  assert_int_equal(back.format, KB_FORMAT_KERNELBENCH);
+  assert_string_equal(back.id, c.id);
+  kb_candidate_release(&back);
+  kb_free(text);
+  kb_candidate_release(&c);
+  expect_reject(edit_format_bad, "\"format\" must be one of \"native\", \"kernelbench\"");
+  expect_reject(edit_format_kb, "\"id\" does not match");
+}
+
 static void test_valid_helpers(void **state) {
   (void)state;
   assert_false(kb_candidate_id_valid(""));
@@ -234,7 +287,7 @@ int main(void) {
       cmocka_unit_test(test_sha256),         cmocka_unit_test(test_normalize),
       cmocka_unit_test(test_id),             cmocka_unit_test(test_init),
       cmocka_unit_test(test_json_round_trip), cmocka_unit_test(test_json_rejects),
-      cmocka_unit_test(test_valid_helpers),
+      cmocka_unit_test(test_valid_helpers),  cmocka_unit_test(test_format),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

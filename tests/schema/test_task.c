@@ -4,6 +4,7 @@
 
 #include "fixture.h"
 #include "kb/alloc.h"
+#include "kb/candidate.h"
 #include "kb/error.h"
 #include "kb/task.h"
 
@@ -225,6 +226,32 @@ static void test_paths_stay_inside(void **state) {
   kb_task_release(&t);
 }
 
+/* A ".py" seed is a KernelBench-format candidate: refused without a pytorch oracle, marked with
+ * one. */
+static void test_kernelbench_seed(void **state) {
+  struct fx *x = *state;
+  fx_write(x->t1, "seeds/model_new.py", "class ModelNew: pass\n");
+  static const char from[] = "\"source\": \"seeds/naive.c\"}]";
+  static const char to[] =
+      "\"source\": \"seeds/naive.c\"}, {\"name\": \"mn\", \"source\": \"seeds/model_new.py\"}]";
+  static const struct fx_edit cases[] = {
+      {from, to,
+       "\"seeds[1].source\" is a KernelBench solution (.py, class ModelNew): only a task with a "
+       "\"pytorch\" oracle can evaluate one"},
+  };
+  expect_errors(x, cases, 1);
+  char *json = fx_replace(FX_TASK_JSON, "\"kind\": \"c\"", "\"kind\": \"pytorch\"");
+  struct kb_task t;
+  struct kb_error err = {0};
+  fx_write_edit(x->t1, "task.json", json, from, to);
+  free(json);
+  assert_int_equal(kb_task_load(x->t1, &t, &err), KB_OK);
+  assert_int_equal(t.n_seeds, 2);
+  assert_int_equal(t.seeds[0].format, KB_FORMAT_NATIVE);
+  assert_int_equal(t.seeds[1].format, KB_FORMAT_KERNELBENCH);
+  kb_task_release(&t);
+}
+
 static void test_missing_files(void **state) {
   struct fx *x = *state;
   static const struct fx_edit cases[] = {
@@ -336,6 +363,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_fields, setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_paths_stay_inside, setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_missing_files, setup, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_kernelbench_seed, setup, fx_teardown),
       cmocka_unit_test_setup_teardown(test_messages_name_path_as_given, setup, fx_teardown),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_ids),

@@ -55,6 +55,41 @@ grep -qx "KB_CAMPAIGN='render'" "$S/kb-job.sh" || fail "campaign id not quoted: 
 [ "$(stat -c %a "$S/redis")" = 700 ] || fail "redis folder mode $(stat -c %a "$S/redis")"
 [ ! -e "$S/jobs.json" ] || fail "a dry run recorded jobs"
 
+# the runners' CPUs: the compile-ahead pool's compilers plus one (host campaign: 2); redis and
+# the scheduler 1
+want runners.sbatch "#SBATCH --cpus-per-task=2"
+want scheduler.sbatch "#SBATCH --cpus-per-task=1"
+want redis.sbatch "#SBATCH --cpus-per-task=1"
+
+note "per-job options: --time, --qos, --constraint, --mem, --cpus-per-task, --sbatch-arg"
+"$BIN/kb-launch" --slurm --dry-run --runners 2 --partition gpu --backend cuda --time 1:00:00 \
+  --time runners=8:00:00 --qos high --qos redis=low --constraint 'h200|h100' --mem scheduler=4G \
+  --cpus-per-task scheduler=2 --sbatch-arg=--mail-type=END --sbatch-arg runners=--exclusive \
+  "$T/render.json" > "$T/opts.txt" 2> "$T/opts-err.txt" || fail "dry run with per-job options: $(cat "$T/opts-err.txt")"
+want runners.sbatch "#SBATCH --time=8:00:00"
+want scheduler.sbatch "#SBATCH --time=1:00:00"
+want redis.sbatch "#SBATCH --time=1:00:00"
+want runners.sbatch "#SBATCH --qos=high"
+want redis.sbatch "#SBATCH --qos=low"
+for f in redis scheduler runners; do
+  want $f.sbatch "#SBATCH --constraint=h200|h100"
+  want $f.sbatch "#SBATCH --mail-type=END"
+  want $f.sbatch "#SBATCH --partition=gpu"
+  [ "$(grep -c -- '--time=' "$S/$f.sbatch")" -eq 1 ] || fail "$f.sbatch: more than one --time"
+done
+want scheduler.sbatch "#SBATCH --mem=4G"
+! grep -q -- "--mem" "$S/runners.sbatch" "$S/redis.sbatch" || fail "--mem scheduler= reached another job"
+want scheduler.sbatch "#SBATCH --cpus-per-task=2"
+want runners.sbatch "#SBATCH --cpus-per-task=4" # a cuda runner: three nvcc and the evaluation
+want runners.sbatch "#SBATCH --exclusive"
+! grep -q -- "--exclusive" "$S/scheduler.sbatch" || fail "--sbatch-arg runners= reached the scheduler"
+for line in "#SBATCH --time=8:00:00" "#SBATCH --mem=4G" "#SBATCH --exclusive" "runners.sbatch:"; do
+  grep -qF -- "$line" "$T/opts.txt" || fail "the dry run does not show \"$line\": $(cat "$T/opts.txt")"
+done
+grep -q 'note: the redis and scheduler jobs run on partition "gpu"' "$T/opts-err.txt" ||
+  fail "no note that redis and the scheduler share the GPU partition: $(cat "$T/opts-err.txt")"
+[ "$(wc -l < "$T/opts-err.txt")" -eq 1 ] || fail "stderr: $(cat "$T/opts-err.txt")"
+
 note "the helpers forward USR1 and TERM to the program and wait for it"
 cat > "$T/prog.sh" << 'EOF'
 #!/bin/bash
@@ -101,6 +136,12 @@ expect 2 --local --throttle 2 "$T/render.json"
 expect 2 --slurm --local "$T/render.json"
 expect 2 --slurm --redis-job --redis h:1 "$T/render.json"
 expect 2 --cancel --runners 2 "$T/render.json"
+expect 2 --slurm --cpus-per-task 0 "$T/render.json"
+expect 2 --slurm --mem 'runners=4G;x' "$T/render.json"
+expect 2 --slurm --sbatch-arg exclusive "$T/render.json"
+expect 2 --slurm --sbatch-arg "$(printf -- '--comment=a\n#SBATCH --uid=0')" "$T/render.json"
+expect 2 --slurm --sbatch-arg=--array=0-9 "$T/render.json"
+expect 2 --local --qos high "$T/render.json"
 expect 1 --slurm "$T/missing.json"
 echo '{"schema": "kernelbrain.campaign/1", "id": "bad"' > "$T/bad.json"
 expect 3 --slurm "$T/bad.json"

@@ -9,10 +9,14 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "kb/campaign.h"
 #include "kb/error.h"
 #include "launch.h"
+#include "leaderboard.h"
 
 /* A command line "kb-launch <mode> CAMPAIGN.json" with nothing else given. */
 static struct kb_launch_args one(enum kb_launch_mode mode) {
@@ -60,7 +64,7 @@ static void test_accepts_plain_modes(void **state) {
   a.runners = 8;
   a.slurm.throttle = 4;
   a.slurm.partition = "gpu";
-  a.slurm.time = "4:00:00";
+  a.slurm.all.time = "4:00:00";
   a.slurm.gres = "gpu:a100:1";
   a.slurm_only = "--gres";
   a.wait_s = 30;
@@ -105,6 +109,71 @@ static void test_gpus(void **state) {
   refused(&a, "not both", KB_LAUNCH_SAY);
 }
 
+/* --gpus with a host campaign and --runners with a cuda one: usage errors (exit 2). */
+static void test_backend_rule(void **state) {
+  (void)state;
+  struct kb_error err = {0};
+  struct kb_launch_args a = one(KB_LAUNCH_LOCAL);
+  a.gpus = "0";
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_HOST, "c", &err), KB_EINVAL);
+  assert_non_null(strstr(err.msg, "host backend; --gpus goes with cuda campaigns"));
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_CUDA, "c", &err), KB_OK);
+  a = one(KB_LAUNCH_LOCAL);
+  a.runners = 2;
+  kb_error_clear(&err);
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_CUDA, "c", &err), KB_EINVAL);
+  assert_non_null(strstr(err.msg, "instead of --runners"));
+  assert_int_equal(kb__launch_check_backend(&a, KB_BACKEND_HOST, "c", &err), KB_OK);
+}
+
+/* The leaderboard's names: three tuned variants that differ only after 16 characters, and
+ * two past the column's 40, print as five different rows; the budget in gpu_seconds. */
+static void test_leaderboard_names(void **state) {
+  (void)state;
+  static const char *names[] = {
+      "tuned~BK=64,BJ=2,BI=8", "tuned~BK=64,BJ=2,BI=4", "tuned~BK=64,BJ=2,BI=16",
+      "tuned~BLOCK_K=64,BLOCK_J=2,BLOCK_I=8,UNROLL=4,VEC=1",
+      "tuned~BLOCK_K=64,BLOCK_J=2,BLOCK_I=8,UNROLL=4,VEC=2"};
+  char path[] = "/tmp/kb-leaderboard-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "{\"campaign\": \"c\", \"state\": \"done\", \"reason\": \"r\", "
+             "\"gpu_ms\": {\"total\": 120000, \"spent\": 1500}, \"tasks\": [{\"task\": \"t\", "
+             "\"baseline\": \"naive\", \"evaluations\": 5, \"file\": \"t.h5\", \"leaderboard\": [");
+  for (int i = 0; i < 5; i++)
+    fprintf(f, "%s{\"rank\": %d, \"name\": \"%s\", \"generator\": \"tune\", \"status\": "
+               "\"ok\", \"median_us\": 10.0, \"speedup\": 2.0, \"tier_name\": \"full\"}",
+            i ? ", " : "", i + 1, names[i]);
+  fprintf(f, "]}]}\n");
+  fclose(f);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  struct kb_error err = {0};
+  assert_int_equal(kb__leaderboard_print(path, out, 0, &err), KB_OK);
+  fclose(out);
+  unlink(path);
+  assert_non_null(strstr(text, "budget: 1.500 of 120.000 gpu_seconds spent"));
+  char rows[5][200];
+  int n = 0;
+  for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+    nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    if (strstr(line, " tune ") && n < 5)
+      snprintf(rows[n++], sizeof rows[0], "%s", line);
+  }
+  assert_int_equal(n, 5);
+  for (int i = 0; i < 3; i++)
+    assert_non_null(strstr(rows[i], names[i])); /* under 40: whole */
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
+      if (strcmp(rows[i] + 6, rows[j] + 6) == 0) /* past the rank column */
+        fail_msg("rows %d and %d read the same: %s", i, j, rows[i]);
+  free(text);
+}
+
 static void test_slurm_only_options(void **state) {
   (void)state;
   const char *opts[] = {"--throttle", "--partition", "--time", "--dry-run", "--redis-job"};
@@ -128,17 +197,65 @@ static void test_sbatch_words(void **state) {
   } cases[] = {
       {"gpu\n#SBATCH --uid=0", "--partition \"gpu"},
       {"a b", "--account \"a b\" cannot go into an #SBATCH line"},
-      {"1:00;rm", "--time"},
       {"$(x)", "--cpu-partition"},
       {"gpu 1", "--gres"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct kb_launch_args a = one(KB_LAUNCH_SLURM);
-    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.time,
-                             &a.slurm.cpu_partition, &a.slurm.gres};
+    const char **fields[] = {&a.slurm.partition, &a.slurm.account, &a.slurm.cpu_partition,
+                             &a.slurm.gres};
     *fields[i] = cases[i].value;
     refused(&a, cases[i].want, KB_LAUNCH_SAY);
   }
+}
+
+/* The per-job #SBATCH options: for every job or one, checked as they are taken. */
+static void test_job_options(void **state) {
+  (void)state;
+  struct kb_slurm_opts o;
+  memset(&o, 0, sizeof o);
+  struct kb_error err = {0};
+  assert_int_equal(kb__slurm_job_option(&o, "--time", "runners=8:00:00", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--time", "1:00:00", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--mem", "scheduler=4G", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--constraint", "h200|h100", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--cpus-per-task", "redis=2", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--sbatch-arg", "--mail-type=END", &err), KB_OK);
+  assert_int_equal(kb__slurm_job_option(&o, "--sbatch-arg", "runners=--exclusive", &err), KB_OK);
+  assert_string_equal(o.job[KB_SLURM_RUNNERS].time, "8:00:00");
+  assert_string_equal(o.all.time, "1:00:00");
+  assert_string_equal(o.job[KB_SLURM_SCHEDULER].mem, "4G");
+  assert_null(o.all.mem);
+  assert_string_equal(o.all.constraint, "h200|h100");
+  assert_string_equal(o.job[KB_SLURM_REDIS].cpus, "2");
+  assert_int_equal(o.all.n_extra, 1);
+  assert_string_equal(o.job[KB_SLURM_RUNNERS].extra[0], "--exclusive");
+  const struct {
+    const char *opt, *value, *want;
+  } bad[] = {
+      {"--time", "1:00;rm", "--time \"1:00;rm\" cannot go into an #SBATCH line"},
+      {"--qos", "a b", "--qos \"a b\""},
+      {"--mem", "runners=$(x)", "--mem \"$(x)\""},
+      {"--constraint", "h200 && rm", "--constraint"},
+      {"--cpus-per-task", "0", "not a whole number from 1 to 1024"},
+      {"--cpus-per-task", "runners=x", "\"x\" is not a whole number"},
+      {"--sbatch-arg", "exclusive", "starting with \"--\""},
+      {"--sbatch-arg", "--comment=a\n#SBATCH --uid=0", "without spaces, newlines"},
+      {"--sbatch-arg", "--comment=a b", "without spaces"},
+      {"--sbatch-arg", "--array=0-3", "use --runners and --throttle"},
+      {"--sbatch-arg", "--output=x", "kb-launch sets --output itself"},
+      {"--sbatch-arg", "runners=--time=1:00", "use --time"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kb_error_clear(&err);
+    assert_int_equal(kb__slurm_job_option(&o, bad[i].opt, bad[i].value, &err), KB_EINVAL);
+    if (strstr(err.msg, bad[i].want) == NULL)
+      fail_msg("%s %s: message \"%s\" lacks \"%s\"", bad[i].opt, bad[i].value, err.msg,
+               bad[i].want);
+  }
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_RUNNERS, 1), 4);
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_RUNNERS, 0), 2);
+  assert_int_equal(kb__slurm_default_cpus(KB_SLURM_SCHEDULER, 1), 1);
 }
 
 static void test_redis_and_mode_limits(void **state) {
@@ -182,7 +299,8 @@ int main(void) {
       cmocka_unit_test(test_accepts_plain_modes), cmocka_unit_test(test_modes_and_operands),
       cmocka_unit_test(test_gpus),                cmocka_unit_test(test_slurm_only_options),
       cmocka_unit_test(test_sbatch_words),        cmocka_unit_test(test_redis_and_mode_limits),
-      cmocka_unit_test(test_run_without_mode),
+      cmocka_unit_test(test_run_without_mode),    cmocka_unit_test(test_backend_rule),
+      cmocka_unit_test(test_leaderboard_names),   cmocka_unit_test(test_job_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

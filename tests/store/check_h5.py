@@ -70,6 +70,8 @@ def gen_eval(i):
         "max_abs_err": nan if tier == 0 else 1e-6 * i,
         "max_rel_err": nan if tier == 0 else 1e-7 * i,
         "cost_ms": 10 * i,
+        "torch_eager_us": 200.0 + i if tier == 2 and status == STATUS_OK else nan,
+        "torch_compile_us": 150.0 + i if tier == 2 and status == STATUS_OK and i % 2 else nan,
         "log": "log for %d\nwarning: x\n" % i if tier == 0 and i % 2 == 0 else "",
     }
     if tier == 0:
@@ -139,8 +141,31 @@ def expect_aggregates(n_evals):
     return agg
 
 
+def expect_torch(n_evals):
+    """The /torch attributes after evaluations 0..n_evals-1 (latest, median, count, tier)."""
+    want = {"tier": -1}
+    for kind in ("eager", "compile"):
+        v = [gen_eval(i)["torch_%s_us" % kind] for i in range(n_evals)]
+        v = [x for x in v if not math.isnan(x)]
+        s = sorted(v)
+        med = float("nan") if not s else (s[len(s) // 2] if len(s) % 2 else
+                                          (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2)
+        want.update({kind + "_us": v[-1] if v else float("nan"), kind + "_median_us": med,
+                     kind + "_n": len(v)})
+        if v and want["tier"] < 0:
+            want["tier"] = 2
+    return want
+
+
+def check_torch(f, n_evals):
+    a = f["torch"].attrs
+    for key, value in expect_torch(n_evals).items():
+        if not same(a[key].item(), value):
+            fail("/torch %s is %r, expected %r" % (key, a[key], value))
+
+
 def check_root(f):
-    if text(f.attrs["format"]) != "kernelbrain.h5/2":
+    if text(f.attrs["format"]) != "kernelbrain.h5/3":
         fail("format is %r" % f.attrs["format"])
     if text(f.attrs["campaign"]) != "demo" or text(f.attrs["task"]) != "sum":
         fail("campaign/task are %r/%r" % (f.attrs["campaign"], f.attrs["task"]))
@@ -152,7 +177,7 @@ def check_root(f):
         fail("/task/spec_json is %r" % spec)
     if ref != "float reference_sum(const float *x, int n);\n":
         fail("/task/reference is %r" % ref)
-    for g in ("sources", "compile_logs", "profiles", "best"):
+    for g in ("sources", "compile_logs", "profiles", "best", "torch"):
         if not isinstance(f[g], h5py.Group):
             fail("/%s is not a group" % g)
 
@@ -194,6 +219,7 @@ def check_fixture(writer):
                 got = text(b[key]) if isinstance(b[key], bytes) else b[key].item()
                 if not same(got, value):
                     fail("/best %s is %r, expected %r" % (key, got, value))
+            check_torch(f, 12)
             if not b["updated"] > 1.6e9:
                 fail("/best updated is %r" % b["updated"])
             if f["profiles/kernels"].shape != (0,) or f["llm/requests"].shape != (0,):
@@ -253,6 +279,8 @@ def check_loop(path, minimum, swmr):
                 best, status, n = agg[k]
                 check_row("/candidates[%d]" % k, c[k],
                           {"best_tier": best, "status": status, "n_evaluations": n})
+        if not swmr:
+            check_torch(f, n_evals)
         best = text(f["best"].attrs["candidate"])
         if not swmr and best and int(best, 16) >= n_cands:
             fail("/best names candidate %s, not stored" % best)

@@ -311,7 +311,7 @@ static void test_create(void **state) {
   assert_true(f >= 0);
   char buf[128];
   read_str_attr(f, "format", buf, sizeof buf);
-  assert_string_equal(buf, "kernelbrain.h5/2");
+  assert_string_equal(buf, "kernelbrain.h5/3");
   read_str_attr(f, "campaign", buf, sizeof buf);
   assert_string_equal(buf, FX_CAMPAIGN);
   read_str_attr(f, "task", buf, sizeof buf);

@@ -9,7 +9,10 @@
  *                           CANDIDATE_FILE...
  * Each line: {"task", "candidate" (file name), "tier" (name), "status", "reason",
  * "sets_checked", "median_us", "samples", "torch_eager_us", "torch_compile_us", "cost_ms",
- * "wall_s", "starts" (sandbox processes started so far, both kinds)}; unknown numbers are null.
+ * "wall_s", "starts" (sandbox processes started so far, both kinds), "label" (a ModelNew's static
+ * label: "kernel", "torch_compile", "torch_only"; null for C candidates), "same_run_speedup"
+ * (over the task's baseline seed, re-timed in the same run at the full tier)}; unknown numbers are
+ * null. A CANDIDATE_FILE ending in .py is a KernelBench-format candidate (class ModelNew).
  * Exit status: 0 when every evaluation reached a verdict, 1 when one could not (infra: the
  * message on stderr), 2 for usage. */
 #include "eval_cli.h"

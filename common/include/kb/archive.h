@@ -17,7 +17,11 @@
  *   "manual"), "source", "knobs", "flags": strings, "gpu": the device its timing comes from
  *   ("NVIDIA H200", "cpu"; "" when never timed), "tier": that tier's name ("" when never timed),
  *   "median_us", "baseline_us", "speedup": numbers >= 0 (0 = unknown), "campaign": id or "",
- *   "added": unix seconds, "tags": [strings of 1..40 printable ASCII characters] (0..32).
+ *   "added": unix seconds, "tags": [strings of 1..40 printable ASCII characters] (0..32);
+ *   optional "format": "native" | "kernelbench" (the candidate's format, kb/candidate.h;
+ *   absent = native, and written only for kernelbench, so older entries stay valid; the
+ *   candidate id covers it). A kernelbench entry is a ModelNew Python file: only tasks with a
+ *   pytorch oracle can run it (the archive generator proposes it to no other).
  */
 #ifndef KB_ARCHIVE_H
 #define KB_ARCHIVE_H
@@ -45,6 +49,7 @@ struct kb_archive_entry {
   char *source;                         /* kernel source, normalized (owned) */
   char *knobs;                          /* "-DNAME=value ..." or "" (owned) */
   char *flags;                          /* extra compile flags or "" (owned) */
+  int format;                           /* enum kb_cand_format (JSON "format", absent = native) */
   char gpu[KB_ID_MAX];                  /* device of the timing; "" = never timed */
   char tier[KB_ID_MAX];                 /* tier of the timing; "" = never timed */
   double median_us;                     /* microseconds at that tier; 0 = unknown */
@@ -75,7 +80,7 @@ int kb_task_fingerprint(const struct kb_task *t, char out[KB_CAND_ID_LEN + 1],
 
 /* Fills the task part of `e` (caller-owned, zeroed first) from `t` and the candidate part from
  * `c` (both borrowed; strings copied): task, fingerprint, backend, category, candidate, name,
- * generator, source, knobs, flags; sets `added` to now and the tags to the category, the
+ * generator, format, source, knobs, flags; sets `added` to now and the tags to the category, the
  * generator and kb_archive_technique_tags of the source. Timing fields stay unknown.
  * Errors: KB_EINVAL (c is for another task), KB_ENOMEM, KB_EINTERNAL. */
 int kb_archive_entry_from(struct kb_archive_entry *e, const struct kb_task *t,
@@ -89,8 +94,8 @@ int kb_archive_entry_add_tag(struct kb_archive_entry *e, const char *tag, struct
 void kb_archive_technique_tags(struct kb_archive_entry *e, const char *source);
 /* Computes `e->id` from its fingerprint, candidate and gpu. Errors: KB_ENOMEM, KB_EINTERNAL. */
 int kb_archive_entry_set_id(struct kb_archive_entry *e, struct kb_error *err);
-/* A candidate for task `task_id` (borrowed) made from `e` (borrowed): its source, knobs and
- * flags, generator "archive", name "archive-<name>" (cut to fit). `c` is caller-owned and
+/* A candidate for task `task_id` (borrowed) made from `e` (borrowed): its source, knobs,
+ * flags and format, generator "archive", name "archive-<name>" (cut to fit). `c` is caller-owned and
  * zeroed first. Errors as kb_candidate_init. */
 int kb_archive_entry_candidate(const struct kb_archive_entry *e, const char *task_id,
                                struct kb_candidate *c, struct kb_error *err);

@@ -36,10 +36,14 @@
  *      "llm": {"weight": number>=0 (default 1), "api": "openai" | "anthropic",
  *              "endpoint": "http(s)://..." (the full URL of chat/completions or messages),
  *              "model": string, "key_env": env var name | "key_file": absolute path (exactly
- *              one), "concurrency": int 1..256 (default 4), "max_tokens": int 1..1e6 (default
+ *              one, unless "auth": "none": neither; "auth": "key" (default) | "none": a keyless
+ *              endpoint, no key header sent), "concurrency": int 1..256 (default 4), "max_tokens": int 1..1e6 (default
  *              4096), "temperature": number 0..2 (default 0.7), "timeout_seconds": number>0
  *              (default 120), "max_retries": int 0..20 (default 5), "backoff_seconds": number>0
- *              (default 1), "backoff_max_seconds": number>0 (default 60)}  (absent: off;
+ *              (default 1), "backoff_max_seconds": number>0 (default 60),
+ *              "format": "native" | "kernelbench" (default native: C/CUDA kernels of the ABI;
+ *              kernelbench: ModelNew Python files, only when every task has a pytorch
+ *              oracle)}  (absent: off;
  *              needs "budget.llm_tokens" > 0),
  *      "archive": {"path": absolute folder (default: $KB_ARCHIVE of the scheduler; kb-submit
  *                  checks it is a folder), "propose": int 0..1000 (default 4), "examples": int
@@ -103,6 +107,7 @@ struct kb_gen_llm_cfg {
   char *model;           /* model name (owned) */
   char *key_env;         /* environment variable holding the key, or NULL (owned) */
   char *key_file;        /* absolute path of a 0600 key file, or NULL (owned) */
+  int auth_none;         /* "auth": "none": a keyless endpoint, no key read, no key header */
   int concurrency;       /* requests in flight at most */
   int max_tokens;        /* completion tokens per request */
   double temperature;    /* sampling temperature */
@@ -110,6 +115,7 @@ struct kb_gen_llm_cfg {
   int max_retries;       /* retries after the first attempt */
   double backoff_s;      /* first retry delay, seconds (doubles, with jitter) */
   double backoff_max_s;  /* cap of the retry delay, seconds */
+  int format;            /* enum kb_cand_format of the answers asked for (default native) */
 };
 
 /* The "archive" generator's settings (generators.archive; docs/generators.md). */

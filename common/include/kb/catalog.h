@@ -12,11 +12,13 @@
 
 struct kb_error;
 
-/* Stores `task` (borrowed): its spec and the texts of its oracle and reference, read from its
- * files. Overwrites. Errors: KB_EINVAL (id too long), KB_EIO (a file), KB_ECONN, KB_ENOMEM. */
+/* Stores `task` (borrowed): its spec and the texts of its oracle, reference and torch_reference
+ * (when it has one), read from its files. Overwrites. Errors: KB_EINVAL (id too long), KB_EIO
+ * (a file), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_put_task(struct kb_queue *q, const struct kb_task *task, struct kb_error *err);
 /* Loads task `task_id` from Redis into `task` (caller-owned; released on failure): writes the
- * spec and oracle under `work_dir`/<cid>/<task id>/ (created) and parses it from there.
+ * spec, the oracle and the torch_reference (when stored) under `work_dir`/<cid>/<task id>/
+ * (created) and parses it from there; task->torch_ref_path is NULL when none was stored.
  * Errors: KB_ENOTFOUND, KB_EPARSE (a corrupt spec), KB_EIO, KB_ENOMEM. */
 int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *work_dir,
                         struct kb_task *task, struct kb_error *err);

@@ -48,4 +48,10 @@ int kb_cli_parse_long(const char *opt, const char *text, long min, long max, lon
 int kb_cli_parse_double(const char *opt, const char *text, double min, double max, double *out,
                         struct kb_error *err);
 
+/* A name for a table column `width` characters wide (at least 8), into `out` (`size` bytes,
+ * more than `width`): the name itself when it fits, else its head, "..", and its tail, the
+ * tail being the longer part, so names that differ only at the end (tuned~BK=64,BJ=2 and
+ * tuned~BK=64,BJ=4) stay distinct. `name` is borrowed. */
+void kb_cli_fit_name(const char *name, int width, char *out, size_t size);
+
 #endif

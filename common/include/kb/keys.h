@@ -60,7 +60,8 @@
 /* stream: state changes, for watchers. Scripts: register, set_state. */
 #define KB_KEY_EVENTS "events"
 /* hash per task: spec (task.json text), oracle (source), reference (source), oracle_name
- * (file name of the oracle). printf format, the task id. Outside: kb_catalog_put_task. */
+ * (file name of the oracle), torch_reference (source; only when the task names one). printf
+ * format, the task id. Outside: kb_catalog_put_task. */
 #define KB_KEY_TASK_FMT "task:%s"
 #define KB_KEY_TASK_ANY "task:*"
 /* hash per candidate: task, name, json (zstd-compressed candidate JSON). printf format, the

@@ -13,6 +13,11 @@
 #ifndef KB_REDIS_H
 #define KB_REDIS_H
 
+/* The file in a campaign's results folder (<results_dir>/<campaign>/) where `kb-launch --local`
+ * writes the address of the Redis it started, one line "KB_REDIS=<addr>": `kb-submit status`
+ * and `watch` read it when given the campaign file and neither --redis nor $KB_REDIS. */
+#define KB_REDIS_ADDR_FILE "redis.env"
+
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 

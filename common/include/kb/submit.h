@@ -24,7 +24,8 @@ struct kb_submission {
 };
 
 /* Loads campaign `path` (borrowed), its task bundles and their seed sources into `s`
- * (caller-owned, zeroed first; released on failure). Checks task ids are unique and every task's backend matches the campaign's.
+ * (caller-owned, zeroed first; released on failure). Checks task ids are unique, every task's backend matches the campaign's,
+ * and, with generators.llm.format "kernelbench", every task has a pytorch oracle.
  * Errors: KB_EPARSE "file:line:col: ...", KB_EIO, KB_ENOMEM. */
 int kb_submission_load(const char *path, struct kb_submission *s, struct kb_error *err);
 /* Frees the contents of `s` and zeroes it; NULL is fine. */

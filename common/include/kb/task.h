@@ -8,6 +8,9 @@
  *   "backend": "host" | "cuda"
  *   "oracle": {"kind": "c" | "cuda" | "pytorch" | "data", "source": relative path}
  *   "reference": relative path (optional; source shown to the LLM; defaults to the oracle source)
+ *   "torch_reference": relative path (optional): a KernelBench-format module (Model,
+ *                get_inputs, get_init_inputs) of the same operator, timed in torch eager and
+ *                torch.compile at the full tier as a pytorch oracle is (docs/task-bundle.md)
  *   "inputs":  [{"name": C identifier (1..63 chars, unique across inputs and outputs),
  *                "dtype": "f32"|"f16"|"bf16"|"f64"|"i32"|"i64"|"u8"|"bool",
  *                "shape": [int 1..2^31-1, ...] (0..8 dims)}] (1..KB_MAX_TENSORS)
@@ -19,7 +22,9 @@
  *                   "low": number, "high": number}]  (1..32; for normal, low=mean high=stddev>0;
  *                   otherwise high > low)
  *   "seeds": [{"name": "[a-z0-9_.-]{1,63}" (unique), "source": relative path,
- *              "flags": string (optional, default "")}]  (1..32)
+ *              "flags": string (optional, default "")}]  (1..32); a source ending in ".py" is
+ *              a KernelBench-format candidate (class ModelNew), allowed with a pytorch oracle
+ *              only
  *   "baseline": name of one of "seeds" that speedups are measured against (optional)
  *   "knobs" are not here: they live in the candidate sources as `// kb:param` lines.
  * Relative paths must stay inside the bundle: not absolute, no ".." component, no control
@@ -68,6 +73,8 @@ struct kb_seed_source {
   char name[KB_ID_MAX]; /* "naive", "blocked", ... */
   char *path;           /* absolute path of the source file (owned) */
   char *flags;          /* extra compile flags, "" when none (owned) */
+  int format;           /* enum kb_cand_format (kb/candidate.h): KB_FORMAT_KERNELBENCH when
+                           the path ends in ".py" (a ModelNew solution; pytorch oracle only) */
 };
 
 struct kb_task {
@@ -80,6 +87,8 @@ struct kb_task {
   int oracle_kind;       /* enum kb_oracle_kind */
   char *oracle_path;     /* absolute (owned) */
   char *reference_path;  /* absolute (owned) */
+  char *torch_ref_path;  /* "torch_reference": a PyTorch module of the same operator, absolute
+                            (owned); NULL when the task has none */
   struct kb_tensor_spec *inputs;  /* n_inputs, in kb_forward argument order (owned) */
   int n_inputs;          /* 1..KB_MAX_TENSORS */
   struct kb_tensor_spec *outputs; /* n_outputs, in kb_forward argument order (owned) */

@@ -1,0 +1,257 @@
+"""kb_build_modelnew.py: the compile tier of a KernelBench-format candidate (class ModelNew).
+
+usage: python3 -I kb_build_modelnew.py --source FILE --oracle FILE --out DIR --backend host|cuda
+
+The runner (runner/compile_kb.c) runs it as it runs nvcc: posix_spawn, a scrubbed environment
+(PATH, LD_LIBRARY_PATH, HOME, LC_ALL=C, and TMPDIR, TORCH_EXTENSIONS_DIR, TRITON_CACHE_DIR,
+TORCHINDUCTOR_CACHE_DIR all inside DIR), DIR a fresh build folder of the content-addressed
+cache, a time limit, its output captured as the build log. It
+
+1. checks the static rules (docs/sandbox.md "KernelBench-format candidates"): the file parses,
+   defines ModelNew at module level, imports none of the modules that start processes or open
+   sockets, and is labelled "kernel" (load_inline/load of torch.utils.cpp_extension or Triton),
+   "torch_compile" (torch.compile, no custom kernel) or "torch_only" (plain torch);
+2. runs the file as its own module with torch.utils.cpp_extension.load_inline and load
+   wrapped, so every extension it builds (nvcc/c++ and ninja run here, never in the confined
+   worker) is recorded with the SHA-256 of the call's arguments;
+3. instantiates ModelNew(*get_init_inputs()) of the task's oracle on the CPU under
+   torch.manual_seed(0), as the worker will on the device (a different constructor is caught
+   here); on the cuda backend, when a GPU is visible, it also runs one forward pass on the
+   device on get_inputs(), so that JIT compilers (Triton, inductor) fill their caches in DIR.
+   Steps 2 and 3 run only for a "kernel" file or on the cuda backend: a plain-torch file on the
+   host has nothing to build, so none of its code runs outside the confined worker;
+4. writes DIR/candidate.py (the source) and DIR/build.json:
+   {"status": "ok", "label": ..., "extensions": [{"name", "key", "path" (relative to DIR)}]}.
+
+A candidate that fails a rule or a step is {"status": "compile_error" or "rejected",
+"reason"} in DIR/build.json, exit status 0 (a verdict); exit 2 is a bad command line. The
+worker (kb_sandbox_torch.py) loads the built extensions from DIR without running any compiler.
+"""
+import ast
+import hashlib
+import json
+import os
+import sys
+import traceback
+
+EXIT_USAGE = 2
+MODEL_SEED = 0
+# modules whose use would start processes, open sockets or load arbitrary libraries; the
+# confined worker traps them anyway, this process is not confined
+FORBIDDEN_MODULES = ("subprocess", "multiprocessing", "socket", "ctypes", "pty", "shutil",
+                     "urllib", "http", "requests", "signal", "resource")
+FORBIDDEN_CALLS = ("os.system", "os.popen", "os.fork", "os.forkpty", "os.kill", "os.execv",
+                   "os.execve", "os.execvp", "os.spawnv", "os.posix_spawn", "os.remove",
+                   "os.unlink", "os.rmdir", "os.rename", "eval", "exec", "__import__")
+
+
+def dotted(node):
+    """'a.b.c' for a Name/Attribute chain, else ''."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def static_rules(source, path):
+    """(status, reason, label): status "ok", "compile_error" or "rejected"."""
+    try:
+        tree = ast.parse(source, path)
+    except SyntaxError as e:
+        return "compile_error", "syntax error at line %s: %s" % (e.lineno, e.msg), ""
+    has_model_new = False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+            has_model_new = True
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in targets):
+                has_model_new = True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.asname or a.name for a in node.names]
+            if "ModelNew" in names:
+                has_model_new = True
+    if not has_model_new:
+        return ("compile_error", "no ModelNew: a KernelBench solution defines class "
+                "ModelNew(nn.Module) at module level", "")
+    kernel = triton = compiled = False
+    cpp_ext_names = set()
+    for node in ast.walk(tree):
+        mods = []
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mods = [node.module]
+            if node.module == "torch.utils.cpp_extension":
+                cpp_ext_names.update(a.asname or a.name for a in node.names)
+        for m in mods:
+            top = m.split(".")[0]
+            if top in FORBIDDEN_MODULES:
+                return ("rejected", "static rule: line %d imports %s (a solution may not start "
+                        "processes, open sockets or load libraries itself)" % (node.lineno, m),
+                        "")
+            if top == "triton":
+                triton = True
+        if isinstance(node, ast.Call):
+            name = dotted(node.func)
+            if name in FORBIDDEN_CALLS:
+                return ("rejected", "static rule: line %d calls %s" % (node.lineno, name), "")
+            last = name.split(".")[-1]
+            if (last == "load_inline" or name.endswith("cpp_extension.load")
+                    or (last == "load" and "load" in cpp_ext_names)):
+                kernel = True
+            if name in ("torch.compile",):
+                compiled = True
+    label = "kernel" if kernel or triton else ("torch_compile" if compiled else "torch_only")
+    return "ok", "", label
+
+
+def call_key(args, kwargs):
+    """The SHA-256 of a load_inline/load call's arguments: the worker finds the built extension
+    of its own call by it."""
+    text = repr((tuple(args), sorted(kwargs.items())))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def wrap_builders(out_dir, record):
+    import torch.utils.cpp_extension as ext
+
+    def wrap(fn, kind):
+        def built(*args, **kwargs):
+            name = kwargs.get("name", args[0] if args else "")
+            try:
+                mod = fn(*args, **kwargs)
+            except Exception as e:
+                print(str(e), file=sys.stderr)  # torch puts the compiler's output in it
+                raise ExtensionError("extension \"%s\" does not build: %s" % (
+                    name, first_error(str(e))))
+            path = getattr(mod, "__file__", None)
+            if not path:
+                raise RuntimeError("%s built no python module (is_python_module=False is not "
+                                   "supported)" % kind)
+            record.append({"name": str(name), "kind": kind, "key": call_key(args, kwargs),
+                           "path": os.path.relpath(os.path.abspath(path), out_dir)})
+            return mod
+        return built
+    ext.load_inline = wrap(ext.load_inline, "load_inline")
+    ext.load = wrap(ext.load, "load")
+
+
+def run_file(path, source, name):
+    ns = {"__name__": name, "__file__": path}
+    exec(compile(source, path, "exec"), ns)
+    return ns
+
+
+def build(args):
+    out_dir = os.path.abspath(args["out"])
+    with open(args["source"], encoding="utf-8") as f:
+        source = f.read()
+    status, reason, label = static_rules(source, "candidate.py")
+    if status != "ok":
+        return {"status": status, "reason": reason}
+    cand_path = os.path.join(out_dir, "candidate.py")
+    with open(cand_path, "w", encoding="utf-8") as f:
+        f.write(source)
+    if label != "kernel" and args["backend"] != "cuda":
+        # nothing to build: the file runs first in the confined worker, which checks ModelNew
+        # and its constructor there (and no candidate code runs unconfined)
+        return {"status": "ok", "label": label, "extensions": []}
+    import torch
+    record = []
+    wrap_builders(out_dir, record)
+    try:
+        ns = run_file(cand_path, source, "kb_candidate")
+    except ExtensionError as e:
+        return {"status": "compile_error", "reason": str(e)}
+    except Exception as e:
+        print(traceback.format_exc(limit=-3), file=sys.stderr)
+        return {"status": "compile_error", "reason": "running the file failed: %s: %s" % (
+            type(e).__name__, first_line(e))}
+    model_new = ns.get("ModelNew")
+    if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
+        return {"status": "compile_error", "reason": "ModelNew is %s, not a torch.nn.Module "
+                "class" % type(model_new).__name__}
+    try:
+        with open(args["oracle"], encoding="utf-8") as f:
+            oracle = run_file(args["oracle"], f.read(), "kb_reference")
+        init = oracle["get_init_inputs"]()
+    except Exception as e:
+        return {"status": "infra_error", "reason": "the oracle's get_init_inputs() failed: "
+                "%s: %s" % (type(e).__name__, first_line(e))}
+    torch.manual_seed(MODEL_SEED)
+    try:
+        module = model_new(*init)
+    except Exception as e:
+        return {"status": "compile_error", "reason": "ModelNew(*get_init_inputs()) raised %s: %s "
+                "(ModelNew takes the constructor arguments of the task's Model)"
+                % (type(e).__name__, first_line(e))}
+    if args["backend"] == "cuda" and torch.cuda.is_available():
+        # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        try:  # JIT compilers (Triton, inductor) fill their caches in the build folder
+            module = module.cuda()
+            torch.manual_seed(MODEL_SEED)
+            ins = [t.cuda() if isinstance(t, torch.Tensor) else t
+                   for t in oracle["get_inputs"]()]
+            with torch.no_grad():
+                module(*ins)
+            torch.cuda.synchronize()
+        except Exception as e:
+            print("warm-up forward pass failed: %s: %s" % (type(e).__name__, first_line(e)),
+                  file=sys.stderr)
+    return {"status": "ok", "label": label, "extensions": record}
+
+
+class ExtensionError(Exception):
+    pass
+
+
+def first_error(text):
+    """The first line of compiler output that says error, else the message's first line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower() and not ln.startswith("Error building extension"):
+            return ln[:200]
+    return lines[0][:200] if lines else "no output"
+
+
+def first_line(e):
+    text = str(e).strip().splitlines()
+    return text[-1] if text else type(e).__name__
+
+
+def parse_args(argv):
+    args = {"source": None, "oracle": None, "out": None, "backend": "host"}
+    i = 0
+    while i + 1 < len(argv) and argv[i] in ("--source", "--oracle", "--out", "--backend"):
+        args[argv[i][2:]] = argv[i + 1]
+        i += 2
+    if i != len(argv) or None in (args["source"], args["oracle"], args["out"]) or \
+            args["backend"] not in ("host", "cuda"):
+        print("usage: kb_build_modelnew.py --source FILE --oracle FILE --out DIR "
+              "--backend host|cuda", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    result = build(args)
+    if result["status"] != "ok":
+        # the build folder's name is of no use to the reader (and differs on every build)
+        result["reason"] = result["reason"].replace(os.path.abspath(args["out"]) + "/", "")
+        print(result["reason"], file=sys.stderr)
+    with open(os.path.join(args["out"], "build.json"), "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

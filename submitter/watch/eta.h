@@ -1,0 +1,54 @@
+/* The time a campaign still needs, from what a progress snapshot shows: the open items per tier,
+ * the promotion rates observed so far, the mean settled cost of a result per tier, and the
+ * recent spend rate; and when its budget runs out at that rate. docs/report.md ("The ETA") says
+ * how. Pure functions: kb-submit status/watch call them on each snapshot, and
+ * tests/report/test_eta.c on a recorded campaign's snapshots.
+ */
+#ifndef KB_SUBMITTER_ETA_H
+#define KB_SUBMITTER_ETA_H
+
+#include <stdint.h>
+
+#include "kb/campaign.h"
+
+/* Promotion rate assumed for a tier nothing was evaluated at yet: the policy's default top
+ * 1/eta (eta 3) climbs, plus the baseline. */
+#define KB_ETA_PRIOR_RATE (1.0 / 3.0)
+
+struct kb_eta_in {
+  int n_tiers;
+  int64_t ready[KB_MAX_TIERS];     /* items waiting per tier */
+  int64_t leased[KB_MAX_TIERS];    /* items being evaluated per tier */
+  int64_t evaluated[KB_MAX_TIERS]; /* results per tier so far */
+  double cost_ms[KB_MAX_TIERS];    /* mean settled GPU ms of a result per tier; 0 = none yet */
+  double plan_ms[KB_MAX_TIERS];    /* the tier's planning estimate (cost_ms of the ladder) */
+  double gpu_rate;     /* GPU ms settled per second, recently; 0 = unknown */
+  double gpu_left_ms;  /* GPU ms available (not spent nor held) */
+  double deadline_s;   /* seconds to the deadline; < 0 = none */
+  int generating;      /* 1: generators propose new candidates until budget or a stop rule */
+};
+
+struct kb_eta {
+  double work_ms;       /* expected GPU ms of the open items and their promotions */
+  double eta_s;         /* seconds until the campaign ends; -1 = unknown */
+  double exhaust_s;     /* seconds until the GPU budget runs out at gpu_rate; -1 = unknown */
+  int bound;            /* what ends it: 0 the work, 1 the budget, 2 the deadline */
+};
+
+/* A spend rate per second from `n` snapshots (oldest first) at times `t_ms` (unix ms) of the
+ * amount spent `spent` (both borrowed), the last being now: over those of the last minute when
+ * they span 10 s or more, else since `created_ms` (the campaign's submission; 0 = unknown, then
+ * 0 is returned for a short span). */
+#define KB_ETA_RATE_WINDOW_MS 60000
+#define KB_ETA_RATE_MIN_SPAN_MS 10000
+double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms);
+/* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
+ * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that the
+ * saw-tooth of settlements (the spend rate sags while a long evaluation runs) averages out.
+ * Returns the new smoothed end. */
+#define KB_ETA_SMOOTH_S 5.0
+double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
+/* Fills `out` from `in` (both caller-owned). */
+void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out);
+
+#endif

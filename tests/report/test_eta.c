@@ -1,0 +1,208 @@
+/* The ETA (submitter/watch/eta.c) against a recorded campaign: the `watch --json` snapshots of a
+ * real three-task host campaign through `kb-launch --local`, reduced by
+ * data/make_eta_fixture.py to what the estimate reads (data/eta_campaign.json). Each snapshot is
+ * replayed through kb__eta_rate, kb__eta_estimate and kb__eta_smooth as `kb-submit watch` calls
+ * them. From a third of the campaign on: the median error is within 25% of the time really
+ * left, the predicted end is never off by more than 20% of the campaign's duration, and both
+ * beat the open-items/rate estimate it replaced. (Issue 15 asked for every snapshot within 25%
+ * of the time left; this recording does not meet that: docs/report.md, "The ETA", says where
+ * it misses.) Also the estimate's parts on small cases. Run as `test_eta FIXTURE`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "watch/eta.h"
+
+static const char *fixture;
+
+#define MAX_SAMPLES 1000
+
+struct recording {
+  int n_tiers, n;
+  double plan_ms[KB_MAX_TIERS];
+  int64_t end_ms;
+  int generating;
+  struct kb_eta_in in[MAX_SAMPLES]; /* without gpu_rate, which needs the history */
+  int64_t t_ms[MAX_SAMPLES], spent[MAX_SAMPLES];
+  int64_t open[MAX_SAMPLES], results[MAX_SAMPLES];
+};
+
+static void ints(json_t *a, int64_t *out, int n) {
+  for (int k = 0; k < n; k++)
+    out[k] = json_integer_value(json_array_get(a, (size_t)k));
+}
+
+static void load(struct recording *r) {
+  json_error_t jerr;
+  json_t *root = json_load_file(fixture, 0, &jerr);
+  if (root == NULL)
+    fail_msg("%s:%d: %s", fixture, jerr.line, jerr.text);
+  memset(r, 0, sizeof *r);
+  r->n_tiers = (int)json_array_size(json_object_get(root, "tiers"));
+  assert_true(r->n_tiers > 1 && r->n_tiers <= KB_MAX_TIERS);
+  for (int k = 0; k < r->n_tiers; k++)
+    r->plan_ms[k] = json_number_value(json_array_get(json_object_get(root, "plan_ms"), (size_t)k));
+  r->end_ms = json_integer_value(json_object_get(root, "end_ms"));
+  r->generating = json_is_true(json_object_get(root, "generating"));
+  json_t *samples = json_object_get(root, "samples"), *s;
+  size_t i;
+  json_array_foreach(samples, i, s) {
+    assert_true(r->n < MAX_SAMPLES);
+    struct kb_eta_in *in = &r->in[r->n];
+    in->n_tiers = r->n_tiers;
+    ints(json_object_get(s, "ready"), in->ready, r->n_tiers);
+    ints(json_object_get(s, "leased"), in->leased, r->n_tiers);
+    ints(json_object_get(s, "evaluated"), in->evaluated, r->n_tiers);
+    for (int k = 0; k < r->n_tiers; k++) {
+      in->cost_ms[k] = json_number_value(json_array_get(json_object_get(s, "cost_ms"), (size_t)k));
+      in->plan_ms[k] = r->plan_ms[k];
+      r->open[r->n] += in->ready[k] + in->leased[k];
+      r->results[r->n] += in->evaluated[k];
+    }
+    in->gpu_left_ms = (double)json_integer_value(json_object_get(s, "gpu_available"));
+    in->deadline_s = -1;
+    in->generating = r->generating;
+    r->t_ms[r->n] = json_integer_value(json_object_get(s, "t_ms"));
+    r->spent[r->n] = json_integer_value(json_object_get(s, "gpu_spent"));
+    r->n++;
+  }
+  json_decref(root);
+  assert_true(r->n >= 20);
+}
+
+static struct recording rec;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Over the snapshots from a third of the campaign on, with `eta[i]` the estimate at snapshot i:
+ * the median of |eta - left| / left and the worst |eta - left| / duration. */
+static void score(const double *eta, double *median_rel, double *worst_dur, double *within) {
+  static double rel[MAX_SAMPLES];
+  int m = 0;
+  *worst_dur = 0;
+  for (int i = 0; i < rec.n; i++) {
+    if (rec.t_ms[i] * 3 < rec.end_ms)
+      continue;
+    double left = (double)(rec.end_ms - rec.t_ms[i]) / 1000.0;
+    double off = eta[i] >= 0 ? fabs(eta[i] - left) : INFINITY;
+    rel[m++] = left > 0 ? off / left : off > 1 ? INFINITY : 0;
+    if (off / ((double)rec.end_ms / 1000.0) > *worst_dur)
+      *worst_dur = off / ((double)rec.end_ms / 1000.0);
+  }
+  qsort(rel, (size_t)m, sizeof rel[0], cmp_double);
+  *median_rel = m > 0 ? rel[m / 2] : INFINITY;
+  int ok = 0;
+  for (int i = 0; i < m; i++)
+    ok += rel[i] <= 0.25;
+  *within = m > 0 ? (double)ok / m : 0;
+}
+
+static double new_eta[MAX_SAMPLES], old_eta[MAX_SAMPLES];
+
+/* Every snapshot through the estimate, as watch computes it. */
+static void test_recorded_campaign(void **state) {
+  (void)state;
+  load(&rec);
+  double end = -1, last = 0;
+  for (int i = 0; i < rec.n; i++) {
+    struct kb_eta_in in = rec.in[i];
+    in.gpu_rate = kb__eta_rate(rec.t_ms, rec.spent, i + 1, 0 /* the fixture's t is since it */);
+    if (rec.t_ms[i] < KB_ETA_RATE_MIN_SPAN_MS) /* status-like: since submission */
+      in.gpu_rate = rec.t_ms[i] > 0 ? (double)rec.spent[i] * 1000.0 / (double)rec.t_ms[i] : 0;
+    struct kb_eta e;
+    kb__eta_estimate(&in, &e);
+    double now = (double)rec.t_ms[i] / 1000.0;
+    if (e.eta_s >= 0) { /* smoothed as watch smooths it */
+      end = kb__eta_smooth(end, now + e.eta_s, now - last);
+      last = now;
+    }
+    new_eta[i] = e.eta_s < 0 ? -1 : end > now ? end - now : 0;
+    printf("t %6.1f s  left %5.1f s  eta %6.1f s\n", rec.t_ms[i] / 1000.0,
+           (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, new_eta[i]);
+    /* the estimate it replaced: open items / results per second over the last minute */
+    int j = 0;
+    while (j < i && rec.t_ms[j] < rec.t_ms[i] - 60000)
+      j++;
+    double span = (double)(rec.t_ms[i] - rec.t_ms[j]) / 1000.0;
+    double rate = span > 0 ? (double)(rec.results[i] - rec.results[j]) / span : 0;
+    old_eta[i] = rate > 0 ? (double)rec.open[i] / rate : -1;
+  }
+  double med, worst, within, old_med, old_worst, old_within;
+  score(new_eta, &med, &worst, &within);
+  score(old_eta, &old_med, &old_worst, &old_within);
+  printf("from a third on: median error %.0f%% of the time left, %.0f%% of the snapshots within "
+         "25%%, worst %.0f%% of the duration (open items / rate: %.0f%%, %.0f%%, %.0f%%)\n",
+         100 * med, 100 * within, 100 * worst, 100 * old_med, 100 * old_within, 100 * old_worst);
+  assert_true(med <= 0.25);
+  assert_true(worst <= 0.20);
+  assert_true(med < old_med && worst < old_worst);
+}
+
+/* The parts on small cases: promotions counted, the budget and the deadline as caps, generators
+ * running to the budget, rates over the window and since submission. */
+static void test_small_cases(void **state) {
+  (void)state;
+  struct kb_eta_in in = {.n_tiers = 3, .gpu_rate = 10, .gpu_left_ms = 1e6, .deadline_s = -1};
+  in.plan_ms[1] = 100;
+  in.plan_ms[2] = 1000;
+  struct kb_eta e;
+  in.ready[1] = 3; /* no result yet: 3 x 100 + 3 x 1/3 x 1000 */
+  kb__eta_estimate(&in, &e);
+  assert_true(fabs(e.work_ms - 1300) < 1e-6);
+  assert_true(fabs(e.eta_s - 130) < 1e-6);
+  assert_int_equal(e.bound, 0);
+  in.evaluated[1] = 4; /* observed: 2 of 4 climbed, at a mean of 500 ms at tier 2 */
+  in.evaluated[2] = 2;
+  in.cost_ms[2] = 500;
+  kb__eta_estimate(&in, &e);
+  assert_true(fabs(e.work_ms - (300 + 3 * 0.5 * 500)) < 1e-6);
+  in.gpu_left_ms = 600; /* the budget runs out first */
+  kb__eta_estimate(&in, &e);
+  assert_true(fabs(e.eta_s - 60) < 1e-6);
+  assert_int_equal(e.bound, 1);
+  in.deadline_s = 5;
+  kb__eta_estimate(&in, &e);
+  assert_true(fabs(e.eta_s - 5) < 1e-6);
+  assert_int_equal(e.bound, 2);
+  in.deadline_s = -1;
+  in.gpu_left_ms = 1e5;
+  in.generating = 1; /* proposals until the budget */
+  kb__eta_estimate(&in, &e);
+  assert_true(fabs(e.eta_s - 1e4) < 1e-6);
+  memset(in.ready, 0, sizeof in.ready);
+  in.generating = 0;
+  kb__eta_estimate(&in, &e);
+  assert_true(e.eta_s == 0);
+  int64_t t[] = {1000, 30000, 75000, 80000}, spent[] = {0, 100, 400, 450};
+  /* the last minute: from 30 s (75 - 60 = 15 s is after 1 s) to 80 s: 350 ms in 50 s */
+  assert_true(fabs(kb__eta_rate(t, spent, 4, 0) - 7.0) < 1e-9);
+  /* under 10 s of snapshots: since submission */
+  assert_true(fabs(kb__eta_rate(t + 3, spent + 3, 1, 35000) - 10.0) < 1e-9);
+  assert_true(kb__eta_rate(t + 3, spent + 3, 1, 0) == 0);
+  /* smoothing: none at first; a step of KB_ETA_SMOOTH_S moves 1 - 1/e of the way */
+  assert_true(kb__eta_smooth(-1, 100, 1) == 100);
+  assert_true(fabs(kb__eta_smooth(100, 200, KB_ETA_SMOOTH_S) - (100 + 100 * (1 - exp(-1)))) < 1e-9);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: test_eta FIXTURE\n");
+    return 2;
+  }
+  fixture = argv[1];
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_recorded_campaign),
+      cmocka_unit_test(test_small_cases),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

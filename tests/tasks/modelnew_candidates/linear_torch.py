@@ -1,0 +1,13 @@
+# 12_small_linear with its own parameters, built under the task's seed as Model's are: the
+# same values, so addmm on them is right. ok.
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        return torch.addmm(self.linear.bias, x, self.linear.weight.t())

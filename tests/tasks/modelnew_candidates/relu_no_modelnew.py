@@ -1,0 +1,8 @@
+# Defines no ModelNew: compile_error.
+import torch
+import torch.nn as nn
+
+
+class Model2(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
