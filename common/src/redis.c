@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,12 +35,13 @@ struct kb_redis {
   char cred_source[600];          /* where the password came from, for messages; "" for none */
   char shas[MAX_SCRIPTS][41];     /* SHA-1 of each embedded script, by table index */
   unsigned rng;                   /* jitter state */
-  long warned_ms;                 /* monotonic ms of the last "reconnecting" line, 0 for none */
-  long unwarned;                  /* reconnects since that line, not logged */
 };
 
-/* At most one "reconnecting" line per this many ms; the next one counts the others. */
+/* At most one "reconnecting" line per this many ms in a process (all its connections and
+ * threads); the next one counts the others. */
 #define WARN_EVERY_MS 10000
+static _Atomic long warned_ms; /* monotonic ms of the last "reconnecting" line, 0 for none */
+static _Atomic long unwarned;  /* reconnects since that line, not logged */
 
 char *const kb_redis_server_settings[] = {
     "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
@@ -274,21 +276,21 @@ const char *kb_redis_addr(const struct kb_redis *r) { return r->addr; }
 
 void kb_redis_set_retry(struct kb_redis *r, int retry_ms) { r->retry_ms = retry_ms; }
 
-/* Logs "redis at ADDR: why; reconnecting" at most once per WARN_EVERY_MS, with the count of
- * the reconnects since the last line. */
-static void warn_reconnect(struct kb_redis *r, const char *why) {
-  long now = mono_ms();
-  if (r->warned_ms != 0 && now - r->warned_ms < WARN_EVERY_MS) {
-    r->unwarned++;
+/* Logs "redis at ADDR: why; reconnecting" at most once per WARN_EVERY_MS in the process, with
+ * the count of the reconnects since the last line. */
+static void warn_reconnect(const struct kb_redis *r, const char *why) {
+  long now = mono_ms(), last = atomic_load(&warned_ms);
+  if ((last != 0 && now - last < WARN_EVERY_MS) ||
+      !atomic_compare_exchange_strong(&warned_ms, &last, now)) {
+    atomic_fetch_add(&unwarned, 1);
     return;
   }
-  if (r->unwarned > 0)
+  long others = atomic_exchange(&unwarned, 0);
+  if (others > 0)
     kb_warn("redis at %s: %s; reconnecting (%ld more times in the last %ld s)", r->addr, why,
-            r->unwarned, (now - r->warned_ms) / 1000);
+            others, (now - last) / 1000);
   else
     kb_warn("redis at %s: %s; reconnecting", r->addr, why);
-  r->warned_ms = now;
-  r->unwarned = 0;
 }
 
 /* Sends one formatted command (`cmd`, `len` bytes, from redisFormatCommand*) and reads its
