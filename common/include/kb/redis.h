@@ -61,9 +61,9 @@ const char *kb_redis_addr(const struct kb_redis *r);
  * freeReplyObject), which may be a Redis error reply: kb_redis_command maps those to
  * KB_EREDIS with the server's text, except when `allow_error` is set. `lens` may be NULL for
  * NUL-terminated args. A dropped connection is retried within the retry budget, with jittered
- * exponential backoff (50 ms doubling to 2 s), logging "reconnecting" at most once per 10 s
- * in the process (with the count of the others). Errors: KB_ECONN after the retry budget, KB_ENOTREDIS,
- * KB_EAUTH (on a reconnect), KB_EREDIS, KB_ENOMEM. */
+ * exponential backoff (50 ms doubling to 2 s), logging "reconnecting" at most once per 10 s in
+ * the process (with the count of the others). Errors: KB_ECONN after the retry budget,
+ * KB_ENOTREDIS, KB_EAUTH (on a reconnect), KB_EREDIS, KB_ENOMEM. */
 int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
                      int allow_error, redisReply **reply, struct kb_error *err);
 /* printf-style convenience for fixed commands (hiredis format: %s, %b, %lld). */
