@@ -201,7 +201,7 @@ int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb
   struct kb_error werr = {0};
   int rc = kb_write_file_atomic(path, text, len, &werr);
   free(text);
-  if (rc == KB_EIO) /* the campaign is over in redis: a later kb-scheduler or kb-launch rewrites it */
+  if (rc == KB_EIO) /* the campaign is over in redis: a later kb-scheduler or kb-launch does it */
     rc = kb_error_set(err, KB_EWRITE, "%s; run kb-scheduler or kb-launch again to write it",
                       werr.msg);
   else if (rc)

@@ -69,7 +69,8 @@ static int spawn_redis(char *const argv[], const char *log_path, pid_t *pid,
 /* 1 for the variables that give a redis password, which the redis-server we start has not. */
 static int is_credential(const char *var) {
   return strncmp(var, "KB_REDIS_PASSWORD=", 18) == 0 ||
-         strncmp(var, "KB_REDIS_PASSWORD_FILE=", 23) == 0 || strncmp(var, "KB_REDIS_USER=", 14) == 0;
+         strncmp(var, "KB_REDIS_PASSWORD_FILE=", 23) == 0 ||
+         strncmp(var, "KB_REDIS_USER=", 14) == 0;
 }
 
 /* Our environment for a child: with CUDA_VISIBLE_DEVICES set to `gpu` when `gpu` >= 0 (the

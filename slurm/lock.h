@@ -33,8 +33,9 @@ int kb__launch_spawn(char *const argv[], const char *log_path, char *const envp[
 /* Ends what a launcher killed before it could stop its children left behind: every
  * redis-server, kb-scheduler and kb-runner of ours whose command line names `folder` (borrowed:
  * the campaign's redis folder, which they name), and the redis-server of `folder`/redis.pid,
- * gets SIGTERM (redis-server saves its AOF and leaves), then SIGKILL after `grace_ms`. Call it holding the lock: no other launcher runs
- * the campaign, so they are orphans. Returns how many there were. */
+ * gets SIGTERM (redis-server saves its AOF and leaves), then SIGKILL after `grace_ms`. Call it
+ * holding the lock: no other launcher runs the campaign, so they are orphans. Returns how many
+ * there were. */
 int kb__launch_end_orphans(const char *folder, int grace_ms);
 
 #endif
