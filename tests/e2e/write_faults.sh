@@ -100,7 +100,8 @@ expect_fault "summary.json" "$R/summary.json"
 chattr -i "$R/summary.json"
 "$BIN/kb-scheduler" --campaign wf --cache "$T/sched" 2>> "$T/sched.log" ||
   fail "kb-scheduler of a done campaign failed: $(tail -3 "$T/sched.log")"
-grep -q '"state"' "$R/summary.json" || fail "kb-scheduler did not rewrite summary.json"
+grep -q '"reason": "every candidate evaluated"' "$R/summary.json" ||
+  fail "kb-scheduler did not rewrite summary.json with the reason the campaign ended"
 rm "$R/summary.json"
 "$BIN/kb-launch" --local --redis "$KB_REDIS" "$T/wf.json" > "$T/launch.out" 2>&1 ||
   fail "kb-launch of a done campaign failed: $(tail -3 "$T/launch.out")"
