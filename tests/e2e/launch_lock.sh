@@ -47,8 +47,10 @@ for _ in $(seq 100); do [ -z "$(running)" ] && break; sleep 0.05; done
 note "a redis-server left on the campaign's AOF, then the rerun"
 redis_settings "$T/settings.conf"
 redis-server "$T/settings.conf" --port 0 --unixsocket "$SOCK" --unixsocketperm 700 \
-  --dir "$R/redis" --daemonize yes --logfile "$R/redis/orphan.log" > /dev/null
+  --dir "$R/redis" --daemonize yes --logfile "$R/redis/orphan.log" \
+  --pidfile "$T/orphan.pid" > /dev/null
 for _ in $(seq 100); do redis-cli -s "$SOCK" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+BG_PIDS+=("$(cat "$T/orphan.pid")") # stopped by the rerun; by the cleanup if the test fails first
 "$BIN/kb-launch" --local "$T/ll.json" > "$T/c.out" 2> "$T/c.err" ||
   fail "rerun failed: $(tail -5 "$T/c.err")"
 grep -q "stopped 1 process a killed kb-launch left running" "$T/c.err" ||
