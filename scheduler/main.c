@@ -10,6 +10,7 @@
 #include "kb/log.h"
 #include "kb/signals.h"
 #include "sched.h"
+#include "store.h"
 
 static volatile sig_atomic_t stop_requested = 0;
 
@@ -31,12 +32,15 @@ static void usage(FILE *out) {
         "  -h, --help           this help\n"
         "      --version        the version and the commit it was built from\n"
         "\n"
-        "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable\n",
+        "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable,\n"
+        "9 results cannot be written (disk full, quota, read-only, i/o error): they stay in\n"
+        "redis; fix it and run again\n",
         out);
 }
 
 int main(int argc, char **argv) {
   kb_harden_process(); /* first: nothing of ours readable through /proc by our children */
+  kb__store_library_init();
   kb_log_init("kb-scheduler");
   static char work_default[256];
   kb_cli_user_tmp("kb-sched", work_default, sizeof work_default);
@@ -83,7 +87,11 @@ int main(int argc, char **argv) {
   static const int sigs[] = {SIGTERM, SIGINT};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   int finished = 0;
-  if (kb__sched_run(&o, &finished, &err))
+  int rc = kb__sched_run(&o, &finished, &err);
+  if (kb__store_library_end() > 0)
+    kb_warn("HDF5 left to the exit after a failed write: every result acknowledged is in the "
+            "files, the others stay in redis");
+  if (rc)
     return kb_cli_fail("kb-scheduler", &err);
   return KB_EXIT_OK;
 }

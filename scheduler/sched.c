@@ -644,6 +644,12 @@ static int finish(struct sched *s, const char *reason, struct kb_error *err) {
   int rc = sync_llm_all(s, err);
   if (rc)
     return rc;
+  /* A campaign ended earlier (a rerun rewriting summary.json): the reason it ended for. */
+  char ended[256] = "";
+  if (strcmp(reason, "done") == 0 &&
+      meta_field(s, "state_reason", ended, sizeof ended, err) == KB_OK && ended[0])
+    reason = ended;
+  kb_error_clear(err);
   rc = kb_queue_set_state(&s->q, "running,draining", "done", reason, s->who, err);
   if (rc == KB_ESTATE) { /* cancelled meanwhile: keep that state */
     kb_error_clear(err);

@@ -520,12 +520,20 @@ static void quiet_begin(struct quiet *q) {
 
 static void quiet_end(const struct quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func, q->data); }
 
+/* Failed writes and closes (full disk, read-only, quota): HDF5 keeps what it could not write
+ * or close open, and its shutdown would try again, forever (kb__store_library_end). */
+static int write_failures;
+
 struct h5detail {
-  char text[240];
+  char text[240]; /* the innermost error's description */
+  int sys_errno;  /* the errno a file driver recorded ("errno = N" in its description), or 0 */
 };
 
 static herr_t h5walk(unsigned n, const H5E_error2_t *e, void *data) {
   struct h5detail *d = data;
+  const char *at = e->desc != NULL ? strstr(e->desc, "errno = ") : NULL;
+  if (at != NULL && d->sys_errno == 0)
+    d->sys_errno = (int)strtol(at + 8, NULL, 10);
   if (n != 0)
     return 0;
   if (e->desc != NULL && e->desc[0] != '\0') {
@@ -538,12 +546,31 @@ static herr_t h5walk(unsigned n, const H5E_error2_t *e, void *data) {
   return 0;
 }
 
-/* Records KB_EHDF5: "<path>: cannot <op>: <innermost hdf5 error>". Call it right after the
- * failing HDF5 call, before any other HDF5 call replaces the error stack. Returns KB_EHDF5. */
+/* KB_EWRITE for the errors of a file that cannot take more writes (full disk, quota, read-only
+ * or immutable file, failing device), else KB_EIO. */
+static int io_code(int e) {
+  switch (e) {
+  case ENOSPC:
+  case EDQUOT:
+  case EROFS:
+  case EIO:
+  case EPERM:
+  case EACCES:
+  case EFBIG:
+    return KB_EWRITE;
+  default:
+    return KB_EIO;
+  }
+}
+
+/* Records "<path>: cannot <op>: <innermost hdf5 error>" as KB_EHDF5, or, when a file driver
+ * failed with a write fault (io_code), "<path>: cannot <op>: <strerror> (errno N)" as
+ * KB_EWRITE. Call it right after the failing HDF5 call, before any other HDF5 call replaces the
+ * error stack. Returns the code. */
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) {
-  struct h5detail d = {""};
+  struct h5detail d = {"", 0};
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5walk, &d);
   char op[200];
   va_list ap;
@@ -552,6 +579,11 @@ static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) 
   va_end(ap);
   if (n < 0)
     op[0] = '\0';
+  if (d.sys_errno != 0 && io_code(d.sys_errno) == KB_EWRITE) {
+    write_failures++;
+    return kb_error_set(err, KB_EWRITE, "%s: cannot %s: %s (errno %d)", path, op,
+                        strerror(d.sys_errno), d.sys_errno);
+  }
   if (d.text[0] != '\0')
     return kb_error_set(err, KB_EHDF5, "%s: cannot %s: %s", path, op, d.text);
   return kb_error_set(err, KB_EHDF5, "%s: cannot %s", path, op);
@@ -637,6 +669,13 @@ static hid_t compound_type(const struct field *f, size_t n, size_t mem_size, int
     off += f[i].size;
   }
   return t;
+}
+
+/* H5Fclose, counted in unclosed_files when it fails. */
+static void close_file(hid_t *f) {
+  if (*f >= 0 && H5Fclose(*f) < 0)
+    write_failures++;
+  *f = H5I_INVALID_HID;
 }
 
 static void close_id(hid_t *id, herr_t (*closer)(hid_t)) {
@@ -903,12 +942,12 @@ static herr_t make_group(hid_t file, const char *name) {
 static int sync_path(const char *path, int dir, struct kb_error *err) {
   int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
   if (fd < 0)
-    return kb_error_set(err, KB_EIO, "%s: cannot open to sync: %s", path, strerror(errno));
+    return kb_error_set(err, io_code(errno), "%s: cannot open to sync: %s", path, strerror(errno));
   int rc = fsync(fd);
   int e = errno;
   close(fd);
   if (rc != 0)
-    return kb_error_set(err, KB_EIO, "%s: cannot sync: %s", path, strerror(e));
+    return kb_error_set(err, io_code(e), "%s: cannot sync: %s", path, strerror(e));
   return KB_OK;
 }
 
@@ -1001,7 +1040,7 @@ static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
   if (rc)
     return rc;
   if (rename(tmp, path) != 0)
-    return kb_error_set(err, KB_EIO, "%s: cannot rename from \"%s\": %s", path, tmp,
+    return kb_error_set(err, io_code(errno), "%s: cannot rename from \"%s\": %s", path, tmp,
                         strerror(errno));
   *made = 0;
   char *slash = strrchr(dir, '/');
@@ -1050,12 +1089,13 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
   herr_t closed = H5Fclose(f);
   f = H5I_INVALID_HID;
   if (closed < 0) {
+    write_failures++;
     rc = h5fail(err, tmp, "close file");
     goto out;
   }
   rc = put_in_place(tmp, s->path, dir, &made, err);
 out:
-  close_id(&f, H5Fclose);
+  close_file(&f);
   close_id(&fapl, H5Pclose);
   if (rc && made)
     unlink(tmp);
@@ -1078,7 +1118,7 @@ static int take_lock(struct kb_store *s, struct kb_error *err) {
   int rc = KB_OK;
   s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->lock_fd < 0) {
-    rc = kb_error_set(err, KB_EIO, "%s: cannot open lock file: %s", lock, strerror(errno));
+    rc = kb_error_set(err, io_code(errno), "%s: cannot open lock file: %s", lock, strerror(errno));
     goto out;
   }
   int r;
@@ -1523,7 +1563,7 @@ static void destroy(struct kb_store *s) {
   close_id(&s->commit_mt, H5Tclose);
   close_id(&s->kern_mt, H5Tclose);
   close_id(&s->llm_mt, H5Tclose);
-  close_id(&s->file, H5Fclose);
+  close_file(&s->file);
   if (s->lock_fd >= 0)
     close(s->lock_fd);
   kb_free(s->cset.slots);
@@ -1984,7 +2024,7 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
   if (H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0)
     return h5fail(err, s->path, "flush");
   if (s->data_fd >= 0 && fsync(s->data_fd) != 0)
-    return kb_error_set(err, KB_EIO, "%s: cannot sync: %s", s->path, strerror(errno));
+    return kb_error_set(err, io_code(errno), "%s: cannot sync: %s", s->path, strerror(errno));
   return KB_OK;
 }
 
@@ -2112,6 +2152,14 @@ long kb__store_candidate_count(const struct kb_store *s) {
 }
 
 int kb__store_recovered(const struct kb_store *s) { return s != NULL ? s->recovered : 0; }
+
+void kb__store_library_init(void) { H5dont_atexit(); }
+
+int kb__store_library_end(void) {
+  if (write_failures == 0)
+    H5close();
+  return write_failures;
+}
 
 void kb__store_close(struct kb_store *s) {
   if (s == NULL)

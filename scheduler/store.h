@@ -120,4 +120,14 @@ int kb__store_recovered(const struct kb_store *s);
  * to the last commit on the next open). */
 void kb__store_close(struct kb_store *s);
 
+/* Takes HDF5's library shutdown off exit(): call it first in main(), before any HDF5 call.
+ * A file whose last write failed (full disk, read-only, quota) cannot be closed; HDF5's own
+ * shutdown at exit would retry that close in a loop ("infinite loop closing library") or
+ * crash in H5F__close_cb. kb__store_library_end() ends the library instead. */
+void kb__store_library_init(void);
+/* Ends the HDF5 library (H5close) when no write or close failed; else leaves what HDF5 holds
+ * open to the operating system at exit (everything kb__store_flush() committed is durable
+ * already). Call it after closing every store. Returns the number of failed writes and closes. */
+int kb__store_library_end(void);
+
 #endif

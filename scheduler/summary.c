@@ -198,7 +198,13 @@ int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb
   snprintf(path, sizeof path, "%s/summary.json", dir);
   size_t len = strlen(text);
   text[len] = '\0';
-  int rc = kb_write_file_atomic(path, text, len, err);
+  struct kb_error werr = {0};
+  int rc = kb_write_file_atomic(path, text, len, &werr);
   free(text);
+  if (rc == KB_EIO) /* the campaign is over in redis: a later kb-scheduler or kb-launch does it */
+    rc = kb_error_set(err, KB_EWRITE, "%s; run kb-scheduler or kb-launch again to write it",
+                      werr.msg);
+  else if (rc)
+    kb_error_set(err, rc, "%s", werr.msg);
   return rc;
 }

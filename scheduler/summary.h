@@ -14,7 +14,8 @@
 
 struct kb_error;
 
-/* Writes `dir`/summary.json atomically. Errors: KB_EIO, KB_ENOMEM. */
+/* Writes `dir`/summary.json atomically. Errors: KB_EWRITE naming the path (a later run of the
+ * scheduler for the campaign, which is over, writes it again), KB_EINVAL, KB_ENOMEM. */
 int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb_queue_status *st,
                      const struct kb_population *pop, const char *reason, struct kb_error *err);
 

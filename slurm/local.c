@@ -1,9 +1,9 @@
 /* Local launcher (see local.h). */
 #include "local.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +27,7 @@
 #include "gpus.h"
 #include "launch.h"
 #include "leaderboard.h"
+#include "lock.h"
 
 extern char **environ;
 
@@ -47,32 +48,36 @@ struct local {
   int n_runners;
   int gpus[KB_GPUS_MAX]; /* cuda campaigns: one runner per GPU ordinal here */
   int n_gpus;
+  int lock_fd;           /* the campaign's launch lock (lock.h), -1 when not held */
 };
 
 
-/* Starts `argv` with stdout and stderr appended to `log_path`, in environment `envp` (NULL: ours). */
+/* Children die with the launcher (lock.h): redis-server by SIGTERM, which saves its AOF; the
+ * scheduler and the runners by SIGKILL, which both survive by design (the HDF5 commit, leases
+ * reaped), since their redis goes at the same moment and a SIGTERM would leave them waiting for
+ * it. */
 static int spawn_env(char *const argv[], const char *log_path, char *const envp[], pid_t *pid,
                      struct kb_error *err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    return kb_error_set(err, KB_ECHILD, "cannot start %s: %s", argv[0], strerror(rc));
-  return KB_OK;
+  return kb__launch_spawn(argv, log_path, envp, SIGKILL, pid, err);
 }
 
-static int spawn(char *const argv[], const char *log_path, pid_t *pid, struct kb_error *err) {
-  return spawn_env(argv, log_path, NULL, pid, err);
+static int spawn_redis(char *const argv[], const char *log_path, pid_t *pid,
+                       struct kb_error *err) {
+  return kb__launch_spawn(argv, log_path, NULL, SIGTERM, pid, err);
 }
 
-/* Our environment with CUDA_VISIBLE_DEVICES set to `gpu` (the entry `slot`, caller-owned,
- * holds that one string). Returns a new array of borrowed strings (free it with kb_free), or
- * NULL when out of memory. */
-static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
+/* 1 for the variables that give a redis password, which the redis-server we start has not. */
+static int is_credential(const char *var) {
+  return strncmp(var, "KB_REDIS_PASSWORD=", 18) == 0 ||
+         strncmp(var, "KB_REDIS_PASSWORD_FILE=", 23) == 0 ||
+         strncmp(var, "KB_REDIS_USER=", 14) == 0;
+}
+
+/* Our environment for a child: with CUDA_VISIBLE_DEVICES set to `gpu` when `gpu` >= 0 (the
+ * entry `slot`, caller-owned, holds that one string), and without the redis credentials when
+ * `own_redis` (our redis-server has no password: its unix socket is 0700). Returns a new array
+ * of borrowed strings (free it with kb_free), or NULL when out of memory. */
+static char **child_env(int gpu, int own_redis, char *slot, size_t slot_size) {
   size_t n = 0;
   while (environ[n])
     n++;
@@ -81,10 +86,13 @@ static char **env_with_gpu(int gpu, char *slot, size_t slot_size) {
     return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) != 0)
+    if (!(gpu >= 0 && strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21) == 0) &&
+        !(own_redis && is_credential(environ[i])))
       env[k++] = environ[i];
-  snprintf(slot, slot_size, "CUDA_VISIBLE_DEVICES=%d", gpu);
-  env[k++] = slot;
+  if (gpu >= 0) {
+    snprintf(slot, slot_size, "CUDA_VISIBLE_DEVICES=%d", gpu);
+    env[k++] = slot;
+  }
   env[k] = NULL;
   return env;
 }
@@ -109,12 +117,42 @@ static int choose_gpus(struct local *l, struct kb_error *err) {
   return rc;
 }
 
+/* Removes everything in `dir` but the launch lock (--restart). */
+static int remove_contents(const char *dir, struct kb_error *err) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return kb_error_set(err, KB_EIO, "cannot read \"%s\": %s", dir, strerror(errno));
+  int rc = KB_OK;
+  struct dirent *e;
+  while (rc == KB_OK && (e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+        strcmp(e->d_name, KB_LAUNCH_LOCK_FILE) == 0)
+      continue;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    rc = kb_remove_tree(path, err);
+  }
+  closedir(d);
+  return rc;
+}
+
+/* Makes the campaign folder, takes its launch lock (lock.h), ends what a killed launcher left
+ * running there, and with --restart empties it. */
 static int prepare_dirs(struct local *l, struct kb_error *err) {
   const struct kb_campaign *c = &l->sub.campaign;
   if (snprintf(l->dir, sizeof l->dir, "%s/%s", c->results_dir, c->id) >= (int)sizeof l->dir)
     return kb_error_set(err, KB_EINVAL, "results path too long");
   snprintf(l->redis_dir, sizeof l->redis_dir, "%s/redis", l->dir);
-  int rc = l->o->restart ? kb_remove_tree(l->dir, err) : KB_OK;
+  int rc = kb_mkdirs(l->dir, err);
+  if (rc == KB_OK)
+    rc = kb__launch_lock(l->dir, &l->lock_fd, err);
+  if (rc)
+    return rc;
+  int orphans = kb__launch_end_orphans(l->redis_dir, 10000);
+  if (orphans > 0)
+    kb_warn("stopped %d process%s a killed kb-launch left running in %s", orphans,
+            orphans == 1 ? "" : "es", l->redis_dir);
+  rc = l->o->restart ? remove_contents(l->dir, err) : KB_OK;
   if (rc == KB_OK)
     rc = kb_mkdirs(l->redis_dir, err);
   if (rc)
@@ -133,19 +171,33 @@ static int prepare_dirs(struct local *l, struct kb_error *err) {
 static int start_redis(struct local *l, struct kb_error *err) {
   char log[2200];
   snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
+  char pidfile[2200];
+  snprintf(pidfile, sizeof pidfile, "%s/%s", l->redis_dir, KB_LAUNCH_REDIS_PIDFILE);
   char *argv[32] = {"redis-server", "--port", "0", "--unixsocket", l->sock,
-                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no"};
-  int n = 11;
+                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no",
+                    "--pidfile", pidfile};
+  int n = 13;
   for (int i = 0; kb_redis_server_settings[i] && n < 31; i++)
     argv[n++] = kb_redis_server_settings[i];
   argv[n] = NULL;
-  int rc = spawn(argv, log, &l->redis_pid, err);
+  snprintf(l->addr, sizeof l->addr, "unix:%s", l->sock);
+  struct kb_redis *other = NULL;
+  struct kb_redis_opts oo = {.addr = l->addr, .retry_ms = 1, .no_credentials = 1};
+  if (kb_redis_connect(&oo, &other, NULL) == KB_OK) { /* never two servers on one AOF */
+    kb_redis_free(other);
+    return kb_error_set(err, KB_ELOCKED, "a redis-server kb-launch did not start listens on %s; "
+                        "stop it first", l->sock);
+  }
+  if ((getenv("KB_REDIS_PASSWORD") && *getenv("KB_REDIS_PASSWORD")) ||
+      (getenv("KB_REDIS_PASSWORD_FILE") && *getenv("KB_REDIS_PASSWORD_FILE")))
+    kb_info("KB_REDIS_PASSWORD(_FILE) not used: the redis-server kb-launch starts has no "
+            "password; its unix socket (mode 0700) is open to this user only");
+  int rc = spawn_redis(argv, log, &l->redis_pid, err);
   if (rc)
     return rc;
-  snprintf(l->addr, sizeof l->addr, "unix:%s", l->sock);
   for (int i = 0; i < 200; i++) {
     struct kb_redis *r = NULL;
-    struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1};
+    struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1, .no_credentials = !l->o->redis};
     if (kb_redis_connect(&ro, &r, NULL) == KB_OK) {
       kb_redis_free(r);
       return KB_OK;
@@ -165,7 +217,7 @@ static void stop_redis(struct local *l) {
   if (l->redis_pid <= 0)
     return;
   struct kb_redis *r = NULL;
-  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1};
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1, .no_credentials = !l->o->redis};
   if (kb_redis_connect(&ro, &r, NULL) == KB_OK) {
     kb_redis_shutdown(r, NULL);
     kb_redis_free(r);
@@ -181,7 +233,8 @@ static void stop_redis(struct local *l) {
 /* Submits, or finds the campaign already there (resumed from the AOF). */
 static int submit(struct local *l, struct kb_queue_status *st, struct kb_error *err) {
   struct kb_redis *r = NULL;
-  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 3000};
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 3000,
+                           .no_credentials = !l->o->redis};
   int rc = kb_redis_connect(&ro, &r, err);
   if (rc)
     return rc;
@@ -207,7 +260,8 @@ static int submit(struct local *l, struct kb_queue_status *st, struct kb_error *
   return rc;
 }
 
-static int start_processes(struct local *l, struct kb_error *err) {
+/* Starts the scheduler and, `with_runners`, the runners. */
+static int start_processes(struct local *l, int with_runners, struct kb_error *err) {
   const char *bin = l->o->bin_dir;
   char sched[1200], runner[1200], log[2200], cache[2200], name[64];
   snprintf(sched, sizeof sched, "%s/kb-scheduler", bin);
@@ -216,23 +270,24 @@ static int start_processes(struct local *l, struct kb_error *err) {
   snprintf(cache, sizeof cache, "%s/cache", l->redis_dir);
   char *sargv[] = {sched, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
                    cache, NULL};
-  int rc = spawn(sargv, log, &l->sched_pid, err);
+  char **senv = child_env(-1, !l->o->redis, NULL, 0);
+  int rc = senv ? spawn_env(sargv, log, senv, &l->sched_pid, err)
+                : kb_error_set(err, KB_ENOMEM, "out of memory starting the scheduler");
+  kb_free(senv);
   int cuda = l->n_gpus > 0;
-  int n = cuda ? l->n_gpus : l->o->runners > 0 ? l->o->runners : 1;
+  int n = !with_runners ? 0 : cuda ? l->n_gpus : l->o->runners > 0 ? l->o->runners : 1;
   for (int i = 0; rc == KB_OK && i < n && i < MAX_RUNNERS; i++) {
     snprintf(log, sizeof log, "%s/runner-%d.log", l->redis_dir, i);
     char slot[64];
-    char **env = NULL;
-    if (cuda) {
-      snprintf(name, sizeof name, "local-gpu%d", l->gpus[i]);
-      env = env_with_gpu(l->gpus[i], slot, sizeof slot);
-      if (!env) {
-        rc = kb_error_set(err, KB_ENOMEM, "out of memory starting runners");
-        break;
-      }
-    } else {
-      snprintf(name, sizeof name, "local-%d", i);
+    char **env = child_env(cuda ? l->gpus[i] : -1, !l->o->redis, slot, sizeof slot);
+    if (!env) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory starting runners");
+      break;
     }
+    if (cuda)
+      snprintf(name, sizeof name, "local-gpu%d", l->gpus[i]);
+    else
+      snprintf(name, sizeof name, "local-%d", i);
     char *rargv[] = {runner, "--campaign", l->sub.campaign.id, "--redis", l->addr, "--cache",
                      cache, "--name", name, "--backend", cuda ? "cuda" : "host", NULL};
     rc = spawn_env(rargv, log, env, &l->runner_pids[i], err);
@@ -240,13 +295,13 @@ static int start_processes(struct local *l, struct kb_error *err) {
     if (rc == KB_OK)
       l->n_runners++;
   }
-  if (rc == KB_OK && cuda) {
+  if (rc == KB_OK && cuda && with_runners) {
     printf("started kb-scheduler and %d runner%s on GPU%s", l->n_runners,
            l->n_runners == 1 ? "" : "s", l->n_runners == 1 ? "" : "s");
     for (int i = 0; i < l->n_runners; i++)
       printf("%s%d", i ? "," : " ", l->gpus[i]);
     printf("; logs in %s\n", l->redis_dir);
-  } else if (rc == KB_OK) {
+  } else if (rc == KB_OK && with_runners) {
     printf("started kb-scheduler and %d runner%s; logs in %s\n", l->n_runners,
            l->n_runners == 1 ? "" : "s", l->redis_dir);
   }
@@ -320,7 +375,8 @@ static int check_runners(struct local *l, struct kb_error *err) {
 static int wait_scheduler(struct local *l, struct kb_error *err) {
   int tty = isatty(STDERR_FILENO);
   struct kb_redis *r = NULL;
-  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1000};
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = 1000,
+                           .no_credentials = !l->o->redis};
   kb_redis_connect(&ro, &r, NULL);
   int rc = KB_OK;
   for (long tick = 0;; tick++) {
@@ -388,6 +444,7 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
   struct local l;
   memset(&l, 0, sizeof l);
   l.o = o;
+  l.lock_fd = -1;
   int rc = kb_submission_load(o->campaign_path, &l.sub, err);
   if (rc)
     return rc;
@@ -404,8 +461,10 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
   if (rc == KB_OK)
     rc = submit(&l, &st, err);
   int over = rc == KB_OK && (strcmp(st.state, "done") == 0 || strcmp(st.state, "cancelled") == 0);
-  if (rc == KB_OK && !over) {
-    rc = start_processes(&l, err);
+  /* A campaign that is over gets its scheduler alone: it writes summary.json again (also one
+   * that could not be written when the campaign ended) and exits. */
+  if (rc == KB_OK) {
+    rc = start_processes(&l, !over, err);
     if (rc == KB_OK)
       rc = wait_scheduler(&l, err);
     /* Runners leave by themselves once the campaign is over; SIGTERM makes them release
@@ -416,6 +475,7 @@ int kb__local_run(const struct kb_local_opts *o, struct kb_error *err) {
     stop_redis(&l);
   if (rc == KB_OK)
     rc = print_result(&l, err);
+  kb__launch_unlock(l.lock_fd);
   kb_submission_release(&l.sub);
   return rc;
 }

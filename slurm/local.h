@@ -31,7 +31,10 @@ struct kb_local_opts {
  * --gpus list, --gpus with a host campaign, --runners with a cuda one, or a cuda campaign on a
  * machine without GPUs; KB_ECHILD when a process it started failed: the scheduler, or every
  * runner exited while the campaign is not over and one of them failed (the message names its
- * log); KB_ECONN when redis did not come up. */
+ * log); KB_ECONN when redis did not come up; KB_ELOCKED when another kb-launch holds the
+ * campaign's lock (lock.h; the message names its pid, host and start time) or a redis-server it
+ * did not start listens on the campaign's socket; KB_EWRITE when summary.json cannot be
+ * written. Holds the lock while it runs; first ends what a killed launcher left running. */
 int kb__local_run(const struct kb_local_opts *o, struct kb_error *err);
 
 #endif

@@ -85,8 +85,9 @@ static void usage(FILE *out) {
         "environment: KB_REDIS_PASSWORD_FILE or KB_REDIS_PASSWORD for a given redis;\n"
         "             SLURM_CONF and the other Slurm variables for sbatch, squeue, scancel\n"
         "exit codes: 0 done (campaign finished, jobs submitted or ended), 1 failure, 2 usage,\n"
-        "            3 malformed campaign, 4 redis unreachable, 5 jobs still queued,\n"
-        "            130 interrupted\n",
+        "            3 malformed campaign, 4 redis unreachable, 5 jobs still queued or\n"
+        "            another kb-launch --local runs the campaign (its pid, host, since),\n"
+        "            9 results cannot be written (disk full, read-only), 130 interrupted\n",
         out);
 }
 

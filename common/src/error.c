@@ -65,9 +65,11 @@ int kb_exit_code(int code) {
     return KB_EXIT_INPUT;
   case KB_ECONN:
   case KB_EAUTH:
+  case KB_ENOTREDIS:
     return KB_EXIT_REDIS;
   case KB_EEXISTS:
   case KB_ESTATE:
+  case KB_ELOCKED:
     return KB_EXIT_CONFLICT;
   case KB_EBUDGET:
     return KB_EXIT_BUDGET;
@@ -75,6 +77,8 @@ int kb_exit_code(int code) {
     return KB_EXIT_CONFINE;
   case KB_EINTERRUPTED:
     return KB_EXIT_INTERRUPTED;
+  case KB_EWRITE:
+    return KB_EXIT_WRITE;
   case KB_ENOMEM:
   case KB_EIO:
   case KB_EREDIS:

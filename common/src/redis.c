@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +32,16 @@ struct kb_redis {
   int retry_ms;                   /* reconnect budget per command */
   char *user;                     /* ACL user or NULL (owned) */
   char *password;                 /* or NULL (owned, wiped on free) */
+  char cred_source[600];          /* where the password came from, for messages; "" for none */
   char shas[MAX_SCRIPTS][41];     /* SHA-1 of each embedded script, by table index */
   unsigned rng;                   /* jitter state */
 };
+
+/* At most one "reconnecting" line per this many ms in a process (all its connections and
+ * threads); the next one counts the others. */
+#define WARN_EVERY_MS 10000
+static _Atomic long warned_ms; /* monotonic ms of the last "reconnecting" line, 0 for none */
+static _Atomic long unwarned;  /* reconnects since that line, not logged */
 
 char *const kb_redis_server_settings[] = {
     "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
@@ -79,6 +87,7 @@ static int load_credentials(struct kb_redis *r, struct kb_error *err) {
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   const char *pw = getenv("KB_REDIS_PASSWORD");
   if (pw && *pw) {
+    snprintf(r->cred_source, sizeof r->cred_source, "$KB_REDIS_PASSWORD");
     r->password = kb_strdup(pw);
     return r->password ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
   }
@@ -99,8 +108,64 @@ static int load_credentials(struct kb_redis *r, struct kb_error *err) {
     return rc;
   while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
     b.data[--b.len] = '\0';
+  snprintf(r->cred_source, sizeof r->cred_source, "the file \"%s\" ($KB_REDIS_PASSWORD_FILE)",
+           file);
   r->password = kb_buf_detach(&b);
   return r->password ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+}
+
+static void set_timeout(redisContext *c, int ms) {
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  redisSetTimeout(c, tv);
+}
+
+/* The first exchange on a new connection failed without a reply: a peer that answered
+ * something that is not RESP is not a redis server (KB_ENOTREDIS); else the link failed
+ * (KB_ECONN). */
+static int handshake_failed(const struct kb_redis *r, const redisContext *c, const char *what,
+                            struct kb_error *err) {
+  if (c->err == REDIS_ERR_PROTOCOL)
+    return kb_error_set(err, KB_ENOTREDIS, "%s is not a redis server: its answer to %s is not "
+                        "the redis protocol (%s)", r->addr, what, c->errstr);
+  if (c->err == REDIS_ERR_OOM)
+    return kb_error_set(err, KB_ENOMEM, "out of memory talking to redis");
+  return kb_error_set(err, KB_ECONN, "lost connection to redis at %s during %s: %s", r->addr,
+                      what, c->err ? c->errstr : "no reply");
+}
+
+/* AUTH (when a password is set) and PING on a new connection, within the connect timeout: a
+ * peer that is not redis, a missing password (NOAUTH) and a refused one (WRONGPASS) are told
+ * apart here, at the first exchange. */
+static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) {
+  set_timeout(c, r->connect_timeout_ms);
+  redisReply *rep = NULL;
+  if (r->password) {
+    rep = r->user ? redisCommand(c, "AUTH %s %s", r->user, r->password)
+                  : redisCommand(c, "AUTH %s", r->password);
+    if (rep == NULL)
+      return handshake_failed(r, c, "AUTH", err);
+    if (rep->type == REDIS_REPLY_ERROR) {
+      kb_error_set(err, KB_EAUTH, "redis at %s refused the password%s%s from %s: %s", r->addr,
+                   r->user ? " of user " : "", r->user ? r->user : "", r->cred_source, rep->str);
+      freeReplyObject(rep);
+      return KB_EAUTH;
+    }
+    freeReplyObject(rep);
+  }
+  rep = redisCommand(c, "PING");
+  if (rep == NULL)
+    return handshake_failed(r, c, "PING", err);
+  int rc = KB_OK;
+  if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) == 0)
+    rc = kb_error_set(err, KB_EAUTH, "redis at %s wants a password (%s) and none was given: set "
+                      "KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE (and KB_REDIS_USER for an "
+                      "ACL user)", r->addr, rep->str);
+  else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "LOADING", 7) != 0)
+    rc = kb_error_set(err, KB_EREDIS, "redis at %s refused PING: %s", r->addr, rep->str);
+  freeReplyObject(rep);
+  if (rc == KB_OK)
+    set_timeout(c, r->command_timeout_ms);
+  return rc;
 }
 
 static int connect_once(struct kb_redis *r, struct kb_error *err) {
@@ -114,33 +179,16 @@ static int connect_once(struct kb_redis *r, struct kb_error *err) {
     redisFree(c);
     return KB_ECONN;
   }
-  if (r->command_timeout_ms > 0) {
-    struct timeval ct = {r->command_timeout_ms / 1000, (r->command_timeout_ms % 1000) * 1000};
-    redisSetTimeout(c, ct);
-  }
   if (!r->path[0])
     redisEnableKeepAlive(c);
-  if (r->password) {
-    redisReply *rep = r->user ? redisCommand(c, "AUTH %s %s", r->user, r->password)
-                              : redisCommand(c, "AUTH %s", r->password);
-    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
-      int code = rep ? KB_EAUTH : KB_ECONN;
-      if (rep)
-        kb_error_set(err, code, "redis at %s refused authentication: %s", r->addr, rep->str);
-      else
-        kb_error_set(err, code, "lost connection to redis at %s while authenticating", r->addr);
-      if (rep)
-        freeReplyObject(rep);
-      redisFree(c);
-      return code;
-    }
-    freeReplyObject(rep);
+  int rc = handshake(r, c, err);
+  if (rc) {
+    redisFree(c);
+    return rc;
   }
   r->ctx = c;
   return KB_OK;
 }
-
-
 
 static long mono_ms(void) { return (long)(kb_now_mono() * 1000); }
 
@@ -199,7 +247,7 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
   r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
   r->rng = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)r;
   int rc = parse_addr(r, addr, err);
-  if (rc == KB_OK)
+  if (rc == KB_OK && !(opts && opts->no_credentials))
     rc = load_credentials(r, err);
   if (rc == KB_OK)
     rc = connect_once(r, err);
@@ -228,12 +276,29 @@ const char *kb_redis_addr(const struct kb_redis *r) { return r->addr; }
 
 void kb_redis_set_retry(struct kb_redis *r, int retry_ms) { r->retry_ms = retry_ms; }
 
+/* Logs "redis at ADDR: why; reconnecting" at most once per WARN_EVERY_MS in the process, with
+ * the count of the reconnects since the last line. */
+static void warn_reconnect(const struct kb_redis *r, const char *why) {
+  long now = mono_ms(), last = atomic_load(&warned_ms);
+  if ((last != 0 && now - last < WARN_EVERY_MS) ||
+      !atomic_compare_exchange_strong(&warned_ms, &last, now)) {
+    atomic_fetch_add(&unwarned, 1);
+    return;
+  }
+  long others = atomic_exchange(&unwarned, 0);
+  if (others > 0)
+    kb_warn("redis at %s: %s; reconnecting (%ld more times in the last %ld s)", r->addr, why,
+            others, (now - last) / 1000);
+  else
+    kb_warn("redis at %s: %s; reconnecting", r->addr, why);
+}
+
 /* Sends one formatted command (`cmd`, `len` bytes, from redisFormatCommand*) and reads its
  * reply, reconnecting on I/O errors within the retry budget. On success `*reply` is the reply
  * (new), possibly a Redis error reply. */
 static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redisReply **reply,
                           struct kb_error *err) {
-  long deadline = mono_ms() + r->retry_ms;
+  long deadline = mono_ms() + r->retry_ms, delay = 50;
   for (;;) {
     if (r->ctx == NULL) {
       int rc = reconnect(r, deadline, err);
@@ -256,11 +321,21 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
     }
     if (r->ctx->err == REDIS_ERR_OOM)
       return kb_error_set(err, KB_ENOMEM, "out of memory talking to redis");
-    kb_warn("redis at %s: %s; reconnecting", r->addr, r->ctx->errstr);
+    if (r->ctx->err == REDIS_ERR_PROTOCOL) {
+      kb_error_set(err, KB_ENOTREDIS, "%s is not a redis server: %s", r->addr, r->ctx->errstr);
+      redisFree(r->ctx);
+      r->ctx = NULL;
+      return KB_ENOTREDIS;
+    }
+    warn_reconnect(r, r->ctx->errstr);
     redisFree(r->ctx);
     r->ctx = NULL;
     if (mono_ms() >= deadline)
       return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
+    /* a server that accepts and drops at once must not make this a busy loop */
+    long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
+    kb_sleep_ms(wait < deadline - mono_ms() ? wait : 1);
+    delay = delay * 2 > 2000 ? 2000 : delay * 2;
   }
 }
 

@@ -126,17 +126,17 @@ static void assert_no_password_in_messages(void) {
 static void test_password_file(void **state) {
   (void)state;
   clear_env();
-  /* No credentials: the connection opens but commands are refused; no password to leak. */
+  /* No credentials: the connection is refused at its PING (NOAUTH), naming the address and
+   * the variables to set (issue 16); no password to leak. */
   struct kb_redis *r = NULL;
   struct kb_error err = {0};
-  assert_int_equal(try_connect(unix_srv.addr, &r, &err), KB_OK);
-  redisReply *rep = NULL;
-  int rc = kb_redis_commandf(r, &rep, &err, "PING");
-  if (rc != KB_EREDIS || strstr(err.msg, "NOAUTH") == NULL)
-    fail_msg("PING without credentials gave %s \"%s\", expected REDIS with NOAUTH",
-             kb_err_name(rc), err.msg);
+  int rc = try_connect(unix_srv.addr, &r, &err);
+  if (rc != KB_EAUTH || strstr(err.msg, "NOAUTH") == NULL ||
+      strstr(err.msg, unix_srv.addr) == NULL || strstr(err.msg, "KB_REDIS_PASSWORD") == NULL)
+    fail_msg("connect without credentials gave %s \"%s\", expected AUTH with NOAUTH, the "
+             "address and KB_REDIS_PASSWORD", kb_err_name(rc), err.msg);
+  assert_null(r);
   snprintf(messages[n_messages++], sizeof messages[0], "%s", err.msg);
-  kb_redis_free(r);
 
   setenv("KB_REDIS_PASSWORD_FILE", pw_file, 1);
   assert_works(unix_srv.addr, "default");

@@ -32,7 +32,10 @@
   X(AUTH, "redis authentication failed")                                                       \
   X(INTERRUPTED, "interrupted")                                                                \
   X(CONFINE, "sandbox confinement below the campaign's requirement")                           \
-  X(INTERNAL, "internal error")
+  X(INTERNAL, "internal error")                                                               \
+  X(WRITE, "results cannot be written (disk full, quota, read-only or i/o error)")            \
+  X(LOCKED, "held by another process")                                                         \
+  X(NOTREDIS, "the peer is not a redis server")
 
 enum kb_err {
 #define KB_ERR_ENUM(name, desc) KB_E##name,
@@ -75,7 +78,9 @@ enum kb_exit {
   KB_EXIT_CONFINE = 7,  /* the node cannot confine sandboxes as the campaign's sandbox.require
                            asks (kb-runner; docs/campaign.md) */
   KB_EXIT_INTERRUPTED = 130,
-  KB_EXIT_DEVICE = 8    /* the sandbox cannot open its device (no driver, no such GPU) */
+  KB_EXIT_DEVICE = 8,   /* the sandbox cannot open its device (no driver, no such GPU) */
+  KB_EXIT_WRITE = 9     /* results cannot be written: ENOSPC, EDQUOT, EROFS, EIO, EPERM; every
+                           result stays in redis unacknowledged (kb-scheduler, kb-launch) */
 };
 /* Maps an error code to the process exit code main() should return. */
 int kb_exit_code(int code);

@@ -38,12 +38,19 @@ struct kb_redis_opts {
   int connect_timeout_ms; /* per connection attempt; 0 = 2000 */
   int command_timeout_ms; /* per command; 0 = none (blocking reads need none) */
   int retry_ms;          /* total reconnect budget for one command; 0 = 10000 */
+  int no_credentials;    /* 1: ignore KB_REDIS_USER, KB_REDIS_PASSWORD(_FILE) (a redis-server
+                            started without a password, as kb-launch --local starts its own) */
 };
 
 /* Connects and authenticates. Sets SIGPIPE to ignored when it has its default action, so a
  * connection the server dropped is an error to handle, not the death of the process. Returns the connection in `*out` (new; kb_redis_free).
- * Errors: KB_ECONN "cannot connect to redis at ADDR: why", KB_EAUTH, KB_EINVAL (bad address or
- * an unsafe password file), KB_ENOMEM. */
+ * Every new connection (this one and each reconnect) starts with AUTH when a password is set and
+ * PING, within the connect timeout.
+ * Errors: KB_ECONN "cannot connect to redis at ADDR: why", KB_ENOTREDIS "ADDR is not a redis
+ * server" (the peer answered something that is not RESP, e.g. an HTTP server), KB_EAUTH naming
+ * the address: NOAUTH (a password is wanted and none was given) or a refused password, naming
+ * where it came from ($KB_REDIS_PASSWORD or the file of $KB_REDIS_PASSWORD_FILE), KB_EREDIS (PING
+ * refused otherwise), KB_EINVAL (bad address or an unsafe password file), KB_ENOMEM. */
 int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
                      struct kb_error *err);
 void kb_redis_free(struct kb_redis *r);
@@ -53,7 +60,10 @@ const char *kb_redis_addr(const struct kb_redis *r);
 /* Runs one command given as an argument vector. On success `*reply` is the reply (new; free with
  * freeReplyObject), which may be a Redis error reply: kb_redis_command maps those to
  * KB_EREDIS with the server's text, except when `allow_error` is set. `lens` may be NULL for
- * NUL-terminated args. Errors: KB_ECONN after the retry budget, KB_EREDIS, KB_ENOMEM. */
+ * NUL-terminated args. A dropped connection is retried within the retry budget, with jittered
+ * exponential backoff (50 ms doubling to 2 s), logging "reconnecting" at most once per 10 s in
+ * the process (with the count of the others). Errors: KB_ECONN after the retry budget,
+ * KB_ENOTREDIS, KB_EAUTH (on a reconnect), KB_EREDIS, KB_ENOMEM. */
 int kb_redis_command(struct kb_redis *r, int argc, const char **argv, const size_t *lens,
                      int allow_error, redisReply **reply, struct kb_error *err);
 /* printf-style convenience for fixed commands (hiredis format: %s, %b, %lld). */
