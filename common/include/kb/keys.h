@@ -67,7 +67,7 @@
  * candidate id. Outside: kb_catalog_put_candidate (submitter, scheduler's generators). */
 #define KB_KEY_CAND_FMT "cand:%s"
 #define KB_KEY_CAND_ANY "cand:*"
-/* stream per task: the LLM audit, one entry per finished request (kind, charge, status,
+/* stream per task: the LLM audit, one entry per finished or lost request (kind, charge, status,
  * attempts, tokens_in, tokens_out, candidate, parents, error, prompt, response; see
  * scheduler/gen_llm.h). printf format, the task id. Outside: the scheduler (gen_llm.c). */
 #define KB_KEY_LLM_AUDIT_FMT "llm:%s"
@@ -76,6 +76,11 @@
 /* hash: open llm charge id -> task, so a restarted scheduler voids what its predecessor left
  * (scheduler/gen_llm.h). Outside: the scheduler. */
 #define KB_KEY_GEN_LLM_OPEN "gen:llm:open"
+/* hash: llm charge id -> the request as sent, JSON {"task", "kind", "model", "sent_ms",
+ * "parents", "prompt"}, written before the request goes out and deleted once its audit entry
+ * is in the stream; what a killed scheduler leaves becomes a "lost" audit entry at the next
+ * start (scheduler/llm_audit.h). Outside: the scheduler. */
+#define KB_KEY_GEN_LLM_SENT "gen:llm:sent"
 /* string: the counter of llm requests, numbering the charge ids. Outside: the scheduler. */
 #define KB_KEY_GEN_LLM_SEQ "gen:llm:seq"
 /* hash per tune base: knob string -> candidate id (scheduler/gen_tune.h). printf format, the
