@@ -283,7 +283,7 @@ static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_m
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
                                           KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES,
-                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, NULL});
+                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, KB_KEY_DEAD, NULL});
   if (min_tier < 0)
     min_tier = 0;
   if (max_tier >= q->n_tiers || max_tier < 0)
@@ -414,7 +414,8 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
   rc = kb_redis_script(q->redis, "reap", ks.n, ks.ptr, 3, args, NULL, &rep, err);
   if (rc)
     return rc;
-  if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+  /* {requeued, dead[, bad]}: bad leases went to the dead-letter hash (reap.lua) */
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2) {
     freeReplyObject(rep);
     return kb_error_set(err, KB_EREDIS, "reap: unexpected reply from redis");
   }

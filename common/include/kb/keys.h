@@ -53,7 +53,10 @@
 #define KB_KEY_RESULTS "results"
 /* hash: results entry id -> why the scheduler dropped it. Script: stray. */
 #define KB_KEY_STRAY "stray"
-/* hash: item id -> reason. Script: reap. */
+/* hash: item id -> reason: the dead-letter hash. Items that used max_attempts (reap), and queue
+ * or lease entries whose item is missing or does not decode, with the key and field named
+ * ("bad state: ..."; kb_item_check in common/lua/lib/prelude.lua). Scripts: reap,
+ * complete_claim. */
 #define KB_KEY_DEAD "dead"
 /* hash: runner -> last heartbeat (ms). Script: heartbeat. */
 #define KB_KEY_RUNNERS "runners"
