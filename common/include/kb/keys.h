@@ -23,13 +23,14 @@
  * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,
  * result][, next]} (done and dead items: the lease's runner and charge, and the id of the one
  * results entry that settled it), fields in this order (the scripts rewrite the part after
- * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status. */
+ * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status,
+ * leases. */
 #define KB_KEY_ITEMS "items"
 /* zset per tier: ready items by priority (lower first). printf format, the tier (int).
  * Scripts: enqueue, complete_claim, reap, release, status. */
 #define KB_KEY_READY_FMT "q:%d"
 /* zset: leased items by deadline (Redis TIME, milliseconds).
- * Scripts: complete_claim, heartbeat, reap, release, status. */
+ * Scripts: complete_claim, heartbeat, reap, release, status, leases. */
 #define KB_KEY_LEASE "lease"
 /* hash: <currency>:total|available|held|spent (integers).
  * Scripts: register, complete_claim, reap, release, status, charge. */
@@ -58,7 +59,7 @@
  * ("bad state: ..."; kb_item_check in common/lua/lib/prelude.lua). Scripts: reap,
  * complete_claim. */
 #define KB_KEY_DEAD "dead"
-/* hash: runner -> last heartbeat (ms). Script: heartbeat. */
+/* hash: runner -> last heartbeat (ms). Scripts: heartbeat, leases (read). */
 #define KB_KEY_RUNNERS "runners"
 /* stream: state changes, for watchers. Scripts: register, set_state. */
 #define KB_KEY_EVENTS "events"
