@@ -17,6 +17,7 @@
 #include "kb/redis.h"
 #include "kb/signals.h"
 #include "kb/submit.h"
+#include "oracle_check.h"
 #include "watch/watch.h"
 
 static void print_json(json_t *obj) {
@@ -56,6 +57,10 @@ int kb__cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) 
   struct kb_submission s;
   if (load_new(campaign_path, &s, &err))
     return kb_cli_fail("kb-submit", &err);
+  if (kb__oracles_check(&s, &err)) {
+    kb_submission_release(&s);
+    return kb_cli_fail("kb-submit", &err);
+  }
   if (o->json) {
     json_t *j = summary_json(&s);
     json_object_set_new(j, "valid", json_true());
