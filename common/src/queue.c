@@ -557,7 +557,8 @@ int kb_queue_stale_leases(struct kb_queue *q, struct kb_stale_lease *out, int ma
   *last_ms = 0;
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
-                    (const char *const[]){KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_RUNNERS, NULL});
+                    (const char *const[]){KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_RUNNERS,
+                                          KB_KEY_META, NULL});
   if (rc)
     return rc;
   char max_s[16], silent_s[16];

@@ -12,8 +12,9 @@ source "$(dirname "$0")/../lib/common.sh"
 start_redis
 make_campaign dr
 "$BIN/kb-submit" submit "$T/dr.json" > /dev/null
-# lease_seconds is 5: the scheduler would reap a lease it made expire within seconds, so the
-# second lease below is given a deadline 60 s ahead, as a campaign with long leases has
+# as a campaign with 2-minute leases has them (make_campaign's are 5 s): the second lease was
+# taken or last extended a minute ago and expires in a minute
+rcli HSET 'kb:{dr}:meta' lease_ms 120000 > /dev/null
 now=$(rcli TIME | head -1)
 i=0
 for id in $(rcli ZRANGE 'kb:{dr}:q:0' 0 1); do

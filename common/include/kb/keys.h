@@ -16,8 +16,8 @@
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
  * (JSON array of the task ids in campaign order), results_dir, deadline.
  * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
- * stray, task_cap, charge. Outside: kb_submission_register writes tasks, results_dir and
- * deadline (one HSET). */
+ * stray, task_cap, charge, leases (reads lease_ms). Outside: kb_submission_register writes
+ * tasks, results_dir and deadline (one HSET). */
 #define KB_KEY_META "meta"
 /* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
  * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,

@@ -156,7 +156,8 @@ struct kb_stale_lease {
 /* A runner silent this long (milliseconds; it beats every second) counts as stopped. */
 #define KB_RUNNER_SILENT_MS 5000
 /* Fills `out` (caller-owned, `max` entries) with the leases past their deadline or held by a
- * runner silent for KB_RUNNER_SILENT_MS, earliest deadline first (the leases script,
+ * runner silent for KB_RUNNER_SILENT_MS (one that never sent a heartbeat: silent since the
+ * lease was taken or last extended, its deadline less lease_ms), earliest deadline first (the leases script,
  * read-only); `*n` gets how many there are in all (may exceed `max`), `*now_ms` Redis's clock,
  * `*last_ms` the latest of their deadlines (0 when none). The reaper requeues each once its
  * deadline has passed. Errors: KB_ECONN, KB_EREDIS. */
