@@ -17,6 +17,7 @@
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "llm_api.h"
+#include "llm_audit.h"
 #include "llm_client.h"
 #include "llm_extract.h"
 #include "llm_prompt.h"
@@ -95,6 +96,13 @@ static int recover(struct kb_gen_llm *l, struct kb_error *err) {
   }
   if (rep)
     freeReplyObject(rep);
+  int lost = 0;
+  if (rc == KB_OK) /* requests in flight when it stopped: their prompts into the audit */
+    rc = kb__llm_audit_lost(l->q, NULL, "the scheduler stopped before the answer came (no "
+                            "tokens charged)", &lost, err);
+  if (lost > 0)
+    kb_warn("llm: %d request%s of an earlier scheduler audited as lost", lost,
+            lost == 1 ? "" : "s");
   return rc;
 }
 
@@ -144,6 +152,9 @@ void kb__gen_llm_free(struct kb_gen_llm *l) {
                             l->pend[i]->charge) == KB_OK)
         freeReplyObject(del);
     }
+    if (kb__llm_audit_lost(l->q, l->pend[i]->charge, "abandoned when the scheduler stopped "
+                           "(no tokens charged)", NULL, &verr) != KB_OK)
+      kb_warn("llm: %s", verr.msg);
     pending_free(l->pend[i]);
   }
   kb_free(l->pend);
@@ -490,6 +501,17 @@ static int open_charge(struct kb_gen_llm *l, struct pending *p, const char *task
   return rc;
 }
 
+/* The write-ahead audit record of `p` (llm_audit.h), before it is sent. */
+static int record_ahead(struct kb_gen_llm *l, const struct pending *p, struct kb_error *err) {
+  char parents[2 * KB_CAND_ID_LEN + 2];
+  snprintf(parents, sizeof parents, "%s%s%s", p->parents[0], p->parents[1][0] ? "," : "",
+           p->parents[1]);
+  struct kb_llm_sent s = {.task = p->task, .charge = p->charge,
+                          .kind = kb__prompt_kind_name(p->kind), .model = l->cfg->model,
+                          .parents = parents, .prompt = p->prompt};
+  return kb__llm_audit_ahead(l->q, &s, err);
+}
+
 int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const char *reference,
                        const struct kb_task_pop *pop, struct kb_error *err) {
   struct plan pl;
@@ -547,7 +569,9 @@ int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const 
     l->pend = np;
     l->cap_pend = cap;
   }
-  rc = kb__llm_client_submit(l->client, body, p, err);
+  rc = record_ahead(l, p, err);
+  if (rc == KB_OK)
+    rc = kb__llm_client_submit(l->client, body, p, err);
   if (rc) {
     kb__ledger_void(l->q, KB_LLM_TOKENS, p->charge, "scheduler", NULL, NULL);
     goto out;
@@ -669,6 +693,8 @@ static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done 
     }
   }
   rc = audit(l, p, status, d, c.id, err);
+  if (rc == KB_OK)
+    rc = kb__llm_audit_settled(l->q, p->charge, err);
   if (rc == KB_OK && c.id[0]) {
     l->stats.candidates++;
     rc = l->emit(&c, l->emit_arg, err);

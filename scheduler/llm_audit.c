@@ -1,9 +1,11 @@
 /* Redis LLM audit stream to the task's HDF5 file (see llm_audit.h). */
 #include "llm_audit.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kb/alloc.h"
 #include "kb/compress.h"
@@ -14,6 +16,7 @@
 #include "store.h"
 
 #define SYNC_BATCH 64
+#define LOST_LOOKBACK 64 /* stream entries searched for a charge already completed */
 #define TEXT_MAX (64u << 20) /* bytes a prompt or response may expand to */
 
 /* The value of field `name` of a stream entry's field array, or NULL. */
@@ -141,4 +144,147 @@ int kb__llm_audit_sync(struct kb_queue *q, struct kb_store *store, const char *t
     if (got < SYNC_BATCH)
       return KB_OK;
   }
+}
+
+/* ---- Written ahead ------------------------------------------------------------------------- */
+
+static void sent_key(struct kb_queue *q, char *key, size_t size) {
+  kb_queue_key(q, key, size, KB_KEY_GEN_LLM_SENT);
+}
+
+int kb__llm_audit_ahead(struct kb_queue *q, const struct kb_llm_sent *s, struct kb_error *err) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  json_int_t ms = (json_int_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "task", s->task, "kind", s->kind,
+                        "model", s->model, "sent_ms", ms, "parents", s->parents, "prompt",
+                        s->prompt);
+  char *text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  if (text == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  char key[200];
+  sent_key(q, key, sizeof key);
+  const char *argv[] = {"HSET", key, s->charge, text};
+  redisReply *rep = NULL;
+  int rc = kb_redis_command(q->redis, 4, argv, NULL, 0, &rep, err);
+  if (rep)
+    freeReplyObject(rep);
+  free(text);
+  return rc;
+}
+
+int kb__llm_audit_settled(struct kb_queue *q, const char *charge, struct kb_error *err) {
+  char key[200];
+  sent_key(q, key, sizeof key);
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(q->redis, &rep, err, "HDEL %s %s", key, charge);
+  if (rep)
+    freeReplyObject(rep);
+  return rc;
+}
+
+/* 1 when one of the last LOST_LOOKBACK entries of stream `key` has charge `charge`. */
+static int stream_has(struct kb_queue *q, const char *key, const char *charge, int *has,
+                      struct kb_error *err) {
+  redisReply *rep = NULL;
+  *has = 0;
+  int rc = kb_redis_commandf(q->redis, &rep, err, "XREVRANGE %s + - COUNT %d", key,
+                             LOST_LOOKBACK);
+  for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+    const redisReply *ent = rep->element[i];
+    if (ent->type == REDIS_REPLY_ARRAY && ent->elements == 2 &&
+        strcmp(text_of(ent->element[1], "charge"), charge) == 0)
+      *has = 1;
+  }
+  if (rep)
+    freeReplyObject(rep);
+  return rc;
+}
+
+static const char *jstr(json_t *j, const char *name, const char *def) {
+  const char *v = json_string_value(json_object_get(j, name));
+  return v != NULL ? v : def;
+}
+
+/* Writes the "lost" entry of record `charge` = `text` (both borrowed). */
+static int write_lost(struct kb_queue *q, const char *charge, const char *text, const char *why,
+                      struct kb_error *err) {
+  json_t *j = json_loads(text, 0, NULL);
+  const char *task = jstr(j, "task", "");
+  char task_id[KB_ID_MAX] = "";
+  if (task[0] == '\0') { /* the charge names its task: "llm:<task>:<seq>" */
+    const char *a = strchr(charge, ':'), *b = a != NULL ? strrchr(charge, ':') : NULL;
+    if (a != NULL && b > a + 1)
+      snprintf(task_id, sizeof task_id, "%.*s", (int)(b - a - 1), a + 1);
+    task = task_id;
+  }
+  char key[200], suffix[100];
+  int rc = KB_OK;
+  if (task[0] == '\0' || snprintf(suffix, sizeof suffix, KB_KEY_LLM_AUDIT_FMT, task) >=
+                             (int)sizeof suffix) {
+    json_decref(j);
+    return KB_OK; /* names no task: nowhere to put it; the record is dropped */
+  }
+  kb_queue_key(q, key, sizeof key, suffix);
+  int has = 0;
+  rc = stream_has(q, key, charge, &has, err);
+  const char *prompt = j != NULL ? jstr(j, "prompt", "") : text;
+  void *zp = NULL, *zr = NULL;
+  size_t zp_len = 0, zr_len = 0;
+  if (rc == KB_OK && !has)
+    rc = kb_compress(prompt, strlen(prompt), &zp, &zp_len, err);
+  if (rc == KB_OK && !has)
+    rc = kb_compress("", 0, &zr, &zr_len, err);
+  if (rc == KB_OK && !has) {
+    char sent[24];
+    snprintf(sent, sizeof sent, "%lld", (long long)json_integer_value(json_object_get(j, "sent_ms")));
+    const char *argv[] = {"XADD",     key,   "*",        "kind",       jstr(j, "kind", ""),
+                          "charge",   charge, "status",  "lost",       "attempts",
+                          "0",        "tokens_in", "0",  "tokens_out", "0",
+                          "candidate", "",   "parents",  jstr(j, "parents", ""), "error",
+                          why,        "prompt", zp,      "response",   zr,
+                          "model",    jstr(j, "model", ""), "sent_ms", sent};
+    int n = (int)(sizeof argv / sizeof argv[0]);
+    size_t lens[sizeof argv / sizeof argv[0]];
+    for (int i = 0; i < n; i++)
+      lens[i] = i == 22 ? zp_len : i == 24 ? zr_len : strlen(argv[i]);
+    redisReply *rep = NULL;
+    rc = kb_redis_command(q->redis, n, argv, lens, 0, &rep, err);
+    if (rep)
+      freeReplyObject(rep);
+  }
+  kb_free(zp);
+  kb_free(zr);
+  json_decref(j);
+  return rc;
+}
+
+int kb__llm_audit_lost(struct kb_queue *q, const char *charge, const char *why, int *n,
+                       struct kb_error *err) {
+  char key[200];
+  sent_key(q, key, sizeof key);
+  if (n != NULL)
+    *n = 0;
+  redisReply *rep = NULL;
+  int rc = charge != NULL ? kb_redis_commandf(q->redis, &rep, err, "HMGET %s %s", key, charge)
+                          : kb_redis_commandf(q->redis, &rep, err, "HGETALL %s", key);
+  if (rc)
+    return rc;
+  size_t step = charge != NULL ? 1 : 2;
+  for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i + step - 1 < rep->elements;
+       i += step) {
+    const redisReply *c = charge != NULL ? NULL : rep->element[i];
+    const redisReply *v = rep->element[i + step - 1];
+    const char *ch = charge != NULL ? charge : c->type == REDIS_REPLY_STRING ? c->str : NULL;
+    if (ch == NULL || v->type != REDIS_REPLY_STRING)
+      continue;
+    rc = write_lost(q, ch, v->str, why, err);
+    if (rc == KB_OK)
+      rc = kb__llm_audit_settled(q, ch, err);
+    if (rc == KB_OK && n != NULL)
+      (*n)++;
+  }
+  freeReplyObject(rep);
+  return rc;
 }

@@ -60,6 +60,7 @@ struct sched {
   double deadline;            /* unix seconds, 0 = none */
   struct kb_search search;    /* the campaign's search section (policy.h, budget.h) */
   double next_split;          /* unix seconds of the next budget split */
+  int stale_said;             /* stale leases last reported by report_stale, 0 = none */
   struct kb_gen gen;          /* generators: tune, llm (gen_core.h) */
   int generated;              /* candidates the last gen tick enqueued */
 };
@@ -854,6 +855,25 @@ static int attach(struct sched *s, struct kb_error *err) {
   return rc;
 }
 
+/* Says, when their number changes, that the campaign waits for leases of runners that stopped
+ * (kb_queue_stale_leases): a rerun after a runner was killed would otherwise sit silent until
+ * the last of them expires and the reaper requeues it. */
+static int report_stale(struct sched *s, struct kb_error *err) {
+  struct kb_stale_lease first;
+  int n = 0;
+  int64_t now = 0, last = 0;
+  int rc = kb_queue_stale_leases(&s->q, &first, 1, &n, &now, &last, err);
+  if (rc || n == s->stale_said)
+    return rc;
+  s->stale_said = n;
+  if (n > 0 && last > now)
+    kb_info("waiting for %d lease%s of runners that stopped; the last expires in %lld s, then "
+            "the reaper requeues %s",
+            n, n == 1 ? "" : "s", (long long)((last - now + 999) / 1000),
+            n == 1 ? "it" : "them");
+  return KB_OK;
+}
+
 static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error *err) {
   int pending_mode = 1;
   double next_reap = 0;
@@ -881,6 +901,9 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
       next_reap = kb_now_wall() + 1.0;
       if (requeued || dead)
         continue;
+      rc = report_stale(s, err);
+      if (rc)
+        return rc;
     }
     if (rc == KB_OK && strcmp(st.state, "running") == 0 && kb_now_wall() >= s->next_split) {
       rc = split_budget(s, &st, err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kb/campaign.h"
@@ -17,6 +18,7 @@
 #include "kb/signals.h"
 #include "kb/submit.h"
 #include "locate.h"
+#include "oracle_check.h"
 #include "watch/watch.h"
 
 static void print_json(json_t *obj) {
@@ -39,11 +41,27 @@ static json_t *summary_json(const struct kb_submission *s) {
                    (json_int_t)c->budget_llm_tokens);
 }
 
+/* kb_submission_load, then what only a campaign about to start must pass: a deadline not yet
+ * past. On failure `s` is released. */
+static int load_new(const char *campaign_path, struct kb_submission *s, struct kb_error *err) {
+  int rc = kb_submission_load(campaign_path, s, err);
+  if (rc)
+    return rc;
+  rc = kb_campaign_check_deadline(&s->campaign, (int64_t)time(NULL), err);
+  if (rc)
+    kb_submission_release(s);
+  return rc;
+}
+
 int kb__cmd_validate(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
-  if (kb_submission_load(campaign_path, &s, &err))
+  if (load_new(campaign_path, &s, &err))
     return kb_cli_fail("kb-submit", &err);
+  if (kb__oracles_check(&s, &err)) {
+    kb_submission_release(&s);
+    return kb_cli_fail("kb-submit", &err);
+  }
   if (o->json) {
     json_t *j = summary_json(&s);
     json_object_set_new(j, "valid", json_true());
@@ -65,7 +83,7 @@ static int connect_redis(const struct kb_submit_opts *o, struct kb_redis **r,
 int kb__cmd_submit(const struct kb_submit_opts *o, const char *campaign_path) {
   struct kb_error err = {0};
   struct kb_submission s;
-  if (kb_submission_load(campaign_path, &s, &err))
+  if (load_new(campaign_path, &s, &err))
     return kb_cli_fail("kb-submit", &err);
   struct kb_redis *r = NULL;
   char who[256];

@@ -4,7 +4,7 @@
 -- what a runner that claims again right after completing does). kb_queue_claim,
 -- kb_queue_complete and kb_queue_complete_and_claim are its three forms. All or nothing.
 -- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 results, 8 taskbudget,
---       9.. queues in preference order (highest tier first, so promising candidates finish
+--       9 dead, 10.. queues in preference order (highest tier first, so promising candidates finish
 --       before new ones start); none when not claiming
 -- ARGV: 1 runner (JSON-escaped by the caller), 2 lease token for the next item ('' = claim
 --       nothing), 3 item id to complete ('' = complete nothing), 4 its lease token, 5 its charge
@@ -14,6 +14,8 @@
 -- claiming: {"ok", item, candidate, task, tier, attempt, charge_id, cost_ms, deadline_ms},
 -- {"empty"} (no ready item), {"budget", available} (ready items, none affordable) or
 -- {"state", state} (campaign not running).
+-- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
+-- dead-letter hash with the reason, and the claim goes on to the next entry.
 -- Errors (nothing written, nothing claimed): KB_LEASE when the completed item's lease was lost
 -- (expired and reaped: its reservation was refunded and the item requeued), KB_NOTFOUND for an
 -- unknown charge.
@@ -79,7 +81,7 @@ else
   end
   local kind, reserved = kb_charge_parse(ch)
   local raw = redis.call('HGET', items, id)
-  old = raw and kb_item_decode(raw)
+  old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
   open = tonumber(m[4] or '0')
   if kind == 'P' then
     done = 'dup'
@@ -128,7 +130,7 @@ local claim = {}
 if next_token ~= '' then
   if done == 'dup' and old and old.next then
     local raw = redis.call('HGET', items, old.next)
-    local n = raw and kb_item_decode(raw)
+    local n = raw and kb_item_check(items, old.next, raw)
     if n and n.state == 'leased' and n.token == next_token then
       return {done, open, 'ok', old.next, n.cand, n.task, tostring(n.tier), tostring(n.attempt),
               old.next .. '#' .. n.claims, kb_int(n.cost),
@@ -140,15 +142,20 @@ if next_token ~= '' then
   else
     local caps = m[3] == '1'
     local blocked = false
-    for i = 9, #KEYS do
+    for i = 10, #KEYS do
       -- the head first: nearly always affordable, and ZRANGE 0 0 costs a fifth of 0 15
       local ids = redis.call('ZRANGE', KEYS[i], 0, 0)
       local j = 1
       while ids[j] do
         local nid = ids[j]
-        local it = kb_item_decode(redis.call('HGET', items, nid))
+        local it, why = kb_item_check(items, nid, redis.call('HGET', items, nid))
         local ok = true
-        if it.cost > 0 then
+        if not it then
+          kb_dead_letter(KEYS[i], KEYS[9], nid, why)
+          ok = false
+          ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
+          j = 0
+        elseif it.cost > 0 then
           if not bal then
             bal = kb_balances(ledger, 'gpu_ms')
           end
@@ -183,7 +190,7 @@ if next_token ~= '' then
                    cost, kb_int(deadline)}
           break
         end
-        blocked = true
+        blocked = blocked or it ~= nil
         if j == 1 and #ids == 1 then
           ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
         end

@@ -11,8 +11,8 @@ local n = 0
 for i = 2, #ARGV - 1, 2 do
   local raw = redis.call('HGET', KEYS[3], ARGV[i])
   if raw then
-    local item = kb_item_decode(raw)
-    if item.state == 'leased' and item.token == ARGV[i + 1] then
+    local item = kb_item_check(KEYS[3], ARGV[i], raw) -- one that does not decode: not held
+    if item and item.state == 'leased' and item.token == ARGV[i + 1] then
       redis.call('ZADD', KEYS[2], 'XX', now + lease_ms, ARGV[i])
       n = n + 1
     end

@@ -6,7 +6,8 @@
 -- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 dead, 8 results,
 --       9 taskbudget, 10.. queues by tier index (tier 0 first)
 -- ARGV: 1 campaign id, 2 most items to reap in this call, 3 who
--- Returns {requeued, dead}.
+-- Returns {requeued, dead, bad}: bad counts the lease entries whose item is missing or does not
+-- decode (kb_item_check), moved to the dead-letter hash with the reason.
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                 KEYS[6]
 local now = kb_now_ms()
@@ -18,8 +19,7 @@ local max_attempts = tonumber(redis.call('HGET', meta, 'max_attempts'))
 local tiers = cjson.decode(redis.call('HGET', meta, 'tiers'))
 local backend = redis.call('HGET', meta, 'backend')
 local requeued, dead = 0, 0
-for _, id in ipairs(expired) do
-  local item = kb_item_decode(redis.call('HGET', items, id))
+local function reap(id, item)
   local charge = id .. '#' .. item.claims
   local ch = redis.call('HGET', charges, charge)
   local kind, reserved
@@ -59,4 +59,14 @@ for _, id in ipairs(expired) do
     requeued = requeued + 1
   end
 end
-return {requeued, dead}
+local bad = 0
+for _, id in ipairs(expired) do
+  local item, why = kb_item_check(items, id, redis.call('HGET', items, id))
+  if item then
+    reap(id, item)
+  else -- a lease whose item is missing or does not decode: set aside, the others reaped
+    kb_dead_letter(lease, KEYS[7], id, why)
+    bad = bad + 1
+  end
+end
+return {requeued, dead, bad}

@@ -13,8 +13,8 @@ if not raw or not ch then
   return 'noop'
 end
 local kind, reserved = kb_charge_parse(ch)
-local item = kb_item_decode(raw)
-if kind ~= 'H' or item.state ~= 'leased' or item.token ~= token then
+local item = kb_item_check(items, id, raw) -- one that does not decode: the reaper sets it aside
+if not item or kind ~= 'H' or item.state ~= 'leased' or item.token ~= token then
   return 'noop'
 end
 if reserved > 0 then

@@ -24,8 +24,10 @@ local ready = {}
 for i = 5, #KEYS do
   ready[#ready + 1] = redis.call('ZCARD', KEYS[i])
   local head = redis.call('ZRANGE', KEYS[i], 0, 0)
-  if #head > 0 then
-    local cost = cjson.decode(redis.call('HGET', KEYS[4], head[1])).cost
+  -- a head that does not decode is skipped: the next claim moves it to the dead-letter hash
+  local it = #head > 0 and kb_item_check(KEYS[4], head[1], redis.call('HGET', KEYS[4], head[1]))
+  if it then
+    local cost = it.cost
     if cheapest < 0 or cost < cheapest then
       cheapest = cost
     end

@@ -681,6 +681,8 @@ static int parse_limits(struct ctx *x, json_t *root) {
                             "\"deadline\" must be an RFC 3339 UTC time like "
                             "\"2026-12-01T08:00:00Z\": \"%s\"",
                             deadline);
+  if (deadline != NULL)
+    kb_jsonfile_position(f, "deadline", 0, &c->deadline_line, &c->deadline_col);
   int64_t v = 3;
   rc = kb_json_get_int(f, root, "", "max_attempts", 0, 1, 20, &v, x->err);
   if (rc)
@@ -700,7 +702,27 @@ static int parse_limits(struct ctx *x, json_t *root) {
   c->results_dir = kb_path_resolve(c->dir, results);
   if (c->results_dir == NULL)
     return nomem(x);
+  struct stat st;
+  if (x->check_files && stat(c->results_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+    return kb_jsonfile_fail(f, x->err, "results_dir",
+                            "\"results_dir\" names \"%s\", which exists and is not a folder",
+                            c->results_dir);
   return KB_OK;
+}
+
+int kb_campaign_check_deadline(const struct kb_campaign *c, int64_t now, struct kb_error *err) {
+  if (c->deadline == 0 || c->deadline > now)
+    return KB_OK;
+  char when[32] = "";
+  time_t t = (time_t)c->deadline;
+  struct tm tm;
+  if (gmtime_r(&t, &tm) != NULL)
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return kb_error_set(err, KB_EPARSE,
+                      "%s:%d:%d: \"deadline\" %s is in the past (%lld s ago): the campaign "
+                      "would end before it starts",
+                      c->path, c->deadline_line, c->deadline_col, when,
+                      (long long)(now - c->deadline));
 }
 
 static int parse_campaign(struct ctx *x) {

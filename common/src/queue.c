@@ -283,7 +283,7 @@ static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_m
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
                                           KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES,
-                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, NULL});
+                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, KB_KEY_DEAD, NULL});
   if (min_tier < 0)
     min_tier = 0;
   if (max_tier >= q->n_tiers || max_tier < 0)
@@ -414,7 +414,8 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
   rc = kb_redis_script(q->redis, "reap", ks.n, ks.ptr, 3, args, NULL, &rep, err);
   if (rc)
     return rc;
-  if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+  /* {requeued, dead[, bad]}: bad leases went to the dead-letter hash (reap.lua) */
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2) {
     freeReplyObject(rep);
     return kb_error_set(err, KB_EREDIS, "reap: unexpected reply from redis");
   }
@@ -545,6 +546,47 @@ int kb_queue_drop_stray(struct kb_queue *q, const char *const *ids, const char *
     return rc;
   if (counted && rep->type == REDIS_REPLY_INTEGER)
     *counted = (int)rep->integer;
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+int kb_queue_stale_leases(struct kb_queue *q, struct kb_stale_lease *out, int max, int *n,
+                          int64_t *now_ms, int64_t *last_ms, struct kb_error *err) {
+  *n = 0;
+  *now_ms = 0;
+  *last_ms = 0;
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err,
+                    (const char *const[]){KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_RUNNERS,
+                                          KB_KEY_META, NULL});
+  if (rc)
+    return rc;
+  char max_s[16], silent_s[16];
+  snprintf(max_s, sizeof max_s, "%d", max);
+  snprintf(silent_s, sizeof silent_s, "%d", KB_RUNNER_SILENT_MS);
+  const char *args[] = {max_s, silent_s};
+  redisReply *rep = NULL;
+  rc = kb_redis_script(q->redis, "leases", ks.n, ks.ptr, 2, args, NULL, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 || (rep->elements - 3) % 4 != 0) {
+    freeReplyObject(rep);
+    return kb_error_set(err, KB_EREDIS, "leases: unexpected reply from redis");
+  }
+  int64_t stale = 0;
+  parse_i64(rep->element[0], now_ms);
+  parse_i64(rep->element[1], &stale);
+  parse_i64(rep->element[2], last_ms);
+  *n = (int)stale;
+  for (size_t i = 3, k = 0; i + 3 < rep->elements && (int)k < max; i += 4, k++) {
+    struct kb_stale_lease *l = &out[k];
+    copy_str(l->item, sizeof l->item, rep->element[i]);
+    copy_str(l->runner, sizeof l->runner, rep->element[i + 1]);
+    parse_i64(rep->element[i + 2], &l->deadline_ms);
+    l->seen_ms = -1;
+    if (rep->element[i + 3]->type == REDIS_REPLY_STRING && rep->element[i + 3]->len > 0)
+      parse_i64(rep->element[i + 3], &l->seen_ms);
+  }
   freeReplyObject(rep);
   return KB_OK;
 }

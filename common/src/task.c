@@ -237,6 +237,23 @@ static int get_text(struct ctx *c, json_t *obj, const char *path, const char *ke
   return *out ? KB_OK : nomem(c);
 }
 
+/* KB_OK when existing file `abs` (borrowed), field `full` = `rel` of the task, resolves with
+ * every symbolic link followed to a path inside the bundle folder (itself resolved): a link to
+ * /etc/passwd or to another bundle's file is refused, naming the field and where it leads. */
+static int check_inside(struct ctx *c, const char *full, const char *rel, const char *abs) {
+  char real[PATH_MAX];
+  if (realpath(abs, real) == NULL)
+    return kb_jsonfile_fail(c->f, c->err, full, "\"%s\": cannot resolve \"%s\": %s", full, rel,
+                            strerror(errno));
+  size_t n = strlen(c->t->dir);
+  if (strncmp(real, c->t->dir, n) == 0 && (real[n] == '/' || c->t->dir[n - 1] == '/'))
+    return KB_OK;
+  return kb_jsonfile_fail(c->f, c->err, full,
+                          "\"%s\": \"%s\" resolves to \"%s\", outside the task bundle "
+                          "(symbolic links are followed; copy the file into the bundle)",
+                          full, rel, real);
+}
+
 /* A path field: relative, inside the bundle; resolved into `*out` (new) and, when checking
  * files, required to be a readable regular file. */
 static int get_file(struct ctx *c, json_t *obj, const char *path, const char *key, int required,
@@ -272,6 +289,11 @@ static int get_file(struct ctx *c, json_t *obj, const char *path, const char *ke
       kb_free(abs);
       return kb_jsonfile_fail(c->f, c->err, full, "\"%s\": cannot read \"%s\": %s", full, rel,
                               why);
+    }
+    rc = check_inside(c, full, rel, abs);
+    if (rc) {
+      kb_free(abs);
+      return rc;
     }
   }
   *out = abs;

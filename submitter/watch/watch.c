@@ -14,6 +14,7 @@
 #include "kb/error.h"
 #include "progress.h"
 #include "progress_view.h"
+#include "stale.h"
 
 void kb__watch_opts_for(FILE *out, int json, struct kb_watch_opts *o) {
   const char *term = getenv("TERM");
@@ -71,7 +72,8 @@ static int count_lines(const char *s) {
 
 /* Draws the screen over the previous one: back up `*drawn` lines, rewrite each (clearing the
  * rest of the line) and clear what is left below. */
-static int draw(const struct kb_progress *p, const struct kb_watch_opts *o, FILE *out, int *drawn) {
+static int draw(const struct kb_progress *p, const struct kb_stale *stale,
+                const struct kb_watch_opts *o, FILE *out, int *drawn) {
   /* Redrawn in place, the screen must fit the terminal (a line fewer: the cursor's). Printed
    * once (status), it may scroll. */
   int h = o->once ? 0 : rows(out);
@@ -79,6 +81,8 @@ static int draw(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
   struct kb_buf b;
   kb_buf_init(&b);
   int rc = kb__progress_screen(p, &v, &b);
+  if (rc == KB_OK)
+    rc = kb__stale_text(stale, &b);
   if (rc == KB_OK) {
     if (o->once) {
       fputs(b.data, out);
@@ -100,19 +104,30 @@ static int draw(const struct kb_progress *p, const struct kb_watch_opts *o, FILE
   return rc;
 }
 
-static int show(const struct kb_progress *p, const struct kb_watch_opts *o, FILE *out, int *drawn,
-                struct kb_error *err) {
+static int show(const struct kb_progress *p, const struct kb_stale *stale,
+                const struct kb_watch_opts *o, FILE *out, int *drawn, struct kb_error *err) {
   switch (o->mode) {
   case KB_WATCH_SCREEN:
-    if (draw(p, o, out, drawn))
+    if (draw(p, stale, o, out, drawn))
       return kb_error_set(err, KB_ENOMEM, "out of memory drawing the screen");
     return KB_OK;
   case KB_WATCH_LINES:
     kb__progress_line(p, out);
+    if (stale->n != *drawn) { /* the stale leases when their number changes (in this mode
+                                `*drawn` holds the number last printed) */
+      struct kb_buf b;
+      kb_buf_init(&b);
+      if (kb__stale_text(stale, &b) == KB_OK && b.data != NULL)
+        fputs(b.data, out);
+      kb_buf_release(&b);
+      *drawn = stale->n;
+    }
     fflush(out);
     return KB_OK;
   case KB_WATCH_JSON: {
     json_t *j = kb__progress_json(p);
+    if (j != NULL)
+      json_object_set_new(j, "stale_leases", kb__stale_json(stale));
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (text == NULL)
@@ -149,6 +164,7 @@ int kb__watch_ended_by_summary(const char *results, const char *cid, FILE *out) 
 int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opts *o, FILE *out,
              volatile sig_atomic_t *stop, struct kb_error *err) {
   struct kb_progress p;
+  struct kb_stale stale;
   int drawn = 0, cursor_hidden = 0;
   double lost_since = 0; /* monotonic seconds when redis became unreachable; 0 = reachable */
   int rc = kb__progress_open(&p, redis, cid, err);
@@ -159,6 +175,8 @@ int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opt
   }
   while (rc == KB_OK) {
     rc = kb__progress_update(&p, err);
+    if (rc == KB_OK)
+      rc = kb__stale_read(&p.q, &stale, err);
     /* Redis gone after the end: kb-launch --local stops it once the summary is written. */
     if (rc == KB_ECONN && kb__watch_ended_by_summary(o->results, cid, out)) {
       kb_error_clear(err);
@@ -189,7 +207,7 @@ int kb__watch(struct kb_redis *redis, const char *cid, const struct kb_watch_opt
       fputs("\033[?25l", out);
       cursor_hidden = 1;
     }
-    rc = show(&p, o, out, &drawn, err);
+    rc = show(&p, &stale, o, out, &drawn, err);
     if (rc || o->once || kb__progress_ended(&p))
       break;
     nap(o->interval, stop);

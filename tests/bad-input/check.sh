@@ -9,6 +9,8 @@
 #   - exits with 3 (malformed input),
 #   - prints nothing on stdout,
 #   - prints the text of expected.txt on stderr;
+# and `KB_SUBMIT submit` of it exits with 3 with the same text, before connecting to Redis
+#   (unless the case holds an empty file named validate-only);
 # and, checking the schemas against the C parser, when tests/schema/validate.py
 #   - rejects the file expected.txt names (campaign.json, or the task.json files of the case),
 #     or, for a case marked not-schema (an error JSON Schema cannot see: a missing file, a
@@ -55,6 +57,17 @@ if ! grep -qF -- "$expected" "$tmp/stderr"; then
   echo "got:  $(cat "$tmp/stderr")" >&2
   echo "want: $expected" >&2
   fail "the message differs"
+fi
+
+# kb-submit submit refuses the same input with the same message, before any connection (the
+# address below has no server: reaching it would exit 4, not 3).
+# A case marked validate-only (an oracle that does not build: only validate builds oracles)
+# skips this.
+if [ ! -e "$dir/validate-only" ]; then
+  KB_REDIS=127.0.0.1:1 "$submit" submit "$dir/campaign.json" >"$tmp/stdout" 2>"$tmp/stderr"
+  rc=$?
+  [ "$rc" -eq 3 ] || fail "kb-submit submit exited with $rc, want 3: $(cat "$tmp/stderr")"
+  grep -qF -- "$expected" "$tmp/stderr" || fail "kb-submit submit said: $(cat "$tmp/stderr")"
 fi
 
 # The schema side.

@@ -281,6 +281,80 @@ static void test_ledger_log_balances_after_each_entry(void **state) {
   kb_redis_free(r);
 }
 
+/* The dead-letter reason of `id` in campaign `cid`, which must contain `want` (and the items
+ * key: the reason names key and field). */
+static void assert_dead(struct kb_redis *r, const char *cid, const char *id, const char *want) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  char key[128], items[128];
+  snprintf(key, sizeof key, "kb:{%s}:dead", cid);
+  snprintf(items, sizeof items, "kb:{%s}:items field \"%s\"", cid, id);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET %s %s", key, id), KB_OK);
+  if (rep->type != REDIS_REPLY_STRING)
+    fail_msg("%s is not in %s", id, key);
+  if (strstr(rep->str, items) == NULL || strstr(rep->str, want) == NULL)
+    fail_msg("%s: dead-letter reason \"%s\" does not name \"%s\" and \"%s\"", id, rep->str,
+             items, want);
+  freeReplyObject(rep);
+}
+
+static void cmd(struct kb_redis *r, const char *fmt, const char *a, const char *b) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, fmt, a, b))
+    fail_msg("%s: %s", fmt, err.msg);
+  freeReplyObject(rep);
+}
+
+/* Bad state in Redis (issue 16, item 1): a queued item whose candidate id is not 64 hex digits,
+ * a non-JSON item, a queue entry with no item, a lease with no item. Each goes to the
+ * dead-letter hash with a reason naming key and field; status, claim and reap go on, and the
+ * good items still complete. */
+static void test_bad_state_dead_lettered(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-bad", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 2, 0); /* tier 0 (cost 0) and tier 1 (cost 10) */
+  cmd(r, "HSET kb:{e-bad}:items bad:1 %s%s",
+      "{\"cand\":\"zzz\",\"task\":\"t\",\"tier\":1,\"cost\":10,\"priority\":-100,",
+      "\"state\":\"queued\",\"attempt\":0,\"claims\":0}");
+  cmd(r, "ZADD kb:{e-bad}:q:1 -100 %s%s", "bad:1", "");
+  cmd(r, "HSET kb:{e-bad}:items junk:0 %s%s", "not json {", "");
+  cmd(r, "ZADD kb:{e-bad}:q:0 -100 %s%s", "junk:0", "");
+  cmd(r, "ZADD kb:{e-bad}:q:0 -99 %s%s", "ghost:0", "");
+  cmd(r, "ZADD kb:{e-bad}:lease 0 %s%s", "ghost:lease", "");
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  struct kb_claim c[2];
+  for (int i = 0; i < 2; i++) {
+    int rc = kb_queue_claim(&q, "r1", 0, -1, &c[i], NULL, &err);
+    if (rc != KB_OK)
+      fail_msg("claim %d: %s (%s)", i, kb_err_name(rc), err.msg);
+    assert_int_equal(strlen(c[i].candidate), 64);
+  }
+  struct kb_claim none;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &none, NULL, &err), KB_EEMPTY);
+  int requeued = -1, dead = -1;
+  assert_int_equal(kb_queue_reap(&q, 100, "test", &requeued, &dead, &err), KB_OK);
+  assert_int_equal(requeued, 0);
+  assert_dead(r, "e-bad", "bad:1", "\"cand\" is not 64 hex digits");
+  assert_dead(r, "e-bad", "junk:0", "not a JSON object");
+  assert_dead(r, "e-bad", "ghost:0", "no such item");
+  assert_dead(r, "e-bad", "ghost:lease", "no such item");
+  assert_int_equal(redis_int(r, "ZCARD %s", "kb:{e-bad}:q:0"), 0);
+  assert_int_equal(redis_int(r, "ZCARD %s", "kb:{e-bad}:q:1"), 0);
+  assert_int_equal(redis_int(r, "ZCARD %s", "kb:{e-bad}:lease"), 2);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(kb_queue_complete(&q, &c[i], 5, "{}", "r1", NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 2);
+  assert_int_equal(st.open, 0);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -289,6 +363,7 @@ int main(void) {
       cmocka_unit_test(test_heartbeat_reports_state),
       cmocka_unit_test(test_charge_bad_amount),
       cmocka_unit_test(test_ledger_log_balances_after_each_entry),
+      cmocka_unit_test(test_bad_state_dead_lettered),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

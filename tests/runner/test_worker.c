@@ -155,11 +155,37 @@ static void test_results_land(void **state) {
   if (kb_queue_open(&q, redis, CID, &err) != KB_OK ||
       kb_queue_enqueue(&q, seed->id, seed->task, 1, 100, 0, NULL, &err) != KB_OK)
     fail_msg("enqueue: %s", err.msg);
+  /* bad state in redis ahead of the good items (issue 16, item 1): a candidate id that is not
+   * 64 hex digits, a non-JSON item, a queue entry with no item; the runner sets each aside */
+  static const char *const inject[] = {
+      "HSET kb:{" CID "}:items bad:1 {\"cand\":\"zzz\",\"task\":\"sum\",\"tier\":1,"
+      "\"cost\":100,\"priority\":-100,\"state\":\"queued\",\"attempt\":0,\"claims\":0}",
+      "ZADD kb:{" CID "}:q:1 -100 bad:1", "HSET kb:{" CID "}:items junk:0 not-json",
+      "ZADD kb:{" CID "}:q:0 -100 junk:0", "ZADD kb:{" CID "}:q:0 -99 ghost:0"};
+  for (size_t i = 0; i < sizeof inject / sizeof inject[0]; i++) {
+    redisReply *ir = NULL;
+    if (kb_redis_commandf(redis, &ir, &err, inject[i]) != KB_OK)
+      fail_msg("%s: %s", inject[i], err.msg);
+    freeReplyObject(ir);
+  }
   long want = sub.n_candidates + 1;
   struct kb_worker_opts o = options(want);
   int why = -1;
   if (kb__worker_run(&o, &why, &err) != KB_OK)
     fail_msg("kb__worker_run: %s", err.msg);
+  static const char *const dead[][2] = {{"bad:1", "\"cand\" is not 64 hex digits"},
+                                        {"junk:0", "not a JSON object"},
+                                        {"ghost:0", "no such item"}};
+  for (size_t i = 0; i < 3; i++) {
+    redisReply *dr = NULL;
+    if (kb_redis_commandf(redis, &dr, &err, "HGET kb:{" CID "}:dead %s", dead[i][0]) != KB_OK)
+      fail_msg("HGET: %s", err.msg);
+    if (dr->type != REDIS_REPLY_STRING || strstr(dr->str, "kb:{" CID "}:items field") == NULL ||
+        strstr(dr->str, dead[i][1]) == NULL)
+      fail_msg("%s: dead-letter reason %s, want key, field and \"%s\"", dead[i][0],
+               dr->type == REDIS_REPLY_STRING ? dr->str : "(none)", dead[i][1]);
+    freeReplyObject(dr);
+  }
   assert_int_equal(why, KB_WORKER_STOPPED); /* max_items reached */
   redisReply *rep = results();
   assert_int_equal((long)rep->elements, want);

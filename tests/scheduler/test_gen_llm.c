@@ -150,6 +150,8 @@ static void test_tokens_exact_after_failures(void **state) {
   assert_int_equal(ledger(r, "llm1", "available") + ledger(r, "llm1", "spent"),
                    ledger(r, "llm1", "total"));
   assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm1}:gen:llm:open"), 0);
+  /* every write-ahead record completed by its stream entry */
+  assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm1}:gen:llm:sent"), 0);
   /* one audit entry per request, prompts and answers compressed */
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE kb:{llm1}:llm:sum - +"), KB_OK);
@@ -195,6 +197,13 @@ static void test_open_charges_voided_at_start(void **state) {
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{llm2}:gen:llm:open llm:sum:7 sum"),
                    KB_OK);
   freeReplyObject(rep);
+  /* and had recorded the request ahead (llm_audit.h), a prompt with no answer */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{llm2}:gen:llm:sent llm:sum:7 %s",
+                                     "{\"task\":\"sum\",\"kind\":\"mutate\",\"model\":\"m1\","
+                                     "\"sent_ms\":1700000000000,\"parents\":\"\","
+                                     "\"prompt\":\"Task sum: the prompt sent\"}"),
+                   KB_OK);
+  freeReplyObject(rep);
   assert_int_equal(ledger(r, "llm2", "held"), 3000);
   struct kb_gen_llm_cfg c = cfg();
   struct kb_gen_llm *l = NULL;
@@ -202,6 +211,35 @@ static void test_open_charges_voided_at_start(void **state) {
   assert_int_equal(ledger(r, "llm2", "held"), 0);
   assert_int_equal(ledger(r, "llm2", "available"), 10000);
   assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm2}:gen:llm:open"), 0);
+  /* the record became a "lost" audit entry: its prompt, no response, no tokens */
+  assert_int_equal(int_reply(r, "HLEN %s", "kb:{llm2}:gen:llm:sent"), 0);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE kb:{llm2}:llm:sum - +"), KB_OK);
+  assert_int_equal(rep->elements, 1);
+  redisReply *f = rep->element[0]->element[1];
+  int seen = 0;
+  for (size_t k = 0; k + 1 < f->elements; k += 2) {
+    const char *name = f->element[k]->str, *v = f->element[k + 1]->str;
+    if (strcmp(name, "status") == 0 && strcmp(v, "lost") == 0)
+      seen |= 1;
+    if (strcmp(name, "model") == 0 && strcmp(v, "m1") == 0)
+      seen |= 2;
+    if (strcmp(name, "sent_ms") == 0 && strcmp(v, "1700000000000") == 0)
+      seen |= 4;
+    if (strcmp(name, "tokens_in") == 0 && strcmp(v, "0") == 0)
+      seen |= 8;
+    char *text = NULL;
+    size_t len = 0;
+    if (strcmp(name, "prompt") == 0 || strcmp(name, "response") == 0)
+      assert_int_equal(kb_decompress(v, f->element[k + 1]->len, 1 << 20, &text, &len, &err),
+                       KB_OK);
+    if (strcmp(name, "prompt") == 0 && strcmp(text, "Task sum: the prompt sent") == 0)
+      seen |= 16;
+    if (strcmp(name, "response") == 0 && len == 0)
+      seen |= 32;
+    kb_free(text);
+  }
+  assert_int_equal(seen, 63);
+  freeReplyObject(rep);
   /* a budget that cannot hold one request: no request, the generator says so */
   struct kb_task t;
   make_task(&t);

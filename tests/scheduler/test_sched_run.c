@@ -115,6 +115,25 @@ static int run_sched(const char *cid, volatile sig_atomic_t *stop, unsigned limi
 static void test_campaign_runs_to_its_end(void **state) {
   (void)state;
   submit("run");
+  /* bad state in redis (issue 16, item 1): a queue entry with no item, a non-JSON item, a lease
+   * with no item, a result that does not decode; the scheduler's status, reap and results
+   * reading set each aside and the campaign still ends */
+  static const char *const inject[] = {
+      "ZADD kb:{run}:q:0 -99 ghost:0", "HSET kb:{run}:items junk:0 not-json",
+      "ZADD kb:{run}:q:0 -100 junk:0", "ZADD kb:{run}:lease 0 ghost:lease",
+      "XADD kb:{run}:results * item ghost:0 result not-json charge ghost:0#1 runner r9 "
+      "attempt 1"};
+  struct kb_redis *r = NULL;
+  struct kb_error ierr = {0};
+  struct kb_redis_opts ro = {.addr = kbt_group_redis.addr, .retry_ms = 5000};
+  if (kb_redis_connect(&ro, &r, &ierr))
+    fail_msg("connect: %s", ierr.msg);
+  for (size_t i = 0; i < sizeof inject / sizeof inject[0]; i++) {
+    redisReply *rep = NULL;
+    if (kb_redis_commandf(r, &rep, &ierr, inject[i]))
+      fail_msg("%s: %s", inject[i], ierr.msg);
+    freeReplyObject(rep);
+  }
   runner_pid = spawn_runner("run");
   volatile sig_atomic_t stop = 0;
   /* a scheduler that never ends the campaign fails the test (SIGALRM), not the suite */
@@ -130,6 +149,19 @@ static void test_campaign_runs_to_its_end(void **state) {
   assert_int_equal(st.open, 0);
   assert_int_equal(st.leased, 0);
   assert_true(st.done >= 2); /* at least both seeds' compile items */
+  static const char *const dead[][2] = {{"ghost:0", "kb:{run}:items field \"ghost:0\": no such"},
+                                        {"junk:0", "kb:{run}:items field \"junk:0\": not a JSON"},
+                                        {"ghost:lease", "kb:{run}:items field \"ghost:lease\""}};
+  for (size_t i = 0; i < 3; i++) {
+    redisReply *rep = NULL;
+    if (kb_redis_commandf(r, &rep, &ierr, "HGET kb:{run}:dead %s", dead[i][0]))
+      fail_msg("HGET: %s", ierr.msg);
+    if (rep->type != REDIS_REPLY_STRING || strstr(rep->str, dead[i][1]) == NULL)
+      fail_msg("%s: dead-letter reason %s, want \"%s\"", dead[i][0],
+               rep->type == REDIS_REPLY_STRING ? rep->str : "(none)", dead[i][1]);
+    freeReplyObject(rep);
+  }
+  kb_redis_free(r);
   assert_int_equal(st.gpu_held, 0);
   assert_int_equal(st.gpu_available + st.gpu_spent, st.gpu_total);
 

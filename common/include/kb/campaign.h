@@ -172,6 +172,8 @@ struct kb_campaign {
   int64_t budget_gpu_ms;     /* GPU milliseconds */
   int64_t budget_llm_tokens; /* LLM tokens */
   int64_t deadline;      /* unix seconds, 0 = none */
+  int deadline_line;     /* line of "deadline" in the file read, 0 = none */
+  int deadline_col;      /* its column */
   int max_attempts;      /* evaluation attempts before an item is dead-lettered */
   int lease_seconds;     /* how long a runner's claim lasts without a heartbeat, seconds */
   char *results_dir;     /* absolute (owned) */
@@ -206,6 +208,11 @@ int kb_campaign_load(const char *path, struct kb_campaign *c, struct kb_error *e
  * reads the campaign it finds in Redis. */
 int kb_campaign_parse(const char *name, const char *text, const char *dir, int check_files,
                       struct kb_campaign *c, struct kb_error *err);
+/* KB_OK when campaign `c` (borrowed) has no deadline or one after `now` (unix seconds), else
+ * KB_EPARSE "campaign.json:line:col: \"deadline\" ... is in the past": what kb-submit validate
+ * and submit refuse (a campaign that cannot start would only spend budget). Not part of
+ * kb_campaign_load, since a rerun of a campaign past its deadline is fine: it stops at once. */
+int kb_campaign_check_deadline(const struct kb_campaign *c, int64_t now, struct kb_error *err);
 /* Fills `c->tiers` (borrowed `c`) with the default ladder and sets `c->n_tiers`. */
 void kb_campaign_default_ladder(struct kb_campaign *c);
 /* Fills `s` (caller-owned) with the search section's defaults. */

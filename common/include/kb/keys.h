@@ -16,20 +16,21 @@
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
  * (JSON array of the task ids in campaign order), results_dir, deadline.
  * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
- * stray, task_cap, charge. Outside: kb_submission_register writes tasks, results_dir and
- * deadline (one HSET). */
+ * stray, task_cap, charge, leases (reads lease_ms). Outside: kb_submission_register writes
+ * tasks, results_dir and deadline (one HSET). */
 #define KB_KEY_META "meta"
 /* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
  * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,
  * result][, next]} (done and dead items: the lease's runner and charge, and the id of the one
  * results entry that settled it), fields in this order (the scripts rewrite the part after
- * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status. */
+ * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status,
+ * leases. */
 #define KB_KEY_ITEMS "items"
 /* zset per tier: ready items by priority (lower first). printf format, the tier (int).
  * Scripts: enqueue, complete_claim, reap, release, status. */
 #define KB_KEY_READY_FMT "q:%d"
 /* zset: leased items by deadline (Redis TIME, milliseconds).
- * Scripts: complete_claim, heartbeat, reap, release, status. */
+ * Scripts: complete_claim, heartbeat, reap, release, status, leases. */
 #define KB_KEY_LEASE "lease"
 /* hash: <currency>:total|available|held|spent (integers).
  * Scripts: register, complete_claim, reap, release, status, charge. */
@@ -53,9 +54,12 @@
 #define KB_KEY_RESULTS "results"
 /* hash: results entry id -> why the scheduler dropped it. Script: stray. */
 #define KB_KEY_STRAY "stray"
-/* hash: item id -> reason. Script: reap. */
+/* hash: item id -> reason: the dead-letter hash. Items that used max_attempts (reap), and queue
+ * or lease entries whose item is missing or does not decode, with the key and field named
+ * ("bad state: ..."; kb_item_check in common/lua/lib/prelude.lua). Scripts: reap,
+ * complete_claim. */
 #define KB_KEY_DEAD "dead"
-/* hash: runner -> last heartbeat (ms). Script: heartbeat. */
+/* hash: runner -> last heartbeat (ms). Scripts: heartbeat, leases (read). */
 #define KB_KEY_RUNNERS "runners"
 /* stream: state changes, for watchers. Scripts: register, set_state. */
 #define KB_KEY_EVENTS "events"
@@ -68,7 +72,7 @@
  * candidate id. Outside: kb_catalog_put_candidate (submitter, scheduler's generators). */
 #define KB_KEY_CAND_FMT "cand:%s"
 #define KB_KEY_CAND_ANY "cand:*"
-/* stream per task: the LLM audit, one entry per finished request (kind, charge, status,
+/* stream per task: the LLM audit, one entry per finished or lost request (kind, charge, status,
  * attempts, tokens_in, tokens_out, candidate, parents, error, prompt, response; see
  * scheduler/gen_llm.h). printf format, the task id. Outside: the scheduler (gen_llm.c). */
 #define KB_KEY_LLM_AUDIT_FMT "llm:%s"
@@ -77,6 +81,11 @@
 /* hash: open llm charge id -> task, so a restarted scheduler voids what its predecessor left
  * (scheduler/gen_llm.h). Outside: the scheduler. */
 #define KB_KEY_GEN_LLM_OPEN "gen:llm:open"
+/* hash: llm charge id -> the request as sent, JSON {"task", "kind", "model", "sent_ms",
+ * "parents", "prompt"}, written before the request goes out and deleted once its audit entry
+ * is in the stream; what a killed scheduler leaves becomes a "lost" audit entry at the next
+ * start (scheduler/llm_audit.h). Outside: the scheduler. */
+#define KB_KEY_GEN_LLM_SENT "gen:llm:sent"
 /* string: the counter of llm requests, numbering the charge ids. Outside: the scheduler. */
 #define KB_KEY_GEN_LLM_SEQ "gen:llm:seq"
 /* hash per tune base: knob string -> candidate id (scheduler/gen_tune.h). printf format, the

@@ -146,6 +146,23 @@ int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, i
  * is not one of `from`), KB_ECONN, KB_EREDIS. */
 int kb_queue_set_state(struct kb_queue *q, const char *from, const char *to, const char *reason,
                        const char *who, struct kb_error *err);
+/* A lease a dead runner holds (kb_queue_stale_leases). */
+struct kb_stale_lease {
+  char item[KB_ITEM_ID_MAX];  /* the leased item */
+  char runner[128];           /* its runner, "" when the item names none */
+  int64_t deadline_ms;        /* the lease's deadline, Redis clock */
+  int64_t seen_ms;            /* the runner's last heartbeat, Redis clock; -1 never */
+};
+/* A runner silent this long (milliseconds; it beats every second) counts as stopped. */
+#define KB_RUNNER_SILENT_MS 5000
+/* Fills `out` (caller-owned, `max` entries) with the leases past their deadline or held by a
+ * runner silent for KB_RUNNER_SILENT_MS (one that never sent a heartbeat: silent since the
+ * lease was taken or last extended, its deadline less lease_ms), earliest deadline first (the leases script,
+ * read-only); `*n` gets how many there are in all (may exceed `max`), `*now_ms` Redis's clock,
+ * `*last_ms` the latest of their deadlines (0 when none). The reaper requeues each once its
+ * deadline has passed. Errors: KB_ECONN, KB_EREDIS. */
+int kb_queue_stale_leases(struct kb_queue *q, struct kb_stale_lease *out, int max, int *n,
+                          int64_t *now_ms, int64_t *last_ms, struct kb_error *err);
 /* Fills `*st` (caller-owned) from the status script (read-only). Errors: KB_ENOTFOUND (no
  * campaign), KB_ECONN, KB_EREDIS. */
 int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_error *err);

@@ -82,6 +82,48 @@ local function kb_item_decode(raw)
   return t
 end
 
+-- An item as read from hash `items` under field `id` (`raw`: HGET's reply, false when there is
+-- none), checked before any script trusts it: a JSON object whose "cand" is 64 hex digits,
+-- "task" and "state" strings, "tier", "cost", "priority", "attempt" and "claims" numbers.
+-- Returns the item as kb_item_decode does, or nil and the reason, naming the key and field
+-- ('kb:{c}:items field "x": "cand" is not 64 hex digits'), for the dead-letter hash: bad state
+-- in Redis is set aside, never an error that stops a process (docs/architecture.md).
+local KB_ITEM_NUMBERS = {'tier', 'cost', 'priority', 'attempt', 'claims'}
+local function kb_item_check(items, id, raw)
+  local where = items .. ' field "' .. id .. '"'
+  if not raw then
+    return nil, where .. ': no such item (a queue or lease entry without its item)'
+  end
+  local ok, t = pcall(cjson.decode, raw)
+  if not ok or type(t) ~= 'table' then
+    return nil, where .. ': not a JSON object'
+  end
+  if type(t.cand) ~= 'string' or #t.cand ~= 64 or string.find(t.cand, '[^0-9a-f]') then
+    return nil, where .. ': "cand" is not 64 hex digits'
+  end
+  if type(t.task) ~= 'string' or t.task == '' then
+    return nil, where .. ': "task" is not a non-empty string'
+  end
+  if type(t.state) ~= 'string' then
+    return nil, where .. ': "state" is not a string'
+  end
+  for _, k in ipairs(KB_ITEM_NUMBERS) do
+    if type(t[k]) ~= 'number' then
+      return nil, where .. ': "' .. k .. '" is not a number'
+    end
+  end
+  if t.tier < 0 or t.tier ~= math.floor(t.tier) then
+    return nil, where .. ': "tier" is not a tier index'
+  end
+  return kb_item_decode(raw)
+end
+
+-- Sets entry `id` of zset `from` aside: out of it, into the dead-letter hash `dead` with `why`.
+local function kb_dead_letter(from, dead, id, why)
+  redis.call('ZREM', from, id)
+  redis.call('HSET', dead, id, 'bad state: ' .. why .. ' (entry of ' .. from .. ')')
+end
+
 -- The item's priority as stored (a string, full precision), for requeueing it.
 local function kb_item_priority(t)
   return string.match(t.head, '"priority":([^,]*),$')
