@@ -36,9 +36,17 @@ void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
     }
   }
   out->work_ms = work;
-  out->exhaust_s = in->gpu_rate > 0 ? in->gpu_left_ms / in->gpu_rate : -1;
+  double spend = in->spend_rate > 0 ? in->spend_rate : in->gpu_rate;
+  out->exhaust_s = spend > 0 ? in->gpu_left_ms / spend : -1;
   out->bound = 0;
-  out->eta_s = in->gpu_rate > 0 ? work / in->gpu_rate : -1;
+  /* The leased items have run since the last settlement: that much of the work is done. */
+  out->eta_s = -1;
+  if (in->gpu_rate > 0) {
+    double since = in->since_settled_s > 0 ? in->since_settled_s : 0;
+    out->eta_s = work / in->gpu_rate - since;
+    if (out->eta_s < 0)
+      out->eta_s = 0; /* overdue: any moment now */
+  }
   if (work <= 0 && !in->generating)
     out->eta_s = 0;
   /* Generators keep proposing until the budget (or a stop rule, which cannot be foreseen). */
@@ -65,6 +73,18 @@ double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t cr
     s0 = 0;
   }
   return now > t0 ? (double)(spent[n - 1] - s0) * 1000.0 / (double)(now - t0) : 0;
+}
+
+double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms,
+                         double *since_s) {
+  *since_s = 0;
+  if (n <= 0)
+    return 0;
+  int j = n - 1;
+  while (j > 0 && spent[j - 1] == spent[n - 1])
+    j--;
+  *since_s = (double)(t_ms[n - 1] - t_ms[j]) / 1000.0;
+  return kb__eta_rate(t_ms, spent, j + 1, created_ms);
 }
 
 double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s) {
