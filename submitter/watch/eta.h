@@ -25,7 +25,8 @@ struct kb_eta_in {
   double plan_ms[KB_MAX_TIERS];    /* the tier's planning estimate (cost_ms of the ladder) */
   double gpu_rate;     /* GPU ms settled per second, recently, up to the last settlement
                         * (kb__eta_work_rate); 0 = unknown */
-  double since_settled_s; /* seconds since the last settlement: the leased items' progress */
+  double since_settled_s; /* seconds since the last settlement: the leased items' progress,
+                           * counted up to their expected cost */
   double spend_rate;   /* GPU ms settled per second, recently, up to now (kb__eta_rate), for
                         * when the budget runs out; 0 = use gpu_rate */
   double gpu_left_ms;  /* GPU ms available (not spent nor held) */
@@ -56,9 +57,9 @@ double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64
 /* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
  * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that a
  * snapshot taken between a result and its promotion (the promoted item not yet counted at the
- * tier above, so the promotion rate dips) does not jolt the display. Returns the new smoothed
- * end. */
-#define KB_ETA_SMOOTH_S 2.0
+ * tier above, so the promotion rate dips) and the step at each settlement do not jolt the
+ * display. Returns the new smoothed end. */
+#define KB_ETA_SMOOTH_S 5.0
 double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
 /* Fills `out` from `in` (both caller-owned). */
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out);
