@@ -16,8 +16,19 @@ static double rate_out(const struct kb_eta_in *in, int k) {
   return r > 1 ? 1 : r;
 }
 
+/* The expected settled cost of a result at tier k: its observed mean; before a result there,
+ * the mean of the highest tier below it with one plus the planning difference between the two
+ * (a result's fixed part, the compile, start-up and input generation, carries over; the timed
+ * part grows as planned); with none below either, the planning estimate. */
 static double cost_at(const struct kb_eta_in *in, int k) {
-  return in->cost_ms[k] > 0 ? in->cost_ms[k] : in->plan_ms[k];
+  if (in->cost_ms[k] > 0)
+    return in->cost_ms[k];
+  for (int j = k - 1; j >= 0; j--)
+    if (in->cost_ms[j] > 0 && in->plan_ms[j] > 0) {
+      double c = in->cost_ms[j] + in->plan_ms[k] - in->plan_ms[j];
+      return c > in->plan_ms[k] ? c : in->plan_ms[k];
+    }
+  return in->plan_ms[k];
 }
 
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
@@ -27,8 +38,9 @@ void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
     rate[k] = rate_out(in, k);
   /* Each open item at tier k is expected to cost its tier's mean, then to climb with the
    * observed rates: prod rate[k..j-1] items at each tier j above. */
-  double work = 0;
+  double work = 0, leased_work = 0;
   for (int k = 0; k < n; k++) {
+    leased_work += (double)in->leased[k] * cost_at(in, k);
     double items = (double)(in->ready[k] + in->leased[k]);
     for (int j = k; j < n && items > 0; j++) {
       work += items * cost_at(in, j);
@@ -36,9 +48,20 @@ void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
     }
   }
   out->work_ms = work;
-  out->exhaust_s = in->gpu_rate > 0 ? in->gpu_left_ms / in->gpu_rate : -1;
+  double spend = in->spend_rate > 0 ? in->spend_rate : in->gpu_rate;
+  out->exhaust_s = spend > 0 ? in->gpu_left_ms / spend : -1;
   out->bound = 0;
-  out->eta_s = in->gpu_rate > 0 ? work / in->gpu_rate : -1;
+  /* The leased items have run since the last settlement: that much of the work is done, up to
+   * their own expected cost (past it, they are overdue: any moment now). */
+  out->eta_s = -1;
+  if (in->gpu_rate > 0) {
+    double done = in->since_settled_s > 0 ? in->since_settled_s : 0;
+    if (done > leased_work / in->gpu_rate)
+      done = leased_work / in->gpu_rate;
+    out->eta_s = work / in->gpu_rate - done;
+    if (out->eta_s < 0)
+      out->eta_s = 0;
+  }
   if (work <= 0 && !in->generating)
     out->eta_s = 0;
   /* Generators keep proposing until the budget (or a stop rule, which cannot be foreseen). */
@@ -65,6 +88,18 @@ double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t cr
     s0 = 0;
   }
   return now > t0 ? (double)(spent[n - 1] - s0) * 1000.0 / (double)(now - t0) : 0;
+}
+
+double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms,
+                         double *since_s) {
+  *since_s = 0;
+  if (n <= 0)
+    return 0;
+  int j = n - 1;
+  while (j > 0 && spent[j - 1] == spent[n - 1])
+    j--;
+  *since_s = (double)(t_ms[n - 1] - t_ms[j]) / 1000.0;
+  return kb__eta_rate(t_ms, spent, j + 1, created_ms);
 }
 
 double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s) {

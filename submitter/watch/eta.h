@@ -1,6 +1,7 @@
 /* The time a campaign still needs, from what a progress snapshot shows: the open items per tier,
- * the promotion rates observed so far, the mean settled cost of a result per tier, and the
- * recent spend rate; and when its budget runs out at that rate. docs/report.md ("The ETA") says
+ * the promotion rates observed so far, the mean settled cost of a result per tier, the spend
+ * rate up to the last settlement, and how long the items under way have run since it; and when
+ * its budget runs out at the recent spend rate. docs/report.md ("The ETA") says
  * how. Pure functions: kb-submit status/watch call them on each snapshot, and
  * tests/report/test_eta.c on a recorded campaign's snapshots.
  */
@@ -22,7 +23,12 @@ struct kb_eta_in {
   int64_t evaluated[KB_MAX_TIERS]; /* results per tier so far */
   double cost_ms[KB_MAX_TIERS];    /* mean settled GPU ms of a result per tier; 0 = none yet */
   double plan_ms[KB_MAX_TIERS];    /* the tier's planning estimate (cost_ms of the ladder) */
-  double gpu_rate;     /* GPU ms settled per second, recently; 0 = unknown */
+  double gpu_rate;     /* GPU ms settled per second, recently, up to the last settlement
+                        * (kb__eta_work_rate); 0 = unknown */
+  double since_settled_s; /* seconds since the last settlement: the leased items' progress,
+                           * counted up to their expected cost */
+  double spend_rate;   /* GPU ms settled per second, recently, up to now (kb__eta_rate), for
+                        * when the budget runs out; 0 = use gpu_rate */
   double gpu_left_ms;  /* GPU ms available (not spent nor held) */
   double deadline_s;   /* seconds to the deadline; < 0 = none */
   int generating;      /* 1: generators propose new candidates until budget or a stop rule */
@@ -31,7 +37,7 @@ struct kb_eta_in {
 struct kb_eta {
   double work_ms;       /* expected GPU ms of the open items and their promotions */
   double eta_s;         /* seconds until the campaign ends; -1 = unknown */
-  double exhaust_s;     /* seconds until the GPU budget runs out at gpu_rate; -1 = unknown */
+  double exhaust_s;     /* seconds until the GPU budget runs out at spend_rate; -1 = unknown */
   int bound;            /* what ends it: 0 the work, 1 the budget, 2 the deadline */
 };
 
@@ -42,10 +48,17 @@ struct kb_eta {
 #define KB_ETA_RATE_WINDOW_MS 60000
 #define KB_ETA_RATE_MIN_SPAN_MS 10000
 double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms);
+/* The rate the work is done at: kb__eta_rate over the snapshots up to the first one that shows
+ * the current amount spent (the last settlement), so that the time an evaluation under way has
+ * run but not yet settled does not sag the rate; `*since_s` gets the seconds from that snapshot
+ * to now (the last). Same arguments as kb__eta_rate. */
+double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms,
+                         double *since_s);
 /* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
- * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that the
- * saw-tooth of settlements (the spend rate sags while a long evaluation runs) averages out.
- * Returns the new smoothed end. */
+ * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that a
+ * snapshot taken between a result and its promotion (the promoted item not yet counted at the
+ * tier above, so the promotion rate dips) and the step at each settlement do not jolt the
+ * display. Returns the new smoothed end. */
 #define KB_ETA_SMOOTH_S 5.0
 double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
 /* Fills `out` from `in` (both caller-owned). */

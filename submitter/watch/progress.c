@@ -448,7 +448,9 @@ void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
     in->cost_ms[k] = p->evaluated[k] > 0 ? p->cost_ms[k] / (double)p->evaluated[k] : 0;
     in->plan_ms[k] = (double)p->q.tiers[k].cost_ms;
   }
-  in->gpu_rate = p->gpu_rate;
+  in->gpu_rate = kb__eta_work_rate(p->spend_t, p->spend_gpu, p->spend_n, p->created_ms,
+                                   &in->since_settled_s);
+  in->spend_rate = p->gpu_rate;
   in->gpu_left_ms = (double)p->st.gpu_available;
   in->deadline_s = -1;
   if (p->deadline > 0) { /* a deadline passed: 0 left */

@@ -1,7 +1,11 @@
 """Reduces the `kb-submit --json watch` snapshots of a finished campaign to what the ETA reads
 (tests/report/test_eta.c): per snapshot, ms since the campaign was submitted, per tier ready,
 leased, results and mean settled cost, and the GPU ledger; and when the campaign ended (its
-summary.json). Run once on a real campaign; the output is tests/report/data/eta_campaign.json.
+summary.json). Run once on a real campaign; the outputs are tests/report/data/eta_campaign*.json.
+Recorded as: `kb-launch --local C.json --runners N &`, then, once <results>/<id>/redis.env
+exists, `kb-submit --json watch C.json -i 1 > watch.jsonl` (it exits 0 when the campaign ends),
+with C.json a host campaign of three tasks/host tasks, the default ladder (PLAN_MS
+0,50,200,1000), budget 600 GPU seconds, lease_seconds 5.
 Usage: make_eta_fixture.py WATCH_JSONL SUMMARY_JSON PLAN_MS,... > eta_campaign.json"""
 import json
 import sys
