@@ -2005,6 +2005,30 @@ def serve(sock, backend, ordinal):
             send(sock, {"op": "error", "field": b.field, "reason": b.reason})
 
 
+def prepare_bytes(req):
+    """Device bytes a prepared task takes, about: every input set's inputs, the references and
+    the candidate's copies of inputs and outputs."""
+    sets = len(req["sets"])
+    return (sets + 1) * tensor_bytes(req["inputs"]) + (sets + 1) * tensor_bytes(req["outputs"])
+
+
+def make_room(req, prepared, used):
+    """Before a CUDA prepare: drops this worker's least recently used prepared tasks while the
+    device's free memory is under what the new one needs (measured on the H200 with KernelBench
+    level 1: the runner's two workers and the compile tier's builders share one GPU; a worker
+    keeping four tasks of 10-30 GiB each made the next prepare fail with out of memory)."""
+    if DEV.type != "cuda":
+        return
+    need = prepare_bytes(req) * 5 // 4 + (256 << 20)
+    while True:
+        free = torch.cuda.mem_get_info(DEV)[0]
+        if free >= need or not prepared:
+            return
+        oldest = min(prepared, key=lambda k: used.get(k, 0))
+        del prepared[oldest]
+        torch.cuda.empty_cache()
+
+
 def do_prepare(req, prepared, used):
     key = req["key"]
     tensors(req, "inputs")  # field errors before any work
@@ -2017,6 +2041,7 @@ def do_prepare(req, prepared, used):
     while len(prepared) >= MAX_PREPARED:
         oldest = min(prepared, key=lambda k: used.get(k, 0))
         del prepared[oldest]
+    make_room(req, prepared, used)
     for attempt in (0, 1):
         try:
             task = prepare_task(req)
