@@ -79,14 +79,7 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
   mt->samples = r->timing.samples;
   if (r->tier > m->promoted_to)
     m->promoted_to = r->tier;
-  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
-    t->torch_eager_us = r->torch_eager_us;
-    t->torch_tier = r->tier;
-  }
-  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
-    t->torch_compile_us = r->torch_compile_us;
-    t->torch_tier = r->tier;
-  }
+  kb_result_keep_torch(r, &t->torch_eager_us, &t->torch_compile_us, &t->torch_tier);
   t->evaluations++;
   return m;
 }

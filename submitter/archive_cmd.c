@@ -211,15 +211,27 @@ static int manual_entry(const struct kb_archive_opts *o, const struct kb_task *t
   return rc;
 }
 
+/* The archive folder of `o` into `*dir` (checked) and the task bundle at `task_dir` into `task`
+ * (caller releases it when this returns -1). Returns -1 when both are good, else the exit status
+ * after printing the reason (the task is then not loaded). */
+static int open_for_adding(const struct kb_archive_opts *o, const char *task_dir,
+                           const char **dir, struct kb_task *task, struct kb_error *err) {
+  *dir = folder(o);
+  if (*dir == NULL)
+    return KB_EXIT_FAILURE;
+  if (kb_archive_check_dir(*dir, err) || kb_task_load(task_dir, task, err))
+    return kb_cli_fail("kb-submit", err);
+  return -1;
+}
+
 int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
                        const char *source_path) {
-  const char *dir = folder(o);
-  if (dir == NULL)
-    return KB_EXIT_FAILURE;
+  const char *dir;
   struct kb_error err = {0};
   struct kb_task task;
-  if (kb_archive_check_dir(dir, &err) || kb_task_load(task_dir, &task, &err))
-    return kb_cli_fail("kb-submit", &err);
+  int fail = open_for_adding(o, task_dir, &dir, &task, &err);
+  if (fail >= 0)
+    return fail;
   struct kb_archive_entry e;
   int rc = manual_entry(o, &task, source_path, 1, &e, &err);
   char path[4200];
@@ -239,13 +251,12 @@ int kb__cmd_archive_add(const struct kb_archive_opts *o, const char *task_dir,
 
 int kb__cmd_archive_import_files(const struct kb_archive_opts *o, const char *task_dir,
                                 int n_files, char *const *files) {
-  const char *dir = folder(o);
-  if (dir == NULL)
-    return KB_EXIT_FAILURE;
+  const char *dir;
   struct kb_error err = {0};
   struct kb_task task;
-  if (kb_archive_check_dir(dir, &err) || kb_task_load(task_dir, &task, &err))
-    return kb_cli_fail("kb-submit", &err);
+  int fail = open_for_adding(o, task_dir, &dir, &task, &err);
+  if (fail >= 0)
+    return fail;
   struct kb_archive_entry *v = kb_calloc((size_t)n_files, sizeof *v);
   int n = 0, rc = v ? KB_OK : kb_error_set(&err, KB_ENOMEM, "out of memory");
   /* every file checked before anything is written */

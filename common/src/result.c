@@ -38,6 +38,18 @@ int kb_status_from_name(const char *name) {
   return -1;
 }
 
+void kb_result_keep_torch(const struct kb_result *r, double *eager_us, double *compile_us,
+                          int *tier) {
+  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
+    *eager_us = r->torch_eager_us;
+    *tier = r->tier;
+  }
+  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
+    *compile_us = r->torch_compile_us;
+    *tier = r->tier;
+  }
+}
+
 void kb_result_init(struct kb_result *r) {
   memset(r, 0, sizeof *r);
   r->tier = -1;

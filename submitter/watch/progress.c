@@ -233,14 +233,7 @@ static int64_t stream_ms(const char *id) {
 /* Keeps the torch times an ok result carries (pytorch-oracle or torch_reference tasks, full
  * tier) as its task's latest. */
 static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
-  if (isfinite(r->torch_eager_us) && r->torch_eager_us > 0) {
-    t->torch_eager_us = r->torch_eager_us;
-    t->torch_tier = r->tier;
-  }
-  if (isfinite(r->torch_compile_us) && r->torch_compile_us > 0) {
-    t->torch_compile_us = r->torch_compile_us;
-    t->torch_tier = r->tier;
-  }
+  kb_result_keep_torch(r, &t->torch_eager_us, &t->torch_compile_us, &t->torch_tier);
 }
 
 static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,

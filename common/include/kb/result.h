@@ -153,6 +153,12 @@ struct kb_result {
  * strings; 0 samples, 0 sets, 0 cost_ms, 0 kernels; compile_log and kernels NULL. Does not
  * free anything (see kb_result_release). */
 void kb_result_init(struct kb_result *r);
+/* Keeps the torch times `r` (borrowed) carries as a task's latest: each of `*eager_us` and
+ * `*compile_us` (caller-owned) takes r's when r has a finite positive one, and `*tier` takes
+ * r's tier when either did. The one rule of the scheduler's population and the watch's
+ * progress. */
+void kb_result_keep_torch(const struct kb_result *r, double *eager_us, double *compile_us,
+                          int *tier);
 /* Encodes `r` (borrowed) into `*out` (new compact one-line JSON, free with kb_free; NULL on
  * failure). Free text (reason, compile log) is made valid UTF-8 first. Emits only what
  * kb_result_from_json accepts: KB_EINVAL, with its reason, for a result that would not pass
