@@ -61,7 +61,8 @@ struct worker {
   int ahead;                /* slots used at most */
   struct kb_task *tasks;    /* loaded tasks (MAX_CACHED_TASKS) */
   int n_tasks;
-  long claimed_items;       /* items claimed so far (for --max-items) */
+  long claimed_items;       /* items claimed so far that reached a build (for --max-items:
+                               the loop stops claiming at N and leaves at N evaluated) */
   struct split split;       /* the time split (runner thread only) */
   int oracle_built[MAX_CACHED_TASKS]; /* 1: the task's oracle build was queued on the pool */
 
@@ -302,8 +303,12 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
     rc = kb__compile_pool_submit(w->pool, (uint64_t)slot, &req, &e);
   }
   kb_candidate_release(&cand);
-  if (rc)
+  if (rc) {
+    /* never evaluated, so not one of --max-items' N: counted, the loop would stop claiming
+     * with fewer than N evaluated and wait for an evaluation that never comes */
+    w->claimed_items--;
     return infra_slot(w, slot, e.msg, err);
+  }
   return KB_OK;
 }
 

@@ -26,7 +26,9 @@ struct kb_worker_opts {
   const char *name;        /* runner name; NULL = "<host>:<pid>" */
   int min_tier, max_tier;  /* tiers served; max_tier -1 = all */
   int wait_s;              /* how long to wait for Redis and the campaign to appear */
-  long max_items;          /* stop after this many evaluations; 0 = no limit */
+  long max_items;          /* stop after this many evaluations; 0 = no limit (an item that
+                              never reached a build, its candidate or task not loaded, is an
+                              infra_error result and not counted) */
   int ahead;               /* items held at once (building or waiting); <= 0: workers + 1 */
   int compile_workers;     /* compiler threads; <= 0: the CPUs minus one */
   double grace_s;          /* after a stop, how long the evaluation under way may still run */

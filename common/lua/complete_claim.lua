@@ -15,7 +15,8 @@
 -- {"empty"} (no ready item), {"budget", available} (ready items, none affordable) or
 -- {"state", state} (campaign not running).
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
--- dead-letter hash with the reason, and the claim goes on to the next entry.
+-- dead-letter hash with the reason (and from meta "open" to "dead" when the item was counted:
+-- kb_dead_letter), and the claim goes on to the next entry.
 -- Errors (nothing written, nothing claimed): KB_LEASE when the completed item's lease was lost
 -- (expired and reaped: its reservation was refunded and the item requeued), KB_NOTFOUND for an
 -- unknown charge.
@@ -69,6 +70,7 @@ local open = -1
 local done, old -- "ok" | "dup" | "-", and the completed item
 local overrun, result_id -- what the completion charged beyond its reservation; its results entry
 local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
+local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
 
 -- Complete.
 if id == '' then
@@ -148,10 +150,13 @@ if next_token ~= '' then
       local j = 1
       while ids[j] do
         local nid = ids[j]
-        local it, why = kb_item_check(items, nid, redis.call('HGET', items, nid))
+        local raw = redis.call('HGET', items, nid)
+        local it, why = kb_item_check(items, nid, raw)
         local ok = true
         if not it then
-          kb_dead_letter(KEYS[i], KEYS[9], nid, why)
+          if kb_dead_letter(KEYS[i], KEYS[9], nid, raw, why) then
+            gone = gone + 1
+          end
           ok = false
           ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
           j = 0
@@ -214,6 +219,15 @@ if next_token ~= '' then
 end
 
 -- Writes, batched: one HSET per hash, one audit stream entry.
+if gone > 0 then -- counted items set aside by the claim leave "open" for "dead"
+  redis.call('HINCRBY', meta, 'dead', gone)
+  if done ~= 'ok' then
+    redis.call('HINCRBY', meta, 'open', -gone)
+  end
+  if open >= 0 then
+    open = open - gone
+  end
+end
 if done == 'ok' then
   item_w[#item_w + 1] = id
   item_w[#item_w + 1] = kb_item_encode(old, 'done', ',"runner":' .. cjson.encode(old.runner or '') ..

@@ -7,7 +7,8 @@
 --       9 taskbudget, 10.. queues by tier index (tier 0 first)
 -- ARGV: 1 campaign id, 2 most items to reap in this call, 3 who
 -- Returns {requeued, dead, bad}: bad counts the lease entries whose item is missing or does not
--- decode (kb_item_check), moved to the dead-letter hash with the reason.
+-- decode (kb_item_check), moved to the dead-letter hash with the reason (and, when the item was
+-- counted (kb_dead_letter), from meta "open" to "dead" with its held reservation voided).
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                 KEYS[6]
 local now = kb_now_ms()
@@ -59,13 +60,44 @@ local function reap(id, item)
     requeued = requeued + 1
   end
 end
+-- Voids the reservation of a counted item `id` whose lease is set aside because its item (`raw`
+-- as stored) no longer decodes: its charge id "<id>#<claims>" cannot be read from the item, so
+-- the item's charges are scanned for the one still held (bad state only, never the hot path).
+-- The task's held share is returned where the stored text still names the task.
+local function void_bad(id, raw)
+  local task = string.match(raw, '"task":"([^"\\]+)"')
+  local cursor = '0'
+  repeat
+    local r = redis.call('HSCAN', charges, cursor, 'MATCH', id .. '#*', 'COUNT', 1000)
+    cursor = r[1]
+    for i = 1, #r[2], 2 do
+      local kind, reserved = kb_charge_parse(r[2][i + 1])
+      if kind == 'H' then
+        if reserved > 0 then
+          kb_move(ledger, log, 'gpu_ms', kb_balances(ledger, 'gpu_ms'), 'void', reserved,
+                  reserved, -reserved, 0, r[2][i], ARGV[3], now)
+          if task then
+            redis.call('HINCRBY', KEYS[9], task .. ':held', kb_int(-reserved))
+          end
+        end
+        redis.call('HSET', charges, r[2][i], 'V:' .. kb_int(reserved))
+      end
+    end
+  until cursor == '0'
+end
+
 local bad = 0
 for _, id in ipairs(expired) do
-  local item, why = kb_item_check(items, id, redis.call('HGET', items, id))
+  local raw = redis.call('HGET', items, id)
+  local item, why = kb_item_check(items, id, raw)
   if item then
     reap(id, item)
   else -- a lease whose item is missing or does not decode: set aside, the others reaped
-    kb_dead_letter(lease, KEYS[7], id, why)
+    if kb_dead_letter(lease, KEYS[7], id, raw, why) then
+      redis.call('HINCRBY', meta, 'open', -1)
+      redis.call('HINCRBY', meta, 'dead', 1)
+      void_bad(id, raw)
+    end
     bad = bad + 1
   end
 end

@@ -355,6 +355,60 @@ static void test_bad_state_dead_lettered(void **state) {
   kb_redis_free(r);
 }
 
+/* Real items gone bad (issue 16, item 1): of a small campaign's three items, each counted in
+ * "open" by enqueue, the queued item 1 is overwritten with text that is not JSON, and the
+ * leased item 2 (its reservation of 100 ms held) with a candidate id that is not 64 hex digits,
+ * its lease then past its deadline. The claim and the reaper set both aside; each moves from
+ * "open" to "dead" once (a second queue entry of item 1 counts nothing), item 2's reservation
+ * is voided, and the campaign's open items reach 0 when item 0 completes, the ledger exact. */
+static void test_bad_real_item_leaves_open(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-real", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0); /* item i: candidate i at tier i, tier 2 first */
+  char cand[65], id1[80], id2[80];
+  kbq_cand_id(1, cand);
+  snprintf(id1, sizeof id1, "%s:1", cand);
+  kbq_cand_id(2, cand);
+  snprintf(id2, sizeof id2, "%s:2", cand);
+  cmd(r, "HSET kb:{e-real}:items %s %s", id1, "not json {");
+  struct kb_claim c[2]; /* item 2, then item 0 (item 1 set aside on the way) */
+  for (int i = 0; i < 2; i++) {
+    int rc = kb_queue_claim(&q, "r1", 0, -1, &c[i], NULL, &err);
+    if (rc != KB_OK)
+      fail_msg("claim %d: %s (%s)", i, kb_err_name(rc), err.msg);
+  }
+  assert_string_equal(c[0].item, id2);
+  cmd(r, "ZADD kb:{e-real}:q:0 -100 %s%s", id1, ""); /* the same bad item queued twice */
+  struct kb_claim none;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &none, NULL, &err), KB_EEMPTY);
+  assert_dead(r, "e-real", id1, "not a JSON object");
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.open, 2);
+  assert_int_equal(st.dead, 1);
+  assert_int_equal(st.gpu_held, 100);
+  cmd(r, "HSET kb:{e-real}:items %s %s", id2,
+      "{\"cand\":\"zzz\",\"task\":\"t\",\"tier\":2,\"cost\":100,\"priority\":2,"
+      "\"state\":\"leased\",\"attempt\":1,\"claims\":1}");
+  cmd(r, "ZADD kb:{e-real}:lease 0 %s%s", id2, "");
+  assert_int_equal(kb_queue_reap(&q, 100, "test", NULL, NULL, &err), KB_OK);
+  assert_dead(r, "e-real", id2, "\"cand\" is not 64 hex digits");
+  assert_int_equal(kb_queue_complete(&q, &c[1], 0, "{}", "r1", NULL, &err), KB_OK);
+  assert_int_equal(kb_queue_complete(&q, &c[0], 5, "{}", "r1", NULL, &err), KB_ELEASE);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.done, 1);
+  assert_int_equal(st.dead, 2);
+  assert_int_equal(st.leased, 0);
+  assert_int_equal(st.gpu_held, 0);
+  assert_int_equal(redis_int(r, "HINCRBY %s t:held 0", "kb:{e-real}:taskbudget"), 0);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -364,6 +418,7 @@ int main(void) {
       cmocka_unit_test(test_charge_bad_amount),
       cmocka_unit_test(test_ledger_log_balances_after_each_entry),
       cmocka_unit_test(test_bad_state_dead_lettered),
+      cmocka_unit_test(test_bad_real_item_leaves_open),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

@@ -3,7 +3,8 @@
  * compile tier), one seed is queued at the smoke tier too, and the loop claims, builds,
  * evaluates in kb-sandbox and completes them. Each evaluation's result must land in the
  * campaign's results stream, for the item it was claimed for, with status ok, and no lease may
- * be left. Also: the loop leaves at once (KB_EINTERRUPTED) when asked to stop before it starts,
+ * be left. An item whose candidate is missing gets an infra_error result and the loop goes on
+ * to the next item. Also: the loop leaves at once (KB_EINTERRUPTED) when asked to stop before it starts,
  * and a campaign that never appears is KB_ENOTFOUND. */
 #include <setjmp.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
@@ -217,6 +219,63 @@ static void test_results_land(void **state) {
   assert_int_equal(lease_count(), 0);
 }
 
+static void on_alarm(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+/* An item whose candidate is not in redis (its id 64 hex digits, no candidate stored) ahead of
+ * a good one, and --max-items 1: the first gets an infra_error result naming the candidate, is
+ * not an evaluation, and the runner goes on to claim and evaluate the good one, then leaves
+ * (it once stopped claiming, having claimed 1, and waited forever for its 1 evaluation). A
+ * runner stuck that way is stopped after 10 s by SIGALRM and fails the test. */
+static void test_missing_candidate(void **state) {
+  (void)state;
+  assert_true(sub.n_candidates >= 2); /* the first seed's smoke item is test_results_land's */
+  const struct kb_candidate *good = &sub.candidates[sub.n_candidates - 1];
+  static const char missing[] =
+      "00000000000000000000000000000000000000000000000000000000000000aa";
+  struct kb_queue q;
+  struct kb_error err = {0};
+  if (kb_queue_open(&q, redis, CID, &err) != KB_OK ||
+      kb_queue_enqueue(&q, missing, good->task, 1, 100, -100, NULL, &err) != KB_OK ||
+      kb_queue_enqueue(&q, good->id, good->task, 1, 100, 0, NULL, &err) != KB_OK)
+    fail_msg("enqueue: %s", err.msg);
+  redisReply *before = results();
+  size_t first = before->elements;
+  freeReplyObject(before);
+  struct kb_worker_opts o = options(1);
+  int why = -1;
+  signal(SIGALRM, on_alarm);
+  alarm(10);
+  int rc = kb__worker_run(&o, &why, &err);
+  alarm(0);
+  signal(SIGALRM, SIG_DFL);
+  if (stop_flag) {
+    stop_flag = 0;
+    fail_msg("the runner did not leave within 10 s (rc %s)", kb_err_name(rc));
+  }
+  if (rc != KB_OK)
+    fail_msg("kb__worker_run: %s", err.msg);
+  assert_int_equal(why, KB_WORKER_STOPPED); /* max_items reached */
+  redisReply *rep = results();
+  assert_int_equal((long)rep->elements, (long)first + 2);
+  static const char *const want[] = {"infra_error", "ok"};
+  for (size_t i = 0; i < 2; i++) {
+    struct kb_result r;
+    if (kb_result_from_json(entry_field(rep->element[first + i], "result"), "results stream",
+                            &r, &err) != KB_OK)
+      fail_msg("%s", err.msg);
+    assert_string_equal(kb_status_name(r.status), want[i]);
+    assert_string_equal(r.candidate, i == 0 ? missing : good->id);
+    if (i == 0 && strstr(r.reason, missing) == NULL)
+      fail_msg("reason \"%s\" does not name candidate %s", r.reason, missing);
+    kb_result_release(&r);
+  }
+  freeReplyObject(rep);
+  assert_int_equal(lease_count(), 0);
+}
+
 /* A campaign that never appears within wait_s. */
 static void test_no_campaign(void **state) {
   (void)state;
@@ -232,6 +291,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stop_before_start),
       cmocka_unit_test(test_results_land),
+      cmocka_unit_test(test_missing_candidate),
       cmocka_unit_test(test_no_campaign),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -118,10 +118,25 @@ local function kb_item_check(items, id, raw)
   return kb_item_decode(raw)
 end
 
+-- Whether item `id`, stored as `raw` (false: none), is counted in meta "open": enqueue alone
+-- creates items, each under the id "<64 hex>:<tier>" and counted once, and an item whose value
+-- still says "done" or "dead" was counted out already. A ghost (no item) or an id of another
+-- form cannot say it was ever counted, and counts as not.
+local KB_ITEM_ID = '^' .. string.rep('[0-9a-f]', 64) .. ':%d+$'
+local function kb_item_counted(id, raw)
+  return raw and string.match(id, KB_ITEM_ID) ~= nil and
+         not string.find(raw, '"state":"done"', 1, true) and
+         not string.find(raw, '"state":"dead"', 1, true)
+end
+
 -- Sets entry `id` of zset `from` aside: out of it, into the dead-letter hash `dead` with `why`.
-local function kb_dead_letter(from, dead, id, why)
+-- `raw` is its item as stored (false: none). Returns true when the item is counted in meta
+-- "open" (kb_item_counted) and was not in the dead-letter hash yet: the caller then moves it
+-- from meta "open" to "dead", once (docs/architecture.md, "Bad state in Redis").
+local function kb_dead_letter(from, dead, id, raw, why)
   redis.call('ZREM', from, id)
-  redis.call('HSET', dead, id, 'bad state: ' .. why .. ' (entry of ' .. from .. ')')
+  local new = redis.call('HSET', dead, id, 'bad state: ' .. why .. ' (entry of ' .. from .. ')')
+  return new == 1 and kb_item_counted(id, raw)
 end
 
 -- The item's priority as stored (a string, full precision), for requeueing it.
