@@ -1988,6 +1988,8 @@ def serve(sock, backend, ordinal):
                 send(sock, reply)
                 if reply["fatal"]:
                     return 3
+            elif op == "release":
+                send(sock, do_release(req, prepared))
             elif op == "torch":
                 if not CONF.trusted:
                     raise BadRequest("op", '"op": "torch" goes to the trusted worker '
@@ -2003,6 +2005,27 @@ def serve(sock, backend, ordinal):
                 raise BadRequest("op", 'unknown request "%s"' % op)
         except BadRequest as b:
             send(sock, {"op": "error", "field": b.field, "reason": b.reason})
+
+
+def do_release(req, prepared):
+    """The "release" request: drops every prepared task but the one under "keep" (optional) and
+    gives the cached device memory back, so that the runner's other worker (the confined one
+    and the trusted one share the GPU) can prepare a task this one's tasks leave no room for."""
+    keep = get(req, "keep", "str", False, "")
+    dropped = [k for k in prepared if k != keep]
+    for k in dropped:
+        del prepared[k]
+    free = 0
+    if DEV.type == "cuda":
+        torch.cuda.empty_cache()
+        free = torch.cuda.mem_get_info(DEV)[0]
+    return {"op": "release", "dropped": len(dropped), "free_bytes": free}
+
+
+def out_of_memory(err):
+    """1 when `err` (a RuntimeError) is the device being out of memory."""
+    oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
+    return (oom is not None and isinstance(err, oom)) or "out of memory" in str(err)
 
 
 def prepare_bytes(req):
@@ -2056,7 +2079,8 @@ def do_prepare(req, prepared, used):
                     torch.cuda.empty_cache()
                 continue
             return {"op": "prepare", "ok": False, "reason": "%s: %s" % (
-                type(err).__name__, first_line(err))[:255], "fatal": False}
+                type(err).__name__, first_line(err))[:255], "fatal": False,
+                "oom": out_of_memory(err)}
 
 
 USAGE = ("usage: kb_sandbox_torch.py --backend host|cuda --device N --dir DIR --parent PID "

@@ -118,6 +118,19 @@ def protocol(worker, task_dir, rw):
                   "flush_l2": False})
         check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
               r.get("reason", ""), "the confined worker refuses torch: %s" % r)
+        r = call(dict(good, key="k4"))
+        check(r.get("ok") is True, "a second task prepared: %s" % r)
+        r = call({"op": "release", "keep": "k4"})
+        check(r.get("op") == "release" and r.get("dropped") == 1, "release keeps k4: %s" % r)
+        r = call(dict(good, key="k4"))
+        check(r.get("cached") is True, "the kept task is still prepared: %s" % r)
+        r = call({"op": "release", "keep": 7})
+        check(r.get("op") == "error" and r.get("field") == "keep", "keep not a string: %s" % r)
+        r = call({"op": "release"})
+        check(r.get("dropped") == 1, "release without keep drops every task: %s" % r)
+        r = call({"op": "eval", "key": "k4", "library": "/x.so", "sets": 0, "warmup": 0,
+                  "max_samples": 0, "flush_l2": False, "recheck": False})
+        check(r.get("field") == "key", "a released task is no longer prepared: %s" % r)
         check(call({"op": "quit"}) == {"op": "bye"}, "quit -> bye")
         check(p.wait(timeout=10) == 0, "exit status 0 after quit")
     finally:
