@@ -16,8 +16,9 @@ cache, a time limit, its output captured as the build log. It
    worker) is recorded with the SHA-256 of the call's arguments;
 3. instantiates ModelNew(*get_init_inputs()) of the task's oracle on the CPU under
    torch.manual_seed(0), as the worker will on the device (a different constructor is caught
-   here); on the cuda backend, when a GPU is visible, it also runs one forward pass on the
-   device on get_inputs(), so that JIT compilers (Triton, inductor) fill their caches in DIR.
+   here); on the cuda backend, when a GPU is visible and the file uses torch.compile or
+   Triton, it also runs one forward pass on the device on get_inputs(), so that the JIT
+   compilers fill their caches in DIR (one such pass at a time per cache folder: an flock).
    Steps 2 and 3 run only for a "kernel" file or on the cuda backend: a plain-torch file on the
    host has nothing to build, so none of its code runs outside the confined worker;
 4. writes DIR/candidate.py (the source) and DIR/build.json:
@@ -190,23 +191,64 @@ def build(args):
         return {"status": "compile_error", "reason": "ModelNew(*get_init_inputs()) raised %s: %s "
                 "(ModelNew takes the constructor arguments of the task's Model)"
                 % (type(e).__name__, first_line(e))}
-    if args["backend"] == "cuda" and torch.cuda.is_available():
-        # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        torch.set_float32_matmul_precision("highest")
-        try:  # JIT compilers (Triton, inductor) fill their caches in the build folder
-            module = module.cuda()
-            torch.manual_seed(MODEL_SEED)
-            ins = [t.cuda() if isinstance(t, torch.Tensor) else t
-                   for t in oracle["get_inputs"]()]
-            with torch.no_grad():
-                module(*ins)
-            torch.cuda.synchronize()
-        except Exception as e:
-            print("warm-up forward pass failed: %s: %s" % (type(e).__name__, first_line(e)),
-                  file=sys.stderr)
+    if args["backend"] == "cuda" and torch.cuda.is_available() and needs_warmup(label, source):
+        with gpu_turn(out_dir):
+            warm_up(torch, module, oracle)
     return {"status": "ok", "label": label, "extensions": record}
+
+
+def needs_warmup(label, source):
+    """A forward pass on the device fills only the caches of JIT compilers: torch.compile's
+    (inductor) and Triton's. A plain-torch file or a load_inline extension (built when the file
+    runs) has none, and its pass would only take device memory from the runner's workers."""
+    return label == "torch_compile" or "triton" in source
+
+
+class gpu_turn:
+    """One warm-up at a time on a node: the compile tier runs several builds at once, and each
+    pass holds a task's inputs in device memory (6 GiB and more for KernelBench level 1), which
+    together with the runner's workers ran the H200 out of memory. An flock on a file in the
+    cache folder (the build folder's parent), released when the pass ends or the process dies."""
+
+    def __init__(self, out_dir):
+        self.path = os.path.join(os.path.dirname(os.path.abspath(out_dir)), ".gpu-warmup.lock")
+        self.fd = -1
+
+    def __enter__(self):
+        import fcntl
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as e:  # no lock, no turn-taking: the pass still runs
+            print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd >= 0:
+            os.close(self.fd)
+        return False
+
+
+def warm_up(torch, module, oracle):
+    """One forward pass on the device under the worker's numerics, so that the JIT compilers
+    fill their caches in the build folder; a failure is logged (the worker then reports it)."""
+    # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        module = module.cuda()
+        torch.manual_seed(MODEL_SEED)
+        ins = [t.cuda() if isinstance(t, torch.Tensor) else t for t in oracle["get_inputs"]()]
+        with torch.no_grad():
+            module(*ins)
+        torch.cuda.synchronize()
+    except Exception as e:
+        print("warm-up forward pass failed: %s: %s" % (type(e).__name__, first_line(e)),
+              file=sys.stderr)
+    finally:
+        module = ins = None
+        torch.cuda.empty_cache()
 
 
 class ExtensionError(Exception):

@@ -1527,6 +1527,41 @@ def kernelbench_imports():
     import hashlib  # noqa: F401
     import torch.utils.cpp_extension  # noqa: F401
     torch.set_grad_enabled(False)  # a ModelNew runs under no_grad, as the module is timed
+    user_name()
+
+
+def user_name():
+    """USER and LOGNAME from the password database while it can be read: the environment is
+    scrubbed, and getpass.getuser(), which torch.compile's import calls, falls back to
+    getpwuid(), which fails once /etc/passwd is out of reach (measured on the H200: "KeyError:
+    getpwuid(): uid not found: 0" for the first torch.compile candidate, and then "Artifact of
+    type=inductor already registered" for every later one, as the half-done import was rerun)."""
+    if os.environ.get("USER") and os.environ.get("LOGNAME"):
+        return
+    try:
+        import pwd
+        name = pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        name = "uid%d" % os.getuid()
+    os.environ.setdefault("USER", name)
+    os.environ.setdefault("LOGNAME", name)
+
+
+def jit_imports(folder):
+    """torch.compile's modules (dynamo, inductor), imported before confinement for a candidate
+    the compile tier labelled "torch_compile": an import that fails half-way under confinement
+    cannot be retried (inductor registers its cache artifacts once per process)."""
+    try:
+        with open(os.path.join(folder, "build.json")) as f:
+            label = json.load(f).get("label")
+    except (OSError, ValueError, AttributeError):
+        return
+    if label == "torch_compile":
+        try:
+            import torch._dynamo  # noqa: F401
+            import torch._inductor.config  # noqa: F401
+        except Exception:  # the worker reports the candidate's own failure when it runs
+            pass
 
 
 JIT_FOLDER = None  # the build folder TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR point into
@@ -1689,6 +1724,8 @@ def evaluate(task, e):
     try:
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
+        if e["format"] == "kernelbench":
+            jit_imports(e["library"])
         try:
             CONF.apply()
         except Failure as f:
