@@ -237,6 +237,11 @@ def warm_up(torch, module, oracle):
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     try:
+        import torch._inductor.config as config
+        config.compile_threads = 1  # as in the confined worker (kb_sandbox_torch.jit_imports)
+    except Exception:
+        pass
+    try:
         module = module.cuda()
         torch.manual_seed(MODEL_SEED)
         ins = [t.cuda() if isinstance(t, torch.Tensor) else t for t in oracle["get_inputs"]()]

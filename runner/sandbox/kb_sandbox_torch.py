@@ -1557,9 +1557,14 @@ def jit_imports(folder):
     except (OSError, ValueError, AttributeError):
         return
     if label == "torch_compile":
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         try:
             import torch._dynamo  # noqa: F401
-            import torch._inductor.config  # noqa: F401
+            import torch._inductor.config as config
+            # in this process, with the warm-up's caches: no pool of compiler processes, which
+            # the filter forbids (measured on the H200: such a start from one of the pool's
+            # threads, SIGSYS blocked there, ended the worker by SIGSYS with no line)
+            config.compile_threads = 1
         except Exception:  # the worker reports the candidate's own failure when it runs
             pass
 
@@ -2017,6 +2022,7 @@ def serve(sock, backend, ordinal):
                                      'candidate; send "eval" to the confined worker')
                 e = eval_spec(req)
                 task = use(e["key"])
+                room_to_run(task, e["key"], prepared)
                 t0 = time.monotonic()
                 reply = evaluate(task, e)
                 reply["seconds"] = time.monotonic() - t0
@@ -2057,6 +2063,22 @@ def do_release(req, prepared):
         torch.cuda.empty_cache()
         free = torch.cuda.mem_get_info(DEV)[0]
     return {"op": "release", "dropped": len(dropped), "free_bytes": free}
+
+
+def room_to_run(task, key, prepared):
+    """Before an evaluation on the device: drops the other prepared tasks while the free device
+    memory is under what a call of this one may allocate (its outputs and one set of inputs,
+    twice, for the candidate's intermediates), so that a candidate's forward does not run out
+    of memory because of tasks this worker merely keeps (measured on the H200: the identity of
+    KernelBench level 1's HardSigmoid, 6 GiB outputs, ended "CUDA out of memory" beside three
+    kept tasks)."""
+    if DEV.type != "cuda":
+        return
+    need = 2 * (tensor_bytes(task.outputs) + tensor_bytes(task.inputs)) + (512 << 20)
+    others = [k for k in prepared if k != key]
+    while others and torch.cuda.mem_get_info(DEV)[0] < need:
+        del prepared[others.pop(0)]
+        torch.cuda.empty_cache()
 
 
 def out_of_memory(err):
@@ -2107,8 +2129,9 @@ def do_prepare(req, prepared, used):
             task = prepare_task(req)
             prepared[key] = task
             return {"op": "prepare", "ok": True, "key": key, "cached": False}
-        except Failure as f:
-            return {"op": "prepare", "ok": False, "reason": str(f)[:255], "fatal": False}
+        except Failure as f:  # an input set's draw may itself run out of device memory
+            return {"op": "prepare", "ok": False, "reason": str(f)[:255], "fatal": False,
+                    "oom": "out of memory" in str(f)}
         except RuntimeError as err:  # out of device memory: drop the others, try once more
             if attempt == 0 and prepared:
                 prepared.clear()
