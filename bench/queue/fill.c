@@ -10,13 +10,13 @@
 #include "kb/alloc.h"
 #include "kb/candidate.h"
 #include "kb/catalog.h"
-#include "kb/compress.h"
 #include "kb/error.h"
+#include "kb/keys.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "worker.h"
 
-#define SAMPLE_EVERY 97 /* compress every n-th candidate a second time to learn the ratio */
+#define SAMPLE_EVERY 97 /* read back the stored size of every n-th candidate, for the ratio */
 
 struct fill_shared {
   const struct kb_bench_fill_opts *o;
@@ -34,21 +34,28 @@ struct fill_thread {
   struct kb_error err;       /* first error of this thread */
 };
 
-/* Compresses the candidate's JSON the way kb_catalog_put_candidate does, for the statistics. */
-static int sample_ratio(struct fill_thread *t, const struct kb_candidate *c) {
+/* The candidate's JSON and the value stored for it (HSTRLEN of its "json" field: a plain zstd
+ * frame, or one made with the task's dictionary), for the statistics. */
+static int sample_ratio(struct fill_thread *t, struct kb_queue *q, const struct kb_candidate *c) {
   char *json = NULL;
-  void *z = NULL;
-  size_t zlen = 0;
-  int rc = kb_candidate_to_json(c, &json, &t->err);
+  char key[200], suffix[100];
+  snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, c->id);
+  int rc = kb_queue_key(q, key, sizeof key, suffix)
+               ? kb_error_set(&t->err, KB_EINVAL, "candidate key too long")
+               : kb_candidate_to_json(c, &json, &t->err);
+  redisReply *rep = NULL;
   if (rc == KB_OK)
-    rc = kb_compress(json, strlen(json), &z, &zlen, &t->err);
+    rc = kb_redis_commandf(q->redis, &rep, &t->err, "HSTRLEN %s json", key);
+  if (rc == KB_OK && (rep->type != REDIS_REPLY_INTEGER || rep->integer <= 0))
+    rc = kb_error_set(&t->err, KB_EREDIS, "HSTRLEN %s json: no stored value", key);
   if (rc == KB_OK) {
     t->json_bytes += (double)strlen(json);
-    t->zstd_bytes += (double)zlen;
+    t->zstd_bytes += (double)rep->integer;
     t->sampled++;
   }
+  if (rep)
+    freeReplyObject(rep);
   kb_free(json);
-  kb_free(z);
   return rc;
 }
 
@@ -99,7 +106,7 @@ static int fill_task(struct fill_thread *t, struct kb_queue *q, int task_index) 
                             (double)(i % 1000) + (double)task_index / 1000.0, &added,
                             &t->err);
     if (rc == KB_OK && (t->candidates % SAMPLE_EVERY) == 0)
-      rc = sample_ratio(t, &c);
+      rc = sample_ratio(t, q, &c);
     if (rc == KB_OK) {
       t->candidates++;
       t->items += added;

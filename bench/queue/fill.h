@@ -27,7 +27,7 @@ struct kb_bench_fill_stats {
   long items;            /* queue items added */
   double source_bytes;   /* total length of the generated sources */
   double json_bytes;     /* total length of the candidate JSON before compression (sampled) */
-  double zstd_bytes;     /* total length after compression (same sample) */
+  double zstd_bytes;     /* total length of the stored values (HSTRLEN; same sample) */
   long sampled;          /* candidates in that sample */
   double seconds;        /* wall time of the fill */
 };

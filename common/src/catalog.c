@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cand_codec_private.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
-#include "kb/compress.h"
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/keys.h"
@@ -235,7 +235,7 @@ int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
   size_t zlen = 0;
   int rc = kb_candidate_to_json(c, &json, err);
   if (rc == KB_OK)
-    rc = kb_compress(json, strlen(json), &z, &zlen, err);
+    rc = kb__cand_encode(q, c->task, json, strlen(json), &z, &zlen, err);
   if (rc == KB_OK) {
     const char *argv[] = {"HSET", key, "task", c->task, "name", c->name, "json", z};
     size_t lens[] = {4, strlen(key), 4, strlen(c->task), 4, strlen(c->name), 4, zlen};
@@ -255,23 +255,26 @@ int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candi
   snprintf(suffix, sizeof suffix, KB_KEY_CAND_FMT, id);
   if (kb_queue_key(q, key, sizeof key, suffix))
     return kb_error_set(err, KB_EINVAL, "candidate key too long");
-  const char *fields[] = {"json"};
-  char *z = NULL;
-  size_t zlen = 0;
-  int rc = hmget(q, key, 1, fields, &z, &zlen, err);
-  if (rc == KB_OK && z == NULL)
+  const char *fields[] = {"task", "json"};
+  char *v[2] = {NULL, NULL};
+  size_t lens[2] = {0, 0};
+  int rc = hmget(q, key, 2, fields, v, lens, err);
+  if (rc == KB_OK && v[1] == NULL)
     rc = kb_error_set(err, KB_ENOTFOUND, "candidate %s is not in redis", id);
   char *json = NULL;
   size_t jlen = 0;
-  if (rc == KB_OK)
-    rc = kb_decompress(z, zlen, MAX_CANDIDATE_JSON, &json, &jlen, err);
+  struct kb_error derr = {0};
+  if (rc == KB_OK && kb__cand_decode(q, v[0] ? v[0] : "", v[1], lens[1], MAX_CANDIDATE_JSON,
+                                     &json, &jlen, &derr) != KB_OK)
+    rc = kb_error_set(err, derr.code, "%s: json: %s", key, derr.msg);
   if (rc == KB_OK)
     rc = kb_candidate_from_json(json, key, c, err);
   if (rc == KB_OK && strcmp(c->id, id) != 0) {
     rc = kb_error_set(err, KB_EPARSE, "%s: holds candidate %s", key, c->id);
     kb_candidate_release(c);
   }
-  kb_free(z);
+  for (int i = 0; i < 2; i++)
+    kb_free(v[i]);
   kb_free(json);
   return rc;
 }

@@ -47,7 +47,11 @@ char *const kb_redis_server_settings[] = {
     "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
     /* kb:{cid}:taskbudget holds 2-3 fields per task: past 128 a hashtable beats the listpack,
      * whose lookups are linear (bench/results/queue/queue-2026-11-30-experiments.md) */
-    "--hash-max-listpack-entries", "128", "--save", "", NULL};
+    "--hash-max-listpack-entries", "128",
+    /* a candidate's hash (task, name, its JSON in about 1 KB of zstd with the task's
+     * dictionary) stays one listpack allocation instead of a hashtable of six strings: about
+     * 200 bytes less per candidate (docs/benchmarks.md, "Memory") */
+    "--hash-max-listpack-value", "2048", "--save", "", NULL};
 
 static int parse_addr(struct kb_redis *r, const char *addr, struct kb_error *err) {
   if (snprintf(r->addr, sizeof r->addr, "%s", addr) >= (int)sizeof r->addr)

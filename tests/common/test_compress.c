@@ -1,17 +1,20 @@
 /* kb/compress.h: zstd round trips (empty, small, large, binary with NUL bytes), the size limit,
  * refused input (not zstd, truncated, trailing bytes, two frames, no declared size) and
- * allocation failures. */
+ * allocation failures; a trained dictionary: round trip, a frame read without its dictionary
+ * or with another one, a corrupt frame, too little to train on. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
 #include "kb/alloc.h"
+#include "kb/buf.h"
 #include "kb/compress.h"
 #include "kb/error.h"
 
@@ -177,6 +180,111 @@ static void test_allocation_failures(void **state) {
   kb_free(z);
 }
 
+/* `n` samples of kernel-like text end to end in `b`, their sizes in `sizes`; `salt` varies
+ * them. */
+static void make_samples(struct kb_buf *b, size_t *sizes, unsigned n, unsigned salt) {
+  kb_buf_reset(b);
+  for (unsigned i = 0; i < n; i++) {
+    size_t before = b->len;
+    for (unsigned l = 0; l < 12; l++)
+      assert_int_equal(kb_buf_addf(b, "    acc%u += a[row * K + %u] * b[%u * N + col]; // %s\n",
+                                   (i + l) % 5, (i * 7 + l * salt) % 97, l,
+                                   l % 2 ? "unrolled" : "tile step"),
+                       KB_OK);
+    sizes[i] = b->len - before;
+  }
+}
+
+static void train(unsigned salt, void **dict, size_t *len) {
+  struct kb_buf b;
+  kb_buf_init(&b);
+  size_t sizes[40];
+  make_samples(&b, sizes, 40, salt);
+  struct kb_error err = {0};
+  if (kb_dict_train(b.data, sizes, 40, 4096, dict, len, &err))
+    fail_msg("train: %s", err.msg);
+  assert_true(kb_dict_id(*dict, *len) != 0);
+  kb_buf_release(&b);
+}
+
+static void test_dictionary(void **state) {
+  (void)state;
+  void *d1 = NULL, *d2 = NULL;
+  size_t l1 = 0, l2 = 0;
+  train(3, &d1, &l1);
+  train(11, &d2, &l2);
+  assert_true(kb_dict_id(d1, l1) != kb_dict_id(d2, l2));
+  const char *text = "    acc2 += a[row * K + 41] * b[7 * N + col]; // unrolled\n"
+                     "    acc3 += a[row * K + 12] * b[8 * N + col]; // tile step\n";
+  struct kb_error err = {0};
+  void *z = NULL, *plain = NULL;
+  size_t zlen = 0, plen = 0;
+  assert_int_equal(kb_compress_dict(text, strlen(text), d1, l1, 9, &z, &zlen, &err), KB_OK);
+  assert_int_equal(kb_compress(text, strlen(text), &plain, &plen, &err), KB_OK);
+  assert_int_equal(kb_frame_dict_id(z, zlen), kb_dict_id(d1, l1));
+  assert_int_equal(kb_frame_dict_id(plain, plen), 0);
+  assert_true(zlen < plen);
+  char *out = NULL;
+  size_t out_len = 0;
+  assert_int_equal(kb_decompress_dict(z, zlen, d1, l1, 1000, &out, &out_len, &err), KB_OK);
+  assert_string_equal(out, text);
+  kb_free(out);
+  /* without its dictionary, with another, and a plain frame given a dictionary */
+  char want[128];
+  snprintf(want, sizeof want, "zstd frame made with dictionary %u, not 0", kb_dict_id(d1, l1));
+  expect_refused(z, zlen, 1000, KB_EPARSE, want);
+  out = (char *)"untouched";
+  assert_int_equal(kb_decompress_dict(z, zlen, d2, l2, 1000, &out, &out_len, &err), KB_EPARSE);
+  snprintf(want, sizeof want, "zstd frame made with dictionary %u, not %u", kb_dict_id(d1, l1),
+           kb_dict_id(d2, l2));
+  assert_string_equal(err.msg, want);
+  assert_null(out);
+  kb_error_clear(&err);
+  assert_int_equal(kb_decompress_dict(plain, plen, d1, l1, 1000, &out, &out_len, &err),
+                   KB_EPARSE);
+  /* a corrupt payload and a cut frame: KB_EPARSE, no crash */
+  unsigned char *bad = malloc(zlen);
+  assert_non_null(bad);
+  for (size_t at = 6; at < zlen; at++) {
+    memcpy(bad, z, zlen);
+    bad[at] ^= 0xa5;
+    kb_error_clear(&err);
+    int rc = kb_decompress_dict(bad, zlen, d1, l1, 1000, &out, &out_len, &err);
+    if (rc == KB_OK) { /* a flip zstd cannot see (no checksum) still gives the declared size */
+      assert_int_equal(out_len, strlen(text));
+      kb_free(out);
+    } else if (rc != KB_EPARSE) {
+      fail_msg("byte %zu flipped: rc %d \"%s\"", at, rc, err.msg);
+    }
+  }
+  kb_error_clear(&err);
+  assert_int_equal(kb_decompress_dict(z, zlen - 2, d1, l1, 1000, &out, &out_len, &err),
+                   KB_EPARSE);
+  assert_non_null(strstr(err.msg, "corrupt zstd frame: "));
+  free(bad);
+  /* a dictionary that is not one */
+  kb_free(z);
+  kb_error_clear(&err);
+  assert_int_equal(kb_compress_dict(text, strlen(text), "not a dictionary", 16, 9, &z, &zlen,
+                                    &err),
+                   KB_EINTERNAL);
+  assert_null(z);
+  kb_free(plain);
+  kb_free(d1);
+  kb_free(d2);
+}
+
+static void test_dictionary_too_little(void **state) {
+  (void)state;
+  size_t sizes[2] = {3, 4};
+  void *dict = (void *)"untouched";
+  size_t len = 0;
+  struct kb_error err = {0};
+  assert_int_equal(kb_dict_train("abcdefg", sizes, 2, 4096, &dict, &len, &err), KB_EINVAL);
+  assert_non_null(strstr(err.msg, "zstd dictionary from 2 samples: "));
+  assert_null(dict);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trips),
@@ -184,6 +292,8 @@ int main(void) {
       cmocka_unit_test(test_refuses_bad_frames),
       cmocka_unit_test(test_refuses_unknown_size),
       cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_dictionary),
+      cmocka_unit_test(test_dictionary_too_little),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,7 +55,13 @@ $KB_PY "$TESTS_DIR/schema/validate.py" --jsonl result "$T/results.jsonl"
 $KB_PY "$TESTS_DIR/schema/validate.py" --jsonl ledger-entry "$T/ledger.jsonl"
 for h in $(rcli --raw KEYS 'kb:{pipe}:cand:*'); do
   rcli --raw HGET "$h" json | head -c -1 > "$T/cand.zst"
-  zstd -q -d -c "$T/cand.zst" > "$T/cand.json"
+  # a frame made with its task's dictionary (from a task's 65th candidate on) needs it
+  dict=()
+  if [ "$(rcli EXISTS "kb:{pipe}:zdict:$(rcli --raw HGET "$h" task)")" = 1 ]; then
+    rcli --raw GET "kb:{pipe}:zdict:$(rcli --raw HGET "$h" task)" | head -c -1 > "$T/cand.dict"
+    dict=(-D "$T/cand.dict")
+  fi
+  zstd -q -d -c "${dict[@]}" "$T/cand.zst" > "$T/cand.json"
   $KB_PY "$TESTS_DIR/schema/validate.py" candidate "$T/cand.json"
 done
 

@@ -1,7 +1,8 @@
 /* Tasks and candidates of a campaign as stored in Redis, so that runners on compute nodes need
  * nothing but Redis: the task spec and oracle source travel with the campaign.
- * Keys (kb/keys.h): KB_KEY_TASK_FMT kb:{cid}:task:<id>, KB_KEY_CAND_FMT kb:{cid}:cand:<id>, and
- * meta's field "tasks" (JSON array of task ids in campaign order).
+ * Keys (kb/keys.h): KB_KEY_TASK_FMT kb:{cid}:task:<id>, KB_KEY_CAND_FMT kb:{cid}:cand:<id>,
+ * KB_KEY_ZDICT_FMT kb:{cid}:zdict:<task> (the task's candidates' zstd dictionary), and meta's
+ * field "tasks" (JSON array of task ids in campaign order).
  */
 #ifndef KB_CATALOG_H
 #define KB_CATALOG_H
@@ -26,13 +27,18 @@ int kb_catalog_get_task(struct kb_queue *q, const char *task_id, const char *wor
  * Errors: KB_EINVAL (id too long), KB_ENOTFOUND (no reference), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_get_reference(struct kb_queue *q, const char *task_id, char **out,
                              struct kb_error *err);
-/* Stores candidate `c` (borrowed): one HSET of task, name and the zstd-compressed JSON. Its id
- * is the hash of its content, so storing it again writes the same value. Errors: KB_EINVAL
- * (id too long), KB_ECONN, KB_EREDIS, KB_ENOMEM. */
+/* Stores candidate `c` (borrowed): one HSET of task, name and the JSON as one zstd frame,
+ * with the task's dictionary once there is one (common/src/cand_codec_private.h: the 64th
+ * candidate a process stores for a task trains it and stores it as kb:{cid}:zdict:<task>). Its
+ * id is the hash of its content, so storing it again stores the same candidate. Errors:
+ * KB_EINVAL (id too long), KB_ECONN, KB_EREDIS, KB_EPARSE (the task's dictionary key holds no
+ * dictionary), KB_ENOMEM. */
 int kb_catalog_put_candidate(struct kb_queue *q, const struct kb_candidate *c,
                              struct kb_error *err);
-/* Loads candidate `id` into `c` (caller-owned; released on failure) and verifies its id.
- * Errors: KB_ENOTFOUND, KB_EPARSE, KB_ENOMEM. */
+/* Loads candidate `id` into `c` (caller-owned; released on failure) and verifies its id; reads
+ * plain frames (all that campaigns stored before dictionaries hold) and frames made with the
+ * task's dictionary. Errors: KB_ENOTFOUND, KB_EPARSE (corrupt or truncated value, its
+ * dictionary missing or of another id: the message names the key), KB_ECONN, KB_ENOMEM. */
 int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candidate *c,
                              struct kb_error *err);
 

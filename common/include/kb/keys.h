@@ -68,10 +68,17 @@
  * format, the task id. Outside: kb_catalog_put_task. */
 #define KB_KEY_TASK_FMT "task:%s"
 #define KB_KEY_TASK_ANY "task:*"
-/* hash per candidate: task, name, json (zstd-compressed candidate JSON). printf format, the
- * candidate id. Outside: kb_catalog_put_candidate (submitter, scheduler's generators). */
+/* hash per candidate: task, name, json (the candidate JSON as one zstd frame: plain, or made
+ * with the task's dictionary KB_KEY_ZDICT_FMT when the frame names one; common/src/
+ * cand_codec_private.h). printf format, the candidate id. Outside: kb_catalog_put_candidate
+ * (submitter, scheduler's generators). */
 #define KB_KEY_CAND_FMT "cand:%s"
 #define KB_KEY_CAND_ANY "cand:*"
+/* string per task: the zstd dictionary (at most 32 KB) the task's candidates are compressed
+ * with once a writer stored 64 of them; set once (SET NX), never changed while the campaign
+ * lives. printf format, the task id. Outside: kb_catalog_put_candidate (the writer that
+ * trained it). */
+#define KB_KEY_ZDICT_FMT "zdict:%s"
 /* stream per task: the LLM audit, one entry per finished or lost request (kind, charge, status,
  * attempts, tokens_in, tokens_out, candidate, parents, error, prompt, response; see
  * scheduler/gen_llm.h). printf format, the task id. Outside: the scheduler (gen_llm.c). */

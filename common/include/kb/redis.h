@@ -28,7 +28,8 @@ struct kb_redis; /* opaque */
  * "value", ..., NULL; static): the append-only file fsynced every second (a restart from it
  * loses at most a second of writes, which the idempotent scripts absorb), no eviction (a full
  * Redis refuses writes rather than dropping items), no RDB snapshots, and hashes kept as
- * listpacks only up to 128 fields. kb-launch --local, the Slurm redis job (its config file),
+ * listpacks up to 128 fields and values of up to 2048 bytes (a candidate's hash is one).
+ * kb-launch --local, the Slurm redis job (its config file),
  * the tests' servers (the shell tests' through kb-launch --redis-config) and the queue
  * benchmark's all start from this one list. */
 extern char *const kb_redis_server_settings[];
