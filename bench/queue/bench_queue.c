@@ -832,6 +832,54 @@ static int fused_profile(struct coord *c, int n, int64_t *lat, struct kb_error *
   return rc;
 }
 
+/* What call_batch holds between calls. */
+struct batch_ctx {
+  struct kb_claim held[KB_QUEUE_BATCH_MAX];
+  int n, k;
+};
+
+static int call_batch(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct batch_ctx *b = ctx;
+  char json[KB_QUEUE_BATCH_MAX][64];
+  struct kb_queue_done d[KB_QUEUE_BATCH_MAX];
+  for (int j = 0; j < b->n; j++) {
+    snprintf(json[j], sizeof json[j], "{\"profile\":%d}", i * b->k + j);
+    d[j] = (struct kb_queue_done){&b->held[j], b->held[j].cost_ms / 2, json[j]};
+  }
+  int rc = kb_queue_cycle_batch(&c->q, d, b->n, "bench-profile", 0, -1, b->k, b->held, &b->n,
+                                NULL, NULL, err);
+  return rc == KB_OK && b->n < b->k ? kb_error_set(err, KB_EEMPTY, "batch profile: queue ran dry")
+                                    : rc;
+}
+
+/* `n` items through kb_queue_cycle_batch with K = o->batch from the coordinator's connection
+ * (n / K calls after one claim of K; the last K are completed alone): what one batch call costs
+ * the server with no queueing, per call (the table divides by K). */
+static int batch_profile(struct coord *c, int n, int64_t *lat, struct kb_error *err) {
+  struct batch_ctx b = {.k = c->ctl->batch};
+  int calls = n / b.k > PROFILE_BATCHES ? n / b.k : PROFILE_BATCHES;
+  struct kb_queue_status st;
+  int rc = kb_queue_status(&c->q, &st, err);
+  long want = (long)(calls + 1) * b.k;
+  if (rc == KB_OK && ready_items(&st) < want)
+    rc = enqueue_bulk(c, want - ready_items(&st), err);
+  if (rc == KB_OK)
+    rc = kb_queue_cycle_batch(&c->q, NULL, 0, "bench-profile", 0, -1, b.k, b.held, &b.n, NULL,
+                              NULL, err);
+  if (rc)
+    return rc;
+  wait_rewrite(c);
+  int made = 0;
+  rc = profile_batches(c, &c->res->batched, calls, calls / PROFILE_BATCHES, lat, 0, call_batch,
+                       &b, &made, err);
+  struct kb_queue_done d[KB_QUEUE_BATCH_MAX];
+  for (int j = 0; j < b.n; j++)
+    d[j] = (struct kb_queue_done){&b.held[j], b.held[j].cost_ms / 2, "{}"};
+  int r2 = kb_queue_cycle_batch(&c->q, d, b.n, "bench-profile", 0, -1, 0, NULL, NULL, NULL, NULL,
+                                err);
+  return rc ? rc : r2;
+}
+
 /* Claims `n` items one after another from the coordinator's connection after the runners left,
  * then completes them: what each script costs the server on its own, with no queueing. Server
  * time is taken from the fastest of PROFILE_BATCHES batches, latencies from all calls. The
@@ -862,6 +910,8 @@ static int script_profiles(struct coord *c, int n, struct kb_error *err) {
     rc = crc;
   if (rc == KB_OK)
     rc = fused_profile(c, n, lat, err);
+  if (rc == KB_OK && c->ctl->batch > 1)
+    rc = batch_profile(c, n, lat, err);
   kb_free(claims);
   kb_free(lat);
   return rc;

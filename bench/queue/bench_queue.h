@@ -123,6 +123,8 @@ struct kb_bench_queue_result {
   int n_cmds;
   struct kb_bench_script_profile claim, complete; /* each script alone, after the phases */
   struct kb_bench_script_profile fused;           /* kb_queue_complete_and_claim alone */
+  struct kb_bench_script_profile batched;         /* --batch: kb_queue_cycle_batch alone (K
+                                                     completed and K claimed per call) */
   struct kb__bench_verify verify;
   long lost, double_charged;          /* from verify, also counting a failed drain as lost */
   /* --fill */

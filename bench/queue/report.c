@@ -161,6 +161,13 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   script_rows(out, "claim", &r->claim);
   script_rows(out, "complete", &r->complete);
   script_rows(out, "complete+claim", &r->fused);
+  if (o->batch > 1 && r->batched.n > 0) {
+    char name[64];
+    snprintf(name, sizeof name, "batch K=%d (complete K, claim K)", o->batch);
+    script_rows(out, name, &r->batched);
+    fprintf(out, "  per item: %.1f us of server time against %.1f us for complete+claim\n",
+            r->batched.usec / o->batch, r->fused.usec);
+  }
   if (o->search)
     search_rows(out, o, r);
   verify_rows(out, o, r);
@@ -184,6 +191,9 @@ int kb__bench_queue_json(const struct kb_bench_queue_opts *o,
                           "\"items_per_s\":%.1f,\"calls_per_s\":%.1f",
                      o->two_call ? 2 : 1, o->batch, o->eval_ms, r->cycles.per_s,
                      r->calls_per_s);
+  if (rc == KB_OK && o->batch > 1 && r->batched.n > 0)
+    rc = kb_buf_addf(out, ",\"alone_us_per_item\":%.1f,\"fused_alone_us\":%.1f",
+                     r->batched.usec / o->batch, r->fused.usec);
   if (rc == KB_OK && o->search) {
     rc = kb_buf_addf(out, ",\"p99_bound_ms\":%g,\"max_runners\":%d,\"max_capped\":%s,"
                           "\"steps\":[",

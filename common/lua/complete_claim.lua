@@ -20,6 +20,8 @@
 -- claimed (at most K), followed, when fewer than K were claimed, by why no more: {"empty"} (no
 -- ready item), {"budget", available} (ready items, none affordable) or {"state", state}
 -- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
+-- Each queue, highest tier first, is looked at once per call: its first K entries (the head
+-- alone for one item) and, when they did not give enough affordable items, the 16 after them.
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
 -- dead-letter hash with the reason (and from meta "open" to "dead" when the item was counted:
 -- kb_dead_letter), and the claim goes on to the next entry.
@@ -97,19 +99,25 @@ end
 local dones = {} -- "ok" | "dup" per item
 local first_old -- the first item's value as found (its "next" serves a retry)
 local n_ok, n_dup = 0, 0
-local seen = {}
+local seen, ids_c, charges_c = {}, {}, {}
+for k, t in ipairs(todo) do
+  if seen[t[3]] then
+    return redis.error_reply('KB_INVAL charge "' .. t[3] .. '" named twice in one call')
+  end
+  seen[t[3]] = true
+  ids_c[k], charges_c[k] = t[1], t[3]
+end
+local chs = #todo > 0 and redis.call('HMGET', charges, unpack(charges_c)) or {}
+local raws = #todo > 0 and redis.call('HMGET', items, unpack(ids_c)) or {}
+local ended = {} -- leases the completions end
 for k, t in ipairs(todo) do
   local id, charge = t[1], t[3]
-  if seen[charge] then
-    return redis.error_reply('KB_INVAL charge "' .. charge .. '" named twice in one call')
-  end
-  seen[charge] = true
-  local ch = redis.call('HGET', charges, charge)
+  local ch = chs[k]
   if not ch then
     return redis.error_reply('KB_NOTFOUND no charge "' .. charge .. '"')
   end
   local kind, reserved = kb_charge_parse(ch)
-  local raw = redis.call('HGET', items, id)
+  local raw = raws[k]
   local old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
   if k == 1 then
     first_old = old
@@ -158,7 +166,7 @@ for k, t in ipairs(todo) do
     end
     charge_w[#charge_w + 1] = charge
     charge_w[#charge_w + 1] = 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or '')
-    redis.call('ZREM', lease, id)
+    ended[#ended + 1] = id
     -- the entry names the lease it settles (charge, runner, attempt); the done item records the
     -- entry's id: the scheduler accepts only entries that match (results only from leases)
     settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
@@ -166,6 +174,9 @@ for k, t in ipairs(todo) do
                                            'attempt', kb_int(old.attempt))}
     open = open - 1
   end
+end
+if #ended > 0 then
+  redis.call('ZREM', lease, unpack(ended))
 end
 
 -- Claim.
@@ -195,86 +206,113 @@ if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old
   end
 end
 local fresh = {} -- ids claimed by this call (not recovered), for "next"
--- Leases the best affordable ready item into `claims`; returns true, or false and why not.
+local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
 local caps = m[3] == '1'
-local function take()
-  local blocked = false
-  for i = 10, #KEYS do
-    -- the head first: nearly always affordable, and ZRANGE 0 0 costs a fifth of 0 15
-    local ids = redis.call('ZRANGE', KEYS[i], 0, 0)
-    local j = 1
-    while ids[j] do
-      local nid = ids[j]
-      local raw = redis.call('HGET', items, nid)
-      local it, bad = kb_item_check(items, nid, raw)
-      local ok = true
-      if not it then
-        if kb_dead_letter(KEYS[i], KEYS[9], nid, raw, bad) then
-          gone = gone + 1
-        end
-        ok = false
-        ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
-        j = 0
-      elseif it.cost > 0 then
-        if not bal then
-          bal = kb_balances(ledger, 'gpu_ms')
-        end
-        ok = it.cost <= bal.available
-      end
-      if ok and caps then
-        local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
-                             it.task .. ':spent')
-        ok = not b[1] or
-             tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
-      end
-      if ok then
-        if not now then
-          now = kb_now_ms()
-        end
-        local deadline = now + tonumber(m[2])
-        redis.call('ZREM', KEYS[i], nid)
-        redis.call('ZADD', lease, deadline, nid)
-        it.attempt = it.attempt + 1
-        it.claims = it.claims + 1
-        local charge = nid .. '#' .. it.claims
-        local cost = kb_int(it.cost)
-        if it.cost > 0 then
-          move('reserve', it.cost, -it.cost, it.cost, 0, charge)
-          redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
-        end
-        charge_w[#charge_w + 1] = charge
-        charge_w[#charge_w + 1] = 'H:' .. cost
-        item_w[#item_w + 1] = nid
-        item_w[#item_w + 1] = kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
-                                             '","runner":"' .. runner .. '"')
-        record(nid, it, charge, deadline)
-        fresh[#fresh + 1] = nid
-        return true
-      end
-      blocked = blocked or it ~= nil
-      if j == 1 and #ids == 1 then
-        ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
-      end
-      j = j + 1
-    end
-  end
-  if blocked then
+-- Whether `it` (its cost and its task's cap) can be reserved now.
+local function affordable(it)
+  if it.cost > 0 then
     if not bal then
       bal = kb_balances(ledger, 'gpu_ms')
     end
-    return false, {'budget', kb_int(bal.available)}
+    if it.cost > bal.available then
+      return false
+    end
   end
-  return false, {'empty'}
+  if caps then
+    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
+                         it.task .. ':spent')
+    return not b[1] or
+           tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
+  end
+  return true
+end
+-- Leases item `nid` (`it`, affordable) from queue `q`.
+local function take(nid, it)
+  if not now then
+    now = kb_now_ms()
+  end
+  local deadline = now + tonumber(m[2])
+  lease_w[#lease_w + 1] = deadline
+  lease_w[#lease_w + 1] = nid
+  it.attempt = it.attempt + 1
+  it.claims = it.claims + 1
+  local charge = nid .. '#' .. it.claims
+  local cost = kb_int(it.cost)
+  if it.cost > 0 then
+    move('reserve', it.cost, -it.cost, it.cost, 0, charge)
+    redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
+  end
+  charge_w[#charge_w + 1] = charge
+  charge_w[#charge_w + 1] = 'H:' .. cost
+  item_w[#item_w + 1] = nid
+  item_w[#item_w + 1] = kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
+                                       '","runner":"' .. runner .. '"')
+  record(nid, it, charge, deadline)
+  fresh[#fresh + 1] = nid
+end
+-- Claims up to `r` items from queue `q` in its order, looking at its first r entries and, when
+-- they were not enough, the SCAN after them; the ones taken leave the queue together. Returns
+-- whether a decodable item was passed over (not affordable).
+local function claim_from(q, r)
+  local taken, blocked = {}, false
+  local from, to = 0, r - 1 -- the head alone for one item: nearly always affordable
+  for _ = 1, 2 do
+    local ids = redis.call('ZRANGE', q, from, to)
+    if #ids == 0 then
+      break
+    end
+    local raws_q = redis.call('HMGET', items, unpack(ids))
+    local removed = 0
+    for j, nid in ipairs(ids) do
+      if #taken >= r then
+        break
+      end
+      local it, bad = kb_item_check(items, nid, raws_q[j])
+      if not it then
+        if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
+          gone = gone + 1
+        end
+        removed = removed + 1
+      elseif affordable(it) then
+        take(nid, it)
+        taken[#taken + 1] = nid
+      else
+        blocked = true
+      end
+    end
+    if #taken >= r or #ids < to - from + 1 then
+      break
+    end
+    from = to + 1 - removed -- the dead-lettered entries left the queue; the taken ones not yet
+    to = from + SCAN - 1
+  end
+  if #taken > 0 then
+    redis.call('ZREM', q, unpack(taken))
+  end
+  return blocked
 end
 if next_token ~= '' and want > 0 then
   if m[1] ~= 'running' then
     why = {'state', tostring(m[1] or 'missing')}
   else
-    while #claims < want do
-      local ok, w = take()
-      if not ok then
-        why = w
+    local blocked = false
+    for i = 10, #KEYS do
+      if #claims >= want then
         break
+      end
+      blocked = claim_from(KEYS[i], want - #claims) or blocked
+    end
+    if #lease_w > 0 then
+      redis.call('ZADD', lease, unpack(lease_w))
+    end
+    if #claims < want then
+      if blocked then
+        if not bal then
+          bal = kb_balances(ledger, 'gpu_ms')
+        end
+        why = {'budget', kb_int(bal.available)}
+      else
+        why = {'empty'}
       end
     end
   end
