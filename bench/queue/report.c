@@ -146,6 +146,8 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   if (o->two_call)
     fprintf(out, "  complete latency ms       p50 %.3f  p99 %.3f\n", r->complete_p50_ms,
             r->complete_p99_ms);
+  else if (o->batch > 1)
+    fprintf(out, "  (the claim latency is that of each batch call: K completed and K claimed)\n");
   else
     fprintf(out, "  (one call per cycle: the claim latency is that of the complete+claim call)\n");
   fprintf(out, "  latency samples           %llu kept of %llu measured cycles\n",
