@@ -314,6 +314,8 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
   if (n_done < 0 || n_done > KB_QUEUE_BATCH_MAX || k < 0 || k > KB_QUEUE_BATCH_MAX)
     return kb_error_set(err, KB_EINVAL, "a batch completes and claims 0..%d items, not %d and %d",
                         KB_QUEUE_BATCH_MAX, n_done, k);
+  if (k > 0 && next == NULL)
+    return kb_error_set(err, KB_EINVAL, "claiming %d items needs room for them", k);
   struct kb_claim d[KB_QUEUE_BATCH_MAX]; /* `next` may be the caller's `done` claims */
   for (int i = 0; i < n_done; i++)
     d[i] = *done[i].claim;
