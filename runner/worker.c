@@ -1,6 +1,7 @@
 /* Runner main loop (see worker.h). */
 #include "worker.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -169,6 +170,8 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
 static int held_count(struct worker *w);
 static int campaign_open(struct worker *w);
 static void note_state(struct worker *w, const char *state);
+static int claimable(struct worker *w);
+static int start_claims(struct worker *w, const struct kb_claim *c, int n, struct kb_error *err);
 
 /* 1 when the runner should take another item as soon as a slot frees up. */
 static int wants_more(struct worker *w) {
@@ -177,12 +180,15 @@ static int wants_more(struct worker *w) {
 }
 
 /* Publishes `r` for the item in `slot` and frees the slot. With `may_claim` set and the runner
- * wanting more work, the same script call also claims the next item (kb_queue_complete_and_claim:
- * one round trip and one script per item instead of two) and its build is queued in the freed
- * slot. (infra_slot passes 0: start_slot calls it, and must not recurse item after item.) */
+ * wanting more work, the same script call also claims items for the freed slot and any other
+ * free one (kb_queue_cycle_batch; with one free slot the fused complete+claim form: one round
+ * trip and one script per item instead of two) and their builds are queued. A result is
+ * published the moment its evaluation ends (the scheduler promotes on it), so the runner
+ * completes one item per call; a call claims as many as there are free slots. (infra_slot
+ * passes 0: start_slot calls it, and must not recurse item after item.) */
 static int complete_slot(struct worker *w, int slot, struct kb_result *r, int may_claim,
                          struct kb_error *err) {
-  struct kb_claim done = w->held[slot].claim, next;
+  struct kb_claim done = w->held[slot].claim, next[KB_QUEUE_BATCH_MAX];
   char *json = NULL;
   int rc = kb_result_to_json(r, &json, err);
   int claimed = 0;
@@ -190,19 +196,23 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
     int dup = 0;
     char state[16] = "";
     double t_q = kb_now_mono();
-    if (may_claim && wants_more(w)) {
+    /* the slot this frees, and any other free one, are filled by the same call */
+    int k = may_claim && wants_more(w) ? claimable(w) + 1 : 0;
+    if (k > KB_QUEUE_BATCH_MAX)
+      k = KB_QUEUE_BATCH_MAX;
+    if (w->opts->max_items > 0 && k > w->opts->max_items - w->claimed_items)
+      k = (int)(w->opts->max_items - w->claimed_items);
+    if (k > 0) {
       struct kb_error e = {0};
-      rc = kb_queue_complete_and_claim(&w->q, &done, r->cost_ms, json, w->name,
-                                       w->opts->min_tier, w->opts->max_tier, &dup, &next, state,
-                                       &e);
-      if (rc == KB_OK) {
-        claimed = 1;
-      } else if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
+      struct kb_queue_done d = {.claim = &done, .cost_ms = r->cost_ms, .result_json = json};
+      rc = kb_queue_cycle_batch(&w->q, &d, 1, w->name, w->opts->min_tier, w->opts->max_tier, k,
+                                next, &claimed, &dup, state, &e);
+      if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
         /* the completion was posted; there was just nothing to take */
         if (rc == KB_ESTATE)
           note_state(w, state);
         rc = KB_OK;
-      } else {
+      } else if (rc != KB_OK) {
         kb_error_set(err, rc, "%s", e.msg);
       }
     } else {
@@ -225,10 +235,8 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
   }
   kb_free(json);
   drop_slot(w, slot);
-  if (rc == KB_OK && claimed) {
-    w->claimed_items++;
-    rc = start_slot(w, slot, &next, err);
-  }
+  if (rc == KB_OK && claimed > 0)
+    rc = start_claims(w, next, claimed, err);
   return rc;
 }
 
@@ -312,25 +320,48 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   return KB_OK;
 }
 
-/* Claims one item into a free slot and queues its build. Returns KB_OK (claimed), or the
- * claim's KB_EEMPTY/KB_EBUDGET/KB_ESTATE (state in `state`), or an error. */
-static int claim_one(struct worker *w, char state[16], struct kb_error *err) {
-  int slot = -1;
-  for (int i = 0; i < w->ahead && slot < 0; i++)
-    if (!w->held[i].used)
-      slot = i;
-  if (slot < 0)
+/* Free slots the runner may fill now: ahead less those held, no more than --max-items leaves
+ * and one call claims (KB_QUEUE_BATCH_MAX). */
+static int claimable(struct worker *w) {
+  int k = w->ahead - held_count(w);
+  if (w->opts->max_items > 0 && w->opts->max_items - w->claimed_items < k)
+    k = (int)(w->opts->max_items - w->claimed_items);
+  if (k > KB_QUEUE_BATCH_MAX)
+    k = KB_QUEUE_BATCH_MAX;
+  return k > 0 ? k : 0;
+}
+
+/* Holds the `n` claims of `c` in free slots and queues their builds. */
+static int start_claims(struct worker *w, const struct kb_claim *c, int n, struct kb_error *err) {
+  int rc = KB_OK;
+  for (int i = 0, slot = 0; i < n; i++) {
+    while (slot < w->ahead && w->held[slot].used)
+      slot++;
+    assert(slot < w->ahead); /* claimable() counted them free */
+    w->claimed_items++;
+    int r2 = start_slot(w, slot, &c[i], err);
+    rc = rc ? rc : r2; /* every claim gets its slot (or is released), even after an error */
+  }
+  return rc;
+}
+
+/* Claims as many items as there are free slots with one script call (kb_queue_cycle_batch)
+ * and queues their builds. Returns KB_OK (at least one claimed), or the claim's
+ * KB_EEMPTY/KB_EBUDGET/KB_ESTATE (state in `state`), or an error. */
+static int claim_free(struct worker *w, char state[16], struct kb_error *err) {
+  int k = claimable(w), n = 0;
+  if (k == 0)
     return KB_EEMPTY;
-  struct kb_claim c;
+  struct kb_claim c[KB_QUEUE_BATCH_MAX];
   struct kb_error e = {0};
   double t_q = kb_now_mono();
-  int rc = kb_queue_claim(&w->q, w->name, w->opts->min_tier, w->opts->max_tier, &c, state, &e);
+  int rc = kb_queue_cycle_batch(&w->q, NULL, 0, w->name, w->opts->min_tier, w->opts->max_tier, k,
+                                c, &n, NULL, state, &e);
   w->split.queue += kb_now_mono() - t_q;
   if (rc != KB_OK)
     return rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE ? rc
                                                                   : kb_error_set(err, rc, "%s", e.msg);
-  w->claimed_items++;
-  return start_slot(w, slot, &c, err);
+  return start_claims(w, c, n, err);
 }
 
 /* The campaign's "sandbox": {"require": ...} (its spec in the meta hash) against the level
@@ -502,7 +533,7 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
     char state[16] = "";
     while (!*w->opts->stop && held_count(w) < w->ahead &&
            (w->opts->max_items <= 0 || w->claimed_items < w->opts->max_items)) {
-      rc = claim_one(w, state, err);
+      rc = claim_free(w, state, err);
       if (rc == KB_OK)
         continue;
       if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {

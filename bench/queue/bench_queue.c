@@ -47,6 +47,7 @@ struct coord {
   pthread_t *threads;        /* runner threads (owned), when !procs */
   int n_threads;             /* started */
   pid_t *pids;               /* runner processes (owned), 0 = none, when procs */
+  int n_live;                /* runner slots started: o->runners, more during a search */
   uint64_t next_item;        /* index of the next item to enqueue */
   uint64_t rng;              /* kill moments and victims */
 };
@@ -379,7 +380,7 @@ static void check_children(struct coord *c) {
   int status = 0;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    for (int i = 0; i < c->o->runners; i++) {
+    for (int i = 0; i < c->n_live; i++) {
       if (c->pids[i] != pid)
         continue;
       c->pids[i] = 0;
@@ -394,12 +395,14 @@ static void check_children(struct coord *c) {
   }
 }
 
-static int start_runners(struct coord *c, struct thread_arg *args, struct kb_error *err) {
-  int n = c->o->runners;
+/* Starts runner slots [c->n_live, n): processes (o->runners of them, once), or threads, which
+ * a search adds to as it grows. `args` has a place per slot. */
+static int start_runners(struct coord *c, struct thread_arg *args, int n, struct kb_error *err) {
   if (c->procs) {
     c->pids = kb_calloc((size_t)n, sizeof *c->pids);
     if (c->pids == NULL)
       return kb_error_set(err, KB_ENOMEM, "out of memory");
+    c->n_live = n;
     for (int i = 0; i < n; i++) {
       int rc = spawn_runner(c, i, err);
       if (rc)
@@ -407,19 +410,20 @@ static int start_runners(struct coord *c, struct thread_arg *args, struct kb_err
     }
     return KB_OK;
   }
-  c->threads = kb_calloc((size_t)n, sizeof *c->threads);
+  if (c->threads == NULL)
+    c->threads = kb_calloc((size_t)c->ctl->nslots, sizeof *c->threads);
   if (c->threads == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
   int rc = KB_OK;
-  for (int i = 0; i < n && rc == KB_OK; i++) {
+  for (int i = c->n_threads; i < n && rc == KB_OK; i++) {
     args[i] = (struct thread_arg){c->ctl, i};
     if (pthread_create(&c->threads[i], &attr, runner_thread, &args[i]) != 0)
       rc = kb_error_set(err, KB_EIO, "cannot start runner thread %d of %d", i + 1, n);
     else
-      c->n_threads++;
+      c->n_live = ++c->n_threads;
   }
   pthread_attr_destroy(&attr);
   return rc;
@@ -431,14 +435,14 @@ static void stop_runners(struct coord *c) {
   if (c->ctl == NULL)
     return;
   c->epoch++;
-  atomic_store(&c->ctl->word, kb_bench_word(c->epoch, KB_BENCH_EXIT));
+  kb__bench_ctl_publish(c->ctl, kb_bench_word(c->epoch, KB_BENCH_EXIT));
   for (int i = 0; i < c->n_threads; i++)
     pthread_join(c->threads[i], NULL);
   c->n_threads = 0;
   if (c->pids == NULL)
     return;
   int64_t deadline = kb__bench_now_ns() + 10LL * 1000000000;
-  for (int i = 0; i < c->o->runners; i++) {
+  for (int i = 0; i < c->n_live; i++) {
     while (c->pids[i] > 0) {
       if (waitpid(c->pids[i], NULL, WNOHANG) == c->pids[i]) {
         c->pids[i] = 0;
@@ -455,7 +459,7 @@ static void stop_runners(struct coord *c) {
 
 /* First error of any runner slot, as this function's error. */
 static int runner_error(struct coord *c, struct kb_error *err) {
-  for (int i = 0; i < c->o->runners; i++)
+  for (int i = 0; i < c->n_live; i++)
     if (atomic_load(&c->ctl->slots[i].failed))
       return kb_error_set(err, KB_EIO, "runner %d: %s", i, c->ctl->slots[i].error);
   return KB_OK;
@@ -466,13 +470,13 @@ static int runner_error(struct coord *c, struct kb_error *err) {
 static int transition(struct coord *c, int phase, struct kb_error *err) {
   c->epoch++;
   uint64_t word = kb_bench_word(c->epoch, phase);
-  atomic_store(&c->ctl->word, word);
+  kb__bench_ctl_publish(c->ctl, word);
   int64_t deadline = kb__bench_now_ns() + READY_TIMEOUT_NS;
   for (;;) {
     int pending = 0;
     if (c->procs)
       check_children(c);
-    for (int i = 0; i < c->o->runners; i++) {
+    for (int i = 0; i < c->n_live; i++) {
       if (c->procs && c->pids[i] == 0)
         continue;
       if (atomic_load(&c->ctl->slots[i].ack) != word)
@@ -489,7 +493,7 @@ static int transition(struct coord *c, int phase, struct kb_error *err) {
 
 static uint64_t phase_ops(const struct coord *c, int phase) {
   uint64_t n = 0;
-  for (int i = 0; i < c->o->runners; i++)
+  for (int i = 0; i < c->n_live; i++)
     n += atomic_load(&c->ctl->slots[i].ops[phase]);
   return n;
 }
@@ -631,7 +635,9 @@ static int cycles_phase(struct coord *c, struct kb_error *err) {
   struct phase_clock pc;
   phase_begin(c, &pc);
   int rc = transition(c, KB_BENCH_CYCLES, err);
-  long low_water = 8L * o->runners > 2000 ? 8L * o->runners : 2000;
+  long low_water = (8L + c->ctl->batch) * o->runners;
+  if (low_water < 2000)
+    low_water = 2000;
   int next_kill = 0;
   int64_t last_reap = pc.t0, last_refill = pc.t0;
   int64_t end = pc.t0 + (int64_t)(o->seconds * 1e9);
@@ -826,6 +832,54 @@ static int fused_profile(struct coord *c, int n, int64_t *lat, struct kb_error *
   return rc;
 }
 
+/* What call_batch holds between calls. */
+struct batch_ctx {
+  struct kb_claim held[KB_QUEUE_BATCH_MAX];
+  int n, k;
+};
+
+static int call_batch(struct coord *c, int i, void *ctx, struct kb_error *err) {
+  struct batch_ctx *b = ctx;
+  char json[KB_QUEUE_BATCH_MAX][64];
+  struct kb_queue_done d[KB_QUEUE_BATCH_MAX];
+  for (int j = 0; j < b->n; j++) {
+    snprintf(json[j], sizeof json[j], "{\"profile\":%d}", i * b->k + j);
+    d[j] = (struct kb_queue_done){&b->held[j], b->held[j].cost_ms / 2, json[j]};
+  }
+  int rc = kb_queue_cycle_batch(&c->q, d, b->n, "bench-profile", 0, -1, b->k, b->held, &b->n,
+                                NULL, NULL, err);
+  return rc == KB_OK && b->n < b->k ? kb_error_set(err, KB_EEMPTY, "batch profile: queue ran dry")
+                                    : rc;
+}
+
+/* `n` items through kb_queue_cycle_batch with K = o->batch from the coordinator's connection
+ * (n / K calls after one claim of K; the last K are completed alone): what one batch call costs
+ * the server with no queueing, per call (the table divides by K). */
+static int batch_profile(struct coord *c, int n, int64_t *lat, struct kb_error *err) {
+  struct batch_ctx b = {.k = c->ctl->batch};
+  int calls = n / b.k > PROFILE_BATCHES ? n / b.k : PROFILE_BATCHES;
+  struct kb_queue_status st;
+  int rc = kb_queue_status(&c->q, &st, err);
+  long want = (long)(calls + 1) * b.k;
+  if (rc == KB_OK && ready_items(&st) < want)
+    rc = enqueue_bulk(c, want - ready_items(&st), err);
+  if (rc == KB_OK)
+    rc = kb_queue_cycle_batch(&c->q, NULL, 0, "bench-profile", 0, -1, b.k, b.held, &b.n, NULL,
+                              NULL, err);
+  if (rc)
+    return rc;
+  wait_rewrite(c);
+  int made = 0;
+  rc = profile_batches(c, &c->res->batched, calls, calls / PROFILE_BATCHES, lat, 0, call_batch,
+                       &b, &made, err);
+  struct kb_queue_done d[KB_QUEUE_BATCH_MAX];
+  for (int j = 0; j < b.n; j++)
+    d[j] = (struct kb_queue_done){&b.held[j], b.held[j].cost_ms / 2, "{}"};
+  int r2 = kb_queue_cycle_batch(&c->q, d, b.n, "bench-profile", 0, -1, 0, NULL, NULL, NULL, NULL,
+                                err);
+  return rc ? rc : r2;
+}
+
 /* Claims `n` items one after another from the coordinator's connection after the runners left,
  * then completes them: what each script costs the server on its own, with no queueing. Server
  * time is taken from the fastest of PROFILE_BATCHES batches, latencies from all calls. The
@@ -856,6 +910,8 @@ static int script_profiles(struct coord *c, int n, struct kb_error *err) {
     rc = crc;
   if (rc == KB_OK)
     rc = fused_profile(c, n, lat, err);
+  if (rc == KB_OK && c->ctl->batch > 1)
+    rc = batch_profile(c, n, lat, err);
   kb_free(claims);
   kb_free(lat);
   return rc;
@@ -880,14 +936,23 @@ static double pct_ms(const uint32_t *v, size_t n, double p) {
   return (double)v[rank - 1] / 1e6;
 }
 
-static int latencies(struct coord *c, struct kb_error *err) {
+/* Latency percentiles over the samples of slots [0, n). */
+struct lat {
+  double claim[4];     /* p50, p90, p99, max, milliseconds */
+  double complete[2];  /* p50, p99 */
+  uint64_t samples;    /* calls offered to the reservoirs */
+  uint64_t kept;       /* samples kept */
+};
+
+static int slot_latencies(struct coord *c, int n_slots, struct lat *out, struct kb_error *err) {
+  memset(out, 0, sizeof *out);
   size_t n = 0;
-  for (int i = 0; i < c->o->runners; i++) {
+  for (int i = 0; i < n_slots; i++) {
     uint64_t seen = atomic_load(&c->ctl->slots[i].lat_seen);
-    c->res->samples += seen;
+    out->samples += seen;
     n += seen < KB_BENCH_LAT_CAP ? seen : KB_BENCH_LAT_CAP;
   }
-  c->res->kept = n;
+  out->kept = n;
   if (n == 0)
     return KB_OK;
   uint32_t *claim = kb_calloc(n, sizeof *claim);
@@ -898,7 +963,7 @@ static int latencies(struct coord *c, struct kb_error *err) {
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
   size_t k = 0;
-  for (int i = 0; i < c->o->runners; i++) {
+  for (int i = 0; i < n_slots; i++) {
     const struct kb_bench_slot *s = &c->ctl->slots[i];
     uint64_t seen = atomic_load(&s->lat_seen);
     size_t m = seen < KB_BENCH_LAT_CAP ? (size_t)seen : KB_BENCH_LAT_CAP;
@@ -908,15 +973,30 @@ static int latencies(struct coord *c, struct kb_error *err) {
   }
   qsort(claim, n, sizeof *claim, cmp_u32);
   qsort(complete, n, sizeof *complete, cmp_u32);
-  c->res->claim_p50_ms = pct_ms(claim, n, 0.50);
-  c->res->claim_p90_ms = pct_ms(claim, n, 0.90);
-  c->res->claim_p99_ms = pct_ms(claim, n, 0.99);
-  c->res->claim_max_ms = pct_ms(claim, n, 1.0);
-  c->res->complete_p50_ms = pct_ms(complete, n, 0.50);
-  c->res->complete_p99_ms = pct_ms(complete, n, 0.99);
+  static const double P[4] = {0.50, 0.90, 0.99, 1.0};
+  for (int i = 0; i < 4; i++)
+    out->claim[i] = pct_ms(claim, n, P[i]);
+  out->complete[0] = pct_ms(complete, n, 0.50);
+  out->complete[1] = pct_ms(complete, n, 0.99);
   kb_free(claim);
   kb_free(complete);
   return KB_OK;
+}
+
+/* The cycles phase's latencies into the result. */
+static int latencies(struct coord *c, struct kb_error *err) {
+  struct lat l;
+  int rc = slot_latencies(c, c->n_live, &l, err);
+  struct kb_bench_queue_result *r = c->res;
+  r->samples = l.samples;
+  r->kept = l.kept;
+  r->claim_p50_ms = l.claim[0];
+  r->claim_p90_ms = l.claim[1];
+  r->claim_p99_ms = l.claim[2];
+  r->claim_max_ms = l.claim[3];
+  r->complete_p50_ms = l.complete[0];
+  r->complete_p99_ms = l.complete[1];
+  return rc;
 }
 
 /* ---- fill ------------------------------------------------------------------------------ */
@@ -1001,6 +1081,13 @@ static int check_opts(const struct kb_bench_queue_opts *o, struct kb_error *err)
     return kb_error_set(err, KB_EINVAL, "runners must be 1..%d", KB_BENCH_MAX_RUNNERS);
   if (!(o->seconds >= 0.2 && o->seconds <= 3600))
     return kb_error_set(err, KB_EINVAL, "seconds must be 0.2..3600");
+  if (o->batch < 0 || o->batch > KB_QUEUE_BATCH_MAX)
+    return kb_error_set(err, KB_EINVAL, "batch must be 1..%d", KB_QUEUE_BATCH_MAX);
+  if (o->batch > 1 && o->two_call)
+    return kb_error_set(err, KB_EINVAL, "--batch and --two-call do not go together");
+  if (o->search && (o->kills > 0 || !(o->p99_ms > 0)))
+    return kb_error_set(err, KB_EINVAL, "--search needs runner threads (no --kills) and a "
+                        "positive p99 bound");
   if (o->items < 0 || o->kills < 0 || o->eval_ms < 0)
     return kb_error_set(err, KB_EINVAL, "items, kills and eval-ms must not be negative");
   if (o->fill && (o->tasks < 1 || o->per_task < 1))
@@ -1023,7 +1110,7 @@ static int set_up(struct coord *c, struct kb_bench_server *server, long *initial
       return rc;
     addr = server->addr;
   }
-  c->ctl = kb__bench_ctl_new(o->runners);
+  c->ctl = kb__bench_ctl_new(o->search ? KB_BENCH_MAX_RUNNERS : o->runners);
   if (c->ctl == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   snprintf(c->ctl->addr, sizeof c->ctl->addr, "%s", addr);
@@ -1033,6 +1120,8 @@ static int set_up(struct coord *c, struct kb_bench_server *server, long *initial
   kb_key(c->ctl->debit_key, sizeof c->ctl->debit_key, res->cid, KB_KEY_BENCH_DEBIT);
   c->ctl->eval_ns = (long)(o->eval_ms * 1e6);
   c->ctl->two_call = o->two_call;
+  c->ctl->batch = o->batch > 1 ? o->batch : 1;
+  atomic_store(&c->ctl->active, o->runners);
   struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};
   rc = kb_redis_connect(&ro, &c->redis, err);
   if (rc == KB_OK)
@@ -1054,6 +1143,110 @@ static int set_up(struct coord *c, struct kb_bench_server *server, long *initial
   return rc;
 }
 
+/* ---- the runner-count search ------------------------------------------------------------ */
+
+/* One search step: `n` runners cycle for a ramp (their first batch, drawn offsets: not
+ * measured) and then o->seconds; fills `st`. Items enough for the step are enqueued first. */
+static int search_step(struct coord *c, struct thread_arg *args, int n,
+                       struct kb_bench_search_step *st, struct kb_error *err) {
+  const struct kb_bench_queue_opts *o = c->o;
+  int k = c->ctl->batch;
+  double cycle_s = o->eval_ms / 1000.0 * k * 1.5; /* a runner's longest round */
+  double ramp_s = cycle_s + 0.5;
+  memset(st, 0, sizeof *st);
+  st->runners = n;
+  int rc = start_runners(c, args, n, err);
+  struct kb_queue_status qs;
+  if (rc == KB_OK)
+    rc = kb_queue_status(&c->q, &qs, err);
+  if (rc == KB_OK) {
+    double rate = o->eval_ms > 0 ? n * 1000.0 / o->eval_ms : c->res->cycles.per_s;
+    double need = rate * (ramp_s + o->seconds + cycle_s) * 1.3 + 2.0 * k * n -
+                  (double)ready_items(&qs);
+    if (need > 0) {
+      progress(c, "search: enqueueing %.0f items for %d runners", need, n);
+      rc = enqueue_bulk(c, (long)need, err);
+    }
+  }
+  if (rc)
+    return rc;
+  for (int i = 0; i < n; i++)
+    atomic_store(&c->ctl->slots[i].lat_seen, 0);
+  uint64_t calls1 = 0;
+  atomic_store(&c->ctl->active, n);
+  int64_t t_meas = kb__bench_now_ns() + (int64_t)(ramp_s * 1e9);
+  atomic_store(&c->ctl->record_from_ns, t_meas);
+  progress(c, "search: %d runners for %.1f s after a %.1f s ramp", n, o->seconds, ramp_s);
+  rc = transition(c, KB_BENCH_CYCLES, err);
+  if (rc == KB_OK)
+    rc = hold(c, ramp_s, err);
+  uint64_t ops_m = phase_ops(c, KB_BENCH_CYCLES);
+  for (int i = 0; i < c->n_live; i++)
+    calls1 += atomic_load(&c->ctl->slots[i].calls[KB_BENCH_CYCLES]);
+  int64_t t0 = kb__bench_now_ns();
+  int64_t end = t0 + (int64_t)(o->seconds * 1e9);
+  while (rc == KB_OK && kb__bench_now_ns() < end) {
+    rc = hold(c, 0.1, err);
+    if (rc == KB_OK)
+      rc = refill(c, 2L * k * n, err);
+  }
+  double wall = (double)(kb__bench_now_ns() - t0) / 1e9;
+  uint64_t ops1 = phase_ops(c, KB_BENCH_CYCLES), calls2 = 0;
+  for (int i = 0; i < c->n_live; i++)
+    calls2 += atomic_load(&c->ctl->slots[i].calls[KB_BENCH_CYCLES]);
+  if (rc == KB_OK)
+    rc = transition(c, KB_BENCH_IDLE, err);
+  atomic_store(&c->ctl->record_from_ns, 0);
+  st->items_per_s = wall > 0 ? (double)(ops1 - ops_m) / wall : 0;
+  st->calls_per_s = wall > 0 ? (double)(calls2 - calls1) / wall : 0;
+  struct lat l;
+  if (rc == KB_OK)
+    rc = slot_latencies(c, n, &l, err);
+  if (rc == KB_OK) {
+    st->p50_ms = l.claim[0];
+    st->p99_ms = l.claim[2];
+    st->samples = l.samples;
+    st->pass = l.samples > 0 && st->p99_ms <= o->p99_ms;
+  }
+  progress(c, "search: %d runners: p99 %.3f ms, %.0f items/s: %s", n, st->p99_ms,
+           st->items_per_s, st->pass ? "pass" : "over");
+  return rc;
+}
+
+/* The largest runner count whose claim p99 stays within o->p99_ms: from o->runners doubling
+ * until one fails (or KB_BENCH_MAX_RUNNERS passes), then halving the interval between the
+ * largest pass and the smallest failure until it is within an eighth of the pass (at most
+ * KB_BENCH_MAX_STEPS steps in all). */
+static int search(struct coord *c, struct thread_arg *args, struct kb_error *err) {
+  struct kb_bench_queue_result *res = c->res;
+  int lo = 0, hi = 0, n = c->o->runners, rc = KB_OK;
+  while (rc == KB_OK && res->n_steps < KB_BENCH_MAX_STEPS) {
+    struct kb_bench_search_step *st = &res->steps[res->n_steps];
+    rc = search_step(c, args, n, st, err);
+    if (rc)
+      break;
+    res->n_steps++;
+    if (st->pass)
+      lo = n;
+    else
+      hi = n;
+    if (hi == 0) {
+      if (n == KB_BENCH_MAX_RUNNERS)
+        break;
+      n = 2 * n > KB_BENCH_MAX_RUNNERS ? KB_BENCH_MAX_RUNNERS : 2 * n;
+      continue;
+    }
+    int gap = lo / 8 > 16 ? lo / 8 : 16;
+    if (hi - lo <= gap)
+      break;
+    n = lo + (hi - lo) / 2;
+  }
+  res->max_runners = lo;
+  res->max_capped = lo == KB_BENCH_MAX_RUNNERS;
+  atomic_store(&c->ctl->active, c->o->runners);
+  return rc;
+}
+
 /* Phase 2: the runners start, warm up, run the measured claim -> complete cycles (killed and
  * drained with --kills), then the two raw scripts for the ratio. */
 static int measure(struct coord *c, struct thread_arg *args, long initial,
@@ -1061,7 +1254,7 @@ static int measure(struct coord *c, struct thread_arg *args, long initial,
   const struct kb_bench_queue_opts *o = c->o;
   struct kb_bench_queue_result *res = c->res;
   progress(c, "starting %d runner %s", o->runners, c->procs ? "processes" : "threads");
-  int rc = start_runners(c, args, err);
+  int rc = start_runners(c, args, o->runners, err);
   if (rc == KB_OK)
     rc = transition(c, KB_BENCH_IDLE, err); /* every runner connected */
   if (rc == KB_OK)
@@ -1070,7 +1263,10 @@ static int measure(struct coord *c, struct thread_arg *args, long initial,
     /* enough for the measured phase at the warm-up's rate, with a margin */
     struct kb_queue_status st;
     rc = kb_queue_status(&c->q, &st, err);
-    double need = res->warmup.per_s * o->seconds * 1.4 + 16.0 * o->runners -
+    double rate = res->warmup.per_s; /* items per second */
+    if (o->eval_ms > 0 && o->runners * 1000.0 / o->eval_ms > rate)
+      rate = o->runners * 1000.0 / o->eval_ms; /* a warm-up of evaluations is too short */
+    double need = rate * o->seconds * 1.4 + (16.0 + c->ctl->batch) * o->runners -
                   (double)ready_items(&st);
     if (need > 5e6)
       need = 5e6;
@@ -1090,6 +1286,13 @@ static int measure(struct coord *c, struct thread_arg *args, long initial,
     rc = drain(c, err);
   }
   if (rc == KB_OK) {
+    uint64_t calls = 0;
+    for (int i = 0; i < c->n_live; i++)
+      calls += atomic_load(&c->ctl->slots[i].calls[KB_BENCH_CYCLES]);
+    res->calls_per_s = res->cycles.wall_s > 0 ? (double)calls / res->cycles.wall_s : 0;
+    rc = latencies(c, err); /* before a search reuses the samples */
+  }
+  if (rc == KB_OK) {
     progress(c, "raw \"return 1\" for %.1f s", o->seconds);
     rc = raw_phase(c, KB_BENCH_RET1, &res->ret1, err);
   }
@@ -1097,6 +1300,8 @@ static int measure(struct coord *c, struct thread_arg *args, long initial,
     progress(c, "raw HINCRBY debit for %.1f s", o->seconds);
     rc = raw_phase(c, KB_BENCH_DEBIT, &res->debit, err);
   }
+  if (rc == KB_OK && o->search)
+    rc = search(c, args, err);
   return rc;
 }
 
@@ -1106,7 +1311,7 @@ static int gather(struct coord *c, struct kb_error *err) {
   struct kb_bench_queue_result *res = c->res;
   stop_runners(c);
   int rc = runner_error(c, err);
-  for (int i = 0; rc == KB_OK && i < c->o->runners; i++) {
+  for (int i = 0; rc == KB_OK && i < c->n_live; i++) {
     res->empty += atomic_load(&c->ctl->slots[i].empty[KB_BENCH_CYCLES]);
     res->lease_lost += atomic_load(&c->ctl->slots[i].lease_lost);
   }
@@ -1118,8 +1323,6 @@ static int gather(struct coord *c, struct kb_error *err) {
     progress(c, "verifying");
     rc = kb__bench_verify(&c->q, res->enqueued, &res->verify, err);
   }
-  if (rc == KB_OK)
-    rc = latencies(c, err);
   res->ratio = res->debit.per_s > 0 ? res->cycles.per_s / res->debit.per_s : 0;
   res->lost = res->verify.lost;
   res->double_charged = res->verify.double_charged;
@@ -1138,7 +1341,8 @@ int kb__bench_queue_run(const struct kb_bench_queue_opts *o, struct kb_bench_que
                     .rng = o->seed ? o->seed : (uint64_t)kb__bench_now_ns()};
   struct kb_bench_server server = {0};
   long initial = 0;
-  struct thread_arg *args = kb_calloc((size_t)o->runners, sizeof *args);
+  struct thread_arg *args =
+      kb_calloc((size_t)(o->search ? KB_BENCH_MAX_RUNNERS : o->runners), sizeof *args);
   rc = args == NULL ? kb_error_set(err, KB_ENOMEM, "out of memory")
                     : set_up(&c, &server, &initial, err);
   if (rc == KB_OK)

@@ -31,7 +31,8 @@
 struct kb_error;
 struct kb_buf;
 
-#define KB_BENCH_MAX_RUNNERS 1024
+#define KB_BENCH_MAX_RUNNERS 8192
+#define KB_BENCH_MAX_STEPS 16 /* runner counts the search tries */
 #define KB_BENCH_MAX_CMDS 24 /* commands kept in the per-cycle server profile */
 
 struct kb_bench_queue_opts {
@@ -45,6 +46,12 @@ struct kb_bench_queue_opts {
   double eval_ms;              /* simulated evaluation between claim and complete */
   int two_call;                /* 1: cycles are claim + complete (two script calls); 0: one
                                   kb_queue_complete_and_claim each, as a runner does */
+  int batch;                   /* K: items a runner holds, completes and claims per call
+                                  (kb_queue_cycle_batch); 1: the one-item calls above */
+  int search;                  /* 1: afterwards, search the largest runner count whose claim
+                                  p99 stays within p99_ms (from `runners`, doubling, then
+                                  halving the interval) */
+  double p99_ms;               /* the search's bound, milliseconds (default 2) */
   int progress;                /* 1: progress lines on stderr */
   uint64_t seed;               /* random kill moments and victims */
   volatile sig_atomic_t *stop; /* set by a signal handler: end early; may be NULL */
@@ -80,13 +87,29 @@ struct kb_bench_script_profile {
   int n_cmds;
 };
 
+/* One runner count the search tried. */
+struct kb_bench_search_step {
+  int runners;
+  double items_per_s;    /* items completed per second over the step */
+  double calls_per_s;    /* queue script calls per second */
+  double p50_ms, p99_ms; /* claim latency (every call after the ramp) */
+  uint64_t samples;      /* calls measured */
+  int pass;              /* p99_ms <= the bound */
+};
+
 struct kb_bench_queue_result {
   int runners;
   int kills;                          /* kill -9s performed */
   double seconds;
   char cid[64];                       /* campaign */
   struct kb_bench_phase_stats warmup, ret1, debit, cycles;
-  double ratio;                       /* cycles.per_s / debit.per_s */
+  double ratio;                       /* cycles.per_s / debit.per_s (items per second with
+                                         --batch: cycles.ops counts items) */
+  double calls_per_s;                 /* queue script calls per second in the cycles phase */
+  struct kb_bench_search_step steps[KB_BENCH_MAX_STEPS]; /* --search, in the order tried */
+  int n_steps;
+  int max_runners;                    /* --search: the largest count that passed (0: none) */
+  int max_capped;                     /* 1: it is KB_BENCH_MAX_RUNNERS, the search's limit */
   double claim_p50_ms, claim_p90_ms, claim_p99_ms, claim_max_ms;
   double complete_p50_ms, complete_p99_ms;
   uint64_t samples;                   /* measured cycles offered to the latency sample */
@@ -100,6 +123,8 @@ struct kb_bench_queue_result {
   int n_cmds;
   struct kb_bench_script_profile claim, complete; /* each script alone, after the phases */
   struct kb_bench_script_profile fused;           /* kb_queue_complete_and_claim alone */
+  struct kb_bench_script_profile batched;         /* --batch: kb_queue_cycle_batch alone (K
+                                                     completed and K claimed per call) */
   struct kb__bench_verify verify;
   long lost, double_charged;          /* from verify, also counting a failed drain as lost */
   /* --fill */

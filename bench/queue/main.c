@@ -11,6 +11,7 @@
 #include "kb/cli.h"
 #include "kb/error.h"
 #include "kb/log.h"
+#include "kb/queue.h"
 #include "kb/signals.h"
 
 static volatile sig_atomic_t stop_requested = 0; /* the signal that asked to stop */
@@ -27,11 +28,13 @@ static void usage(FILE *out) {
         "or charged twice and that the ledger is exact. Prints a table, then one JSON line:\n"
         "  {\"runners\":N,\"cycles_per_s\":..,\"raw_script_per_s\":..,\"ratio\":..,\n"
         "   \"claim_p50_ms\":..,\"claim_p99_ms\":..,\"lost\":0,\"double_charged\":0}\n"
-        "(plus \"calls_per_cycle\"; \"kills\" with --kills; \"candidates\", \"used_memory_bytes\" and\n"
-        "\"bytes_per_candidate\" with --fill). See docs/benchmarks.md.\n"
+        "(plus \"calls_per_cycle\", \"batch\", \"items_per_s\" and \"calls_per_s\"; \"kills\" with\n"
+        "--kills; \"max_runners\" and \"steps\" with --search; \"candidates\",\n"
+        "\"used_memory_bytes\" and \"bytes_per_candidate\" with --fill). See docs/benchmarks.md.\n"
         "\n"
         "options:\n"
-        "  -n, --runners N      simulated runners (default 16; 1..1024)\n"
+        "  -n, --runners N      simulated runners (default 16; 1..8192), each a thread (or with\n"
+        "                       --kills a process) with its own connection\n"
         "  -s, --seconds S      length of each measured phase (default 10)\n"
         "  -i, --items M        items enqueued up front (default: sized from a one-second\n"
         "                       warm-up so the queue never runs dry)\n"
@@ -51,6 +54,14 @@ static void usage(FILE *out) {
         "                       uniformly from 0.5 to 1.5 times MS, runners start at random\n"
         "                       offsets (default 0: a no-op; the ratio then measures the\n"
         "                       scripts, with every runner claiming back to back)\n"
+        "      --batch K        each runner holds up to K items (1..32): it evaluates them one\n"
+        "                       after another, then completes them all and claims K more in\n"
+        "                       one kb_queue_cycle_batch call (default 1: one item per call,\n"
+        "                       kb_queue_complete_and_claim); rates then count items\n"
+        "      --search         afterwards, find the largest runner count whose claim p99\n"
+        "                       stays within --p99-ms: from N runners, doubling until one\n"
+        "                       fails, then halving the interval (steps of S seconds each)\n"
+        "      --p99-ms MS      the search's bound on the claim p99 (default 2)\n"
         "      --two-call       a cycle is kb_queue_claim then kb_queue_complete (two script\n"
         "                       calls), as before kb_queue_complete_and_claim existed\n"
         "      --seed N         seed of the kill moments and victims (default: the clock)\n"
@@ -68,7 +79,8 @@ static void usage(FILE *out) {
 /* argv into `o` and the --json-only flag; returns -1 for a bad command line (the message or
  * the usage printed), 1 for --help (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int *json_only) {
-  enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED, OPT_TWO_CALL };
+  enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED, OPT_TWO_CALL, OPT_BATCH,
+         OPT_SEARCH, OPT_P99 };
   static const struct option longopts[] = {
       {"runners", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
       {"items", required_argument, NULL, 'i'},    {"redis", required_argument, NULL, 'r'},
@@ -78,6 +90,8 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       {"kills", required_argument, NULL, 'k'},    {"eval-ms", required_argument, NULL, OPT_EVAL},
       {"seed", required_argument, NULL, OPT_SEED}, {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
       {"two-call", no_argument, NULL, OPT_TWO_CALL},
+      {"batch", required_argument, NULL, OPT_BATCH}, {"search", no_argument, NULL, OPT_SEARCH},
+      {"p99-ms", required_argument, NULL, OPT_P99},
       {NULL, 0, NULL, 0}};
   int ch, shape_given = 0;
   long v = 0;
@@ -117,6 +131,14 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       bad = kb_cli_parse_double("--eval-ms", optarg, 0, 60000, &o->eval_ms, &err);
       break;
     case OPT_TWO_CALL: o->two_call = 1; break;
+    case OPT_BATCH:
+      bad = kb_cli_parse_long("--batch", optarg, 1, KB_QUEUE_BATCH_MAX, &v, &err);
+      o->batch = (int)v;
+      break;
+    case OPT_SEARCH: o->search = 1; break;
+    case OPT_P99:
+      bad = kb_cli_parse_double("--p99-ms", optarg, 0.001, 60000, &o->p99_ms, &err);
+      break;
     case OPT_SEED:
       bad = kb_cli_parse_long("--seed", optarg, 1, 2147483647, &v, &err);
       o->seed = (uint64_t)v;
@@ -145,7 +167,7 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
 int main(int argc, char **argv) {
   kb_log_init("kb-bench-queue");
   struct kb_bench_queue_opts o = {.runners = 16, .seconds = 10, .tasks = 230, .per_task = 2000,
-                                  .stop = &stop_requested};
+                                  .batch = 1, .p99_ms = 2, .stop = &stop_requested};
   int json_only = 0;
   int parsed = parse_args(argc, argv, &o, &json_only);
   if (parsed)

@@ -90,6 +90,24 @@ static void fill_rows(FILE *out, const struct kb_bench_queue_opts *o,
           f->candidates ? (double)r->queues_bytes / (double)f->candidates : 0.0);
 }
 
+/* The --search lines: one row per runner count tried, then the answer. */
+static void search_rows(FILE *out, const struct kb_bench_queue_opts *o,
+                        const struct kb_bench_queue_result *r) {
+  fprintf(out, "\n  runner-count search (batch K=%d, evaluations of %.0f ms, claim p99 bound %.3f "
+               "ms, %.1f s per step):\n",
+          o->batch, o->eval_ms, o->p99_ms, r->seconds);
+  fprintf(out, "    %8s %12s %12s %10s %10s %9s %5s\n", "runners", "items/s", "calls/s",
+          "p50 ms", "p99 ms", "samples", "");
+  for (int i = 0; i < r->n_steps; i++) {
+    const struct kb_bench_search_step *st = &r->steps[i];
+    fprintf(out, "    %8d %12.1f %12.1f %10.3f %10.3f %9llu %5s\n", st->runners,
+            st->items_per_s, st->calls_per_s, st->p50_ms, st->p99_ms,
+            (unsigned long long)st->samples, st->pass ? "pass" : "over");
+  }
+  fprintf(out, "  max runners within p99    %d%s\n", r->max_runners,
+          r->max_capped ? " (the search's limit: more may pass)" : "");
+}
+
 void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
                                  const struct kb_bench_queue_result *r) {
   fprintf(out, "kb-bench-queue: %d runners (%s), %.1f s per phase, campaign %s%s\n", r->runners,
@@ -99,9 +117,13 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
     fprintf(out, "  each cycle sleeps %.1f ms between claim and complete\n", o->eval_ms);
   fprintf(out, "\n  %-24s %10s %10s %6s %9s %8s %8s %7s %5s\n", "phase", "ops/s", "ops",
           "wall s", "redis cpu", "redis us", "bench us", "machine", "forks");
+  char batch_name[32];
+  snprintf(batch_name, sizeof batch_name, "batch K=%d%s (items)", o->batch,
+           o->kills ? " kills" : "");
   phase_row(out, "warm-up (cycles)", &r->warmup);
-  phase_row(out, o->two_call ? (o->kills ? "claim->complete (kills)" : "claim->complete")
-                             : (o->kills ? "complete+claim (kills)" : "complete+claim"),
+  phase_row(out, o->batch > 1 ? batch_name
+                 : o->two_call ? (o->kills ? "claim->complete (kills)" : "claim->complete")
+                               : (o->kills ? "complete+claim (kills)" : "complete+claim"),
             &r->cycles);
   phase_row(out, "raw \"return 1\"", &r->ret1);
   phase_row(out, "raw HINCRBY debit (ref)", &r->debit);
@@ -109,18 +131,23 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
                "   CPU microseconds per op of that thread and of this process with its runner\n"
                "   threads; machine: share of all CPUs busy; forks: AOF rewrites redis started;\n"
                "   a cycle is %s)\n",
-          o->two_call ? "one claim plus one complete: two script calls"
-                      : "one complete+claim call (kb_queue_complete_and_claim)");
+          o->batch > 1  ? "one item; a call completes up to K and claims K (kb_queue_cycle_batch)"
+          : o->two_call ? "one claim plus one complete: two script calls"
+                        : "one complete+claim call (kb_queue_complete_and_claim)");
   if (r->cycles.forks > 0)
     fprintf(out, "  an AOF rewrite during the cycles stopped redis for %.1f ms (the latest fork)\n",
             r->cycles.fork_ms);
   fprintf(out, "\n  ratio cycles/raw debit    %.3f    (cycles/raw return 1: %.3f)\n", r->ratio,
           r->ret1.per_s > 0 ? r->cycles.per_s / r->ret1.per_s : 0.0);
+  fprintf(out, "  items per second          %.1f in %.1f script calls per second (batch K=%d)\n",
+          r->cycles.per_s, r->calls_per_s, o->batch);
   fprintf(out, "  claim latency ms          p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
           r->claim_p50_ms, r->claim_p90_ms, r->claim_p99_ms, r->claim_max_ms);
   if (o->two_call)
     fprintf(out, "  complete latency ms       p50 %.3f  p99 %.3f\n", r->complete_p50_ms,
             r->complete_p99_ms);
+  else if (o->batch > 1)
+    fprintf(out, "  (the claim latency is that of each batch call: K completed and K claimed)\n");
   else
     fprintf(out, "  (one call per cycle: the claim latency is that of the complete+claim call)\n");
   fprintf(out, "  latency samples           %llu kept of %llu measured cycles\n",
@@ -136,6 +163,15 @@ void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
   script_rows(out, "claim", &r->claim);
   script_rows(out, "complete", &r->complete);
   script_rows(out, "complete+claim", &r->fused);
+  if (o->batch > 1 && r->batched.n > 0) {
+    char name[64];
+    snprintf(name, sizeof name, "batch K=%d (complete K, claim K)", o->batch);
+    script_rows(out, name, &r->batched);
+    fprintf(out, "  per item: %.1f us of server time against %.1f us for complete+claim\n",
+            r->batched.usec / o->batch, r->fused.usec);
+  }
+  if (o->search)
+    search_rows(out, o, r);
   verify_rows(out, o, r);
   if (o->fill)
     fill_rows(out, o, r);
@@ -153,7 +189,24 @@ int kb__bench_queue_json(const struct kb_bench_queue_opts *o,
                        r->runners, r->cycles.per_s, r->debit.per_s, r->ratio, r->claim_p50_ms,
                        r->claim_p99_ms, r->lost, r->double_charged);
   if (rc == KB_OK)
-    rc = kb_buf_addf(out, ",\"calls_per_cycle\":%d", o->two_call ? 2 : 1);
+    rc = kb_buf_addf(out, ",\"calls_per_cycle\":%d,\"batch\":%d,\"eval_ms\":%g,"
+                          "\"items_per_s\":%.1f,\"calls_per_s\":%.1f",
+                     o->two_call ? 2 : 1, o->batch, o->eval_ms, r->cycles.per_s,
+                     r->calls_per_s);
+  if (rc == KB_OK && o->batch > 1 && r->batched.n > 0)
+    rc = kb_buf_addf(out, ",\"alone_us_per_item\":%.1f,\"fused_alone_us\":%.1f",
+                     r->batched.usec / o->batch, r->fused.usec);
+  if (rc == KB_OK && o->search) {
+    rc = kb_buf_addf(out, ",\"p99_bound_ms\":%g,\"max_runners\":%d,\"max_capped\":%s,"
+                          "\"steps\":[",
+                     o->p99_ms, r->max_runners, r->max_capped ? "true" : "false");
+    for (int i = 0; rc == KB_OK && i < r->n_steps; i++)
+      rc = kb_buf_addf(out, "%s{\"runners\":%d,\"items_per_s\":%.1f,\"p99_ms\":%.3f}",
+                       i ? "," : "", r->steps[i].runners, r->steps[i].items_per_s,
+                       r->steps[i].p99_ms);
+    if (rc == KB_OK)
+      rc = kb_buf_adds(out, "]");
+  }
   if (rc == KB_OK && o->kills)
     rc = kb_buf_addf(out, ",\"kills\":%d", r->kills);
   if (rc == KB_OK && o->fill)

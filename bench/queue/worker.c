@@ -2,10 +2,14 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kb/error.h"
 #include "kb/redis.h"
@@ -35,6 +39,7 @@ struct kb_bench_ctl *kb__bench_ctl_new(int nslots) {
     return NULL;
   struct kb_bench_ctl *ctl = p;
   ctl->nslots = nslots;
+  ctl->active = nslots;
   for (int i = 0; i < nslots; i++)
     ctl->slots[i].rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
   return ctl;
@@ -45,6 +50,22 @@ void kb__bench_ctl_free(struct kb_bench_ctl *ctl) {
     return;
   munmap(ctl, sizeof(struct kb_bench_ctl) +
                   (size_t)ctl->nslots * sizeof(struct kb_bench_slot));
+}
+
+void kb__bench_ctl_publish(struct kb_bench_ctl *ctl, uint64_t word) {
+  atomic_store(&ctl->word, word);
+  atomic_fetch_add(&ctl->seq, 1);
+  /* a shared (not private) futex: runner processes wait on the same mapping */
+  syscall(SYS_futex, (uint32_t *)&ctl->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Waits until the control word is no longer `word`, at most `ns`. */
+static void wait_word(struct kb_bench_ctl *ctl, uint64_t word, int64_t ns) {
+  uint32_t seq = atomic_load(&ctl->seq);
+  if (atomic_load(&ctl->word) != word)
+    return;
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  syscall(SYS_futex, (uint32_t *)&ctl->seq, FUTEX_WAIT, seq, &ts, NULL, 0);
 }
 
 static uint64_t next_rand(uint64_t *state) {
@@ -169,6 +190,7 @@ static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct 
     if (rc)
       return rc;
     count(s, phase);
+    atomic_fetch_add_explicit(&s->calls[phase], ctl->two_call ? 2 : 1, memory_order_relaxed);
     if (phase == KB_BENCH_CYCLES)
       record(s, ctl->two_call ? claim_ns : t3 - t2, t3 - t2);
   }
@@ -183,6 +205,93 @@ static int run_cycles(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct 
     } else if (rc == KB_OK) {
       count(s, phase);
     }
+  }
+  return rc;
+}
+
+/* Completes held[0..n-1] (each at half its reservation) and claims up to `k` into `next`
+ * with one kb_queue_cycle_batch call; `*got` gets the items claimed. When a lease among them
+ * was lost (all or nothing: the call changed nothing) each is completed alone, the lost ones
+ * counted, and nothing is claimed. `*posted` gets the completions that posted. */
+static int batch_call(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct kb_queue *q,
+                      const char *name, struct kb_claim *held, int n, int k,
+                      struct kb_claim *next, int *got, int *posted, struct kb_error *err) {
+  static _Thread_local char json[KB_QUEUE_BATCH_MAX][1024];
+  struct kb_queue_done done[KB_QUEUE_BATCH_MAX];
+  int dups[KB_QUEUE_BATCH_MAX];
+  for (int i = 0; i < n; i++) {
+    result_json(json[i], sizeof json[i], ctl, &held[i], name, held[i].cost_ms / 2);
+    done[i] = (struct kb_queue_done){&held[i], held[i].cost_ms / 2, json[i]};
+  }
+  struct kb_claim nx[KB_QUEUE_BATCH_MAX]; /* not `next`: it may be `held`, needed below */
+  *got = 0;
+  *posted = 0;
+  int rc = kb_queue_cycle_batch(q, done, n, name, 0, -1, k, nx, got, dups, NULL, err);
+  if (rc == KB_OK && *got > 0)
+    memcpy(next, nx, (size_t)*got * sizeof *nx);
+  if (rc == KB_EEMPTY || rc == KB_EBUDGET) {
+    kb_error_clear(err);
+    rc = KB_OK;
+  }
+  if (rc == KB_OK) {
+    for (int i = 0; i < n; i++)
+      *posted += !dups[i];
+    return KB_OK;
+  }
+  if (rc != KB_ELEASE)
+    return rc;
+  kb_error_clear(err);
+  for (int i = 0; i < n; i++) {
+    int dup = 0;
+    rc = kb_queue_complete(q, &held[i], held[i].cost_ms / 2, json[i], name, &dup, err);
+    if (rc == KB_ELEASE) {
+      kb_error_clear(err);
+      atomic_fetch_add_explicit(&s->lease_lost, 1, memory_order_relaxed);
+      rc = KB_OK;
+    } else if (rc == KB_OK) {
+      *posted += !dup;
+    } else {
+      return rc;
+    }
+  }
+  return KB_OK;
+}
+
+/* Cycles with --batch K until the control word moves on: a runner holds up to K items; it
+ * "evaluates" them one after another (eval_ns each, drawn as in run_cycles), then completes
+ * them all and claims K more in one kb_queue_cycle_batch call, whose latency is recorded as
+ * the claim's (the first call claims only). The items held when the phase ends are completed
+ * with one call that claims nothing. */
+static int run_batch(struct kb_bench_ctl *ctl, struct kb_bench_slot *s, struct kb_queue *q,
+                     const char *name, uint64_t word, struct kb_error *err) {
+  int phase = (int)(word & 0xff), k = ctl->batch, n = 0, got = 0, posted = 0, rc = KB_OK;
+  struct kb_claim held[KB_QUEUE_BATCH_MAX];
+  if (ctl->eval_ns > 0)
+    kb__bench_sleep_ns((int64_t)(next_rand(&s->rng) % ((uint64_t)ctl->eval_ns * (uint64_t)k)));
+  while (atomic_load_explicit(&ctl->word, memory_order_acquire) == word) {
+    for (int i = 0; i < n && ctl->eval_ns > 0; i++)
+      kb__bench_sleep_ns(ctl->eval_ns / 2 +
+                         (int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns));
+    int64_t t0 = kb__bench_now_ns();
+    rc = batch_call(ctl, s, q, name, held, n, k, held, &got, &posted, err);
+    int64_t t1 = kb__bench_now_ns();
+    if (rc)
+      return rc;
+    atomic_fetch_add_explicit(&s->ops[phase], (uint64_t)posted, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->calls[phase], 1, memory_order_relaxed);
+    if (phase == KB_BENCH_CYCLES && t0 >= atomic_load_explicit(&ctl->record_from_ns,
+                                                               memory_order_relaxed))
+      record(s, t1 - t0, t1 - t0);
+    n = got;
+    if (n == 0) {
+      atomic_fetch_add_explicit(&s->empty[phase], 1, memory_order_relaxed);
+      kb__bench_sleep_ns(phase == KB_BENCH_DRAIN ? 5000000 : 500000);
+    }
+  }
+  if (n > 0) {
+    rc = batch_call(ctl, s, q, name, held, n, 0, NULL, &got, &posted, err);
+    if (rc == KB_OK)
+      atomic_fetch_add_explicit(&s->ops[phase], (uint64_t)posted, memory_order_relaxed);
   }
   return rc;
 }
@@ -224,15 +333,17 @@ int kb__bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
     int phase = (int)(word & 0xff);
     if (phase == KB_BENCH_EXIT)
       break;
-    if (phase == KB_BENCH_IDLE || atomic_load(&s->failed)) {
-      /* 256 idle runners polling every millisecond would cost the server a good part of a CPU;
-       * every 5 ms they start a phase at most 5 ms late (0.05% of a 10 s phase) */
-      kb__bench_sleep_ns(5000000);
+    if (phase == KB_BENCH_IDLE || atomic_load(&s->failed) || slot >= atomic_load(&ctl->active)) {
+      /* until the next control word (a futex: thousands of idle runners cost nothing); the
+       * timeout only guards against a missed wake-up */
+      wait_word(ctl, word, 100000000);
       continue;
     }
     kb_error_clear(&err);
     if (phase == KB_BENCH_RET1 || phase == KB_BENCH_DEBIT)
       rc = run_raw(ctl, s, r, word, &err);
+    else if (ctl->batch > 1)
+      rc = run_batch(ctl, s, &q, name, word, &err);
     else
       rc = run_cycles(ctl, s, &q, name, word, &err);
     if (rc)

@@ -33,7 +33,9 @@ enum kb_bench_phase {
  * counts of the one it replaces); read by the coordinator. */
 struct kb_bench_slot {
   _Atomic uint64_t ack;                  /* last control word acknowledged */
-  _Atomic uint64_t ops[KB_BENCH_PHASES]; /* cycles or raw calls completed, per phase */
+  _Atomic uint64_t ops[KB_BENCH_PHASES]; /* cycles (with --batch: items completed) or raw
+                                            calls, per phase */
+  _Atomic uint64_t calls[KB_BENCH_PHASES]; /* queue script calls made in cycles, per phase */
   _Atomic uint64_t empty[KB_BENCH_PHASES]; /* claims answered "nothing ready", per phase */
   _Atomic uint64_t lease_lost;           /* completes refused because the lease was reaped */
   _Atomic uint64_t failed;               /* 1 once the worker hit an error (see `error`) */
@@ -55,6 +57,14 @@ struct kb_bench_ctl {
   long eval_ns;            /* simulated evaluation between claim and complete; 0 = none */
   int two_call;            /* 1: a cycle is kb_queue_claim + kb_queue_complete; 0: one
                               kb_queue_complete_and_claim (what a runner does) */
+  int batch;               /* > 1: a runner holds up to `batch` items and completes and claims
+                              them with one kb_queue_cycle_batch call (1: the calls above) */
+  _Atomic int active;      /* slots [0, active) take part in a phase; the rest stay idle (the
+                              runner-count search) */
+  _Atomic int64_t record_from_ns; /* latencies of calls started before this (monotonic
+                              clock) are not recorded: the ramp of a search step */
+  _Atomic uint32_t seq;    /* bumped with every new control word: idle runners wait on it
+                              (a futex), so thousands of them cost nothing while idle */
   int nslots;              /* runner slots */
   struct kb_bench_slot slots[]; /* nslots of them */
 };
@@ -68,6 +78,9 @@ void kb__bench_ctl_free(struct kb_bench_ctl *ctl);
 static inline uint64_t kb_bench_word(uint64_t epoch, int phase) {
   return (epoch << 8) | (uint64_t)phase;
 }
+
+/* Stores control word `word` and wakes every runner waiting for a new one. */
+void kb__bench_ctl_publish(struct kb_bench_ctl *ctl, uint64_t word);
 
 /* Runs runner slot `slot` of `ctl` (borrowed): connects, acknowledges the current word, then
  * follows the phases until KB_BENCH_EXIT. Errors are recorded in the slot, which then stops

@@ -1,52 +1,69 @@
--- complete_claim: a runner's cycle in one call: complete the item it holds (settle the charge,
--- record the result, end the lease), claim its next item (lease the best affordable ready item
--- and reserve its cost), or both at once (one round trip and one script dispatch per item,
--- what a runner that claims again right after completing does). kb_queue_claim,
--- kb_queue_complete and kb_queue_complete_and_claim are its three forms. All or nothing.
+-- complete_claim: a runner's cycle in one call: complete the items it holds (settle each charge,
+-- record each result, end each lease), claim its next items (lease the best affordable ready
+-- items and reserve each one's cost), or both at once (one round trip and one script dispatch
+-- per call, what a runner that claims again right after completing does). kb_queue_claim,
+-- kb_queue_complete and kb_queue_complete_and_claim are its one-item forms (one complete, one
+-- claim: ARGV 1-7, the fused form); kb_queue_cycle_batch completes up to KB_QUEUE_BATCH_MAX
+-- items and claims up to K in one call. All or nothing.
 -- KEYS: 1 meta, 2 ledger, 3 ledger:log, 4 lease, 5 items, 6 charges, 7 results, 8 taskbudget,
 --       9 dead, 10.. queues in preference order (highest tier first, so promising candidates finish
 --       before new ones start); none when not claiming
--- ARGV: 1 runner (JSON-escaped by the caller), 2 lease token for the next item ('' = claim
---       nothing), 3 item id to complete ('' = complete nothing), 4 its lease token, 5 its charge
---       id, 6 its actual cost_ms, 7 its result JSON
--- Returns {done, open, claim...}: done is "ok", "dup" (this charge was posted already) or "-"
--- (nothing to complete), open the campaign's open items (-1 with "-"), and claim, when
--- claiming: {"ok", item, candidate, task, tier, attempt, charge_id, cost_ms, deadline_ms},
--- {"empty"} (no ready item), {"budget", available} (ready items, none affordable) or
--- {"state", state} (campaign not running).
+-- ARGV: 1 runner (JSON-escaped by the caller), 2 lease token for the items claimed ('' or K = 0:
+--       claim nothing; every item one call claims gets this token), 3 item id to complete ('' =
+--       complete nothing), 4 its lease token, 5 its charge id, 6 its actual cost_ms, 7 its result
+--       JSON; 8 (optional) K, how many items to claim at most (absent: 1); 9.. (optional) further
+--       items to complete, five arguments each as 3-7.
+-- Returns {done, open, claim...}: done is per completed item "ok", "dup" (this charge was posted
+-- already) or "-" (nothing to complete), joined with "," when the call completes several
+-- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
+-- {"ok", item, candidate, task, tier, attempt, charge_id, cost_ms, deadline_ms} per item
+-- claimed (at most K), followed, when fewer than K were claimed, by why no more: {"empty"} (no
+-- ready item), {"budget", available} (ready items, none affordable) or {"state", state}
+-- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
+-- Each queue, highest tier first, is looked at once per call: its first K entries (the head
+-- alone for one item) and, when they did not give enough affordable items, the 16 after them.
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
 -- dead-letter hash with the reason (and from meta "open" to "dead" when the item was counted:
 -- kb_dead_letter), and the claim goes on to the next entry.
--- Errors (nothing written, nothing claimed): KB_LEASE when the completed item's lease was lost
--- (expired and reaped: its reservation was refunded and the item requeued), KB_NOTFOUND for an
--- unknown charge.
+-- Errors (nothing written, nothing claimed: every completion is checked before any write): KB_LEASE
+-- when a completed item's lease was lost (expired and reaped: its reservation was refunded and
+-- the item requeued), KB_NOTFOUND for an unknown charge, KB_INVAL for a charge named twice in
+-- one call or a bad K.
 --
 -- What it writes, and why that is all:
--- - Complete: the charge becomes "P:<actual>" (idempotency: a retry finds it and changes
---   nothing); the ledger moves actual from held to spent and the rest back to available. The
---   actual cost is never clipped: an actual beyond the reservation posts the reservation and
---   moves the overrun from available to spent ("overrun" audit entry; available may go below
---   0), the charge becomes "P:<actual>:O:<overrun>" and meta counts them
+-- - Complete, per item: the charge becomes "P:<actual>" (idempotency: a retry finds it and
+--   changes nothing); the ledger moves actual from held to spent and the rest back to
+--   available. The actual cost is never clipped: an actual beyond the reservation posts the
+--   reservation and moves the overrun from available to spent ("overrun" audit entry; available
+--   may go below 0), the charge becomes "P:<actual>:O:<overrun>" and meta counts them
 --   (gpu_ms:overruns, gpu_ms:overrun).
 --   The result goes to the results stream with the lease it settles ("charge", "runner",
 --   "attempt" fields); the lease ends; the item is "done" with "runner", "charge" and
 --   "result" (that stream entry's id: the scheduler records only entries matching a done or
 --   dead item this way); meta counts it.
--- - Claim: the item leaves its queue for the lease set, with a deadline from Redis TIME; its
---   charge "<item>#<claims>" holds its cost ("H:<cost>"); the ledger moves the cost from
---   available to held; the item is "leased" with the token and runner.
+-- - Claim, per item: the item leaves its queue for the lease set, with a deadline from Redis
+--   TIME; its charge "<item>#<claims>" holds its cost ("H:<cost>"); the ledger moves the cost
+--   from available to held; the item is "leased" with the token and runner. Each item claimed
+--   is chosen as the fused form chooses one, after the ones before it were taken (their
+--   reservations counted against the budget and the task caps).
 -- - The ledger hash is written once and the audit stream gets one entry whose "entry" fields
 --   are the moves, each with the balances right after it; a move of 0 (tier 0 costs nothing)
 --   is neither applied nor logged. Per-task budgets (taskbudget: held and spent per task) move
 --   with every charge that is not 0; the caps are read only in campaigns that have caps (meta
 --   task_caps).
--- - Retries: the done item records the item the same call leased ("next"). A retry that finds
---   the charge posted returns that lease again while it is still held with the same token (the
---   connection layer resends the same request after a lost reply), and claims afresh otherwise.
+-- - Retries: the first item the call completes records the items the same call leased ("next":
+--   their ids joined with ","). A retry that finds every charge posted returns those leases
+--   again while they are still held with the same token (the connection layer resends the same
+--   request after a lost reply), and claims afresh for the rest of K.
 local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
                                                 KEYS[6]
-local runner, next_token, id = ARGV[1], ARGV[2], ARGV[3]
+local runner, next_token = ARGV[1], ARGV[2]
+local want = tonumber(ARGV[8] or '1')
 local SCAN = 16 -- items looked at per queue when its head is not affordable
+if not want or want < 0 or want ~= math.floor(want) then
+  return redis.error_reply('KB_INVAL K must be a whole number, not "' ..
+                           tostring(ARGV[8]) .. '"')
+end
 
 local now, bal -- Redis time and GPU balances, read when first needed
 local entries = {} -- audit stream fields: 'entry', JSON, ...
@@ -67,34 +84,67 @@ end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done')
 local open = -1
-local done, old -- "ok" | "dup" | "-", and the completed item
-local overrun, result_id -- what the completion charged beyond its reservation; its results entry
 local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
 local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
 
--- Complete.
-if id == '' then
-  done = '-'
-else
-  local charge = ARGV[5]
-  local ch = redis.call('HGET', charges, charge)
+-- Complete: every item checked first (nothing is written unless all pass), then settled.
+local todo = {} -- {id, token, charge, cost, result, old, kind, reserved} per item
+local a = 3 -- the first item at ARGV 3-7; ARGV 8 is K; further items from 9
+while a + 4 <= #ARGV do
+  if ARGV[a] ~= '' then
+    todo[#todo + 1] = {ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]}
+  end
+  a = a == 3 and 9 or a + 5
+end
+local dones = {} -- "ok" | "dup" per item
+local first_old -- the first item's value as found (its "next" serves a retry)
+local n_ok, n_dup = 0, 0
+local seen, ids_c, charges_c = {}, {}, {}
+for k, t in ipairs(todo) do
+  if seen[t[3]] then
+    return redis.error_reply('KB_INVAL charge "' .. t[3] .. '" named twice in one call')
+  end
+  seen[t[3]] = true
+  ids_c[k], charges_c[k] = t[1], t[3]
+end
+local chs = #todo > 0 and redis.call('HMGET', charges, unpack(charges_c)) or {}
+local raws = #todo > 0 and redis.call('HMGET', items, unpack(ids_c)) or {}
+local ended = {} -- leases the completions end
+for k, t in ipairs(todo) do
+  local id, charge = t[1], t[3]
+  local ch = chs[k]
   if not ch then
     return redis.error_reply('KB_NOTFOUND no charge "' .. charge .. '"')
   end
   local kind, reserved = kb_charge_parse(ch)
-  local raw = redis.call('HGET', items, id)
-  old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
-  open = tonumber(m[4] or '0')
+  local raw = raws[k]
+  local old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
+  if k == 1 then
+    first_old = old
+  end
   if kind == 'P' then
-    done = 'dup'
-  elseif kind ~= 'H' or not old or old.state ~= 'leased' or old.token ~= ARGV[4] then
+    dones[k] = 'dup'
+    n_dup = n_dup + 1
+  elseif kind ~= 'H' or not old or old.state ~= 'leased' or old.token ~= t[2] then
     return redis.error_reply('KB_LEASE lease of "' .. id .. '" was lost; its reservation was refunded')
   else
-    done = 'ok'
+    dones[k] = 'ok'
+    n_ok = n_ok + 1
+    t[6], t[7] = old, reserved
+  end
+end
+if #todo > 0 then
+  open = tonumber(m[4] or '0')
+end
+local overruns, overrun = 0, 0 -- what the completions charged beyond their reservations
+local settled = {} -- {t, result stream id} per item completed now, for the item writes
+for k, t in ipairs(todo) do
+  if dones[k] == 'ok' then
+    local id, charge, old, reserved = t[1], t[3], t[6], t[7]
     -- the measured cost, whole: below the reservation the rest returns; beyond it (the runner
     -- enforces limits whose sum is the reservation, so only a broken limit gets here) the
     -- overrun is taken from available, which may go below 0: never lost, never clipped
-    local actual = math.max(math.floor(tonumber(ARGV[6]) or 0), 0)
+    local actual = math.max(math.floor(tonumber(t[4]) or 0), 0)
     local posted = math.min(actual, reserved)
     local over = actual - posted
     local rest = reserved - posted
@@ -103,6 +153,7 @@ else
     end
     if over > 0 then
       move('overrun', over, -over, 0, over, charge)
+      overruns, overrun = overruns + 1, overrun + over
     end
     if rest > 0 then
       move('void', rest, rest, -rest, 0, charge)
@@ -113,106 +164,155 @@ else
     if actual > 0 then
       redis.call('HINCRBY', KEYS[8], old.task .. ':spent', kb_int(actual))
     end
-    charge_w[1], charge_w[2] = charge, 'P:' .. kb_int(actual) ..
-                                       (over > 0 and ':O:' .. kb_int(over) or '')
-    if over > 0 then
-      overrun = over
-    end
-    redis.call('ZREM', lease, id)
+    charge_w[#charge_w + 1] = charge
+    charge_w[#charge_w + 1] = 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or '')
+    ended[#ended + 1] = id
     -- the entry names the lease it settles (charge, runner, attempt); the done item records the
     -- entry's id: the scheduler accepts only entries that match (results only from leases)
-    result_id = redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[7], 'charge', charge,
-                           'runner', old.runner or '', 'attempt', kb_int(old.attempt))
+    settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
+                                           'charge', charge, 'runner', old.runner or '',
+                                           'attempt', kb_int(old.attempt))}
     open = open - 1
   end
 end
+if #ended > 0 then
+  redis.call('ZREM', lease, unpack(ended))
+end
 
 -- Claim.
-local claim = {}
-if next_token ~= '' then
-  if done == 'dup' and old and old.next then
-    local raw = redis.call('HGET', items, old.next)
-    local n = raw and kb_item_check(items, old.next, raw)
-    if n and n.state == 'leased' and n.token == next_token then
-      return {done, open, 'ok', old.next, n.cand, n.task, tostring(n.tier), tostring(n.attempt),
-              old.next .. '#' .. n.claims, kb_int(n.cost),
-              kb_int(tonumber(redis.call('ZSCORE', lease, old.next)))}
+local claims = {} -- the records of the items claimed
+local why -- why fewer than `want` were claimed
+local function record(nid, it, charge, deadline)
+  claims[#claims + 1] = {'ok', nid, it.cand, it.task, tostring(it.tier), tostring(it.attempt),
+                         charge, kb_int(it.cost), kb_int(deadline)}
+end
+-- A retry of a call that completed everything: the leases that call took, if still held.
+if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next then
+  for nid in string.gmatch(first_old.next, '[^,]+') do
+    local raw = redis.call('HGET', items, nid)
+    local n = raw and kb_item_check(items, nid, raw)
+    if n and n.state == 'leased' and n.token == next_token and #claims < want then
+      record(nid, n, nid .. '#' .. n.claims, tonumber(redis.call('ZSCORE', lease, nid)))
     end
   end
-  if m[1] ~= 'running' then
-    claim = {'state', tostring(m[1] or 'missing')}
-  else
-    local caps = m[3] == '1'
-    local blocked = false
-    for i = 10, #KEYS do
-      -- the head first: nearly always affordable, and ZRANGE 0 0 costs a fifth of 0 15
-      local ids = redis.call('ZRANGE', KEYS[i], 0, 0)
-      local j = 1
-      while ids[j] do
-        local nid = ids[j]
-        local raw = redis.call('HGET', items, nid)
-        local it, why = kb_item_check(items, nid, raw)
-        local ok = true
-        if not it then
-          if kb_dead_letter(KEYS[i], KEYS[9], nid, raw, why) then
-            gone = gone + 1
-          end
-          ok = false
-          ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
-          j = 0
-        elseif it.cost > 0 then
-          if not bal then
-            bal = kb_balances(ledger, 'gpu_ms')
-          end
-          ok = it.cost <= bal.available
-        end
-        if ok and caps then
-          local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
-                               it.task .. ':spent')
-          ok = not b[1] or
-               tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
-        end
-        if ok then
-          if not now then
-            now = kb_now_ms()
-          end
-          local deadline = now + tonumber(m[2])
-          redis.call('ZREM', KEYS[i], nid)
-          redis.call('ZADD', lease, deadline, nid)
-          it.attempt = it.attempt + 1
-          it.claims = it.claims + 1
-          local charge = nid .. '#' .. it.claims
-          local cost = kb_int(it.cost)
-          if it.cost > 0 then
-            move('reserve', it.cost, -it.cost, it.cost, 0, charge)
-            redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
-          end
-          charge_w[#charge_w + 1] = charge
-          charge_w[#charge_w + 1] = 'H:' .. cost
-          item_w[1], item_w[2] = nid, kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
-                                                     '","runner":"' .. runner .. '"')
-          claim = {'ok', nid, it.cand, it.task, tostring(it.tier), tostring(it.attempt), charge,
-                   cost, kb_int(deadline)}
-          break
-        end
-        blocked = blocked or it ~= nil
-        if j == 1 and #ids == 1 then
-          ids = redis.call('ZRANGE', KEYS[i], 0, SCAN - 1)
-        end
-        j = j + 1
-      end
-      if claim[1] then
-        break
+  if #claims >= want then
+    local out = {table.concat(dones, ','), open}
+    for _, c in ipairs(claims) do
+      for j = 1, #c do
+        out[#out + 1] = c[j]
       end
     end
-    if not claim[1] then
+    return out
+  end
+end
+local fresh = {} -- ids claimed by this call (not recovered), for "next"
+local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
+local caps = m[3] == '1'
+-- Whether `it` (its cost and its task's cap) can be reserved now.
+local function affordable(it)
+  if it.cost > 0 then
+    if not bal then
+      bal = kb_balances(ledger, 'gpu_ms')
+    end
+    if it.cost > bal.available then
+      return false
+    end
+  end
+  if caps then
+    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
+                         it.task .. ':spent')
+    return not b[1] or
+           tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
+  end
+  return true
+end
+-- Leases item `nid` (`it`, affordable) from queue `q`.
+local function take(nid, it)
+  if not now then
+    now = kb_now_ms()
+  end
+  local deadline = now + tonumber(m[2])
+  lease_w[#lease_w + 1] = deadline
+  lease_w[#lease_w + 1] = nid
+  it.attempt = it.attempt + 1
+  it.claims = it.claims + 1
+  local charge = nid .. '#' .. it.claims
+  local cost = kb_int(it.cost)
+  if it.cost > 0 then
+    move('reserve', it.cost, -it.cost, it.cost, 0, charge)
+    redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
+  end
+  charge_w[#charge_w + 1] = charge
+  charge_w[#charge_w + 1] = 'H:' .. cost
+  item_w[#item_w + 1] = nid
+  item_w[#item_w + 1] = kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
+                                       '","runner":"' .. runner .. '"')
+  record(nid, it, charge, deadline)
+  fresh[#fresh + 1] = nid
+end
+-- Claims up to `r` items from queue `q` in its order, looking at its first r entries and, when
+-- they were not enough, the SCAN after them; the ones taken leave the queue together. Returns
+-- whether a decodable item was passed over (not affordable).
+local function claim_from(q, r)
+  local taken, blocked = {}, false
+  local from, to = 0, r - 1 -- the head alone for one item: nearly always affordable
+  for _ = 1, 2 do
+    local ids = redis.call('ZRANGE', q, from, to)
+    if #ids == 0 then
+      break
+    end
+    local raws_q = redis.call('HMGET', items, unpack(ids))
+    local removed = 0
+    for j, nid in ipairs(ids) do
+      if #taken >= r then
+        break
+      end
+      local it, bad = kb_item_check(items, nid, raws_q[j])
+      if not it then
+        if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
+          gone = gone + 1
+        end
+        removed = removed + 1
+      elseif affordable(it) then
+        take(nid, it)
+        taken[#taken + 1] = nid
+      else
+        blocked = true
+      end
+    end
+    if #taken >= r or #ids < to - from + 1 then
+      break
+    end
+    from = to + 1 - removed -- the dead-lettered entries left the queue; the taken ones not yet
+    to = from + SCAN - 1
+  end
+  if #taken > 0 then
+    redis.call('ZREM', q, unpack(taken))
+  end
+  return blocked
+end
+if next_token ~= '' and want > 0 then
+  if m[1] ~= 'running' then
+    why = {'state', tostring(m[1] or 'missing')}
+  else
+    local blocked = false
+    for i = 10, #KEYS do
+      if #claims >= want then
+        break
+      end
+      blocked = claim_from(KEYS[i], want - #claims) or blocked
+    end
+    if #lease_w > 0 then
+      redis.call('ZADD', lease, unpack(lease_w))
+    end
+    if #claims < want then
       if blocked then
         if not bal then
           bal = kb_balances(ledger, 'gpu_ms')
         end
-        claim = {'budget', kb_int(bal.available)}
+        why = {'budget', kb_int(bal.available)}
       else
-        claim = {'empty'}
+        why = {'empty'}
       end
     end
   end
@@ -221,22 +321,26 @@ end
 -- Writes, batched: one HSET per hash, one audit stream entry.
 if gone > 0 then -- counted items set aside by the claim leave "open" for "dead"
   redis.call('HINCRBY', meta, 'dead', gone)
-  if done ~= 'ok' then
+  if n_ok == 0 then
     redis.call('HINCRBY', meta, 'open', -gone)
   end
   if open >= 0 then
     open = open - gone
   end
 end
-if done == 'ok' then
-  item_w[#item_w + 1] = id
-  item_w[#item_w + 1] = kb_item_encode(old, 'done', ',"runner":' .. cjson.encode(old.runner or '') ..
-                                       ',"charge":"' .. ARGV[5] .. '","result":"' .. result_id ..
-                                       '"' .. (claim[1] == 'ok' and
-                                       ',"next":"' .. claim[2] .. '"' or ''))
-  redis.call('HSET', meta, 'open', kb_int(open), 'done', kb_int(tonumber(m[5] or '0') + 1))
-  if overrun then
-    redis.call('HINCRBY', meta, 'gpu_ms:overruns', 1)
+if n_ok > 0 then
+  for k, s in ipairs(settled) do
+    local t = s[1]
+    item_w[#item_w + 1] = t[1]
+    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' ..
+                                         cjson.encode(t[6].runner or '') .. ',"charge":"' ..
+                                         t[3] .. '","result":"' .. s[2] .. '"' ..
+                                         ((k == 1 and #fresh > 0) and
+                                          ',"next":"' .. table.concat(fresh, ',') .. '"' or ''))
+  end
+  redis.call('HSET', meta, 'open', kb_int(open), 'done', kb_int(tonumber(m[5] or '0') + n_ok))
+  if overruns > 0 then
+    redis.call('HINCRBY', meta, 'gpu_ms:overruns', overruns)
     redis.call('HINCRBY', meta, 'gpu_ms:overrun', kb_int(overrun))
   end
 end
@@ -251,8 +355,15 @@ end
 if #item_w > 0 then
   redis.call('HSET', items, unpack(item_w))
 end
-local out = {done, open}
-for i = 1, #claim do
-  out[#out + 1] = claim[i]
+local out = {#todo > 0 and table.concat(dones, ',') or '-', open}
+for _, c in ipairs(claims) do
+  for j = 1, #c do
+    out[#out + 1] = c[j]
+  end
+end
+if why and #claims < want then
+  for j = 1, #why do
+    out[#out + 1] = why[j]
+  end
 end
 return out

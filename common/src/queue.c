@@ -267,18 +267,60 @@ static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struc
   return rc;
 }
 
-/* Runs complete_claim, the script of a runner's cycle, in one of its forms: complete `done`
- * (NULL: nothing to complete) at `cost_ms` with `result_json`, and/or claim among tiers
- * [min_tier, max_tier] into `next` (NULL: claim nothing). `next` may be `done`. Returns what
- * kb_queue_complete_and_claim() documents. */
-static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_ms,
-                 const char *result_json, const char *runner, int min_tier, int max_tier,
-                 int *duplicate, struct kb_claim *next, char state[16], struct kb_error *err) {
-  struct kb_claim d;
-  if (done)
-    d = *done; /* `next` may be `done` */
-  if (next)
-    memset(next, 0, sizeof *next);
+/* Splits the script's "ok,dup,..." into `dups` (n entries, 1 for "dup"; may be NULL). */
+static void parse_dups(const redisReply *r, int *dups, int n) {
+  const char *p = r->str;
+  for (int i = 0; dups && i < n; i++) {
+    dups[i] = p != NULL && strncmp(p, "dup", 3) == 0;
+    p = p ? strchr(p, ',') : NULL;
+    if (p)
+      p++;
+  }
+}
+
+/* Decodes the claim records of a complete_claim reply, the n elements from `e`: up to `k`
+ * {"ok", 8 fields} records into next[0..], then maybe one reason ("empty", "budget", "state").
+ * `token` is the lease token the call sent. `*n_next` gets the records decoded. Returns KB_OK
+ * when at least one was claimed, else the reason's KB_EEMPTY, KB_EBUDGET or KB_ESTATE. */
+static int parse_claims(const struct kb_queue *q, redisReply **e, size_t n, const char *token,
+                        int k, struct kb_claim *next, int *n_next, char state[16],
+                        struct kb_error *err) {
+  size_t i = 0;
+  int got = 0, rc = KB_OK;
+  while (i < n && got < k && e[i]->type == REDIS_REPLY_STRING && strcmp(e[i]->str, "ok") == 0) {
+    rc = parse_claim(q, e + i, n - i >= 9 ? 9 : n - i, &next[got], state, err);
+    if (rc)
+      break;
+    memcpy(next[got].token, token, sizeof next[got].token);
+    got++;
+    i += 9;
+  }
+  *n_next = got;
+  if (rc == KB_OK && got == 0)
+    rc = parse_claim(q, e + i, n - i, &next[0], state, err);
+  return rc;
+}
+
+/* Runs complete_claim, the script of a runner's cycle: complete the `n_done` items of `done`
+ * (0: none) and claim up to `k` items among tiers [min_tier, max_tier] into `next` (k = 0:
+ * claim nothing). `next` may overlap `done` (read first). The one-item forms (n_done <= 1,
+ * k <= 1) send the fused form's seven arguments. Returns what kb_queue_cycle_batch()
+ * documents. */
+static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_done,
+                 const char *runner, int min_tier, int max_tier, int k, struct kb_claim *next,
+                 int *n_next, int *dups, char state[16], struct kb_error *err) {
+  if (n_next)
+    *n_next = 0;
+  if (n_done < 0 || n_done > KB_QUEUE_BATCH_MAX || k < 0 || k > KB_QUEUE_BATCH_MAX)
+    return kb_error_set(err, KB_EINVAL, "a batch completes and claims 0..%d items, not %d and %d",
+                        KB_QUEUE_BATCH_MAX, n_done, k);
+  if (k > 0 && next == NULL)
+    return kb_error_set(err, KB_EINVAL, "claiming %d items needs room for them", k);
+  struct kb_claim d[KB_QUEUE_BATCH_MAX]; /* `next` may be the caller's `done` claims */
+  for (int i = 0; i < n_done; i++)
+    d[i] = *done[i].claim;
+  if (next && k > 0)
+    memset(next, 0, (size_t)k * sizeof *next);
   struct keyset ks = {.n = 0};
   int rc = add_keys(&ks, q, err,
                     (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
@@ -288,22 +330,36 @@ static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_m
     min_tier = 0;
   if (max_tier >= q->n_tiers || max_tier < 0)
     max_tier = q->n_tiers - 1;
-  for (int t = max_tier; next && rc == KB_OK && t >= min_tier; t--)
+  for (int t = max_tier; k > 0 && rc == KB_OK && t >= min_tier; t--)
     rc = add_queue_key(&ks, q, t, err);
   char runner_buf[RUNNER_JSON_MAX], token[33] = "";
   const char *who = NULL;
   if (rc == KB_OK)
     rc = runner_json(runner, runner_buf, sizeof runner_buf, &who, err);
-  if (rc == KB_OK && next)
+  if (rc == KB_OK && k > 0)
     rc = random_token(token, err);
   if (rc)
     return rc;
-  char cost_s[32];
-  snprintf(cost_s, sizeof cost_s, "%lld", (long long)cost_ms);
-  const char *args[] = {who, token, done ? d.item : "", done ? d.token : "",
-                        done ? d.charge_id : "", cost_s, done ? result_json : ""};
+  char cost_s[KB_QUEUE_BATCH_MAX][24], k_s[16];
+  const char *args[8 + 5 * KB_QUEUE_BATCH_MAX];
+  int nargs = 0;
+  args[nargs++] = who;
+  args[nargs++] = token;
+  for (int i = 0; i < (n_done > 0 ? n_done : 1); i++) {
+    if (i == 1) /* ARGV 8: K; the items after the first follow it */
+      args[nargs++] = k_s;
+    snprintf(cost_s[i], sizeof cost_s[i], "%lld", n_done ? (long long)done[i].cost_ms : 0LL);
+    args[nargs++] = n_done ? d[i].item : "";
+    args[nargs++] = n_done ? d[i].token : "";
+    args[nargs++] = n_done ? d[i].charge_id : "";
+    args[nargs++] = cost_s[i];
+    args[nargs++] = n_done ? done[i].result_json : "";
+  }
+  snprintf(k_s, sizeof k_s, "%d", k);
+  if (n_done <= 1 && k > 1)
+    args[nargs++] = k_s;
   redisReply *rep = NULL;
-  rc = kb_redis_script(q->redis, "complete_claim", ks.n, ks.ptr, 7, args, NULL, &rep, err);
+  rc = kb_redis_script(q->redis, "complete_claim", ks.n, ks.ptr, nargs, args, NULL, &rep, err);
   if (rc)
     return rc;
   if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
@@ -311,27 +367,34 @@ static int cycle(struct kb_queue *q, const struct kb_claim *done, int64_t cost_m
     freeReplyObject(rep);
     return kb_error_set(err, KB_EREDIS, "complete_claim: unexpected reply from redis");
   }
-  if (duplicate)
-    *duplicate = strcmp(rep->element[0]->str, "dup") == 0;
-  if (next) {
-    memcpy(next->token, token, sizeof next->token);
-    rc = parse_claim(q, rep->element + 2, rep->elements - 2, next, state, err);
-  }
+  parse_dups(rep->element[0], dups, n_done);
+  int got = 0;
+  if (k > 0)
+    rc = parse_claims(q, rep->element + 2, rep->elements - 2, token, k, next, &got, state, err);
+  if (n_next)
+    *n_next = got;
   freeReplyObject(rep);
   return rc;
 }
 
+int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, int n_done,
+                         const char *runner, int min_tier, int max_tier, int k,
+                         struct kb_claim *next, int *n_next, int *dups, char state[16],
+                         struct kb_error *err) {
+  return cycle(q, done, n_done, runner, min_tier, max_tier, k, next, n_next, dups, state, err);
+}
+
 int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max_tier,
                    struct kb_claim *c, char state[16], struct kb_error *err) {
-  return cycle(q, NULL, 0, NULL, runner, min_tier, max_tier, NULL, c, state, err);
+  return cycle(q, NULL, 0, runner, min_tier, max_tier, 1, c, NULL, NULL, state, err);
 }
 
 int kb_queue_complete_and_claim(struct kb_queue *q, const struct kb_claim *done, int64_t cost_ms,
                                 const char *result_json, const char *runner, int min_tier,
                                 int max_tier, int *duplicate, struct kb_claim *next,
                                 char state[16], struct kb_error *err) {
-  return cycle(q, done, cost_ms, result_json, runner, min_tier, max_tier, duplicate, next, state,
-               err);
+  struct kb_queue_done one = {.claim = done, .cost_ms = cost_ms, .result_json = result_json};
+  return cycle(q, &one, 1, runner, min_tier, max_tier, 1, next, NULL, duplicate, state, err);
 }
 
 int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_claim *claims,
@@ -370,7 +433,8 @@ int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_c
 int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
                       const char *result_json, const char *runner, int *duplicate,
                       struct kb_error *err) {
-  return cycle(q, c, cost_ms, result_json, runner, 0, -1, duplicate, NULL, NULL, err);
+  struct kb_queue_done one = {.claim = c, .cost_ms = cost_ms, .result_json = result_json};
+  return cycle(q, &one, 1, runner, 0, -1, 0, NULL, NULL, duplicate, NULL, err);
 }
 
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,

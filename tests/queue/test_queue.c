@@ -748,6 +748,137 @@ static void test_runner_name_escaped(void **state) {
   kb_redis_free(r);
 }
 
+/* Counts of campaign `q` that a failed batch must leave as they were. */
+struct snap {
+  struct kb_queue_status st;
+  long long log, results;
+};
+
+static void take_snap(struct kb_redis *r, struct kb_queue *q, const char *cid, struct snap *s) {
+  struct kb_error err = {0};
+  char key[96];
+  assert_int_equal(kb_queue_status(q, &s->st, &err), KB_OK);
+  snprintf(key, sizeof key, "kb:{%s}:ledger:log", cid);
+  s->log = xlen(r, key);
+  snprintf(key, sizeof key, "kb:{%s}:results", cid);
+  s->results = xlen(r, key);
+}
+
+static void assert_snap_same(const struct snap *a, const struct snap *b) {
+  assert_int_equal(a->st.done, b->st.done);
+  assert_int_equal(a->st.open, b->st.open);
+  assert_int_equal(a->st.leased, b->st.leased);
+  assert_int_equal(a->st.gpu_held, b->st.gpu_held);
+  assert_int_equal(a->st.gpu_spent, b->st.gpu_spent);
+  assert_int_equal(a->st.gpu_available, b->st.gpu_available);
+  assert_int_equal(a->log, b->log);
+  assert_int_equal(a->results, b->results);
+}
+
+/* kb_queue_cycle_batch: K claims in one call, each with its own charge and reservation (the
+ * budget counted item by item: a claim stops at the first item it cannot afford); a batch of
+ * completions is all or nothing (a lost lease, an unknown charge or one charge twice among
+ * them: nothing written, nothing claimed); a resent batch is a duplicate of each item and
+ * charges nothing again. */
+static void test_batch(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "batch", 160, 60000, 3, &q);
+  kbq_enqueue_items(&q, 6, 0); /* costs 0, 10, 100, 0, 10, 100 */
+  struct kb_claim c[8], n[8];
+  int got = -1;
+  /* 100 first (highest tier), the other 100 not affordable (60 left), then 10, 10, 0, 0 */
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 8, c, &got, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(got, 5);
+  int64_t costs = 0;
+  for (int i = 0; i < got; i++) {
+    costs += c[i].cost_ms;
+    assert_int_equal(strlen(c[i].token), 32);
+    assert_string_equal(c[i].token, c[0].token);
+    for (int j = 0; j < i; j++) {
+      assert_string_not_equal(c[i].item, c[j].item);
+      assert_string_not_equal(c[i].charge_id, c[j].charge_id);
+    }
+  }
+  assert_int_equal(c[0].cost_ms, 100);
+  assert_int_equal(costs, 120);
+  struct snap before, after;
+  take_snap(r, &q, "batch", &before);
+  assert_int_equal(before.st.leased, 5);
+  assert_int_equal(before.st.gpu_held, 120);
+  /* one reserve per item that costs something: 3 entries in one audit stream entry */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{batch}:ledger:log + - "
+                                     "COUNT 1"), KB_OK);
+  assert_int_equal(rep->element[0]->element[1]->elements, 6);
+  freeReplyObject(rep);
+
+  /* all or nothing: the third of three has lost its lease, or names an unknown charge, or the
+   * first charge comes twice */
+  struct kb_claim bad = c[2];
+  memset(bad.token, 'f', 32);
+  struct kb_queue_done d[5] = {{&c[0], 50, "{\"n\":0}"}, {&c[1], 5, "{\"n\":1}"},
+                               {&bad, 1, "{\"n\":2}"}};
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 3, "r1", 0, -1, 2, n, &got, NULL, NULL, &err),
+                   KB_ELEASE);
+  assert_int_equal(got, 0);
+  kb_error_clear(&err);
+  take_snap(r, &q, "batch", &after);
+  assert_snap_same(&before, &after);
+  bad = c[2];
+  snprintf(bad.charge_id, sizeof bad.charge_id, "%s#99", c[2].item);
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 3, "r1", 0, -1, 2, n, &got, NULL, NULL, &err),
+                   KB_ENOTFOUND);
+  kb_error_clear(&err);
+  d[2].claim = &c[0];
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 3, "r1", 0, -1, 2, n, &got, NULL, NULL, &err),
+                   KB_EINVAL);
+  kb_error_clear(&err);
+  take_snap(r, &q, "batch", &after);
+  assert_snap_same(&before, &after);
+
+  /* four completed and the one affordable item left claimed, in one call */
+  for (int i = 0; i < 4; i++)
+    d[i] = (struct kb_queue_done){&c[i], c[i].cost_ms / 2, "{}"};
+  int dups[5] = {-1, -1, -1, -1, -1};
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 4, "r1", 0, -1, 4, n, &got, dups, NULL, &err),
+                   KB_OK);
+  assert_int_equal(got, 1);
+  assert_int_equal(n[0].cost_ms, 100);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(dups[i], 0);
+  take_snap(r, &q, "batch", &after);
+  assert_int_equal(after.st.done, 4);
+  assert_int_equal(after.st.leased, 2);
+  assert_int_equal(after.st.gpu_spent, 60);
+  assert_int_equal(after.st.gpu_held, 100);
+  assert_int_equal(after.results, 4);
+  /* the same batch again: duplicates all, nothing charged again, nothing left to claim */
+  struct kb_claim none[4];
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 4, "r1", 0, -1, 4, none, &got, dups, NULL, &err),
+                   KB_EEMPTY);
+  kb_error_clear(&err);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(dups[i], 1);
+  struct snap again;
+  take_snap(r, &q, "batch", &again);
+  assert_int_equal(again.st.gpu_spent, 60);
+  assert_int_equal(again.results, 4);
+  assert_int_equal(again.st.done, 4);
+  /* the last two, `next` aliasing `done`, claiming nothing */
+  struct kb_claim last[2] = {c[4], n[0]};
+  d[0] = (struct kb_queue_done){&last[0], 0, "{}"};
+  d[1] = (struct kb_queue_done){&last[1], 100, "{}"};
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, &got, dups, NULL, &err),
+                   KB_OK);
+  assert_int_equal(got, 0);
+  kbq_assert_final(r, "batch", 6, NULL);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_enqueue_claim_complete),
@@ -765,6 +896,7 @@ int main(void) {
       cmocka_unit_test(test_priority_exact_after_requeue),
       cmocka_unit_test(test_complete_and_claim),
       cmocka_unit_test(test_runner_name_escaped),
+      cmocka_unit_test(test_batch),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

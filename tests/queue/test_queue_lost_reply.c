@@ -10,7 +10,8 @@
  *  - complete_and_claim: the layer's retry finds the completion posted and returns the very
  *    lease the lost call took (one lease, not two); a retry by the caller is a duplicate with a
  *    fresh lease, and the one it never heard of is reaped; a request lost before redis saw it
- *    completes and claims once. */
+ *    completes and claims once.
+ *  - a batch (kb_queue_cycle_batch): the same as complete_and_claim, for every lease it took. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -308,6 +309,50 @@ static void test_lost_complete_and_claim_reply(void **state) {
   kb_redis_free(direct);
 }
 
+/* A batch (two completions, three claims) whose reply is lost: the layer's retry finds both
+ * charges posted and returns the three leases the lost call took, not three more. */
+static void test_lost_batch_reply(void **state) {
+  (void)state;
+  struct kb_redis *direct = kbq_connect(server.addr, 5000);
+  struct kb_redis *r = kbq_connect(proxy.addr, 5000);
+  struct kb_queue setup_q, q;
+  struct kb_error err = {0};
+  kbq_make_campaign(direct, "lost-b", 1000, 60000, 3, &setup_q);
+  kbq_enqueue_items(&setup_q, 6, 100);
+  assert_int_equal(kb_queue_open(&q, r, "lost-b", &err), KB_OK);
+  struct kb_claim c[2], n[3];
+  int got = -1;
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 2, c, &got, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(got, 2);
+  int fired = proxy.ctl->fired;
+  kbt_proxy_arm(&proxy, KBT_DROP_REPLY, c[1].charge_id);
+  struct kb_queue_done d[2] = {{&c[0], 3, "{\"n\":1}"}, {&c[1], 4, "{\"n\":2}"}};
+  int dups[2] = {-1, -1};
+  if (kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 3, n, &got, dups, NULL, &err))
+    fail_msg("batch after a lost reply: %s", err.msg);
+  assert_int_equal(proxy.ctl->fired, fired + 1);
+  assert_int_equal(dups[0], 1);
+  assert_int_equal(dups[1], 1);
+  assert_int_equal(got, 3);
+  assert_int_equal(leased(direct, "lost-b"), 3); /* the lost call's leases, returned */
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(results_for(direct, "lost-b", c[i].item), 1);
+  int extended = -1; /* the returned leases are really ours: their token extends them */
+  assert_int_equal(kb_queue_heartbeat(&q, "r1", n, 3, &extended, NULL, &err), KB_OK);
+  assert_int_equal(extended, 3);
+  struct kb_queue_done e[3];
+  for (int i = 0; i < 3; i++)
+    e[i] = (struct kb_queue_done){&n[i], 1, "{}"};
+  assert_int_equal(kb_queue_cycle_batch(&q, e, 3, "r1", 0, -1, 4, c, &got, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(got, 1);
+  assert_int_equal(kb_queue_complete(&q, &c[0], 0, "{}", "r1", NULL, &err), KB_OK);
+  assert_all_done(direct, "lost-b", 6, -1, -1, -1);
+  kb_redis_free(r);
+  kb_redis_free(direct);
+}
+
 static int setup(void **state) {
   (void)state;
   if (kbt_redis_start(&server))
@@ -330,6 +375,7 @@ int main(void) {
       cmocka_unit_test(test_lost_complete_reply),
       cmocka_unit_test(test_lost_claim_reply),
       cmocka_unit_test(test_lost_complete_and_claim_reply),
+      cmocka_unit_test(test_lost_batch_reply),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

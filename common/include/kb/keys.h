@@ -22,7 +22,8 @@
 /* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
  * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,
  * result][, next]} (done and dead items: the lease's runner and charge, and the id of the one
- * results entry that settled it), fields in this order (the scripts rewrite the part after
+ * results entry that settled it; next: the ids of the items the same complete_claim call
+ * leased, joined with ","), fields in this order (the scripts rewrite the part after
  * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status,
  * leases. */
 #define KB_KEY_ITEMS "items"

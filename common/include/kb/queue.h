@@ -98,8 +98,8 @@ int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task
                      int64_t cost_ms, double priority, int *added, struct kb_error *err);
 /* Runner names (`runner` below, borrowed) may be any string of up to about 500 bytes once
  * JSON-escaped (KB_EINVAL beyond); they are escaped here before the scripts embed them in items
- * and audit entries. Claim, complete and complete_and_claim are the three forms of one script,
- * common/lua/complete_claim.lua. */
+ * and audit entries. Claim, complete, complete_and_claim and cycle_batch are the forms of one
+ * script, common/lua/complete_claim.lua. */
 
 /* Leases the best ready item among tiers [min_tier, max_tier], highest tier first.
  * Returns KB_OK with `*c` filled, KB_EEMPTY (nothing ready), KB_EBUDGET (ready items cost more
@@ -135,6 +135,39 @@ int kb_queue_complete_and_claim(struct kb_queue *q, const struct kb_claim *done,
                                 const char *result_json, const char *runner, int min_tier,
                                 int max_tier, int *duplicate, struct kb_claim *next,
                                 char state[16], struct kb_error *err);
+/* Items one kb_queue_cycle_batch call completes, and claims, at most. */
+#define KB_QUEUE_BATCH_MAX 32
+
+/* One item to complete in a batch: its claim, measured cost and result (all borrowed). */
+struct kb_queue_done {
+  const struct kb_claim *claim;
+  int64_t cost_ms;
+  const char *result_json;
+};
+
+/* The batch form of kb_queue_complete_and_claim(), one script call: completes the `n_done`
+ * items of `done` (0..KB_QUEUE_BATCH_MAX; 0: none) as kb_queue_complete() does, then claims up
+ * to `k` items (0..KB_QUEUE_BATCH_MAX; 0: none) among tiers [min_tier, max_tier] into
+ * `next[0..k-1]` (caller-owned; may be the same memory as the claims `done` points to: those
+ * are read first), each as kb_queue_claim() would, one after another, every one with its own
+ * lease, charge and reservation. Every pointer is borrowed. `*n_next` (may be NULL) gets how
+ * many were claimed; `dups` (may be NULL, else n_done entries) gets 1 for each item whose
+ * charge had been posted already; `state` (16 bytes, may be NULL) gets the campaign state
+ * with KB_ESTATE.
+ * Returns KB_OK: everything in `done` completed (or duplicate) and, with k > 0, at least one
+ * item claimed (fewer than k when no more were ready or affordable); KB_EEMPTY, KB_EBUDGET
+ * or KB_ESTATE: completed, nothing claimed (k > 0). Errors, where nothing was completed and
+ * nothing claimed (all or nothing: every completion is checked before anything is written):
+ * KB_ELEASE (the lease of one of `done` was lost), KB_ENOTFOUND (an unknown charge), KB_EINVAL
+ * (more than KB_QUEUE_BATCH_MAX, or one charge twice), KB_ECONN, KB_EREDIS, KB_EIO.
+ * Retries: as kb_queue_complete_and_claim(): a resent request whose completions are all found
+ * posted gets back the leases the first attempt took (still held with its token), and claims
+ * afresh for the rest of `k`. A batch that only claims is not idempotent (as kb_queue_claim):
+ * the leases of a lost reply expire and are requeued with their reservations refunded. */
+int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, int n_done,
+                         const char *runner, int min_tier, int max_tier, int k,
+                         struct kb_claim *next, int *n_next, int *dups, char state[16],
+                         struct kb_error *err);
 /* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
                      int *released, struct kb_error *err);

@@ -70,9 +70,10 @@ local function kb_item_head(cand, task, tier, cost, priority)
                        cjson.encode(cand), cjson.encode(task), tier, cost, p)
 end
 
--- Returns the item's fields (cjson.decode) and `head`, the part before "state" to write back.
-local function kb_item_decode(raw)
-  local t = cjson.decode(raw)
+-- Returns the item's fields (cjson.decode, or `t` when the caller decoded `raw` already) and
+-- `head`, the part before "state" to write back.
+local function kb_item_decode(raw, t)
+  t = t or cjson.decode(raw)
   local p = string.sub(raw, 1, 8) == '{"cand":' and string.find(raw, '"task":', 9, true)
   p = p and string.find(raw, '"tier":', p, true)
   p = p and string.find(raw, '"cost":', p, true)
@@ -115,7 +116,7 @@ local function kb_item_check(items, id, raw)
   if t.tier < 0 or t.tier ~= math.floor(t.tier) then
     return nil, where .. ': "tier" is not a tier index'
   end
-  return kb_item_decode(raw)
+  return kb_item_decode(raw, t)
 end
 
 -- Whether item `id`, stored as `raw` (false: none), is counted in meta "open": enqueue alone
