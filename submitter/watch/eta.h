@@ -16,6 +16,20 @@
  * 1/eta (eta 3) climbs, plus the baseline. */
 #define KB_ETA_PRIOR_RATE (1.0 / 3.0)
 
+/* One task's items and results per tier, for the estimate with several runners. */
+struct kb_eta_task {
+  int64_t ready[KB_MAX_TIERS];     /* items waiting */
+  int64_t leased[KB_MAX_TIERS];    /* items leased by a runner */
+  int64_t evaluated[KB_MAX_TIERS]; /* results so far */
+  double settled_ms[KB_MAX_TIERS]; /* settled GPU ms of those results (sum) */
+};
+
+/* Busy runners tracked for the in-flight term (kb_eta_in.busy_s). */
+#define KB_ETA_MAX_BUSY 256
+/* Items the runner simulation plays at most; past it the estimate is the work over all runners
+ * (kb__eta_estimate). */
+#define KB_ETA_SIM_ITEMS 20000
+
 struct kb_eta_in {
   int n_tiers;
   int64_t ready[KB_MAX_TIERS];     /* items waiting per tier */
@@ -32,6 +46,20 @@ struct kb_eta_in {
   double gpu_left_ms;  /* GPU ms available (not spent nor held) */
   double deadline_s;   /* seconds to the deadline; < 0 = none */
   int generating;      /* 1: generators propose new candidates until budget or a stop rule */
+  /* With several runners (all optional: absent, the estimate above over the per-tier totals): */
+  double max_s[KB_MAX_TIERS]; /* the tier's max_seconds (timed time per input set at most);
+                               * 0 = none: an unseen tier is then priced by plan_ms */
+  const struct kb_eta_task *tasks; /* per task (borrowed); NULL = not known */
+  int n_tasks;
+  int runners;         /* runners that can take work (alive, at least the busy ones); 0 = unknown */
+  double runner_rate;  /* GPU ms settled per second per busy runner (kb__eta_runner_rate);
+                        * 0 = unknown (then gpu_rate / busy runners) */
+  double over_ms[KB_MAX_TIERS]; /* per tier, a runner's mean time on a result beyond its
+                                 * settled cost, ms (claim, compile wait, start-up) */
+  int64_t over_n[KB_MAX_TIERS]; /* results that mean is over; 0 = unknown (then cost / rate) */
+  int n_busy;          /* runners holding a lease, and for each */
+  double busy_s[KB_ETA_MAX_BUSY]; /* the seconds since its latest result (or since it was
+                                   * first seen busy): how far its evaluation under way is */
 };
 
 struct kb_eta {
@@ -39,6 +67,8 @@ struct kb_eta {
   double eta_s;         /* seconds until the campaign ends; -1 = unknown */
   double exhaust_s;     /* seconds until the GPU budget runs out at spend_rate; -1 = unknown */
   int bound;            /* what ends it: 0 the work, 1 the budget, 2 the deadline */
+  int simulated;        /* 1: the runners were simulated per task (kb_eta_in.tasks), 0: the
+                         * work over the work rate */
 };
 
 /* A spend rate per second from `n` snapshots (oldest first) at times `t_ms` (unix ms) of the
@@ -54,6 +84,12 @@ double kb__eta_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t cr
  * to now (the last). Same arguments as kb__eta_rate. */
 double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64_t created_ms,
                          double *since_s);
+/* GPU ms settled per second per busy runner: over the snapshots up to the last settlement (as
+ * kb__eta_work_rate), the last minute of them when they span 10 s or more, else all of them:
+ * the GPU ms settled over the runner-seconds, each interval's runners the mean of the busy
+ * runners `busy` at its two ends. Arrays borrowed, `n` long, oldest first. 0 when no
+ * runner-second passed. */
+double kb__eta_runner_rate(const int64_t *t_ms, const int64_t *spent, const int *busy, int n);
 /* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
  * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that a
  * snapshot taken between a result and its promotion (the promoted item not yet counted at the
@@ -61,7 +97,10 @@ double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64
  * display. Returns the new smoothed end. */
 #define KB_ETA_SMOOTH_S 5.0
 double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
-/* Fills `out` from `in` (both caller-owned). */
+/* Fills `out` from `in` (both caller-owned). With per-task counts, runners and a rate
+ * (in->tasks, in->runners, runner_rate or gpu_rate), it plays the open items and their
+ * expected promotions on the runners (docs/report.md, "The ETA"); otherwise the work over the
+ * work rate. */
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out);
 
 #endif
