@@ -1,9 +1,11 @@
 /* The time a campaign still needs, from what a progress snapshot shows: the open items per tier,
  * the promotion rates observed so far, the mean settled cost of a result per tier, the spend
- * rate up to the last settlement, and how long the items under way have run since it; and when
- * its budget runs out at the recent spend rate. docs/report.md ("The ETA") says
- * how. Pure functions: kb-submit status/watch call them on each snapshot, and
- * tests/report/test_eta.c on a recorded campaign's snapshots.
+ * rate up to the last settlement, and how long the items under way have run since it; with
+ * several runners, each task's counts, the open items with their candidates' costs and the
+ * runners busy, played on the runners; and when its budget runs out at the recent spend rate.
+ * docs/report.md ("The ETA") says how. Pure functions (they allocate only the simulation's
+ * scratch, freed before they return): kb-submit status/watch call them on each snapshot, and
+ * tests/report/test_eta.c on recorded campaigns' snapshots.
  */
 #ifndef KB_SUBMITTER_ETA_H
 #define KB_SUBMITTER_ETA_H
@@ -24,8 +26,20 @@ struct kb_eta_task {
   double settled_ms[KB_MAX_TIERS]; /* settled GPU ms of those results (sum) */
 };
 
+/* One open item (ready or leased), for the simulation: what its candidate cost so far. */
+struct kb_eta_item {
+  int task;        /* index into kb_eta_in.tasks */
+  int tier;
+  int leased;      /* 1: leased by a runner; 0: ready */
+  double basis_ms; /* settled GPU ms of its candidate's result at basis_tier; 0 = none yet */
+  int basis_tier;  /* the highest tier its candidate has a result at; -1 = none */
+};
+
 /* Busy runners tracked for the in-flight term (kb_eta_in.busy_s). */
 #define KB_ETA_MAX_BUSY 256
+/* An evaluation under way that has run past its expected duration is expected to run on for
+ * this share of the time it has run so far (it is evidently dearer than its estimate). */
+#define KB_ETA_OVERDUE 0.5
 /* Items the runner simulation plays at most; past it the estimate is the work over all runners
  * (kb__eta_estimate). */
 #define KB_ETA_SIM_ITEMS 20000
@@ -51,9 +65,13 @@ struct kb_eta_in {
                                * 0 = none: an unseen tier is then priced by plan_ms */
   const struct kb_eta_task *tasks; /* per task (borrowed); NULL = not known */
   int n_tasks;
+  const struct kb_eta_item *items; /* the open items (borrowed); NULL = only the per-task
+                                    * counts (every item priced at its task's cost) */
+  int n_items;
   int runners;         /* runners that can take work (alive, at least the busy ones); 0 = unknown */
   double runner_rate;  /* GPU ms settled per second per busy runner (kb__eta_runner_rate);
-                        * 0 = unknown (then gpu_rate / busy runners) */
+                        * 0 = unknown. Only as "something settled": the simulation times an
+                        * item by its cost plus over_ms, which this rate folds together */
   double over_ms[KB_MAX_TIERS]; /* per tier, a runner's mean time on a result beyond its
                                  * settled cost, ms (claim, compile wait, start-up) */
   int64_t over_n[KB_MAX_TIERS]; /* results that mean is over; 0 = unknown (then cost / rate) */

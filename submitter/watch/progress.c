@@ -133,7 +133,9 @@ void kb__progress_release(struct kb_progress *p) {
     return;
   kb_free(p->tasks);
   kb_free(p->counts);
+  kb_free(p->items);
   kb_free(p->runners);
+  p->items = NULL;
   kb_free(p->cands);
   kb_free(p->slots);
   p->counts = NULL;
@@ -226,6 +228,7 @@ static int cand_of(struct kb_progress *p, const char *id, int task, struct kb_er
     snprintf(c->name, sizeof c->name, "%s", name);
   kb_free(name);
   c->task = task;
+  c->cost_tier = -1;
   index_cand(p, i);
   struct kb_progress_task *t = &p->tasks[task];
   if (t->baseline_cand < 0 && t->baseline[0] && strcmp(t->baseline, c->name) == 0)
@@ -294,9 +297,14 @@ static void record(struct kb_progress *p, const char *entry_id, const char *runn
   }
   /* Per tier the latest result counts (kb/rank.h): a later attempt that failed clears it. */
   int timed = kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us);
-  int c = timed ? cand_of(p, r->candidate, task, err) : find_cand(p, r->candidate);
-  if (c >= 0)
-    p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  int c = cand_of(p, r->candidate, task, err);
+  if (c < 0)
+    return;
+  p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  if (r->tier >= p->cands[c].cost_tier) { /* what its next tier is priced from */
+    p->cands[c].cost_tier = r->tier;
+    p->cands[c].cost_ms = cost;
+  }
 }
 
 /* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
@@ -426,15 +434,44 @@ static int item_tier(const char *id) {
   return tier >= 0 && tier < KB_MAX_TIERS ? (int)tier : -1;
 }
 
+/* Adds the open item `id` ("<candidate>:<tier>") of task `task` to p->items, with its
+ * candidate's latest cost; on ENOMEM the list stops growing and task_ready is cleared. */
+static void add_item(struct kb_progress *p, const char *id, int task, int tier, int leased) {
+  if (p->n_items == p->cap_items) {
+    int cap = p->cap_items ? p->cap_items * 2 : 64;
+    struct kb_eta_item *it = kb_reallocarray(p->items, (size_t)cap, sizeof *it);
+    if (it == NULL) {
+      p->task_ready = 0;
+      return;
+    }
+    p->items = it;
+    p->cap_items = cap;
+  }
+  struct kb_eta_item *it = &p->items[p->n_items++];
+  *it = (struct kb_eta_item){.task = task, .tier = tier, .leased = leased, .basis_tier = -1};
+  char cand[KB_CAND_ID_LEN + 1];
+  const char *colon = strrchr(id, ':');
+  if (colon == NULL || colon - id > KB_CAND_ID_LEN)
+    return;
+  snprintf(cand, sizeof cand, "%.*s", (int)(colon - id), id);
+  int c = find_cand(p, cand);
+  if (c >= 0 && p->cands[c].cost_tier >= 0) {
+    it->basis_ms = p->cands[c].cost_ms;
+    it->basis_tier = p->cands[c].cost_tier;
+  }
+}
+
 /* Counts one leased item from its JSON `text` (borrowed; NULL = gone meanwhile): per tier, per
  * task (its "task") and per runner (its "runner"), the runner first seen at `now_ms`. */
-static void count_lease(struct kb_progress *p, int tier, const char *text) {
+static void count_lease(struct kb_progress *p, const char *id, int tier, const char *text) {
   p->leased[tier]++;
   json_t *item = text ? json_loads(text, 0, NULL) : NULL;
   int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
   const char *name = json_string_value(json_object_get(item, "runner"));
-  if (task >= 0)
+  if (task >= 0) {
     p->counts[task].leased[tier]++;
+    add_item(p, id, task, tier, 1);
+  }
   struct kb_progress_runner *r = name ? runner_of(p, name) : NULL;
   if (r && r->leases++ == 0 && r->seen_ms == 0)
     r->seen_ms = p->now_ms;
@@ -451,6 +488,8 @@ static int read_leases(struct kb_progress *p, struct kb_error *err) {
     memset(p->counts[i].leased, 0, sizeof p->counts[i].leased);
   for (int i = 0; i < p->n_runners; i++)
     p->runners[i].leases = 0;
+  p->n_items = 0;
+  p->task_ready = 1; /* until add_item runs out of memory or read_task_ready finds too many */
   if (kb_queue_key(&p->q, key, sizeof key, KB_KEY_LEASE))
     return kb_error_set(err, KB_EINVAL, "key too long");
   int rc = kb_redis_commandf(p->q.redis, &rep, err, "ZRANGE %s 0 -1", key);
@@ -465,7 +504,7 @@ static int read_leases(struct kb_progress *p, struct kb_error *err) {
   for (size_t i = 0; rc == KB_OK && i < n; i++) {
     int tier = item_tier(ids[i]);
     if (tier >= 0)
-      count_lease(p, tier, items->element[i]->str);
+      count_lease(p, ids[i], tier, items->element[i]->str);
   }
   p->runners_busy = 0;
   for (int i = 0; i < p->n_runners; i++) {
@@ -519,7 +558,8 @@ static int read_task_ready(struct kb_progress *p, struct kb_error *err) {
     total += p->st.ready[k];
   for (int i = 0; i < p->n_tasks; i++)
     memset(p->counts[i].ready, 0, sizeof p->counts[i].ready);
-  p->task_ready = total <= KB_PROGRESS_TASK_READY;
+  if (total > KB_PROGRESS_TASK_READY)
+    p->task_ready = 0;
   int rc = KB_OK;
   for (int k = 0; p->task_ready && rc == KB_OK && k < p->st.n_tiers && k < KB_MAX_TIERS; k++) {
     if (p->st.ready[k] == 0)
@@ -540,8 +580,10 @@ static int read_task_ready(struct kb_progress *p, struct kb_error *err) {
         continue;
       snprintf(cand, sizeof cand, "%.*s", (int)(colon - id), id);
       int c = find_cand(p, cand);
-      if (c >= 0)
+      if (c >= 0) {
         p->counts[p->cands[c].task].ready[k]++;
+        add_item(p, id, p->cands[c].task, k, 0);
+      }
     }
     freeReplyObject(rep);
   }
@@ -635,6 +677,8 @@ void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
     in->max_s[k] = p->q.tiers[k].max_seconds;
   in->tasks = p->task_ready ? p->counts : NULL;
   in->n_tasks = p->n_tasks;
+  in->items = p->task_ready ? p->items : NULL;
+  in->n_items = p->task_ready ? p->n_items : 0;
   in->runners = p->runners_alive > p->runners_busy ? p->runners_alive : p->runners_busy;
   in->runner_rate = p->runner_rate;
   for (int k = 0; k < in->n_tiers; k++)

@@ -61,6 +61,8 @@ struct kb_progress_cand {
   int task;                       /* index into tasks */
   struct kb_rank rank;            /* per tier, the median of its latest result when that passed
                                      with a timing (kb_rank_timed); 0 = none */
+  double cost_ms;                 /* settled GPU ms of its result at the highest tier it has one */
+  int cost_tier;                  /* that tier; -1 = no result yet */
 };
 
 struct kb_progress {
@@ -80,6 +82,9 @@ struct kb_progress {
   int runners_busy;                /* runners holding a lease now (live leases) */
   int task_ready;                  /* 1: counts[].ready was read at this snapshot */
   struct kb_eta_task *counts;      /* owned, per task (n_tasks): items and results per tier */
+  struct kb_eta_item *items;       /* owned, the open items when task_ready (n_items of
+                                      cap_items): each with its candidate's latest cost */
+  int n_items, cap_items;
   double runner_rate;              /* GPU ms settled per second per busy runner (eta.h,
                                       kb__eta_runner_rate); 0 = unknown */
   struct kb_progress_runner *runners; /* owned, n_runners used (at most KB_PROGRESS_RUNNERS) */

@@ -343,6 +343,25 @@ static json_t *runners_json(const struct kb_progress *p) {
                    "busy", p->runners_busy, "busy_s", busy_s);
 }
 
+/* The open items the ETA plays on the runners (when the ready queues were read; else null):
+ * task, tier, leased, and the settled GPU ms of its candidate's result at the highest tier it
+ * has one (basis_ms, basis_tier; null when none yet). */
+static json_t *items_json(const struct kb_progress *p) {
+  if (!p->task_ready)
+    return json_null();
+  json_t *a = json_array();
+  for (int i = 0; i < p->n_items; i++) {
+    const struct kb_eta_item *it = &p->items[i];
+    json_t *o = json_pack("{s:s, s:i, s:b}", "task", p->tasks[it->task].id, "tier", it->tier,
+                          "leased", it->leased);
+    json_object_set_new(o, "basis_ms", it->basis_tier >= 0 ? json_real(it->basis_ms) : json_null());
+    json_object_set_new(o, "basis_tier",
+                        it->basis_tier >= 0 ? json_integer(it->basis_tier) : json_null());
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
 json_t *kb__progress_json(const struct kb_progress *p) {
   const struct kb_queue_status *st = &p->st;
   json_t *ready = json_array(), *tiers = json_array(), *tasks = json_array();
@@ -413,6 +432,7 @@ json_t *kb__progress_json(const struct kb_progress *p) {
     json_object_set_new(o, "elapsed_s", p->created_ms > 0 ? json_real(elapsed) : json_null());
     json_object_set_new(o, "gpu_ms_per_s", json_real(p->gpu_rate));
     json_object_set_new(o, "gpu_ms_per_s_per_runner", json_real(p->runner_rate));
+    json_object_set_new(o, "open_items", items_json(p));
     json_object_set_new(o, "llm_tokens_per_s", json_real(p->llm_rate));
     json_object_set_new(o, "gpu_exhausted_in_s",
                         p->eta.exhaust_s >= 0 ? json_real(p->eta.exhaust_s) : json_null());

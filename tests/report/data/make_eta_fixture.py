@@ -50,6 +50,12 @@ for s in snaps:
         sample["tasks"] = [{"ready": t["ready"], "leased": t["leased"], "evaluated": t["done"],
                             "settled_ms": [round(x) for x in t["settled_ms"]]}
                            for t in s["tasks"]]
+        if s.get("open_items") is not None:
+            index = {t["task"]: i for i, t in enumerate(s["tasks"])}
+            sample["items"] = [[index[it["task"]], it["tier"], int(it["leased"]),
+                                round(it["basis_ms"] or 0), it["basis_tier"]
+                                if it["basis_tier"] is not None else -1]
+                               for it in s["open_items"]]
     out["samples"].append(sample)
 json.dump(out, sys.stdout, separators=(",", ":"))
 print()

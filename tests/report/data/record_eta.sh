@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records a campaign for test_eta: a host campaign of the given tasks/host tasks (default
 # ladder, budget 600 GPU seconds, lease_seconds 5) run by `kb-launch --local --runners N`,
-# watched once a second with `kb-submit --json watch`, reduced by make_eta_fixture.py to OUT.
+# watched twice a second with `kb-submit --json watch`, reduced by make_eta_fixture.py to OUT.
 # Run once, from the repository root, on an otherwise quiet machine; commit OUT.
 # Usage: tests/report/data/record_eta.sh BIN_DIR OUT.json RUNNERS ID TASK...
 #   e.g. tests/report/data/record_eta.sh build/bin tests/report/data/eta_campaign4.json 2 rec4 \
@@ -26,7 +26,7 @@ for _ in $(seq 600); do
   [ -f "$work/results/$id/redis.env" ] && break
   sleep 0.1
 done
-"$bin/kb-submit" --json watch "$work/campaign.json" -i 1 >"$work/watch.jsonl"
+"$bin/kb-submit" --json watch "$work/campaign.json" -i 0.5 >"$work/watch.jsonl"
 wait "$launch"
 /usr/bin/python3 "$here/make_eta_fixture.py" "$work/watch.jsonl" \
   "$work/results/$id/summary.json" >"$out"
