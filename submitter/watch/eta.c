@@ -2,6 +2,10 @@
 #include "eta.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/alloc.h"
 
 /* Observed promotion rate out of tier k: items that reached k + 1 (evaluated, waiting or under
  * way) per result at k; the prior when nothing was evaluated at k yet. Never above 1 (one
@@ -17,18 +21,370 @@ static double rate_out(const struct kb_eta_in *in, int k) {
 }
 
 /* The expected settled cost of a result at tier k: its observed mean; before a result there,
- * the mean of the highest tier below it with one plus the planning difference between the two
- * (a result's fixed part, the compile, start-up and input generation, carries over; the timed
- * part grows as planned); with none below either, the planning estimate. */
+ * from the mean of the highest tier j below it with one: when both tiers cap their timed time
+ * (max_s), j's mean times max_s[k] / max_s[j] (the timed calls, which run to that cap for any
+ * kernel slower than max_seconds / max_samples, are most of an evaluation); else j's mean plus
+ * the planning difference between the two (the fixed part, the compile, start-up and input
+ * generation, carries over; the timed part grows as planned); never below the planning
+ * estimate; with none below either, the planning estimate. */
 static double cost_at(const struct kb_eta_in *in, int k) {
   if (in->cost_ms[k] > 0)
     return in->cost_ms[k];
   for (int j = k - 1; j >= 0; j--)
     if (in->cost_ms[j] > 0 && in->plan_ms[j] > 0) {
-      double c = in->cost_ms[j] + in->plan_ms[k] - in->plan_ms[j];
+      double c = in->max_s[j] > 0 && in->max_s[k] > 0
+                     ? in->cost_ms[j] * in->max_s[k] / in->max_s[j]
+                     : in->cost_ms[j] + in->plan_ms[k] - in->plan_ms[j];
       return c > in->plan_ms[k] ? c : in->plan_ms[k];
     }
   return in->plan_ms[k];
+}
+
+/* ---- several runners: the open items of each task played on the runners --------------- */
+
+/* Per task and tier, the expected settled cost of a result and the promotion rate out of it
+ * (n_tasks x KB_MAX_TIERS each, row-major). */
+struct model {
+  int n_tasks, n_tiers;
+  double *cost, *rate;
+};
+
+/* Tasks' own ratios weigh like this many tasks against the prior in tier_ratio. */
+#define PRIOR_TASKS 1.0
+
+/* The ratio of a result's cost at tier k to one at tier j < k, for a task not yet seen at k:
+ * the prior max_s[k] / max_s[j] where both tiers cap their timed time, else
+ * cost_at(k) / cost_at(j), moved towards the tasks' own ratios where tasks have results at
+ * both, in log space, each task weighing as much as the prior / PRIOR_TASKS (one fast task's
+ * first result must not reprice every other task). 0 when the prior is unknown. */
+static double tier_ratio(const struct kb_eta_in *in, int j, int k) {
+  double cj = in->cost_ms[j], ck = in->cost_ms[k];
+  double prior = in->max_s[j] > 0 && in->max_s[k] > 0
+                     ? in->max_s[k] / in->max_s[j]
+                 : cost_at(in, j) > 0 ? cost_at(in, k) / cost_at(in, j)
+                                      : 0;
+  if (!(prior > 0) || cj <= 0 || ck <= 0)
+    return prior;
+  double logs = PRIOR_TASKS * log(prior), n = PRIOR_TASKS;
+  for (int t = 0; t < in->n_tasks; t++) {
+    const struct kb_eta_task *x = &in->tasks[t];
+    if (x->evaluated[j] > 0 && x->evaluated[k] > 0 && x->settled_ms[j] > 0 &&
+        x->settled_ms[k] > 0) {
+      logs += log(x->settled_ms[k] / (double)x->evaluated[k] /
+                  (x->settled_ms[j] / (double)x->evaluated[j]));
+      n += 1;
+    }
+  }
+  return exp(logs / n);
+}
+
+/* The cost at tier k of a task with no result yet: the geometric mean over the tasks with
+ * results there of their means (the mean over results leans towards the slowest task), else
+ * cost_at(k). */
+static double typical_cost(const struct kb_eta_in *in, int k) {
+  double logs = 0;
+  int n = 0;
+  for (int t = 0; t < in->n_tasks; t++)
+    if (in->tasks[t].evaluated[k] > 0 && in->tasks[t].settled_ms[k] > 0) {
+      logs += log(in->tasks[t].settled_ms[k] / (double)in->tasks[t].evaluated[k]);
+      n++;
+    }
+  return n > 0 ? exp(logs / n) : cost_at(in, k);
+}
+
+/* A task's cost at tier k: its own mean where it has results there; else its mean at the
+ * highest tier j below with results times tier_ratio(j, k) (a task slow at one tier is slow
+ * at the next); else typical_cost(k). */
+static double task_cost(const struct kb_eta_in *in, const struct kb_eta_task *t, int k) {
+  if (t->evaluated[k] > 0)
+    return t->settled_ms[k] / (double)t->evaluated[k];
+  for (int j = k - 1; j >= 0; j--)
+    if (t->evaluated[j] > 0 && t->settled_ms[j] > 0) {
+      double r = tier_ratio(in, j, k);
+      if (r > 0)
+        return t->settled_ms[j] / (double)t->evaluated[j] * r;
+    }
+  return typical_cost(in, k);
+}
+
+/* A task's promotion rate out of tier k: items that reached k + 1 per result at k, with one
+ * pseudo-result at the campaign's rate (rate_out) so that a task's first results do not swing
+ * it from 0 to 1; never above 1. */
+static double task_rate(const struct kb_eta_in *in, const struct kb_eta_task *t, int k) {
+  if (k + 1 >= in->n_tiers)
+    return 0;
+  double next = (double)(t->evaluated[k + 1] + t->ready[k + 1] + t->leased[k + 1]);
+  double r = (next + rate_out(in, k)) / ((double)t->evaluated[k] + 1);
+  return r > 1 ? 1 : r;
+}
+
+static int model_init(struct model *m, const struct kb_eta_in *in, int n) {
+  m->n_tasks = in->n_tasks;
+  m->n_tiers = n;
+  size_t cells = (size_t)in->n_tasks * KB_MAX_TIERS + 1;
+  m->cost = kb_calloc(cells, sizeof *m->cost);
+  m->rate = kb_calloc(cells, sizeof *m->rate);
+  if (m->cost == NULL || m->rate == NULL)
+    return -1;
+  for (int t = 0; t < in->n_tasks; t++)
+    for (int k = 0; k < n; k++) {
+      m->cost[t * KB_MAX_TIERS + k] = task_cost(in, &in->tasks[t], k);
+      m->rate[t * KB_MAX_TIERS + k] = task_rate(in, &in->tasks[t], k);
+    }
+  return 0;
+}
+
+static void model_release(struct model *m) {
+  kb_free(m->cost);
+  kb_free(m->rate);
+}
+
+/* The expected GPU ms of every task's open items and their promotions (as the per-tier
+ * estimate, with each task's own costs and rates). */
+static double model_work(const struct model *m, const struct kb_eta_in *in) {
+  double work = 0;
+  for (int t = 0; t < m->n_tasks; t++)
+    for (int k = 0; k < m->n_tiers; k++) {
+      double items = (double)(in->tasks[t].ready[k] + in->tasks[t].leased[k]);
+      for (int j = k; j < m->n_tiers && items > 0; j++) {
+        work += items * m->cost[t * KB_MAX_TIERS + j];
+        items *= m->rate[t * KB_MAX_TIERS + j];
+      }
+    }
+  return work;
+}
+
+/* The simulation: jobs (one per open item, and one per promotion it is expected to bring),
+ * each a candidate at a tier with its cost; per tier a FIFO of the waiting ones; per task and
+ * tier the promotions owed (credit: each result at k adds the task's rate out of k; the
+ * candidate climbs to k + 1 each time the credit reaches one half, and one is taken off); per
+ * runner the job it runs and when that ends. */
+struct job {
+  int task, tier;
+  double cost_ms; /* its expected settled cost */
+  int next;       /* the next waiting job of its tier; -1 = none */
+};
+
+struct sim {
+  const struct kb_eta_in *in;
+  const struct model *m;
+  struct job *jobs;        /* KB_ETA_SIM_ITEMS */
+  int n_jobs;
+  int head[KB_MAX_TIERS], tail[KB_MAX_TIERS];
+  double *credit;          /* n_tasks x KB_MAX_TIERS */
+  int n_runners;
+  double *end_s;           /* per runner: when its job ends, seconds from now */
+  int *run;                /* per runner: the job it runs, -1 = idle */
+};
+
+/* A job's runner seconds: its cost (a result's settled cost is the time the runner's device
+ * spent on it) plus the tier's measured overhead per result (the claim, the wait for its
+ * build, start-up; 0 until measured). */
+static double sim_duration(const struct sim *s, const struct job *j) {
+  double d = (j->cost_ms + (s->in->over_n[j->tier] > 0 ? s->in->over_ms[j->tier] : 0)) / 1000.0;
+  return d > 0 ? d : 0;
+}
+
+/* The expected cost of task t's candidate at tier k, whose result at `basis_tier` cost
+ * `basis_ms` (basis_tier < 0 or basis_ms <= 0: none): the candidate's own cost carried up by
+ * tier_ratio (one candidate of a task can be many times slower than another: the baseline and
+ * a tuned seed), else the task's cost at k (task_cost). */
+static double job_cost(const struct sim *s, int t, int k, double basis_ms, int basis_tier) {
+  if (basis_tier < 0 || basis_ms <= 0)
+    return s->m->cost[t * KB_MAX_TIERS + k];
+  if (basis_tier >= k)
+    return basis_ms;
+  double r = tier_ratio(s->in, basis_tier, k);
+  return r > 0 ? basis_ms * r : s->m->cost[t * KB_MAX_TIERS + k];
+}
+
+/* Appends a waiting job; -1 past KB_ETA_SIM_ITEMS. */
+static int sim_push(struct sim *s, int t, int k, double cost_ms) {
+  if (s->n_jobs == KB_ETA_SIM_ITEMS)
+    return -1;
+  int i = s->n_jobs++;
+  s->jobs[i] = (struct job){.task = t, .tier = k, .cost_ms = cost_ms, .next = -1};
+  if (s->tail[k] >= 0)
+    s->jobs[s->tail[k]].next = i;
+  else
+    s->head[k] = i;
+  s->tail[k] = i;
+  return i;
+}
+
+/* The next waiting job, the highest tier first (claims take the highest tier's queue first);
+ * -1 when none waits. */
+static int sim_pop(struct sim *s) {
+  for (int k = s->m->n_tiers - 1; k >= 0; k--)
+    if (s->head[k] >= 0) {
+      int i = s->head[k];
+      s->head[k] = s->jobs[i].next;
+      if (s->head[k] < 0)
+        s->tail[k] = -1;
+      return i;
+    }
+  return -1;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x > y ? -1 : x < y;
+}
+
+/* Removes waiting job `i` (a leased one a busy runner takes) from its tier's FIFO. */
+static void sim_unlink(struct sim *s, int i) {
+  int k = s->jobs[i].tier, prev = -1;
+  for (int j = s->head[k]; j >= 0 && j != i; j = s->jobs[j].next)
+    prev = j;
+  if (prev < 0)
+    s->head[k] = s->jobs[i].next;
+  else
+    s->jobs[prev].next = s->jobs[i].next;
+  if (s->tail[k] == i)
+    s->tail[k] = prev;
+}
+
+/* The open items as jobs (the leased ones first in their tier, as they were claimed first);
+ * the busy runners' jobs under way: the dearest leased ones to the runners busy longest, each
+ * with what is left of it after busy_s (never below 0: an overdue job ends any moment). -1
+ * past KB_ETA_SIM_ITEMS. */
+static int sim_start(struct sim *s) {
+  const struct kb_eta_in *in = s->in;
+  int first_ready = 0;
+  for (int pass = 1; pass >= 0; pass--) {
+    if (pass == 0)
+      first_ready = s->n_jobs;
+    for (int i = 0; i < in->n_items; i++) {
+      const struct kb_eta_item *it = &in->items[i];
+      if (it->leased != pass || it->task < 0 || it->task >= in->n_tasks || it->tier < 0 ||
+          it->tier >= s->m->n_tiers)
+        continue;
+      if (sim_push(s, it->task, it->tier, job_cost(s, it->task, it->tier, it->basis_ms,
+                                                   it->basis_tier)) < 0)
+        return -1;
+    }
+  }
+  double busy[KB_ETA_MAX_BUSY];
+  int nb = in->n_busy < s->n_runners ? in->n_busy : s->n_runners;
+  memcpy(busy, in->busy_s, (size_t)nb * sizeof busy[0]);
+  qsort(busy, (size_t)nb, sizeof busy[0], cmp_desc);
+  char *taken = kb_calloc((size_t)first_ready + 1, 1);
+  if (taken == NULL)
+    return -1;
+  for (int r = 0; r < nb; r++) { /* the dearest leased job left */
+    int best = -1;
+    for (int i = 0; i < first_ready; i++)
+      if (!taken[i] && (best < 0 || s->jobs[i].cost_ms > s->jobs[best].cost_ms))
+        best = i;
+    if (best < 0)
+      break;
+    taken[best] = 1;
+    sim_unlink(s, best);
+    s->run[r] = best;
+    double left = sim_duration(s, &s->jobs[best]) - busy[r];
+    if (left < KB_ETA_OVERDUE * busy[r]) /* longer than expected: it will run on a while */
+      left = KB_ETA_OVERDUE * busy[r];
+    s->end_s[r] = left > 0 ? left : 0;
+  }
+  kb_free(taken);
+  return 0;
+}
+
+/* Plays until no job runs or waits; returns when the last ends (seconds from now), or -1
+ * past KB_ETA_SIM_ITEMS jobs. */
+static double sim_run(struct sim *s) {
+  const struct model *m = s->m;
+  double now = 0;
+  for (;;) {
+    for (int r = 0; r < s->n_runners; r++) /* free runners take what waits */
+      if (s->run[r] < 0) {
+        int i = sim_pop(s);
+        if (i < 0)
+          break;
+        s->run[r] = i;
+        s->end_s[r] = now + sim_duration(s, &s->jobs[i]);
+      }
+    int next = -1;
+    for (int r = 0; r < s->n_runners; r++)
+      if (s->run[r] >= 0 && (next < 0 || s->end_s[r] < s->end_s[next]))
+        next = r;
+    if (next < 0)
+      return now;
+    now = s->end_s[next];
+    struct job done = s->jobs[s->run[next]];
+    s->run[next] = -1;
+    int c = done.task * KB_MAX_TIERS + done.tier;
+    if (done.tier + 1 < m->n_tiers) {
+      s->credit[c + 1] += m->rate[c];
+      if (s->credit[c + 1] >= 0.5) { /* this candidate climbs */
+        s->credit[c + 1] -= 1;
+        if (sim_push(s, done.task, done.tier + 1,
+                     job_cost(s, done.task, done.tier + 1, done.cost_ms, done.tier)) < 0)
+          return -1;
+      }
+    }
+  }
+}
+
+/* The open items when only the per-task counts are known: one per item, without a basis.
+ * Returns a new array (NULL on ENOMEM) and its length in `*n`. */
+static struct kb_eta_item *items_of_counts(const struct kb_eta_in *in, int n_tiers, int *n) {
+  long total = 0;
+  for (int t = 0; t < in->n_tasks; t++)
+    for (int k = 0; k < n_tiers; k++)
+      total += (long)(in->tasks[t].ready[k] + in->tasks[t].leased[k]);
+  *n = 0;
+  if (total > KB_ETA_SIM_ITEMS)
+    return NULL;
+  struct kb_eta_item *items = kb_calloc((size_t)total + 1, sizeof *items);
+  for (int t = 0; items && t < in->n_tasks; t++)
+    for (int k = 0; k < n_tiers; k++)
+      for (int64_t i = 0; i < in->tasks[t].ready[k] + in->tasks[t].leased[k]; i++)
+        items[(*n)++] = (struct kb_eta_item){.task = t, .tier = k,
+                                             .leased = i < in->tasks[t].leased[k],
+                                             .basis_tier = -1};
+  return items;
+}
+
+/* The estimate with several runners (kb__eta_estimate): `out->eta_s` and work_ms from the
+ * simulation; 0 when it cannot run (no memory, too many items: then the caller's estimate
+ * stands). */
+static int estimate_runners(const struct kb_eta_in *in, int n, struct kb_eta *out) {
+  struct model m = {0};
+  struct kb_eta_in with = *in;
+  struct kb_eta_item *own = NULL;
+  if (with.items == NULL) {
+    own = items_of_counts(in, n, &with.n_items);
+    with.items = own;
+  }
+  struct sim s = {.in = &with, .m = &m};
+  s.n_runners = in->runners > in->n_busy ? in->runners : in->n_busy;
+  for (int k = 0; k < KB_MAX_TIERS; k++)
+    s.head[k] = s.tail[k] = -1;
+  int ok = 0;
+  if (with.items && model_init(&m, in, n) == 0) {
+    s.jobs = kb_calloc(KB_ETA_SIM_ITEMS, sizeof *s.jobs);
+    s.credit = kb_calloc((size_t)in->n_tasks * KB_MAX_TIERS + 1, sizeof *s.credit);
+    s.end_s = kb_calloc((size_t)s.n_runners, sizeof *s.end_s);
+    s.run = kb_calloc((size_t)s.n_runners, sizeof *s.run);
+  }
+  if (s.jobs && s.credit && s.end_s && s.run) {
+    for (int r = 0; r < s.n_runners; r++)
+      s.run[r] = -1;
+    double end = sim_start(&s) == 0 ? sim_run(&s) : -1;
+    if (end >= 0) {
+      out->eta_s = end;
+      out->work_ms = model_work(&m, in);
+      out->simulated = ok = 1;
+    }
+  }
+  kb_free(s.jobs);
+  kb_free(s.credit);
+  kb_free(s.end_s);
+  kb_free(s.run);
+  kb_free(own);
+  model_release(&m);
+  return ok;
 }
 
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
@@ -64,6 +420,12 @@ void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out) {
   }
   if (work <= 0 && !in->generating)
     out->eta_s = 0;
+  /* With per-task counts and runners, once something settled: the items played on the
+   * runners. */
+  out->simulated = 0;
+  if (in->tasks && in->n_tasks > 0 && in->runners + in->n_busy > 0 &&
+      (in->gpu_rate > 0 || in->runner_rate > 0))
+    estimate_runners(in, n, out);
   /* Generators keep proposing until the budget (or a stop rule, which cannot be foreseen). */
   if (in->generating && out->exhaust_s >= 0 && (out->eta_s < 0 || out->exhaust_s > out->eta_s))
     out->eta_s = out->exhaust_s, out->bound = 1;
@@ -107,4 +469,21 @@ double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s) {
     return pred_end_s;
   double a = 1.0 - exp(-dt_s / KB_ETA_SMOOTH_S);
   return prev_end_s + a * (pred_end_s - prev_end_s);
+}
+
+double kb__eta_runner_rate(const int64_t *t_ms, const int64_t *spent, const int *busy, int n) {
+  if (n <= 1)
+    return 0;
+  int j = n - 1; /* up to the last settlement */
+  while (j > 0 && spent[j - 1] == spent[n - 1])
+    j--;
+  int i = 0;
+  while (i < j && t_ms[i] < t_ms[j] - KB_ETA_RATE_WINDOW_MS)
+    i++;
+  if (t_ms[j] - t_ms[i] < KB_ETA_RATE_MIN_SPAN_MS)
+    i = 0;
+  double runner_s = 0;
+  for (int a = i + 1; a <= j; a++)
+    runner_s += 0.5 * (double)(busy[a - 1] + busy[a]) * (double)(t_ms[a] - t_ms[a - 1]) / 1000.0;
+  return runner_s > 0 ? (double)(spent[j] - spent[i]) / runner_s : 0;
 }

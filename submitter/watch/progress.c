@@ -72,6 +72,12 @@ static int read_tasks(struct kb_progress *p, struct kb_error *err) {
     json_decref(ids);
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
+  p->counts = kb_calloc(n + 1, sizeof *p->counts);
+  p->runners = kb_calloc(KB_PROGRESS_RUNNERS, sizeof *p->runners);
+  if (p->counts == NULL || p->runners == NULL) {
+    json_decref(ids);
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
   for (size_t i = 0; i < n && rc == KB_OK; i++) {
     const char *id = json_string_value(json_array_get(ids, i));
     if (id == NULL)
@@ -126,8 +132,14 @@ void kb__progress_release(struct kb_progress *p) {
   if (p == NULL)
     return;
   kb_free(p->tasks);
+  kb_free(p->counts);
+  kb_free(p->items);
+  kb_free(p->runners);
+  p->items = NULL;
   kb_free(p->cands);
   kb_free(p->slots);
+  p->counts = NULL;
+  p->runners = NULL;
   p->tasks = NULL;
   p->cands = NULL;
   p->slots = NULL;
@@ -216,6 +228,7 @@ static int cand_of(struct kb_progress *p, const char *id, int task, struct kb_er
     snprintf(c->name, sizeof c->name, "%s", name);
   kb_free(name);
   c->task = task;
+  c->cost_tier = -1;
   index_cand(p, i);
   struct kb_progress_task *t = &p->tasks[task];
   if (t->baseline_cand < 0 && t->baseline[0] && strcmp(t->baseline, c->name) == 0)
@@ -230,23 +243,50 @@ static int64_t stream_ms(const char *id) {
   return end != id ? (int64_t)v : 0;
 }
 
+/* The runner named `name` in p->runners, added when new; NULL when the table is full. */
+static struct kb_progress_runner *runner_of(struct kb_progress *p, const char *name) {
+  for (int i = 0; i < p->n_runners; i++)
+    if (strcmp(p->runners[i].name, name) == 0)
+      return &p->runners[i];
+  if (p->n_runners == KB_PROGRESS_RUNNERS)
+    return NULL;
+  struct kb_progress_runner *r = &p->runners[p->n_runners++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  return r;
+}
+
 /* Keeps the torch times an ok result carries (pytorch-oracle or torch_reference tasks, full
  * tier) as its task's latest. */
 static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
   kb_result_keep_torch(r, &t->torch_eager_us, &t->torch_compile_us, &t->torch_tier);
 }
 
-static void record(struct kb_progress *p, const char *entry_id, const struct kb_result *r,
-                   struct kb_error *err) {
+/* Counts the result `r` of stream entry `entry_id`, settled by runner `runner` (NULL = not
+ * named). */
+static void record(struct kb_progress *p, const char *entry_id, const char *runner,
+                   const struct kb_result *r, struct kb_error *err) {
   int task = task_index(p, r->task);
   if (task < 0 || r->tier < 0 || r->tier >= KB_MAX_TIERS) {
     p->bad_entries++;
     return;
   }
+  double cost = r->cost_ms > 0 ? (double)r->cost_ms : 0;
   p->results++;
   p->evaluated[r->tier]++;
-  p->cost_ms[r->tier] += r->cost_ms > 0 ? (double)r->cost_ms : 0;
+  p->cost_ms[r->tier] += cost;
+  p->counts[task].evaluated[r->tier]++;
+  p->counts[task].settled_ms[r->tier] += cost;
   p->tasks[task].results++;
+  struct kb_progress_runner *who = runner ? runner_of(p, runner) : NULL;
+  int64_t at = stream_ms(entry_id);
+  int64_t from = who ? (who->last_ms > who->seen_ms ? who->last_ms : who->seen_ms) : 0;
+  if (from > 0 && at >= from) { /* the runner's time on this item, beyond its cost */
+    p->over_ms[r->tier] += (double)(at - from) - cost;
+    p->over_n[r->tier]++;
+  }
+  if (who && at > who->last_ms)
+    who->last_ms = at;
   p->ring[p->ring_head] = stream_ms(entry_id);
   p->ring_head = (p->ring_head + 1) % KB_PROGRESS_RING;
   if (p->ring_n < KB_PROGRESS_RING)
@@ -257,9 +297,14 @@ static void record(struct kb_progress *p, const char *entry_id, const struct kb_
   }
   /* Per tier the latest result counts (kb/rank.h): a later attempt that failed clears it. */
   int timed = kb_rank_timed(r->status == KB_STATUS_OK, r->timing.samples, r->timing.median_us);
-  int c = timed ? cand_of(p, r->candidate, task, err) : find_cand(p, r->candidate);
-  if (c >= 0)
-    p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  int c = cand_of(p, r->candidate, task, err);
+  if (c < 0)
+    return;
+  p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  if (r->tier >= p->cands[c].cost_tier) { /* what its next tier is priced from */
+    p->cands[c].cost_tier = r->tier;
+    p->cands[c].cost_ms = cost;
+  }
 }
 
 /* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
@@ -323,7 +368,7 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
         continue;
       snprintf(p->stream_pos, sizeof p->stream_pos, "%s", e->element[0]->str);
       redisReply *f = e->element[1];
-      const char *text = NULL;
+      const char *text = NULL, *runner = NULL;
       int leased = 0;
       for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2)
         if (f->element[k]->type == REDIS_REPLY_STRING &&
@@ -332,6 +377,8 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
             text = f->element[k + 1]->str;
           else if (strcmp(f->element[k]->str, "charge") == 0)
             leased = 1;
+          else if (strcmp(f->element[k]->str, "runner") == 0)
+            runner = f->element[k + 1]->str;
         }
       struct kb_result r;
       struct kb_error perr = {0};
@@ -340,7 +387,7 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
         p->bad_entries++;
         continue;
       }
-      record(p, e->element[0]->str, &r, err);
+      record(p, e->element[0]->str, runner, &r, err);
       kb_result_release(&r);
       if (err && err->code)
         break;
@@ -353,21 +400,193 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
   }
 }
 
-/* Leases per tier: item ids are "<candidate>:<tier>"; there are as many as busy runners. */
+/* The items `ids` (n of them, borrowed) from the items hash, one HMGET: `*out` gets the reply
+ * (new; free with freeReplyObject), an array of n JSON strings or nils. */
+static int get_items(struct kb_progress *p, const char *const *ids, size_t n, redisReply **out,
+                     struct kb_error *err) {
+  char key[512];
+  *out = NULL;
+  if (kb_queue_key(&p->q, key, sizeof key, KB_KEY_ITEMS))
+    return kb_error_set(err, KB_EINVAL, "key too long");
+  const char **argv = kb_calloc(n + 2, sizeof *argv);
+  if (argv == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  argv[0] = "HMGET";
+  argv[1] = key;
+  for (size_t i = 0; i < n; i++)
+    argv[2 + i] = ids[i];
+  int rc = kb_redis_command(p->q.redis, (int)(n + 2), argv, NULL, 0, out, err);
+  kb_free(argv);
+  if (rc == KB_OK && ((*out)->type != REDIS_REPLY_ARRAY || (*out)->elements != n)) {
+    freeReplyObject(*out);
+    *out = NULL;
+    rc = kb_error_set(err, KB_EREDIS, "HMGET %s: unexpected reply", key);
+  }
+  return rc;
+}
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+/* The tier of item id "<candidate>:<tier>"; -1 when it is not one. */
+static int item_tier(const char *id) {
+  const char *colon = id ? strrchr(id, ':') : NULL;
+  int64_t tier = colon ? parse_i64(colon + 1, -1) : -1;
+  return tier >= 0 && tier < KB_MAX_TIERS ? (int)tier : -1;
+}
+
+/* Adds the open item `id` ("<candidate>:<tier>") of task `task` to p->items, with its
+ * candidate's latest cost; on ENOMEM the list stops growing and task_ready is cleared. */
+static void add_item(struct kb_progress *p, const char *id, int task, int tier, int leased) {
+  if (p->n_items == p->cap_items) {
+    int cap = p->cap_items ? p->cap_items * 2 : 64;
+    struct kb_eta_item *it = kb_reallocarray(p->items, (size_t)cap, sizeof *it);
+    if (it == NULL) {
+      p->task_ready = 0;
+      return;
+    }
+    p->items = it;
+    p->cap_items = cap;
+  }
+  struct kb_eta_item *it = &p->items[p->n_items++];
+  *it = (struct kb_eta_item){.task = task, .tier = tier, .leased = leased, .basis_tier = -1};
+  char cand[KB_CAND_ID_LEN + 1];
+  const char *colon = strrchr(id, ':');
+  if (colon == NULL || colon - id > KB_CAND_ID_LEN)
+    return;
+  snprintf(cand, sizeof cand, "%.*s", (int)(colon - id), id);
+  int c = find_cand(p, cand);
+  if (c >= 0 && p->cands[c].cost_tier >= 0) {
+    it->basis_ms = p->cands[c].cost_ms;
+    it->basis_tier = p->cands[c].cost_tier;
+  }
+}
+
+/* Counts one leased item from its JSON `text` (borrowed; NULL = gone meanwhile): per tier, per
+ * task (its "task") and per runner (its "runner"), the runner first seen at `now_ms`. */
+static void count_lease(struct kb_progress *p, const char *id, int tier, const char *text) {
+  p->leased[tier]++;
+  json_t *item = text ? json_loads(text, 0, NULL) : NULL;
+  int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
+  const char *name = json_string_value(json_object_get(item, "runner"));
+  if (task >= 0) {
+    p->counts[task].leased[tier]++;
+    add_item(p, id, task, tier, 1);
+  }
+  struct kb_progress_runner *r = name ? runner_of(p, name) : NULL;
+  if (r && r->leases++ == 0 && r->seen_ms == 0)
+    r->seen_ms = p->now_ms;
+  json_decref(item);
+}
+
+/* Leases per tier, per task and per runner: the lease set's item ids ("<candidate>:<tier>")
+ * and those items' task and runner (one HMGET); the runners holding one are the busy ones. */
 static int read_leases(struct kb_progress *p, struct kb_error *err) {
   char key[512];
-  redisReply *rep = NULL;
+  redisReply *rep = NULL, *items = NULL;
   memset(p->leased, 0, sizeof p->leased);
+  for (int i = 0; i < p->n_tasks; i++)
+    memset(p->counts[i].leased, 0, sizeof p->counts[i].leased);
+  for (int i = 0; i < p->n_runners; i++)
+    p->runners[i].leases = 0;
+  p->n_items = 0;
+  p->task_ready = 1; /* until add_item runs out of memory or read_task_ready finds too many */
   if (kb_queue_key(&p->q, key, sizeof key, KB_KEY_LEASE))
     return kb_error_set(err, KB_EINVAL, "key too long");
   int rc = kb_redis_commandf(p->q.redis, &rep, err, "ZRANGE %s 0 -1", key);
-  for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
-    const char *colon = rep->element[i]->str ? strrchr(rep->element[i]->str, ':') : NULL;
-    int64_t tier = colon ? parse_i64(colon + 1, -1) : -1;
-    if (tier >= 0 && tier < KB_MAX_TIERS)
-      p->leased[tier]++;
+  size_t n = rc == KB_OK && rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0;
+  const char **ids = n ? kb_calloc(n, sizeof *ids) : NULL;
+  if (n && ids == NULL)
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == KB_OK && i < n; i++)
+    ids[i] = rep->element[i]->str ? rep->element[i]->str : "";
+  if (rc == KB_OK && n)
+    rc = get_items(p, ids, n, &items, err);
+  for (size_t i = 0; rc == KB_OK && i < n; i++) {
+    int tier = item_tier(ids[i]);
+    if (tier >= 0)
+      count_lease(p, ids[i], tier, items->element[i]->str);
   }
+  p->runners_busy = 0;
+  for (int i = 0; i < p->n_runners; i++) {
+    p->runners_busy += p->runners[i].leases > 0;
+    if (p->runners[i].leases == 0) /* idle: its next item's time starts at its next lease */
+      p->runners[i].seen_ms = p->runners[i].last_ms = 0;
+  }
+  kb_free(ids);
+  freeReplyObject(items);
   freeReplyObject(rep);
+  return rc;
+}
+
+/* The task of each id of ready queue reply `rep` whose candidate is not in the table yet, from
+ * its item (one HMGET), its candidate then added (cand_of). */
+static int learn_candidates(struct kb_progress *p, const redisReply *rep, struct kb_error *err) {
+  const char **ids = kb_calloc(rep->elements + 1, sizeof *ids);
+  if (ids == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  size_t m = 0;
+  char cand[KB_CAND_ID_LEN + 1];
+  for (size_t i = 0; i < rep->elements; i++) {
+    const char *id = rep->element[i]->str;
+    const char *colon = id ? strrchr(id, ':') : NULL;
+    if (colon == NULL || colon - id > KB_CAND_ID_LEN)
+      continue;
+    snprintf(cand, sizeof cand, "%.*s", (int)(colon - id), id);
+    if (find_cand(p, cand) < 0)
+      ids[m++] = id;
+  }
+  redisReply *items = NULL;
+  int rc = m ? get_items(p, ids, m, &items, err) : KB_OK;
+  for (size_t i = 0; rc == KB_OK && i < m; i++) {
+    json_t *item = items->element[i]->str ? json_loads(items->element[i]->str, 0, NULL) : NULL;
+    const char *c = json_string_value(json_object_get(item, "cand"));
+    int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
+    if (c && task >= 0 && strlen(c) <= KB_CAND_ID_LEN && cand_of(p, c, task, err) < 0)
+      rc = err && err->code ? err->code : KB_ENOMEM;
+    json_decref(item);
+  }
+  freeReplyObject(items);
+  kb_free(ids);
+  return rc;
+}
+
+/* Ready items per task and tier, from the ready queues, while no more than
+ * KB_PROGRESS_TASK_READY items are ready (p->task_ready says whether they were read). */
+static int read_task_ready(struct kb_progress *p, struct kb_error *err) {
+  int64_t total = 0;
+  for (int k = 0; k < p->st.n_tiers; k++)
+    total += p->st.ready[k];
+  for (int i = 0; i < p->n_tasks; i++)
+    memset(p->counts[i].ready, 0, sizeof p->counts[i].ready);
+  if (total > KB_PROGRESS_TASK_READY)
+    p->task_ready = 0;
+  int rc = KB_OK;
+  for (int k = 0; p->task_ready && rc == KB_OK && k < p->st.n_tiers && k < KB_MAX_TIERS; k++) {
+    if (p->st.ready[k] == 0)
+      continue;
+    char suffix[32], key[512];
+    redisReply *rep = NULL;
+    snprintf(suffix, sizeof suffix, KB_KEY_READY_FMT, k);
+    if (kb_queue_key(&p->q, key, sizeof key, suffix))
+      return kb_error_set(err, KB_EINVAL, "key too long");
+    rc = kb_redis_commandf(p->q.redis, &rep, err, "ZRANGE %s 0 -1", key);
+    if (rc == KB_OK && rep->type == REDIS_REPLY_ARRAY)
+      rc = learn_candidates(p, rep, err);
+    char cand[KB_CAND_ID_LEN + 1];
+    for (size_t i = 0; rc == KB_OK && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+      const char *id = rep->element[i]->str;
+      const char *colon = id ? strrchr(id, ':') : NULL;
+      if (colon == NULL || colon - id > KB_CAND_ID_LEN)
+        continue;
+      snprintf(cand, sizeof cand, "%.*s", (int)(colon - id), id);
+      int c = find_cand(p, cand);
+      if (c >= 0) {
+        p->counts[p->cands[c].task].ready[k]++;
+        add_item(p, id, p->cands[c].task, k, 0);
+      }
+    }
+    freeReplyObject(rep);
+  }
   return rc;
 }
 
@@ -421,14 +640,17 @@ static void spend_rates(struct kb_progress *p) {
     memmove(p->spend_t, p->spend_t + 1, sizeof p->spend_t - sizeof p->spend_t[0]);
     memmove(p->spend_gpu, p->spend_gpu + 1, sizeof p->spend_gpu - sizeof p->spend_gpu[0]);
     memmove(p->spend_llm, p->spend_llm + 1, sizeof p->spend_llm - sizeof p->spend_llm[0]);
+    memmove(p->spend_busy, p->spend_busy + 1, sizeof p->spend_busy - sizeof p->spend_busy[0]);
     p->spend_n--;
   }
+  p->spend_busy[p->spend_n] = p->runners_busy;
   p->spend_t[p->spend_n] = p->now_ms;
   p->spend_gpu[p->spend_n] = p->st.gpu_spent;
   p->spend_llm[p->spend_n] = p->st.llm_spent;
   p->spend_n++;
   p->gpu_rate = kb__eta_rate(p->spend_t, p->spend_gpu, p->spend_n, p->created_ms);
   p->llm_rate = kb__eta_rate(p->spend_t, p->spend_llm, p->spend_n, p->created_ms);
+  p->runner_rate = kb__eta_runner_rate(p->spend_t, p->spend_gpu, p->spend_busy, p->spend_n);
 }
 
 void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
@@ -451,6 +673,24 @@ void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
     in->deadline_s = left > 0 ? left : 0;
   }
   in->generating = p->generating;
+  for (int k = 0; k < in->n_tiers; k++)
+    in->max_s[k] = p->q.tiers[k].max_seconds;
+  in->tasks = p->task_ready ? p->counts : NULL;
+  in->n_tasks = p->n_tasks;
+  in->items = p->task_ready ? p->items : NULL;
+  in->n_items = p->task_ready ? p->n_items : 0;
+  in->runners = p->runners_alive > p->runners_busy ? p->runners_alive : p->runners_busy;
+  in->runner_rate = p->runner_rate;
+  for (int k = 0; k < in->n_tiers; k++)
+    in->over_ms[k] = p->over_n[k] > 0 ? p->over_ms[k] / (double)p->over_n[k] : 0;
+  memcpy(in->over_n, p->over_n, sizeof in->over_n);
+  for (int i = 0; i < p->n_runners && in->n_busy < KB_ETA_MAX_BUSY; i++) {
+    const struct kb_progress_runner *r = &p->runners[i];
+    if (r->leases == 0)
+      continue;
+    int64_t since = r->last_ms > r->seen_ms ? r->last_ms : r->seen_ms;
+    in->busy_s[in->n_busy++] = p->now_ms > since ? (double)(p->now_ms - since) / 1000.0 : 0;
+  }
 }
 
 /* The time the open items and their expected promotions need (eta.h). */
@@ -522,11 +762,13 @@ static void best_speedups(struct kb_progress *p) {
 int kb__progress_update(struct kb_progress *p, struct kb_error *err) {
   int rc = kb_queue_status(&p->q, &p->st, err);
   if (rc == KB_OK)
-    rc = read_leases(p, err);
-  if (rc == KB_OK)
     rc = read_clock_and_runners(p, err);
   if (rc == KB_OK)
     rc = read_results(p, err);
+  if (rc == KB_OK)
+    rc = read_leases(p, err);
+  if (rc == KB_OK)
+    rc = read_task_ready(p, err);
   if (rc == KB_OK) {
     estimate(p);
     best_speedups(p);

@@ -21,6 +21,10 @@ struct kb_error;
 
 #define KB_PROGRESS_RING 512 /* result timestamps kept for the throughput estimate */
 #define KB_PROGRESS_SPEND 64 /* snapshots of the ledger kept for the spend rates */
+#define KB_PROGRESS_RUNNERS 256 /* runners tracked by name (leases, latest result) */
+/* Per-task ready counts are read (the ready queues, ZRANGE) only while this many items or
+ * fewer are ready: past it the tail is far off and the per-tier totals do (eta.h). */
+#define KB_PROGRESS_TASK_READY 4096
 
 struct kb_progress_task {
   char id[KB_ID_MAX];        /* task id */
@@ -41,6 +45,15 @@ struct kb_progress_task {
   double best_vs_compile;    /* torch_compile_us / that median; 0 = none */
 };
 
+/* A runner seen holding a lease or settling a result (internal to progress.c). */
+struct kb_progress_runner {
+  char name[KB_ID_MAX];  /* as its leases and results name it */
+  int leases;            /* leases it holds at this snapshot */
+  int64_t seen_ms;       /* when it was first seen holding a lease, unix ms */
+  int64_t last_ms;       /* its latest result's stream time, unix ms; 0 = none since it was
+                          * last seen idle */
+};
+
 /* One candidate seen in the results stream (internal to progress.c, kept here for the size). */
 struct kb_progress_cand {
   char id[KB_CAND_ID_LEN + 1];
@@ -48,6 +61,8 @@ struct kb_progress_cand {
   int task;                       /* index into tasks */
   struct kb_rank rank;            /* per tier, the median of its latest result when that passed
                                      with a timing (kb_rank_timed); 0 = none */
+  double cost_ms;                 /* settled GPU ms of its result at the highest tier it has one */
+  int cost_tier;                  /* that tier; -1 = no result yet */
 };
 
 struct kb_progress {
@@ -64,11 +79,26 @@ struct kb_progress {
   int64_t bad_entries;             /* stream entries that were not valid results */
   int runners_alive;               /* heartbeats within lease_ms */
   int runners_known;               /* runners that ever sent a heartbeat */
+  int runners_busy;                /* runners holding a lease now (live leases) */
+  int task_ready;                  /* 1: counts[].ready was read at this snapshot */
+  struct kb_eta_task *counts;      /* owned, per task (n_tasks): items and results per tier */
+  struct kb_eta_item *items;       /* owned, the open items when task_ready (n_items of
+                                      cap_items): each with its candidate's latest cost */
+  int n_items, cap_items;
+  double runner_rate;              /* GPU ms settled per second per busy runner (eta.h,
+                                      kb__eta_runner_rate); 0 = unknown */
+  struct kb_progress_runner *runners; /* owned, n_runners used (at most KB_PROGRESS_RUNNERS) */
+  int n_runners;
   double rate;                     /* results per second over the last minute (or less) */
   double eta_s;                    /* seconds until the campaign ends (eta.h); -1 = unknown */
   int64_t created_ms;              /* when the campaign was submitted, unix ms; 0 = unknown */
   int generating;                  /* 1: the campaign file enables generators */
   double cost_ms[KB_MAX_TIERS];    /* settled GPU ms of the results read, per tier (sum) */
+  /* Per tier, over the results whose runner's previous result (or first lease, when it had
+   * been idle) is known: the runner's time from that to this result beyond the result's
+   * settled cost (sum, ms; the claim, compile wait, start-up and settling), and how many. */
+  double over_ms[KB_MAX_TIERS];
+  int64_t over_n[KB_MAX_TIERS];
   double gpu_rate;                 /* GPU ms spent per second: the last minute of snapshots,
                                       else since the campaign was submitted; 0 = unknown */
   double llm_rate;                 /* LLM tokens spent per second, the same way */
@@ -89,6 +119,7 @@ struct kb_progress {
   int64_t spend_t[KB_PROGRESS_SPEND];   /* snapshot times, unix ms */
   int64_t spend_gpu[KB_PROGRESS_SPEND]; /* GPU ms spent then */
   int64_t spend_llm[KB_PROGRESS_SPEND]; /* LLM tokens spent then */
+  int spend_busy[KB_PROGRESS_SPEND];    /* runners busy then */
   int spend_n;                          /* snapshots kept (oldest first) */
 };
 
@@ -101,7 +132,9 @@ int kb__progress_open(struct kb_progress *p, struct kb_redis *redis, const char 
  * added since the last call. Errors: KB_ENOTFOUND (the campaign was removed), KB_ECONN,
  * KB_EREDIS, KB_ENOMEM. */
 int kb__progress_update(struct kb_progress *p, struct kb_error *err);
-/* The ETA inputs of the current snapshot (eta.h), into `in` (caller-owned). */
+/* The ETA inputs of the current snapshot (eta.h), into `in` (caller-owned). in->tasks is
+ * borrowed from `p` (valid until its next update or release), NULL when the per-task counts
+ * were not read. */
 void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in);
 /* 1 when the campaign has ended (state done or cancelled). */
 int kb__progress_ended(const struct kb_progress *p);

@@ -310,6 +310,58 @@ static json_t *currency(int64_t total, int64_t available, int64_t held, int64_t 
                    "overruns", (json_int_t)overruns, "overrun", (json_int_t)overrun);
 }
 
+static json_t *ints_json(const int64_t *v, int n) {
+  json_t *a = json_array();
+  for (int k = 0; k < n; k++)
+    json_array_append_new(a, json_integer((json_int_t)v[k]));
+  return a;
+}
+
+/* Task `i`'s items and results per tier (what the ETA with several runners reads): ready (null
+ * when the ready queues were too long to read), leased, done and settled_ms. */
+static void task_counts_json(const struct kb_progress *p, int i, json_t *o) {
+  const struct kb_eta_task *c = &p->counts[i];
+  int n = p->q.n_tiers < KB_MAX_TIERS ? p->q.n_tiers : KB_MAX_TIERS;
+  json_object_set_new(o, "ready", p->task_ready ? ints_json(c->ready, n) : json_null());
+  json_object_set_new(o, "leased", ints_json(c->leased, n));
+  json_object_set_new(o, "done", ints_json(c->evaluated, n));
+  json_t *ms = json_array();
+  for (int k = 0; k < n; k++)
+    json_array_append_new(ms, json_real(c->settled_ms[k]));
+  json_object_set_new(o, "settled_ms", ms);
+}
+
+/* The runners: alive, known, busy (holding a lease), and per busy runner the seconds since its
+ * latest result (or since it was first seen busy), as the ETA reads them. */
+static json_t *runners_json(const struct kb_progress *p) {
+  struct kb_eta_in in;
+  kb__progress_eta_input(p, &in);
+  json_t *busy_s = json_array();
+  for (int i = 0; i < in.n_busy; i++)
+    json_array_append_new(busy_s, json_real(in.busy_s[i]));
+  return json_pack("{s:i, s:i, s:i, s:o}", "alive", p->runners_alive, "known", p->runners_known,
+                   "busy", p->runners_busy, "busy_s", busy_s);
+}
+
+/* The open items the ETA plays on the runners (when the ready queues were read; else null):
+ * task, tier, leased, and the settled GPU ms of its candidate's result at the highest tier it
+ * has one (basis_ms, basis_tier; null when none yet). */
+static json_t *items_json(const struct kb_progress *p) {
+  if (!p->task_ready)
+    return json_null();
+  json_t *a = json_array();
+  for (int i = 0; i < p->n_items; i++) {
+    const struct kb_eta_item *it = &p->items[i];
+    json_t *o = json_pack("{s:s, s:i, s:b}", "task", p->tasks[it->task].id, "tier", it->tier,
+                          "leased", it->leased);
+    json_object_set_new(o, "basis_ms", it->basis_tier >= 0 ? json_real(it->basis_ms) : json_null());
+    json_object_set_new(o, "basis_tier",
+                        it->basis_tier >= 0 ? json_integer(it->basis_tier) : json_null());
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
 json_t *kb__progress_json(const struct kb_progress *p) {
   const struct kb_queue_status *st = &p->st;
   json_t *ready = json_array(), *tiers = json_array(), *tasks = json_array();
@@ -317,13 +369,24 @@ json_t *kb__progress_json(const struct kb_progress *p) {
     json_array_append_new(ready, json_integer(st->ready[t]));
   for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++)
     json_array_append_new(
-        tiers, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I}", "tier", t, "name", p->q.tiers[t].name,
-                         "ready", (json_int_t)(t < st->n_tiers ? st->ready[t] : 0), "leased",
+        tiers, json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:f}", "tier", t, "name",
+                         p->q.tiers[t].name, "ready",
+                         (json_int_t)(t < st->n_tiers ? st->ready[t] : 0), "leased",
                          (json_int_t)p->leased[t], "done", (json_int_t)p->evaluated[t], "ok",
-                         (json_int_t)p->passed[t]));
+                         (json_int_t)p->passed[t], "cost_ms", (json_int_t)p->q.tiers[t].cost_ms,
+                         "max_seconds", p->q.tiers[t].max_seconds));
+  for (int t = 0; t < p->q.n_tiers && t < KB_MAX_TIERS; t++) { /* a runner's time beyond cost */
+    json_t *o = json_array_get(tiers, (size_t)t);
+    json_object_set_new(o, "overhead_ms", p->over_n[t] > 0
+                                              ? json_real(p->over_ms[t] / (double)p->over_n[t])
+                                              : json_null());
+    json_object_set_new(o, "overhead_n", json_integer((json_int_t)p->over_n[t]));
+  }
   for (int i = 0; i < p->n_tasks; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
     json_t *o = json_pack("{s:s, s:I}", "task", t->id, "results", (json_int_t)t->results);
+    if (o)
+      task_counts_json(p, i, o);
     if (o) {
       json_object_set_new(o, "torch_eager_us",
                           t->torch_eager_us > 0 ? json_real(t->torch_eager_us) : json_null());
@@ -348,7 +411,7 @@ json_t *kb__progress_json(const struct kb_progress *p) {
     json_array_append_new(tasks, o);
   }
   json_t *o = json_pack(
-      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:{s:i, s:i}, s:o, s:f, s:I}",
+      "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:f, s:I}",
       "campaign", p->cid, "state", st->state, "time_ms", (json_int_t)p->now_ms, "open",
       (json_int_t)st->open, "done", (json_int_t)st->done, "dead", (json_int_t)st->dead, "leased",
       (json_int_t)st->leased, "ready", ready, "tiers", tiers, "gpu_ms",
@@ -357,17 +420,19 @@ json_t *kb__progress_json(const struct kb_progress *p) {
       "llm_tokens",
       currency(st->llm_total, st->llm_available, st->llm_held, st->llm_spent, st->llm_overruns,
                st->llm_overrun),
-      "runners", "alive",
-      p->runners_alive, "known", p->runners_known, "tasks", tasks, "rate_per_s", p->rate, "results",
+      "runners", runners_json(p), "tasks", tasks, "rate_per_s", p->rate, "results",
       (json_int_t)p->results);
   if (o) {
     json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
     /* what the ETA rests on (docs/report.md, "The ETA") */
     json_object_set_new(o, "eta_bound", json_string(eta_bound_name(p->eta.bound)));
     json_object_set_new(o, "eta_work_gpu_ms", json_real(p->eta.work_ms));
+    json_object_set_new(o, "eta_method", json_string(p->eta.simulated ? "runners" : "work_rate"));
     double elapsed = (double)(p->now_ms - p->created_ms) / 1000.0;
     json_object_set_new(o, "elapsed_s", p->created_ms > 0 ? json_real(elapsed) : json_null());
     json_object_set_new(o, "gpu_ms_per_s", json_real(p->gpu_rate));
+    json_object_set_new(o, "gpu_ms_per_s_per_runner", json_real(p->runner_rate));
+    json_object_set_new(o, "open_items", items_json(p));
     json_object_set_new(o, "llm_tokens_per_s", json_real(p->llm_rate));
     json_object_set_new(o, "gpu_exhausted_in_s",
                         p->eta.exhaust_s >= 0 ? json_real(p->eta.exhaust_s) : json_null());

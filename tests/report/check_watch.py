@@ -41,6 +41,22 @@ for o in objs:
         fail(f"ledger does not add up: {g}")
     if [t["name"] for t in o["tiers"]] != ["compile", "smoke", "screen", "full"]:
         fail(f"tiers: {o['tiers']}")
+    # what the ETA with several runners reads (docs/report.md, "The ETA"): the per-task counts
+    # add up to the per-tier ones (leases and results exactly; ready items are read a moment
+    # after the status script counted them), one open item per ready or leased item
+    r = o["runners"]
+    if not (0 <= r["busy"] <= r["known"] and len(r["busy_s"]) == r["busy"]):
+        fail(f"runners: {r}")
+    for key, tier_key in (("leased", "leased"), ("done", "done")):
+        per_task = [sum(t[key][k] for t in o["tasks"]) for k in range(len(o["tiers"]))]
+        if per_task != [t[tier_key] for t in o["tiers"]]:
+            fail(f"tasks' {key} {per_task} do not add up to the tiers' {o['tiers']}")
+    if o["open_items"] is not None:
+        n_open = sum(sum(t["ready"]) + sum(t["leased"]) for t in o["tasks"])
+        if len(o["open_items"]) != n_open:
+            fail(f"{len(o['open_items'])} open items for {n_open} ready and leased: {o}")
+    if not all("max_seconds" in t and "cost_ms" in t and "overhead_n" in t for t in o["tiers"]):
+        fail(f"tiers without the ladder's cost_ms, max_seconds or overhead: {o['tiers']}")
 last = objs[-1]
 if last["state"] != "done" or last["ended"] is not True:
     fail(f"last JSON object is not the ended campaign: {last}")
