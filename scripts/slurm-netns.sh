@@ -12,18 +12,20 @@
 #   start-node STATE_DIR N  starts node N's slurmd again (the node returns: ReturnToService=2)
 #   redis-stop STATE_DIR  SHUTDOWN of the Redis node's redis-server (the AOF is fsynced)
 #   redis-start STATE_DIR starts it again on the same AOF; waits until it answers PING
-#   link STATE_DIR N up|down  the Redis node's cable: the bridge side of its veth
+#   link STATE_DIR N up|down  host N's cable: the bridge side of its veth
 #
 # The network: namespace kbmn-br holds the bridge (no address) and one end of each veth pair;
-# the other end is eth0 in kbmn-ctl (slurmctld, 10.254.77.1) and in kbmn-n1..kbmn-n3 (a slurmd
-# each, .11 .12 .13). Those namespaces have no other interface but lo and no default route, so
-# their traffic goes only to each other; the machine's own network is untouched. Each daemon also
-# has its own UTS namespace, so `hostname` in a job says its node. Node kbmn-n1 (partition svc)
-# runs Redis on 10.254.77.11:6379 (ACL user kbtest, password in STATE_DIR/redis/password, 0600,
-# user default off) and the scheduler job; kbmn-n2 and kbmn-n3 (partition run, least loaded
-# first) the runners. munged runs in the machine's namespace: its socket is a file, reachable
-# from every network namespace. Clients (sbatch, kb-launch, redis-cli) run in kbmn-ctl:
-# `ip netns exec kbmn-ctl CMD` with `source STATE_DIR/cluster.env`.
+# the other end is eth0 in kbmn-ctl (slurmctld, 10.254.77.1) and in kbmn-n1..kbmn-n4 (.11 .. .14).
+# Those namespaces have no other interface but lo and no default route, so their traffic goes
+# only to each other; the machine's own network is untouched. Each daemon also has its own UTS
+# namespace, so `hostname` in a job says its node. Host kbmn-n1 runs Redis on 10.254.77.11:6379
+# (ACL user kbtest, password in STATE_DIR/redis/password, 0600; the default user has a random
+# password nobody is given), as a service host beside a cluster would; kbmn-n2..kbmn-n4 run a
+# slurmd each: kbmn-n2 (partition svc) the scheduler job, kbmn-n3 and kbmn-n4 (partition run,
+# least loaded first) the runners. munged runs in the machine's namespace: its socket is a
+# file, reachable from every network namespace. Clients (sbatch,
+# kb-launch, redis-cli) run in kbmn-ctl: `nsenter --net=/run/netns/kbmn-ctl CMD` after
+# `source STATE_DIR/cluster.env` (SLURM_CONF, KB_REDIS, KB_REDIS_USER, KB_REDIS_PASSWORD_FILE).
 #
 # Must run as root. Exit 77 with one line naming what is missing when the cluster cannot be
 # made (not root, no ip, no network namespaces or veths); 1 on any other failure.
@@ -41,8 +43,9 @@ export PATH=$PATH:/usr/sbin:/sbin
 P=kbmn              # prefix of every namespace, so leftovers are found by name
 NET=10.254.77       # the private /24
 CTL_IP=$NET.1
-NODES=(n1 n2 n3)
-node_ip() { case $1 in n1) echo "$NET.11" ;; n2) echo "$NET.12" ;; n3) echo "$NET.13" ;; *) return 1 ;; esac; }
+HOSTS=(n1 n2 n3 n4)  # every host's namespace; n1 holds Redis, no slurmd
+NODES=(n2 n3 n4)     # the Slurm nodes
+node_ip() { case $1 in n1) echo "$NET.11" ;; n2) echo "$NET.12" ;; n3) echo "$NET.13" ;; n4) echo "$NET.14" ;; *) return 1 ;; esac; }
 REDIS_IP=$NET.11
 REDIS_PORT=6379
 REDIS_USER=kbtest
@@ -50,6 +53,7 @@ NODE_CPUS=4
 
 [ "$(id -u)" -eq 0 ] || skip "the multi-node cluster needs root (network namespaces, slurmd)"
 command -v ip > /dev/null || skip "no ip command (Debian package iproute2)"
+for b in nsenter unshare; do command -v $b > /dev/null || skip "no $b command (Debian package util-linux)"; done
 mkdir -p "$2"
 S=$(cd "$2" && pwd)
 # munged's socket lives in the state folder: a unix socket path holds at most 107 bytes
@@ -100,7 +104,7 @@ teardown() {
   if ns_exists ctl && [ -f "$CONF" ] && in_ns ctl timeout 5 env SLURM_CONF="$CONF" scontrol ping 2> /dev/null | grep -q UP; then
     in_ns ctl timeout 10 env SLURM_CONF="$CONF" scancel --full --quiet --user=root 2> /dev/null || true
   fi
-  for ns in "${NODES[@]}" ctl br; do kill_ns "$ns" term; done
+  for ns in "${HOSTS[@]}" ctl br; do kill_ns "$ns" term; done
   for ns in /run/netns/$P-*; do
     [ -e "$ns" ] || continue
     kill_ns "${ns#/run/netns/$P-}"
@@ -129,7 +133,7 @@ network() {
     skip "cannot create a bridge in a network namespace ($(head -1 "$S/log/netns.err"))"
   ip -n "$P-br" link set br0 up
   local ns ip
-  for ns in ctl "${NODES[@]}"; do
+  for ns in ctl "${HOSTS[@]}"; do
     ip netns add "$P-$ns"
     ip -n "$P-br" link add "v-$ns" type veth peer name eth0 netns "$P-$ns" 2> "$S/log/netns.err" ||
       skip "cannot create a veth pair ($(head -1 "$S/log/netns.err"))"
@@ -207,8 +211,8 @@ EOF
     for n in "${NODES[@]}"; do
       echo "NodeName=$P-$n NodeAddr=$(node_ip "$n") NodeHostname=$P-$n CPUs=$NODE_CPUS RealMemory=${mem:-1000} State=UNKNOWN"
     done
-    echo "PartitionName=svc Nodes=$P-n1 MaxTime=INFINITE State=UP"
-    echo "PartitionName=run Nodes=$P-n2,$P-n3 Default=YES LLN=YES MaxTime=INFINITE State=UP"
+    echo "PartitionName=svc Nodes=$P-n2 MaxTime=INFINITE State=UP"
+    echo "PartitionName=run Nodes=$P-n3,$P-n4 Default=YES LLN=YES MaxTime=INFINITE State=UP"
   } > "$CONF"
   chmod 0644 "$CONF"
 }
@@ -240,7 +244,12 @@ redis_conf() {
     "$bin/kb-launch" --redis-config
     printf 'port %s\nbind %s\ndir %s\nlogfile %s\npidfile %s\n' "$REDIS_PORT" "$REDIS_IP" \
       "$S/redis" "$S/redis/redis.log" "$S/redis/redis.pid"
-    printf 'user default off\nuser %s on >%s ~* &* +@all\n' "$REDIS_USER" "$(cat "$S/redis/password")"
+    # Not `user default off`: Redis before 8 replays the AOF's MULTI/EXEC blocks (every Lua
+    # script's writes) as the default user and drops them, silently, when that user may not
+    # run them (redis/redis#14541). The default user keeps every right behind a random password
+    # nobody is given.
+    printf 'user default on >%s ~* &* +@all\nuser %s on >%s ~* &* +@all\n' \
+      "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" "$REDIS_USER" "$(cat "$S/redis/password")"
   ) > "$S/redis/redis.conf" || die "kb-launch --redis-config failed"
 }
 
@@ -266,7 +275,7 @@ wait_nodes_idle() {
 
 start() {
   local bin=${1:?start needs BIN}
-  for b in slurmctld slurmd munged sbatch munge mungekey redis-server unshare; do
+  for b in slurmctld slurmd munged sbatch munge mungekey redis-server; do
     if ! command -v "$b" > /dev/null; then
       log "$b missing: installing through scripts/install-deps.sh"
       sh "$HERE/install-deps.sh" >&2 || die "cannot install the packages"
@@ -275,6 +284,8 @@ start() {
   done
   mkdir -p "$S/etc" "$S/run" "$S/ctld" "$S/spool" "$S/log"
   teardown # what a crashed earlier run left
+  # a start that fails (or is skipped) half-way leaves nothing behind
+  trap 'rc=$?; if [ $rc -ne 0 ]; then teardown; fi; exit $rc' EXIT
   find "$S/ctld" "$S/spool" "$S/log" -mindepth 1 -delete
   rm -rf "$S/redis"
   network

@@ -40,7 +40,7 @@ rcli() {
 }
 
 # mn_launch ID RUNNERS: kb-launch --slurm against the Redis on kbmn-n1 (the scheduler on
-# partition svc, that node; the runners on partition run, kbmn-n2 and kbmn-n3); sets SC and A
+# partition svc, node kbmn-n2; the runners on partition run, kbmn-n3 and kbmn-n4); sets SC and A
 mn_launch() {
   local id=$1 n=$2
   mn "$BIN/kb-launch" --slurm --json --runners "$n" --redis "$KB_REDIS" --partition run \
