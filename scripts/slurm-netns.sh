@@ -31,7 +31,11 @@
 # made (not root, no ip, no network namespaces or veths); 1 on any other failure.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|kill-node|start-node|redis-stop|redis-start|link STATE_DIR [ARG...]" >&2; exit 2; }
+usage() {
+  echo "usage: $0 start|stop|kill-node|start-node|redis-stop|redis-start|link STATE_DIR [ARG...]" >&2
+  exit 2
+}
+case ${1:-} in -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 [ $# -ge 2 ] || usage
 CMD=$1
 log() { printf 'slurm-netns: %s\n' "$*" >&2; }
