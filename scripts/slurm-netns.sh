@@ -109,9 +109,9 @@ teardown() {
     in_ns ctl timeout 10 env SLURM_CONF="$CONF" scancel --full --quiet --user=root 2> /dev/null || true
   fi
   for ns in "${HOSTS[@]}" ctl br; do kill_ns "$ns" term; done
-  for ns in /run/netns/$P-*; do
+  for ns in "/run/netns/$P"-*; do
     [ -e "$ns" ] || continue
-    kill_ns "${ns#/run/netns/$P-}"
+    kill_ns "${ns#/run/netns/"$P"-}"
     ip netns del "${ns#/run/netns/}" || die "cannot delete namespace ${ns#/run/netns/}"
   done
   if pid=$(munged_pid); then
@@ -130,7 +130,7 @@ teardown() {
 
 # --- start ---------------------------------------------------------------------------------------
 network() {
-  [ -d /run/netns ] && mountpoint -q /run/netns || touch "$S/run/made-run-netns"
+  if ! mountpoint -q /run/netns 2> /dev/null; then touch "$S/run/made-run-netns"; fi
   ip netns add "$P-br" 2> "$S/log/netns.err" ||
     skip "cannot create a network namespace ($(head -1 "$S/log/netns.err"))"
   ip -n "$P-br" link add br0 type bridge 2> "$S/log/netns.err" ||
@@ -272,7 +272,7 @@ wait_nodes_idle() {
   while :; do
     states=$(in_ns ctl timeout 10 env SLURM_CONF="$CONF" sinfo -h -N -o '%N=%T' 2> /dev/null | sort -u || true)
     [ "$(grep -c '=idle$' <<< "$states")" -lt ${#NODES[@]} ] || return 0
-    [ "$(date +%s)" -lt "$end" ] || die "nodes not idle after 60 s: $(echo $states)"
+    [ "$(date +%s)" -lt "$end" ] || die "nodes not idle after 60 s: ${states//$'\n'/ }"
     sleep 0.2
   done
 }
@@ -289,6 +289,7 @@ start() {
   mkdir -p "$S/etc" "$S/run" "$S/ctld" "$S/spool" "$S/log"
   teardown # what a crashed earlier run left
   # a start that fails (or is skipped) half-way leaves nothing behind
+  # shellcheck disable=SC2154 # rc is assigned in the trap itself
   trap 'rc=$?; if [ $rc -ne 0 ]; then teardown; fi; exit $rc' EXIT
   find "$S/ctld" "$S/spool" "$S/log" -mindepth 1 -delete
   rm -rf "$S/redis"
