@@ -6,7 +6,8 @@
 
 MN_SCRIPT=$REPO_DIR/scripts/slurm-netns.sh
 MN_JOBS=()         # every job id a test submitted, cancelled at exit
-export KB_JOB_POLL=2
+export KB_JOB_POLL=2 # the jobs poll every 2 s (default 10)
+export PATH=$PATH:/usr/sbin:/sbin # ip, for ip netns pids
 
 mn_cleanup() {
   if [ ${#MN_JOBS[@]} -gt 0 ]; then mn scancel "${MN_JOBS[@]}" 2> /dev/null || true; fi
