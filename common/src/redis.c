@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -172,6 +175,18 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
   return rc;
 }
 
+/* Data sent over TCP and not acknowledged within this long ends the connection
+ * (TCP_USER_TIMEOUT), so a dropped link turns into an error the reconnect loop handles: without
+ * it the kernel retransmits for up to 15 minutes with a growing backoff, and after a 30 s drop
+ * (tests/multinode/link_drop.sh) the first request got through 24 s after the link came back.
+ * The acknowledgement is the peer kernel's, not Redis's reply: a slow Redis does not trip it. */
+#define UNACKED_LIMIT_MS 5000
+
+static void bound_unacked(redisContext *c) {
+  unsigned int ms = UNACKED_LIMIT_MS;
+  (void)setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms); /* best effort */
+}
+
 static int connect_once(struct kb_redis *r, struct kb_error *err) {
   struct timeval tv = {r->connect_timeout_ms / 1000, (r->connect_timeout_ms % 1000) * 1000};
   redisContext *c = r->path[0] ? redisConnectUnixWithTimeout(r->path, tv)
@@ -183,8 +198,10 @@ static int connect_once(struct kb_redis *r, struct kb_error *err) {
     redisFree(c);
     return KB_ECONN;
   }
-  if (!r->path[0])
+  if (!r->path[0]) {
     redisEnableKeepAlive(c);
+    bound_unacked(c);
+  }
   int rc = handshake(r, c, err);
   if (rc) {
     redisFree(c);
