@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Write errors are errors (issue 16, item 2). One host campaign, its real scheduler and runner,
-# its results folder on a 16 MiB tmpfs, then moved to an ext4 and a btrfs on loop files; seven
-# real faults (no mock), each fixed and followed by a restart of the scheduler. Each time the
-# scheduler exits 9 by itself, naming the file and the errno, with no segfault and no "infinite
-# loop closing library", and the results it could not write stay in the stream unacknowledged:
+# its results folder on a 16 MiB tmpfs, then moved to an ext4, a btrfs and a "thin" ext4 on loop
+# files; eight real faults (no mock), each fixed and followed by a restart of the scheduler. Each
+# time the scheduler exits 9 by itself with one line naming the file and the errno, with no
+# segfault and no "infinite loop closing library", and the results it could not write stay in
+# the stream unacknowledged:
 #   1. the disk is full when the first task file is made (ENOSPC);
 #   2. the disk fails while the task file is open (EIO: ext4 shut down, FS_IOC_SHUTDOWN);
 #   3. the quota runs out while the task file is open (EDQUOT: a btrfs qgroup limit);
 #   4. the disk fills up while the task file is open (ENOSPC on btrfs, where the next flush needs
 #      new space: copy on write);
-#      after 2.-4. the file as the failed writer left it (the fault fixed) is read by h5py as a
-#      SWMR reader: every result acknowledged so far is there;
-#   5. an immutable task file (chattr +i; EPERM);
-#   6. the file system remounted read-only (EROFS);
-#   7. summary.json cannot be written when the campaign ends (immutable): exit 9 naming it;
+#   5. thin-provisioned storage runs out (an ext4 whose loop file lies on a full tmpfs): HDF5's
+#      writes succeed into the page cache, the fsync fails (ENOSPC or EIO);
+#      after 2.-5. the file as the failed writer left it (the fault fixed; after 5. as the disk
+#      holds it) is read by h5py as a SWMR reader: every result acknowledged so far is there;
+#   6. an immutable task file (chattr +i; EPERM);
+#   7. the file system remounted read-only (EROFS);
+#   8. summary.json cannot be written when the campaign ends (immutable): exit 9 naming it;
 #      the campaign is done in redis; a later kb-scheduler and a later kb-launch both rewrite it.
 # At the end every result is in the files once (check_writer.py: rows == results acknowledged ==
 # results in the stream; check_results.py --done, h5dump) and the ledger is exact.
@@ -31,6 +34,7 @@ umount_tiny() {
   for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done # they held files in $D
   chattr -R -i "$D" 2>/dev/null || true
   while mountpoint -q "$D"; do umount "$D" || break; done
+  ! mountpoint -q "$T/thin" || umount "$T/thin" || true
   cleanup
 }
 trap umount_tiny EXIT
@@ -109,16 +113,23 @@ fcntl.ioctl(os.open(sys.argv[1], os.O_RDONLY), 0x8004587d, struct.pack("I", 2))'
 }
 # remount_fs: the disk is back: a new mount of it replays the journal (every fsync'd commit)
 remount_fs() { umount "$D"; mount -o loop "$T/ext4.img" "$D"; }
-# move_results ext4|btrfs: the campaign's results folder moves to a new file system of that
-# kind mounted at $D (a loop file in $T); on btrfs the folder is a subvolume with quotas on.
-# Returns 1 when this kernel cannot mount it (then $D is as before).
+# move_results ext4|btrfs|thin: the campaign's results folder moves to a new file system of
+# that kind mounted at $D, on a loop file of 128 MiB in $T: on btrfs the folder is a subvolume
+# with quotas on; "thin" is an ext4 whose loop file lies on a tmpfs of 24 MiB ($T/thin), as
+# thin-provisioned storage that can run out while the file system has room. Returns 1 when
+# this kernel cannot mount it (then $D is as before).
 move_results() {
   local kind=$1 img=$T/$1.img
+  if [ "$kind" = thin ]; then
+    mkdir -p "$T/thin"
+    mount -t tmpfs -o size=24m tmpfs "$T/thin"
+    img=$T/thin/ext4.img
+  fi
   cp -a "$R" "$T/moved"
   truncate -s 128M "$img"
   case $kind in
-    ext4) mke2fs -q -t ext4 -F "$img" ;;
     btrfs) mkfs.btrfs -q -f "$img" > /dev/null ;;
+    *) mke2fs -q -t ext4 -F "$img" ;;
   esac
   mkdir -p "$T/probe"
   if ! mount -o loop "$img" "$T/probe" 2>> "$T/mount.log"; then
@@ -135,6 +146,7 @@ move_results() {
   else
     cp -a "$T/moved" "$R"
   fi
+  sync -f "$R" # on the disk, as the scheduler had it (its fsyncs were on the old one)
   rm -rf "$T/moved"
 }
 wait_results() { # N: until the stream holds N more results than now
@@ -171,13 +183,24 @@ if move_results btrfs; then
 else
   skipped+=("EDQUOT and ENOSPC mid-file: this kernel cannot mount btrfs: $(tail -1 "$T/mount.log")")
 fi
-start_sched # the rerun records what the faults left in the stream; 5. needs a clean start
-for _ in $(seq 300); do caught_up && break; sleep 0.05; done
-caught_up || fail "the scheduler did not catch up after the quota was lifted"
+note "5. thin-provisioned storage runs out: the writes succeed, the fsync fails (ENOSPC or EIO)"
+move_results thin # with the results of a failed write still in the stream
+dd if=/dev/zero of="$T/thin/fill" bs=64k status=none 2>/dev/null || true
+start_sched
+expect_fault "thin storage" "$R/sum.h5: cannot sync: .*(errno \(28\|5\))"
+[ "$(results)" -gt "$(acked)" ] || fail "thin storage: no result left unacknowledged"
+rm "$T/thin/fill"
+umount "$D"                              # what the disk holds, not what the page cache
+mount -o loop "$T/thin/ext4.img" "$D"    # kept of the writes that failed
+$KB_PY "$TESTS_DIR/e2e/check_writer.py" "$T/redis/redis.sock" wf "$R" sum --swmr > /dev/null ||
+  fail "thin storage: the task file as the failed fsync left it is not readable"
+start_sched # the rerun records what the faults left in the stream; 6. needs a clean start
+for _ in $(seq 1200); do caught_up && break; sleep 0.05; done
+caught_up || fail "the scheduler did not catch up after the faults: $(tail -3 "$T/sched.log")"
 kill -TERM "$SCHED"
 wait_pid "$SCHED" 30 || fail "scheduler failed on SIGTERM: $(tail -3 "$T/sched.log")"
 
-note "5. immutable task files"
+note "6. immutable task files"
 chattr +i "$R"/*.h5
 before=$(acked)
 start_sched
@@ -185,14 +208,14 @@ expect_fault "chattr +i" "Operation not permitted (errno 1)"
 [ "$(acked)" -eq "$before" ] || fail "results acknowledged though not written"
 chattr -i "$R"/*.h5
 
-note "6. a read-only file system (EROFS)"
+note "7. a read-only file system (EROFS)"
 mount -o remount,ro "$D"
 start_sched
-expect_fault "EROFS" "Read-only file system"
+expect_fault "EROFS" "$R/sum.h5.*Read-only file system (errno 30)"
 [ "$(acked)" -eq "$before" ] || fail "results acknowledged though not written"
 mount -o remount,rw "$D"
 
-note "7. summary.json cannot be written at the end"
+note "8. summary.json cannot be written at the end"
 echo '{}' > "$R/summary.json"
 chattr +i "$R/summary.json"
 start_sched
