@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Write errors are errors (issue 16, item 2). One host campaign, its real scheduler and runner,
 # its results folder on a 16 MiB tmpfs, then moved to an ext4, a btrfs and a "thin" ext4 on loop
-# files; eight real faults (no mock), each fixed and followed by a restart of the scheduler. Each
+# files; nine real faults (no mock), each fixed and followed by a restart of the scheduler. Each
 # time the scheduler exits 9 by itself with one line naming the file and the errno, with no
 # segfault and no "infinite loop closing library", and the results it could not write stay in
 # the stream unacknowledged:
@@ -17,7 +17,9 @@
 #   6. an immutable task file (chattr +i; EPERM);
 #   7. the file system remounted read-only (EROFS);
 #   8. summary.json cannot be written when the campaign ends (immutable): exit 9 naming it;
-#      the campaign is done in redis; a later kb-scheduler and a later kb-launch both rewrite it.
+#      the campaign is done in redis;
+#   9. then a kb-scheduler of the done campaign on the thin storage run out: summary.json's
+#      fsync fails, exit 9 naming it; a later kb-scheduler and a later kb-launch both rewrite it.
 # At the end every result is in the files once (check_writer.py: rows == results acknowledged ==
 # results in the stream; check_results.py --done, h5dump) and the ledger is exact.
 # usage: write_faults.sh BIN_DIR   (root: mount and chattr; skipped otherwise; exit 77 naming
@@ -219,9 +221,16 @@ note "8. summary.json cannot be written at the end"
 echo '{}' > "$R/summary.json"
 chattr +i "$R/summary.json"
 start_sched
-expect_fault "summary.json" "$R/summary.json"
+expect_fault "summary.json" "$R/summary.json.*(errno 1)"
 [ "$(rcli HGET 'kb:{wf}:meta' state)" = done ] || fail "campaign not done after the last fault"
 chattr -i "$R/summary.json"
+note "9. summary.json on thin storage that runs out: its fsync fails"
+dd if=/dev/zero of="$T/thin/fill" bs=64k status=none 2>/dev/null || true
+start_sched
+expect_fault "summary.json, thin storage" "$R/summary.json.*(errno \(28\|5\))"
+rm "$T/thin/fill"
+umount "$D"
+mount -o loop "$T/thin/ext4.img" "$D"
 "$BIN/kb-scheduler" --campaign wf --cache "$T/sched" 2>> "$T/sched.log" ||
   fail "kb-scheduler of a done campaign failed: $(tail -3 "$T/sched.log")"
 grep -q '"reason": "every candidate evaluated"' "$R/summary.json" ||
