@@ -82,6 +82,12 @@ expect_fault() {
   note "$1: exit 9, $(grep -o -- "$2.*" <<< "$log" | tail -1)"
 }
 caught_up() { [ -f "$R/sum.h5" ] && [ "$(acked)" -eq "$(results)" ]; }
+# wait_caught_up WHAT: until the scheduler has written every result in the stream, once (a
+# result may arrive right after; not asked again)
+wait_caught_up() {
+  for _ in $(seq 1200); do caught_up && return 0; sleep 0.05; done
+  fail "$1: the scheduler acknowledged $(acked) of $(results) results: $(tail -3 "$T/sched.log")"
+}
 # mid_file_fault WHAT PATTERN FAULT FIX: starts the scheduler, waits until it has written every
 # result so far (its task file open), runs function FAULT, and expects the scheduler to fail on
 # the next result: exit 9 naming the task file and PATTERN, that result left in the stream. Then
@@ -90,8 +96,7 @@ caught_up() { [ -f "$R/sum.h5" ] && [ "$(acked)" -eq "$(results)" ]; }
 mid_file_fault() {
   local what=$1 pattern=$2 fault=$3 fix=$4
   start_sched
-  for _ in $(seq 1200); do caught_up && break; sleep 0.05; done
-  caught_up || fail "$what: the scheduler acknowledged $(acked) of $(results) results: $(tail -3 "$T/sched.log")"
+  wait_caught_up "$what"
   $fault
   expect_fault "$what" "$R/sum.h5: .*$pattern"
   [ "$(results)" -gt "$(acked)" ] || fail "$what: no result left unacknowledged"
@@ -203,8 +208,7 @@ else
   skipped+=("a failed fsync: this kernel cannot mount ext4 on a loop device: $(head -1 "$T/mount.thin.log")")
 fi
 start_sched # the rerun records what the faults left in the stream; 6. needs a clean start
-for _ in $(seq 1200); do caught_up && break; sleep 0.05; done
-caught_up || fail "the scheduler did not catch up after the faults: $(tail -3 "$T/sched.log")"
+wait_caught_up "the rerun after the faults"
 kill -TERM "$SCHED"
 wait_pid "$SCHED" 30 || fail "scheduler failed on SIGTERM: $(tail -3 "$T/sched.log")"
 
