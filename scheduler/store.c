@@ -589,6 +589,22 @@ static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) 
   return kb_error_set(err, KB_EHDF5, "%s: cannot %s", path, op);
 }
 
+/* Records "<path>: cannot <op>: <strerror(e)> (errno e)" for a failed system call on `path`, as
+ * KB_EWRITE for a write fault (io_code), else KB_EIO: the one form of every write error's
+ * message, as h5fail's. Returns the code. */
+static int sysfail(struct kb_error *err, int e, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int sysfail(struct kb_error *err, int e, const char *path, const char *fmt, ...) {
+  char op[200];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(op, sizeof op, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    op[0] = '\0';
+  return kb_error_set(err, io_code(e), "%s: cannot %s: %s (errno %d)", path, op, strerror(e), e);
+}
+
 static int nomem(struct kb_error *err, const char *path) {
   return kb_error_set(err, KB_ENOMEM, "%s: out of memory", path);
 }
@@ -942,12 +958,12 @@ static herr_t make_group(hid_t file, const char *name) {
 static int sync_path(const char *path, int dir, struct kb_error *err) {
   int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
   if (fd < 0)
-    return kb_error_set(err, io_code(errno), "%s: cannot open to sync: %s", path, strerror(errno));
+    return sysfail(err, errno, path, "open to sync");
   int rc = fsync(fd);
   int e = errno;
   close(fd);
   if (rc != 0)
-    return kb_error_set(err, io_code(e), "%s: cannot sync: %s", path, strerror(e));
+    return sysfail(err, e, path, "sync");
   return KB_OK;
 }
 
@@ -1040,8 +1056,7 @@ static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
   if (rc)
     return rc;
   if (rename(tmp, path) != 0)
-    return kb_error_set(err, io_code(errno), "%s: cannot rename from \"%s\": %s", path, tmp,
-                        strerror(errno));
+    return sysfail(err, errno, path, "rename from \"%s\"", tmp);
   *made = 0;
   char *slash = strrchr(dir, '/');
   if (slash == dir)
@@ -1118,7 +1133,7 @@ static int take_lock(struct kb_store *s, struct kb_error *err) {
   int rc = KB_OK;
   s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->lock_fd < 0) {
-    rc = kb_error_set(err, io_code(errno), "%s: cannot open lock file: %s", lock, strerror(errno));
+    rc = sysfail(err, errno, lock, "open lock file");
     goto out;
   }
   int r;
@@ -2024,7 +2039,7 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
   if (H5Fflush(s->file, H5F_SCOPE_LOCAL) < 0)
     return h5fail(err, s->path, "flush");
   if (s->data_fd >= 0 && fsync(s->data_fd) != 0)
-    return kb_error_set(err, io_code(errno), "%s: cannot sync: %s", s->path, strerror(errno));
+    return sysfail(err, errno, s->path, "sync");
   return KB_OK;
 }
 

@@ -199,7 +199,7 @@ int kb__summary_write(const char *dir, const struct kb_queue *q, const struct kb
   size_t len = strlen(text);
   text[len] = '\0';
   struct kb_error werr = {0};
-  int rc = kb_write_file_atomic(path, text, len, &werr);
+  int rc = kb_write_file_durable(path, text, len, &werr);
   free(text);
   if (rc == KB_EIO) /* the campaign is over in redis: a later kb-scheduler or kb-launch does it */
     rc = kb_error_set(err, KB_EWRITE, "%s; run kb-scheduler or kb-launch again to write it",

@@ -5,10 +5,12 @@ set -eu
 # chromium: tests/report/html.sh loads an HTML report in headless Chromium.
 # python3-torch: tools/kb-import-kernelbench (tests/tasks) reads KernelBench modules with it.
 # iproute2: scripts/slurm-netns.sh (tests/multinode) builds its cluster with ip netns, veth, bridge.
+# e2fsprogs, btrfs-progs: tests/e2e/write_faults.sh makes an ext4 (EIO) and a btrfs with quotas
+# (EDQUOT, ENOSPC mid-file) on loop files.
 # nodejs, npm: mock-llm (scripts/install-mock-llm.sh), the keyless-endpoint test's server; only
 # when no npm is on PATH (a NodeSource nodejs bundles npm and conflicts with Debian's npm).
 pkgs="build-essential cmake pkg-config libhiredis-dev libjansson-dev libcurl4-openssl-dev
-libhdf5-dev hdf5-tools libzstd-dev zstd libssl-dev libcmocka-dev libseccomp-dev redis-server redis-tools
+libhdf5-dev hdf5-tools e2fsprogs btrfs-progs libzstd-dev zstd libssl-dev libcmocka-dev libseccomp-dev redis-server redis-tools
 python3 python3-jsonschema python3-h5py python3-numpy python3-torch
 chromium
 slurmctld slurmd slurm-client munge

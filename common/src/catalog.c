@@ -34,25 +34,53 @@ int kb_mkdirs(const char *path, struct kb_error *err) {
   return KB_OK;
 }
 
-int kb_write_file_atomic(const char *path, const void *data, size_t len, struct kb_error *err) {
+/* kb_write_file_atomic(), and with `durable` kb_write_file_durable(). Messages name the file
+ * and end with the errno. */
+static int write_file(const char *path, const void *data, size_t len, int durable,
+                      struct kb_error *err) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
     return kb_error_set(err, KB_EINVAL, "path too long: \"%.60s...\"", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
-  if (kb_write_all(fd, data, len) != 0) {
+  if (fd < 0) {
+    int e = errno;
+    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s (errno %d)", tmp, strerror(e), e);
+  }
+  if (kb_write_all(fd, data, len) != 0 || (durable && fsync(fd) != 0)) {
     int e = errno;
     close(fd);
     unlink(tmp);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", tmp, strerror(e));
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s (errno %d)", tmp, strerror(e), e);
   }
   if (close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(e));
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s (errno %d)", path, strerror(e), e);
   }
+  if (!durable)
+    return KB_OK;
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash != NULL ? (int)(slash - path) : 1,
+           slash != NULL ? path : ".");
+  int dfd = open(dir[0] != '\0' ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || fsync(dfd) != 0) {
+    int e = errno;
+    if (dfd >= 0)
+      close(dfd);
+    return kb_error_set(err, KB_EIO, "cannot write \"%s\": cannot sync its folder: %s (errno %d)",
+                        path, strerror(e), e);
+  }
+  close(dfd);
   return KB_OK;
+}
+
+int kb_write_file_atomic(const char *path, const void *data, size_t len, struct kb_error *err) {
+  return write_file(path, data, len, 0, err);
+}
+
+int kb_write_file_durable(const char *path, const void *data, size_t len, struct kb_error *err) {
+  return write_file(path, data, len, 1, err);
 }
 
 static int read_text(const char *path, char **out, struct kb_error *err) {
