@@ -377,6 +377,14 @@ static int eval(struct server *sv, json_t *req) {
     rc = kb__msg_bool(req, "", "trace", 0, &e.trace, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_bool(req, "", "metrics", 0, &e.metrics, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "metrics_below_us", 0, 0, 1e12, &e.metrics_below_us, field,
+                     sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "dump_samples", 0, &e.dump_samples, field, sizeof field, &err);
+  int64_t chunk = 0;
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "sample_chunk", 0, 0, 1000000, &chunk, field, sizeof field, &err);
   if (rc == KB_OK && min_s > max_s && json_object_get(req, "min_samples") != NULL) {
     snprintf(field, sizeof field, "min_samples");
     rc = kb_error_set(&err, KB_EPARSE, "\"min_samples\" must not exceed \"max_samples\"");
@@ -393,6 +401,7 @@ static int eval(struct server *sv, json_t *req) {
   e.warmup = (int)warmup;
   e.min_samples = (int)min_s;
   e.max_samples = (int)max_s;
+  e.sample_chunk = (int)chunk;
   sv->used[at] = ++sv->clock;
   double t0 = kb_now_mono();
   struct kb__verdict v;
@@ -405,6 +414,8 @@ static int eval(struct server *sv, json_t *req) {
   json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:f}", "op", "eval", "status",
                           kb_status_name(v.status), "reason", v.reason, "sets_checked",
                           v.sets_checked, "batch", v.batch, "fatal", v.fatal, "seconds", seconds);
+  if (out != NULL && v.chunks > 0)
+    json_object_set_new(out, "chunks", json_integer(v.chunks));
   if (out != NULL && isfinite(v.max_abs_err))
     json_object_set_new(out, "max_abs_err", json_real(v.max_abs_err));
   if (out != NULL && isfinite(v.max_rel_err))
@@ -433,6 +444,14 @@ static int eval(struct server *sv, json_t *req) {
       json_object_set_new(out, "kernels_dropped", json_integer((json_int_t)left_out));
   }
   kb_free(v.trace_recs);
+  if (out != NULL && v.samples != NULL) {
+    json_t *a = json_array();
+    for (int i = 0; a != NULL && i < v.n_samples; i++)
+      json_array_append_new(a, json_real(v.samples[i]));
+    if (a != NULL)
+      json_object_set_new(out, "samples_us", a);
+  }
+  kb_free(v.samples);
   if (out != NULL) {
     json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check",
                            v.t_check, "warmup", v.t_warmup, "samples", v.t_samples, "trace",
