@@ -57,6 +57,7 @@ struct best {
 struct kb_evaluator {
   int kind;                    /* enum kb_backend */
   int metrics;                 /* enum kb_metrics_mode */
+  int sample_chunk;            /* kb__evaluator_set_sample_chunk(); 0: the sandbox's choice */
   struct best bests[MAX_BASELINES];
   int next_best;               /* round-robin slot once all are used */
   struct baseline baselines[MAX_BASELINES];
@@ -184,6 +185,10 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
 }
 
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode) { b->metrics = mode; }
+
+void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples) {
+  b->sample_chunk = samples;
+}
 
 /* The slot of task `task_id`'s best median, a free or reused one when `make` (else NULL). */
 static struct best *best_of(struct kb_evaluator *b, const char *task_id, int make) {
@@ -722,9 +727,11 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
              (long long)json_integer_value(json_object_get(trace, "dropped")));
   profile_from_reply(r, rep);
   json_t *ph = json_object_get(rep, "phases");
-  kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox (load %.3f, check %.3f, warm-up "
-           "%.3f, samples %.3f, fresh %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
-           (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"),
+  kb_debug("eval: %d call(s) per sample, %d wait(s) for the samples, %.3f s in the sandbox "
+           "(load %.3f, check %.3f, warm-up %.3f, samples %.3f, fresh %.3f, trace %.3f, re-check "
+           "%.3f, metrics %.3f)",
+           (int)json_integer_value(json_object_get(rep, "batch")),
+           (int)json_integer_value(json_object_get(rep, "chunks")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
            num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (st == KB_STATUS_CRASH)
@@ -952,6 +959,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                                 ? best_of(b, task->id, 0) : NULL;
   if (req != NULL && best != NULL && best->median_us > 0)
     json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
+  if (req != NULL && b->sample_chunk > 0)
+    json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
   if (req != NULL && kb_format)

@@ -46,6 +46,8 @@ static void usage(FILE *out) {
         "      --metrics MODE   full-tier evaluations that get the hardware-metrics pass\n"
         "                       (CUDA): best (default: a new best median of its task),\n"
         "                       every, none\n"
+        "      --sample-chunk N timed samples the sandbox queues before one wait, at most\n"
+        "                       (default 0: its own choice; 1: a wait after every sample)\n"
         "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
         "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
@@ -60,7 +62,7 @@ static void usage(FILE *out) {
 /* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
  * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
-  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE, OPT_METRICS };
+  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE, OPT_METRICS, OPT_CHUNK };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -72,6 +74,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {"compile-workers", required_argument, NULL, OPT_WORKERS},
       {"grace", required_argument, NULL, OPT_GRACE}, {"version", no_argument, NULL, 'V'},
       {"metrics", required_argument, NULL, OPT_METRICS},
+      {"sample-chunk", required_argument, NULL, OPT_CHUNK},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
   const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
@@ -80,7 +83,8 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {OPT_WORKERS, "--compile-workers", 1, 256, &o->compile_workers},
       {OPT_MIN, "--min-tier", 0, 7, &o->min_tier},
       {OPT_MAX, "--max-tier", 0, 7, &o->max_tier},
-      {OPT_WAIT, "--wait", 0, 86400, &o->wait_s}};
+      {OPT_WAIT, "--wait", 0, 86400, &o->wait_s},
+      {OPT_CHUNK, "--sample-chunk", 0, 1000000, &o->sample_chunk}};
   struct kb_error err = {0};
   int ch;
   long v = 0;

@@ -34,6 +34,7 @@ struct kb_worker_opts {
   double grace_s;          /* after a stop, how long the evaluation under way may still run */
   int metrics;             /* enum kb_metrics_mode (evaluator.h): which full-tier evaluations
                               get the hardware-metrics pass; 0 = every */
+  int sample_chunk;        /* timed samples the sandbox queues before one wait; 0 = its own */
   volatile sig_atomic_t *stop; /* set by a signal handler: stop claiming and leave */
 };
 
