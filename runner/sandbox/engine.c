@@ -1361,6 +1361,8 @@ struct evaluation {
   int batch, flushed;       /* calls per sample; 1: flushed batches */
   int n;                    /* samples taken */
   int tracing;              /* 1 while the kernel trace runs */
+  double *calls;            /* dump_samples: each timed call's time, us (owned) */
+  int n_calls, cap_calls;
   int rc;                   /* kb__evaluate's return: KB_OK, or KB_ENOMEM */
 };
 
@@ -1566,11 +1568,41 @@ static void trace_begin(struct evaluation *ev) {
 #endif
 }
 
+/* dump_samples: appends the time of each call of the sample read at `slot` (one entry per
+ * call when flushed, else the sample's mean per call) to ev->calls. Returns 0, or 1 with the
+ * verdict set. */
+static int keep_calls(struct evaluation *ev, int slot, double us) {
+  struct run *r = &ev->r;
+  int n = ev->flushed ? ev->batch : 1;
+  if (ev->n_calls + n > ev->cap_calls) {
+    int cap = ev->cap_calls ? 2 * ev->cap_calls + n : 256 + n;
+    double *c = kb_reallocarray(ev->calls, (size_t)cap, sizeof *c);
+    if (c == NULL) {
+      r->v->status = KB_STATUS_INFRA_ERROR;
+      say(r->v->reason, sizeof r->v->reason, "sandbox: out of memory for the calls' times");
+      ev->rc = KB_ENOMEM;
+      return 1;
+    }
+    ev->calls = c;
+    ev->cap_calls = cap;
+  }
+  for (int b = 0; b < n; b++) {
+    double t = us;
+    if (ev->flushed && r->d->timer_read(r->d, slot + b, 1, &t, &r->derr)) {
+      device_error(r, "device error during a timed call");
+      return 1;
+    }
+    ev->calls[ev->n_calls++] = t;
+  }
+  return 0;
+}
+
 /* How many timed samples the next chunk queues before the host waits once for all of them:
  * up to min_samples (all of them counted), past it a few at a time (the stop rule looks at each;
- * the ones queued past a stop are run but not counted), never past the next fresh sample (host
- * work between samples), max_samples or the timer pool (`room` samples); 1 when the request
- * asks for a wait per sample (sample_chunk 1) or after the L2 reset found persistence set. */
+ * the ones queued past a stop are run but not counted), never past the next fresh sample when
+ * one is due (host work between samples; one that becomes due while a chunk runs is taken after
+ * it), max_samples or the timer pool (`room` samples); 1 when the request asks for a wait per
+ * sample (sample_chunk 1) or after the L2 reset found persistence set. */
 static int chunk_size(const struct evaluation *ev, int room) {
   const struct kb__eval_spec *e = ev->r.e;
   const struct fresh *fr = &ev->fr;
@@ -1582,8 +1614,10 @@ static int chunk_size(const struct evaluation *ev, int room) {
   k = k < e->max_samples - n ? k : e->max_samples - n;
   if (ev->r.d->l2_persist_seen)
     k = 1;
-  /* stop after the sample a fresh one follows: sample n + j is the (n + j + 1)-th */
-  for (int j = 0; j < k; j++)
+  /* stop after the sample a fresh one will follow (phase_samples' rule, judged now): sample
+   * n + j is the (n + j + 1)-th */
+  int fresh_due = fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - ev->r.start);
+  for (int j = 0; j < k && fresh_due; j++)
     if ((n + j + 1) % fr->gap == fr->offset % fr->gap)
       return j + 1;
   return k < 1 ? 1 : k;
@@ -1635,6 +1669,8 @@ static int phase_samples(struct evaluation *ev) {
       double us = 0, bus = 0;
       if (sample_read(r, ev->batch, ev->flushed, i * stride, &us) ||
           (ev->bfn != NULL && sample_read(r, ev->batch, ev->flushed, i * stride + per, &bus)))
+        return 1;
+      if (e->dump_samples && keep_calls(ev, i * stride, us))
         return 1;
       ev->samples[ev->n] = us;
       if (ev->bsamples)
@@ -1795,7 +1831,11 @@ static void evaluation_end(struct evaluation *ev) {
     r->v->samples = ev->samples; /* the caller's now */
     r->v->n_samples = ev->n;
     ev->samples = NULL;
+    r->v->calls = ev->calls;
+    r->v->n_calls = ev->n_calls;
+    ev->calls = NULL;
   }
+  kb_free(ev->calls);
   kb_free(ev->samples);
   kb_free(ev->bsamples);
   kb_free(ev->fr.f);

@@ -153,6 +153,10 @@ struct kb__verdict {
   double *samples;          /* dump_samples: each sample's time per call, us, in order (owned:
                                the caller frees it with kb_free; NULL otherwise) */
   int n_samples;            /* entries in samples */
+  double *calls;            /* dump_samples: each timed call's time, us (flushed batches: every
+                               call; otherwise each sample's mean per call), in order (owned:
+                               the caller frees it with kb_free; NULL otherwise) */
+  int n_calls;              /* entries in calls */
   double t_fresh;           /* the fresh samples: draws, checksums, oracle runs, compares, the
                                draws back, their timed calls and control samples */
 };

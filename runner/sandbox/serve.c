@@ -414,6 +414,8 @@ static int eval(struct server *sv, json_t *req) {
   json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:f}", "op", "eval", "status",
                           kb_status_name(v.status), "reason", v.reason, "sets_checked",
                           v.sets_checked, "batch", v.batch, "fatal", v.fatal, "seconds", seconds);
+  if (out != NULL && v.batch_flushed)
+    json_object_set_new(out, "batch_flushed", json_true());
   if (out != NULL && v.chunks > 0)
     json_object_set_new(out, "chunks", json_integer(v.chunks));
   if (out != NULL && isfinite(v.max_abs_err))
@@ -451,7 +453,15 @@ static int eval(struct server *sv, json_t *req) {
     if (a != NULL)
       json_object_set_new(out, "samples_us", a);
   }
+  if (out != NULL && v.calls != NULL) {
+    json_t *a = json_array();
+    for (int i = 0; a != NULL && i < v.n_calls; i++)
+      json_array_append_new(a, json_real(v.calls[i]));
+    if (a != NULL)
+      json_object_set_new(out, "calls_us", a);
+  }
   kb_free(v.samples);
+  kb_free(v.calls);
   if (out != NULL) {
     json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check",
                            v.t_check, "warmup", v.t_warmup, "samples", v.t_samples, "trace",
