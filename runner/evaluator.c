@@ -906,6 +906,22 @@ static int build_verdict(const struct kb_task *task, const struct kb__build *bui
   return KB_OK;
 }
 
+/* The eval request's metrics and chunk fields (`full`: a timed full-tier evaluation) into
+ * `req`. */
+static void timing_options(struct kb_evaluator *b, const struct kb_task *task, int full,
+                           json_t *req) {
+  int metrics = full && b->kind == KB_BACKEND_CUDA && b->metrics != KB_METRICS_NONE;
+  if (metrics)
+    json_object_set_new(req, "metrics", json_true());
+  /* KB_METRICS_BEST: the sandbox profiles only a median under the task's best so far */
+  const struct best *best = metrics && b->metrics == KB_METRICS_BEST
+                                ? best_of(b, task->id, 0) : NULL;
+  if (best != NULL && best->median_us > 0)
+    json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
+  if (b->sample_chunk > 0)
+    json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
+}
+
 /* Builds one eval request, sends it, and copies the reply's fields into
  * the result in the order the protocol lists them. */
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
@@ -950,17 +966,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   tier->max_seconds, "budget_s", tier->timeout_s * BUDGET_SHARE, "flush_l2",
                   b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
                   "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
-  int metrics = (flags & KB_EVAL_FULL) && b->kind == KB_BACKEND_CUDA && timed &&
-                b->metrics != KB_METRICS_NONE;
-  if (req != NULL && metrics)
-    json_object_set_new(req, "metrics", json_true());
-  /* KB_METRICS_BEST: the sandbox profiles only a median under the task's best so far */
-  const struct best *best = metrics && b->metrics == KB_METRICS_BEST
-                                ? best_of(b, task->id, 0) : NULL;
-  if (req != NULL && best != NULL && best->median_us > 0)
-    json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
-  if (req != NULL && b->sample_chunk > 0)
-    json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
+  if (req != NULL)
+    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, req);
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
   if (req != NULL && kb_format)

@@ -59,10 +59,23 @@ static void usage(FILE *out) {
         out);
 }
 
+/* --metrics MODE into `*out` (enum kb_metrics_mode), or the error in `err`. */
+static void metrics_mode(const char *arg, int *out, struct kb_error *err) {
+  if (strcmp(arg, "best") == 0)
+    *out = KB_METRICS_BEST;
+  else if (strcmp(arg, "every") == 0)
+    *out = KB_METRICS_EVERY;
+  else if (strcmp(arg, "none") == 0)
+    *out = KB_METRICS_NONE;
+  else
+    kb_error_set(err, KB_EINVAL, "--metrics must be best, every or none, not \"%s\"", arg);
+}
+
 /* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
  * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
-  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE, OPT_METRICS, OPT_CHUNK };
+  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE,
+         OPT_METRICS, OPT_CHUNK };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -110,17 +123,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       if (kb_cli_parse_long("--grace", optarg, 0, 86400, &v, &err) == KB_OK)
         o->grace_s = (double)v;
       break;
-    case OPT_METRICS:
-      if (strcmp(optarg, "best") == 0)
-        o->metrics = KB_METRICS_BEST;
-      else if (strcmp(optarg, "every") == 0)
-        o->metrics = KB_METRICS_EVERY;
-      else if (strcmp(optarg, "none") == 0)
-        o->metrics = KB_METRICS_NONE;
-      else
-        kb_error_set(&err, KB_EINVAL, "--metrics must be best, every or none, not \"%s\"",
-                     optarg);
-      break;
+    case OPT_METRICS: metrics_mode(optarg, &o->metrics, &err); break;
     case OPT_ITEMS:
       if (kb_cli_parse_long("--max-items", optarg, 0, 1000000000L, &v, &err) == KB_OK)
         o->max_items = v;
