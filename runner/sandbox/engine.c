@@ -1665,16 +1665,17 @@ static int phase_samples(struct evaluation *ev) {
     if (chunk_queue(ev, k, per, &bnext, &bmask))
       return 1;
     r->v->chunks++;
+    /* every sample of the chunk read first (a fresh sample below reuses the timer slots) into
+     * its place in the arrays, counted below up to a stop */
+    for (int i = 0; i < k; i++) {
+      double *bus = ev->bsamples ? &ev->bsamples[ev->n + i] : NULL;
+      if (sample_read(r, ev->batch, ev->flushed, i * stride, &ev->samples[ev->n + i]) ||
+          (bus != NULL && sample_read(r, ev->batch, ev->flushed, i * stride + per, bus)) ||
+          (e->dump_samples && keep_calls(ev, i * stride, ev->samples[ev->n + i])))
+        return 1;
+    }
     for (int i = 0; i < k && !stop; i++) {
-      double us = 0, bus = 0;
-      if (sample_read(r, ev->batch, ev->flushed, i * stride, &us) ||
-          (ev->bfn != NULL && sample_read(r, ev->batch, ev->flushed, i * stride + per, &bus)))
-        return 1;
-      if (e->dump_samples && keep_calls(ev, i * stride, us))
-        return 1;
-      ev->samples[ev->n] = us;
-      if (ev->bsamples)
-        ev->bsamples[ev->n] = bus;
+      double us = ev->samples[ev->n];
       int n = ++ev->n;
       timed += us * ev->batch * 1e-6;
       sum += us;
