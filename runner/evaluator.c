@@ -48,8 +48,18 @@ struct baseline {
   int format;                  /* enum kb_cand_format of the build */
 };
 
+/* The best full-tier median of a task among this evaluator's evaluations (KB_METRICS_BEST). */
+struct best {
+  char task[KB_ID_MAX];        /* task id, "" for a free slot */
+  double median_us;
+};
+
 struct kb_evaluator {
   int kind;                    /* enum kb_backend */
+  int metrics;                 /* enum kb_metrics_mode */
+  int sample_chunk;            /* kb__evaluator_set_sample_chunk(); 0: the sandbox's choice */
+  struct best bests[MAX_BASELINES];
+  int next_best;               /* round-robin slot once all are used */
   struct baseline baselines[MAX_BASELINES];
   int next_baseline;           /* round-robin slot once all are used */
   struct kb__compiler cc;
@@ -172,6 +182,36 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
     kb__sandbox_set_stop(b->sb_torch, stop);
   if (b->sb_torch_trusted != NULL)
     kb__sandbox_set_stop(b->sb_torch_trusted, stop);
+}
+
+void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode) { b->metrics = mode; }
+
+void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples) {
+  b->sample_chunk = samples;
+}
+
+/* The slot of task `task_id`'s best median, a free or reused one when `make` (else NULL). */
+static struct best *best_of(struct kb_evaluator *b, const char *task_id, int make) {
+  for (int i = 0; i < MAX_BASELINES; i++)
+    if (strcmp(b->bests[i].task, task_id) == 0)
+      return &b->bests[i];
+  if (!make)
+    return NULL;
+  struct best *x = &b->bests[b->next_best];
+  b->next_best = (b->next_best + 1) % MAX_BASELINES;
+  snprintf(x->task, sizeof x->task, "%s", task_id);
+  x->median_us = 0;
+  return x;
+}
+
+/* After a full-tier evaluation of `task_id`: a timed ok verdict faster than the best so far is
+ * the new best. */
+static void note_best(struct kb_evaluator *b, const char *task_id, const struct kb_result *r) {
+  if (r->status != KB_STATUS_OK || r->timing.samples <= 0 || !(r->timing.median_us > 0))
+    return;
+  struct best *x = best_of(b, task_id, 1);
+  if (x->median_us <= 0 || r->timing.median_us < x->median_us)
+    x->median_us = r->timing.median_us;
 }
 
 void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds) {
@@ -724,9 +764,11 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
              (long long)json_integer_value(json_object_get(trace, "dropped")));
   profile_from_reply(r, rep);
   json_t *ph = json_object_get(rep, "phases");
-  kb_debug("eval: %d call(s) per sample, %.3f s in the sandbox (load %.3f, check %.3f, warm-up "
-           "%.3f, samples %.3f, fresh %.3f, trace %.3f, re-check %.3f, metrics %.3f)",
-           (int)json_integer_value(json_object_get(rep, "batch")), num(rep, "seconds"),
+  kb_debug("eval: %d call(s) per sample, %d wait(s) for the samples, %.3f s in the sandbox "
+           "(load %.3f, check %.3f, warm-up %.3f, samples %.3f, fresh %.3f, trace %.3f, re-check "
+           "%.3f, metrics %.3f)",
+           (int)json_integer_value(json_object_get(rep, "batch")),
+           (int)json_integer_value(json_object_get(rep, "chunks")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
            num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (st == KB_STATUS_CRASH)
@@ -903,6 +945,22 @@ static int build_verdict(const struct kb_task *task, const struct kb__build *bui
   return KB_OK;
 }
 
+/* The eval request's metrics and chunk fields (`full`: a timed full-tier evaluation) into
+ * `req`. */
+static void timing_options(struct kb_evaluator *b, const struct kb_task *task, int full,
+                           json_t *req) {
+  int metrics = full && b->kind == KB_BACKEND_CUDA && b->metrics != KB_METRICS_NONE;
+  if (metrics)
+    json_object_set_new(req, "metrics", json_true());
+  /* KB_METRICS_BEST: the sandbox profiles only a median under the task's best so far */
+  const struct best *best = metrics && b->metrics == KB_METRICS_BEST
+                                ? best_of(b, task->id, 0) : NULL;
+  if (best != NULL && best->median_us > 0)
+    json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
+  if (b->sample_chunk > 0)
+    json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
+}
+
 /* Builds one eval request, sends it, and copies the reply's fields into
  * the result in the order the protocol lists them. */
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
@@ -947,8 +1005,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   tier->max_seconds, "budget_s", tier->timeout_s * BUDGET_SHARE, "flush_l2",
                   b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
                   "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
-  if (req != NULL && (flags & KB_EVAL_FULL) && b->kind == KB_BACKEND_CUDA && timed)
-    json_object_set_new(req, "metrics", json_true());
+  if (req != NULL)
+    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, req);
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
   if (req != NULL && kb_format)
@@ -969,6 +1027,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
+  if (flags & KB_EVAL_FULL)
+    note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&
       (flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += time_torch(b, task, tier, tier_index, r);

@@ -55,6 +55,15 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
 /* Lets an evaluation under way when the stop flag is set run `seconds` more (default 0): one that
  * ends by then keeps its verdict. */
 void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds);
+/* Which full-tier evaluations of a CUDA task get the hardware-metrics pass (the CUPTI Range
+ * Profiler, about 0.3 s each on the H200): every one (the default), only one whose median beats
+ * the best full-tier median of its task this evaluator has seen (its first included: the
+ * runner's choice, docs/search.md), or none. */
+enum kb_metrics_mode { KB_METRICS_EVERY, KB_METRICS_BEST, KB_METRICS_NONE };
+void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode);
+/* Timed samples the sandbox queues before the host waits once, at most (its "sample_chunk"):
+ * 0 (the default) its own choice, 1 a wait after every sample. */
+void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples);
 /* Limits one compiler run to `seconds` (values <= 0 are ignored). */
 void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */

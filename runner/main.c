@@ -8,6 +8,7 @@
 #include "kb/cli.h"
 #include "kb/error.h"
 #include "devices.h"
+#include "evaluator.h"
 #include "kb/log.h"
 #include "kb/signals.h"
 #include "worker.h"
@@ -42,6 +43,11 @@ static void usage(FILE *out) {
         "      --compile-workers N  compiler threads (default: CPUs of this job minus one)\n"
         "      --grace SECONDS  when asked to stop, let the evaluation under way finish if it\n"
         "                       ends within this time, else release it (default 0)\n"
+        "      --metrics MODE   full-tier evaluations that get the hardware-metrics pass\n"
+        "                       (CUDA): best (default: a new best median of its task),\n"
+        "                       every, none\n"
+        "      --sample-chunk N timed samples the sandbox queues before one wait, at most\n"
+        "                       (default 0: its own choice; 1: a wait after every sample)\n"
         "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
         "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
@@ -53,10 +59,23 @@ static void usage(FILE *out) {
         out);
 }
 
+/* --metrics MODE into `*out` (enum kb_metrics_mode), or the error in `err`. */
+static void metrics_mode(const char *arg, int *out, struct kb_error *err) {
+  if (strcmp(arg, "best") == 0)
+    *out = KB_METRICS_BEST;
+  else if (strcmp(arg, "every") == 0)
+    *out = KB_METRICS_EVERY;
+  else if (strcmp(arg, "none") == 0)
+    *out = KB_METRICS_NONE;
+  else
+    kb_error_set(err, KB_EINVAL, "--metrics must be best, every or none, not \"%s\"", arg);
+}
+
 /* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
  * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
-  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE };
+  enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE,
+         OPT_METRICS, OPT_CHUNK };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -67,6 +86,8 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {"device", required_argument, NULL, 'd'}, {"ahead", required_argument, NULL, OPT_AHEAD},
       {"compile-workers", required_argument, NULL, OPT_WORKERS},
       {"grace", required_argument, NULL, OPT_GRACE}, {"version", no_argument, NULL, 'V'},
+      {"metrics", required_argument, NULL, OPT_METRICS},
+      {"sample-chunk", required_argument, NULL, OPT_CHUNK},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
   const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
@@ -75,7 +96,8 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {OPT_WORKERS, "--compile-workers", 1, 256, &o->compile_workers},
       {OPT_MIN, "--min-tier", 0, 7, &o->min_tier},
       {OPT_MAX, "--max-tier", 0, 7, &o->max_tier},
-      {OPT_WAIT, "--wait", 0, 86400, &o->wait_s}};
+      {OPT_WAIT, "--wait", 0, 86400, &o->wait_s},
+      {OPT_CHUNK, "--sample-chunk", 0, 1000000, &o->sample_chunk}};
   struct kb_error err = {0};
   int ch;
   long v = 0;
@@ -101,6 +123,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       if (kb_cli_parse_long("--grace", optarg, 0, 86400, &v, &err) == KB_OK)
         o->grace_s = (double)v;
       break;
+    case OPT_METRICS: metrics_mode(optarg, &o->metrics, &err); break;
     case OPT_ITEMS:
       if (kb_cli_parse_long("--max-items", optarg, 0, 1000000000L, &v, &err) == KB_OK)
         o->max_items = v;
@@ -134,6 +157,7 @@ int main(int argc, char **argv) {
   const char *cache = getenv("KB_CACHE");
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
+                             .metrics = KB_METRICS_BEST,
                              .stop = &stop_requested};
   int list = 0, json = 0;
   int parsed = parse_args(argc, argv, &o, &list, &json);

@@ -32,6 +32,9 @@ struct kb_worker_opts {
   int ahead;               /* items held at once (building or waiting); <= 0: workers + 1 */
   int compile_workers;     /* compiler threads; <= 0: the CPUs minus one */
   double grace_s;          /* after a stop, how long the evaluation under way may still run */
+  int metrics;             /* enum kb_metrics_mode (evaluator.h): which full-tier evaluations
+                              get the hardware-metrics pass; 0 = every */
+  int sample_chunk;        /* timed samples the sandbox queues before one wait; 0 = its own */
   volatile sig_atomic_t *stop; /* set by a signal handler: stop claiming and leave */
 };
 

@@ -19,11 +19,16 @@
  * Usage: indep_timer --in DTYPE:D0xD1x... [--in ...] --out DTYPE:SHAPE [--out ...]
  *          [--sets 4] [--warmup 5] [--min-samples 10] [--samples 1000] [--noise 0.005]
  *          [--max-seconds 2] [--short-us 10] [--flushed-us 100] [--no-flush | --flush-read]
- *          [--rotate K] [--label NAME]
+ *          [--rotate K] [--label NAME] [--pool-keep] [--l2-reset] [--device-sync] [--dump]
  * Experiments on where the noise of short kernels comes from: --flush-read evicts by reading the
  * flush buffer instead of writing it; --flushed-us 0 times one flushed call per sample (the old
  * way); --rotate K times K calls back to back after one flush, each on the next input set (cold
- * only when the other sets' data exceed the L2).
+ * only when the other sets' data exceed the L2). What the sandbox does around its calls, one at
+ * a time (tests/gpu/timing_probe.sh): --pool-keep keeps the stream-ordered pool's memory (its
+ * release threshold at the maximum), --l2-reset undoes L2 persistence by host calls before each
+ * sample (cudaCtxResetPersistingL2Cache) and queries before each flushed call, --device-sync
+ * waits for the whole device after each sample; --dump adds "samples_us" and "calls_us" (every
+ * timed call) to the JSON line.
  * Prints a few lines of text, then one JSON line:
  *   {"label":..., "median_us":..., "p10_us":..., "p90_us":..., "mean_us":..., "min_us":...,
  *    "noise":..., "samples":..., "batch":..., "flush_bytes":..., "device":...}
@@ -136,6 +141,11 @@ static double quantile(const std::vector<double> &v, double q) {
 struct opts {
   std::vector<kb_tensor> ins, outs;
   int sets = 4, warmup = 5, min_samples = 10, max_samples = 1000, flush = 1, rotate = 0;
+  /* experiments on what the sandbox does and this timer does not (tests/gpu/timing_probe.sh):
+   * keep the stream-ordered pool's memory (release threshold at its maximum), undo L2
+   * persistence by host calls before each sample and each flushed call, wait for the whole
+   * device after each sample, print every call's time */
+  int pool_keep = 0, l2_reset = 0, device_sync = 0, dump = 0;
   double noise_target = 0.005, max_seconds = 2, short_us = 10, flushed_us = 100;
   const char *label = "candidate";
 };
@@ -188,7 +198,13 @@ static int parse_args(int argc, char **argv, opts *o) {
       ok = parse_int(v, 0, 1 << 16, &o->rotate);
     else if (!strcmp(a, "--label") && v)
       o->label = v;
-    else if (!strcmp(a, "--no-flush") || !strcmp(a, "--flush-read")) {
+    else if (!strcmp(a, "--pool-keep") || !strcmp(a, "--l2-reset") ||
+             !strcmp(a, "--device-sync") || !strcmp(a, "--dump")) {
+      int *f = a[2] == 'p' ? &o->pool_keep : a[2] == 'l' ? &o->l2_reset
+               : a[3] == 'e' ? &o->device_sync : &o->dump;
+      *f = 1;
+      continue;
+    } else if (!strcmp(a, "--no-flush") || !strcmp(a, "--flush-read")) {
       o->flush = a[2] == 'n' ? 0 : 2;
       continue;
     } else {
@@ -221,6 +237,8 @@ struct rig {
   int4 *fbuf = NULL;
   cudaEvent_t e0[SLOTS], e1[SLOTS];
   int next = 0, tick = 0;
+  int dumping = 0;            /* 1 once sampling began (--dump: warm-up calls are not kept) */
+  std::vector<double> calls;  /* --dump: each timed call's time, us */
 };
 
 static void rig_init(rig *r, const opts *o) {
@@ -248,7 +266,27 @@ static void rig_init(rig *r, const opts *o) {
     CK(cudaEventCreate(&r->e0[k]));
     CK(cudaEventCreate(&r->e1[k]));
   }
+  if (o->pool_keep) {
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX;
+    CK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
   CK(cudaStreamSynchronize(r->s));
+}
+
+/* The sandbox's L2-persistence undo (runner/sandbox/dev_cuda.c, c_l2_reset), host calls only;
+ * `full` 1: the reset always, as at the start of its samples. */
+static void rig_l2_reset(rig *r, int full) {
+  if (!r->o->l2_reset)
+    return;
+  size_t limit = 0;
+  cudaStreamAttrValue v;
+  memset(&v, 0, sizeof v);
+  CK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+  CK(cudaStreamGetAttribute(r->s, cudaStreamAttributeAccessPolicyWindow, &v));
+  if (full || limit != 0 || v.accessPolicyWindow.num_bytes != 0)
+    CK(cudaCtxResetPersistingL2Cache());
 }
 
 /* One call of the candidate on the next input set; exits 1 when it fails. */
@@ -276,6 +314,7 @@ static void rig_evict(rig *r) {
  * own events. */
 static double rig_sample(rig *r, int batch, int flushed) {
   int pairs = flushed ? batch : 1;
+  rig_l2_reset(r, 1);
   if (!flushed) {
     rig_evict(r);
     if (batch > 1)
@@ -284,6 +323,8 @@ static double rig_sample(rig *r, int batch, int flushed) {
   }
   for (int b = 0; b < batch; b++) {
     if (flushed) {
+      if (b > 0)
+        rig_l2_reset(r, 0);
       rig_evict(r);
       CK(cudaEventRecord(r->e0[b], r->s));
     }
@@ -299,7 +340,11 @@ static double rig_sample(rig *r, int batch, int flushed) {
     float ms = 0;
     CK(cudaEventElapsedTime(&ms, r->e0[k], r->e1[k]));
     us += ms * 1e3;
+    if (r->o->dump && r->dumping)
+      r->calls.push_back(ms * 1e3 / (flushed ? 1 : batch));
   }
+  if (r->o->device_sync)
+    CK(cudaDeviceSynchronize());
   CK(cudaGetLastError());
   return us / batch;
 }
@@ -345,6 +390,7 @@ int main(int argc, char **argv) {
   choose_batch(&r, &batch, &flushed);
   std::vector<double> v;
   double timed = 0, mean = 0;
+  r.dumping = 1;
   while ((int)v.size() < o.max_samples) {
     double us = rig_sample(&r, batch, flushed);
     v.push_back(us);
@@ -365,8 +411,18 @@ int main(int argc, char **argv) {
          o.flush == 1 ? "by writes" : o.flush == 2 ? "by reads" : "off");
   printf("{\"label\":\"%s\",\"median_us\":%.4f,\"p10_us\":%.4f,\"p90_us\":%.4f,\"mean_us\":%.4f,"
          "\"min_us\":%.4f,\"noise\":%.5f,\"samples\":%zu,\"batch\":%d,\"batch_flushed\":%d,"
-         "\"flush_bytes\":%zu,\"device\":\"%s\"}\n",
+         "\"flush_bytes\":%zu,\"device\":\"%s\"",
          o.label, quantile(sorted, 0.5), quantile(sorted, 0.1), quantile(sorted, 0.9), mean,
          sorted[0], noise, v.size(), batch, flushed, o.flush ? r.flush_bytes : (size_t)0, name);
+  if (o.dump) {
+    printf(",\"samples_us\":[");
+    for (size_t i = 0; i < v.size(); i++)
+      printf("%s%.4f", i ? "," : "", v[i]);
+    printf("],\"calls_us\":[");
+    for (size_t i = 0; i < r.calls.size(); i++)
+      printf("%s%.4f", i ? "," : "", r.calls[i]);
+    printf("]");
+  }
+  printf("}\n");
   return 0;
 }

@@ -23,6 +23,9 @@
 
 /* Timed intervals one sample may hold (a batch of flushed calls times each call alone). */
 #define KB__TIMER_SLOTS 64
+/* Timed intervals the device keeps: the samples of one chunk queued before one wait (engine.c),
+ * KB__TIMER_SLOTS or fewer each. */
+#define KB__TIMER_POOL 512
 
 struct kb__dev {
   const char *backend;   /* "host" or "cuda" (static) */
@@ -43,6 +46,8 @@ struct kb__dev {
                             that its kernels are not the candidate's in a trace; NULL host) */
   int end_marker;        /* set by the engine while tracing: timer_stop() queues a spin(0)
                             right after each end event, closing the trace's window */
+  int l2_persist_seen;   /* 1 once l2_reset() found L2 persistence set (then the engine waits
+                            after every timed sample); never reset */
   int broken;            /* 1 once an operation failed with an error that leaves the device
                             unusable (sticky); never reset */
   void *stream;          /* handed to kb_forward (NULL on the host) */
@@ -74,12 +79,12 @@ struct kb__dev {
   int (*l2_reset)(struct kb__dev *d, int full, struct kb_error *err);
   /* A kernel busy for `us` (no-op on the host). */
   int (*spin)(struct kb__dev *d, double us, struct kb_error *err);
-  /* Marks the start of timed interval `k` (0 <= k < KB__TIMER_SLOTS) of a sample. */
+  /* Marks the start of timed interval `k` (0 <= k < KB__TIMER_POOL). */
   int (*timer_start)(struct kb__dev *d, int k, struct kb_error *err);
   /* Marks the end of interval `k`, without waiting for it. */
   int (*timer_stop)(struct kb__dev *d, int k, struct kb_error *err);
-  /* Waits for intervals 0..n-1 and gives the sum of their lengths in microseconds. */
-  int (*timer_read)(struct kb__dev *d, int n, double *us, struct kb_error *err);
+  /* Waits for intervals first..first+n-1 and gives the sum of their lengths in microseconds. */
+  int (*timer_read)(struct kb__dev *d, int first, int n, double *us, struct kb_error *err);
   /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
    * illegal address shows here). */
   int (*sync)(struct kb__dev *d, struct kb_error *err);

@@ -1,7 +1,7 @@
 /* The CUDA implementation of the sandbox's device interface (see dev.h).
  *
  * One device, one non-blocking stream (the candidate's: it receives it as `stream`), a pair of
- * events per timed interval of a sample (KB__TIMER_SLOTS) on that stream, and the devkern context
+ * events per timed interval (KB__TIMER_POOL: the samples of a chunk) on that stream, and the devkern context
  * (flush buffer, reduction scratch). A failed CUDA call becomes an enum kb_err code with the
  * runtime's text (cuda_error); errors that leave the context unusable (illegal address,
  * misaligned address, illegal instruction, a trap, a launch timeout, ECC, hardware stack error,
@@ -25,7 +25,7 @@
 struct cuda {
   cudaStream_t stream;   /* the candidate's */
   cudaStream_t oracle;   /* the trusted oracle's (fresh references while the trace runs) */
-  cudaEvent_t start[KB__TIMER_SLOTS], stop[KB__TIMER_SLOTS];
+  cudaEvent_t start[KB__TIMER_POOL], stop[KB__TIMER_POOL];
   struct kb_dk_ctx *dk;  /* devkern scratch */
 };
 
@@ -120,6 +120,7 @@ static int c_l2_reset(struct kb__dev *d, int full, struct kb_error *err) {
   if (e == cudaSuccess && limit != 0) {
     e = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
     full = 1;
+    d->l2_persist_seen = 1;
   }
   cudaStreamAttrValue v;
   memset(&v, 0, sizeof v);
@@ -131,6 +132,7 @@ static int c_l2_reset(struct kb__dev *d, int full, struct kb_error *err) {
     v.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
     e = cudaStreamSetAttribute(c->stream, cudaStreamAttributeAccessPolicyWindow, &v);
     full = 1;
+    d->l2_persist_seen = 1;
   }
   if (e == cudaSuccess && full)
     e = cudaCtxResetPersistingL2Cache();
@@ -179,14 +181,14 @@ static int c_spin(struct kb__dev *d, double us, struct kb_error *err) {
 
 static int c_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
   struct cuda *c = d->impl;
-  if (k < 0 || k >= KB__TIMER_SLOTS)
+  if (k < 0 || k >= KB__TIMER_POOL)
     return cuda_error(d, cudaErrorInvalidValue, err);
   return cuda_error(d, cudaEventRecord(c->start[k], c->stream), err);
 }
 
 static int c_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
   struct cuda *c = d->impl;
-  if (k < 0 || k >= KB__TIMER_SLOTS)
+  if (k < 0 || k >= KB__TIMER_POOL)
     return cuda_error(d, cudaErrorInvalidValue, err);
   cudaError_t e = cudaEventRecord(c->stop[k], c->stream);
   if (e == cudaSuccess && d->end_marker)
@@ -194,14 +196,15 @@ static int c_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
   return cuda_error(d, e, err);
 }
 
-static int c_timer_read(struct kb__dev *d, int n, double *us, struct kb_error *err) {
+static int c_timer_read(struct kb__dev *d, int first, int n, double *us, struct kb_error *err) {
   struct cuda *c = d->impl;
   *us = 0;
-  if (n < 1 || n > KB__TIMER_SLOTS)
+  if (first < 0 || n < 1 || first + n > KB__TIMER_POOL)
     return cuda_error(d, cudaErrorInvalidValue, err);
-  cudaError_t e = cudaEventSynchronize(c->stop[n - 1]); /* the stream's order: all are done */
+  /* the stream's order: all are done */
+  cudaError_t e = cudaEventSynchronize(c->stop[first + n - 1]);
   double sum = 0;
-  for (int k = 0; k < n && e == cudaSuccess; k++) {
+  for (int k = first; k < first + n && e == cudaSuccess; k++) {
     float ms = 0;
     e = cudaEventElapsedTime(&ms, c->start[k], c->stop[k]);
     sum += (double)ms * 1000.0;
@@ -227,7 +230,7 @@ static void c_close(struct kb__dev *d) {
     return;
   if (c->dk != NULL)
     kb__dk_ctx_free(c->dk);
-  for (int k = 0; k < KB__TIMER_SLOTS; k++) {
+  for (int k = 0; k < KB__TIMER_POOL; k++) {
     if (c->start[k] != NULL)
       cudaEventDestroy(c->start[k]);
     if (c->stop[k] != NULL)
@@ -277,7 +280,7 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   }
   if (e == cudaSuccess)
     step = "cudaEventCreate";
-  for (int k = 0; k < KB__TIMER_SLOTS && e == cudaSuccess; k++) {
+  for (int k = 0; k < KB__TIMER_POOL && e == cudaSuccess; k++) {
     e = cudaEventCreate(&c->start[k]);
     if (e == cudaSuccess)
       e = cudaEventCreate(&c->stop[k]);

@@ -15,8 +15,8 @@
 #include "inputs.h"
 
 struct host {
-  double t0[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_start, per interval */
-  double t1[KB__TIMER_SLOTS]; /* kb_now_mono() at timer_stop, per interval */
+  double t0[KB__TIMER_POOL]; /* kb_now_mono() at timer_start, per interval */
+  double t1[KB__TIMER_POOL]; /* kb_now_mono() at timer_stop, per interval */
 };
 
 /* Every buffer is its own mapping, fenced: [a page holding the mapping's length][an
@@ -169,7 +169,7 @@ static int h_spin(struct kb__dev *d, double us, struct kb_error *err) {
 
 static int h_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
   struct host *h = d->impl;
-  if (k < 0 || k >= KB__TIMER_SLOTS)
+  if (k < 0 || k >= KB__TIMER_POOL)
     return sys_error(EINVAL, err);
   h->t0[k] = kb_now_mono();
   return KB_OK;
@@ -178,18 +178,18 @@ static int h_timer_start(struct kb__dev *d, int k, struct kb_error *err) {
 /* The host's calls are synchronous: the interval ends now. */
 static int h_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
   struct host *h = d->impl;
-  if (k < 0 || k >= KB__TIMER_SLOTS)
+  if (k < 0 || k >= KB__TIMER_POOL)
     return sys_error(EINVAL, err);
   h->t1[k] = kb_now_mono();
   return KB_OK;
 }
 
-static int h_timer_read(struct kb__dev *d, int n, double *us, struct kb_error *err) {
+static int h_timer_read(struct kb__dev *d, int first, int n, double *us, struct kb_error *err) {
   struct host *h = d->impl;
-  if (n < 1 || n > KB__TIMER_SLOTS)
+  if (first < 0 || n < 1 || first + n > KB__TIMER_POOL)
     return sys_error(EINVAL, err);
   double sum = 0;
-  for (int k = 0; k < n; k++)
+  for (int k = first; k < first + n; k++)
     sum += h->t1[k] - h->t0[k];
   *us = sum * 1e6;
   return KB_OK;

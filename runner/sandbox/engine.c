@@ -24,6 +24,8 @@
 #define BATCH_MAX 256         /* calls per batch at most */
 #define ENQUEUE_US 6.0        /* host time to queue one call, generous: the spin covers it */
 #define FLUSHED_TARGET_US 600.0 /* flushed calls of a sample add up to about this much */
+#define CHUNK_MAX 64          /* timed samples queued before one wait, at most (chunk_size) */
+#define CHUNK_PAST_MIN 4      /* past min_samples, samples queued per wait */
 /* Bytes of guard after every buffer the candidate receives (and one before the first): filled
  * with the u8 poison pattern, checksummed with the inputs. A write past the end of a buffer by
  * up to this much (a kernel whose last block overruns) lands in a guard. */
@@ -724,13 +726,14 @@ static int pad_window(struct run *r) {
  * when the tier asks, for a batch a spin kernel queued first, then the calls back to back between
  * one pair of timer marks. Flushed (`flushed` 1, tiers that flush): every call alone, as nvbench
  * and bench/gpu/indep_timer.cu time one: the L2 flushed, then the call between its own pair of
- * marks, nothing else in between; the host waits once for the whole batch. Before the sample
- * (and in a flushed batch before each call's flush) the L2 persistence a candidate may have set
- * is undone, by host calls only. While tracing, one kernel-trace window (spin markers) encloses
- * the sample in both shapes. `*us` gets the mean time per call. Returns 0 or 1 with the verdict
- * set. */
-static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *next,
-                  const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
+ * marks, nothing else in between. Before the sample (and in a flushed batch before each call's
+ * flush) the L2 persistence a candidate may have set is undone, by host calls only (`first`: the
+ * sample opens a chunk, the reset is done in full). While tracing, one kernel-trace window (spin
+ * markers) encloses the sample in both shapes. The sample's marks are timer intervals `slot`
+ * onwards (one, or `batch` when flushed); nothing is waited for here (sample_read). Returns 0
+ * or 1 with the verdict set. */
+static int sample_queue(struct run *r, forward_fn fn, int batch, int flushed, int slot, int first,
+                        int *next, const size_t *offs, uint32_t *timed_mask, const char *who) {
   struct kb__dev *d = r->d;
   for (int b = 0; b < batch && b < r->n_check; b++) {
     int pe = poison(d, r->p, outs_of(r->p, offs, (*next + b) % r->n_check), &r->derr);
@@ -739,7 +742,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       return 1;
     }
   }
-  int e = d->l2_reset(d, 1, &r->derr), marker = d->end_marker, bad = 0;
+  int e = d->l2_reset(d, first, &r->derr), marker = d->end_marker, bad = 0;
   if (e == 0 && !flushed) {
     e = r->e->flush_l2 ? d->flush_l2(d, &r->derr) : 0;
     if (e == 0 && batch > 1)
@@ -748,7 +751,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       /* the kernel trace's opening marker (the batch's spin is one too) */
       e = d->spin(d, 0.0, &r->derr);
     if (e == 0)
-      e = d->timer_start(d, 0, &r->derr);
+      e = d->timer_start(d, slot, &r->derr);
   } else if (e == 0 && marker) {
     e = d->spin(d, 0.0, &r->derr); /* opening marker; the closing one follows the last call */
     d->end_marker = 0;
@@ -765,7 +768,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       if (e == 0)
         e = d->flush_l2(d, &r->derr);
       if (e == 0)
-        e = d->timer_start(d, b, &r->derr);
+        e = d->timer_start(d, slot + b, &r->derr);
       if (e) {
         device_error(r, "cannot start a timed call");
         bad = 1;
@@ -782,7 +785,7 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
       break;
     }
     *timed_mask |= UINT32_C(1) << s;
-    if (flushed && (e = d->timer_stop(d, b, &r->derr)) != 0) {
+    if (flushed && (e = d->timer_stop(d, slot + b, &r->derr)) != 0) {
       device_error(r, "device error during a timed call");
       bad = 1;
     }
@@ -790,18 +793,39 @@ static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *nex
   d->end_marker = marker;
   if (bad)
     return 1;
-  double t = 0;
-  e = flushed ? (marker ? d->spin(d, 0.0, &r->derr) : 0) : d->timer_stop(d, 0, &r->derr);
-  if (e == 0)
-    e = d->timer_read(d, flushed ? batch : 1, &t, &r->derr);
-  if (e == 0)
-    e = d->sync(d, &r->derr);
+  e = flushed ? (marker ? d->spin(d, 0.0, &r->derr) : 0) : d->timer_stop(d, slot, &r->derr);
   if (e) {
     device_error(r, "device error during a timed call");
     return 1;
   }
   r->windows++;
+  return 0;
+}
+
+/* The time per call of the sample queued at `slot` (sample_queue), into `*us`, once the device
+ * got there. Returns 0 or 1 with the verdict set. */
+static int sample_read(struct run *r, int batch, int flushed, int slot, double *us) {
+  double t = 0;
+  int e = r->d->timer_read(r->d, slot, flushed ? batch : 1, &t, &r->derr);
+  if (e) {
+    device_error(r, "device error during a timed call");
+    return 1;
+  }
   *us = t / batch;
+  return 0;
+}
+
+/* One sample (sample_queue), waited for: `*us` gets the mean time per call. Returns 0 or 1 with
+ * the verdict set. */
+static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *next,
+                  const size_t *offs, uint32_t *timed_mask, const char *who, double *us) {
+  if (sample_queue(r, fn, batch, flushed, 0, 1, next, offs, timed_mask, who) ||
+      sample_read(r, batch, flushed, 0, us))
+    return 1;
+  if (r->d->sync(r->d, &r->derr)) {
+    device_error(r, "device error during a timed call");
+    return 1;
+  }
   return 0;
 }
 
@@ -1021,7 +1045,7 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     if (detail[0])
       return fresh_wrong(r, fn, s, timed_mask, detail);
   }
-  int e = d->timer_read(d, calls, us, &r->derr);
+  int e = d->timer_read(d, 0, calls, us, &r->derr);
   if (e) {
     device_error(r, "device error during a timed call on unseen inputs");
     return 1;
@@ -1337,6 +1361,8 @@ struct evaluation {
   int batch, flushed;       /* calls per sample; 1: flushed batches */
   int n;                    /* samples taken */
   int tracing;              /* 1 while the kernel trace runs */
+  double *calls;            /* dump_samples: each timed call's time, us (owned) */
+  int n_calls, cap_calls;
   int rc;                   /* kb__evaluate's return: KB_OK, or KB_ENOMEM */
 };
 
@@ -1542,49 +1568,135 @@ static void trace_begin(struct evaluation *ev) {
 #endif
 }
 
+/* dump_samples: appends the time of each call of the sample read at `slot` (one entry per
+ * call when flushed, else the sample's mean per call) to ev->calls. Returns 0, or 1 with the
+ * verdict set. */
+static int keep_calls(struct evaluation *ev, int slot, double us) {
+  struct run *r = &ev->r;
+  int n = ev->flushed ? ev->batch : 1;
+  if (ev->n_calls + n > ev->cap_calls) {
+    int cap = ev->cap_calls ? 2 * ev->cap_calls + n : 256 + n;
+    double *c = kb_reallocarray(ev->calls, (size_t)cap, sizeof *c);
+    if (c == NULL) {
+      r->v->status = KB_STATUS_INFRA_ERROR;
+      say(r->v->reason, sizeof r->v->reason, "sandbox: out of memory for the calls' times");
+      ev->rc = KB_ENOMEM;
+      return 1;
+    }
+    ev->calls = c;
+    ev->cap_calls = cap;
+  }
+  for (int b = 0; b < n; b++) {
+    double t = us;
+    if (ev->flushed && r->d->timer_read(r->d, slot + b, 1, &t, &r->derr)) {
+      device_error(r, "device error during a timed call");
+      return 1;
+    }
+    ev->calls[ev->n_calls++] = t;
+  }
+  return 0;
+}
+
+/* How many timed samples the next chunk queues before the host waits once for all of them:
+ * up to min_samples (all of them counted), past it a few at a time (the stop rule looks at each;
+ * the ones queued past a stop are run but not counted), never past the next fresh sample when
+ * one is due (host work between samples; one that becomes due while a chunk runs is taken after
+ * it), max_samples or the timer pool (`room` samples); 1 when the request asks for a wait per
+ * sample (sample_chunk 1) or after the L2 reset found persistence set. */
+static int chunk_size(const struct evaluation *ev, int room) {
+  const struct kb__eval_spec *e = ev->r.e;
+  const struct fresh *fr = &ev->fr;
+  int n = ev->n;
+  int k = n < e->min_samples ? e->min_samples - n : CHUNK_PAST_MIN;
+  int cap = e->sample_chunk > 0 ? e->sample_chunk : CHUNK_MAX;
+  k = k < cap ? k : cap;
+  k = k < room ? k : room;
+  k = k < e->max_samples - n ? k : e->max_samples - n;
+  if (ev->r.d->l2_persist_seen)
+    k = 1;
+  /* stop after the sample a fresh one will follow (phase_samples' rule, judged now): sample
+   * n + j is the (n + j + 1)-th */
+  int fresh_due = fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - ev->r.start);
+  for (int j = 0; j < k && fresh_due; j++)
+    if ((n + j + 1) % fr->gap == fr->offset % fr->gap)
+      return j + 1;
+  return k < 1 ? 1 : k;
+}
+
+/* Queues the `k` samples of one chunk (each followed by the baseline's when there is one) and
+ * waits once. Returns 0, or 1 with the verdict set. */
+static int chunk_queue(struct evaluation *ev, int k, int per, int *bnext, uint32_t *bmask) {
+  struct run *r = &ev->r;
+  struct kb__prepared *p = r->p;
+  int stride = ev->bfn != NULL ? 2 * per : per;
+  for (int i = 0; i < k; i++) {
+    if (sample_queue(r, ev->fn, ev->batch, ev->flushed, i * stride, i == 0, &ev->next,
+                     p->tim_off, &ev->timed_mask, ""))
+      return 1;
+    if (ev->bfn != NULL && sample_queue(r, ev->bfn, ev->batch, ev->flushed, i * stride + per, 0,
+                                        bnext, p->chk_off, bmask, "the baseline's "))
+      return 1;
+  }
+  if (r->d->sync(r->d, &r->derr)) {
+    device_error(r, "device error during a timed call");
+    return 1;
+  }
+  return 0;
+}
+
 /* The timed samples (under the trace when one was asked), each followed by the baseline's when
- * there is one, with the fresh samples spread among them, until min_samples are in and the noise
- * target, the timed-time cap or the budget is reached, or max_samples; then the fresh samples
- * still missing. Returns 0, or 1 with the verdict set. */
+ * there is one, queued in chunks with one wait each (chunk_size), with the fresh samples spread
+ * among them, until min_samples are in and the noise target, the timed-time cap or the budget
+ * is reached, or max_samples; then the fresh samples still missing. Returns 0, or 1 with the
+ * verdict set. */
 static int phase_samples(struct evaluation *ev) {
   struct run *r = &ev->r;
   const struct kb__eval_spec *e = r->e;
-  struct kb__prepared *p = r->p;
   struct fresh *fr = &ev->fr;
   double t0 = kb_now_mono();
   trace_begin(ev);
-  int bnext = 0;
+  int bnext = 0, per = ev->flushed ? ev->batch : 1, stride = ev->bfn != NULL ? 2 * per : per;
+  int room = KB__TIMER_POOL / stride;
   uint32_t bmask = 0;
   double timed = 0, sum = 0, sumsq = 0;
-  while (ev->n < e->max_samples) {
-    double us = 0, bus = 0;
-    if (sample(r, ev->fn, ev->batch, ev->flushed, &ev->next, p->tim_off, &ev->timed_mask, "",
-               &us))
+  int stop = 0;
+  while (ev->n < e->max_samples && !stop) {
+    int k = chunk_size(ev, room);
+    if (chunk_queue(ev, k, per, &bnext, &bmask))
       return 1;
-    if (ev->bfn != NULL && sample(r, ev->bfn, ev->batch, ev->flushed, &bnext, p->chk_off, &bmask,
-                                  "the baseline's ", &bus))
-      return 1;
-    ev->samples[ev->n] = us;
-    if (ev->bsamples)
-      ev->bsamples[ev->n] = bus;
-    int n = ++ev->n;
-    timed += us * ev->batch * 1e-6;
-    sum += us;
-    sumsq += us * us;
-    /* past the first FRESH_MIN, fresh samples keep their place while they take under
-     * FRESH_ONGOING of the time spent */
-    if (n % fr->gap == fr->offset % fr->gap &&
-        (fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - r->start)) &&
-        fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
-      return 1;
-    if (n < e->min_samples)
-      continue;
-    if (timed >= e->max_seconds || kb_now_mono() - r->start >= e->budget_s)
-      break;
-    double mean = sum / n;
-    double var = n > 1 ? (sumsq - sum * mean) / (n - 1) : 0;
-    if (n > 1 && mean > 0 && sqrt(var > 0 ? var : 0) / mean < e->noise)
-      break;
+    r->v->chunks++;
+    /* every sample of the chunk read first (a fresh sample below reuses the timer slots) into
+     * its place in the arrays, counted below up to a stop */
+    for (int i = 0; i < k; i++) {
+      double *bus = ev->bsamples ? &ev->bsamples[ev->n + i] : NULL;
+      if (sample_read(r, ev->batch, ev->flushed, i * stride, &ev->samples[ev->n + i]) ||
+          (bus != NULL && sample_read(r, ev->batch, ev->flushed, i * stride + per, bus)) ||
+          (e->dump_samples && keep_calls(ev, i * stride, ev->samples[ev->n + i])))
+        return 1;
+    }
+    for (int i = 0; i < k && !stop; i++) {
+      double us = ev->samples[ev->n];
+      int n = ++ev->n;
+      timed += us * ev->batch * 1e-6;
+      sum += us;
+      sumsq += us * us;
+      /* past the first FRESH_MIN, fresh samples keep their place while they take under
+       * FRESH_ONGOING of the time spent (chunk_size ends a chunk there) */
+      if (n % fr->gap == fr->offset % fr->gap &&
+          (fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - r->start)) &&
+          fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
+        return 1;
+      if (n < e->min_samples)
+        continue;
+      if (timed >= e->max_seconds || kb_now_mono() - r->start >= e->budget_s) {
+        stop = 1;
+        break;
+      }
+      double mean = sum / n;
+      double var = n > 1 ? (sumsq - sum * mean) / (n - 1) : 0;
+      if (n > 1 && mean > 0 && sqrt(var > 0 ? var : 0) / mean < e->noise)
+        stop = 1;
+    }
   }
   /* a short ladder (max_samples under the spacing) or the budget ended sampling early */
   while (fr->n < FRESH_MIN)
@@ -1677,14 +1789,18 @@ static int phase_metrics(struct evaluation *ev) {
     kb__timing_stats(ev->bsamples, ev->n, ev->warm, &v->baseline);
   if (speed_of_light(r, ev->batch, ev->flushed))
     return 1;
-  if (r->e->metrics && !r->d->gpu)
+  /* a candidate slower than the task's best so far is not profiled (docs/search.md) */
+  int want = r->e->metrics && (!(r->e->metrics_below_us > 0) ||
+                               (v->status == KB_STATUS_OK && v->timing.samples > 0 &&
+                                v->timing.median_us < r->e->metrics_below_us));
+  if (want && !r->d->gpu)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics on the %s device",
         r->d->backend);
 #ifdef KB_HAVE_CUPTI_TRACE
-  else if (r->e->metrics)
+  else if (want)
     read_metrics(r, ev->fn);
 #else
-  else if (r->e->metrics)
+  else if (want)
     say(v->metrics_note, sizeof v->metrics_note, "no hardware metrics: this kb-sandbox was built "
         "without CUPTI");
 #endif
@@ -1712,6 +1828,15 @@ static void evaluation_end(struct evaluation *ev) {
     r->v->t_fresh = ev->fr.t;
   if (!r->v->fatal && rotate_inputs(r, 0) != 0)
     r->p->damaged = 1; /* cannot put the inputs back: make the task again next time */
+  if (r->e->dump_samples && ev->samples != NULL) {
+    r->v->samples = ev->samples; /* the caller's now */
+    r->v->n_samples = ev->n;
+    ev->samples = NULL;
+    r->v->calls = ev->calls;
+    r->v->n_calls = ev->n_calls;
+    ev->calls = NULL;
+  }
+  kb_free(ev->calls);
   kb_free(ev->samples);
   kb_free(ev->bsamples);
   kb_free(ev->fr.f);

@@ -107,6 +107,11 @@ struct kb__eval_spec {
   int recheck;              /* 1: compare the timed outputs after timing */
   int trace;                /* 1: record a kernel trace (CUPTI) when available */
   int metrics;              /* 1: hardware metrics of one call (CUPTI Range Profiler, replayed) */
+  double metrics_below_us;  /* with metrics: only when the median is below this (a new best of
+                               the task); 0 = always */
+  int dump_samples;         /* 1: the verdict keeps every sample (samples, n_samples) */
+  int sample_chunk;         /* timed samples queued before one wait, at most; 0 = the engine's
+                               CHUNK_MAX, 1 = a wait after every sample */
 };
 
 /* The engine's answer. */
@@ -119,6 +124,7 @@ struct kb__verdict {
   struct kb_timing baseline; /* the baseline's, samples 0 when none */
   int batch;                /* calls per sample: 1, or the batch size for short kernels */
   int batch_flushed;        /* 1: each call of a batch was flushed and timed on its own */
+  int chunks;               /* waits of the host for the timed samples (one per chunk) */
   int fatal;                /* 1: the device or process is unusable; exit after replying */
   char trace_note[256];     /* why no trace was recorded, "" when none was asked or it was */
   int traced;               /* 1: a kernel trace of the timed calls was recorded and checked */
@@ -144,6 +150,13 @@ struct kb__verdict {
    * the timed samples (under the trace when one was asked), the trace's cross-check, the
    * re-check after timing, the metrics pass */
   double t_load, t_check, t_warmup, t_samples, t_trace, t_recheck, t_metrics;
+  double *samples;          /* dump_samples: each sample's time per call, us, in order (owned:
+                               the caller frees it with kb_free; NULL otherwise) */
+  int n_samples;            /* entries in samples */
+  double *calls;            /* dump_samples: each timed call's time, us (flushed batches: every
+                               call; otherwise each sample's mean per call), in order (owned:
+                               the caller frees it with kb_free; NULL otherwise) */
+  int n_calls;              /* entries in calls */
   double t_fresh;           /* the fresh samples: draws, checksums, oracle runs, compares, the
                                draws back, their timed calls and control samples */
 };

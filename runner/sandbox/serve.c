@@ -336,8 +336,84 @@ static json_t *kernels_json(const struct kb_cupti_kernel *recs, size_t n, int64_
   return a;
 }
 
-/* Kept whole (120 lines): one request read field by field in the protocol's order
- * (docs/sandbox.md), then the evaluation and its reply. */
+/* The reply to an eval request: verdict `v` (its arrays borrowed) of an evaluation that took
+ * `seconds` (new reference; NULL when out of memory). */
+static json_t *verdict_json(const struct kb__verdict *v, double seconds) {
+  json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:f}", "op", "eval", "status",
+                          kb_status_name(v->status), "reason", v->reason, "sets_checked",
+                          v->sets_checked, "batch", v->batch, "fatal", v->fatal, "seconds", seconds);
+  if (out != NULL && v->batch_flushed)
+    json_object_set_new(out, "batch_flushed", json_true());
+  if (out != NULL && v->chunks > 0)
+    json_object_set_new(out, "chunks", json_integer(v->chunks));
+  if (out != NULL && isfinite(v->max_abs_err))
+    json_object_set_new(out, "max_abs_err", json_real(v->max_abs_err));
+  if (out != NULL && isfinite(v->max_rel_err))
+    json_object_set_new(out, "max_rel_err", json_real(v->max_rel_err));
+  if (out != NULL && v->timing.samples > 0)
+    json_object_set_new(out, "timing", timing_json(&v->timing));
+  if (out != NULL && v->baseline.samples > 0)
+    json_object_set_new(out, "baseline_timing", timing_json(&v->baseline));
+  if (out != NULL && v->trace_note[0])
+    json_object_set_new(out, "trace_note", json_string(v->trace_note));
+  if (out != NULL && v->traced)
+    json_object_set_new(out, "trace",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "kernels",
+                                  (json_int_t)v->trace_kernels, "own_kernels",
+                                  (json_int_t)v->trace_own_kernels, "own_ns",
+                                  (json_int_t)v->trace_own_ns, "other_ns",
+                                  (json_int_t)v->trace_other_ns, "late_ns",
+                                  (json_int_t)v->trace_late_ns, "dropped",
+                                  (json_int_t)v->trace_dropped));
+  if (out != NULL && v->traced) {
+    int64_t left_out = 0;
+    json_t *ks = kernels_json(v->trace_recs, v->n_trace_recs, &left_out);
+    if (ks != NULL)
+      json_object_set_new(out, "kernels", ks);
+    if (left_out > 0)
+      json_object_set_new(out, "kernels_dropped", json_integer((json_int_t)left_out));
+  }
+  if (out != NULL && v->samples != NULL) {
+    json_t *a = json_array();
+    for (int i = 0; a != NULL && i < v->n_samples; i++)
+      json_array_append_new(a, json_real(v->samples[i]));
+    if (a != NULL)
+      json_object_set_new(out, "samples_us", a);
+  }
+  if (out != NULL && v->calls != NULL) {
+    json_t *a = json_array();
+    for (int i = 0; a != NULL && i < v->n_calls; i++)
+      json_array_append_new(a, json_real(v->calls[i]));
+    if (a != NULL)
+      json_object_set_new(out, "calls_us", a);
+  }
+  if (out != NULL) {
+    json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v->t_load, "check",
+                           v->t_check, "warmup", v->t_warmup, "samples", v->t_samples, "trace",
+                           v->t_trace, "recheck", v->t_recheck, "metrics", v->t_metrics, "fresh",
+                           v->t_fresh);
+    if (ph != NULL)
+      json_object_set_new(out, "phases", ph);
+  }
+  if (out != NULL && v->metrics_note[0])
+    json_object_set_new(out, "metrics_note", json_string(v->metrics_note));
+  if (out != NULL && v->has_metrics) {
+    json_t *m = json_pack("{s:i}", "passes", v->metric_passes);
+    const struct {
+      const char *k;
+      double x;
+    } f[] = {{"duration_ns", v->duration_ns}, {"dram_pct", v->dram_pct}, {"sm_pct", v->sm_pct},
+             {"occupancy_pct", v->occupancy_pct}, {"l2_hit_pct", v->l2_hit_pct}};
+    for (size_t i = 0; m != NULL && i < sizeof f / sizeof f[0]; i++)
+      if (isfinite(f[i].x))
+        json_object_set_new(m, f[i].k, json_real(f[i].x));
+    json_object_set_new(out, "metrics", m);
+  }
+  return out;
+}
+
+/* An eval request: read field by field in the protocol's order (docs/sandbox.md), then the
+ * evaluation and its reply (verdict_json). */
 static int eval(struct server *sv, json_t *req) {
   struct kb__eval_spec e;
   memset(&e, 0, sizeof e);
@@ -377,6 +453,14 @@ static int eval(struct server *sv, json_t *req) {
     rc = kb__msg_bool(req, "", "trace", 0, &e.trace, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_bool(req, "", "metrics", 0, &e.metrics, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "metrics_below_us", 0, 0, 1e12, &e.metrics_below_us, field,
+                     sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "dump_samples", 0, &e.dump_samples, field, sizeof field, &err);
+  int64_t chunk = 0;
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "sample_chunk", 0, 0, 1000000, &chunk, field, sizeof field, &err);
   if (rc == KB_OK && min_s > max_s && json_object_get(req, "min_samples") != NULL) {
     snprintf(field, sizeof field, "min_samples");
     rc = kb_error_set(&err, KB_EPARSE, "\"min_samples\" must not exceed \"max_samples\"");
@@ -393,6 +477,7 @@ static int eval(struct server *sv, json_t *req) {
   e.warmup = (int)warmup;
   e.min_samples = (int)min_s;
   e.max_samples = (int)max_s;
+  e.sample_chunk = (int)chunk;
   sv->used[at] = ++sv->clock;
   double t0 = kb_now_mono();
   struct kb__verdict v;
@@ -402,59 +487,10 @@ static int eval(struct server *sv, json_t *req) {
     kb__prepared_free(sv->d, sv->tasks[at]);
     sv->tasks[at] = NULL;
   }
-  json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:f}", "op", "eval", "status",
-                          kb_status_name(v.status), "reason", v.reason, "sets_checked",
-                          v.sets_checked, "batch", v.batch, "fatal", v.fatal, "seconds", seconds);
-  if (out != NULL && isfinite(v.max_abs_err))
-    json_object_set_new(out, "max_abs_err", json_real(v.max_abs_err));
-  if (out != NULL && isfinite(v.max_rel_err))
-    json_object_set_new(out, "max_rel_err", json_real(v.max_rel_err));
-  if (out != NULL && v.timing.samples > 0)
-    json_object_set_new(out, "timing", timing_json(&v.timing));
-  if (out != NULL && v.baseline.samples > 0)
-    json_object_set_new(out, "baseline_timing", timing_json(&v.baseline));
-  if (out != NULL && v.trace_note[0])
-    json_object_set_new(out, "trace_note", json_string(v.trace_note));
-  if (out != NULL && v.traced)
-    json_object_set_new(out, "trace",
-                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "kernels",
-                                  (json_int_t)v.trace_kernels, "own_kernels",
-                                  (json_int_t)v.trace_own_kernels, "own_ns",
-                                  (json_int_t)v.trace_own_ns, "other_ns",
-                                  (json_int_t)v.trace_other_ns, "late_ns",
-                                  (json_int_t)v.trace_late_ns, "dropped",
-                                  (json_int_t)v.trace_dropped));
-  if (out != NULL && v.traced) {
-    int64_t left_out = 0;
-    json_t *ks = kernels_json(v.trace_recs, v.n_trace_recs, &left_out);
-    if (ks != NULL)
-      json_object_set_new(out, "kernels", ks);
-    if (left_out > 0)
-      json_object_set_new(out, "kernels_dropped", json_integer((json_int_t)left_out));
-  }
+  json_t *out = verdict_json(&v, seconds);
   kb_free(v.trace_recs);
-  if (out != NULL) {
-    json_t *ph = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "load", v.t_load, "check",
-                           v.t_check, "warmup", v.t_warmup, "samples", v.t_samples, "trace",
-                           v.t_trace, "recheck", v.t_recheck, "metrics", v.t_metrics, "fresh",
-                           v.t_fresh);
-    if (ph != NULL)
-      json_object_set_new(out, "phases", ph);
-  }
-  if (out != NULL && v.metrics_note[0])
-    json_object_set_new(out, "metrics_note", json_string(v.metrics_note));
-  if (out != NULL && v.has_metrics) {
-    json_t *m = json_pack("{s:i}", "passes", v.metric_passes);
-    const struct {
-      const char *k;
-      double x;
-    } f[] = {{"duration_ns", v.duration_ns}, {"dram_pct", v.dram_pct}, {"sm_pct", v.sm_pct},
-             {"occupancy_pct", v.occupancy_pct}, {"l2_hit_pct", v.l2_hit_pct}};
-    for (size_t i = 0; m != NULL && i < sizeof f / sizeof f[0]; i++)
-      if (isfinite(f[i].x))
-        json_object_set_new(m, f[i].k, json_real(f[i].x));
-    json_object_set_new(out, "metrics", m);
-  }
+  kb_free(v.samples);
+  kb_free(v.calls);
   int broken = reply(sv, out);
   return broken ? 1 : v.fatal ? 3 : 0;
 }

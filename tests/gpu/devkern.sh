@@ -25,11 +25,16 @@ run devkern test_devkern
 run cupti test_cupti
 { hdr; bash tests/gpu/catalogue.sh; echo "exit $?"; } > "$OUT/catalogue-run.txt" 2>&1
 { hdr; bash bench/gpu/compare.sh; echo "exit $?"; } > "$OUT/indep.txt" 2>&1
+# KB_DEVKERN_PROBE=0 leaves out the hypotheses about honest_twopass (tests/gpu/timing_probe.sh)
+[ "${KB_DEVKERN_PROBE:-1}" = 0 ] ||
+  { hdr; BUNDLE=$BUNDLE bash tests/gpu/timing_probe.sh; echo "exit $?"; } > "$OUT/probe.txt" 2>&1
 for f in devkern.txt cupti.txt catalogue-run.txt catalogue-verdicts.jsonl \
-         catalogue-sandbox-stderr.txt indep.txt indep-results.jsonl indep-experiments.jsonl; do
+         catalogue-sandbox-stderr.txt indep.txt indep-results.jsonl indep-experiments.jsonl \
+         probe.txt timing-probe.jsonl; do
   [ -f "$OUT/$f" ] && { echo "===== $f"; cat "$OUT/$f"; }
 done > "$FINAL/devkern-suite.txt"
 echo "== devkern"; grep -E "^(fill|poison|compare|checksum|flush|spin|  |PASS|FAIL|bandwidth)" "$OUT/devkern.txt"
 echo "== cupti"; grep -E "^(record|honest|other|legacy|after|outside|metrics|PASS|FAIL)" "$OUT/cupti.txt"
 echo "== catalogue"; tail -22 "$OUT/catalogue-run.txt"
 echo "== independent timer"; tail -30 "$OUT/indep.txt"
+[ -f "$OUT/probe.txt" ] && { echo "== honest_twopass hypotheses (tests/gpu/timing_probe.sh)"; tail -22 "$OUT/probe.txt"; }

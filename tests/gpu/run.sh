@@ -9,7 +9,9 @@
 #   - the demo campaign (host backend) with kb-launch --local, 1 and 4 runners
 #   - tests/gpu/sandbox.sh: CUDA tasks through the sandbox, and a CUDA campaign end to end
 # Run separately (they take minutes): tests/gpu/suite.sh (the built-in CUDA suite with the tuner,
-# GPU busy fraction; table by tests/gpu/suite_table.py) and, on the two-GPU machine,
+# GPU busy fraction, the sandbox's phases per tier, KB_SUITE_AB=1 for before/after; table by
+# tests/gpu/suite_table.py), tests/gpu/timing_probe.sh (also part of tests/gpu/devkern.sh) and,
+# on the two-GPU machine,
 # tests/gpu/two_gpus.sh (kb-launch --local --gpus 0 against --gpus 0,1).
 # Prints a short table last.
 set -uo pipefail

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "compile_util.h"
 #include "evaluator.h"
 #include "fixture.h"
 #include "host_backend.h"
@@ -158,7 +159,8 @@ struct raw {
   int fd;
 };
 
-static void raw_start(struct raw *r) {
+/* kb-sandbox --backend host on a socket pair, `ro` (NULL: none) readable inside. */
+static void raw_start_ro(struct raw *r, const char *ro) {
   int sv[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   posix_spawn_file_actions_t fa;
@@ -166,13 +168,15 @@ static void raw_start(struct raw *r) {
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
   char *prog = kb__sandbox_program("host");
-  char *argv[] = {prog, "--backend", "host", NULL};
+  char *argv[] = {prog, "--backend", "host", ro ? "--ro" : NULL, (char *)ro, NULL};
   assert_int_equal(posix_spawn(&r->pid, prog, &fa, NULL, argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
   kb_free(prog);
   close(sv[1]);
   r->fd = sv[0];
 }
+
+static void raw_start(struct raw *r) { raw_start_ro(r, NULL); }
 
 /* Sends `text` as one frame and returns the reply (new reference). */
 static json_t *raw_ask(struct raw *r, const char *text) {
@@ -634,6 +638,108 @@ static void test_same_run_baseline(void **state) {
   kb_result_release(&r);
 }
 
+/* ---- the timed samples' chunks, the dumps, the metrics rule (issue 17) ---------------------- */
+
+/* One raw eval of `lib` on the prepared task "s" with `extra` fields ("" or ",\"k\":v...");
+ * returns the reply (new reference), fails the test unless it is an ok verdict. */
+static json_t *raw_eval(struct raw *r, const char *lib, const char *extra) {
+  char buf[2048];
+  snprintf(buf, sizeof buf,
+           "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"%s\",\"sets\":0,\"warmup\":1,"
+           "\"min_samples\":12,\"max_samples\":12,\"noise\":0,\"max_seconds\":30,"
+           "\"flush_l2\":false,\"recheck\":true%s}",
+           lib, extra);
+  json_t *m = raw_ask(r, buf);
+  const char *st = json_string_value(json_object_get(m, "status"));
+  if (st == NULL || strcmp(st, "ok") != 0)
+    fail_msg("eval %s: %s", extra, json_dumps(m, 0));
+  return m;
+}
+
+/* Twelve samples, no noise stop: queued in a few chunks by default, one wait each with
+ * "sample_chunk": 1; "dump_samples" gives every sample and call back; "metrics_below_us" asks
+ * for the metrics pass only under that median (on the host the pass is refused with a note: the
+ * note shows whether it was tried). */
+static void test_sample_chunks(void **state) {
+  (void)state;
+  const struct kb__compiler *cc = kb__evaluator_compiler(fx.ev);
+  struct kb__build oracle, cand;
+  char *osrc = tu_slurp(KB_SOURCE_DIR "/tasks/host/sum/oracle.c");
+  tu_build(cc, osrc, NULL, NULL, NULL, &oracle);
+  kb_free(osrc);
+  const char *fast = NULL;
+  for (int i = 0; i < fx.base.sum.n_seeds; i++)
+    if (strcmp(fx.base.sum.seeds[i].name, "unrolled") == 0)
+      fast = fx.base.sum.seeds[i].path;
+  char *src = tu_slurp(fast);
+  tu_build(cc, src, NULL, NULL, NULL, &cand);
+  kb_free(src);
+  if (!oracle.ok || !cand.ok)
+    fail_msg("builds: oracle %s, candidate %s", oracle.reason, cand.reason);
+  struct raw r;
+  raw_start_ro(&r, fx.base.cache); /* the builds are there */
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "{\"op\":\"prepare\",\"key\":\"s\",\"oracle\":\"%s\",\"inputs\":[{\"name\":\"x\","
+           "\"dtype\":\"f32\",\"shape\":[65536]}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"f32\","
+           "\"shape\":[1]}],\"sets\":[{\"seed\":1,\"distribution\":\"uniform\",\"low\":-1,"
+           "\"high\":1},{\"seed\":2,\"distribution\":\"uniform\",\"low\":0,\"high\":1}],"
+           "\"atol\":0.01,\"rtol\":0.001}",
+           oracle.lib_path);
+  json_t *m = raw_ask(&r, buf);
+  if (!json_is_true(json_object_get(m, "ok")))
+    fail_msg("prepare: %s", json_string_value(json_object_get(m, "reason")));
+  json_decref(m);
+
+  m = raw_eval(&r, cand.lib_path, ",\"dump_samples\":true");
+  json_int_t chunked = json_integer_value(json_object_get(m, "chunks"));
+  json_t *samples = json_object_get(m, "samples_us"), *calls = json_object_get(m, "calls_us");
+  assert_int_equal(json_array_size(samples), 12);
+  assert_int_equal(json_array_size(calls), 12); /* not flushed: one entry per sample */
+  double sum = 0;
+  for (size_t i = 0; i < 12; i++)
+    sum += json_real_value(json_array_get(samples, i));
+  assert_true(sum > 0);
+  json_t *t = json_object_get(m, "timing");
+  assert_true(json_real_value(json_object_get(t, "median_us")) > 0);
+  assert_null(json_object_get(m, "metrics_note"));
+  print_message("12 samples in %lld chunk(s)\n", (long long)chunked);
+  assert_true(chunked >= 1 && chunked < 12);
+  json_decref(m);
+
+  m = raw_eval(&r, cand.lib_path, ",\"sample_chunk\":1");
+  assert_int_equal(json_integer_value(json_object_get(m, "chunks")), 12);
+  assert_null(json_object_get(m, "samples_us")); /* not asked */
+  double median = json_real_value(json_object_get(json_object_get(m, "timing"), "median_us"));
+  json_decref(m);
+
+  /* the metrics pass: tried under the bound, not over it */
+  snprintf(buf, sizeof buf, ",\"metrics\":true,\"metrics_below_us\":%.6g", median * 1000);
+  m = raw_eval(&r, cand.lib_path, buf);
+  assert_non_null(strstr(json_string_value(json_object_get(m, "metrics_note")),
+                         "no hardware metrics on the host device"));
+  json_decref(m);
+  snprintf(buf, sizeof buf, ",\"metrics\":true,\"metrics_below_us\":%.6g", median / 1000);
+  m = raw_eval(&r, cand.lib_path, buf);
+  assert_null(json_object_get(m, "metrics_note"));
+  json_decref(m);
+  m = raw_eval(&r, cand.lib_path, ",\"metrics\":true"); /* no bound: always */
+  assert_non_null(json_object_get(m, "metrics_note"));
+  json_decref(m);
+  expect_error(&r, "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"/x.so\",\"sets\":0,"
+               "\"warmup\":0,\"min_samples\":1,\"max_samples\":1,\"noise\":0,\"max_seconds\":1,"
+               "\"flush_l2\":false,\"recheck\":true,\"sample_chunk\":-1}",
+               "sample_chunk", "must be an integer");
+
+  m = raw_ask(&r, "{\"op\":\"quit\"}");
+  json_decref(m);
+  int status = 0;
+  assert_int_equal(waitpid(r.pid, &status, 0), r.pid);
+  close(r.fd);
+  kb__build_release(&oracle);
+  kb__build_release(&cand);
+}
+
 /* ---- the environment ---------------------------------------------------------------------- */
 
 static void test_env_scrubbed(void **state) {
@@ -719,6 +825,7 @@ int main(void) {
       cmocka_unit_test(test_first_call_only),
       cmocka_unit_test(test_stop_interrupts),
       cmocka_unit_test(test_same_run_baseline),
+      cmocka_unit_test(test_sample_chunks),
       cmocka_unit_test(test_env_scrubbed), /* last: it frees the backend */
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
