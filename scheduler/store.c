@@ -569,16 +569,20 @@ static int io_code(int e) {
  * error stack. Returns the code. */
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* What failed, from a caller's format and arguments, into `op` (never unterminated). */
+static void format_op(char *op, size_t size, const char *fmt, va_list ap) {
+  if (vsnprintf(op, size, fmt, ap) < 0)
+    op[0] = '\0';
+}
+
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) {
   struct h5detail d = {"", 0};
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5walk, &d);
   char op[200];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(op, sizeof op, fmt, ap);
+  format_op(op, sizeof op, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    op[0] = '\0';
   if (d.sys_errno != 0 && io_code(d.sys_errno) == KB_EWRITE) {
     write_failures++;
     return kb_error_set(err, KB_EWRITE, "%s: cannot %s: %s (errno %d)", path, op,
@@ -598,10 +602,8 @@ static int sysfail(struct kb_error *err, int e, const char *path, const char *fm
   char op[200];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(op, sizeof op, fmt, ap);
+  format_op(op, sizeof op, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    op[0] = '\0';
   return kb_error_set(err, io_code(e), "%s: cannot %s: %s (errno %d)", path, op, strerror(e), e);
 }
 

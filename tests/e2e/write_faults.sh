@@ -234,6 +234,10 @@ start_sched
 expect_fault "summary.json" "$R/summary.json.*(errno 1)"
 [ "$(rcli HGET 'kb:{wf}:meta' state)" = done ] || fail "campaign not done after the last fault"
 chattr -i "$R/summary.json"
+# on disk before the thin storage fails: the remount below replays only what was committed, and
+# an uncommitted chattr -i came back as an immutable summary.json (EPERM) whenever the journal's
+# 5 s commit had not run yet
+sync -f "$R"
 if [ $thin -eq 1 ]; then
   note "9. summary.json on thin storage that runs out: its fsync fails"
   dd if=/dev/zero of="$T/thin/fill" bs=64k status=none 2>/dev/null || true
