@@ -641,8 +641,25 @@ static int sync_llm_all(struct sched *s, struct kb_error *err) {
   return rc;
 }
 
+/* Opens every task file of the campaign that exists and is not open yet: opening recovers a file
+ * a killed scheduler left (its SWMR status flags cleared, rows past its commit dropped), and
+ * the close at exit leaves it readable without SWMR. A task that got no result after the last
+ * restart is otherwise never opened again, and its file stayed "already open for write" to
+ * h5py and h5dump (e2e_profiles under load: the scheduler killed twice). */
+static int recover_files(struct sched *s, struct kb_error *err) {
+  for (int i = 0; i < s->pop.n; i++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.h5", s->results_dir, s->pop.tasks[i].task);
+    if (access(path, F_OK) == 0 && get_store(s, s->pop.tasks[i].task, err) == NULL)
+      return err->code;
+  }
+  return KB_OK;
+}
+
 static int finish(struct sched *s, const char *reason, struct kb_error *err) {
-  int rc = sync_llm_all(s, err);
+  int rc = recover_files(s, err);
+  if (rc == KB_OK)
+    rc = sync_llm_all(s, err);
   if (rc)
     return rc;
   /* A campaign ended earlier (a rerun rewriting summary.json): the reason it ended for. */

@@ -1608,7 +1608,10 @@ static int chunk_size(const struct evaluation *ev, int room) {
   const struct fresh *fr = &ev->fr;
   int n = ev->n;
   int k = n < e->min_samples ? e->min_samples - n : CHUNK_PAST_MIN;
-  int cap = e->sample_chunk > 0 ? e->sample_chunk : CHUNK_MAX;
+  /* one wait per sample unless the request asks for chunks: with chunks by default the host
+   * catalogue's deferred_work (each call finishes the previous call's rows) came out ok where
+   * one wait per sample rejects it; until that is understood, chunks are opt-in */
+  int cap = e->sample_chunk > 0 ? e->sample_chunk : 1;
   k = k < cap ? k : cap;
   k = k < room ? k : room;
   k = k < e->max_samples - n ? k : e->max_samples - n;

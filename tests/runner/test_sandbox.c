@@ -691,7 +691,8 @@ static void test_sample_chunks(void **state) {
     fail_msg("prepare: %s", json_string_value(json_object_get(m, "reason")));
   json_decref(m);
 
-  m = raw_eval(&r, cand.lib_path, ",\"dump_samples\":true");
+  /* chunks are asked for: the default is one wait per sample (engine.c, chunk_size) */
+  m = raw_eval(&r, cand.lib_path, ",\"dump_samples\":true,\"sample_chunk\":64");
   json_int_t chunked = json_integer_value(json_object_get(m, "chunks"));
   json_t *samples = json_object_get(m, "samples_us"), *calls = json_object_get(m, "calls_us");
   assert_int_equal(json_array_size(samples), 12);
