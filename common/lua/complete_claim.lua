@@ -60,6 +60,16 @@ local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS
 local runner, next_token = ARGV[1], ARGV[2]
 local want = tonumber(ARGV[8] or '1')
 local SCAN = 16 -- items looked at per queue when its head is not affordable
+-- Task affinity: the optional last argument (when #ARGV - 8 is one more than a multiple of 5)
+-- names the tasks the runner holds prepared, joined with ','.
+local prefer -- set of task ids, nil: no affinity (plain order)
+if #ARGV >= 9 and (#ARGV - 8) % 5 == 1 and ARGV[#ARGV] ~= '' then
+  prefer = {}
+  for t in string.gmatch(ARGV[#ARGV], '[^,]+') do
+    prefer[t] = true
+  end
+end
+local AFFINITY_MS = 2000 -- how long a queue's head may be passed over (meta affinity_ms)
 if not want or want < 0 or want ~= math.floor(want) then
   return redis.error_reply('KB_INVAL K must be a whole number, not "' ..
                            tostring(ARGV[8]) .. '"')
@@ -82,7 +92,14 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
                                         bal.available, bal.held, bal.spent, bal.total)
 end
 
-local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done')
+local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
+                     'affinity_ms')
+if m[6] then
+  AFFINITY_MS = tonumber(m[6]) or AFFINITY_MS
+end
+if AFFINITY_MS <= 0 then
+  prefer = nil
+end
 local open = -1
 local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
 local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
@@ -291,6 +308,84 @@ local function claim_from(q, r)
   end
   return blocked
 end
+-- Whether the head of queue `q` (tier `tier`), item `head`, may be passed over for affinity
+-- now: yes until it has been passed over for AFFINITY_MS (meta "aff:<tier>" = "<head> <since>",
+-- the head and when it was first passed over; written when a new head is first passed over).
+local aff_w = {} -- meta field, value pairs
+local function may_pass(tier, head)
+  local rec = redis.call('HGET', meta, 'aff:' .. tier)
+  if not now then
+    now = kb_now_ms()
+  end
+  local id, since = string.match(rec or '', '^(%S+) (%d+)$')
+  if id ~= head then
+    aff_w[#aff_w + 1] = 'aff:' .. tier
+    aff_w[#aff_w + 1] = head .. ' ' .. kb_int(now)
+    return true
+  end
+  return now - tonumber(since) < AFFINITY_MS
+end
+-- claim_from with affinity: reads the queue's first r + SCAN entries at once and takes, of the
+-- affordable ones, the preferred tasks' first (queue order) and then the others (queue order),
+-- unless the head (the first affordable entry) is due (may_pass): then plain order. Compile
+-- tier queues (0) are never reordered: compiling prepares nothing. Returns as claim_from.
+local function claim_pref(q, r)
+  local tier = string.match(q, ':q:(%d+)$')
+  local ids = redis.call('ZRANGE', q, 0, r + SCAN - 1)
+  if #ids == 0 then
+    return false
+  end
+  local raws_q = redis.call('HMGET', items, unpack(ids))
+  local ok, blocked = {}, false -- {nid, it} of the affordable entries, in queue order
+  for j, nid in ipairs(ids) do
+    local it, bad = kb_item_check(items, nid, raws_q[j])
+    if not it then
+      if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
+        gone = gone + 1
+      end
+    elseif affordable(it) then
+      ok[#ok + 1] = {nid, it}
+    else
+      blocked = true
+    end
+  end
+  local order = ok
+  if #ok > 0 and not prefer[ok[1][2].task] then
+    local first, rest = {}, {}
+    for _, e in ipairs(ok) do
+      if prefer[e[2].task] then
+        first[#first + 1] = e
+      else
+        rest[#rest + 1] = e
+      end
+    end
+    -- with fewer than r preferred entries the head is still taken: nothing to age; with r or
+    -- more it is passed over, which it may be for AFFINITY_MS
+    if #first > 0 and (#first < r or may_pass(tier, ok[1][1])) then
+      for _, e in ipairs(rest) do
+        first[#first + 1] = e
+      end
+      order = first
+    end
+  end
+  local taken = {}
+  for _, e in ipairs(order) do
+    if #taken >= r then
+      break
+    end
+    -- affordability again: the ones taken before count against the budget and the caps
+    if #taken == 0 or affordable(e[2]) then
+      take(e[1], e[2])
+      taken[#taken + 1] = e[1]
+    else
+      blocked = true
+    end
+  end
+  if #taken > 0 then
+    redis.call('ZREM', q, unpack(taken))
+  end
+  return blocked
+end
 if next_token ~= '' and want > 0 then
   if m[1] ~= 'running' then
     why = {'state', tostring(m[1] or 'missing')}
@@ -300,7 +395,12 @@ if next_token ~= '' and want > 0 then
       if #claims >= want then
         break
       end
-      blocked = claim_from(KEYS[i], want - #claims) or blocked
+      local tier = tonumber(string.match(KEYS[i], ':q:(%d+)$'))
+      if prefer and tier and tier > 0 then
+        blocked = claim_pref(KEYS[i], want - #claims) or blocked
+      else
+        blocked = claim_from(KEYS[i], want - #claims) or blocked
+      end
     end
     if #lease_w > 0 then
       redis.call('ZADD', lease, unpack(lease_w))
@@ -343,6 +443,9 @@ if n_ok > 0 then
     redis.call('HINCRBY', meta, 'gpu_ms:overruns', overruns)
     redis.call('HINCRBY', meta, 'gpu_ms:overrun', kb_int(overrun))
   end
+end
+if #aff_w > 0 then
+  redis.call('HSET', meta, unpack(aff_w))
 end
 if #entries > 0 then
   redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',
