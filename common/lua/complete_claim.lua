@@ -93,7 +93,7 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
 end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
-                     'affinity_ms')
+                     'affinity_ms', 'aff')
 if m[6] then
   AFFINITY_MS = tonumber(m[6]) or AFFINITY_MS
 end
@@ -308,81 +308,97 @@ local function claim_from(q, r)
   end
   return blocked
 end
--- Whether the head of queue `q` (tier `tier`), item `head`, may be passed over for affinity
--- now: yes until it has been passed over for AFFINITY_MS (meta "aff:<tier>" = "<head> <since>",
--- the head and when it was first passed over; written when a new head is first passed over).
+-- Task affinity. The claim's plain order is the queues' (highest tier first), each in its
+-- order; its window is the first r + SCAN entries of that order over the running tiers' queues
+-- (tier 0, compiling, prepares nothing and is never reordered). Of the window's affordable
+-- entries the preferred tasks' are taken first (in plain order), then the others, unless the
+-- first affordable entry of the plain order (the one a claim without affinity would take) has
+-- been passed over for AFFINITY_MS already (meta "aff" = "<item> <ms>": that entry and when it
+-- was first passed over): then the plain order. So every entry, once first in the plain order,
+-- waits at most AFFINITY_MS (and the next claim) for its turn.
 local aff_w = {} -- meta field, value pairs
-local function may_pass(tier, head)
-  local rec = redis.call('HGET', meta, 'aff:' .. tier)
+-- Whether `first`, the plain order's first entry, may be passed over now.
+local function may_pass(first)
+  local rec = m[7]
   if not now then
     now = kb_now_ms()
   end
   local id, since = string.match(rec or '', '^(%S+) (%d+)$')
-  if id ~= head then
-    aff_w[#aff_w + 1] = 'aff:' .. tier
-    aff_w[#aff_w + 1] = head .. ' ' .. kb_int(now)
+  if id ~= first then
+    aff_w[1], aff_w[2] = 'aff', first .. ' ' .. kb_int(now)
     return true
   end
   return now - tonumber(since) < AFFINITY_MS
 end
--- claim_from with affinity: reads the queue's first r + SCAN entries at once and takes, of the
--- affordable ones, the preferred tasks' first (queue order) and then the others (queue order),
--- unless the head (the first affordable entry) is due (may_pass): then plain order. Compile
--- tier queues (0) are never reordered: compiling prepares nothing. Returns as claim_from.
-local function claim_pref(q, r)
-  local tier = string.match(q, ':q:(%d+)$')
-  local ids = redis.call('ZRANGE', q, 0, r + SCAN - 1)
-  if #ids == 0 then
-    return false
-  end
-  local raws_q = redis.call('HMGET', items, unpack(ids))
-  local ok, blocked = {}, false -- {nid, it} of the affordable entries, in queue order
-  for j, nid in ipairs(ids) do
-    local it, bad = kb_item_check(items, nid, raws_q[j])
-    if not it then
-      if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
-        gone = gone + 1
+-- Claims up to `r` items from the queues KEYS[i0..i1] (running tiers, highest first) with
+-- affinity, as above; the ones taken leave their queues. Returns whether a decodable item was
+-- passed over as not affordable. The caller claims the rest of `r`, if any, in plain order.
+local function claim_pref(i0, i1, r)
+  local win, blocked = {}, false -- {queue, id, item} of the affordable entries, plain order
+  local seen_n = 0
+  for i = i0, i1 do
+    if seen_n >= r + SCAN then
+      break
+    end
+    local q = KEYS[i]
+    local ids = redis.call('ZRANGE', q, 0, r + SCAN - 1 - seen_n)
+    if #ids > 0 then
+      local raws_q = redis.call('HMGET', items, unpack(ids))
+      for j, nid in ipairs(ids) do
+        local it, bad = kb_item_check(items, nid, raws_q[j])
+        if not it then
+          if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
+            gone = gone + 1
+          end
+        else
+          seen_n = seen_n + 1
+          if affordable(it) then
+            win[#win + 1] = {q, nid, it}
+          else
+            blocked = true
+          end
+        end
       end
-    elseif affordable(it) then
-      ok[#ok + 1] = {nid, it}
-    else
-      blocked = true
     end
   end
-  local order = ok
-  if #ok > 0 and not prefer[ok[1][2].task] then
+  if #win == 0 then
+    return blocked
+  end
+  local order = win
+  if not prefer[win[1][3].task] then
     local first, rest = {}, {}
-    for _, e in ipairs(ok) do
-      if prefer[e[2].task] then
+    for _, e in ipairs(win) do
+      if prefer[e[3].task] then
         first[#first + 1] = e
       else
         rest[#rest + 1] = e
       end
     end
-    -- with fewer than r preferred entries the head is still taken: nothing to age; with r or
-    -- more it is passed over, which it may be for AFFINITY_MS
-    if #first > 0 and (#first < r or may_pass(tier, ok[1][1])) then
+    -- with fewer than r preferred entries the plain first is still taken: nothing to age
+    if #first > 0 and (#first < r or may_pass(win[1][2])) then
       for _, e in ipairs(rest) do
         first[#first + 1] = e
       end
       order = first
     end
   end
-  local taken = {}
+  local taken = {} -- queue -> ids
+  local n = 0
   for _, e in ipairs(order) do
-    if #taken >= r then
+    if n >= r then
       break
     end
-    -- affordability again: the ones taken before count against the budget and the caps
-    if #taken == 0 or affordable(e[2]) then
-      take(e[1], e[2])
-      taken[#taken + 1] = e[1]
+    if affordable(e[3]) then -- again: the ones taken before count against budget and caps
+      take(e[2], e[3])
+      taken[e[1]] = taken[e[1]] or {}
+      table.insert(taken[e[1]], e[2])
+      n = n + 1
     else
       blocked = true
     end
   end
-  if #taken > 0 then
-    redis.call('ZREM', q, unpack(taken))
+  for q, ids in pairs(taken) do
+    redis.call('ZREM', q, unpack(ids))
   end
   return blocked
 end
@@ -391,16 +407,20 @@ if next_token ~= '' and want > 0 then
     why = {'state', tostring(m[1] or 'missing')}
   else
     local blocked = false
+    if prefer then -- the running tiers' queues: all but a last one of tier 0
+      local last = #KEYS
+      if string.match(KEYS[last], ':q:0$') then
+        last = last - 1
+      end
+      if last >= 10 then
+        blocked = claim_pref(10, last, want)
+      end
+    end
     for i = 10, #KEYS do
       if #claims >= want then
         break
       end
-      local tier = tonumber(string.match(KEYS[i], ':q:(%d+)$'))
-      if prefer and tier and tier > 0 then
-        blocked = claim_pref(KEYS[i], want - #claims) or blocked
-      else
-        blocked = claim_from(KEYS[i], want - #claims) or blocked
-      end
+      blocked = claim_from(KEYS[i], want - #claims) or blocked
     end
     if #lease_w > 0 then
       redis.call('ZADD', lease, unpack(lease_w))

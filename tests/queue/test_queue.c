@@ -923,6 +923,15 @@ static void test_affinity(void **state) {
   enqueue_task_item(&q, 21, "bb", 1, 5.5); /* within the bound: taken before 18 better ones */
   assert_int_equal(claim_task(&q, 1, 1, c, &got), 'b');
   assert_int_equal(c[0].tier, 1);
+  /* across tiers: a preferred tier-1 item before another task's tier-2 head */
+  enqueue_task_item(&q, 30, "aa", 2, 1);
+  enqueue_task_item(&q, 31, "bb", 1, 6.5);
+  struct kb_error e2 = {0};
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 1, 2, 1, c, &got, NULL, NULL, &e2),
+                   KB_OK);
+  assert_string_equal(c[0].task, "bb");
+  assert_int_equal(c[0].tier, 1);
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'a'); /* the tier-2 one, out of the way */
   /* the compile tier is never reordered */
   enqueue_task_item(&q, 40, "aa", 0, 1);
   enqueue_task_item(&q, 41, "bb", 0, 2);
