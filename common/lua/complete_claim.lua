@@ -12,7 +12,9 @@
 --       claim nothing; every item one call claims gets this token), 3 item id to complete ('' =
 --       complete nothing), 4 its lease token, 5 its charge id, 6 its actual cost_ms, 7 its result
 --       JSON; 8 (optional) K, how many items to claim at most (absent: 1); 9.. (optional) further
---       items to complete, five arguments each as 3-7.
+--       items to complete, five arguments each as 3-7; last (optional, present when #ARGV - 8 is
+--       one more than a multiple of 5, so after K): the tasks the runner holds prepared, ids
+--       joined with ',' (task affinity, below; absent or '': the plain order).
 -- Returns {done, open, claim...}: done is per completed item "ok", "dup" (this charge was posted
 -- already) or "-" (nothing to complete), joined with "," when the call completes several
 -- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
@@ -22,6 +24,11 @@
 -- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
 -- alone for one item) and, when they did not give enough affordable items, the 16 after them.
+-- Task affinity (a list given, meta affinity_ms not 0): the claim first takes, of the first
+-- K + 16 entries of its plain order over the running tiers' queues (tier 0 excluded), the
+-- preferred tasks' affordable entries, then the others; unless the entry a plain claim would take
+-- first has been passed over for affinity_ms (default 2000) since the first claim that passed
+-- it over (meta "aff"): then the plain order. What is left of K is claimed in plain order.
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
 -- dead-letter hash with the reason (and from meta "open" to "dead" when the item was counted:
 -- kb_dead_letter), and the claim goes on to the next entry.
