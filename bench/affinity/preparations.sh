@@ -7,8 +7,10 @@
 # preparations its sandbox did not have cached; their sum is the campaign's.
 #
 # Usage: bench/affinity/preparations.sh BIN [RUNNERS...]   (default runners: 1 2 4)
-#   BIN: the build's bin folder. Env: KB_BENCH_TASKS (default 8 host tasks), KB_BENCH_PER_TASK
-#   (tune proposals per task, default 6).
+#   BIN: the build's bin folder. Env: KB_BENCH_TASKS (task folder names, default 8 host tasks),
+#   KB_BENCH_PER_TASK (tune proposals per task, default 6), KB_BENCH_BACKEND (host, default, or
+#   cuda: then the tasks are tasks/cuda/<name>, by default all of them, and runner i gets GPU
+#   (i - 1) mod KB_BENCH_GPUS, default 1).
 # Prints a table and, last, one JSON line. Exit 0, or 1 when a campaign did not finish.
 set -euo pipefail
 BIN=$(cd "${1:?usage: preparations.sh BIN [RUNNERS...]}" && pwd)
@@ -16,8 +18,14 @@ shift
 RUNNERS=("$@")
 [ ${#RUNNERS[@]} -gt 0 ] || RUNNERS=(1 2 4)
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-TASKS=${KB_BENCH_TASKS:-"gelu row_sum softmax layernorm transpose maxpool2d scan sum"}
+BACKEND=${KB_BENCH_BACKEND:-host}
+if [ "$BACKEND" = cuda ]; then
+  TASKS=${KB_BENCH_TASKS:-$(ls "$REPO/tasks/cuda")} # the 14 tasks of the CUDA suite
+else
+  TASKS=${KB_BENCH_TASKS:-"gelu row_sum softmax layernorm transpose maxpool2d scan sum"}
+fi
 PER_TASK=${KB_BENCH_PER_TASK:-6}
+GPUS=${KB_BENCH_GPUS:-1}
 T=$(mktemp -d /tmp/kb-affinity-XXXXXX)
 PIDS=()
 REDIS_PID=""
@@ -40,7 +48,7 @@ for _ in $(seq 200); do rcli ping 2>/dev/null | grep -q PONG && break; sleep 0.0
 n_tasks=0
 task_list=""
 for t in $TASKS; do
-  task_list+="${task_list:+, }\"$REPO/tasks/host/$t\""
+  task_list+="${task_list:+, }\"$REPO/tasks/$BACKEND/$t\""
   n_tasks=$((n_tasks + 1))
 done
 
@@ -51,7 +59,7 @@ run_one() {
 {
   "schema": "kernelbrain.campaign/1",
   "id": "$id",
-  "backend": "host",
+  "backend": "$BACKEND",
   "tasks": [$task_list],
   "budget": {"gpu_seconds": 900},
   "lease_seconds": 60,
@@ -67,8 +75,8 @@ JSON
   local sched=$!
   PIDS+=("$sched")
   for i in $(seq "$n"); do
-    "$BIN/kb-runner" --campaign "$id" --cache "$T/cache-$id" --name "r$i" \
-      2> "$T/$id-r$i.log" &
+    CUDA_VISIBLE_DEVICES=$(((i - 1) % GPUS)) "$BIN/kb-runner" --campaign "$id" \
+      --backend "$BACKEND" --cache "$T/cache-$id" --name "r$i" 2> "$T/$id-r$i.log" &
     pids+=($!)
     PIDS+=($!)
   done

@@ -70,7 +70,7 @@ local SCAN = 16 -- items looked at per queue when its head is not affordable
 -- Task affinity: the optional last argument (when #ARGV - 8 is one more than a multiple of 5)
 -- names the tasks the runner holds prepared, joined with ','.
 local prefer -- set of task ids, nil: no affinity (plain order)
-if #ARGV >= 9 and (#ARGV - 8) % 5 == 1 and ARGV[#ARGV] ~= '' then
+if #ARGV >= 9 and (#ARGV - 8) % 5 == 1 then
   prefer = {}
   for t in string.gmatch(ARGV[#ARGV], '[^,]+') do
     prefer[t] = true
@@ -230,6 +230,7 @@ if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old
   end
 end
 local fresh = {} -- ids claimed by this call (not recovered), for "next"
+local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
 local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
 local caps = m[3] == '1'
 -- Whether `it` (its cost and its task's cap) can be reserved now.
@@ -273,6 +274,10 @@ local function take(nid, it)
                                        '","runner":"' .. runner .. '"')
   record(nid, it, charge, deadline)
   fresh[#fresh + 1] = nid
+  if prefer then -- task affinity: this runner holds the task now
+    aff_w[#aff_w + 1] = 'held:' .. it.task
+    aff_w[#aff_w + 1] = runner
+  end
 end
 -- Claims up to `r` items from queue `q` in its order, looking at its first r entries and, when
 -- they were not enough, the SCAN after them; the ones taken leave the queue together. Returns
@@ -323,7 +328,6 @@ end
 -- been passed over for AFFINITY_MS already (meta "aff" = "<item> <ms>": that entry and when it
 -- was first passed over): then the plain order. So every entry, once first in the plain order,
 -- waits at most AFFINITY_MS (and the next claim) for its turn.
-local aff_w = {} -- meta field, value pairs
 -- Whether `first`, the plain order's first entry, may be passed over now.
 local function may_pass(first)
   local rec = m[7]
@@ -332,7 +336,8 @@ local function may_pass(first)
   end
   local id, since = string.match(rec or '', '^(%S+) (%d+)$')
   if id ~= first then
-    aff_w[1], aff_w[2] = 'aff', first .. ' ' .. kb_int(now)
+    aff_w[#aff_w + 1] = 'aff'
+    aff_w[#aff_w + 1] = first .. ' ' .. kb_int(now)
     return true
   end
   return now - tonumber(since) < AFFINITY_MS
@@ -371,23 +376,42 @@ local function claim_pref(i0, i1, r)
   if #win == 0 then
     return blocked
   end
-  local order = win
-  if not prefer[win[1][3].task] then
-    local first, rest = {}, {}
-    for _, e in ipairs(win) do
-      if prefer[e[3].task] then
-        first[#first + 1] = e
-      else
-        rest[#rest + 1] = e
+  -- classes: 1 the runner's preferred tasks, 2 tasks no runner holds, 3 tasks another runner
+  -- holds (meta "held:<task>": the last affinity claim's runner)
+  local fields, class = {}, {}
+  for _, e in ipairs(win) do
+    local t = e[3].task
+    if not prefer[t] and not class[t] then
+      class[t] = 2
+      fields[#fields + 1] = 'held:' .. t
+    end
+  end
+  if #fields > 0 then
+    local hs = redis.call('HMGET', meta, unpack(fields))
+    for k, f in ipairs(fields) do
+      local t = string.sub(f, 6)
+      if hs[k] and hs[k] ~= runner then
+        class[t] = 3
       end
     end
-    -- with fewer than r preferred entries the plain first is still taken: nothing to age
-    if #first > 0 and (#first < r or may_pass(win[1][2])) then
-      for _, e in ipairs(rest) do
-        first[#first + 1] = e
+  end
+  local byc = {{}, {}, {}}
+  for _, e in ipairs(win) do
+    local c = prefer[e[3].task] and 1 or class[e[3].task]
+    byc[c][#byc[c] + 1] = e
+  end
+  local order, at = {}, 0 -- the new order, and where the plain first is in it
+  for c = 1, 3 do
+    for _, e in ipairs(byc[c]) do
+      order[#order + 1] = e
+      if e == win[1] then
+        at = #order
       end
-      order = first
     end
+  end
+  -- the plain first passed over (beyond the r taken) only while it may be (AFFINITY_MS)
+  if at > r and not may_pass(win[1][2]) then
+    order = win
   end
   local taken = {} -- queue -> ids
   local n = 0

@@ -343,7 +343,7 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
     return rc;
   char cost_s[KB_QUEUE_BATCH_MAX][24], k_s[16];
   const char *args[9 + 5 * KB_QUEUE_BATCH_MAX];
-  int prefer = k > 0 && q->prefer[0] != '\0';
+  int prefer = k > 0 && q->affinity;
   int nargs = 0;
   args[nargs++] = who;
   args[nargs++] = token;
@@ -384,10 +384,12 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
 int kb_queue_set_affinity(struct kb_queue *q, const char *const *tasks, int n) {
   size_t used = 0;
   q->prefer[0] = '\0';
+  q->affinity = tasks != NULL;
   for (int i = 0; i < n && i < KB_AFFINITY_MAX; i++) {
     size_t len = strlen(tasks[i]);
     if (!kb_id_valid(tasks[i]) || used + len + 2 > sizeof q->prefer) {
       q->prefer[0] = '\0';
+      q->affinity = 0;
       return KB_EINVAL;
     }
     if (used > 0)

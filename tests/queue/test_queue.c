@@ -899,8 +899,8 @@ static char claim_task(struct kb_queue *q, int tier, int k, struct kb_claim *c, 
 /* Task affinity (kb_queue_set_affinity): a claim takes the preferred task's item among the
  * queue's first K + 16 entries before a better one of another task; one beyond them is not
  * preferred; the compile tier keeps its order; the head, once passed over, is claimed after
- * meta affinity_ms however many preferred items are still there (no task starves); no list is
- * the plain order. */
+ * meta affinity_ms however many preferred items are still there (no task starves); a task
+ * another runner holds comes after one nobody holds; no list is the plain order. */
 static void test_affinity(void **state) {
   (void)state;
   struct kb_redis *r = connect_or_die();
@@ -962,6 +962,17 @@ static void test_affinity(void **state) {
   assert_int_equal(c[1].task[0], 'b');
   assert_int_equal(kb_queue_set_affinity(&q, NULL, 0), KB_OK);
   assert_int_equal(claim_task(&q, 1, 1, c, &got), 'a');
+  /* with affinity, a task another runner holds comes after one no runner holds */
+  const char *none[1];
+  assert_int_equal(kb_queue_set_affinity(&q, none, 0), KB_OK);
+  enqueue_task_item(&q, 90, "cc", 2, 1);
+  enqueue_task_item(&q, 91, "cc", 2, 2);
+  enqueue_task_item(&q, 92, "dd", 2, 3);
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r2", 2, 2, 1, c, &got, NULL, NULL, &e2),
+                   KB_OK);
+  assert_string_equal(c[0].task, "cc"); /* r2 holds cc now */
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'd');
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'c');
   /* bad ids are refused */
   const char *bad[] = {"a,b"};
   assert_int_equal(kb_queue_set_affinity(&q, bad, 1), KB_EINVAL);

@@ -30,8 +30,9 @@ struct kb_queue {
   int n_tiers;            /* ladder length, from meta */
   struct kb_tier tiers[KB_MAX_TIERS]; /* the ladder, from meta */
   int backend;            /* enum kb_backend, from meta */
-  char prefer[KB_AFFINITY_MAX * KB_ID_MAX]; /* kb_queue_set_affinity(): task ids joined with
-                                               ',', "" = none (kb_queue_open clears it) */
+  int affinity;           /* kb_queue_set_affinity() with a list (maybe empty); 0 = plain */
+  char prefer[KB_AFFINITY_MAX * KB_ID_MAX]; /* its task ids joined with ',' (kb_queue_open
+                                               clears both) */
 };
 
 /* A leased item, as claim returns it. */
@@ -174,12 +175,12 @@ int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, i
                          struct kb_claim *next, int *n_next, int *dups, char state[16],
                          struct kb_error *err);
 /* Task affinity: every later claim through `q` (any form) prefers items of the `n` tasks of
- * `tasks` (ids, borrowed, copied; the first KB_AFFINITY_MAX; n = 0: none, the plain order),
- * within the bound complete_claim.lua documents (docs/architecture.md, "Task affinity"): in a
- * running tier's queue, an entry of a preferred task among the first K + 16 is taken before a
- * better one of another task, unless that queue's head has been passed over for meta
- * "affinity_ms" (default 2,000 ms) already. Returns KB_OK, or KB_EINVAL (an id that is not a
- * task id: the list is cleared). */
+ * `tasks` (ids, borrowed, copied; the first KB_AFFINITY_MAX; n may be 0), then of tasks no
+ * other runner holds, within the bound complete_claim.lua documents (docs/architecture.md,
+ * "Task affinity"): among the first K + 16 entries of the running tiers' queues, unless the
+ * entry a plain claim would take has been passed over for meta "affinity_ms" (default 2,000
+ * ms). `tasks` NULL: affinity off, the plain order. Returns KB_OK, or KB_EINVAL (an id that is
+ * not a task id: affinity off). */
 int kb_queue_set_affinity(struct kb_queue *q, const char *const *tasks, int n);
 /* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
