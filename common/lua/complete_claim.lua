@@ -24,9 +24,10 @@
 -- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
 -- alone for one item) and, when they did not give enough affordable items, the 16 after them.
--- Task affinity (a list given, meta affinity_ms not 0): the claim first takes, of the first
--- K + 16 entries of its plain order over the running tiers' queues (tier 0 excluded), the
--- preferred tasks' affordable entries, then the others; unless the entry a plain claim would take
+-- Task affinity (a list given, maybe '', meta affinity_ms not 0): the claim first takes, of the
+-- first K + 16 entries of its plain order over the running tiers' queues (tier 0 excluded), the
+-- preferred tasks' affordable entries, then those of tasks no other runner holds (meta
+-- "held:<task>", written by every claim with affinity), then the others; unless the entry a plain claim would take
 -- first has been passed over for affinity_ms (default 2000) since the first claim that passed
 -- it over (meta "aff"): then the plain order. What is left of K is claimed in plain order.
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
@@ -323,7 +324,8 @@ end
 -- Task affinity. The claim's plain order is the queues' (highest tier first), each in its
 -- order; its window is the first r + SCAN entries of that order over the running tiers' queues
 -- (tier 0, compiling, prepares nothing and is never reordered). Of the window's affordable
--- entries the preferred tasks' are taken first (in plain order), then the others, unless the
+-- entries the preferred tasks' are taken first, then those of tasks no other runner holds, then
+-- those of tasks another runner holds (each group in plain order), unless the
 -- first affordable entry of the plain order (the one a claim without affinity would take) has
 -- been passed over for AFFINITY_MS already (meta "aff" = "<item> <ms>": that entry and when it
 -- was first passed over): then the plain order. So every entry, once first in the plain order,

@@ -16,8 +16,9 @@
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
  * (JSON array of the task ids in campaign order), results_dir, deadline, affinity_ms (optional:
  * how long task affinity may pass over the entry a plain claim would take, default 2000, 0 =
- * affinity off; set by hand or by a benchmark) and aff ("<item> <ms>": that entry and when it
- * was first passed over; complete_claim writes it).
+ * affinity off; set by hand or by a benchmark), aff ("<item> <ms>": that entry and when it
+ * was first passed over) and held:<task> (the runner of the last claim with affinity that took
+ * an item of the task; complete_claim writes both).
  * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
  * stray, task_cap, charge, leases (reads lease_ms). Outside: kb_submission_register writes
  * tasks, results_dir and deadline (one HSET). */
