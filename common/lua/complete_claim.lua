@@ -347,6 +347,7 @@ end
 -- Claims up to `r` items from the queues KEYS[i0..i1] (running tiers, highest first) with
 -- affinity, as above; the ones taken leave their queues. Returns whether a decodable item was
 -- passed over as not affordable. The caller claims the rest of `r`, if any, in plain order.
+-- Kept whole (88 lines): read the window, group it, take; each phase uses the one before's locals.
 local function claim_pref(i0, i1, r)
   local win, blocked = {}, false -- {queue, id, item} of the affordable entries, plain order
   local seen_n = 0
