@@ -275,7 +275,8 @@ local function take(nid, it)
                                        '","runner":"' .. runner .. '"')
   record(nid, it, charge, deadline)
   fresh[#fresh + 1] = nid
-  if prefer then -- task affinity: this runner holds the task now
+  if prefer and it.tier > 0 then -- task affinity: this runner holds the task now (a compile
+                                 -- prepares nothing)
     aff_w[#aff_w + 1] = 'held:' .. it.task
     aff_w[#aff_w + 1] = runner
   end
