@@ -25,6 +25,7 @@
 #include "kb/hash.h"
 #include "kb/jsonfile.h"
 #include "kb/ladder.h"
+#include "kb/queue.h"
 #include "kb/log.h"
 #include "proc.h"
 #include "sandbox/proto.h"
@@ -75,6 +76,9 @@ struct kb_evaluator {
   int next_oracle;             /* round-robin slot */
   volatile sig_atomic_t *stop; /* borrowed */
   double prepare_s;            /* seconds spent in prepare() so far (oracle builds included) */
+  long preparations;           /* prepares the sandbox did not have cached */
+  char recent[KB_AFFINITY_MAX][KB_ID_MAX]; /* tasks prepared, most recent first */
+  int n_recent;
 };
 
 static void set_reason(struct kb_result *r, const char *fmt, ...)
@@ -255,6 +259,28 @@ void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
 
 const struct kb__compiler *kb__evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
 double kb__evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
+long kb__evaluator_preparations(const struct kb_evaluator *b) { return b->preparations; }
+int kb__evaluator_prepared_tasks(const struct kb_evaluator *b, const char **out, int max) {
+  int n = 0;
+  for (; n < b->n_recent && n < max; n++)
+    out[n] = b->recent[n];
+  return n;
+}
+
+/* Counts a preparation of `task` (`fresh`: not cached in the sandbox) and moves it to the front
+ * of the recently prepared tasks. */
+static void note_prepared(struct kb_evaluator *b, const char *task, int fresh) {
+  b->preparations += fresh;
+  int at = 0;
+  while (at < b->n_recent && strcmp(b->recent[at], task) != 0)
+    at++;
+  if (at == b->n_recent && b->n_recent < KB_AFFINITY_MAX)
+    b->n_recent++;
+  if (at == KB_AFFINITY_MAX)
+    at--; /* the least recent one leaves */
+  memmove(b->recent[1], b->recent[0], (size_t)at * sizeof b->recent[0]);
+  snprintf(b->recent[0], sizeof b->recent[0], "%s", task);
+}
 const char *kb__evaluator_device(const struct kb_evaluator *b) { return b->device; }
 int kb__evaluator_sandbox_starts(const struct kb_evaluator *b) {
   return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0) +
@@ -506,6 +532,8 @@ retry:;
     const char *why = json_string_value(json_object_get(call.reply, "reason"));
     rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox cannot prepare it: %s",
                       task->id, why ? why : "no reason given");
+  } else {
+    note_prepared(b, task->id, !json_is_true(json_object_get(call.reply, "cached")));
   }
 out:
   json_decref(req);

@@ -71,6 +71,13 @@ const struct kb__compiler *kb__evaluator_compiler(const struct kb_evaluator *b);
 /* Seconds spent so far making tasks ready in the sandbox (oracle builds, drawing inputs, running
  * the oracle; a cached task costs a round trip), for the runner's time split. */
 double kb__evaluator_prepare_s(const struct kb_evaluator *b);
+/* Task affinity: the tasks this evaluator prepared most recently, most recent first, at most
+ * `max` (and at most KB_AFFINITY_MAX, kb/queue.h) into `out` (pointers into `b`, valid until
+ * its next evaluation); returns how many. Its sandboxes may have dropped some (memory), which
+ * costs only a preparation. */
+int kb__evaluator_prepared_tasks(const struct kb_evaluator *b, const char **out, int max);
+/* Preparations so far that the sandbox did not have cached (inputs drawn, references computed). */
+long kb__evaluator_preparations(const struct kb_evaluator *b);
 /* The device name results carry: "NVIDIA H200", the CPU model (borrowed). */
 const char *kb__evaluator_device(const struct kb_evaluator *b);
 /* Sandbox processes started so far (kb-sandbox and the PyTorch worker together) and the last

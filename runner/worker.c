@@ -173,6 +173,15 @@ static void note_state(struct worker *w, const char *state);
 static int claimable(struct worker *w);
 static int start_claims(struct worker *w, const struct kb_claim *c, int n, struct kb_error *err);
 
+/* Task affinity: the next claims prefer the tasks the evaluator holds prepared (kb/queue.h,
+ * kb_queue_set_affinity; the queue's bound keeps every other task served). */
+static void prefer_prepared(struct worker *w) {
+  const char *tasks[KB_AFFINITY_MAX];
+  int n = kb__evaluator_prepared_tasks(w->ev, tasks, KB_AFFINITY_MAX);
+  if (kb_queue_set_affinity(&w->q, tasks, n) != KB_OK)
+    kb_queue_set_affinity(&w->q, NULL, 0);
+}
+
 /* 1 when the runner should take another item as soon as a slot frees up. */
 static int wants_more(struct worker *w) {
   return !*w->opts->stop && campaign_open(w) &&
@@ -205,6 +214,7 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
     if (k > 0) {
       struct kb_error e = {0};
       struct kb_queue_done d = {.claim = &done, .cost_ms = r->cost_ms, .result_json = json};
+      prefer_prepared(w);
       rc = kb_queue_cycle_batch(&w->q, &d, 1, w->name, w->opts->min_tier, w->opts->max_tier, k,
                                 next, &claimed, &dup, state, &e);
       if (rc == KB_EEMPTY || rc == KB_EBUDGET || rc == KB_ESTATE) {
@@ -355,6 +365,7 @@ static int claim_free(struct worker *w, char state[16], struct kb_error *err) {
   struct kb_claim c[KB_QUEUE_BATCH_MAX];
   struct kb_error e = {0};
   double t_q = kb_now_mono();
+  prefer_prepared(w);
   int rc = kb_queue_cycle_batch(&w->q, NULL, 0, w->name, w->opts->min_tier, w->opts->max_tier, k,
                                 c, &n, NULL, state, &e);
   w->split.queue += kb_now_mono() - t_q;
@@ -512,10 +523,12 @@ static void log_split(struct worker *w) {
   double prep = kb__evaluator_prepare_s(w->ev) - sp->prepare_at_start;
   double other = wall - sp->eval - sp->wait_build - sp->idle - sp->queue;
   double pct = wall > 0 ? 100.0 / wall : 0;
-  kb_info("time split over %.1f s, %ld items: evaluating %.1f s (%.0f%%; preparing tasks %.1f s), "
+  kb_info("time split over %.1f s, %ld items: evaluating %.1f s (%.0f%%; preparing tasks %.1f s, "
+          "%ld preparations), "
           "waiting for builds %.1f s (%.0f%%), nothing to claim %.1f s (%.0f%%), queue calls "
           "%.1f s (%.0f%%), other %.1f s (%.0f%%)",
-          wall, sp->items, sp->eval, sp->eval * pct, prep, sp->wait_build, sp->wait_build * pct,
+          wall, sp->items, sp->eval, sp->eval * pct, prep, kb__evaluator_preparations(w->ev),
+          sp->wait_build, sp->wait_build * pct,
           sp->idle, sp->idle * pct, sp->queue, sp->queue * pct, other, other * pct);
 }
 

@@ -12,7 +12,9 @@
 --       claim nothing; every item one call claims gets this token), 3 item id to complete ('' =
 --       complete nothing), 4 its lease token, 5 its charge id, 6 its actual cost_ms, 7 its result
 --       JSON; 8 (optional) K, how many items to claim at most (absent: 1); 9.. (optional) further
---       items to complete, five arguments each as 3-7.
+--       items to complete, five arguments each as 3-7; last (optional, present when #ARGV - 8 is
+--       one more than a multiple of 5, so after K): the tasks the runner holds prepared, ids
+--       joined with ',' (task affinity, below; absent or '': the plain order).
 -- Returns {done, open, claim...}: done is per completed item "ok", "dup" (this charge was posted
 -- already) or "-" (nothing to complete), joined with "," when the call completes several
 -- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
@@ -22,6 +24,12 @@
 -- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
 -- alone for one item) and, when they did not give enough affordable items, the 16 after them.
+-- Task affinity (a list given, maybe '', meta affinity_ms not 0): the claim first takes, of the
+-- first K + 16 entries of its plain order over the running tiers' queues (tier 0 excluded), the
+-- preferred tasks' affordable entries, then those of tasks no other runner holds (meta
+-- "held:<task>", written by every claim with affinity), then the others; unless the entry a plain claim would take
+-- first has been passed over for affinity_ms (default 2000) since the first claim that passed
+-- it over (meta "aff"): then the plain order. What is left of K is claimed in plain order.
 -- A queue entry whose item is missing or does not decode (kb_item_check) is moved to the
 -- dead-letter hash with the reason (and from meta "open" to "dead" when the item was counted:
 -- kb_dead_letter), and the claim goes on to the next entry.
@@ -60,6 +68,16 @@ local meta, ledger, log, lease, items, charges = KEYS[1], KEYS[2], KEYS[3], KEYS
 local runner, next_token = ARGV[1], ARGV[2]
 local want = tonumber(ARGV[8] or '1')
 local SCAN = 16 -- items looked at per queue when its head is not affordable
+-- Task affinity: the optional last argument (when #ARGV - 8 is one more than a multiple of 5)
+-- names the tasks the runner holds prepared, joined with ','.
+local prefer -- set of task ids, nil: no affinity (plain order)
+if #ARGV >= 9 and (#ARGV - 8) % 5 == 1 then
+  prefer = {}
+  for t in string.gmatch(ARGV[#ARGV], '[^,]+') do
+    prefer[t] = true
+  end
+end
+local AFFINITY_MS = 2000 -- how long a queue's head may be passed over (meta affinity_ms)
 if not want or want < 0 or want ~= math.floor(want) then
   return redis.error_reply('KB_INVAL K must be a whole number, not "' ..
                            tostring(ARGV[8]) .. '"')
@@ -82,7 +100,14 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
                                         bal.available, bal.held, bal.spent, bal.total)
 end
 
-local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done')
+local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
+                     'affinity_ms', 'aff')
+if m[6] then
+  AFFINITY_MS = tonumber(m[6]) or AFFINITY_MS
+end
+if AFFINITY_MS <= 0 then
+  prefer = nil
+end
 local open = -1
 local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
 local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
@@ -206,6 +231,7 @@ if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old
   end
 end
 local fresh = {} -- ids claimed by this call (not recovered), for "next"
+local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
 local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
 local caps = m[3] == '1'
 -- Whether `it` (its cost and its task's cap) can be reserved now.
@@ -249,6 +275,11 @@ local function take(nid, it)
                                        '","runner":"' .. runner .. '"')
   record(nid, it, charge, deadline)
   fresh[#fresh + 1] = nid
+  if prefer and it.tier > 0 then -- task affinity: this runner holds the task now (a compile
+                                 -- prepares nothing)
+    aff_w[#aff_w + 1] = 'held:' .. it.task
+    aff_w[#aff_w + 1] = runner
+  end
 end
 -- Claims up to `r` items from queue `q` in its order, looking at its first r entries and, when
 -- they were not enough, the SCAN after them; the ones taken leave the queue together. Returns
@@ -291,11 +322,135 @@ local function claim_from(q, r)
   end
   return blocked
 end
+-- Task affinity. The claim's plain order is the queues' (highest tier first), each in its
+-- order; its window is the first r + SCAN entries of that order over the running tiers' queues
+-- (tier 0, compiling, prepares nothing and is never reordered). Of the window's affordable
+-- entries the preferred tasks' are taken first, then those of tasks no other runner holds, then
+-- those of tasks another runner holds (each group in plain order), unless the
+-- first affordable entry of the plain order (the one a claim without affinity would take) has
+-- been passed over for AFFINITY_MS already (meta "aff" = "<item> <ms>": that entry and when it
+-- was first passed over): then the plain order. So every entry, once first in the plain order,
+-- waits at most AFFINITY_MS (and the next claim) for its turn.
+-- Whether `first`, the plain order's first entry, may be passed over now.
+local function may_pass(first)
+  local rec = m[7]
+  if not now then
+    now = kb_now_ms()
+  end
+  local id, since = string.match(rec or '', '^(%S+) (%d+)$')
+  if id ~= first then
+    aff_w[#aff_w + 1] = 'aff'
+    aff_w[#aff_w + 1] = first .. ' ' .. kb_int(now)
+    return true
+  end
+  return now - tonumber(since) < AFFINITY_MS
+end
+-- Claims up to `r` items from the queues KEYS[i0..i1] (running tiers, highest first) with
+-- affinity, as above; the ones taken leave their queues. Returns whether a decodable item was
+-- passed over as not affordable. The caller claims the rest of `r`, if any, in plain order.
+-- Kept whole (88 lines): read the window, group it, take; each phase uses the one before's locals.
+local function claim_pref(i0, i1, r)
+  local win, blocked = {}, false -- {queue, id, item} of the affordable entries, plain order
+  local seen_n = 0
+  for i = i0, i1 do
+    if seen_n >= r + SCAN then
+      break
+    end
+    local q = KEYS[i]
+    local ids = redis.call('ZRANGE', q, 0, r + SCAN - 1 - seen_n)
+    if #ids > 0 then
+      local raws_q = redis.call('HMGET', items, unpack(ids))
+      for j, nid in ipairs(ids) do
+        local it, bad = kb_item_check(items, nid, raws_q[j])
+        if not it then
+          if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
+            gone = gone + 1
+          end
+        else
+          seen_n = seen_n + 1
+          if affordable(it) then
+            win[#win + 1] = {q, nid, it}
+          else
+            blocked = true
+          end
+        end
+      end
+    end
+  end
+  if #win == 0 then
+    return blocked
+  end
+  -- classes: 1 the runner's preferred tasks, 2 tasks no runner holds, 3 tasks another runner
+  -- holds (meta "held:<task>": the last affinity claim's runner)
+  local fields, class = {}, {}
+  for _, e in ipairs(win) do
+    local t = e[3].task
+    if not prefer[t] and not class[t] then
+      class[t] = 2
+      fields[#fields + 1] = 'held:' .. t
+    end
+  end
+  if #fields > 0 then
+    local hs = redis.call('HMGET', meta, unpack(fields))
+    for k, f in ipairs(fields) do
+      local t = string.sub(f, 6)
+      if hs[k] and hs[k] ~= runner then
+        class[t] = 3
+      end
+    end
+  end
+  local byc = {{}, {}, {}}
+  for _, e in ipairs(win) do
+    local c = prefer[e[3].task] and 1 or class[e[3].task]
+    byc[c][#byc[c] + 1] = e
+  end
+  local order, at = {}, 0 -- the new order, and where the plain first is in it
+  for c = 1, 3 do
+    for _, e in ipairs(byc[c]) do
+      order[#order + 1] = e
+      if e == win[1] then
+        at = #order
+      end
+    end
+  end
+  -- the plain first passed over (beyond the r taken) only while it may be (AFFINITY_MS)
+  if at > r and not may_pass(win[1][2]) then
+    order = win
+  end
+  local taken = {} -- queue -> ids
+  local n = 0
+  for _, e in ipairs(order) do
+    if n >= r then
+      break
+    end
+    if affordable(e[3]) then -- again: the ones taken before count against budget and caps
+      take(e[2], e[3])
+      taken[e[1]] = taken[e[1]] or {}
+      table.insert(taken[e[1]], e[2])
+      n = n + 1
+    else
+      blocked = true
+    end
+  end
+  for q, ids in pairs(taken) do
+    redis.call('ZREM', q, unpack(ids))
+  end
+  return blocked
+end
 if next_token ~= '' and want > 0 then
   if m[1] ~= 'running' then
     why = {'state', tostring(m[1] or 'missing')}
   else
     local blocked = false
+    if prefer then -- the running tiers' queues: all but a last one of tier 0
+      local last = #KEYS
+      if string.match(KEYS[last], ':q:0$') then
+        last = last - 1
+      end
+      if last >= 10 then
+        blocked = claim_pref(10, last, want)
+      end
+    end
     for i = 10, #KEYS do
       if #claims >= want then
         break
@@ -343,6 +498,9 @@ if n_ok > 0 then
     redis.call('HINCRBY', meta, 'gpu_ms:overruns', overruns)
     redis.call('HINCRBY', meta, 'gpu_ms:overrun', kb_int(overrun))
   end
+end
+if #aff_w > 0 then
+  redis.call('HSET', meta, unpack(aff_w))
 end
 if #entries > 0 then
   redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',

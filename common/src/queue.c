@@ -11,6 +11,7 @@
 #include "kb/clock.h"
 #include "kb/error.h"
 #include "kb/hash.h"
+#include "kb/task.h"
 #include "kb/keys.h"
 #include "kb/ladder.h"
 
@@ -341,7 +342,8 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
   if (rc)
     return rc;
   char cost_s[KB_QUEUE_BATCH_MAX][24], k_s[16];
-  const char *args[8 + 5 * KB_QUEUE_BATCH_MAX];
+  const char *args[9 + 5 * KB_QUEUE_BATCH_MAX];
+  int prefer = k > 0 && q->affinity;
   int nargs = 0;
   args[nargs++] = who;
   args[nargs++] = token;
@@ -356,8 +358,10 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
     args[nargs++] = n_done ? done[i].result_json : "";
   }
   snprintf(k_s, sizeof k_s, "%d", k);
-  if (n_done <= 1 && k > 1)
+  if (n_done <= 1 && (k > 1 || prefer))
     args[nargs++] = k_s;
+  if (prefer) /* the last argument, after every item's five */
+    args[nargs++] = q->prefer;
   redisReply *rep = NULL;
   rc = kb_redis_script(q->redis, "complete_claim", ks.n, ks.ptr, nargs, args, NULL, &rep, err);
   if (rc)
@@ -375,6 +379,25 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
     *n_next = got;
   freeReplyObject(rep);
   return rc;
+}
+
+int kb_queue_set_affinity(struct kb_queue *q, const char *const *tasks, int n) {
+  size_t used = 0;
+  q->prefer[0] = '\0';
+  q->affinity = tasks != NULL;
+  for (int i = 0; i < n && i < KB_AFFINITY_MAX; i++) {
+    size_t len = strlen(tasks[i]);
+    if (!kb_id_valid(tasks[i]) || used + len + 2 > sizeof q->prefer) {
+      q->prefer[0] = '\0';
+      q->affinity = 0;
+      return KB_EINVAL;
+    }
+    if (used > 0)
+      q->prefer[used++] = ',';
+    memcpy(q->prefer + used, tasks[i], len + 1);
+    used += len;
+  }
+  return KB_OK;
 }
 
 int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, int n_done,

@@ -879,6 +879,107 @@ static void test_batch(void **state) {
   kb_redis_free(r);
 }
 
+
+/* Enqueues item `i` of task `task` at tier `tier` (cost 10) with priority `prio`. */
+static void enqueue_task_item(struct kb_queue *q, int i, const char *task, int tier, double prio) {
+  char id[65];
+  struct kb_error err = {0};
+  cand_id(i, id);
+  assert_int_equal(kb_queue_enqueue(q, id, task, tier, 10, prio, NULL, &err), KB_OK);
+}
+
+/* One claim among tiers [tier, tier]; returns its task's first letter ('-' when none). */
+static char claim_task(struct kb_queue *q, int tier, int k, struct kb_claim *c, int *got) {
+  struct kb_error err = {0};
+  int rc = kb_queue_cycle_batch(q, NULL, 0, "r1", tier, tier, k, c, got, NULL, NULL, &err);
+  kb_error_clear(&err);
+  return rc == KB_OK ? c[0].task[0] : '-';
+}
+
+/* Task affinity (kb_queue_set_affinity): a claim takes the preferred task's item among the
+ * queue's first K + 16 entries before a better one of another task; one beyond them is not
+ * preferred; the compile tier keeps its order; the head, once passed over, is claimed after
+ * meta affinity_ms however many preferred items are still there (no task starves); a task
+ * another runner holds comes after one nobody holds; no list is the plain order. */
+static void test_affinity(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "aff", 1000000, 60000, 3, &q);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{aff}:meta affinity_ms 400"), KB_OK);
+  freeReplyObject(rep);
+  const char *b[] = {"bb"};
+  struct kb_claim c[4];
+  int got = 0;
+  /* tier 1: a at 1..20, then b at 21 (place 21: beyond the 17 entries one claim looks at) */
+  for (int i = 0; i < 20; i++)
+    enqueue_task_item(&q, i, "aa", 1, 1 + i);
+  enqueue_task_item(&q, 20, "bb", 1, 21);
+  assert_int_equal(kb_queue_set_affinity(&q, b, 1), KB_OK);
+  assert_int_equal(claim_task(&q, 1, 1, c, &got), 'a'); /* b beyond the bound */
+  assert_int_equal(kb_queue_set_affinity(&q, b, 1), KB_OK);
+  enqueue_task_item(&q, 21, "bb", 1, 5.5); /* within the bound: taken before 18 better ones */
+  assert_int_equal(claim_task(&q, 1, 1, c, &got), 'b');
+  assert_int_equal(c[0].tier, 1);
+  /* across tiers: a preferred tier-1 item before another task's tier-2 head */
+  enqueue_task_item(&q, 30, "aa", 2, 1);
+  enqueue_task_item(&q, 31, "bb", 1, 6.5);
+  struct kb_error e2 = {0};
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 1, 2, 1, c, &got, NULL, NULL, &e2),
+                   KB_OK);
+  assert_string_equal(c[0].task, "bb");
+  assert_int_equal(c[0].tier, 1);
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'a'); /* the tier-2 one, out of the way */
+  /* the compile tier is never reordered */
+  enqueue_task_item(&q, 40, "aa", 0, 1);
+  enqueue_task_item(&q, 41, "bb", 0, 2);
+  assert_int_equal(claim_task(&q, 0, 1, c, &got), 'a');
+  /* no starvation: with b items always within the bound, the passed-over head (a, place 1) is
+   * claimed once it has waited affinity_ms (400 ms) since it was first passed over */
+  for (int i = 0; i < 30; i++)
+    enqueue_task_item(&q, 50 + i, "bb", 1, 3.5);
+  int64_t t0 = kbq_now_ms(), t_a = -1;
+  int n_b = 1; /* the b taken above passed over the same head */
+  while (kbq_now_ms() - t0 < 2000) {
+    char t = claim_task(&q, 1, 1, c, &got);
+    assert_true(t == 'a' || t == 'b');
+    if (t == 'a') {
+      t_a = kbq_now_ms() - t0;
+      break;
+    }
+    n_b++;
+    kbq_sleep_ms(40);
+  }
+  assert_true(t_a >= 0); /* the head was claimed */
+  assert_true(t_a < 400 + 300);
+  assert_true(n_b >= 5); /* and b was preferred meanwhile */
+  assert_true(n_b < 30); /* with b items still in the queue */
+  /* K = 2 with two preferred items in the window takes both; the list cleared: plain order */
+  assert_int_equal(claim_task(&q, 1, 2, c, &got), 'b');
+  assert_int_equal(got, 2);
+  assert_int_equal(c[1].task[0], 'b');
+  assert_int_equal(kb_queue_set_affinity(&q, NULL, 0), KB_OK);
+  assert_int_equal(claim_task(&q, 1, 1, c, &got), 'a');
+  /* with affinity, a task another runner holds comes after one no runner holds */
+  const char *none[1];
+  assert_int_equal(kb_queue_set_affinity(&q, none, 0), KB_OK);
+  enqueue_task_item(&q, 90, "cc", 2, 1);
+  enqueue_task_item(&q, 91, "cc", 2, 2);
+  enqueue_task_item(&q, 92, "dd", 2, 3);
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r2", 2, 2, 1, c, &got, NULL, NULL, &e2),
+                   KB_OK);
+  assert_string_equal(c[0].task, "cc"); /* r2 holds cc now */
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'd');
+  assert_int_equal(claim_task(&q, 2, 1, c, &got), 'c');
+  /* bad ids are refused */
+  const char *bad[] = {"a,b"};
+  assert_int_equal(kb_queue_set_affinity(&q, bad, 1), KB_EINVAL);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_enqueue_claim_complete),
@@ -897,6 +998,7 @@ int main(void) {
       cmocka_unit_test(test_complete_and_claim),
       cmocka_unit_test(test_runner_name_escaped),
       cmocka_unit_test(test_batch),
+      cmocka_unit_test(test_affinity),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

@@ -14,7 +14,11 @@
 /* hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead, task_caps ("1" once a
  * task cap was set: claims read the caps), stray (results entries dropped),
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
- * (JSON array of the task ids in campaign order), results_dir, deadline.
+ * (JSON array of the task ids in campaign order), results_dir, deadline, affinity_ms (optional:
+ * how long task affinity may pass over the entry a plain claim would take, default 2000, 0 =
+ * affinity off; set by hand or by a benchmark), aff ("<item> <ms>": that entry and when it
+ * was first passed over) and held:<task> (the runner of the last claim with affinity that took
+ * an item of the task; complete_claim writes both).
  * Scripts: register, enqueue, complete_claim, heartbeat, reap, release, set_state, status,
  * stray, task_cap, charge, leases (reads lease_ms). Outside: kb_submission_register writes
  * tasks, results_dir and deadline (one HSET). */

@@ -21,12 +21,18 @@ struct kb_error;
 #define KB_ITEM_ID_MAX (KB_CAND_ID_LEN + 8)
 #define KB_CHARGE_ID_MAX (KB_ITEM_ID_MAX + 16)
 
+/* Tasks a runner may name as held prepared (kb_queue_set_affinity), at most. */
+#define KB_AFFINITY_MAX 8
+
 struct kb_queue {
   struct kb_redis *redis; /* borrowed */
   char cid[KB_ID_MAX];    /* campaign id */
   int n_tiers;            /* ladder length, from meta */
   struct kb_tier tiers[KB_MAX_TIERS]; /* the ladder, from meta */
   int backend;            /* enum kb_backend, from meta */
+  int affinity;           /* kb_queue_set_affinity() with a list (maybe empty); 0 = plain */
+  char prefer[KB_AFFINITY_MAX * KB_ID_MAX]; /* its task ids joined with ',' (kb_queue_open
+                                               clears both) */
 };
 
 /* A leased item, as claim returns it. */
@@ -168,6 +174,14 @@ int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, i
                          const char *runner, int min_tier, int max_tier, int k,
                          struct kb_claim *next, int *n_next, int *dups, char state[16],
                          struct kb_error *err);
+/* Task affinity: every later claim through `q` (any form) prefers items of the `n` tasks of
+ * `tasks` (ids, borrowed, copied; the first KB_AFFINITY_MAX; n may be 0), then of tasks no
+ * other runner holds, within the bound complete_claim.lua documents (docs/architecture.md,
+ * "Task affinity"): among the first K + 16 entries of the running tiers' queues, unless the
+ * entry a plain claim would take has been passed over for meta "affinity_ms" (default 2,000
+ * ms). `tasks` NULL: affinity off, the plain order. Returns KB_OK, or KB_EINVAL (an id that is
+ * not a task id: affinity off). */
+int kb_queue_set_affinity(struct kb_queue *q, const char *const *tasks, int n);
 /* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
                      int *released, struct kb_error *err);
