@@ -97,13 +97,24 @@ static void store_value(struct kb_redis *r, const char *cid, const char *id, con
 }
 
 /* Reading `id` must fail with KB_EPARSE and a message holding `key` and `words`. */
+static void expect_refused2(struct kb_queue *q, const char *id, const char *words,
+                            const char *or_words);
+
 static void expect_refused(struct kb_queue *q, const char *id, const char *words) {
+  expect_refused2(q, id, words, NULL);
+}
+
+/* Reading `id` must fail with KB_EPARSE and a message holding `key` and `words` (or
+ * `or_words`, when not NULL). */
+static void expect_refused2(struct kb_queue *q, const char *id, const char *words,
+                            const char *or_words) {
   struct kb_candidate c;
   struct kb_error err = {0};
   int rc = kb_catalog_get_candidate(q, id, &c, &err);
   char key[200];
   snprintf(key, sizeof key, "kb:{%s}:cand:%s", q->cid, id);
-  if (rc != KB_EPARSE || strstr(err.msg, key) == NULL || strstr(err.msg, words) == NULL)
+  int said = strstr(err.msg, words) != NULL || (or_words && strstr(err.msg, or_words) != NULL);
+  if (rc != KB_EPARSE || strstr(err.msg, key) == NULL || !said)
     fail_msg("read of %.12s: rc %s \"%s\", want KB_EPARSE naming %s and \"%s\"", id,
              kb_err_name(rc), err.msg, key, words);
 }
@@ -177,7 +188,9 @@ static void test_round_trip_and_refusals(void **state) {
   size_t len = stored(r, "codec", c[N - 2].id, &v);
   v[len / 2] ^= 0x5a;
   store_value(r, "codec", c[N - 2].id, v, len);
-  expect_refused(&q, c[N - 2].id, "corrupt zstd frame");
+  /* a flipped byte inside a literals section still decodes (the frames carry no checksum): the
+   * content-addressed id, checked on every read, refuses it then */
+  expect_refused2(&q, c[N - 2].id, "corrupt zstd frame", "does not match the candidate's");
   v[len / 2] ^= 0x5a;
   store_value(r, "codec", c[N - 2].id, v, len - 3);
   expect_refused(&q, c[N - 2].id, "corrupt zstd frame");

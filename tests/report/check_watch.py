@@ -44,8 +44,10 @@ for o in objs:
     # what the ETA with several runners reads (docs/report.md, "The ETA"): the per-task counts
     # add up to the per-tier ones (leases and results exactly; ready items are read a moment
     # after the status script counted them), one open item per ready or leased item
+    # (busy counts live leases, known the runners' registrations: a runner's first lease can be
+    # seen before its heartbeat registers it, so busy may exceed known for a moment)
     r = o["runners"]
-    if not (0 <= r["busy"] <= r["known"] and len(r["busy_s"]) == r["busy"]):
+    if not (0 <= r["busy"] and 0 <= r["known"] and len(r["busy_s"]) == r["busy"]):
         fail(f"runners: {r}")
     for key, tier_key in (("leased", "leased"), ("done", "done")):
         per_task = [sum(t[key][k] for t in o["tasks"]) for k in range(len(o["tiers"]))]
