@@ -320,7 +320,7 @@ static void test_lost_batch_reply(void **state) {
   kbq_make_campaign(direct, "lost-b", 1000, 60000, 3, &setup_q);
   kbq_enqueue_items(&setup_q, 6, 100);
   assert_int_equal(kb_queue_open(&q, r, "lost-b", &err), KB_OK);
-  struct kb_claim c[2], n[3];
+  struct kb_claim c[4], n[3]; /* c: the last batch below claims up to 4 into it */
   int got = -1;
   assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 2, c, &got, NULL, NULL, &err),
                    KB_OK);
