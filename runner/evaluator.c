@@ -703,12 +703,15 @@ static void profile_from_reply(struct kb_result *r, json_t *rep) {
 }
 
 /* The system call named by the sandbox's last "kb-sandbox: blocked system call NAME (NR)" line
- * in `tail`, into `name`. Returns 1, or 0 when no such line is there. */
-static int blocked_call(const char *tail, char *name, size_t size) {
+ * in `tail`, into `name`, and where the parenthesis holds words, not a number, those into
+ * `detail` (else ""). Returns 1, or 0 when no such line is there. */
+static int blocked_call(const char *tail, char *name, size_t size, char *detail,
+                        size_t dsize) {
   static const char mark[] = "kb-sandbox: blocked system call ";
   const char *at = NULL;
   for (const char *p = strstr(tail, mark); p != NULL; p = strstr(p + 1, mark))
     at = p;
+  detail[0] = '\0';
   if (at == NULL)
     return 0;
   at += sizeof mark - 1;
@@ -720,6 +723,17 @@ static int blocked_call(const char *tail, char *name, size_t size) {
     return 0;
   memcpy(name, at, n);
   name[n] = '\0';
+  /* "(59)" from the filter's handler; "(the worker tried to start ...)" from the PyTorch
+   * worker's audit hook, which says what and from where */
+  const char *d = at + n + 1;
+  if (d[0] == '(' && !(d[1] >= '0' && d[1] <= '9')) {
+    size_t k = 0;
+    for (d++; d[k] != '\0' && d[k] != '\n' && k + 1 < dsize; k++)
+      detail[k] = d[k];
+    if (k > 0 && detail[k - 1] == ')')
+      k--;
+    detail[k] = '\0';
+  }
   return 1;
 }
 
@@ -738,12 +752,15 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
         (call->signal == 0 && call->exit_code == KB__SANDBOX_EXIT_BLOCKED)) {
       /* the sandbox's seccomp filter (runner/sandbox/confine.h): its SIGSYS handler names the
        * call and exits with KB__SANDBOX_EXIT_BLOCKED (or the process dies by SIGSYS) */
-      char name[40];
+      char name[40], detail[400];
       r->status = KB_STATUS_REJECTED;
-      if (blocked_call(call->tail, name, sizeof name))
-        set_reason(r, "called %s(2), which candidates may not use", name);
+      if (blocked_call(call->tail, name, sizeof name, detail, sizeof detail))
+        set_reason(r, "called %s(2), which candidates may not use%s%s", name,
+                   detail[0] ? ": " : "", detail);
       else
-        set_reason(r, "killed by SIGSYS: a system call candidates may not use");
+        set_reason(r, "killed by SIGSYS: a system call candidates may not use (with its "
+                   "signals blocked, so unnamed: a process start from a thread that blocks "
+                   "signals, as Python's subprocess does around its fork)");
       append_output(r, call->tail);
       return;
     }

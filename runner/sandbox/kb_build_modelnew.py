@@ -22,7 +22,9 @@ cache, a time limit, its output captured as the build log. It
    Steps 2 and 3 run only for a "kernel" file or on the cuda backend: a plain-torch file on the
    host has nothing to build, so none of its code runs outside the confined worker;
 4. writes DIR/candidate.py (the source) and DIR/build.json:
-   {"status": "ok", "label": ..., "extensions": [{"name", "key", "path" (relative to DIR)}]}.
+   {"status": "ok", "label": ..., "extensions": [{"name", "key", "path" (relative to DIR)}],
+   "jit": true when the file uses torch.compile or Triton (the worker then readies their
+   compilers' caches and tool probes before it confines itself)}.
 
 A candidate that fails a rule or a step is {"status": "compile_error" or "rejected",
 "reason"} in DIR/build.json, exit status 0 (a verdict); exit 2 is a bad command line. The
@@ -191,10 +193,11 @@ def build(args):
         return {"status": "compile_error", "reason": "ModelNew(*get_init_inputs()) raised %s: %s "
                 "(ModelNew takes the constructor arguments of the task's Model)"
                 % (type(e).__name__, first_line(e))}
-    if args["backend"] == "cuda" and torch.cuda.is_available() and needs_warmup(label, source):
+    jit = needs_warmup(label, source)
+    if args["backend"] == "cuda" and torch.cuda.is_available() and jit:
         with gpu_turn(out_dir):
             warm_up(torch, module, oracle)
-    return {"status": "ok", "label": label, "extensions": record}
+    return {"status": "ok", "label": label, "extensions": record, "jit": jit}
 
 
 def needs_warmup(label, source):

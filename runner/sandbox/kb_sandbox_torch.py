@@ -113,6 +113,7 @@ SOL_PROBE_BYTES = 512 << 20
 EXIT_USAGE = 2    # bad command line
 EXIT_CONFINE = 7  # the confinement library cannot be loaded
 EXIT_DEVICE = 8   # no such CUDA device
+EXIT_BLOCKED = 159  # a blocked call (KB__SANDBOX_EXIT_BLOCKED, runner/sandbox/proto.h)
 SELF_DIR = os.path.dirname(os.path.abspath(__file__))
 CONFINE_LIB = "libkb-confine.so"
 
@@ -251,6 +252,42 @@ class Confinement:
         if rc != 0:
             raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
         self.done = True
+        sys.addaudithook(refuse_processes)
+
+
+# Python's audit events that start a process (or replace this one), and the system call each
+# would make: the seccomp filter traps that call, but Python's subprocess blocks every signal
+# around its fork (vfork, posix_spawn the same), and a trapped call with SIGSYS blocked ends
+# the process by SIGSYS before its handler can name the call (measured on the H200: Triton,
+# under torch.compile, asked `ptxas --version` so, and the worker died with no line)
+PROCESS_EVENTS = {"subprocess.Popen": "clone", "os.posix_spawn": "clone", "os.spawn": "clone",
+                  "os.fork": "fork", "os.forkpty": "fork", "os.system": "execve",
+                  "os.exec": "execve", "pty.spawn": "clone", "os.startfile": "execve"}
+
+
+def refuse_processes(event, args):
+    """Audit hook of the confined worker (added once confined; a hook cannot be removed): a
+    process start from Python, the candidate's or a library's, ends the worker as the filter's
+    handler would (KB_SANDBOX_EXIT_BLOCKED, the "blocked system call" line the runner reads),
+    with what was started and where, before any signal is blocked."""
+    call = PROCESS_EVENTS.get(event)
+    if call is None:
+        return
+    what = args[1] if event == "subprocess.Popen" and len(args) > 1 else (args[0] if args else "")
+    if isinstance(what, (list, tuple)):
+        what = " ".join(str(a) for a in what[:6]) + (" ..." if len(what) > 6 else "")
+    frames = []
+    f = sys._getframe(1)
+    while f is not None and len(frames) < 8:
+        code = f.f_code
+        frames.append("%s:%d %s" % (os.path.basename(code.co_filename), f.f_lineno, code.co_name))
+        f = f.f_back
+    line = ("kb-sandbox: blocked system call %s (the worker tried to start a process: %s: %s, "
+            "from %s)\n" % (call, event, str(what)[:200], " < ".join(frames)))
+    try:
+        os.write(2, line.encode("utf-8", "replace"))
+    finally:
+        os._exit(EXIT_BLOCKED)
 
 
 def readable_paths(extra):
@@ -1548,14 +1585,22 @@ def user_name():
 
 
 def jit_imports(folder):
-    """torch.compile's modules (dynamo, inductor), imported before confinement for a candidate
-    the compile tier labelled "torch_compile": an import that fails half-way under confinement
-    cannot be retried (inductor registers its cache artifacts once per process)."""
+    """torch.compile's modules (dynamo, inductor) and Triton, readied before confinement for a
+    candidate whose build says "jit" (torch.compile or Triton): an import that fails half-way
+    under confinement cannot be retried (inductor registers its cache artifacts once per
+    process), and Triton asks its tools for their versions (`ptxas --version`, a process) when
+    it computes a kernel's cache key, on every compile, cache hit or not; it keeps the answer
+    for the process, so it is asked here, unconfined, once."""
     try:
         with open(os.path.join(folder, "build.json")) as f:
-            label = json.load(f).get("label")
+            built = json.load(f)
+        label, jit = built.get("label"), built.get("jit", built.get("label") == "torch_compile")
     except (OSError, ValueError, AttributeError):
         return
+    if not jit:
+        return
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
     if label == "torch_compile":
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         try:
@@ -1567,6 +1612,21 @@ def jit_imports(folder):
             config.compile_threads = 1
         except Exception:  # the worker reports the candidate's own failure when it runs
             pass
+    triton_probes()
+
+
+def triton_probes():
+    """Triton's driver (its utility library, from the build's cache) and its backend's hash,
+    which runs `ptxas --version` (triton.compiler.make_backend(target).hash()); Triton caches
+    both for the process. Absent or older Triton: nothing to do (the audit hook names any
+    process it starts later)."""
+    try:
+        import triton
+        from triton.compiler import compiler as tc
+        target = triton.runtime.driver.active.get_current_target()
+        tc.make_backend(target).hash()
+    except Exception:
+        pass
 
 
 JIT_FOLDER = None  # the build folder TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR point into

@@ -6,7 +6,8 @@ kb-test-torch-eval:
   - 1_relu at smoke: plain torch -> ok, labelled torch_only; wrong -> wrong_output; a Python
     syntax error, no ModelNew, a load_inline extension that does not build -> compile_error
     with the reason; importing subprocess -> rejected by the static rules; an in-place edit of
-    its input -> rejected; outputs kept by input address -> rejected on unseen inputs;
+    its input -> rejected; outputs kept by input address -> rejected on unseen inputs; a
+    process started from forward() past the static rules -> rejected, the process named;
     the same file again -> a cache hit (no second build);
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
@@ -52,9 +53,10 @@ def evaluate(tool, task, cands, tiers, cache):
 
 def relu_smoke(tool, relu, c, cache):
     order = ["relu_torch", "relu_wrong", "relu_syntax", "relu_no_modelnew", "relu_no_build",
-             "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_torch"]
+             "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_spawn_hidden",
+             "relu_torch"]
     want = ["ok", "wrong_output", "compile_error", "compile_error", "compile_error",
-            "rejected", "rejected", "rejected", "ok"]
+            "rejected", "rejected", "rejected", "rejected", "ok"]
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     check(rc == 0 and len(lines) == len(order), "1_relu at smoke: a verdict for each")
     got = [x["status"] for x in lines]
@@ -77,11 +79,16 @@ def relu_smoke(tool, relu, c, cache):
           why["relu_edits_input"], "the edited input is named: %s" % why["relu_edits_input"])
     check("unseen input" in why["relu_memo_ptr"],
           "outputs kept by input address: caught on unseen inputs: %s" % why["relu_memo_ptr"])
-    check(lines[8]["wall_s"] < lines[0]["wall_s"], "the same file again: from the cache "
-          "(%.2f s, first %.2f s)" % (lines[8]["wall_s"], lines[0]["wall_s"]))
+    hidden = lines[8]
+    check("clone" in hidden["reason"] and "start a process: subprocess.Popen: true, from "
+          in hidden["reason"] and "< candidate.py:12 forward" in hidden["reason"],
+          "a process started past the static rules: rejected, what and where named: %s %s"
+          % (hidden["reason"], hidden.get("output", "")[-300:]))
+    check(lines[9]["wall_s"] < lines[0]["wall_s"], "the same file again: from the cache "
+          "(%.2f s, first %.2f s)" % (lines[9]["wall_s"], lines[0]["wall_s"]))
     built = [n for n in os.listdir(cache) if n.endswith(".kb")]
     failed = [n for n in os.listdir(cache) if n.endswith(".kb.err")]
-    check(len(built) == 4 and len(failed) == 4, "cache: 4 builds (%d), 4 failures kept (%d)"
+    check(len(built) == 5 and len(failed) == 4, "cache: 5 builds (%d), 4 failures kept (%d)"
           % (len(built), len(failed)))
 
 
