@@ -60,6 +60,33 @@ def dotted(node):
     return ""
 
 
+def import_aliases(tree):
+    """Each name an import binds, to the dotted name it stands for: `import torch as kt` ->
+    {"kt": "torch"}, `from os import system as run` -> {"run": "os.system"}; so that the rules
+    below see through aliases (a torch.compile seed imports torch under another name)."""
+    alias = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    alias[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    alias[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                alias[a.asname or a.name] = node.module + "." + a.name
+    return alias
+
+
+def resolve(name, alias):
+    """`name` ("kt.compile") with its first part replaced by what the import bound it to."""
+    head, _, rest = name.partition(".")
+    if head in alias:
+        return alias[head] + ("." + rest if rest else "")
+    return name
+
+
 def static_rules(source, path):
     """(status, reason, label): status "ok", "compile_error" or "rejected"."""
     try:
@@ -83,6 +110,7 @@ def static_rules(source, path):
                 "ModelNew(nn.Module) at module level", "")
     kernel = triton = compiled = False
     cpp_ext_names = set()
+    alias = import_aliases(tree)
     for node in ast.walk(tree):
         mods = []
         if isinstance(node, ast.Import):
@@ -99,16 +127,21 @@ def static_rules(source, path):
                         "")
             if top == "triton":
                 triton = True
-        if isinstance(node, ast.Call):
-            name = dotted(node.func)
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            # any use, not only a call: `run = os.system; run(...)`, `@torch.compile`
+            written = dotted(node)
+            name = resolve(written, alias)
             if name in FORBIDDEN_CALLS:
-                return ("rejected", "static rule: line %d calls %s" % (node.lineno, name), "")
+                return ("rejected", "static rule: line %d uses %s%s" % (
+                    node.lineno, name, "" if written == name else " (as %s)" % written), "")
+            if name == "torch.compile":
+                compiled = True
+        if isinstance(node, ast.Call):
+            name = resolve(dotted(node.func), alias)
             last = name.split(".")[-1]
             if (last == "load_inline" or name.endswith("cpp_extension.load")
                     or (last == "load" and "load" in cpp_ext_names)):
                 kernel = True
-            if name in ("torch.compile",):
-                compiled = True
     label = "kernel" if kernel or triton else ("torch_compile" if compiled else "torch_only")
     return "ok", "", label
 

@@ -1790,6 +1790,9 @@ def evaluate(task, e):
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
         if e["format"] == "kernelbench":
+            # inductor in this process, never its pool of compiler processes, however the build
+            # labelled the file (the variable is read when inductor is first imported)
+            os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
             jit_imports(e["library"])
         try:
             CONF.apply()

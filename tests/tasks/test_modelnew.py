@@ -8,6 +8,7 @@ kb-test-torch-eval:
     with the reason; importing subprocess -> rejected by the static rules; an in-place edit of
     its input -> rejected; outputs kept by input address -> rejected on unseen inputs; a
     process started from forward() past the static rules -> rejected, the process named;
+    os.system through an import alias -> rejected by the static rules;
     the same file again -> a cache hit (no second build);
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
@@ -54,9 +55,9 @@ def evaluate(tool, task, cands, tiers, cache):
 def relu_smoke(tool, relu, c, cache):
     order = ["relu_torch", "relu_wrong", "relu_syntax", "relu_no_modelnew", "relu_no_build",
              "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_spawn_hidden",
-             "relu_torch"]
+             "relu_alias_system", "relu_torch"]
     want = ["ok", "wrong_output", "compile_error", "compile_error", "compile_error",
-            "rejected", "rejected", "rejected", "rejected", "ok"]
+            "rejected", "rejected", "rejected", "rejected", "rejected", "ok"]
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     check(rc == 0 and len(lines) == len(order), "1_relu at smoke: a verdict for each")
     got = [x["status"] for x in lines]
@@ -84,11 +85,13 @@ def relu_smoke(tool, relu, c, cache):
           in hidden["reason"] and "< candidate.py:12 forward" in hidden["reason"],
           "a process started past the static rules: rejected, what and where named: %s %s"
           % (hidden["reason"], hidden.get("output", "")[-300:]))
-    check(lines[9]["wall_s"] < lines[0]["wall_s"], "the same file again: from the cache "
-          "(%.2f s, first %.2f s)" % (lines[9]["wall_s"], lines[0]["wall_s"]))
+    check("static rule: line 10 uses os.system (as kb_os.system)" in why["relu_alias_system"],
+          "an aliased os.system: refused by the static rules: %s" % why["relu_alias_system"])
+    check(lines[10]["wall_s"] < lines[0]["wall_s"], "the same file again: from the cache "
+          "(%.2f s, first %.2f s)" % (lines[10]["wall_s"], lines[0]["wall_s"]))
     built = [n for n in os.listdir(cache) if n.endswith(".kb")]
     failed = [n for n in os.listdir(cache) if n.endswith(".kb.err")]
-    check(len(built) == 5 and len(failed) == 4, "cache: 5 builds (%d), 4 failures kept (%d)"
+    check(len(built) == 5 and len(failed) == 5, "cache: 5 builds (%d), 5 failures kept (%d)"
           % (len(built), len(failed)))
 
 
