@@ -124,11 +124,12 @@ static char *output_tail(const struct kb__proc_result *res) {
   return kb_strndup(text, len);
 }
 
-/* Runs the builder in `tmp` on `src` (written there); fills `b` from its verdict. */
+/* Runs the builder in `tmp` on `src` (written there), Triton's and inductor's caches in `jit`;
+ * fills `b` from its verdict. */
 static int run_builder(const struct kb__compiler *cc, const struct kb__compile_req *req,
-                       const char *script, const char *tmp, const atomic_int *cancel,
-                       struct kb__build *b, struct kb_error *err) {
-  char src[4200], sub[4200];
+                       const char *script, const char *tmp, const char *jit,
+                       const atomic_int *cancel, struct kb__build *b, struct kb_error *err) {
+  char src[4200], sub[4400];
   snprintf(src, sizeof src, "%s/source.py", tmp);
   struct kb_buf env;
   kb_buf_init(&env);
@@ -141,8 +142,12 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
   }
   static const char *const dirs[] = {"tmp", "ext", "triton", "inductor"};
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-    snprintf(sub, sizeof sub, "%s/%s", tmp, dirs[i]);
-    if (mkdir(sub, 0755) != 0)
+    snprintf(sub, sizeof sub, "%s/%s", i < 2 ? tmp : jit, dirs[i]);
+    /* `jit` and its folders may be there already: another runner's build of this key */
+    int made = i < 2 ? mkdir(sub, 0755)
+                     : ((mkdir(jit, 0755) == 0 || errno == EEXIST) &&
+                        (mkdir(sub, 0755) == 0 || errno == EEXIST)) ? 0 : -1;
+    if (made != 0)
       return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", sub, strerror(errno));
   }
   int n_env = 0;
@@ -150,7 +155,11 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
     n_env++;
   char **envp = kb_calloc((size_t)n_env + N_EXTRA_ENV + 1, sizeof *envp);
   char *extra[N_EXTRA_ENV] = {0};
-  /* the JIT caches inside the build folder: what the worker later reads, read-only */
+  /* the extension builds inside the build folder; the JIT caches in `jit`, a folder of the
+   * cache that keeps its path: inductor writes absolute paths of its cache into what it
+   * caches (measured on the H200: with the caches in the build folder, renamed into place
+   * afterwards, the confined worker tried to create the vanished tmpkb.* folder and every
+   * torch.compile candidate with a Triton kernel crashed with PermissionError) */
   static const char *const names[N_EXTRA_ENV] = {"TMPDIR=", "TORCH_EXTENSIONS_DIR=",
                                                  "TRITON_CACHE_DIR=", "TORCHINDUCTOR_CACHE_DIR=",
                                                  "MAX_JOBS=2", "PYTHONDONTWRITEBYTECODE=1"};
@@ -159,7 +168,8 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
   for (int i = 0; envp != NULL && i < N_EXTRA_ENV; i++) {
     kb_buf_reset(&env);
     int bad = kb_buf_addf(&env, "%s", names[i]) != KB_OK ||
-              (under[i] != NULL && kb_buf_addf(&env, "%s%s", tmp, under[i]) != KB_OK);
+              (under[i] != NULL &&
+               kb_buf_addf(&env, "%s%s", i < 2 ? tmp : jit, under[i]) != KB_OK);
     if (bad || (extra[i] = kb_buf_detach(&env)) == NULL)
       rc = KB_ENOMEM;
   }
@@ -247,7 +257,17 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
     tmp[0] = '\0';
     goto out;
   }
-  rc = run_builder(cc, req, script, tmp, cancel, b, err);
+  char jit[4200];
+  snprintf(jit, sizeof jit, "%s/%s.jit", cc->cache_dir, b->key);
+  rc = run_builder(cc, req, script, tmp, jit, cancel, b, err);
+  /* a build without torch.compile or Triton leaves them empty: not kept (rmdir fails on a
+   * folder that holds something, which is then kept) */
+  char sub[4400];
+  snprintf(sub, sizeof sub, "%s/triton", jit);
+  rmdir(sub);
+  snprintf(sub, sizeof sub, "%s/inductor", jit);
+  rmdir(sub);
+  rmdir(jit);
   if (rc)
     goto out;
   if (b->ok) {

@@ -752,7 +752,7 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
         (call->signal == 0 && call->exit_code == KB__SANDBOX_EXIT_BLOCKED)) {
       /* the sandbox's seccomp filter (runner/sandbox/confine.h): its SIGSYS handler names the
        * call and exits with KB__SANDBOX_EXIT_BLOCKED (or the process dies by SIGSYS) */
-      char name[40], detail[400];
+      char name[40], detail[256];
       r->status = KB_STATUS_REJECTED;
       if (blocked_call(call->tail, name, sizeof name, detail, sizeof detail))
         set_reason(r, "called %s(2), which candidates may not use%s%s", name,

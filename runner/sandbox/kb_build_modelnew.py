@@ -24,7 +24,9 @@ cache, a time limit, its output captured as the build log. It
 4. writes DIR/candidate.py (the source) and DIR/build.json:
    {"status": "ok", "label": ..., "extensions": [{"name", "key", "path" (relative to DIR)}],
    "jit": true when the file uses torch.compile or Triton (the worker then readies their
-   compilers' caches and tool probes before it confines itself)}.
+   compilers' caches and tool probes before it confines itself), "jit_dir": the folder of
+   TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR (the runner's `<key>.jit`, outside DIR: it
+   keeps its path, which inductor writes into what it caches)}.
 
 A candidate that fails a rule or a step is {"status": "compile_error" or "rejected",
 "reason"} in DIR/build.json, exit status 0 (a verdict); exit 2 is a bad command line. The
@@ -230,7 +232,12 @@ def build(args):
     if args["backend"] == "cuda" and torch.cuda.is_available() and jit:
         with gpu_turn(out_dir):
             warm_up(torch, module, oracle)
-    return {"status": "ok", "label": label, "extensions": record, "jit": jit}
+    result = {"status": "ok", "label": label, "extensions": record, "jit": jit}
+    if jit and os.environ.get("TRITON_CACHE_DIR"):
+        # the runner's folder of this key's JIT caches (it keeps its path: inductor writes
+        # absolute paths of its cache into what it caches); the worker points its caches there
+        result["jit_dir"] = os.path.dirname(os.path.abspath(os.environ["TRITON_CACHE_DIR"]))
+    return result
 
 
 def needs_warmup(label, source):

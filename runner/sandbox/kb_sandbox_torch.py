@@ -278,12 +278,18 @@ def refuse_processes(event, args):
         what = " ".join(str(a) for a in what[:6]) + (" ..." if len(what) > 6 else "")
     frames = []
     f = sys._getframe(1)
-    while f is not None and len(frames) < 8:
+    while f is not None and len(frames) < 6:
         code = f.f_code
-        frames.append("%s:%d %s" % (os.path.basename(code.co_filename), f.f_lineno, code.co_name))
+        base = os.path.basename(code.co_filename)
+        if base not in ("subprocess.py", "os.py", "pty.py", "popen_fork.py", "popen_spawn.py"):
+            frames.append("%s:%d %s" % (base, f.f_lineno, code.co_name))
         f = f.f_back
-    line = ("kb-sandbox: blocked system call %s (the worker tried to start a process: %s: %s, "
-            "from %s)\n" % (call, event, str(what)[:200], " < ".join(frames)))
+    handling = sys.exc_info()[1]  # a library's error path often starts the process
+    also = "" if handling is None else "; while handling %s: %s" % (
+        type(handling).__name__, first_line(handling)[:300])
+    # the runner keeps 256 characters of its reason: what, then why, then where
+    line = ("kb-sandbox: blocked system call %s (the worker tried to start a process: %s: %s%s; "
+            "from %s)\n" % (call, event, str(what)[:160], also, " < ".join(frames)))
     try:
         os.write(2, line.encode("utf-8", "replace"))
     finally:
@@ -1599,8 +1605,7 @@ def jit_imports(folder):
         return
     if not jit:
         return
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+    point_jit_caches(folder)
     if label == "torch_compile":
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         try:
@@ -1615,16 +1620,40 @@ def jit_imports(folder):
     triton_probes()
 
 
+def jit_dir(folder):
+    """Where the build put Triton's and inductor's caches: build.json's "jit_dir" (the runner's
+    `<key>.jit` folder), else the build folder itself (a build of an older runner)."""
+    try:
+        with open(os.path.join(folder, "build.json")) as f:
+            d = json.load(f).get("jit_dir")
+        if isinstance(d, str) and os.path.isdir(d):
+            return d
+    except (OSError, ValueError, AttributeError):
+        pass
+    return folder
+
+
+def point_jit_caches(folder):
+    d = jit_dir(folder)
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(d, "triton")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
+
+
 def triton_probes():
-    """Triton's driver (its utility library, from the build's cache) and its backend's hash,
-    which runs `ptxas --version` (triton.compiler.make_backend(target).hash()); Triton caches
-    both for the process. Absent or older Triton: nothing to do (the audit hook names any
+    """Triton's driver (its utility library, from the build's cache), its backend's hash, which
+    runs `ptxas --version` (triton.compiler.make_backend(target).hash()), and the driver's
+    `ldconfig -p`; Triton keeps each answer for the process. Absent or older Triton: nothing to do (the audit hook names any
     process it starts later)."""
     try:
         import triton
         from triton.compiler import compiler as tc
         target = triton.runtime.driver.active.get_current_target()
         tc.make_backend(target).hash()
+    except Exception:
+        pass
+    try:  # `ldconfig -p`, asked when a kernel's launcher is built (kept for the process)
+        from triton.backends.nvidia import driver as td
+        td.libcuda_dirs()
     except Exception:
         pass
 
@@ -1739,8 +1768,7 @@ class ModuleCandidate:
         folder = getattr(self, "folder", None)
         if folder is None or JIT_FOLDER == folder:
             return
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+        point_jit_caches(folder)
         JIT_FOLDER = folder
 
     def call(self, run, s, outs, who, phase):

@@ -81,8 +81,8 @@ def relu_smoke(tool, relu, c, cache):
     check("unseen input" in why["relu_memo_ptr"],
           "outputs kept by input address: caught on unseen inputs: %s" % why["relu_memo_ptr"])
     hidden = lines[8]
-    check("clone" in hidden["reason"] and "start a process: subprocess.Popen: true, from "
-          in hidden["reason"] and "< candidate.py:12 forward" in hidden["reason"],
+    check("clone" in hidden["reason"] and "start a process: subprocess.Popen: true; "
+          in hidden["reason"] and "from candidate.py:12 forward" in hidden["reason"],
           "a process started past the static rules: rejected, what and where named: %s %s"
           % (hidden["reason"], hidden.get("output", "")[-300:]))
     check("static rule: line 10 uses os.system (as kb_os.system)" in why["relu_alias_system"],
