@@ -14,6 +14,8 @@ cd "$(dirname "$0")/../.."
 source tests/gpu/lib.sh
 kb_gpu_env /usr/local/cuda/extras/CUPTI/lib64
 PER_TASK=${KB_TWO_PER_TASK:-8}
+# KB_TWO_BACKEND=host: the same on the CPU with examples/suite-host (a check of this script)
+BACKEND=${KB_TWO_BACKEND:-cuda}
 LIMIT=${KB_TWO_LIMIT_S:-150}
 LOG=$OUT/two-runners.txt
 {
@@ -23,26 +25,33 @@ LOG=$OUT/two-runners.txt
 run() { # label runners
   local label=$1 runners=$2 dir
   dir=$(mktemp -d)
-  python3 - "$PWD" "$dir" "$PER_TASK" > "$dir/campaign.json" <<'PY'
-import json, sys
-root, d, per_task = sys.argv[1], sys.argv[2], int(sys.argv[3])
-c = json.load(open(root + "/examples/suite/campaign.json"))
-keep = ["gelu", "row_sum", "softmax", "transpose", "cross_entropy", "maxpool2d"]
+  python3 - "$PWD" "$dir" "$PER_TASK" "$BACKEND" > "$dir/campaign.json" <<'PY'
+import json, os, sys
+root, d, per_task, backend = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if backend == "host":
+    c = json.load(open(root + "/examples/suite-host/campaign.json"))
+    c["tasks"] = [os.path.normpath(os.path.join(root, "examples/suite-host", t))
+                  for t in c["tasks"]][:6]
+else:
+    c = json.load(open(root + "/examples/suite/campaign.json"))
+    keep = ["gelu", "row_sum", "softmax", "transpose", "cross_entropy", "maxpool2d"]
+    c["tasks"] = [root + "/tasks/cuda/" + t for t in keep]
 c["id"] = "tworun"
-c["tasks"] = [root + "/tasks/cuda/" + t for t in keep]
 c["results_dir"] = d + "/results"
 c["generators"]["max_per_task"] = per_task
 print(json.dumps(c, indent=1))
 PY
   local t0 t1 rc extra=""
   t0=$(date +%s.%N)
-  timeout -s INT "$LIMIT" kb-launch --local --gpus 0 "$dir/campaign.json" > "$dir/out.txt" 2>&1 &
+  local devs=(--gpus 0)
+  [ "$BACKEND" = host ] && devs=(--runners 1)
+  timeout -s INT "$LIMIT" kb-launch --local "${devs[@]}" "$dir/campaign.json" > "$dir/out.txt" 2>&1 &
   local launch=$!
   if [ "$runners" = 2 ]; then
     local sock="$dir/results/tworun/redis/redis.sock" i
     for i in $(seq 1 300); do [ -S "$sock" ] && break; sleep 0.1; done
     CUDA_VISIBLE_DEVICES=0 kb-runner --campaign tworun --redis "unix:$sock" \
-      --cache "$dir/results/tworun/redis/cache" --name extra-0 --backend cuda \
+      --cache "$dir/results/tworun/redis/cache" --name extra-0 --backend "$BACKEND" \
       > "$dir/extra.log" 2>&1 &
     extra=$!
   fi
