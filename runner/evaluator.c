@@ -59,6 +59,7 @@ struct kb_evaluator {
   int kind;                    /* enum kb_backend */
   int metrics;                 /* enum kb_metrics_mode */
   int sample_chunk;            /* kb__evaluator_set_sample_chunk(); 0: the sandbox's choice */
+  int fresh;                   /* enum kb_fresh_mode */
   struct best bests[MAX_BASELINES];
   int next_best;               /* round-robin slot once all are used */
   struct baseline baselines[MAX_BASELINES];
@@ -189,6 +190,8 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
 }
 
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode) { b->metrics = mode; }
+
+void kb__evaluator_set_fresh(struct kb_evaluator *b, int mode) { b->fresh = mode; }
 
 void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples) {
   b->sample_chunk = samples;
@@ -973,10 +976,10 @@ static int build_verdict(const struct kb_task *task, const struct kb__build *bui
   return KB_OK;
 }
 
-/* The eval request's metrics and chunk fields (`full`: a timed full-tier evaluation) into
- * `req`. */
+/* The eval request's metrics, chunk and fresh-sample fields (`full`: a timed full-tier
+ * evaluation; `cheap`: a timed evaluation below the full tier) into `req`. */
 static void timing_options(struct kb_evaluator *b, const struct kb_task *task, int full,
-                           json_t *req) {
+                           int cheap, json_t *req) {
   int metrics = full && b->kind == KB_BACKEND_CUDA && b->metrics != KB_METRICS_NONE;
   if (metrics)
     json_object_set_new(req, "metrics", json_true());
@@ -987,6 +990,10 @@ static void timing_options(struct kb_evaluator *b, const struct kb_task *task, i
     json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
   if (b->sample_chunk > 0)
     json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
+  /* below the full tier one fresh sample at least (the sandbox's default share bounds the
+   * rest): any one catches a memoizer (docs/sandbox.md, "Fresh samples at each tier") */
+  if (cheap && b->fresh == KB_FRESH_TIER)
+    json_object_set_new(req, "fresh_min", json_integer(1));
 }
 
 /* Builds one eval request, sends it, and copies the reply's fields into
@@ -1034,7 +1041,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
                   "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
   if (req != NULL)
-    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, req);
+    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, !(flags & KB_EVAL_FULL) && timed,
+                   req);
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
   if (req != NULL && kb_format)

@@ -64,6 +64,12 @@ void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode);
 /* Timed samples the sandbox queues before the host waits once, at most (its "sample_chunk"):
  * 0 (the default) its own choice, 1 a wait after every sample. */
 void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples);
+/* The fresh samples' schedule (timed calls on unseen inputs, docs/sandbox.md): KB_FRESH_TIER
+ * (the default) asks the sandbox for one at least below the ladder's last tier (more while
+ * they take under 10% of the evaluation's time) and for the full schedule (three at least) at
+ * the last; KB_FRESH_FULL asks for the full schedule at every tier (the behaviour before). */
+enum kb_fresh_mode { KB_FRESH_TIER, KB_FRESH_FULL };
+void kb__evaluator_set_fresh(struct kb_evaluator *b, int mode);
 /* Limits one compiler run to `seconds` (values <= 0 are ignored). */
 void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */

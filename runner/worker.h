@@ -35,6 +35,8 @@ struct kb_worker_opts {
   int metrics;             /* enum kb_metrics_mode (evaluator.h): which full-tier evaluations
                               get the hardware-metrics pass; 0 = every */
   int sample_chunk;        /* timed samples the sandbox queues before one wait; 0 = its own */
+  int fresh;               /* enum kb_fresh_mode (evaluator.h): the fresh samples' schedule;
+                              0 = by tier */
   volatile sig_atomic_t *stop; /* set by a signal handler: stop claiming and leave */
 };
 
