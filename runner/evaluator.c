@@ -1063,6 +1063,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
+  if (call.outcome == KB__SB_REPLY && json_object_get(call.reply, "fresh_samples") != NULL)
+    kb_debug("eval: %lld fresh sample(s) on unseen inputs",
+             (long long)json_integer_value(json_object_get(call.reply, "fresh_samples")));
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&
