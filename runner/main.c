@@ -44,7 +44,9 @@ static void usage(FILE *out) {
         "      --grace SECONDS  when asked to stop, let the evaluation under way finish if it\n"
         "                       ends within this time, else release it (default 0)\n"
         "      --metrics MODE   full-tier evaluations that get the hardware-metrics pass\n"
-        "                       (CUDA): best (default: a new best median of its task),\n"
+        "                       (CUDA): marked (default: a median under the bound the\n"
+        "                       scheduler marked the item with: its task's best so far),\n"
+        "                       best (a new best median of its task for this runner),\n"
         "                       every, none\n"
         "      --sample-chunk N timed samples the sandbox queues before one wait, at most\n"
         "                       (default 0: its own choice; 1: a wait after every sample)\n"
@@ -64,14 +66,17 @@ static void usage(FILE *out) {
 
 /* --metrics MODE into `*out` (enum kb_metrics_mode), or the error in `err`. */
 static void metrics_mode(const char *arg, int *out, struct kb_error *err) {
-  if (strcmp(arg, "best") == 0)
+  if (strcmp(arg, "marked") == 0)
+    *out = KB_METRICS_MARKED;
+  else if (strcmp(arg, "best") == 0)
     *out = KB_METRICS_BEST;
   else if (strcmp(arg, "every") == 0)
     *out = KB_METRICS_EVERY;
   else if (strcmp(arg, "none") == 0)
     *out = KB_METRICS_NONE;
   else
-    kb_error_set(err, KB_EINVAL, "--metrics must be best, every or none, not \"%s\"", arg);
+    kb_error_set(err, KB_EINVAL, "--metrics must be marked, best, every or none, not \"%s\"",
+                 arg);
 }
 
 /* --fresh MODE into `*out` (enum kb_fresh_mode), or the error in `err`. */
@@ -172,7 +177,7 @@ int main(int argc, char **argv) {
   const char *cache = getenv("KB_CACHE");
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
-                             .metrics = KB_METRICS_BEST,
+                             .metrics = KB_METRICS_MARKED,
                              .stop = &stop_requested};
   int list = 0, json = 0;
   int parsed = parse_args(argc, argv, &o, &list, &json);
