@@ -334,7 +334,9 @@ static void test_promotes_before_done(void **state) {
               "\"max_seconds\": 0.2},\n"
               "  {\"name\": \"full\", \"min_samples\": 5, \"max_samples\": 20, "
               "\"max_seconds\": 0.3}],");
+  setenv("KB_LOG", "debug", 1); /* the runner logs the metrics marks it reads */
   runner_pid = spawn_two_phase_runner("trap");
+  unsetenv("KB_LOG");
   volatile sig_atomic_t stop = 0;
   int finished = run_sched("trap", &stop, 150);
   kill(runner_pid, SIGTERM);
@@ -408,6 +410,16 @@ static void test_promotes_before_done(void **state) {
   assert_int_equal(marks, 2);
   assert_int_equal(unbounded, 1);
   assert_true(good_marked);
+  /* and the runner read them when it evaluated the two full-tier items */
+  snprintf(path, sizeof path, "%s/trap.runner.log", dir);
+  FILE *lf = fopen(path, "r");
+  assert_non_null(lf);
+  char line[1024];
+  int read_marks = 0;
+  while (fgets(line, sizeof line, lf))
+    read_marks += strstr(line, "marked for the metrics pass (bound") != NULL;
+  fclose(lf);
+  assert_int_equal(read_marks, 2);
   /* every currency of the ledger */
   json_t *ledger = json_object_get(sum, "ledger");
   assert_true(json_integer_value(json_object_get(json_object_get(ledger, "gpu"), "limit")) ==
