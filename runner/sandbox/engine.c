@@ -34,7 +34,7 @@
  * fresh_min (default KB__FRESH_MIN) per timed evaluation, spread over the sampling one every
  * min_samples / fresh_min repeated samples; past them, more while they have taken under the
  * request's fresh_share (default KB__FRESH_SHARE) of the evaluation's time so far. A ratio over
- * the bound is confirmed by FRESH_MIN more pairs. */
+ * the bound is confirmed by FRESH_MIN more pairs, 2 x FRESH_MIN in all at least. */
 #define FRESH_MIN 3
 #define FRESH_FLUSHED_CALLS 8 /* calls of a fresh sample in flushed-batch mode, at most */
 #define FRESH_SHARE 0.25      /* of the budget the first fresh_min fresh samples may take */
@@ -55,7 +55,8 @@
  * run widens the bound, up to a cap (1.5x, 2x, 3x) so that noise a candidate makes itself does
  * not widen it without end. A cache gains at most that factor undetected; the caches seen so far
  * gain 1.5x (CUDA row sum) to 450x (host row sum). A ratio over the bound is confirmed by a
- * second round of FRESH_MIN pairs before it rejects: all pairs together must still be over. */
+ * second round of FRESH_MIN pairs (2 x FRESH_MIN pairs in all at least) before it rejects: all
+ * pairs together must still be over. */
 #define FRESH_FLOOR_FLUSHED 0.15
 #define FRESH_FLOOR_GPU 0.30
 #define FRESH_FLOOR_HOST 0.50
@@ -1501,14 +1502,14 @@ static int phase_plan(struct evaluation *ev) {
 
   /* Fresh samples, each after a control sample of the same shape on the same buffers (see
    * FRESH_K). Flushed batches: a fresh sample is the mean of up to FRESH_FLUSHED_CALLS flushed
-   * calls, each on its own new contents (fewer when the oracle is slow: fresh_min of them must
+   * calls, each on its own new contents (fewer when the oracle is slow: FRESH_MIN of them must
    * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
    * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
    * between calls): one call timed alone, its control too. */
   fr->min = e->fresh_min > 0 ? e->fresh_min : KB__FRESH_MIN;
   fr->min = fr->min < KB__FRESH_MAX - FRESH_MIN ? fr->min : KB__FRESH_MAX - FRESH_MIN;
   fr->share = e->fresh_share >= 0 ? e->fresh_share : KB__FRESH_SHARE;
-  int most = e->max_samples + fr->min + 3 * FRESH_MIN;
+  int most = e->max_samples + fr->min + 2 * FRESH_MIN;
   fr->cap = most < KB__FRESH_MAX ? most : KB__FRESH_MAX;
   fr->f = kb_calloc((size_t)fr->cap, sizeof *fr->f);
   fr->c = kb_calloc((size_t)fr->cap, sizeof *fr->c);
@@ -1518,7 +1519,9 @@ static int phase_plan(struct evaluation *ev) {
                           : 1;
   double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
   double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
-  int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (fr->min * per_call)) : fr->calls;
+  /* sized for the full schedule's FRESH_MIN whatever fr->min is: a fresh sample has the same
+   * calls at every tier, so one costs a third of three */
+  int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr->calls;
   fr->calls = fit < 1 ? 1 : fit < fr->calls ? fit : fr->calls;
   fr->gap = e->min_samples / fr->min > 1 ? e->min_samples / fr->min : 1;
   fr->offset = (int)(fresh_seed(p) % (uint64_t)fr->gap);
@@ -1730,8 +1733,8 @@ static int phase_trace(struct evaluation *ev) {
   return 0;
 }
 
-/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs, and all pairs together
- * must still be over. Returns 0, or 1 with the verdict set. */
+/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs (2 x FRESH_MIN in all at
+ * least), and all pairs together must still be over. Returns 0, or 1 with the verdict set. */
 static int phase_fresh(struct evaluation *ev) {
   struct run *r = &ev->r;
   struct fresh *fr = &ev->fr;
@@ -1756,7 +1759,10 @@ static int phase_fresh(struct evaluation *ev) {
           fm, fr->n, ratio, cm, fr->n, bound);
       return 1;
     }
-    for (int k = 0; k < FRESH_MIN; k++)
+    /* FRESH_MIN more, and 2 x FRESH_MIN in all at least: the verdict rests on as many pairs
+     * whatever fresh_min was (one pair over the bound from a noise spike is not a verdict) */
+    int more = 2 * FRESH_MIN - fr->n > FRESH_MIN ? 2 * FRESH_MIN - fr->n : FRESH_MIN;
+    for (int k = 0; k < more; k++)
       if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
         return 1;
   }
