@@ -132,7 +132,8 @@ PY
 echo "# label wall_s  busy_%  items  evals sandbox_s fullsamp_s metrics_s  passes   waits  runner options" \
   > "$OUT/suite-summary.txt"
 campaign "" "${KB_SUITE_RUNNER_ARGS:-}"
-[ -n "${KB_SUITE_AB:-}" ] && campaign old "${KB_SUITE_OLD_ARGS:---metrics every --sample-chunk 1 --fresh full}"
+OLD_ARGS=${KB_SUITE_OLD_ARGS:---metrics every --sample-chunk 1 --fresh full}
+[ -n "${KB_SUITE_AB:-}" ] && campaign old "$OLD_ARGS"
 echo "== before/after (busy: nvidia-smi mean from the first to the last busy sample; sandbox_s:"
 echo "   evaluations' time in the sandbox; fullsamp_s, metrics_s: the full tier's timed samples"
 echo "   and metrics phases; passes: metrics passes run; waits: host waits for timed samples)"

@@ -6,7 +6,8 @@ by the runner's "item <candidate>:<tier>: ..." line that names its tier. Prints 
 evaluations, seconds in the sandbox, each phase summed, the metrics passes run (a metrics phase
 over 5 ms) and the host's waits for the timed samples (one per chunk); then the same summed over
 all tiers; then one comment line with the fresh samples per evaluation at each tier (the
-runner's "eval: N fresh sample(s)" lines, issue 17). Standard library only (the GPU machine installs nothing).
+runner's "eval: N fresh sample(s)" lines, issue 17). Standard library only (the GPU machine
+installs nothing).
 usage: suite_phases.py RUNNER_LOG [LABEL]"""
 import re
 import sys
