@@ -59,6 +59,8 @@ struct kb_evaluator {
   int kind;                    /* enum kb_backend */
   int metrics;                 /* enum kb_metrics_mode */
   int sample_chunk;            /* kb__evaluator_set_sample_chunk(); 0: the sandbox's choice */
+  int fresh;                   /* enum kb_fresh_mode */
+  double mark_us;              /* kb__evaluator_set_mark(): < 0 not marked */
   struct best bests[MAX_BASELINES];
   int next_best;               /* round-robin slot once all are used */
   struct baseline baselines[MAX_BASELINES];
@@ -127,6 +129,7 @@ int kb__evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **o
   b->kind = o->kind;
   b->stop = o->stop;
   b->ordinal = o->device;
+  b->mark_us = -1;
   /* the sandbox may read the build cache (candidates, oracles, task files) and nothing of the
    * runner's beyond it: the cache must exist before the child confines itself */
   struct kb__sandbox_opts so = {.program = o->sandbox, .backend = kb_backend_name(o->kind),
@@ -189,6 +192,10 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
 }
 
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode) { b->metrics = mode; }
+
+void kb__evaluator_set_fresh(struct kb_evaluator *b, int mode) { b->fresh = mode; }
+
+void kb__evaluator_set_mark(struct kb_evaluator *b, double bound_us) { b->mark_us = bound_us; }
 
 void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples) {
   b->sample_chunk = samples;
@@ -990,20 +997,28 @@ static int build_verdict(const struct kb_task *task, const struct kb__build *bui
   return KB_OK;
 }
 
-/* The eval request's metrics and chunk fields (`full`: a timed full-tier evaluation) into
- * `req`. */
+/* The eval request's metrics, chunk and fresh-sample fields (`full`: a timed full-tier
+ * evaluation; `cheap`: a timed evaluation below the full tier) into `req`. */
 static void timing_options(struct kb_evaluator *b, const struct kb_task *task, int full,
-                           json_t *req) {
-  int metrics = full && b->kind == KB_BACKEND_CUDA && b->metrics != KB_METRICS_NONE;
+                           int cheap, json_t *req) {
+  int metrics = full && b->kind == KB_BACKEND_CUDA && b->metrics != KB_METRICS_NONE &&
+                (b->metrics != KB_METRICS_MARKED || b->mark_us >= 0);
   if (metrics)
     json_object_set_new(req, "metrics", json_true());
-  /* KB_METRICS_BEST: the sandbox profiles only a median under the task's best so far */
+  /* KB_METRICS_BEST: the sandbox profiles only a median under the task's best so far;
+   * KB_METRICS_MARKED: under the bound the scheduler marked the candidate with */
   const struct best *best = metrics && b->metrics == KB_METRICS_BEST
                                 ? best_of(b, task->id, 0) : NULL;
   if (best != NULL && best->median_us > 0)
     json_object_set_new(req, "metrics_below_us", json_real(best->median_us));
+  if (metrics && b->metrics == KB_METRICS_MARKED && b->mark_us > 0)
+    json_object_set_new(req, "metrics_below_us", json_real(b->mark_us));
   if (b->sample_chunk > 0)
     json_object_set_new(req, "sample_chunk", json_integer(b->sample_chunk));
+  /* below the full tier one fresh sample at least (the sandbox's default share bounds the
+   * rest): any one catches a memoizer (docs/sandbox.md, "Fresh samples at each tier") */
+  if (cheap && b->fresh == KB_FRESH_TIER)
+    json_object_set_new(req, "fresh_min", json_integer(1));
 }
 
 /* Builds one eval request, sends it, and copies the reply's fields into
@@ -1051,7 +1066,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
                   "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
   if (req != NULL)
-    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, req);
+    timing_options(b, task, (flags & KB_EVAL_FULL) && timed, !(flags & KB_EVAL_FULL) && timed,
+                   req);
   if (req != NULL && baseline != NULL)
     json_object_set_new(req, "baseline", json_string(baseline));
   if (req != NULL && kb_format)
@@ -1072,6 +1088,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(tier, &call, r);
+  if (call.outcome == KB__SB_REPLY && json_object_get(call.reply, "fresh_samples") != NULL)
+    kb_debug("eval: %lld fresh sample(s) on unseen inputs",
+             (long long)json_integer_value(json_object_get(call.reply, "fresh_samples")));
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&

@@ -56,14 +56,25 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
  * ends by then keeps its verdict. */
 void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds);
 /* Which full-tier evaluations of a CUDA task get the hardware-metrics pass (the CUPTI Range
- * Profiler, about 0.3 s each on the H200): every one (the default), only one whose median beats
- * the best full-tier median of its task this evaluator has seen (its first included: the
- * runner's choice, docs/search.md), or none. */
-enum kb_metrics_mode { KB_METRICS_EVERY, KB_METRICS_BEST, KB_METRICS_NONE };
+ * Profiler, about 0.3 s each on the H200): every one (the evaluator's default), only one whose
+ * median beats the best full-tier median of its task this evaluator has seen (its first
+ * included), none, or (KB_METRICS_MARKED, kb-runner's default) only one the scheduler marked,
+ * under the bound of kb__evaluator_set_mark() (docs/search.md). */
+enum kb_metrics_mode { KB_METRICS_EVERY, KB_METRICS_BEST, KB_METRICS_NONE, KB_METRICS_MARKED };
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode);
+/* The scheduler's mark for the evaluations that follow, with KB_METRICS_MARKED: `bound_us` < 0
+ * not marked (the default), 0 marked (profiled when ok), > 0 marked, profiled only when its
+ * median is under this many microseconds. */
+void kb__evaluator_set_mark(struct kb_evaluator *b, double bound_us);
 /* Timed samples the sandbox queues before the host waits once, at most (its "sample_chunk"):
  * 0 (the default) its own choice, 1 a wait after every sample. */
 void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples);
+/* The fresh samples' schedule (timed calls on unseen inputs, docs/sandbox.md): KB_FRESH_TIER
+ * (the default) asks the sandbox for one at least below the ladder's last tier (more while
+ * they take under 10% of the evaluation's time) and for the full schedule (three at least) at
+ * the last; KB_FRESH_FULL asks for the full schedule at every tier (the behaviour before). */
+enum kb_fresh_mode { KB_FRESH_TIER, KB_FRESH_FULL };
+void kb__evaluator_set_fresh(struct kb_evaluator *b, int mode);
 /* Limits one compiler run to `seconds` (values <= 0 are ignored). */
 void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */

@@ -44,10 +44,15 @@ static void usage(FILE *out) {
         "      --grace SECONDS  when asked to stop, let the evaluation under way finish if it\n"
         "                       ends within this time, else release it (default 0)\n"
         "      --metrics MODE   full-tier evaluations that get the hardware-metrics pass\n"
-        "                       (CUDA): best (default: a new best median of its task),\n"
+        "                       (CUDA): marked (default: a median under the bound the\n"
+        "                       scheduler marked the item with: its task's best so far),\n"
+        "                       best (a new best median of its task for this runner),\n"
         "                       every, none\n"
         "      --sample-chunk N timed samples the sandbox queues before one wait, at most\n"
         "                       (default 0: its own choice; 1: a wait after every sample)\n"
+        "      --fresh MODE     the fresh samples' schedule (timed calls on unseen inputs):\n"
+        "                       tier (default: one at least below the full tier, three at\n"
+        "                       least at full), full (three at least at every tier)\n"
         "  -L, --list-devices   print the CUDA devices this runner sees, then exit\n"
         "  -j, --json           with --list-devices: one JSON object\n"
         "  -h, --help           this help\n"
@@ -61,21 +66,34 @@ static void usage(FILE *out) {
 
 /* --metrics MODE into `*out` (enum kb_metrics_mode), or the error in `err`. */
 static void metrics_mode(const char *arg, int *out, struct kb_error *err) {
-  if (strcmp(arg, "best") == 0)
+  if (strcmp(arg, "marked") == 0)
+    *out = KB_METRICS_MARKED;
+  else if (strcmp(arg, "best") == 0)
     *out = KB_METRICS_BEST;
   else if (strcmp(arg, "every") == 0)
     *out = KB_METRICS_EVERY;
   else if (strcmp(arg, "none") == 0)
     *out = KB_METRICS_NONE;
   else
-    kb_error_set(err, KB_EINVAL, "--metrics must be best, every or none, not \"%s\"", arg);
+    kb_error_set(err, KB_EINVAL, "--metrics must be marked, best, every or none, not \"%s\"",
+                 arg);
+}
+
+/* --fresh MODE into `*out` (enum kb_fresh_mode), or the error in `err`. */
+static void fresh_mode(const char *arg, int *out, struct kb_error *err) {
+  if (strcmp(arg, "tier") == 0)
+    *out = KB_FRESH_TIER;
+  else if (strcmp(arg, "full") == 0)
+    *out = KB_FRESH_FULL;
+  else
+    kb_error_set(err, KB_EINVAL, "--fresh must be tier or full, not \"%s\"", arg);
 }
 
 /* argv into `o` and the --list-devices, --json flags; returns -1 for a bad command line (the
  * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
   enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE,
-         OPT_METRICS, OPT_CHUNK };
+         OPT_METRICS, OPT_CHUNK, OPT_FRESH };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -88,6 +106,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {"grace", required_argument, NULL, OPT_GRACE}, {"version", no_argument, NULL, 'V'},
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"sample-chunk", required_argument, NULL, OPT_CHUNK},
+      {"fresh", required_argument, NULL, OPT_FRESH},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
   const struct { int ch; const char *name; long min, max; int *to; } ints[] = {
@@ -124,6 +143,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
         o->grace_s = (double)v;
       break;
     case OPT_METRICS: metrics_mode(optarg, &o->metrics, &err); break;
+    case OPT_FRESH: fresh_mode(optarg, &o->fresh, &err); break;
     case OPT_ITEMS:
       if (kb_cli_parse_long("--max-items", optarg, 0, 1000000000L, &v, &err) == KB_OK)
         o->max_items = v;
@@ -157,7 +177,7 @@ int main(int argc, char **argv) {
   const char *cache = getenv("KB_CACHE");
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
-                             .metrics = KB_METRICS_BEST,
+                             .metrics = KB_METRICS_MARKED,
                              .stop = &stop_requested};
   int list = 0, json = 0;
   int parsed = parse_args(argc, argv, &o, &list, &json);

@@ -437,6 +437,35 @@ static void find_baseline(struct worker *w, const struct kb_task *task) {
     kb_candidate_release(&base);
 }
 
+/* The scheduler's metrics mark of the candidate of last-tier item `c` (kb/keys.h
+ * KB_KEY_METRICS): the bound its median must beat for the metrics pass (0: none), or -1 when
+ * it is not marked or the mark cannot be read (logged; the evaluation goes on without the
+ * pass). */
+static double metrics_mark(struct worker *w, const struct kb_claim *c) {
+  char key[200];
+  struct kb_error e = {0};
+  if (kb_queue_key(&w->q, key, sizeof key, KB_KEY_METRICS) != KB_OK)
+    return -1;
+  redisReply *rep = NULL;
+  if (kb_redis_commandf(w->redis, &rep, &e, "HGET %s %s", key, c->candidate) != KB_OK) {
+    kb_warn("item %s: its metrics mark not read, no metrics pass: %s", c->item, e.msg);
+    return -1;
+  }
+  double bound = -1;
+  if (rep->type == REDIS_REPLY_STRING) {
+    char *end = NULL;
+    double v = strtod(rep->str, &end);
+    bound = end != rep->str && *end == '\0' && isfinite(v) && v >= 0 ? v : -1;
+    if (bound < 0)
+      kb_warn("item %s: metrics mark \"%.40s\" of %s is not a number >= 0; no metrics pass",
+              c->item, rep->str, key);
+  }
+  freeReplyObject(rep);
+  if (bound >= 0)
+    kb_debug("item %s: marked for the metrics pass (bound %.6g us, 0: none)", c->item, bound);
+  return bound;
+}
+
 /* Evaluates the finished build `b` of the item in `slot` and completes or releases it. Items
  * not yet under evaluation when the campaign drains or is cancelled are released: only the
  * evaluation under way is recorded. */
@@ -460,6 +489,8 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
   int flags = c->tier == w->q.n_tiers - 1 && w->q.n_tiers > 1 ? KB_EVAL_FULL : 0;
   if ((flags & KB_EVAL_FULL) && !kb__evaluator_has_baseline(w->ev, task->id))
     find_baseline(w, task);
+  if (w->opts->metrics == KB_METRICS_MARKED)
+    kb__evaluator_set_mark(w->ev, (flags & KB_EVAL_FULL) ? metrics_mark(w, c) : -1);
   double t_eval = kb_now_mono(), prep0 = kb__evaluator_prepare_s(w->ev);
   int rc = kb__evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
                                        flags, &r, &e);
@@ -652,6 +683,7 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
     kb__evaluator_set_grace(w.ev, opts->grace_s);
     kb__evaluator_set_metrics(w.ev, opts->metrics);
     kb__evaluator_set_sample_chunk(w.ev, opts->sample_chunk);
+    kb__evaluator_set_fresh(w.ev, opts->fresh);
     rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
                               err);
   }

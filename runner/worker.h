@@ -33,8 +33,11 @@ struct kb_worker_opts {
   int compile_workers;     /* compiler threads; <= 0: the CPUs minus one */
   double grace_s;          /* after a stop, how long the evaluation under way may still run */
   int metrics;             /* enum kb_metrics_mode (evaluator.h): which full-tier evaluations
-                              get the hardware-metrics pass; 0 = every */
+                              get the hardware-metrics pass; 0 = every; KB_METRICS_MARKED: the
+                              ones the scheduler marked (kb/keys.h KB_KEY_METRICS) */
   int sample_chunk;        /* timed samples the sandbox queues before one wait; 0 = its own */
+  int fresh;               /* enum kb_fresh_mode (evaluator.h): the fresh samples' schedule;
+                              0 = by tier */
   volatile sig_atomic_t *stop; /* set by a signal handler: stop claiming and leave */
 };
 

@@ -35,6 +35,8 @@ struct obs {
   char reason[256];
   char *log;              /* compile log excerpt, failures only (owned) */
   int registers, spills, shared_bytes;
+  double dram_pct, sm_pct, occupancy_pct; /* hardware metrics of the latest result that had
+                                             them (percent; NAN: none yet) */
   int repaired;           /* 1 once a repair was requested */
 };
 
@@ -209,6 +211,7 @@ int kb__gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
     snprintf(o->generator, sizeof o->generator, "%s", c->generator);
     o->tier = -1;
     o->registers = o->spills = o->shared_bytes = -1;
+    o->dram_pct = o->sm_pct = o->occupancy_pct = NAN;
   }
   if (r->tier < o->tier)
     return KB_OK;
@@ -222,6 +225,13 @@ int kb__gen_llm_observe(struct kb_gen_llm *l, const struct kb_result *r,
     o->spills = r->spills;
   if (r->shared_bytes >= 0)
     o->shared_bytes = r->shared_bytes;
+  /* the metrics pass runs for some last-tier evaluations only (docs/search.md): a result
+   * without them keeps the ones an earlier result had */
+  if (isfinite(r->dram_pct) || isfinite(r->sm_pct) || isfinite(r->occupancy_pct)) {
+    o->dram_pct = r->dram_pct;
+    o->sm_pct = r->sm_pct;
+    o->occupancy_pct = r->occupancy_pct;
+  }
   kb_free(o->log);
   o->log = NULL;
   if (r->status != KB_STATUS_OK && r->compile_log && r->compile_log[0]) {
@@ -296,6 +306,10 @@ static void profile_of(const struct kb_task *task, const struct kb_task_pop *pop
     p->registers = o->registers;
     p->spills = o->spills;
     p->shared_bytes = o->shared_bytes;
+    /* the hardware metrics (fractions in the prompt, percent in results); NAN stays unknown */
+    p->dram_util = o->dram_pct / 100.0;
+    p->sm_util = o->sm_pct / 100.0;
+    p->occupancy = o->occupancy_pct / 100.0;
   }
 }
 

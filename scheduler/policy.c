@@ -149,6 +149,31 @@ int kb__policy_could_win(const struct kb_policy *p, const struct kb_task_pop *t,
          base->tiers[top].median_us / best->tiers[top].median_us;
 }
 
+double kb__policy_metrics_bound(const struct kb_task_pop *t, const struct kb_member *m, int last,
+                                int top) {
+  enum { TOP_MAX = 8 };
+  double low[TOP_MAX]; /* the lowest medians at `last` of the others, ascending */
+  int n = 0;
+  top = top < 1 ? 1 : top > TOP_MAX ? TOP_MAX : top;
+  for (int i = 0; i < t->n; i++) {
+    const struct kb_member *o = &t->members[i];
+    if (o == m || strcmp(o->id, m->id) == 0 || !timed_ok(&o->tiers[last]))
+      continue;
+    double v = o->tiers[last].median_us;
+    int pos = n < top ? n : top;
+    while (pos > 0 && v < low[pos - 1])
+      pos--;
+    if (pos >= top)
+      continue;
+    for (int j = (n < top ? n : top - 1); j > pos; j--)
+      low[j] = low[j - 1];
+    low[pos] = v;
+    if (n < top)
+      n++;
+  }
+  return n < top ? 0 : low[top - 1]; /* fewer than `top` timed there: any time ranks */
+}
+
 double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier) {
   const struct kb_member *base = kb__population_baseline(t);
   if (base == NULL || tier < 0)

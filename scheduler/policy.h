@@ -83,6 +83,14 @@ double kb__policy_eta(const struct kb_policy *p, int cohort, double sum, double 
 int kb__policy_could_win(const struct kb_policy *p, const struct kb_task_pop *t,
                         const struct kb_member *m, int *tier);
 
+/* The metrics mark of member `m` of `t`, whose evaluation at the last tier (`last`) is about to
+ * be enqueued (docs/search.md, "Hardware metrics: which evaluations are profiled"): the median
+ * that evaluation must beat to rank among the task's `top` best at that tier by the one ranking
+ * rule, i.e. the top-th lowest median of the other members timed at `last`, in microseconds;
+ * 0 when fewer than `top` others are timed there (any time ranks). `top` is 1..8. */
+double kb__policy_metrics_bound(const struct kb_task_pop *t, const struct kb_member *m, int last,
+                                int top);
+
 /* Queue priority for `m` at `tier` (lower runs first): its time relative to the baseline's at
  * the tier below when both are known, else 1. */
 double kb__policy_priority(const struct kb_task_pop *t, const struct kb_member *m, int tier);

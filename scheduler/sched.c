@@ -344,6 +344,29 @@ static int drop_strays(struct sched *s, struct entry *e, int n, struct kb_error 
   return kb_queue_drop_stray(&s->q, ids, why, m, NULL, err);
 }
 
+/* Before the last-tier item of member `m` of `t` is enqueued at `tier`: writes its metrics mark
+ * into the campaign's metrics hash, which kb-runner --metrics marked reads (docs/search.md,
+ * "Hardware metrics"): the median its evaluation must beat for the hardware-metrics pass, so
+ * that it ranks among the task's best at that tier (kb__policy_metrics_bound: the best three
+ * when the llm generator is on, whose prompts show the best three's profiles; else the best
+ * one). Nothing below the last tier. Errors: KB_ECONN, KB_EREDIS. */
+static int mark_metrics(struct sched *s, const struct kb_task_pop *t, const struct kb_member *m,
+                        int tier, struct kb_error *err) {
+  if (tier != s->q.n_tiers - 1)
+    return KB_OK;
+  double bound = kb__policy_metrics_bound(t, m, tier, s->gen.llm != NULL ? 3 : 1);
+  char key[200];
+  kb_queue_key(&s->q, key, sizeof key, KB_KEY_METRICS);
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err, "HSET %s %s %.17g", key, m->id, bound);
+  if (rep != NULL)
+    freeReplyObject(rep);
+  if (rc == KB_OK)
+    kb_debug("%s/%s (%.12s): its %s evaluation gets the metrics pass when its median is under "
+             "%.6g us (0: any)", t->task, m->name, m->id, s->q.tiers[tier].name, bound);
+  return rc;
+}
+
 static int handle_batch(struct sched *s, struct entry *e, int n, int write, struct kb_error *err) {
   /* 0. Only results that settled a lease count; the others are acknowledged and counted now
    * (write) or, when rebuilding the state from the stream, just left out. */
@@ -408,7 +431,9 @@ static int handle_batch(struct sched *s, struct entry *e, int n, int write, stru
     if (m == NULL || !kb__policy_promote(&s->policy, t, m, r->tier))
       continue;
     int next = r->tier + 1, added = 0;
-    rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next,
+    rc = mark_metrics(s, t, m, next, err);
+    if (rc == KB_OK)
+      rc = kb_queue_enqueue(&s->q, r->candidate, r->task, next,
                           kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, next, t->torch),
                           kb__policy_priority(t, m, r->tier), &added, err);
     if (rc == KB_ESTATE) { /* campaign ended meanwhile: nothing more to run */
@@ -735,8 +760,10 @@ static int promote_before_done(struct sched *s, const struct kb_queue_status *st
       int64_t reserve = kb_tier_reserve_ms(s->q.tiers, s->q.n_tiers, tier + 1, t->torch);
       if (reserve > st->gpu_available)
         continue;
-      rc = kb_queue_enqueue(&s->q, m->id, t->task, tier + 1, reserve,
-                            kb__policy_priority(t, m, tier), &one, err);
+      rc = mark_metrics(s, t, m, tier + 1, err);
+      if (rc == KB_OK)
+        rc = kb_queue_enqueue(&s->q, m->id, t->task, tier + 1, reserve,
+                              kb__policy_priority(t, m, tier), &one, err);
       if (rc == KB_OK && one) {
         *added += 1;
         kb_info("%s/%s (%.12s): promoted to %s before the campaign ends: it could still win",

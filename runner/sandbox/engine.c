@@ -30,13 +30,14 @@
  * with the u8 poison pattern, checksummed with the inputs. A write past the end of a buffer by
  * up to this much (a kernel whose last block overruns) lands in a guard. */
 #define GUARD 16384
-/* Fresh samples (calls on contents the candidate never saw): at least this many per timed
- * evaluation, spread over the sampling one every KB__FRESH_GAP(min_samples) repeated samples. */
+/* Fresh samples (calls on contents the candidate never saw): at least the request's
+ * fresh_min (default KB__FRESH_MIN) per timed evaluation, spread over the sampling one every
+ * min_samples / fresh_min repeated samples; past them, more while they have taken under the
+ * request's fresh_share (default KB__FRESH_SHARE) of the evaluation's time so far. A ratio over
+ * the bound is confirmed by FRESH_MIN more pairs, 2 x FRESH_MIN in all at least. */
 #define FRESH_MIN 3
 #define FRESH_FLUSHED_CALLS 8 /* calls of a fresh sample in flushed-batch mode, at most */
-#define FRESH_SHARE 0.25      /* of the budget the first FRESH_MIN fresh samples may take */
-#define FRESH_ONGOING 0.10    /* past FRESH_MIN, fresh samples go on while under this share of
-                                 the evaluation's time so far */
+#define FRESH_SHARE 0.25      /* of the budget the first fresh_min fresh samples may take */
 /* Threshold of the fresh/repeated test. Every fresh sample is paired with a control sample taken
  * right before it, of the same shape on the same buffers holding their own (repeated) contents,
  * made by the same procedure (the draw, checksums and synchronisations around each call), so
@@ -54,7 +55,8 @@
  * run widens the bound, up to a cap (1.5x, 2x, 3x) so that noise a candidate makes itself does
  * not widen it without end. A cache gains at most that factor undetected; the caches seen so far
  * gain 1.5x (CUDA row sum) to 450x (host row sum). A ratio over the bound is confirmed by a
- * second round of FRESH_MIN pairs before it rejects: all pairs together must still be over. */
+ * second round of FRESH_MIN pairs (2 x FRESH_MIN pairs in all at least) before it rejects: all
+ * pairs together must still be over. */
 #define FRESH_FLOOR_FLUSHED 0.15
 #define FRESH_FLOOR_GPU 0.30
 #define FRESH_FLOOR_HOST 0.50
@@ -1065,6 +1067,8 @@ struct fresh {
   int calls;     /* calls per fresh sample */
   int flushed;   /* 1: a sample's calls are flushed and timed one by one (flushed batches) */
   int gap, offset; /* one fresh sample after repeated sample n when n % gap == offset */
+  int min;       /* fresh samples at least (the request's fresh_min) */
+  double share;  /* past min, more while under this share of the evaluation's time */
   double floor, cap_slack; /* of the threshold (FRESH_FLOOR_*, FRESH_CAP_*) */
   double t;      /* seconds spent in fresh and control samples */
 };
@@ -1502,8 +1506,11 @@ static int phase_plan(struct evaluation *ev) {
    * fit FRESH_SHARE of the budget); one call per sample: one fresh call; queued batches of
    * short calls (back to back, which fresh contents cannot be without a draw and an oracle run
    * between calls): one call timed alone, its control too. */
-  fr->cap = e->max_samples + 4 * FRESH_MIN < KB__FRESH_MAX ? e->max_samples + 4 * FRESH_MIN
-                                                           : KB__FRESH_MAX;
+  fr->min = e->fresh_min > 0 ? e->fresh_min : KB__FRESH_MIN;
+  fr->min = fr->min < KB__FRESH_MAX - FRESH_MIN ? fr->min : KB__FRESH_MAX - FRESH_MIN;
+  fr->share = e->fresh_share >= 0 ? e->fresh_share : KB__FRESH_SHARE;
+  int most = e->max_samples + fr->min + 2 * FRESH_MIN;
+  fr->cap = most < KB__FRESH_MAX ? most : KB__FRESH_MAX;
   fr->f = kb_calloc((size_t)fr->cap, sizeof *fr->f);
   fr->c = kb_calloc((size_t)fr->cap, sizeof *fr->c);
   fr->pl = kb_calloc((size_t)fr->cap, sizeof *fr->pl);
@@ -1512,9 +1519,11 @@ static int phase_plan(struct evaluation *ev) {
                           : 1;
   double per_call = p->oracle_s + 3.0 * p->fill_s + est * 1e-6;
   double budget = e->budget_s < 1e8 ? e->budget_s : 60.0;
+  /* sized for the full schedule's FRESH_MIN whatever fr->min is: a fresh sample has the same
+   * calls at every tier, so one costs a third of three */
   int fit = per_call > 0 ? (int)floor(FRESH_SHARE * budget / (FRESH_MIN * per_call)) : fr->calls;
   fr->calls = fit < 1 ? 1 : fit < fr->calls ? fit : fr->calls;
-  fr->gap = e->min_samples / FRESH_MIN > 1 ? e->min_samples / FRESH_MIN : 1;
+  fr->gap = e->min_samples / fr->min > 1 ? e->min_samples / fr->min : 1;
   fr->offset = (int)(fresh_seed(p) % (uint64_t)fr->gap);
   int gpu = r->d->gpu;
   fr->floor = !gpu ? FRESH_FLOOR_HOST : e->flush_l2 ? FRESH_FLOOR_FLUSHED : FRESH_FLOOR_GPU;
@@ -1619,7 +1628,7 @@ static int chunk_size(const struct evaluation *ev, int room) {
     k = 1;
   /* stop after the sample a fresh one will follow (phase_samples' rule, judged now): sample
    * n + j is the (n + j + 1)-th */
-  int fresh_due = fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - ev->r.start);
+  int fresh_due = fr->n < fr->min || fr->t < fr->share * (kb_now_mono() - ev->r.start);
   for (int j = 0; j < k && fresh_due; j++)
     if ((n + j + 1) % fr->gap == fr->offset % fr->gap)
       return j + 1;
@@ -1683,10 +1692,10 @@ static int phase_samples(struct evaluation *ev) {
       timed += us * ev->batch * 1e-6;
       sum += us;
       sumsq += us * us;
-      /* past the first FRESH_MIN, fresh samples keep their place while they take under
-       * FRESH_ONGOING of the time spent (chunk_size ends a chunk there) */
+      /* past the first fr->min, fresh samples keep their place while they take under
+       * fr->share of the time spent (chunk_size ends a chunk there) */
       if (n % fr->gap == fr->offset % fr->gap &&
-          (fr->n < FRESH_MIN || fr->t < FRESH_ONGOING * (kb_now_mono() - r->start)) &&
+          (fr->n < fr->min || fr->t < fr->share * (kb_now_mono() - r->start)) &&
           fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
         return 1;
       if (n < e->min_samples)
@@ -1702,7 +1711,7 @@ static int phase_samples(struct evaluation *ev) {
     }
   }
   /* a short ladder (max_samples under the spacing) or the budget ended sampling early */
-  while (fr->n < FRESH_MIN)
+  while (fr->n < fr->min)
     if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
       return 1;
   r->v->t_samples = kb_now_mono() - t0 - fr->t;
@@ -1724,8 +1733,8 @@ static int phase_trace(struct evaluation *ev) {
   return 0;
 }
 
-/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs, and all pairs together
- * must still be over. Returns 0, or 1 with the verdict set. */
+/* Fresh against repeated samples; over the bound, FRESH_MIN more pairs (2 x FRESH_MIN in all at
+ * least), and all pairs together must still be over. Returns 0, or 1 with the verdict set. */
 static int phase_fresh(struct evaluation *ev) {
   struct run *r = &ev->r;
   struct fresh *fr = &ev->fr;
@@ -1750,7 +1759,10 @@ static int phase_fresh(struct evaluation *ev) {
           fm, fr->n, ratio, cm, fr->n, bound);
       return 1;
     }
-    for (int k = 0; k < FRESH_MIN; k++)
+    /* FRESH_MIN more, and 2 x FRESH_MIN in all at least: the verdict rests on as many pairs
+     * whatever fresh_min was (one pair over the bound from a noise spike is not a verdict) */
+    int more = 2 * FRESH_MIN - fr->n > FRESH_MIN ? 2 * FRESH_MIN - fr->n : FRESH_MIN;
+    for (int k = 0; k < more; k++)
       if (fresh_take(r, ev->fn, fr, &ev->next, &ev->timed_mask))
         return 1;
   }
@@ -1829,6 +1841,7 @@ static void evaluation_end(struct evaluation *ev) {
 #endif
   if (r->v->t_fresh == 0 && ev->fr.t > 0)
     r->v->t_fresh = ev->fr.t;
+  r->v->fresh_samples = ev->fr.n;
   if (!r->v->fatal && rotate_inputs(r, 0) != 0)
     r->p->damaged = 1; /* cannot put the inputs back: make the task again next time */
   if (r->e->dump_samples && ev->samples != NULL) {

@@ -73,6 +73,11 @@
  * is timed in flushed batches: a sample is the mean of several calls, each flushed and timed on
  * its own (devices with batch_short). */
 #define KB__FLUSHED_US 100.0
+/* Fresh samples per timed evaluation at least, and the share of the evaluation's time past
+ * which no more are taken, when the request leaves them out (the full schedule; a cheap tier
+ * asks for fewer: docs/sandbox.md, "Fresh samples"). */
+#define KB__FRESH_MIN 3
+#define KB__FRESH_SHARE 0.10
 
 /* What a task needs on the device; strings and tensor arrays borrowed (kb__prepare copies what
  * it keeps). */
@@ -112,6 +117,11 @@ struct kb__eval_spec {
   int dump_samples;         /* 1: the verdict keeps every sample (samples, n_samples) */
   int sample_chunk;         /* timed samples queued before one wait, at most; 0 = the engine's
                                CHUNK_MAX, 1 = a wait after every sample */
+  int fresh_min;            /* fresh samples (each with its controls) at least, >= 1; 0 =
+                               KB__FRESH_MIN */
+  double fresh_share;       /* past fresh_min, more fresh samples while they took under this
+                               share of the evaluation's time so far, 0..1; negative =
+                               KB__FRESH_SHARE */
 };
 
 /* The engine's answer. */
@@ -159,6 +169,7 @@ struct kb__verdict {
   int n_calls;              /* entries in calls */
   double t_fresh;           /* the fresh samples: draws, checksums, oracle runs, compares, the
                                draws back, their timed calls and control samples */
+  int fresh_samples;        /* fresh samples taken (each paired with its controls) */
 };
 
 /* Prepares `s` on `d` into `*out` (new, owned by the caller: kb__prepared_free with the same

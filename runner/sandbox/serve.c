@@ -346,6 +346,8 @@ static json_t *verdict_json(const struct kb__verdict *v, double seconds) {
     json_object_set_new(out, "batch_flushed", json_true());
   if (out != NULL && v->chunks > 0)
     json_object_set_new(out, "chunks", json_integer(v->chunks));
+  if (out != NULL && v->fresh_samples > 0)
+    json_object_set_new(out, "fresh_samples", json_integer(v->fresh_samples));
   if (out != NULL && isfinite(v->max_abs_err))
     json_object_set_new(out, "max_abs_err", json_real(v->max_abs_err));
   if (out != NULL && isfinite(v->max_rel_err))
@@ -461,6 +463,12 @@ static int eval(struct server *sv, json_t *req) {
   int64_t chunk = 0;
   if (rc == KB_OK)
     rc = kb__msg_int(req, "", "sample_chunk", 0, 0, 1000000, &chunk, field, sizeof field, &err);
+  int64_t fresh_min = KB__FRESH_MIN;
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "fresh_min", 0, 1, 1000, &fresh_min, field, sizeof field, &err);
+  e.fresh_share = KB__FRESH_SHARE;
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "fresh_share", 0, 0, 1, &e.fresh_share, field, sizeof field, &err);
   if (rc == KB_OK && min_s > max_s && json_object_get(req, "min_samples") != NULL) {
     snprintf(field, sizeof field, "min_samples");
     rc = kb_error_set(&err, KB_EPARSE, "\"min_samples\" must not exceed \"max_samples\"");
@@ -478,6 +486,7 @@ static int eval(struct server *sv, json_t *req) {
   e.min_samples = (int)min_s;
   e.max_samples = (int)max_s;
   e.sample_chunk = (int)chunk;
+  e.fresh_min = (int)fresh_min;
   sv->used[at] = ++sv->clock;
   double t0 = kb_now_mono();
   struct kb__verdict v;

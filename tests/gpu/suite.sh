@@ -9,11 +9,13 @@
 #   BUNDLE=.gpu bash tests/gpu/suite.sh          (outputs under $OUT)
 # KB_SUITE_PER_TASK (default 14) bounds the tune proposals per task; KB_SUITE_LIMIT_S (default
 # 240) the campaign's wall time (SIGINT then: runners release their work; the files stay).
-# KB_SUITE_RUNNER_ARGS: options given to every kb-runner (e.g. "--metrics every --sample-chunk 1",
-# the behaviour before issue 17: hardware metrics of every full-tier evaluation, a host wait after
-# every timed sample). KB_SUITE_AB=1: the campaign twice in one call, first with the runner's
-# defaults ("new"), then with "--metrics every --sample-chunk 1" ("old"), same candidates (the
-# tune generator is deterministic), and a before/after table last.
+# KB_SUITE_RUNNER_ARGS: options given to every kb-runner (e.g. "--metrics every --sample-chunk 1
+# --fresh full", the behaviour before issue 17: hardware metrics of every full-tier evaluation, a
+# host wait after every timed sample, three fresh samples at least at every tier).
+# KB_SUITE_AB=1: the campaign twice in one call, first with the runner's defaults and
+# KB_SUITE_RUNNER_ARGS ("new"), then with KB_SUITE_OLD_ARGS (default "--metrics every
+# --sample-chunk 1 --fresh full") ("old"), same candidates (the tune generator is
+# deterministic), and a before/after table last.
 # Writes $OUT/suite-launch.txt (kb-launch's output, the busy fraction, the runner's time split,
 # the sandbox's phases per tier: tests/gpu/suite_phases.py), $OUT/suite-report.json (kb-submit
 # report --format json), $OUT/suite-util.csv, the runner's and scheduler's logs and
@@ -130,7 +132,8 @@ PY
 echo "# label wall_s  busy_%  items  evals sandbox_s fullsamp_s metrics_s  passes   waits  runner options" \
   > "$OUT/suite-summary.txt"
 campaign "" "${KB_SUITE_RUNNER_ARGS:-}"
-[ -n "${KB_SUITE_AB:-}" ] && campaign old "--metrics every --sample-chunk 1"
+OLD_ARGS=${KB_SUITE_OLD_ARGS:---metrics every --sample-chunk 1 --fresh full}
+[ -n "${KB_SUITE_AB:-}" ] && campaign old "$OLD_ARGS"
 echo "== before/after (busy: nvidia-smi mean from the first to the last busy sample; sandbox_s:"
 echo "   evaluations' time in the sandbox; fullsamp_s, metrics_s: the full tier's timed samples"
 echo "   and metrics phases; passes: metrics passes run; waits: host waits for timed samples)"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "evaluator.h"
 #include "fixture.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
@@ -44,12 +45,19 @@ static void expect(const char *file, int tier, int status, const char *in_reason
   kb_result_release(&r);
 }
 
-/* Keyed by a hash of sampled elements: right on every call, fast on repeated contents only. */
+/* Keyed by a hash of sampled elements: right on every call, fast on repeated contents only.
+ * Caught at every tier by the schedule of the cheap tiers (one fresh sample at least: the
+ * fixture evaluates without KB_EVAL_FULL) and by the full schedule (--fresh full). */
 static void test_content_memoizer(void **state) {
   (void)state;
-  for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++)
-    expect(CANDIDATES "/memo_content.c", t, KB_STATUS_REJECTED,
-           "results kept between calls");
+  struct kb_evaluator *ev = kb_host_backend_generic(fx.backend);
+  for (int mode = KB_FRESH_TIER; mode <= KB_FRESH_FULL; mode++) {
+    kb__evaluator_set_fresh(ev, mode);
+    for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++)
+      expect(CANDIDATES "/memo_content.c", t, KB_STATUS_REJECTED,
+             "results kept between calls");
+  }
+  kb__evaluator_set_fresh(ev, KB_FRESH_TIER);
   expect(CANDIDATES "/memo_content.c", FX_TIER_SMOKE, KB_STATUS_REJECTED, "unseen inputs");
 }
 

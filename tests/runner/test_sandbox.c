@@ -732,6 +732,27 @@ static void test_sample_chunks(void **state) {
                "\"flush_l2\":false,\"recheck\":true,\"sample_chunk\":-1}",
                "sample_chunk", "must be an integer");
 
+  /* the fresh samples' schedule (docs/sandbox.md, "Fresh samples at each tier"): three at least
+   * by default; exactly one with "fresh_min": 1 and no share past it */
+  m = raw_eval(&r, cand.lib_path, "");
+  json_int_t fresh_default = json_integer_value(json_object_get(m, "fresh_samples"));
+  json_decref(m);
+  m = raw_eval(&r, cand.lib_path, ",\"fresh_min\":1,\"fresh_share\":0");
+  json_int_t fresh_one = json_integer_value(json_object_get(m, "fresh_samples"));
+  json_decref(m);
+  print_message("fresh samples: %lld by default, %lld with fresh_min 1\n",
+                (long long)fresh_default, (long long)fresh_one);
+  assert_true(fresh_default >= 3);
+  assert_int_equal(fresh_one, 1);
+  expect_error(&r, "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"/x.so\",\"sets\":0,"
+               "\"warmup\":0,\"min_samples\":1,\"max_samples\":1,\"noise\":0,\"max_seconds\":1,"
+               "\"flush_l2\":false,\"recheck\":true,\"fresh_min\":0}",
+               "fresh_min", "must be an integer in 1..1000");
+  expect_error(&r, "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"/x.so\",\"sets\":0,"
+               "\"warmup\":0,\"min_samples\":1,\"max_samples\":1,\"noise\":0,\"max_seconds\":1,"
+               "\"flush_l2\":false,\"recheck\":true,\"fresh_share\":1.5}",
+               "fresh_share", "must be a number in 0..1");
+
   m = raw_ask(&r, "{\"op\":\"quit\"}");
   json_decref(m);
   int status = 0;

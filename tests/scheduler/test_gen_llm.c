@@ -349,8 +349,20 @@ static void test_kernelbench_answers(void **state) {
   assert_non_null(strstr(prompt, "Same constructor arguments as `Model`"));
   assert_null(strstr(prompt, "kb_forward"));
   kb_free(prompt);
-  /* timed: the next requests mutate it */
+  /* timed: the next requests mutate it; its result carries hardware metrics, which the
+   * mutate prompt shows (gen_llm.c, profile_of) */
   kbg_result(&pop, &k.c[0], 2, 50, KB_STATUS_OK);
+  struct kb_result hw;
+  kb_result_init(&hw);
+  snprintf(hw.task, sizeof hw.task, "modelsum");
+  snprintf(hw.candidate, sizeof hw.candidate, "%s", k.c[0].id);
+  hw.tier = 2;
+  hw.status = KB_STATUS_OK;
+  hw.dram_pct = 83.0;
+  hw.sm_pct = 41.0;
+  hw.occupancy_pct = 88.0;
+  assert_int_equal(kb__gen_llm_observe(l, &hw, &k.c[0]), KB_OK);
+  kb_result_release(&hw);
   tp = kb__population_task(&pop, "modelsum");
   drive(l, &t, tp, &k); /* mutate: answer b defines no ModelNew */
   assert_int_equal(k.n, 1);
@@ -361,6 +373,10 @@ static void test_kernelbench_answers(void **state) {
   assert_string_equal(status, "no_code");
   assert_non_null(strstr(prompt, "Current solution"));
   assert_non_null(strstr(prompt, "vsum_ext")); /* the parent's source */
+  assert_non_null(strstr(prompt, "DRAM throughput: 83% of peak"));
+  assert_non_null(strstr(prompt, "SM throughput: 41% of peak"));
+  assert_non_null(strstr(prompt, "achieved occupancy: 88%"));
+  assert_non_null(strstr(prompt, "memory-bound"));
   kb_free(prompt);
   drive(l, &t, tp, &k); /* mutate again: answer c */
   assert_int_equal(k.n, 2);

@@ -77,6 +77,32 @@ static int promote(struct fx *x, struct kb_member *m, int tier) {
   return kb__policy_promote(&x->policy, &x->pop.tasks[0], m, tier);
 }
 
+/* The metrics mark (docs/search.md, "Hardware metrics"): the median a last-tier evaluation must
+ * beat to rank among the task's best `top` there; 0 while fewer than `top` others are timed
+ * there. */
+static void test_metrics_bound(void **state) {
+  struct fx *x = *state;
+  struct kb_member *c1 = add(x, "c1", 2, KB_STATUS_OK, 500, 0.01, 200);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], c1, 3, 1) == 0); /* none at full */
+  add(x, "base", 3, KB_STATUS_OK, 1000, 0.01, 1000);
+  c1 = kb__population_member(&x->pop.tasks[0], "c1", NULL, NULL);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], c1, 3, 1) == 1000);
+  /* the best three (an llm campaign's prompts): one timed at full, so any time ranks */
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], c1, 3, 3) == 0);
+  add(x, "c1", 3, KB_STATUS_OK, 400, 0.01, 1000);
+  add(x, "c2", 3, KB_STATUS_OK, 700, 0.01, 1000);
+  struct kb_member *mid = add(x, "mid", 2, KB_STATUS_OK, 600, 0.01, 200);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], mid, 3, 1) == 400);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], mid, 3, 2) == 700);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], mid, 3, 3) == 1000);
+  /* its own last-tier result does not count, nor does a failure there */
+  c1 = kb__population_member(&x->pop.tasks[0], "c1", NULL, NULL);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], c1, 3, 1) == 700);
+  add(x, "bad", 3, KB_STATUS_WRONG_OUTPUT, 0, 0, 1000);
+  mid = kb__population_member(&x->pop.tasks[0], "mid", NULL, NULL);
+  assert_true(kb__policy_metrics_bound(&x->pop.tasks[0], mid, 3, 1) == 400);
+}
+
 static void test_compile_and_baseline_climb(void **state) {
   struct fx *x = *state;
   struct kb_member *base = add(x, "base", 0, KB_STATUS_OK, 0, 0, 0);
@@ -394,6 +420,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_target_speedup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_could_win_before_done, setup, teardown),
       cmocka_unit_test_setup_teardown(test_budget_split, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_bound, setup, teardown),
       cmocka_unit_test(test_search_section),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

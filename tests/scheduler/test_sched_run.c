@@ -334,7 +334,9 @@ static void test_promotes_before_done(void **state) {
               "\"max_seconds\": 0.2},\n"
               "  {\"name\": \"full\", \"min_samples\": 5, \"max_samples\": 20, "
               "\"max_seconds\": 0.3}],");
+  setenv("KB_LOG", "debug", 1); /* the runner logs the metrics marks it reads */
   runner_pid = spawn_two_phase_runner("trap");
+  unsetenv("KB_LOG");
   volatile sig_atomic_t stop = 0;
   int finished = run_sched("trap", &stop, 150);
   kill(runner_pid, SIGTERM);
@@ -381,6 +383,43 @@ static void test_promotes_before_done(void **state) {
     fail_msg("best is %s at %s, want good at full", name ? name : "(none)", tier ? tier : "-");
   assert_string_equal(json_string_value(json_object_get(best, "speedup_tier_name")), "full");
   assert_true(json_number_value(json_object_get(best, "speedup")) > 1.2);
+  /* the metrics marks (docs/search.md, "Hardware metrics"): the baseline, first at full, with
+   * no bound; "good", enqueued at full once the baseline had a full-tier median, with that
+   * median as its bound ("fast" never reached full) */
+  struct kb_redis *r = NULL;
+  struct kb_error merr = {0};
+  struct kb_redis_opts ro = {.addr = kbt_group_redis.addr, .retry_ms = 5000};
+  if (kb_redis_connect(&ro, &r, &merr))
+    fail_msg("connect: %s", merr.msg);
+  redisReply *rep = NULL;
+  if (kb_redis_commandf(r, &rep, &merr, "HGETALL kb:{trap}:metrics"))
+    fail_msg("HGETALL: %s", merr.msg);
+  assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+  int marks = 0, good_marked = 0, unbounded = 0;
+  for (size_t k = 0; k + 1 < rep->elements; k += 2) {
+    marks++;
+    double bound = strtod(rep->element[k + 1]->str, NULL);
+    unbounded += bound == 0;
+    if (strcmp(rep->element[k]->str, good_id) == 0)
+      good_marked = bound > 0;
+    assert_string_not_equal(rep->element[k]->str, fast_id);
+  }
+  freeReplyObject(rep);
+  kb_redis_free(r);
+  print_message("metrics marks: %d (%d without a bound)\n", marks, unbounded);
+  assert_int_equal(marks, 2);
+  assert_int_equal(unbounded, 1);
+  assert_true(good_marked);
+  /* and the runner read them when it evaluated the two full-tier items */
+  snprintf(path, sizeof path, "%s/trap.runner.log", dir);
+  FILE *lf = fopen(path, "r");
+  assert_non_null(lf);
+  char line[1024];
+  int read_marks = 0;
+  while (fgets(line, sizeof line, lf))
+    read_marks += strstr(line, "marked for the metrics pass (bound") != NULL;
+  fclose(lf);
+  assert_int_equal(read_marks, 2);
   /* every currency of the ledger */
   json_t *ledger = json_object_get(sum, "ledger");
   assert_true(json_integer_value(json_object_get(json_object_get(ledger, "gpu"), "limit")) ==

@@ -103,6 +103,12 @@
 /* hash per tune base: knob string -> candidate id (scheduler/gen_tune.h). printf format, the
  * task id and the base candidate id (its first 16 characters). Outside: the scheduler. */
 #define KB_KEY_GEN_TUNE_FMT "gen:tune:%s:%.16s"
+/* hash: candidate id -> the median in microseconds its last-tier evaluation must beat to get
+ * the hardware-metrics pass ("0": no bound), for the candidates the scheduler marks when it
+ * enqueues their last-tier item (docs/search.md, "Hardware metrics"); kb-runner --metrics
+ * marked reads it before such an evaluation. Outside: the scheduler (writes), kb-runner
+ * (reads). */
+#define KB_KEY_METRICS "metrics"
 /* string: the queue benchmark's debit counter (bench/queue), no other process reads it. */
 #define KB_KEY_BENCH_DEBIT "bench:debit"
 
