@@ -2,7 +2,9 @@
  * the promotion rates observed so far, the mean settled cost of a result per tier, the spend
  * rate up to the last settlement, and how long the items under way have run since it; with
  * several runners, each task's counts, the open items with their candidates' costs and the
- * runners busy, played on the runners; and when its budget runs out at the recent spend rate.
+ * runners busy, played on the runners, a candidate's cost at a tier it has not reached priced
+ * from its own time per call (the per-call model: fixed part + timed calls, the baseline's
+ * too at the last tier); and when its budget runs out at the recent spend rate.
  * docs/report.md ("The ETA") says how. Pure functions (they allocate only the simulation's
  * scratch, freed before they return): kb-submit status/watch call them on each snapshot, and
  * tests/report/test_eta.c on recorded campaigns' snapshots.
