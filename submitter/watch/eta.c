@@ -111,7 +111,7 @@ static double sample_share(const struct kb_eta_in *in, const struct kb_eta_task 
 /* How a kernel's time per call moves from the tier below to tier k: over the campaign's timed
  * results at k whose candidate was timed at a lower tier before, their time per call over the
  * one before (sums: the slow kernels, which the cost is made of, weigh most); 1 before any.
- * Same input sets, yet on a loaded machine the same kernel's time per call moved 0.6-1.3x. */
+ * Same input sets, yet on a loaded machine the same kernel's time per call moved 0.6-1.5x. */
 static double call_drift(const struct kb_eta_in *in, int k) {
   double to = 0, from = 0;
   for (int t = 0; t < in->n_tasks; t++) {
