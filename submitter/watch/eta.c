@@ -40,6 +40,138 @@ static double cost_at(const struct kb_eta_in *in, int k) {
   return in->plan_ms[k];
 }
 
+/* ---- the per-call model: a candidate's cost at a tier it has not reached ----------------- */
+
+/* An evaluation's settled cost is a fixed part (the set-up, the inputs, the checks: the task's,
+ * nearly the same for each of its candidates) and the timed calls: warmup + samples calls of
+ * the candidate, and at the ladder's last tier as many of the task's baseline, re-timed in the
+ * same run interleaved with it (runner/worker.c, KB_EVAL_FULL). How many samples a kernel
+ * takes follows from its time per call and the tier's rules (kb__eta_samples_cap), cut short
+ * where the noise target stops sampling earlier (the share observed). The tiers' costs
+ * relative to each other are not fixed: they follow each candidate's time per call and its
+ * baseline's (a fast candidate of a slow baseline pays mostly for the baseline's calls at the
+ * last tier). */
+
+/* 1 when task y has timed results at tier k. */
+static int has_timed(const struct kb_eta_task *y, int k) {
+  return y->evaluated[k] > 0 && y->timed_ms[k] > 0;
+}
+
+/* Task y's fixed part per result at tier k (has_timed), ms; never below 0. */
+static double fixed_of(const struct kb_eta_task *y, int k) {
+  double f = y->settled_ms[k] - y->timed_ms[k];
+  return f > 0 ? f / (double)y->evaluated[k] : 0;
+}
+
+/* Task x's fixed part of a result at tier k, ms: its own (settled - timed) per result where it
+ * has timed results at k; else its own at the highest tier j below with timed results, times
+ * the tasks' ratio of fixed parts between j and k (geometric mean over the tasks with timed
+ * results at both; 1 when none has: the set-up and the checks carry over); else the geometric
+ * mean of the other tasks' fixed parts at k; -1 when nothing is known. */
+static double fixed_at(const struct kb_eta_in *in, const struct kb_eta_task *x, int k) {
+  if (has_timed(x, k))
+    return fixed_of(x, k);
+  for (int j = k - 1; j >= 1; j--) {
+    if (!has_timed(x, j))
+      continue;
+    double logs = 0;
+    int n = 0;
+    for (int t = 0; t < in->n_tasks; t++) {
+      const struct kb_eta_task *y = &in->tasks[t];
+      if (has_timed(y, j) && has_timed(y, k) && fixed_of(y, j) > 0 && fixed_of(y, k) > 0) {
+        logs += log(fixed_of(y, k) / fixed_of(y, j));
+        n++;
+      }
+    }
+    return fixed_of(x, j) * (n > 0 ? exp(logs / n) : 1.0);
+  }
+  double logs = 0;
+  int n = 0;
+  for (int t = 0; t < in->n_tasks; t++)
+    if (has_timed(&in->tasks[t], k) && fixed_of(&in->tasks[t], k) > 0) {
+      logs += log(fixed_of(&in->tasks[t], k));
+      n++;
+    }
+  return n > 0 ? exp(logs / n) : -1;
+}
+
+/* The share of its cap that sampling ran to at tier k: task x's own (samples / cap_samples)
+ * where it has timed results there, else the campaign's there, else 1 (the cap). */
+static double sample_share(const struct kb_eta_in *in, const struct kb_eta_task *x, int k) {
+  if (x->cap_samples[k] > 0)
+    return (double)x->samples[k] / x->cap_samples[k];
+  double n = 0, cap = 0;
+  for (int t = 0; t < in->n_tasks; t++) {
+    n += (double)in->tasks[t].samples[k];
+    cap += in->tasks[t].cap_samples[k];
+  }
+  return cap > 0 ? n / cap : 1.0;
+}
+
+/* How a kernel's time per call moves from the tier below to tier k: over the campaign's timed
+ * results at k whose candidate was timed at a lower tier before, their time per call over the
+ * one before (sums: the slow kernels, which the cost is made of, weigh most); 1 before any.
+ * Same input sets, yet on a loaded machine the same kernel's time per call moved 0.6-1.5x. */
+static double call_drift(const struct kb_eta_in *in, int k) {
+  double to = 0, from = 0;
+  for (int t = 0; t < in->n_tasks; t++) {
+    to += in->tasks[t].pair_us[k];
+    from += in->tasks[t].pair_from_us[k];
+  }
+  return to > 0 && from > 0 ? to / from : 1.0;
+}
+
+/* Task x's baseline's time per call at tier k: at k where known, else at the highest tier
+ * below times call_drift(k); 0 when unknown. */
+static double baseline_us(const struct kb_eta_in *in, const struct kb_eta_task *x, int k) {
+  if (x->base_us[k] > 0)
+    return x->base_us[k];
+  for (int j = k - 1; j >= 1; j--)
+    if (x->base_us[j] > 0)
+      return x->base_us[j] * call_drift(in, k);
+  return 0;
+}
+
+/* The time per call of a candidate of task t not timed yet, for tier k: the task's mean over
+ * its timed calls at the highest tier below k that has some, other than the last (whose
+ * timed calls include the baseline's); 0 when none. */
+static double task_call_us(const struct kb_eta_in *in, int t, int k) {
+  if (in->tasks == NULL || t < 0 || t >= in->n_tasks)
+    return 0;
+  const struct kb_eta_task *x = &in->tasks[t];
+  for (int j = k - 1; j >= 1; j--) {
+    double calls = (double)x->samples[j] + (double)in->warmup[j] * (double)x->evaluated[j];
+    if (j < in->n_tiers - 1 && x->timed_ms[j] > 0 && calls > 0)
+      return x->timed_ms[j] * 1000.0 / calls;
+  }
+  return 0;
+}
+
+/* The expected cost at tier k of a candidate of task t that took `us` per timed call at a
+ * lower tier: fixed_at + (warmup + share x cap) calls of `us` x call_drift(k), plus as many of
+ * the baseline's (baseline_us) at the last tier. 0 when the model cannot price it (no sample
+ * rules, not timed, no fixed part or baseline time known). */
+static double call_cost(const struct kb_eta_in *in, int t, int k, double us) {
+  if (!(us > 0) || in->tasks == NULL || t < 0 || t >= in->n_tasks || k < 1 ||
+      in->max_samples[k] <= 0)
+    return 0;
+  const struct kb_eta_task *x = &in->tasks[t];
+  double fixed = fixed_at(in, x, k);
+  us *= call_drift(in, k);
+  double per = us;
+  if (k == in->n_tiers - 1) { /* the baseline re-timed with it */
+    double b = baseline_us(in, x, k);
+    if (!(b > 0))
+      return 0;
+    per += b;
+  }
+  if (fixed < 0)
+    return 0;
+  double n = sample_share(in, x, k) *
+             kb__eta_samples_cap(in->min_samples[k], in->max_samples[k], in->max_s[k], us);
+  return fixed + ((double)in->warmup[k] + n) * per / 1000.0;
+}
+
 /* ---- several runners: the open items of each task played on the runners --------------- */
 
 /* Per task and tier, the expected settled cost of a result and the promotion rate out of it
@@ -162,6 +294,8 @@ static double model_work(const struct model *m, const struct kb_eta_in *in) {
 struct job {
   int task, tier;
   double cost_ms; /* its expected settled cost */
+  double us;      /* its candidate's time per timed call where known (its basis); 0 = not */
+  int runner;     /* a leased item's runner id (kb_eta_item.runner), -1 unknown */
   int next;       /* the next waiting job of its tier; -1 = none */
 };
 
@@ -186,24 +320,32 @@ static double sim_duration(const struct sim *s, const struct job *j) {
 }
 
 /* The expected cost of task t's candidate at tier k, whose result at `basis_tier` cost
- * `basis_ms` (basis_tier < 0 or basis_ms <= 0: none): the candidate's own cost carried up by
- * tier_ratio (one candidate of a task can be many times slower than another: the baseline and
- * a tuned seed), else the task's cost at k (task_cost). */
-static double job_cost(const struct sim *s, int t, int k, double basis_ms, int basis_tier) {
+ * `basis_ms` (basis_tier < 0 or basis_ms <= 0: none) and took `basis_us` per timed call (0 =
+ * not timed): its own cost where it has a result at k; else where the per-call model prices
+ * it (call_cost, with its own time per call, or before it has one the task's, task_call_us),
+ * that; else the candidate's own cost carried up by tier_ratio (one candidate of a task can be
+ * many times slower than another: the baseline and a tuned seed), else the task's cost at k
+ * (task_cost). */
+static double job_cost(const struct sim *s, int t, int k, double basis_ms, int basis_tier,
+                       double basis_us) {
+  if (basis_tier >= k && basis_ms > 0)
+    return basis_ms;
+  double c = call_cost(s->in, t, k, basis_us > 0 ? basis_us : task_call_us(s->in, t, k));
+  if (c > 0)
+    return c;
   if (basis_tier < 0 || basis_ms <= 0)
     return s->m->cost[t * KB_MAX_TIERS + k];
-  if (basis_tier >= k)
-    return basis_ms;
   double r = tier_ratio(s->in, basis_tier, k);
   return r > 0 ? basis_ms * r : s->m->cost[t * KB_MAX_TIERS + k];
 }
 
 /* Appends a waiting job; -1 past KB_ETA_SIM_ITEMS. */
-static int sim_push(struct sim *s, int t, int k, double cost_ms) {
+static int sim_push(struct sim *s, int t, int k, double cost_ms, double us) {
   if (s->n_jobs == KB_ETA_SIM_ITEMS)
     return -1;
   int i = s->n_jobs++;
-  s->jobs[i] = (struct job){.task = t, .tier = k, .cost_ms = cost_ms, .next = -1};
+  s->jobs[i] =
+      (struct job){.task = t, .tier = k, .cost_ms = cost_ms, .us = us, .runner = -1, .next = -1};
   if (s->tail[k] >= 0)
     s->jobs[s->tail[k]].next = i;
   else
@@ -226,8 +368,15 @@ static int sim_pop(struct sim *s) {
   return -1;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
+/* A busy runner: the seconds since its latest result and its id (kb_eta_in.busy_runner). */
+struct busy_runner {
+  double s;
+  int id;
+};
+
+/* Busy longest first. */
+static int cmp_busy(const void *a, const void *b) {
+  double x = ((const struct busy_runner *)a)->s, y = ((const struct busy_runner *)b)->s;
   return x > y ? -1 : x < y;
 }
 
@@ -245,9 +394,10 @@ static void sim_unlink(struct sim *s, int i) {
 }
 
 /* The open items as jobs (the leased ones first in their tier, as they were claimed first);
- * the busy runners' jobs under way: the dearest leased ones to the runners busy longest, each
- * with what is left of it after busy_s (never below 0: an overdue job ends any moment). -1
- * past KB_ETA_SIM_ITEMS. */
+ * the busy runners' jobs under way: to the runners busy longest first, each the dearest of
+ * the leased items it holds itself (a runner claims ahead: of two leases one waits; the
+ * dearest of any where the runner is not known), each with what is left of it after busy_s
+ * (an overdue job runs on for KB_ETA_OVERDUE of what it ran). -1 past KB_ETA_SIM_ITEMS. */
 static int sim_start(struct sim *s) {
   const struct kb_eta_in *in = s->in;
   int first_ready = 0;
@@ -259,31 +409,37 @@ static int sim_start(struct sim *s) {
       if (it->leased != pass || it->task < 0 || it->task >= in->n_tasks || it->tier < 0 ||
           it->tier >= s->m->n_tiers)
         continue;
-      if (sim_push(s, it->task, it->tier, job_cost(s, it->task, it->tier, it->basis_ms,
-                                                   it->basis_tier)) < 0)
+      int j = sim_push(s, it->task, it->tier,
+                       job_cost(s, it->task, it->tier, it->basis_ms, it->basis_tier, it->basis_us),
+                       it->basis_us);
+      if (j < 0)
         return -1;
+      s->jobs[j].runner = it->leased ? it->runner : -1;
     }
   }
-  double busy[KB_ETA_MAX_BUSY];
+  struct busy_runner busy[KB_ETA_MAX_BUSY];
   int nb = in->n_busy < s->n_runners ? in->n_busy : s->n_runners;
-  memcpy(busy, in->busy_s, (size_t)nb * sizeof busy[0]);
-  qsort(busy, (size_t)nb, sizeof busy[0], cmp_desc);
+  for (int r = 0; r < nb; r++)
+    busy[r] = (struct busy_runner){.s = in->busy_s[r], .id = in->busy_runner[r]};
+  qsort(busy, (size_t)nb, sizeof busy[0], cmp_busy);
   char *taken = kb_calloc((size_t)first_ready + 1, 1);
   if (taken == NULL)
     return -1;
-  for (int r = 0; r < nb; r++) { /* the dearest leased job left */
+  for (int r = 0; r < nb; r++) { /* the dearest leased job left, of its own where known */
     int best = -1;
-    for (int i = 0; i < first_ready; i++)
-      if (!taken[i] && (best < 0 || s->jobs[i].cost_ms > s->jobs[best].cost_ms))
-        best = i;
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+      for (int i = 0; i < first_ready; i++)
+        if (!taken[i] && (pass == 1 || (busy[r].id >= 0 && s->jobs[i].runner == busy[r].id)) &&
+            (best < 0 || s->jobs[i].cost_ms > s->jobs[best].cost_ms))
+          best = i;
     if (best < 0)
       break;
     taken[best] = 1;
     sim_unlink(s, best);
     s->run[r] = best;
-    double left = sim_duration(s, &s->jobs[best]) - busy[r];
-    if (left < KB_ETA_OVERDUE * busy[r]) /* longer than expected: it will run on a while */
-      left = KB_ETA_OVERDUE * busy[r];
+    double left = sim_duration(s, &s->jobs[best]) - busy[r].s;
+    if (left < KB_ETA_OVERDUE * busy[r].s) /* longer than expected: it will run on a while */
+      left = KB_ETA_OVERDUE * busy[r].s;
     s->end_s[r] = left > 0 ? left : 0;
   }
   kb_free(taken);
@@ -319,7 +475,8 @@ static double sim_run(struct sim *s) {
       if (s->credit[c + 1] >= 0.5) { /* this candidate climbs */
         s->credit[c + 1] -= 1;
         if (sim_push(s, done.task, done.tier + 1,
-                     job_cost(s, done.task, done.tier + 1, done.cost_ms, done.tier)) < 0)
+                     job_cost(s, done.task, done.tier + 1, done.cost_ms, done.tier, done.us),
+                     done.us) < 0)
           return -1;
       }
     }
@@ -342,7 +499,7 @@ static struct kb_eta_item *items_of_counts(const struct kb_eta_in *in, int n_tie
       for (int64_t i = 0; i < in->tasks[t].ready[k] + in->tasks[t].leased[k]; i++)
         items[(*n)++] = (struct kb_eta_item){.task = t, .tier = k,
                                              .leased = i < in->tasks[t].leased[k],
-                                             .basis_tier = -1};
+                                             .basis_tier = -1, .runner = -1};
   return items;
 }
 
@@ -464,10 +621,15 @@ double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64
   return kb__eta_rate(t_ms, spent, j + 1, created_ms);
 }
 
-double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s) {
+double kb__eta_smooth(double prev_end_s, double pred_end_s, double now_s, double dt_s) {
   if (prev_end_s < 0 || dt_s <= 0)
     return pred_end_s;
-  double a = 1.0 - exp(-dt_s / KB_ETA_SMOOTH_S);
+  double tau = KB_ETA_SMOOTH_S, left = pred_end_s - now_s;
+  if (KB_ETA_SMOOTH_REL * left < tau) /* a short time left: a shorter lag */
+    tau = KB_ETA_SMOOTH_REL * left;
+  if (!(tau > 0))
+    return pred_end_s;
+  double a = 1.0 - exp(-dt_s / tau);
   return prev_end_s + a * (pred_end_s - prev_end_s);
 }
 
@@ -486,4 +648,13 @@ double kb__eta_runner_rate(const int64_t *t_ms, const int64_t *spent, const int 
   for (int a = i + 1; a <= j; a++)
     runner_s += 0.5 * (double)(busy[a - 1] + busy[a]) * (double)(t_ms[a] - t_ms[a - 1]) / 1000.0;
   return runner_s > 0 ? (double)(spent[j] - spent[i]) / runner_s : 0;
+}
+
+double kb__eta_samples_cap(int min_samples, int max_samples, double max_seconds, double us) {
+  if (max_samples <= 0 || !(us > 0))
+    return 0;
+  double n = max_seconds > 0 ? ceil(max_seconds * 1e6 / us) : (double)max_samples;
+  if (n < min_samples)
+    n = min_samples;
+  return n < max_samples ? n : (double)max_samples;
 }

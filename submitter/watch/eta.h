@@ -2,7 +2,9 @@
  * the promotion rates observed so far, the mean settled cost of a result per tier, the spend
  * rate up to the last settlement, and how long the items under way have run since it; with
  * several runners, each task's counts, the open items with their candidates' costs and the
- * runners busy, played on the runners; and when its budget runs out at the recent spend rate.
+ * runners busy, played on the runners, a candidate's cost at a tier it has not reached priced
+ * from its own time per call (the per-call model: fixed part + timed calls, the baseline's
+ * too at the last tier); and when its budget runs out at the recent spend rate.
  * docs/report.md ("The ETA") says how. Pure functions (they allocate only the simulation's
  * scratch, freed before they return): kb-submit status/watch call them on each snapshot, and
  * tests/report/test_eta.c on recorded campaigns' snapshots.
@@ -24,6 +26,19 @@ struct kb_eta_task {
   int64_t leased[KB_MAX_TIERS];    /* items leased by a runner */
   int64_t evaluated[KB_MAX_TIERS]; /* results so far */
   double settled_ms[KB_MAX_TIERS]; /* settled GPU ms of those results (sum) */
+  /* Optional (0 = unknown), what the cost of a tier not yet seen is predicted from: */
+  double timed_ms[KB_MAX_TIERS];   /* of settled_ms, the timed calls' part (sum): per result
+                                    * (warmup + samples) x its mean time per call, plus the
+                                    * baseline's calls where it was re-timed in the same run */
+  int64_t samples[KB_MAX_TIERS];   /* timed samples of those results (sum) */
+  double cap_samples[KB_MAX_TIERS]; /* what kb__eta_samples_cap gives for each (sum): samples /
+                                     * cap_samples is how far sampling ran towards its cap */
+  double base_us[KB_MAX_TIERS];    /* its baseline's time per call at the tier (the baseline's
+                                    * latest timed result there, or a same-run re-timing) */
+  double pair_us[KB_MAX_TIERS];    /* over its timed results at the tier whose candidate was
+                                    * timed at a lower tier before: their time per call (sum), */
+  double pair_from_us[KB_MAX_TIERS]; /* and that candidate's at its tier before (sum): how a
+                                      * kernel's time per call moved from tier to tier */
 };
 
 /* One open item (ready or leased), for the simulation: what its candidate cost so far. */
@@ -33,6 +48,8 @@ struct kb_eta_item {
   int leased;      /* 1: leased by a runner; 0: ready */
   double basis_ms; /* settled GPU ms of its candidate's result at basis_tier; 0 = none yet */
   int basis_tier;  /* the highest tier its candidate has a result at; -1 = none */
+  double basis_us; /* that result's mean time per timed call, microseconds; 0 = not timed */
+  int runner;      /* a leased item: its runner's id (as kb_eta_in.busy_runner), -1 unknown */
 };
 
 /* Busy runners tracked for the in-flight term (kb_eta_in.busy_s). */
@@ -75,9 +92,14 @@ struct kb_eta_in {
   double over_ms[KB_MAX_TIERS]; /* per tier, a runner's mean time on a result beyond its
                                  * settled cost, ms (claim, compile wait, start-up) */
   int64_t over_n[KB_MAX_TIERS]; /* results that mean is over; 0 = unknown (then cost / rate) */
+  int warmup[KB_MAX_TIERS];      /* the ladder's sample rules per tier (kb/campaign.h), for */
+  int min_samples[KB_MAX_TIERS]; /* the cost of a candidate at a tier it has not reached: */
+  int max_samples[KB_MAX_TIERS]; /* max_samples 0 = unknown (then priced by tier_ratio) */
   int n_busy;          /* runners holding a lease, and for each */
   double busy_s[KB_ETA_MAX_BUSY]; /* the seconds since its latest result (or since it was
                                    * first seen busy): how far its evaluation under way is */
+  int busy_runner[KB_ETA_MAX_BUSY]; /* its id (any int, the leased items' kb_eta_item.runner);
+                                     * -1 unknown: then it is matched with any leased item */
 };
 
 struct kb_eta {
@@ -108,17 +130,24 @@ double kb__eta_work_rate(const int64_t *t_ms, const int64_t *spent, int n, int64
  * runners `busy` at its two ends. Arrays borrowed, `n` long, oldest first. 0 when no
  * runner-second passed. */
 double kb__eta_runner_rate(const int64_t *t_ms, const int64_t *spent, const int *busy, int n);
-/* The predicted end, smoothed: `pred_end_s` (now + an estimate) moved towards from `prev_end_s`
- * (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / KB_ETA_SMOOTH_S), so that a
+/* The predicted end, smoothed: `pred_end_s` (now_s + an estimate) moved towards from
+ * `prev_end_s` (the previous smoothed end; < 0 = none) by 1 - exp(-dt_s / tau), so that a
  * snapshot taken between a result and its promotion (the promoted item not yet counted at the
  * tier above, so the promotion rate dips) and the step at each settlement do not jolt the
- * display. Returns the new smoothed end. */
+ * display. tau is KB_ETA_SMOOTH_S, or KB_ETA_SMOOTH_REL of the time the estimate leaves when
+ * that is less (the display's lag stays a small part of what is left; at the end, none).
+ * Returns the new smoothed end. */
 #define KB_ETA_SMOOTH_S 5.0
-double kb__eta_smooth(double prev_end_s, double pred_end_s, double dt_s);
+#define KB_ETA_SMOOTH_REL 0.2
+double kb__eta_smooth(double prev_end_s, double pred_end_s, double now_s, double dt_s);
 /* Fills `out` from `in` (both caller-owned). With per-task counts, runners and a rate
  * (in->tasks, in->runners, runner_rate or gpu_rate), it plays the open items and their
  * expected promotions on the runners (docs/report.md, "The ETA"); otherwise the work over the
  * work rate. */
 void kb__eta_estimate(const struct kb_eta_in *in, struct kb_eta *out);
+/* The timed samples an evaluation at a tier with these sample rules takes of a kernel of
+ * `us` microseconds per call when the noise target does not stop it first: max_seconds of
+ * timed time, at least min_samples, at most max_samples. 0 when max_samples is 0 or us <= 0. */
+double kb__eta_samples_cap(int min_samples, int max_samples, double max_seconds, double us);
 
 #endif

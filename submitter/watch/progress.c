@@ -262,6 +262,27 @@ static void note_torch(struct kb_progress_task *t, const struct kb_result *r) {
   kb_result_keep_torch(r, &t->torch_eager_us, &t->torch_compile_us, &t->torch_tier);
 }
 
+/* The timed part of result `r` (candidate `c` of `task`, `per_call` its mean us per timed call,
+ * 0 = not timed) into the task's counts (eta.h: timed_ms, samples, cap_samples, base_us). */
+static void count_timed(struct kb_progress *p, int task, int c, const struct kb_result *r,
+                        double per_call) {
+  struct kb_eta_task *n = &p->counts[task];
+  const struct kb_tier *tier = &p->q.tiers[r->tier];
+  if (per_call <= 0)
+    return;
+  double calls = (double)(r->timing.warmup + r->timing.samples);
+  n->timed_ms[r->tier] += calls * per_call / 1000.0;
+  n->samples[r->tier] += r->timing.samples;
+  n->cap_samples[r->tier] +=
+      kb__eta_samples_cap(tier->min_samples, tier->max_samples, tier->max_seconds, per_call);
+  if (isfinite(r->baseline_median_us) && r->baseline_median_us > 0) { /* re-timed with it */
+    n->timed_ms[r->tier] += calls * r->baseline_median_us / 1000.0;
+    n->base_us[r->tier] = r->baseline_median_us;
+  } else if (c == p->tasks[task].baseline_cand) {
+    n->base_us[r->tier] = per_call;
+  }
+}
+
 /* Counts the result `r` of stream entry `entry_id`, settled by runner `runner` (NULL = not
  * named). */
 static void record(struct kb_progress *p, const char *entry_id, const char *runner,
@@ -301,10 +322,17 @@ static void record(struct kb_progress *p, const char *entry_id, const char *runn
   if (c < 0)
     return;
   p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  double per_call = r->timing.samples > 0 && r->timing.mean_us > 0 ? r->timing.mean_us : 0;
+  if (per_call > 0 && p->cands[c].cost_us > 0 && p->cands[c].cost_tier < r->tier) {
+    p->counts[task].pair_us[r->tier] += per_call; /* the same kernel one tier on */
+    p->counts[task].pair_from_us[r->tier] += p->cands[c].cost_us;
+  }
   if (r->tier >= p->cands[c].cost_tier) { /* what its next tier is priced from */
     p->cands[c].cost_tier = r->tier;
     p->cands[c].cost_ms = cost;
+    p->cands[c].cost_us = per_call;
   }
+  count_timed(p, task, c, r, per_call);
 }
 
 /* Marks in `dropped` (n entries) those of the batch `rep` the scheduler dropped as forged or
@@ -448,7 +476,8 @@ static void add_item(struct kb_progress *p, const char *id, int task, int tier, 
     p->cap_items = cap;
   }
   struct kb_eta_item *it = &p->items[p->n_items++];
-  *it = (struct kb_eta_item){.task = task, .tier = tier, .leased = leased, .basis_tier = -1};
+  *it = (struct kb_eta_item){
+      .task = task, .tier = tier, .leased = leased, .basis_tier = -1, .runner = -1};
   char cand[KB_CAND_ID_LEN + 1];
   const char *colon = strrchr(id, ':');
   if (colon == NULL || colon - id > KB_CAND_ID_LEN)
@@ -458,6 +487,7 @@ static void add_item(struct kb_progress *p, const char *id, int task, int tier, 
   if (c >= 0 && p->cands[c].cost_tier >= 0) {
     it->basis_ms = p->cands[c].cost_ms;
     it->basis_tier = p->cands[c].cost_tier;
+    it->basis_us = p->cands[c].cost_us;
   }
 }
 
@@ -468,11 +498,14 @@ static void count_lease(struct kb_progress *p, const char *id, int tier, const c
   json_t *item = text ? json_loads(text, 0, NULL) : NULL;
   int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
   const char *name = json_string_value(json_object_get(item, "runner"));
+  struct kb_progress_runner *r = name ? runner_of(p, name) : NULL;
   if (task >= 0) {
     p->counts[task].leased[tier]++;
+    int n = p->n_items;
     add_item(p, id, task, tier, 1);
+    if (p->n_items > n)
+      p->items[n].runner = r ? (int)(r - p->runners) : -1;
   }
-  struct kb_progress_runner *r = name ? runner_of(p, name) : NULL;
   if (r && r->leases++ == 0 && r->seen_ms == 0)
     r->seen_ms = p->now_ms;
   json_decref(item);
@@ -673,8 +706,12 @@ void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
     in->deadline_s = left > 0 ? left : 0;
   }
   in->generating = p->generating;
-  for (int k = 0; k < in->n_tiers; k++)
+  for (int k = 0; k < in->n_tiers; k++) {
     in->max_s[k] = p->q.tiers[k].max_seconds;
+    in->warmup[k] = p->q.tiers[k].warmup;
+    in->min_samples[k] = p->q.tiers[k].min_samples;
+    in->max_samples[k] = p->q.tiers[k].max_samples;
+  }
   in->tasks = p->task_ready ? p->counts : NULL;
   in->n_tasks = p->n_tasks;
   in->items = p->task_ready ? p->items : NULL;
@@ -689,6 +726,7 @@ void kb__progress_eta_input(const struct kb_progress *p, struct kb_eta_in *in) {
     if (r->leases == 0)
       continue;
     int64_t since = r->last_ms > r->seen_ms ? r->last_ms : r->seen_ms;
+    in->busy_runner[in->n_busy] = i;
     in->busy_s[in->n_busy++] = p->now_ms > since ? (double)(p->now_ms - since) / 1000.0 : 0;
   }
 }
@@ -706,7 +744,7 @@ static void estimate(struct kb_progress *p) {
   } else {
     double prev = p->end_at_ms > 0 ? p->end_s : -1;
     double dt = (double)(p->now_ms - p->end_at_ms) / 1000.0;
-    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, dt);
+    p->end_s = kb__eta_smooth(prev, now + p->eta.eta_s, now, dt);
     p->end_at_ms = p->now_ms;
   }
   p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;

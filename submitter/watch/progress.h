@@ -63,6 +63,7 @@ struct kb_progress_cand {
                                      with a timing (kb_rank_timed); 0 = none */
   double cost_ms;                 /* settled GPU ms of its result at the highest tier it has one */
   int cost_tier;                  /* that tier; -1 = no result yet */
+  double cost_us;                 /* that result's mean time per timed call, us; 0 = not timed */
 };
 
 struct kb_progress {

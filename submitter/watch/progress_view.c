@@ -329,6 +329,21 @@ static void task_counts_json(const struct kb_progress *p, int i, json_t *o) {
   for (int k = 0; k < n; k++)
     json_array_append_new(ms, json_real(c->settled_ms[k]));
   json_object_set_new(o, "settled_ms", ms);
+  json_t *timed = json_array(), *cap = json_array(), *base = json_array();
+  json_t *pair = json_array(), *pair_from = json_array();
+  for (int k = 0; k < n; k++) {
+    json_array_append_new(pair, json_real(c->pair_us[k]));
+    json_array_append_new(pair_from, json_real(c->pair_from_us[k]));
+    json_array_append_new(timed, json_real(c->timed_ms[k]));
+    json_array_append_new(cap, json_real(c->cap_samples[k]));
+    json_array_append_new(base, c->base_us[k] > 0 ? json_real(c->base_us[k]) : json_null());
+  }
+  json_object_set_new(o, "timed_ms", timed);
+  json_object_set_new(o, "samples", ints_json(c->samples, n));
+  json_object_set_new(o, "cap_samples", cap);
+  json_object_set_new(o, "baseline_us", base);
+  json_object_set_new(o, "pair_us", pair);
+  json_object_set_new(o, "pair_from_us", pair_from);
 }
 
 /* The runners: alive, known, busy (holding a lease), and per busy runner the seconds since its
@@ -336,11 +351,14 @@ static void task_counts_json(const struct kb_progress *p, int i, json_t *o) {
 static json_t *runners_json(const struct kb_progress *p) {
   struct kb_eta_in in;
   kb__progress_eta_input(p, &in);
-  json_t *busy_s = json_array();
-  for (int i = 0; i < in.n_busy; i++)
+  json_t *busy_s = json_array(), *names = json_array();
+  for (int i = 0; i < in.n_busy; i++) {
     json_array_append_new(busy_s, json_real(in.busy_s[i]));
-  return json_pack("{s:i, s:i, s:i, s:o}", "alive", p->runners_alive, "known", p->runners_known,
-                   "busy", p->runners_busy, "busy_s", busy_s);
+    json_array_append_new(names, json_string(p->runners[in.busy_runner[i]].name));
+  }
+  return json_pack("{s:i, s:i, s:i, s:o, s:o}", "alive", p->runners_alive, "known",
+                   p->runners_known, "busy", p->runners_busy, "busy_s", busy_s, "busy_names",
+                   names);
 }
 
 /* The open items the ETA plays on the runners (when the ready queues were read; else null):
@@ -357,6 +375,10 @@ static json_t *items_json(const struct kb_progress *p) {
     json_object_set_new(o, "basis_ms", it->basis_tier >= 0 ? json_real(it->basis_ms) : json_null());
     json_object_set_new(o, "basis_tier",
                         it->basis_tier >= 0 ? json_integer(it->basis_tier) : json_null());
+    json_object_set_new(o, "basis_us", it->basis_us > 0 ? json_real(it->basis_us) : json_null());
+    json_object_set_new(o, "runner", it->runner >= 0 && it->runner < p->n_runners
+                                         ? json_string(p->runners[it->runner].name)
+                                         : json_null());
     json_array_append_new(a, o);
   }
   return a;
@@ -381,6 +403,9 @@ json_t *kb__progress_json(const struct kb_progress *p) {
                                               ? json_real(p->over_ms[t] / (double)p->over_n[t])
                                               : json_null());
     json_object_set_new(o, "overhead_n", json_integer((json_int_t)p->over_n[t]));
+    json_object_set_new(o, "warmup", json_integer(p->q.tiers[t].warmup));
+    json_object_set_new(o, "min_samples", json_integer(p->q.tiers[t].min_samples));
+    json_object_set_new(o, "max_samples", json_integer(p->q.tiers[t].max_samples));
   }
   for (int i = 0; i < p->n_tasks; i++) {
     const struct kb_progress_task *t = &p->tasks[i];

@@ -13,7 +13,8 @@ shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 work=$(mktemp -d)
-trap 'kill "$launch" 2>/dev/null || true; rm -rf "$work"' EXIT
+# KB_RECORD_KEEP=DIR: the campaign's folder (results, watch.jsonl, launch.log) is kept there.
+trap 'kill "$launch" 2>/dev/null || true; if [ -n "${KB_RECORD_KEEP:-}" ]; then mkdir -p "$KB_RECORD_KEEP"; cp -r "$work"/. "$KB_RECORD_KEEP"/; fi; rm -rf "$work"' EXIT
 tasks=""
 for t in "$@"; do tasks="$tasks${tasks:+, }\"$root/tasks/host/$t\""; done
 cat >"$work/campaign.json" <<EOF
@@ -30,4 +31,4 @@ done
 wait "$launch"
 /usr/bin/python3 "$here/make_eta_fixture.py" "$work/watch.jsonl" \
   "$work/results/$id/summary.json" >"$out"
-echo "$out: $(grep -c . "$work/watch.jsonl") snapshots"
+echo "$out: $(grep -c . "$work/watch.jsonl") snapshots, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
