@@ -287,9 +287,14 @@ def warm_up(torch, module, oracle):
     try:
         module = module.cuda()
         torch.manual_seed(MODEL_SEED)
-        ins = [t.cuda() if isinstance(t, torch.Tensor) else t for t in oracle["get_inputs"]()]
-        with torch.no_grad():
-            module(*ins)
+        libcuda_path()
+        # two passes on two draws: a module whose state changes on its first call (a recurrent
+        # net's hidden state) is recompiled on its second, which the worker must find cached
+        for _ in range(2):
+            ins = [t.cuda() if isinstance(t, torch.Tensor) else t
+                   for t in oracle["get_inputs"]()]
+            with torch.no_grad():
+                module(*ins)
         torch.cuda.synchronize()
     except Exception as e:
         print("warm-up forward pass failed: %s: %s" % (type(e).__name__, first_line(e)),
@@ -297,6 +302,20 @@ def warm_up(torch, module, oracle):
     finally:
         module = ins = None
         torch.cuda.empty_cache()
+
+
+def libcuda_path():
+    """TRITON_LIBCUDA_PATH as the confined worker sets it (kb_sandbox_torch.libcuda_path, loaded
+    from this script's folder), so the builder and the worker run Triton in one environment."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kb_sandbox_torch.py")
+    try:
+        spec = importlib.util.spec_from_file_location("kb_sandbox_torch", path)
+        worker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(worker)
+        worker.libcuda_path()
+    except Exception as e:  # Triton then finds libcuda itself
+        print("TRITON_LIBCUDA_PATH not set: %s" % first_line(e), file=sys.stderr)
 
 
 class ExtensionError(Exception):

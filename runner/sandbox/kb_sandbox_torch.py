@@ -1651,10 +1651,24 @@ def triton_probes():
         tc.make_backend(target).hash()
     except Exception:
         pass
-    try:  # `ldconfig -p`, asked when a kernel's launcher is built (kept for the process)
-        from triton.backends.nvidia import driver as td
-        td.libcuda_dirs()
-    except Exception:
+    libcuda_path()
+
+
+def libcuda_path():
+    """TRITON_LIBCUDA_PATH, when unset, to the folder of the libcuda this process has mapped:
+    Triton otherwise runs `ldconfig -p` to find it whenever its driver starts or a launcher is
+    built (measured on the H200: not cached in torch 2.11's Triton; the audit hook named it).
+    kb_build_modelnew.py sets the same, so the builder and the worker see one environment."""
+    if os.environ.get("TRITON_LIBCUDA_PATH"):
+        return
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split(None, 5)[-1].strip() if line.count(" ") >= 5 else ""
+                if os.path.basename(path).startswith("libcuda.so"):
+                    os.environ["TRITON_LIBCUDA_PATH"] = os.path.dirname(path)
+                    return
+    except OSError:
         pass
 
 
