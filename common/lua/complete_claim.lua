@@ -85,6 +85,9 @@ end
 
 local now, bal -- Redis time and GPU balances, read when first needed
 local entries = {} -- audit stream fields: 'entry', JSON, ...
+local e_head, e_who, e_total -- the parts of an audit entry every move of this call shares
+-- Applies a move to the balances and formats its audit entry (KB_ENTRY_RAW's text, put
+-- together from the parts this call shares: a third of string.format's cost).
 local function move(op, amount, d_avail, d_held, d_spent, charge)
   if not bal then
     bal = kb_balances(ledger, 'gpu_ms')
@@ -92,12 +95,30 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
   if not now then
     now = kb_now_ms()
   end
+  if not e_head then
+    e_head = '{"schema":"kernelbrain.ledger/1","ts_ms":' .. kb_int(now) .. ',"op":"'
+    e_who = '","who":"' .. runner .. '","available":'
+    e_total = ',"total":' .. kb_int(bal.total) .. '}'
+  end
   bal.available = bal.available + d_avail
   bal.held = bal.held + d_held
   bal.spent = bal.spent + d_spent
   entries[#entries + 1] = 'entry'
-  entries[#entries + 1] = string.format(KB_ENTRY_RAW, now, op, amount, charge, runner,
-                                        bal.available, bal.held, bal.spent, bal.total)
+  entries[#entries + 1] = e_head .. op .. '","currency":"gpu_ms","amount":' .. kb_int(amount) ..
+                          ',"charge_id":"' .. charge .. e_who ..
+                          string.format('%d,"held":%d,"spent":%d', bal.available, bal.held,
+                                        bal.spent) .. e_total
+end
+-- Per-task budgets (KEYS[8]): the moves of this call summed per field, written with one HMGET
+-- and one HSET at the end instead of an HINCRBY per move.
+local tb_f, tb_d = {}, {} -- fields in the order first moved, and each one's pending delta
+local function tb_add(f, d)
+  if tb_d[f] then
+    tb_d[f] = tb_d[f] + d
+  else
+    tb_f[#tb_f + 1] = f
+    tb_d[f] = d
+  end
 end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
@@ -184,10 +205,10 @@ for k, t in ipairs(todo) do
       move('void', rest, rest, -rest, 0, charge)
     end
     if reserved > 0 then
-      redis.call('HINCRBY', KEYS[8], old.task .. ':held', kb_int(-reserved))
+      tb_add(old.task .. ':held', -reserved)
     end
     if actual > 0 then
-      redis.call('HINCRBY', KEYS[8], old.task .. ':spent', kb_int(actual))
+      tb_add(old.task .. ':spent', actual)
     end
     charge_w[#charge_w + 1] = charge
     charge_w[#charge_w + 1] = 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or '')
@@ -244,11 +265,11 @@ local function affordable(it)
       return false
     end
   end
-  if caps then
-    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
-                         it.task .. ':spent')
-    return not b[1] or
-           tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
+  if caps then -- the task's held and spent as stored plus this call's moves so far
+    local fh, fs = it.task .. ':held', it.task .. ':spent'
+    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', fh, fs)
+    return not b[1] or tonumber(b[2] or '0') + (tb_d[fh] or 0) + tonumber(b[3] or '0') +
+                       (tb_d[fs] or 0) + it.cost <= tonumber(b[1])
   end
   return true
 end
@@ -266,7 +287,7 @@ local function take(nid, it)
   local cost = kb_int(it.cost)
   if it.cost > 0 then
     move('reserve', it.cost, -it.cost, it.cost, 0, charge)
-    redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
+    tb_add(it.task .. ':held', it.cost)
   end
   charge_w[#charge_w + 1] = charge
   charge_w[#charge_w + 1] = 'H:' .. cost
@@ -487,8 +508,9 @@ if n_ok > 0 then
   for k, s in ipairs(settled) do
     local t = s[1]
     item_w[#item_w + 1] = t[1]
-    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' ..
-                                         cjson.encode(t[6].runner or '') .. ',"charge":"' ..
+    local who = t[6].runner or '' -- as stored; cjson only for one that needs escapes
+    who = string.find(who, '[%c"\\/]') and cjson.encode(who) or '"' .. who .. '"'
+    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' .. who .. ',"charge":"' ..
                                          t[3] .. '","result":"' .. s[2] .. '"' ..
                                          ((k == 1 and #fresh > 0) and
                                           ',"next":"' .. table.concat(fresh, ',') .. '"' or ''))
@@ -501,6 +523,19 @@ if n_ok > 0 then
 end
 if #aff_w > 0 then
   redis.call('HSET', meta, unpack(aff_w))
+end
+if #tb_f > 0 then
+  local cur = redis.call('HMGET', KEYS[8], unpack(tb_f))
+  local w = {}
+  for k, f in ipairs(tb_f) do
+    local v = tonumber(cur[k] or '0')
+    if not v then -- as HINCRBY would refuse it
+      return redis.error_reply('KB_INVAL ' .. KEYS[8] .. ' field "' .. f .. '" is not a number')
+    end
+    w[#w + 1] = f
+    w[#w + 1] = kb_int(v + tb_d[f])
+  end
+  redis.call('HSET', KEYS[8], unpack(w))
 end
 if #entries > 0 then
   redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',
