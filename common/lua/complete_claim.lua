@@ -104,7 +104,7 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
   bal.held = bal.held + d_held
   bal.spent = bal.spent + d_spent
   entries[#entries + 1] = 'entry'
-  entries[#entries + 1] = e_head .. op .. '","currency":"gpu_ms","amount":' .. kb_int(amount) ..
+  entries[#entries + 1] = e_head .. op .. '","currency":"gpu_ms","amount":' .. kb_int_c(amount) ..
                           ',"charge_id":"' .. charge .. e_who ..
                           string.format('%d,"held":%d,"spent":%d', bal.available, bal.held,
                                         bal.spent) .. e_total
@@ -217,7 +217,7 @@ for k, t in ipairs(todo) do
     -- entry's id: the scheduler accepts only entries that match (results only from leases)
     settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
                                            'charge', charge, 'runner', old.runner or '',
-                                           'attempt', kb_int(old.attempt))}
+                                           'attempt', kb_int_c(old.attempt))}
     open = open - 1
   end
 end
@@ -226,27 +226,29 @@ if #ended > 0 then
 end
 
 -- Claim.
-local claims = {} -- the records of the items claimed
+local claims, nc = {}, 0 -- the records of the items claimed, one after another, and how many
 local why -- why fewer than `want` were claimed
 local function record(nid, it, charge, deadline)
-  claims[#claims + 1] = {'ok', nid, it.cand, it.task, tostring(it.tier), tostring(it.attempt),
-                         charge, kb_int(it.cost), kb_int(deadline)}
+  local n = #claims
+  claims[n + 1], claims[n + 2], claims[n + 3], claims[n + 4] = 'ok', nid, it.cand, it.task
+  claims[n + 5], claims[n + 6], claims[n + 7] = kb_int_c(it.tier), kb_int_c(it.attempt), charge
+  claims[n + 8], claims[n + 9] = kb_int_c(it.cost), deadline
+  nc = nc + 1
 end
 -- A retry of a call that completed everything: the leases that call took, if still held.
 if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next then
   for nid in string.gmatch(first_old.next, '[^,]+') do
     local raw = redis.call('HGET', items, nid)
     local n = raw and kb_item_check(items, nid, raw)
-    if n and n.state == 'leased' and n.token == next_token and #claims < want then
-      record(nid, n, nid .. '#' .. n.claims, tonumber(redis.call('ZSCORE', lease, nid)))
+    if n and n.state == 'leased' and n.token == next_token and nc < want then
+      record(nid, n, nid .. '#' .. kb_int_c(n.claims),
+             kb_int(tonumber(redis.call('ZSCORE', lease, nid))))
     end
   end
-  if #claims >= want then
+  if nc >= want then
     local out = {table.concat(dones, ','), open}
-    for _, c in ipairs(claims) do
-      for j = 1, #c do
-        out[#out + 1] = c[j]
-      end
+    for j = 1, #claims do
+      out[j + 2] = claims[j]
     end
     return out
   end
@@ -255,6 +257,7 @@ local fresh = {} -- ids claimed by this call (not recovered), for "next"
 local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
 local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
 local caps = m[3] == '1'
+local deadline_s, lease_tail -- the same for every item this call leases
 -- Whether `it` (its cost and its task's cap) can be reserved now.
 local function affordable(it)
   if it.cost > 0 then
@@ -278,13 +281,16 @@ local function take(nid, it)
   if not now then
     now = kb_now_ms()
   end
-  local deadline = now + tonumber(m[2])
-  lease_w[#lease_w + 1] = deadline
+  if not deadline_s then
+    deadline_s = kb_int(now + tonumber(m[2]))
+    lease_tail = ',"token":"' .. next_token .. '","runner":"' .. runner .. '"'
+  end
+  lease_w[#lease_w + 1] = deadline_s
   lease_w[#lease_w + 1] = nid
   it.attempt = it.attempt + 1
   it.claims = it.claims + 1
-  local charge = nid .. '#' .. it.claims
-  local cost = kb_int(it.cost)
+  local charge = nid .. '#' .. kb_int_c(it.claims)
+  local cost = kb_int_c(it.cost)
   if it.cost > 0 then
     move('reserve', it.cost, -it.cost, it.cost, 0, charge)
     tb_add(it.task .. ':held', it.cost)
@@ -292,9 +298,8 @@ local function take(nid, it)
   charge_w[#charge_w + 1] = charge
   charge_w[#charge_w + 1] = 'H:' .. cost
   item_w[#item_w + 1] = nid
-  item_w[#item_w + 1] = kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
-                                       '","runner":"' .. runner .. '"')
-  record(nid, it, charge, deadline)
+  item_w[#item_w + 1] = kb_item_encode(it, 'leased', lease_tail)
+  record(nid, it, charge, deadline_s)
   fresh[#fresh + 1] = nid
   if prefer and it.tier > 0 then -- task affinity: this runner holds the task now (a compile
                                  -- prepares nothing)
@@ -473,15 +478,15 @@ if next_token ~= '' and want > 0 then
       end
     end
     for i = 10, #KEYS do
-      if #claims >= want then
+      if nc >= want then
         break
       end
-      blocked = claim_from(KEYS[i], want - #claims) or blocked
+      blocked = claim_from(KEYS[i], want - nc) or blocked
     end
     if #lease_w > 0 then
       redis.call('ZADD', lease, unpack(lease_w))
     end
-    if #claims < want then
+    if nc < want then
       if blocked then
         if not bal then
           bal = kb_balances(ledger, 'gpu_ms')
@@ -549,12 +554,10 @@ if #item_w > 0 then
   redis.call('HSET', items, unpack(item_w))
 end
 local out = {#todo > 0 and table.concat(dones, ',') or '-', open}
-for _, c in ipairs(claims) do
-  for j = 1, #c do
-    out[#out + 1] = c[j]
-  end
+for j = 1, #claims do
+  out[j + 2] = claims[j]
 end
-if why and #claims < want then
+if why and nc < want then
   for j = 1, #why do
     out[#out + 1] = why[j]
   end

@@ -12,6 +12,28 @@ local function kb_int(n)
   return string.format('%d', n)
 end
 
+-- kb_int and tonumber through a cache of this call: each conversion is a sprintf or strtod of
+-- thousands of instructions, and a call repeats the same small numbers (tiers, attempts,
+-- claims, costs, deadlines) for each of its items. For whole numbers (kb_int_c) and strings
+-- (kb_num_c) only.
+local kb_istr, kb_snum = {}, {}
+local function kb_int_c(n)
+  local s = kb_istr[n]
+  if not s then
+    s = string.format('%d', n)
+    kb_istr[n] = s
+  end
+  return s
+end
+local function kb_num_c(s)
+  local v = kb_snum[s]
+  if v == nil then
+    v = tonumber(s)
+    kb_snum[s] = v
+  end
+  return v
+end
+
 -- One currency's balances in the ledger hash, read with one call.
 local function kb_balances(ledger, cur)
   local l = redis.call('HMGET', ledger, cur .. ':available', cur .. ':held', cur .. ':spent',
@@ -89,25 +111,25 @@ end
 -- Returns the item as kb_item_decode does, or nil and the reason, naming the key and field
 -- ('kb:{c}:items field "x": "cand" is not 64 hex digits'), for the dead-letter hash: bad state
 -- in Redis is set aside, never an error that stops a process (docs/architecture.md).
--- The fast path: one Lua pattern over an item as the scripts write it (fields in the fixed
--- order, strings without escapes, tier, cost, attempt and claims whole numbers), queued or
--- leased or in any state without a tail; nil for any other (the caller then decodes it with
--- cjson). For an item it accepts it returns what cjson.decode and kb_item_decode give, at a
--- third of their cost (bench/queue/script-costs.sh: "item by kb_item_fast").
+-- The fast path: a Lua pattern over an item as the scripts write it (fields in the fixed order,
+-- strings without escapes, tier, cost, attempt and claims whole numbers), with no tail or a
+-- lease's (token, runner); nil for any other (the caller then decodes it with cjson). For an
+-- item it accepts it returns what cjson.decode and kb_item_decode give, at a fraction of their
+-- cost (no substring of the tail, the small numbers through kb_num_c).
 local KB_ITEM_PAT = '^{"cand":"([0-9a-f]+)","task":"([^"\\]+)","tier":(%d+),"cost":(%d+),' ..
                     '"priority":(-?%d[%d.eE+-]*),()"state":"([^"\\]*)","attempt":(%d+),' ..
-                    '"claims":(%d+)(.*)$'
+                    '"claims":(%d+)()'
+local KB_LEASE_TAIL = '^,"token":"([^"\\]*)","runner":"([^"\\]*)"}$'
 local function kb_item_fast(raw)
-  local cand, task, tier, cost, pri, at, state, attempt, claims, rest = string.match(raw, KB_ITEM_PAT)
-  local priority = cand and #cand == 64 and tonumber(pri)
-  if not priority then
+  local cand, task, tier, cost, pri, at, state, attempt, claims, e = string.match(raw, KB_ITEM_PAT)
+  if not cand or #cand ~= 64 or not tonumber(pri) then
     return nil
   end
-  local t = {cand = cand, task = task, tier = tonumber(tier), cost = tonumber(cost),
-             priority = priority, state = state, attempt = tonumber(attempt),
-             claims = tonumber(claims), head = string.sub(raw, 1, at - 1)}
-  if rest ~= '}' then
-    local token, runner = string.match(rest, '^,"token":"([^"\\]*)","runner":"([^"\\]*)"}$')
+  local t = {cand = cand, task = task, tier = kb_num_c(tier), cost = kb_num_c(cost),
+             priority = tonumber(pri), state = state, attempt = kb_num_c(attempt),
+             claims = kb_num_c(claims), head = string.sub(raw, 1, at - 1)}
+  if e ~= #raw or string.byte(raw, e) ~= 125 then -- not just "}": a lease's tail, or none
+    local token, runner = string.match(raw, KB_LEASE_TAIL, e)
     if not token then
       return nil
     end
@@ -178,6 +200,6 @@ end
 
 -- The item's JSON in `state`; `tail` (JSON-safe, starting with a comma, or '') follows "claims".
 local function kb_item_encode(t, state, tail)
-  return t.head .. string.format('"state":"%s","attempt":%d,"claims":%d%s}', state, t.attempt,
-                                 t.claims, tail)
+  return t.head .. '"state":"' .. state .. '","attempt":' .. kb_int_c(t.attempt) ..
+         ',"claims":' .. kb_int_c(t.claims) .. tail .. '}'
 end
