@@ -86,8 +86,10 @@ end
 local now, bal -- Redis time and GPU balances, read when first needed
 local entries = {} -- audit stream fields: 'entry', JSON, ...
 local e_head, e_who, e_total -- the parts of an audit entry every move of this call shares
--- Applies a move to the balances and formats its audit entry (KB_ENTRY_RAW's text, put
--- together from the parts this call shares: a third of string.format's cost).
+-- Applies a move to the balances and formats its audit entry (kb_move's text,
+-- schemas/ledger-entry.schema.json), put together from the parts this call shares, without
+-- cjson: the charge ids are built from item ids and the runner name arrives JSON-escaped from
+-- the C side (kb/queue.h).
 local function move(op, amount, d_avail, d_held, d_spent, charge)
   if not bal then
     bal = kb_balances(ledger, 'gpu_ms')

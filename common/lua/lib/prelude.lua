@@ -60,12 +60,6 @@ local function kb_move(ledger, log, cur, b, op, amount, d_avail, d_held, d_spent
              cjson.encode(charge), cjson.encode(who), b.available, b.held, b.spent, b.total))
 end
 
--- An audit entry of a GPU move, formatted without cjson: complete_claim's charge ids are built
--- from item ids and its runner names arrive JSON-escaped from the C side (kb/queue.h).
-local KB_ENTRY_RAW = '{"schema":"kernelbrain.ledger/1","ts_ms":%d,"op":"%s","currency":"gpu_ms",' ..
-                     '"amount":%d,"charge_id":"%s","who":"%s","available":%d,"held":%d,' ..
-                     '"spent":%d,"total":%d}'
-
 -- A charge record in a charges hash: "H:<held>", "P:<posted>" or "V:<voided>". Returns the
 -- kind letter and the amount.
 local function kb_charge_parse(ch)
@@ -176,9 +170,10 @@ end
 -- creates items, each under the id "<64 hex>:<tier>" and counted once, and an item whose value
 -- still says "done" or "dead" was counted out already. A ghost (no item) or an id of another
 -- form cannot say it was ever counted, and counts as not.
-local KB_ITEM_ID = '^' .. string.rep('[0-9a-f]', 64) .. ':%d+$'
 local function kb_item_counted(id, raw)
-  return raw and string.match(id, KB_ITEM_ID) ~= nil and
+  -- the id's form, checked without building a 64-class pattern in every call of every script
+  return raw and #id > 65 and not string.find(string.sub(id, 1, 64), '[^0-9a-f]') and
+         string.match(id, '^:%d+$', 65) ~= nil and
          not string.find(raw, '"state":"done"', 1, true) and
          not string.find(raw, '"state":"dead"', 1, true)
 end
