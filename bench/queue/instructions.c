@@ -1,7 +1,7 @@
 /* kb-bench-queue-ir: a fixed sequence of batch cycles (complete K, claim K) from one connection,
  * for counting the instructions redis-server spends per item (bench/queue/instructions.sh runs
  * the server under callgrind around it). Rates measured on a shared machine scatter with its
- * load; the instruction count of the same sequence does not (within 0.1% between runs), so it
+ * load; the instruction count of the same sequence does not (within 1% between runs), so it
  * compares two versions of the scripts where kb-bench-queue cannot (docs/benchmarks.md, "Batch
  * claims").
  *

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Instructions redis-server executes per item of a batch cycle: a load-independent measure of
 # the queue scripts' cost (a shared machine's rates scatter by tens of percent from run to run;
-# this count varies by less than 0.1%).
+# this count varies by less than 1%).
 #
 # usage: bench/queue/instructions.sh [K [CYCLES]]   (default K = 8, CYCLES = 50; K = 1 is the
 #                                                   fused complete+claim form)
@@ -40,10 +40,10 @@ until redis-cli -s "$sock" ping >/dev/null 2>&1; do
 done
 "$ir" --redis "unix:$sock" --setup --cycles "$C" --batch "$K"
 "$ir" --redis "unix:$sock" --cycles 2 --batch "$K"
-callgrind_control -i on "$vpid" >/dev/null
+callgrind_control -i on "$vpid" >/dev/null 2>&1
 "$ir" --redis "unix:$sock" --cycles "$C" --batch "$K"
-callgrind_control -i off "$vpid" >/dev/null
-callgrind_control -d "$vpid" >/dev/null
+callgrind_control -i off "$vpid" >/dev/null 2>&1
+callgrind_control -d "$vpid" >/dev/null 2>&1
 out=$(ls -S "$dir"/callgrind.out.* | head -1)
 total=$(callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' |
         tr -d ',')

@@ -116,11 +116,12 @@ local KB_ITEM_PAT = '^{"cand":"([0-9a-f]+)","task":"([^"\\]+)","tier":(%d+),"cos
 local KB_LEASE_TAIL = '^,"token":"([^"\\]*)","runner":"([^"\\]*)"}$'
 local function kb_item_fast(raw)
   local cand, task, tier, cost, pri, at, state, attempt, claims, e = string.match(raw, KB_ITEM_PAT)
-  if not cand or #cand ~= 64 or not tonumber(pri) then
+  local priority = cand and #cand == 64 and tonumber(pri)
+  if not priority then
     return nil
   end
   local t = {cand = cand, task = task, tier = kb_num_c(tier), cost = kb_num_c(cost),
-             priority = tonumber(pri), state = state, attempt = kb_num_c(attempt),
+             priority = priority, state = state, attempt = kb_num_c(attempt),
              claims = kb_num_c(claims), head = string.sub(raw, 1, at - 1)}
   if e ~= #raw or string.byte(raw, e) ~= 125 then -- not just "}": a lease's tail, or none
     local token, runner = string.match(raw, KB_LEASE_TAIL, e)
