@@ -106,14 +106,15 @@ end
 -- ('kb:{c}:items field "x": "cand" is not 64 hex digits'), for the dead-letter hash: bad state
 -- in Redis is set aside, never an error that stops a process (docs/architecture.md).
 -- The fast path: a Lua pattern over an item as the scripts write it (fields in the fixed order,
--- strings without escapes, tier, cost, attempt and claims whole numbers), with no tail or a
--- lease's (token, runner); nil for any other (the caller then decodes it with cjson). For an
--- item it accepts it returns what cjson.decode and kb_item_decode give, at a fraction of their
--- cost (no substring of the tail, the small numbers through kb_num_c).
-local KB_ITEM_PAT = '^{"cand":"([0-9a-f]+)","task":"([^"\\]+)","tier":(%d+),"cost":(%d+),' ..
-                    '"priority":(-?%d[%d.eE+-]*),()"state":"([^"\\]*)","attempt":(%d+),' ..
+-- strings without escapes or control characters, tier, cost, attempt and claims whole
+-- numbers), with no tail or a lease's (token, runner); nil for any other (the caller then
+-- decodes it with cjson). For an item it accepts it returns what cjson.decode and
+-- kb_item_decode give, at a fraction of their cost (no substring of the tail, the small
+-- numbers through kb_num_c).
+local KB_ITEM_PAT = '^{"cand":"([0-9a-f]+)","task":"([^"\\%c]+)","tier":(%d+),"cost":(%d+),' ..
+                    '"priority":(-?%d[%d.eE+-]*),()"state":"([^"\\%c]*)","attempt":(%d+),' ..
                     '"claims":(%d+)()'
-local KB_LEASE_TAIL = '^,"token":"([^"\\]*)","runner":"([^"\\]*)"}$'
+local KB_LEASE_TAIL = '^,"token":"([^"\\%c]*)","runner":"([^"\\%c]*)"}$'
 local function kb_item_fast(raw)
   local cand, task, tier, cost, pri, at, state, attempt, claims, e = string.match(raw, KB_ITEM_PAT)
   local priority = cand and #cand == 64 and tonumber(pri)
