@@ -85,6 +85,11 @@ end
 
 local now, bal -- Redis time and GPU balances, read when first needed
 local entries = {} -- audit stream fields: 'entry', JSON, ...
+local e_head, e_who, e_total -- the parts of an audit entry every move of this call shares
+-- Applies a move to the balances and formats its audit entry (kb_move's text,
+-- schemas/ledger-entry.schema.json), put together from the parts this call shares, without
+-- cjson: the charge ids are built from item ids and the runner name arrives JSON-escaped from
+-- the C side (kb/queue.h).
 local function move(op, amount, d_avail, d_held, d_spent, charge)
   if not bal then
     bal = kb_balances(ledger, 'gpu_ms')
@@ -92,12 +97,30 @@ local function move(op, amount, d_avail, d_held, d_spent, charge)
   if not now then
     now = kb_now_ms()
   end
+  if not e_head then
+    e_head = '{"schema":"kernelbrain.ledger/1","ts_ms":' .. kb_int(now) .. ',"op":"'
+    e_who = '","who":"' .. runner .. '","available":'
+    e_total = ',"total":' .. kb_int(bal.total) .. '}'
+  end
   bal.available = bal.available + d_avail
   bal.held = bal.held + d_held
   bal.spent = bal.spent + d_spent
   entries[#entries + 1] = 'entry'
-  entries[#entries + 1] = string.format(KB_ENTRY_RAW, now, op, amount, charge, runner,
-                                        bal.available, bal.held, bal.spent, bal.total)
+  entries[#entries + 1] = e_head .. op .. '","currency":"gpu_ms","amount":' .. kb_int_c(amount) ..
+                          ',"charge_id":"' .. charge .. e_who ..
+                          string.format('%d,"held":%d,"spent":%d', bal.available, bal.held,
+                                        bal.spent) .. e_total
+end
+-- Per-task budgets (KEYS[8]): the moves of this call summed per field, written with one HMGET
+-- and one HSET at the end instead of an HINCRBY per move.
+local tb_f, tb_d = {}, {} -- fields in the order first moved, and each one's pending delta
+local function tb_add(f, d)
+  if tb_d[f] then
+    tb_d[f] = tb_d[f] + d
+  else
+    tb_f[#tb_f + 1] = f
+    tb_d[f] = d
+  end
 end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
@@ -184,10 +207,10 @@ for k, t in ipairs(todo) do
       move('void', rest, rest, -rest, 0, charge)
     end
     if reserved > 0 then
-      redis.call('HINCRBY', KEYS[8], old.task .. ':held', kb_int(-reserved))
+      tb_add(old.task .. ':held', -reserved)
     end
     if actual > 0 then
-      redis.call('HINCRBY', KEYS[8], old.task .. ':spent', kb_int(actual))
+      tb_add(old.task .. ':spent', actual)
     end
     charge_w[#charge_w + 1] = charge
     charge_w[#charge_w + 1] = 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or '')
@@ -196,7 +219,7 @@ for k, t in ipairs(todo) do
     -- entry's id: the scheduler accepts only entries that match (results only from leases)
     settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
                                            'charge', charge, 'runner', old.runner or '',
-                                           'attempt', kb_int(old.attempt))}
+                                           'attempt', kb_int_c(old.attempt))}
     open = open - 1
   end
 end
@@ -205,27 +228,29 @@ if #ended > 0 then
 end
 
 -- Claim.
-local claims = {} -- the records of the items claimed
+local claims, nc = {}, 0 -- the records of the items claimed, one after another, and how many
 local why -- why fewer than `want` were claimed
 local function record(nid, it, charge, deadline)
-  claims[#claims + 1] = {'ok', nid, it.cand, it.task, tostring(it.tier), tostring(it.attempt),
-                         charge, kb_int(it.cost), kb_int(deadline)}
+  local n = #claims
+  claims[n + 1], claims[n + 2], claims[n + 3], claims[n + 4] = 'ok', nid, it.cand, it.task
+  claims[n + 5], claims[n + 6], claims[n + 7] = kb_int_c(it.tier), kb_int_c(it.attempt), charge
+  claims[n + 8], claims[n + 9] = kb_int_c(it.cost), deadline
+  nc = nc + 1
 end
 -- A retry of a call that completed everything: the leases that call took, if still held.
 if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next then
   for nid in string.gmatch(first_old.next, '[^,]+') do
     local raw = redis.call('HGET', items, nid)
     local n = raw and kb_item_check(items, nid, raw)
-    if n and n.state == 'leased' and n.token == next_token and #claims < want then
-      record(nid, n, nid .. '#' .. n.claims, tonumber(redis.call('ZSCORE', lease, nid)))
+    if n and n.state == 'leased' and n.token == next_token and nc < want then
+      record(nid, n, nid .. '#' .. kb_int_c(n.claims),
+             kb_int(tonumber(redis.call('ZSCORE', lease, nid))))
     end
   end
-  if #claims >= want then
+  if nc >= want then
     local out = {table.concat(dones, ','), open}
-    for _, c in ipairs(claims) do
-      for j = 1, #c do
-        out[#out + 1] = c[j]
-      end
+    for j = 1, #claims do
+      out[j + 2] = claims[j]
     end
     return out
   end
@@ -234,6 +259,7 @@ local fresh = {} -- ids claimed by this call (not recovered), for "next"
 local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
 local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
 local caps = m[3] == '1'
+local deadline_s, lease_tail -- the same for every item this call leases
 -- Whether `it` (its cost and its task's cap) can be reserved now.
 local function affordable(it)
   if it.cost > 0 then
@@ -244,11 +270,11 @@ local function affordable(it)
       return false
     end
   end
-  if caps then
-    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', it.task .. ':held',
-                         it.task .. ':spent')
-    return not b[1] or
-           tonumber(b[2] or '0') + tonumber(b[3] or '0') + it.cost <= tonumber(b[1])
+  if caps then -- the task's held and spent as stored plus this call's moves so far
+    local fh, fs = it.task .. ':held', it.task .. ':spent'
+    local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', fh, fs)
+    return not b[1] or tonumber(b[2] or '0') + (tb_d[fh] or 0) + tonumber(b[3] or '0') +
+                       (tb_d[fs] or 0) + it.cost <= tonumber(b[1])
   end
   return true
 end
@@ -257,23 +283,25 @@ local function take(nid, it)
   if not now then
     now = kb_now_ms()
   end
-  local deadline = now + tonumber(m[2])
-  lease_w[#lease_w + 1] = deadline
+  if not deadline_s then
+    deadline_s = kb_int(now + tonumber(m[2]))
+    lease_tail = ',"token":"' .. next_token .. '","runner":"' .. runner .. '"'
+  end
+  lease_w[#lease_w + 1] = deadline_s
   lease_w[#lease_w + 1] = nid
   it.attempt = it.attempt + 1
   it.claims = it.claims + 1
-  local charge = nid .. '#' .. it.claims
-  local cost = kb_int(it.cost)
+  local charge = nid .. '#' .. kb_int_c(it.claims)
+  local cost = kb_int_c(it.cost)
   if it.cost > 0 then
     move('reserve', it.cost, -it.cost, it.cost, 0, charge)
-    redis.call('HINCRBY', KEYS[8], it.task .. ':held', cost)
+    tb_add(it.task .. ':held', it.cost)
   end
   charge_w[#charge_w + 1] = charge
   charge_w[#charge_w + 1] = 'H:' .. cost
   item_w[#item_w + 1] = nid
-  item_w[#item_w + 1] = kb_item_encode(it, 'leased', ',"token":"' .. next_token ..
-                                       '","runner":"' .. runner .. '"')
-  record(nid, it, charge, deadline)
+  item_w[#item_w + 1] = kb_item_encode(it, 'leased', lease_tail)
+  record(nid, it, charge, deadline_s)
   fresh[#fresh + 1] = nid
   if prefer and it.tier > 0 then -- task affinity: this runner holds the task now (a compile
                                  -- prepares nothing)
@@ -452,15 +480,15 @@ if next_token ~= '' and want > 0 then
       end
     end
     for i = 10, #KEYS do
-      if #claims >= want then
+      if nc >= want then
         break
       end
-      blocked = claim_from(KEYS[i], want - #claims) or blocked
+      blocked = claim_from(KEYS[i], want - nc) or blocked
     end
     if #lease_w > 0 then
       redis.call('ZADD', lease, unpack(lease_w))
     end
-    if #claims < want then
+    if nc < want then
       if blocked then
         if not bal then
           bal = kb_balances(ledger, 'gpu_ms')
@@ -487,8 +515,9 @@ if n_ok > 0 then
   for k, s in ipairs(settled) do
     local t = s[1]
     item_w[#item_w + 1] = t[1]
-    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' ..
-                                         cjson.encode(t[6].runner or '') .. ',"charge":"' ..
+    local who = t[6].runner or '' -- as stored; cjson only for one that needs escapes
+    who = string.find(who, '[%c"\\/]') and cjson.encode(who) or '"' .. who .. '"'
+    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' .. who .. ',"charge":"' ..
                                          t[3] .. '","result":"' .. s[2] .. '"' ..
                                          ((k == 1 and #fresh > 0) and
                                           ',"next":"' .. table.concat(fresh, ',') .. '"' or ''))
@@ -502,6 +531,19 @@ end
 if #aff_w > 0 then
   redis.call('HSET', meta, unpack(aff_w))
 end
+if #tb_f > 0 then
+  local cur = redis.call('HMGET', KEYS[8], unpack(tb_f))
+  local w = {}
+  for k, f in ipairs(tb_f) do
+    local v = tonumber(cur[k] or '0')
+    if not v then -- as HINCRBY would refuse it
+      return redis.error_reply('KB_INVAL ' .. KEYS[8] .. ' field "' .. f .. '" is not a number')
+    end
+    w[#w + 1] = f
+    w[#w + 1] = kb_int(v + tb_d[f])
+  end
+  redis.call('HSET', KEYS[8], unpack(w))
+end
 if #entries > 0 then
   redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',
              kb_int(bal.held), 'gpu_ms:spent', kb_int(bal.spent))
@@ -514,12 +556,10 @@ if #item_w > 0 then
   redis.call('HSET', items, unpack(item_w))
 end
 local out = {#todo > 0 and table.concat(dones, ',') or '-', open}
-for _, c in ipairs(claims) do
-  for j = 1, #c do
-    out[#out + 1] = c[j]
-  end
+for j = 1, #claims do
+  out[j + 2] = claims[j]
 end
-if why and #claims < want then
+if why and nc < want then
   for j = 1, #why do
     out[#out + 1] = why[j]
   end

@@ -409,6 +409,67 @@ static void test_bad_real_item_leaves_open(void **state) {
   kb_redis_free(r);
 }
 
+/* Items in two forms (issue 17, item 3): the scripts read an item in the form they write it with
+ * one Lua pattern (kb_item_fast) and any other with cjson. A task id with an escaped quote and a
+ * priority with a fraction take the cjson path, a plain item the pattern, and a candidate id of
+ * 64 upper-case hex digits, which the pattern refuses, is still set aside by the cjson path's
+ * checks. A batch claims both good items, completes them in one call, and the task's budget,
+ * the done item and the ledger come out as for any item. */
+static void test_item_forms(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-form", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 2, 0); /* item i: candidate i at tier i */
+  char cand[65], id1[80], json[512], upper[80];
+  kbq_cand_id(1, cand);
+  snprintf(id1, sizeof id1, "%s:1", cand);
+  snprintf(json, sizeof json,
+           "{\"cand\":\"%s\",\"task\":\"t\\\"x\",\"tier\":1,\"cost\":10,\"priority\":1.5,"
+           "\"state\":\"queued\",\"attempt\":0,\"claims\":0}", cand);
+  cmd(r, "HSET kb:{e-form}:items %s %s", id1, json);
+  for (int i = 0; i < 64; i++)
+    upper[i] = "0123456789ABCDEF"[i % 16];
+  snprintf(upper + 64, sizeof upper - 64, ":1");
+  snprintf(json, sizeof json,
+           "{\"cand\":\"%.64s\",\"task\":\"t\",\"tier\":1,\"cost\":10,\"priority\":0,"
+           "\"state\":\"queued\",\"attempt\":0,\"claims\":0}", upper);
+  cmd(r, "HSET kb:{e-form}:items %s %s", upper, json);
+  cmd(r, "ZADD kb:{e-form}:q:1 -100 %s%s", upper, "");
+  struct kb_claim c[3];
+  int n = 0;
+  int rc = kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 3, c, &n, NULL, NULL, &err);
+  if (rc != KB_OK)
+    fail_msg("claim: %s (%s)", kb_err_name(rc), err.msg);
+  assert_int_equal(n, 2);
+  assert_string_equal(c[0].item, id1);
+  assert_string_equal(c[0].task, "t\"x");
+  assert_int_equal(c[0].cost_ms, 10);
+  assert_int_equal(c[1].tier, 0);
+  assert_dead(r, "e-form", upper, "\"cand\" is not 64 hex digits");
+  struct kb_queue_done d[2] = {{&c[0], 7, "{\"a\":1}"}, {&c[1], 0, "{\"b\":2}"}};
+  rc = kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err);
+  if (rc != KB_OK)
+    fail_msg("complete: %s (%s)", kb_err_name(rc), err.msg);
+  assert_int_equal(redis_int(r, "HINCRBY %s t\"x:spent 0", "kb:{e-form}:taskbudget"), 7);
+  assert_int_equal(redis_int(r, "HINCRBY %s t\"x:held 0", "kb:{e-form}:taskbudget"), 0);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-form}:items %s", id1), KB_OK);
+  assert_int_equal(rep->type, REDIS_REPLY_STRING);
+  if (!strstr(rep->str, "\"task\":\"t\\\"x\"") || !strstr(rep->str, "\"state\":\"done\"") ||
+      !strstr(rep->str, "\"priority\":1.5"))
+    fail_msg("done item %s", rep->str);
+  freeReplyObject(rep);
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 2);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.gpu_held, 0);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -419,6 +480,7 @@ int main(void) {
       cmocka_unit_test(test_ledger_log_balances_after_each_entry),
       cmocka_unit_test(test_bad_state_dead_lettered),
       cmocka_unit_test(test_bad_real_item_leaves_open),
+      cmocka_unit_test(test_item_forms),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }
