@@ -1644,6 +1644,7 @@ def triton_probes():
     runs `ptxas --version` (triton.compiler.make_backend(target).hash()), and the driver's
     `ldconfig -p`; Triton keeps each answer for the process. Absent or older Triton: nothing to do (the audit hook names any
     process it starts later)."""
+    libcuda_path()  # first: the driver's start below asks for libcuda's folder
     try:
         import triton
         from triton.compiler import compiler as tc
