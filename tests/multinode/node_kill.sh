@@ -23,20 +23,25 @@ task=$(runner_nodes | awk '$2 == "kbmn-n4" {print $1}')
 [ -n "$task" ] || fail "no runner task on kbmn-n4: $(runner_nodes)"
 victim=slurm-${A}_$task
 
-# held_by NAME: the items NAME holds leased at a timed tier (smoke or screen), one per line
+# held_by NAME [MIN_TIER]: the items NAME holds leased at MIN_TIER (default 1: a timed tier,
+# smoke or screen) or above, one per line, into $T/held.txt
 held_by() {
   rcli --raw HVALS "kb:{$cid}:items" | $KB_PY -c 'import json, sys
 for l in sys.stdin:
     if l.startswith("{"):
         i = json.loads(l)
-        if i.get("state") == "leased" and i.get("runner") == sys.argv[1] and i["tier"] >= 1:
-            print("%s:%d" % (i["cand"], i["tier"]))' "$1" > "$T/held.txt"
+        if i.get("state") == "leased" and i.get("runner") == sys.argv[1] and i["tier"] >= int(sys.argv[2]):
+            print("%s:%d" % (i["cand"], i["tier"]))' "$1" "${2:-1}" > "$T/held.txt"
   [ -s "$T/held.txt" ]
 }
 wait_until 60 "$victim to hold a lease at a timed tier" held_by "$victim"
 note "killing node kbmn-n4 while $victim holds $(wc -l < "$T/held.txt") timed item(s)"
 killed=$(bash "$MN_SCRIPT" kill-node "$MN_STATE" n4) || fail "kill-node failed"
 t_kill=$(date +%s)
+# the leases it held when it died (still there: they expire 5 s later): the runner may have
+# completed an item it held a moment before the kill, which is then rightly its own row
+held_by "$victim" 0 || fail "$victim held no lease when it was killed"
+note "$victim held $(wc -l < "$T/held.txt") item(s) when killed"
 note "$killed"
 nkilled=$(awk '{print $2}' <<< "$killed")
 [ "$nkilled" -ge 4 ] || fail "only $nkilled processes in kbmn-n4: $killed"
