@@ -1640,11 +1640,12 @@ def point_jit_caches(folder):
 
 
 def triton_probes():
-    """Triton's driver (its utility library, from the build's cache), its backend's hash, which
-    runs `ptxas --version` (triton.compiler.make_backend(target).hash()), and the driver's
-    `ldconfig -p`; Triton keeps each answer for the process. Absent or older Triton: nothing to do (the audit hook names any
+    """Triton's driver (its utility library, from the build's cache) and its backend's hash,
+    which runs `ptxas --version` (triton.compiler.make_backend(target).hash()): Triton keeps
+    that answer for the process. TRITON_LIBCUDA_PATH first, so that no start of the driver
+    runs `ldconfig -p`. Absent or older Triton: nothing to do (the audit hook names any
     process it starts later)."""
-    libcuda_path()  # first: the driver's start below asks for libcuda's folder
+    libcuda_path()
     try:
         import triton
         from triton.compiler import compiler as tc
@@ -1652,7 +1653,6 @@ def triton_probes():
         tc.make_backend(target).hash()
     except Exception:
         pass
-    libcuda_path()
 
 
 def libcuda_path():
