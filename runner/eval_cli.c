@@ -214,6 +214,7 @@ static json_t *flat_json(const struct session *s, const char *name, const char *
   if (o != NULL) {
     json_object_set_new(o, "label", label_of(r->compile_log));
     json_object_set_new(o, "same_run_speedup", number(r->same_run_speedup));
+    json_object_set_new(o, "compile_cached", json_boolean(r->compile_cached));
   }
   return o;
 }

@@ -87,8 +87,11 @@ def relu_smoke(tool, relu, c, cache):
           % (hidden["reason"], hidden.get("output", "")[-300:]))
     check("static rule: line 10 uses os.system (as kb_os.system)" in why["relu_alias_system"],
           "an aliased os.system: refused by the static rules: %s" % why["relu_alias_system"])
-    check(lines[10]["wall_s"] < lines[0]["wall_s"], "the same file again: from the cache "
-          "(%.2f s, first %.2f s)" % (lines[10]["wall_s"], lines[0]["wall_s"]))
+    # the cache hit is the compile result's own flag: wall times of two worker starts on a
+    # loaded CI machine order either way (2.03 s against a first 1.72 s under ASan)
+    check(lines[0].get("compile_cached") is False and lines[10].get("compile_cached") is True,
+          "the same file again: from the cache (first compile_cached %s, again %s)"
+          % (lines[0].get("compile_cached"), lines[10].get("compile_cached")))
     built = [n for n in os.listdir(cache) if n.endswith(".kb")]
     failed = [n for n in os.listdir(cache) if n.endswith(".kb.err")]
     check(len(built) == 5 and len(failed) == 5, "cache: 5 builds (%d), 5 failures kept (%d)"

@@ -11,7 +11,8 @@
  * "sets_checked", "median_us", "samples", "torch_eager_us", "torch_compile_us", "cost_ms",
  * "wall_s", "starts" (sandbox processes started so far, both kinds), "label" (a ModelNew's static
  * label: "kernel", "torch_compile", "torch_only"; null for C candidates), "same_run_speedup"
- * (over the task's baseline seed, re-timed in the same run at the full tier)}; unknown numbers are
+ * (over the task's baseline seed, re-timed in the same run at the full tier), "compile_cached"
+ * (true: the build came from the cache, no compiler ran)}; unknown numbers are
  * null. A CANDIDATE_FILE ending in .py is a KernelBench-format candidate (class ModelNew).
  * Exit status: 0 when every evaluation reached a verdict, 1 when one could not (infra: the
  * message on stderr), 2 for usage. */
