@@ -245,6 +245,7 @@ class Confinement:
         if self.done or self.lib is None:
             return
         warm_up()
+        record_probes()
         ro = readable_paths(self.ro)
         why = ctypes.create_string_buffer(512)
         rc = self.lib.kb_confine_python(self.rw.encode(), ":".join(ro).encode(), why,
@@ -252,7 +253,64 @@ class Confinement:
         if rc != 0:
             raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
         self.done = True
+        answer_probes()
         sys.addaudithook(refuse_processes)
+
+
+# The commands libraries run to learn about the machine after the worker is confined, each
+# as the exact argument list they pass to subprocess.check_output: torch's repro writer
+# (torch._dynamo.debug_utils, `nvcc --version`, after a compile that failed or recompiled:
+# measured on the H200 under torch 2.11, VanillaRNN's compile seed) and Triton's driver
+# (`ldconfig -p`, where TRITON_LIBCUDA_PATH is not read). Each is run once before confinement
+# (record_probes) and its answer replayed after it (answer_probes): no process is started,
+# and whoever asks (a library or the candidate) learns only what the recording says. Any other
+# process start still ends the worker by refuse_processes, named.
+PROBES = (("nvcc", "--version"), ("/sbin/ldconfig", "-p"), ("ldconfig", "-p"))
+PROBE_ANSWERS = {}  # argv tuple -> (exit status, stdout bytes), or None: the command is missing
+
+
+def record_probes():
+    """Runs each of PROBES (stdout kept, stderr dropped, 10 s each) into PROBE_ANSWERS, once."""
+    if PROBE_ANSWERS:
+        return
+    import subprocess
+    for argv in PROBES:
+        try:
+            p = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL, timeout=10)
+            PROBE_ANSWERS[argv] = (p.returncode, p.stdout)
+        except (OSError, subprocess.SubprocessError):
+            PROBE_ANSWERS[argv] = None
+
+
+def answer_probes():
+    """subprocess.check_output answers the exact argument lists of PROBE_ANSWERS from the
+    recording, as the command would have: its output (text when asked for text), a
+    CalledProcessError for a non-zero exit status, FileNotFoundError for a missing command.
+    Every other call goes to the real one (and so to the audit hook)."""
+    import errno
+    import subprocess
+    real = subprocess.check_output
+
+    def check_output(*popenargs, **kwargs):
+        argv = popenargs[0] if len(popenargs) == 1 else kwargs.get("args")
+        key = tuple(argv) if (isinstance(argv, (list, tuple)) and
+                              all(isinstance(a, str) for a in argv)) else None
+        if (key not in PROBE_ANSWERS or kwargs.get("shell") or kwargs.get("input") is not None
+                or (len(popenargs) != 1 and "args" not in kwargs)):
+            return real(*popenargs, **kwargs)
+        answer = PROBE_ANSWERS[key]
+        if answer is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), key[0])
+        status, out = answer
+        if status != 0:
+            raise subprocess.CalledProcessError(status, list(key), output=out)
+        if (kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding")
+                or kwargs.get("errors")):
+            return out.decode(kwargs.get("encoding") or "utf-8", kwargs.get("errors") or "strict")
+        return out
+
+    subprocess.check_output = check_output
 
 
 # Python's audit events that start a process (or replace this one), and the system call each
@@ -1605,7 +1663,7 @@ def jit_imports(folder):
         return
     if not jit:
         return
-    point_jit_caches(folder)
+    point_jit_caches(folder, built)
     if label == "torch_compile":
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
         try:
@@ -1620,12 +1678,15 @@ def jit_imports(folder):
     triton_probes()
 
 
-def jit_dir(folder):
+def jit_dir(folder, built=None):
     """Where the build put Triton's and inductor's caches: build.json's "jit_dir" (the runner's
-    `<key>.jit` folder), else the build folder itself (a build of an older runner)."""
+    `<key>.jit` folder), else the build folder itself (a build of an older runner). `built`:
+    build.json already read, or None to read it here."""
     try:
-        with open(os.path.join(folder, "build.json")) as f:
-            d = json.load(f).get("jit_dir")
+        if built is None:
+            with open(os.path.join(folder, "build.json")) as f:
+                built = json.load(f)
+        d = built.get("jit_dir")
         if isinstance(d, str) and os.path.isdir(d):
             return d
     except (OSError, ValueError, AttributeError):
@@ -1633,8 +1694,8 @@ def jit_dir(folder):
     return folder
 
 
-def point_jit_caches(folder):
-    d = jit_dir(folder)
+def point_jit_caches(folder, built=None):
+    d = jit_dir(folder, built)
     os.environ["TRITON_CACHE_DIR"] = os.path.join(d, "triton")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
 

@@ -8,6 +8,8 @@ kb-test-torch-eval:
     with the reason; importing subprocess -> rejected by the static rules; an in-place edit of
     its input -> rejected; outputs kept by input address -> rejected on unseen inputs; a
     process started from forward() past the static rules -> rejected, the process named;
+    `nvcc --version` asked the same way (a library's probe) -> ok, answered from the worker's
+    recording, the same worker process going on;
     os.system through an import alias -> rejected by the static rules;
     the same file again -> a cache hit (no second build);
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
@@ -54,10 +56,10 @@ def evaluate(tool, task, cands, tiers, cache):
 
 def relu_smoke(tool, relu, c, cache):
     order = ["relu_torch", "relu_wrong", "relu_syntax", "relu_no_modelnew", "relu_no_build",
-             "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_spawn_hidden",
-             "relu_alias_system", "relu_torch"]
+             "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_probe_nvcc",
+             "relu_spawn_hidden", "relu_alias_system", "relu_torch"]
     want = ["ok", "wrong_output", "compile_error", "compile_error", "compile_error",
-            "rejected", "rejected", "rejected", "rejected", "rejected", "ok"]
+            "rejected", "rejected", "rejected", "ok", "rejected", "rejected", "ok"]
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     check(rc == 0 and len(lines) == len(order), "1_relu at smoke: a verdict for each")
     got = [x["status"] for x in lines]
@@ -80,7 +82,11 @@ def relu_smoke(tool, relu, c, cache):
           why["relu_edits_input"], "the edited input is named: %s" % why["relu_edits_input"])
     check("unseen input" in why["relu_memo_ptr"],
           "outputs kept by input address: caught on unseen inputs: %s" % why["relu_memo_ptr"])
-    hidden = lines[8]
+    probe, hidden = lines[8], lines[9]
+    check(probe["status"] == "ok" and hidden["starts"] == probe["starts"],
+          "`nvcc --version` after confinement: answered from the recording, no process, the "
+          "worker goes on (%s; worker starts %d, then %d)" % (probe["status"], probe["starts"],
+                                                             hidden["starts"]))
     check("clone" in hidden["reason"] and "start a process: subprocess.Popen: true; "
           in hidden["reason"] and "from candidate.py:12 forward" in hidden["reason"],
           "a process started past the static rules: rejected, what and where named: %s %s"
@@ -89,12 +95,12 @@ def relu_smoke(tool, relu, c, cache):
           "an aliased os.system: refused by the static rules: %s" % why["relu_alias_system"])
     # the cache hit is the compile result's own flag: wall times of two worker starts on a
     # loaded CI machine order either way (2.03 s against a first 1.72 s under ASan)
-    check(lines[0].get("compile_cached") is False and lines[10].get("compile_cached") is True,
+    check(lines[0].get("compile_cached") is False and lines[11].get("compile_cached") is True,
           "the same file again: from the cache (first compile_cached %s, again %s)"
-          % (lines[0].get("compile_cached"), lines[10].get("compile_cached")))
+          % (lines[0].get("compile_cached"), lines[11].get("compile_cached")))
     built = [n for n in os.listdir(cache) if n.endswith(".kb")]
     failed = [n for n in os.listdir(cache) if n.endswith(".kb.err")]
-    check(len(built) == 5 and len(failed) == 5, "cache: 5 builds (%d), 5 failures kept (%d)"
+    check(len(built) == 6 and len(failed) == 5, "cache: 6 builds (%d), 5 failures kept (%d)"
           % (len(built), len(failed)))
 
 
