@@ -85,6 +85,12 @@ struct kb__dev {
   int (*timer_stop)(struct kb__dev *d, int k, struct kb_error *err);
   /* Waits for intervals first..first+n-1 and gives the sum of their lengths in microseconds. */
   int (*timer_read)(struct kb__dev *d, int first, int n, double *us, struct kb_error *err);
+  /* The same intervals' time the calling thread spent on a CPU, microseconds: what a host
+   * call costs whatever else the machine runs (a wall-clock interval also holds the time the
+   * process waited for a CPU behind other processes). NULL where the device times its own
+   * work (CUDA events): there the machine's other load does not enter the interval. */
+  int (*timer_read_busy)(struct kb__dev *d, int first, int n, double *us,
+                         struct kb_error *err);
   /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
    * illegal address shows here). */
   int (*sync)(struct kb__dev *d, struct kb_error *err);

@@ -80,7 +80,10 @@ def check_file(path, campaign, task, all_ok, baseline_tier):
             base = [cid for cid, c in ids.items() if s(c["name"]) == spec["baseline"]]
             if not any(int(e["tier"]) == baseline_tier and s(e["status"]) == "ok"
                        for cid in base for e in per_cand.get(cid, [])):
-                fail(f"{path}: baseline {spec['baseline']} never passed tier {baseline_tier}")
+                seen = [(int(e["tier"]), int(e["attempt"]), s(e["status"]), s(e["reason"]))
+                        for cid in base for e in per_cand.get(cid, [])]
+                fail(f"{path}: baseline {spec['baseline']} never passed tier {baseline_tier}; "
+                     f"its rows (tier, attempt, status, reason): {seen}")
         check_torch(path, f, evals)
         b = f["best"].attrs
         if s(b["candidate"]) and s(b["candidate"]) not in ids:
