@@ -198,27 +198,27 @@ static int h_timer_stop(struct kb__dev *d, int k, struct kb_error *err) {
   return KB_OK;
 }
 
-static int h_timer_read(struct kb__dev *d, int first, int n, double *us, struct kb_error *err) {
-  struct host *h = d->impl;
+/* The sum of intervals first..first+n-1 of the stamps `from` -> `to`, in microseconds. */
+static int interval_sum(const double *from, const double *to, int first, int n, double *us,
+                        struct kb_error *err) {
   if (first < 0 || n < 1 || first + n > KB__TIMER_POOL)
     return sys_error(EINVAL, err);
   double sum = 0;
   for (int k = first; k < first + n; k++)
-    sum += h->t1[k] - h->t0[k];
+    sum += to[k] - from[k];
   *us = sum * 1e6;
   return KB_OK;
+}
+
+static int h_timer_read(struct kb__dev *d, int first, int n, double *us, struct kb_error *err) {
+  struct host *h = d->impl;
+  return interval_sum(h->t0, h->t1, first, n, us, err);
 }
 
 static int h_timer_read_busy(struct kb__dev *d, int first, int n, double *us,
                              struct kb_error *err) {
   struct host *h = d->impl;
-  if (first < 0 || n < 1 || first + n > KB__TIMER_POOL)
-    return sys_error(EINVAL, err);
-  double sum = 0;
-  for (int k = first; k < first + n; k++)
-    sum += h->c1[k] - h->c0[k];
-  *us = sum * 1e6;
-  return KB_OK;
+  return interval_sum(h->c0, h->c1, first, n, us, err);
 }
 
 static void h_close(struct kb__dev *d) {
