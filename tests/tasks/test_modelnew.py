@@ -31,8 +31,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
 # the identity against eager on a loaded 2-core CI machine: two processes timed one after the
-# other, each to its own noise (measured 0.99x to 1.32x here; docs/sandbox.md)
-IDENTITY_RANGE = (0.7, 1.5)
+# other, each to its own noise (measured 0.99x to 1.32x here, 1.311x in a CI run under ASan;
+# docs/sandbox.md). The measurement itself is the H200's: median 1.000x over 23 tasks
+IDENTITY_RANGE = (0.6, 1.7)
 failures = []
 
 
