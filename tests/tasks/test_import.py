@@ -117,6 +117,9 @@ BROKEN = {
     "bad_non_tensor_input.py": "get_inputs() item 1 is str, not a tensor or a Python number "
                                "(float, int, bool): the kernel ABI passes tensors only",
     "bad_model_not_module.py": "Model is not a subclass of torch.nn.Module",
+    "bad_edits_input.py": "forward() changes its input \"b\" in place: the kernel ABI's inputs "
+                          "are read-only, so a candidate doing the same is rejected; make the "
+                          "reference work on a copy (x = x.clone())",
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     # (start, end): the middle is torch's own message, which differs between versions (torch

@@ -17,7 +17,9 @@ kb-test-torch-eval:
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
     pytorch oracle";
   - 1_relu at full: the identity ModelNew = Model timed against torch eager in the same ladder
-    tier (same input sets, same timer, same procedure): the ratio near 1.
+    tier (same input sets, same timer, same procedure): the ratio near 1;
+  - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
+    identity ok, the same ReLU without the dropout wrong_output.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
 """
@@ -105,6 +107,35 @@ def relu_smoke(tool, relu, c, cache):
           % (len(built), len(failed)))
 
 
+def dropout(importer, tool, tmp, c, cache):
+    """A reference with a dropout in training mode (kernelbench_extra/17_dropout.py): imported
+    with a warning naming the operator, "random_ops" recorded; its identity seed ok at smoke and
+    full (the worker seeds torch's generator alike before every reference and ModelNew call),
+    the same ReLU without the dropout wrong_output."""
+    out = os.path.join(tmp, "tasks")
+    src = os.path.join(HERE, "kernelbench_extra", "17_dropout.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0 and "warning: forward() draws random numbers (aten::bernoulli_)"
+          in p.stderr, "a dropout in training mode: imported, the operator named in a warning")
+    task = os.path.join(out, "17_dropout")
+    try:
+        with open(os.path.join(task, "kernelbench.json")) as f:
+            ops = json.load(f).get("random_ops")
+    except (OSError, ValueError):
+        ops = None
+    check(ops == ["aten::bernoulli_"], "kernelbench.json random_ops: %s" % ops)
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py"),
+                                      c("dropout_skipped")], "1,3", cache)
+    got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
+    check(rc == 0 and got == [("identity.py", "smoke", "ok"),
+                              ("dropout_skipped.py", "smoke", "wrong_output"),
+                              ("identity.py", "full", "ok"),
+                              ("dropout_skipped.py", "full", "wrong_output")],
+          "the identity of a random reference ok, the same without the dropout wrong: %s" % got)
+
+
 def main(argv):
     importer, tool, cands = argv[1:4]
     worker_dir = os.path.dirname(tool)
@@ -151,6 +182,8 @@ def main(argv):
               "the identity ModelNew = Model at full: ok and timed")
         check(IDENTITY_RANGE[0] <= ratio <= IDENTITY_RANGE[1],
               "the identity times as torch eager: %.3fx" % ratio)
+
+        dropout(importer, tool, tmp, c, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
