@@ -97,7 +97,8 @@ FRESH_MAX = 8
 FRESH_LATE = 16
 # a candidate is rejected when its fastest time on unseen inputs exceeds UNSEEN_RATIO times its
 # fastest on repeated inputs drawn again the same way (control), or MAIN_RATIO times its fastest
-# on repeated inputs timed as the sampling times them (plain), by UNSEEN_FLOOR_US at least, twice:
+# on repeated inputs timed as the sampling times them (plain), by UNSEEN_FLOOR_US at least, and
+# the median of the sample-by-sample ratios exceeds the same factor (Unseen.suspect), twice:
 # on the scheduled samples, and on a confirmation round of CONFIRM_PAIRS more (plain, control,
 # unseen) triples (class Unseen)
 UNSEEN_RATIO = 1.5
@@ -1558,13 +1559,21 @@ class Unseen:
     @staticmethod
     def suspect(fresh, control, plain):
         """"control" or "plain" (the repeated samples the unseen ones are too slow against), or
-        None. The fastest samples are compared: what disturbs a sample (preemption, an
-        interrupt, a neighbour on the memory bus) only adds time, and a candidate cannot make
-        its calls on unseen inputs faster than the work they need."""
+        None. Two tests must both hold. The fastest samples: what disturbs a sample
+        (preemption, an interrupt, a neighbour on the memory bus) only adds time, and a
+        candidate cannot make its calls on unseen inputs faster than the work they need. And
+        the median of the ratios of each unseen sample to the repeated one taken just before
+        it: one disturbed sample cannot make it (a loaded host's wall clock once made an honest
+        fastest ratio 1.6x, the medians 0.94x), and a cache that answers repeated inputs makes
+        every ratio large; a candidate that slowed its repeated calls to hide it would slow the
+        median it is ranked by."""
         lf = min(fresh)
         for name, rep, ratio in (("control", control, UNSEEN_RATIO), ("plain", plain,
                                                                        MAIN_RATIO)):
-            if rep and lf > ratio * min(rep) and lf - min(rep) > UNSEEN_FLOOR_US:
+            if not rep or lf <= ratio * min(rep) or lf - min(rep) <= UNSEEN_FLOOR_US:
+                continue
+            q = [f / r if r > 0 else float("inf") for f, r in zip(fresh, rep)]
+            if median(q) > ratio:
                 return name
         return None
 
