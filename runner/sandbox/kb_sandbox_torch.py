@@ -52,11 +52,13 @@ task) the same way, on its own stream and the same input sets: "torch_eager" and
 "torch_compile" timing objects in the reply ("torch_note" says why one is missing). A trusted
 worker refuses "eval"; an untrusted one refuses "torch".
 """
+import builtins
 import ctypes
 import json
 import math
 import mmap
 import os
+import re
 import resource
 import signal
 import socket
@@ -1144,6 +1146,187 @@ class Verdict(Exception):
         self.fatal = fatal
 
 
+# ---- the evaluator's integrity -----------------------------------------------------------------
+# A ModelNew (or a C library) runs inside this process and could replace what the evaluator
+# itself calls: the clock, torch's comparison operators, the worker's own functions and
+# constants, the JSON of the reply, or leave a torch mode or a global setting (TF32) behind for
+# the evaluations after it. class Surface records all of that before any candidate code of an
+# evaluation runs and compares it after the evaluation (whatever its verdict): a change is
+# `rejected`, naming it, and fatal (the worker process is not trusted again; the runner starts a
+# new one). The clocks are also bound here, at import, so that replacing time.perf_counter does
+# not change a measurement either. Limits: docs/sandbox.md ("What this does not guard").
+CLOCK = time.perf_counter
+MONOTONIC = time.monotonic
+# the worker's globals it rebinds itself (device setup, probes, caches)
+REBOUND = frozenset(("torch", "DEV", "STREAM", "CUDART", "CONF", "COPY_BW", "JIT_FOLDER"))
+# modules whose attributes the worker's source names (module.attr...): each one named is kept
+SURFACE_MODULES = ("ctypes", "json", "math", "mmap", "os", "resource", "signal", "socket",
+                   "struct", "sys", "time", "torch")
+MISSING = object()
+
+
+def surface_flags():
+    """torch's process-wide settings that change what an evaluation computes or how fast, and
+    the depth of its mode stacks (a mode left entered intercepts every later operation): (name,
+    value) pairs, MISSING for one this torch does not have (its modules raise other errors
+    than AttributeError for an unknown name: cuBLASModule an AssertionError)."""
+    def read(fn):
+        try:
+            return fn()
+        except Exception:
+            return MISSING
+    b = torch.backends
+    c = torch._C
+    return [("torch.backends.cuda.matmul.allow_tf32", read(lambda: b.cuda.matmul.allow_tf32)),
+            ("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+             read(lambda: b.cuda.matmul.allow_fp16_reduced_precision_reduction)),
+            ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+             read(lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction)),
+            ("torch.backends.cudnn.allow_tf32", read(lambda: b.cudnn.allow_tf32)),
+            ("torch.backends.cudnn.deterministic", read(lambda: b.cudnn.deterministic)),
+            ("torch.backends.cudnn.enabled", read(lambda: b.cudnn.enabled)),
+            ("torch.get_float32_matmul_precision()", read(torch.get_float32_matmul_precision)),
+            ("torch.are_deterministic_algorithms_enabled()",
+             read(torch.are_deterministic_algorithms_enabled)),
+            ("torch.is_grad_enabled()", read(torch.is_grad_enabled)),
+            ("torch.get_default_dtype()", read(torch.get_default_dtype)),
+            ("torch function modes entered", read(lambda: c._len_torch_function_stack())),
+            ("torch dispatch modes entered", read(lambda: c._len_torch_dispatch_stack()))]
+
+
+def perf_settings():
+    """torch's process-wide settings that change only how fast an evaluation runs, not what it
+    computes: a candidate may set them for itself (cuDNN's autotuner for its convolutions),
+    and Surface.changed() sets them back after its evaluation, so the next one starts as every
+    evaluation does. (name, value, setter) triples."""
+    b = torch.backends.cudnn
+    return [("torch.backends.cudnn.benchmark", b.benchmark,
+             lambda v: setattr(b, "benchmark", v)),
+            ("torch.get_num_threads()", torch.get_num_threads(), torch.set_num_threads)]
+
+
+def raw_attr(owner, key):
+    """`owner`'s attribute `key` as stored, without the binding of a descriptor (a classmethod's
+    getattr is a new bound object every time): through the classes' dictionaries for a class,
+    the dictionary for a module or a dict, else getattr; MISSING when there is none."""
+    if isinstance(owner, dict):
+        return owner.get(key, MISSING)
+    if isinstance(owner, type):
+        for k in owner.__mro__:
+            d = vars(k)
+            if key in d:
+                return d[key]
+        return MISSING
+    d = getattr(owner, "__dict__", None)
+    if isinstance(d, dict) and key in d:
+        return d[key]
+    try:
+        return getattr(owner, key, MISSING)
+    except Exception:
+        return MISSING
+
+
+def kept(obj):
+    """Whether the surface records `obj`: a module, a class, a function or a descriptor."""
+    return callable(obj) or isinstance(obj, (staticmethod, classmethod, property)) or \
+        type(obj).__name__ == "module"
+
+
+class Surface:
+    """What the evaluator calls and reads, recorded when made (before an evaluation's candidate
+    code runs); changed() names the first thing that is no longer the same object (or, for the
+    worker's dict constants and torch's settings, the same value), or None. Recorded: every
+    global of this module but REBOUND, with the functions of its classes and the contents of
+    its dict constants; every attribute the source names as module.attr (SURFACE_MODULES) that
+    is a module, a class or a function; every builtin it calls; every function of
+    torch.Tensor, torch.nn.Module, torch.cuda.Event and torch.cuda.Stream; surface_flags().
+    perf_settings() are set back instead."""
+
+    names = None  # (dotted module attributes, builtins called), parsed once from the source
+
+    @classmethod
+    def parse(cls):
+        if cls.names is None:
+            with open(os.path.abspath(__file__), encoding="utf-8") as f:
+                src = f.read()
+            pat = r"\b(%s)((?:\.[A-Za-z_]\w*)+)" % "|".join(SURFACE_MODULES)
+            dotted = sorted(set(m + rest for m, rest in re.findall(pat, src)))
+            calls = set(re.findall(r"(?<![.\w])([A-Za-z_]\w*)\(", src))
+            cls.names = (dotted, sorted(n for n in calls
+                                        if n in vars(builtins) and not n.startswith("__")))
+        return cls.names
+
+    def __init__(self):
+        dotted, calls = Surface.parse()
+        g = globals()
+        self.items = []  # (name, owner, key, object as raw_attr gives it)
+        self.values = []  # (name, dict, copy of its contents)
+        for name, obj in list(g.items()):
+            if name in REBOUND or name.startswith("__"):
+                continue
+            self.items.append(("the worker's " + name, g, name, obj))
+            if isinstance(obj, type) and obj.__module__ == __name__:
+                for k, v in vars(obj).items():
+                    if kept(v):
+                        self.items.append(("the worker's %s.%s" % (name, k), obj, k, v))
+            elif isinstance(obj, dict) and name.isupper():
+                self.values.append(("the worker's " + name, obj, dict(obj)))
+        seen = set()
+        for name in dotted:
+            parts = name.split(".")
+            owner = g.get(parts[0])
+            for k in range(1, len(parts)):
+                obj = raw_attr(owner, parts[k]) if owner is not None else MISSING
+                if obj is MISSING or not kept(obj):
+                    break
+                if (id(owner), parts[k]) not in seen:
+                    seen.add((id(owner), parts[k]))
+                    self.items.append((".".join(parts[:k + 1]), owner, parts[k], obj))
+                owner = obj
+        for n in calls:
+            self.items.append(("the builtin " + n, builtins, n, raw_attr(builtins, n)))
+        for cls_name, cls in (("torch.Tensor", torch.Tensor), ("torch.nn.Module", torch.nn.Module),
+                              ("torch.cuda.Event", torch.cuda.Event),
+                              ("torch.cuda.Stream", torch.cuda.Stream)):
+            for k in dir(cls):
+                v = raw_attr(cls, k)
+                if v is not MISSING and kept(v):
+                    self.items.append(("%s.%s" % (cls_name, k), cls, k, v))
+        self.flags = surface_flags()
+        self.perf = perf_settings()
+
+    def changed(self):
+        for (_, was, put), (_, now, _) in zip(self.perf, perf_settings()):
+            if now != was:
+                put(was)
+        for name, owner, key, obj in self.items:
+            now = raw_attr(owner, key)
+            if now is not obj:
+                return "%s was %s" % (name, "removed" if now is MISSING else "replaced")
+        for name, d, copy in self.values:
+            if d != copy:
+                return "the contents of %s were changed" % name
+        for (name, was), (_, now) in zip(self.flags, surface_flags()):
+            if now is not was and now != was:
+                return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),
+                                             "unset" if now is MISSING else repr(now))
+        return None
+
+
+def tampered(surface, reply):
+    """Rejects (fatal) the evaluation in `reply` when `surface` changed; whatever the verdict
+    was, the process is no longer the evaluator it was."""
+    what = surface.changed() if surface is not None else None
+    if what is None:
+        return
+    reply.pop("timing", None)
+    reply.pop("baseline_timing", None)
+    reply["status"] = "rejected"
+    reply["reason"] = ("changed the evaluator: %s (a solution may not change torch, Python's "
+                       "builtins or the worker; the worker restarts)" % what)[:255]
+    reply["fatal"] = True
+
+
 def load_library(path, what):
     try:
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
@@ -1321,7 +1504,7 @@ class Timer:
     def begin(self, run, batch):
         self.run = run
         if STREAM is None:
-            self.t0 = time.perf_counter()
+            self.t0 = CLOCK()
             return
         reset_l2_persistence()
         with torch.cuda.stream(STREAM):
@@ -1333,7 +1516,7 @@ class Timer:
 
     def stop(self, batch):
         if STREAM is None:
-            us = (time.perf_counter() - self.t0) * 1e6 / batch
+            us = (CLOCK() - self.t0) * 1e6 / batch
         else:
             self.end.record(STREAM)
             self.end.synchronize()
@@ -1386,7 +1569,7 @@ def sample_loop(run, one, warm, start_time, after=None):
             timed += after(n, batch)
         if n < e["min_samples"]:
             continue
-        if timed >= e["max_seconds"] or time.monotonic() - start_time >= e["budget_s"]:
+        if timed >= e["max_seconds"] or MONOTONIC() - start_time >= e["budget_s"]:
             break
         mean = sum(samples) / n
         if n > 1 and mean > 0:
@@ -1937,8 +2120,9 @@ def evaluate(task, e):
     reply = {"op": "eval", "status": "ok", "reason": "", "sets_checked": 0, "batch": 1,
              "fatal": False}
     run = Run(task, e)
-    start = time.monotonic()
+    start = MONOTONIC()
     lib = blib = None
+    surface = None
     try:
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
@@ -1951,6 +2135,7 @@ def evaluate(task, e):
             CONF.apply()
         except Failure as f:
             raise Verdict("infra_error", str(f), fatal=True)
+        surface = Surface()  # before any code of the candidate or the baseline runs
         if e["format"] == "kernelbench":
             fn = ModuleCandidate(task, e["library"], "")
             reply["label"] = fn.label
@@ -2054,6 +2239,7 @@ def evaluate(task, e):
         reply["status"] = "infra_error"
         reply["reason"] = str(f)[:255]
     finally:
+        tampered(surface, reply)
         if not reply["fatal"]:
             try:
                 run.rotate(0)
@@ -2398,6 +2584,7 @@ def main(argv):
     CONF = Confinement(args)  # the library is loaded now: its absence is a start failure
     sock = setup(args)
     open_device(args["backend"], args["device"])
+    Surface.parse()  # its own source, read before confinement
     try:
         return serve(sock, args["backend"], args["device"])
     except (BrokenPipeError, ConnectionResetError):

@@ -12,6 +12,9 @@ kb-test-torch-eval:
     recording, the same worker process going on;
     os.system through an import alias -> rejected by the static rules;
     the same file again -> a cache hit (no second build);
+  - 1_relu at smoke, candidates that change the evaluator from inside its process (the clock,
+    torch.Tensor.__le__, a constant of the worker, TF32, a dispatch mode left entered) ->
+    rejected, what changed named, a new worker each; cuDNN's autotuner -> ok, set back;
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
@@ -109,6 +112,34 @@ def relu_smoke(tool, relu, c, cache):
           % (len(built), len(failed)))
 
 
+def tampering(tool, relu, c, cache):
+    """Candidates that change the evaluator from inside its process (class Surface of the
+    worker): the clock, a comparison operator of torch, a constant of the worker, a precision
+    setting of torch, a dispatch mode left entered: each rejected with what it changed named,
+    and the worker restarted; cuDNN's autotuner turned on is ok and set back for the next."""
+    order = ["relu_patch_clock", "relu_patch_compare", "relu_patch_worker", "relu_patch_flags",
+             "relu_mode_left", "relu_autotune", "relu_expects_defaults", "relu_torch"]
+    named = {"relu_patch_clock": "time.perf_counter was replaced",
+             "relu_patch_compare": "torch.Tensor.__le__ was replaced",
+             "relu_patch_worker": "the worker's UNSEEN_RATIO was replaced",
+             "relu_patch_flags": "torch.backends.cuda.matmul.allow_tf32 was False, is True",
+             "relu_mode_left": "torch dispatch modes entered was 0, is 1"}
+    rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
+    got = [x["status"] for x in lines]
+    want = ["rejected"] * 5 + ["ok"] * 3
+    check(rc == 0 and got == want, "tampering verdicts %s (want %s)" % (got, want))
+    if len(lines) != len(order):
+        return
+    for n, x in zip(order, lines):
+        if n in named:
+            check(x["reason"].startswith("changed the evaluator: " + named[n]) and
+                  x["median_us"] is None, "%s: rejected, named: %s" % (n, x["reason"]))
+    starts = [x["starts"] for x in lines]
+    check(all(starts[k + 1] > starts[k] for k in range(5)) and starts[5] == starts[7],
+          "a new worker after each change, the same one after the autotuner: starts %s"
+          % starts)
+
+
 def dropout(importer, tool, tmp, c, cache):
     """A reference with a dropout in training mode (kernelbench_extra/17_dropout.py): imported
     with a warning naming the operator, "random_ops" recorded; its identity seed ok at smoke and
@@ -157,6 +188,7 @@ def main(argv):
         c = lambda n: os.path.join(cands, n + ".py")  # noqa: E731
         relu = os.path.join(out, "1_relu")
         relu_smoke(tool, relu, c, cache)
+        tampering(tool, relu, c, cache)
 
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
                              [c("linear_torch"), c("linear_ctor")], "1", cache)
