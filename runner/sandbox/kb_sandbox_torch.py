@@ -769,26 +769,71 @@ def exec_reference(path):
     return ns
 
 
+# torch's tensor factories a task file may name a device in (device="cuda"); on the host that
+# device becomes the CPU (on_device)
+FACTORIES = ("arange", "as_tensor", "empty", "empty_like", "eye", "full", "full_like",
+             "linspace", "logspace", "normal", "ones", "ones_like", "rand", "rand_like", "randint",
+             "randint_like", "randn", "randn_like", "randperm", "tensor", "zeros", "zeros_like")
+
+
+def on_cpu(x):
+    """`x` with a device it names (a string or a torch.device other than the CPU) made "cpu"."""
+    if isinstance(x, torch.device) or (isinstance(x, str) and x.split(":")[0] in
+                                       ("cuda", "mps", "xpu", "meta")):
+        return torch.device("cpu")
+    return x
+
+
 class on_device:
-    """Factories make tensors on the task's device (torch >= 2.0); on the host, .cuda() and a
-    device="cuda" argument stay on the CPU."""
+    """Factories make tensors on the task's device (torch >= 2.0); on the host a task file that
+    makes its tensors on "cuda" (.cuda(), .to("cuda"), device="cuda" to a factory) gets them on
+    the CPU: the file runs as written on either backend. What it replaces is put back on exit."""
 
     def __enter__(self):
         self.ctx = None
-        self.saved = None
+        self.saved = []  # (owner, name, original)
         if DEV.type == "cuda" and hasattr(torch.device, "__enter__"):
             self.ctx = torch.device(DEV)
             self.ctx.__enter__()
         elif DEV.type == "cpu":
-            self.saved = torch.Tensor.cuda
-            torch.Tensor.cuda = lambda t, *a, **k: t
+            to = torch.Tensor.to
+
+            def stay(t, *args, **kwargs):
+                args = tuple(on_cpu(a) for a in args)
+                if "device" in kwargs:
+                    kwargs["device"] = on_cpu(kwargs["device"])
+                return to(t, *args, **kwargs)
+            self.put(torch.Tensor, "cuda", lambda t, *a, **k: t)
+            self.put(torch.Tensor, "to", stay)
+            for name in FACTORIES:
+                fn = getattr(torch, name, None)
+                if fn is not None:
+                    self.put(torch, name, self.factory(fn))
         return self
+
+    @staticmethod
+    def factory(fn):
+        def made(*args, **kwargs):
+            if "device" in kwargs:
+                kwargs["device"] = on_cpu(kwargs["device"])
+            return fn(*args, **kwargs)
+        return made
+
+    def put(self, owner, name, fn):
+        """Replaces `owner`'s `name` until exit; an attribute a class inherits (Tensor.cuda is
+        torch._C's) is removed again rather than set."""
+        own = vars(owner)
+        self.saved.append((owner, name, own[name] if name in own else MISSING))
+        setattr(owner, name, fn)
 
     def __exit__(self, *exc):
         if self.ctx is not None:
             self.ctx.__exit__(*exc)
-        if self.saved is not None:
-            torch.Tensor.cuda = self.saved
+        for owner, name, fn in reversed(self.saved):
+            if fn is MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, fn)
         return False
 
 

@@ -21,6 +21,8 @@ kb-test-torch-eval:
     pytorch oracle";
   - 1_relu at full: the identity ModelNew = Model timed against torch eager in the same ladder
     tier (same input sets, same timer, same procedure): the ratio near 1;
+  - kernelbench_extra/18_cuda_inputs.py (inputs made with .cuda(), device="cuda" and
+    .to("cuda")): imported for the host, its identity ok there;
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
     identity ok, the same ReLU without the dropout wrong_output.
 
@@ -140,6 +142,22 @@ def tampering(tool, relu, c, cache):
           % starts)
 
 
+def cuda_inputs(importer, tool, tmp, cache):
+    """A task file that makes its inputs on "cuda" (kernelbench_extra/18_cuda_inputs.py):
+    imported for the host, its identity seed ok there (the worker makes them on the CPU)."""
+    out = os.path.join(tmp, "tasks")
+    src = os.path.join(HERE, "kernelbench_extra", "18_cuda_inputs.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, "inputs made on cuda: imported for the host")
+    task = os.path.join(out, "18_cuda_inputs")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    got = [(x["status"], x["reason"]) for x in lines]
+    check(rc == 0 and got == [("ok", "")], "inputs made on cuda: the identity ok on the host: "
+          "%s" % got)
+
+
 def dropout(importer, tool, tmp, c, cache):
     """A reference with a dropout in training mode (kernelbench_extra/17_dropout.py): imported
     with a warning naming the operator, "random_ops" recorded; its identity seed ok at smoke and
@@ -218,6 +236,7 @@ def main(argv):
               "the identity times as torch eager: %.3fx" % ratio)
 
         dropout(importer, tool, tmp, c, cache)
+        cuda_inputs(importer, tool, tmp, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
