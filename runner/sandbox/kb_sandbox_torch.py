@@ -1211,8 +1211,8 @@ MISSING = object()
 
 
 def surface_flags():
-    """torch's process-wide settings that change what an evaluation computes or how fast, and
-    the depth of its mode stacks (a mode left entered intercepts every later operation): (name,
+    """torch's process-wide settings that change the precision of what an evaluation computes
+    (TF32, reduced-precision reductions, the default dtype), and the depth of its mode stacks (a mode left entered intercepts every later operation): (name,
     value) pairs, MISSING for one this torch does not have (its modules raise other errors
     than AttributeError for an unknown name: cuBLASModule an AssertionError)."""
     def read(fn):
@@ -1228,25 +1228,27 @@ def surface_flags():
             ("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
              read(lambda: b.cuda.matmul.allow_bf16_reduced_precision_reduction)),
             ("torch.backends.cudnn.allow_tf32", read(lambda: b.cudnn.allow_tf32)),
-            ("torch.backends.cudnn.deterministic", read(lambda: b.cudnn.deterministic)),
-            ("torch.backends.cudnn.enabled", read(lambda: b.cudnn.enabled)),
             ("torch.get_float32_matmul_precision()", read(torch.get_float32_matmul_precision)),
-            ("torch.are_deterministic_algorithms_enabled()",
-             read(torch.are_deterministic_algorithms_enabled)),
-            ("torch.is_grad_enabled()", read(torch.is_grad_enabled)),
             ("torch.get_default_dtype()", read(torch.get_default_dtype)),
             ("torch function modes entered", read(lambda: c._len_torch_function_stack())),
             ("torch dispatch modes entered", read(lambda: c._len_torch_dispatch_stack()))]
 
 
 def perf_settings():
-    """torch's process-wide settings that change only how fast an evaluation runs, not what it
-    computes: a candidate may set them for itself (cuDNN's autotuner for its convolutions),
-    and Surface.changed() sets them back after its evaluation, so the next one starts as every
+    """torch's process-wide settings that change how fast an evaluation runs (or whether it may
+    use a nondeterministic algorithm), not the precision of what it computes: a candidate may
+    set them for itself (cuDNN's autotuner for its convolutions, grad mode off), and
+    Surface.changed() sets them back after its evaluation, so the next one starts as every
     evaluation does. (name, value, setter) triples."""
     b = torch.backends.cudnn
     return [("torch.backends.cudnn.benchmark", b.benchmark,
              lambda v: setattr(b, "benchmark", v)),
+            ("torch.backends.cudnn.deterministic", b.deterministic,
+             lambda v: setattr(b, "deterministic", v)),
+            ("torch.backends.cudnn.enabled", b.enabled, lambda v: setattr(b, "enabled", v)),
+            ("torch.are_deterministic_algorithms_enabled()",
+             torch.are_deterministic_algorithms_enabled(), torch.use_deterministic_algorithms),
+            ("torch.is_grad_enabled()", torch.is_grad_enabled(), torch.set_grad_enabled),
             ("torch.get_num_threads()", torch.get_num_threads(), torch.set_num_threads)]
 
 
