@@ -12,24 +12,11 @@ source tests/gpu/lib.sh
 kb_gpu_env /usr/local/cuda/extras/CUPTI/lib64
 PER_TASK=${KB_TWO_PER_TASK:-8}
 LOG=$OUT/two-gpus.txt
-{
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(nproc) CPUs;"
-  nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1
-} > "$LOG"
+kb_gpu_log "$LOG"
 run() { # label gpus
   local label=$1 gpus=$2 dir
   dir=$(mktemp -d)
-  python3 - "$PWD" "$dir" "$PER_TASK" > "$dir/campaign.json" <<'PY'
-import json, sys
-root, d, per_task = sys.argv[1], sys.argv[2], int(sys.argv[3])
-c = json.load(open(root + "/examples/suite/campaign.json"))
-keep = ["gelu", "row_sum", "softmax", "transpose", "cross_entropy", "maxpool2d"]
-c["id"] = "two"
-c["tasks"] = [root + "/tasks/cuda/" + t for t in keep]
-c["results_dir"] = d + "/results"
-c["generators"]["max_per_task"] = per_task
-print(json.dumps(c, indent=1))
-PY
+  kb_six_task_campaign "$dir" two "$PER_TASK" > "$dir/campaign.json"
   local t0 t1
   t0=$(date +%s.%N)
   timeout -s INT 150 kb-launch --local --gpus "$gpus" "$dir/campaign.json" > "$dir/out.txt" 2>&1

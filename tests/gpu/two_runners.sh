@@ -18,29 +18,11 @@ PER_TASK=${KB_TWO_PER_TASK:-8}
 BACKEND=${KB_TWO_BACKEND:-cuda}
 LIMIT=${KB_TWO_LIMIT_S:-150}
 LOG=$OUT/two-runners.txt
-{
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(nproc) CPUs;"
-  nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1
-} > "$LOG"
+kb_gpu_log "$LOG"
 run() { # label runners
   local label=$1 runners=$2 dir
   dir=$(mktemp -d)
-  python3 - "$PWD" "$dir" "$PER_TASK" "$BACKEND" > "$dir/campaign.json" <<'PY'
-import json, os, sys
-root, d, per_task, backend = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-if backend == "host":
-    c = json.load(open(root + "/examples/suite-host/campaign.json"))
-    c["tasks"] = [os.path.normpath(os.path.join(root, "examples/suite-host", t))
-                  for t in c["tasks"]][:6]
-else:
-    c = json.load(open(root + "/examples/suite/campaign.json"))
-    keep = ["gelu", "row_sum", "softmax", "transpose", "cross_entropy", "maxpool2d"]
-    c["tasks"] = [root + "/tasks/cuda/" + t for t in keep]
-c["id"] = "tworun"
-c["results_dir"] = d + "/results"
-c["generators"]["max_per_task"] = per_task
-print(json.dumps(c, indent=1))
-PY
+  kb_six_task_campaign "$dir" tworun "$PER_TASK" "$BACKEND" > "$dir/campaign.json"
   local t0 t1 rc extra=""
   t0=$(date +%s.%N)
   local devs=(--gpus 0)

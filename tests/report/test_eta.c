@@ -524,13 +524,9 @@ static void test_runners(void **state) {
   pc.warmup[2] = 3;
   pc.min_samples[2] = 20;
   pc.max_samples[2] = 200;
-  one[0].evaluated[1] = 2;
-  one[0].settled_ms[1] = 6000;
-  one[0].timed_ms[1] = 2000;
-  one[0].samples[1] = 100;
-  one[0].cap_samples[1] = 100;
-  one[0].base_us[1] = 10000;
-  one[0].ready[2] = 1;
+  one[0] = (struct kb_eta_task){.evaluated[1] = 2, .settled_ms[1] = 6000, .timed_ms[1] = 2000,
+                                 .samples[1] = 100, .cap_samples[1] = 100, .base_us[1] = 10000,
+                                 .ready[2] = 1};
   struct kb_eta_item up = {.task = 0, .tier = 2, .basis_ms = 2500, .basis_tier = 1,
                            .basis_us = 1000};
   pc.items = &up;
@@ -541,15 +537,11 @@ static void test_runners(void **state) {
    * slower per call at tier 2 than before (pair 3000 / 2000 us), its sampling stopped at half
    * its cap: 4 s + (3 + 100) x 1.5 x (1 + 10) ms */
   pc.n_tasks = 2;
-  one[1].evaluated[1] = one[1].evaluated[2] = 1;
-  one[1].settled_ms[1] = 3000;
-  one[1].timed_ms[1] = 1000;
-  one[1].settled_ms[2] = 5000;
-  one[1].timed_ms[2] = 1000;
-  one[1].samples[2] = 100;
-  one[1].cap_samples[2] = 200;
-  one[1].pair_us[2] = 3000;
-  one[1].pair_from_us[2] = 2000;
+  one[1] = (struct kb_eta_task){.evaluated = {[1] = 1, [2] = 1},
+                                 .settled_ms = {[1] = 3000, [2] = 5000},
+                                 .timed_ms = {[1] = 1000, [2] = 1000}, .samples[2] = 100,
+                                 .cap_samples[2] = 200, .pair_us[2] = 3000,
+                                 .pair_from_us[2] = 2000};
   kb__eta_estimate(&pc, &e);
   assert_true(fabs(e.eta_s - (4000 + 103 * 1.5 * 11.0) / 1000) < 1e-6);
   /* the sample cap: 3 s of 20 ms calls is 150, within 20..200; 1 s of 100 ms calls is 10, at
