@@ -1091,6 +1091,14 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   if (call.outcome == KB__SB_REPLY && json_object_get(call.reply, "fresh_samples") != NULL)
     kb_debug("eval: %lld fresh sample(s) on unseen inputs",
              (long long)json_integer_value(json_object_get(call.reply, "fresh_samples")));
+  json_t *tail = call.outcome == KB__SB_REPLY ? json_object_get(call.reply, "untimed") : NULL;
+  if (tail != NULL) /* the PyTorch worker on CUDA: the device's wait after the timed windows */
+    kb_debug("eval: after the timed windows (median %.1f us) the device was busy %.1f us more "
+             "(median of %lld; idle wait %.1f us)",
+             json_number_value(json_object_get(tail, "window_us")),
+             json_number_value(json_object_get(tail, "extra_us")),
+             (long long)json_integer_value(json_object_get(tail, "samples")),
+             json_number_value(json_object_get(tail, "idle_us")));
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&

@@ -11,7 +11,10 @@
 #                   (tests/gpu/engine_trust.sh)
 #   torch.txt       the confined PyTorch worker on the GPU: tests/tasks/kernelbench/1_relu
 #                   imported, a CUDA ReLU (ok) and a wrong one at smoke and full (torch eager and
-#                   torch.compile from the trusted worker), with the worker's confinement
+#                   torch.compile from the trusted worker), with the worker's confinement; then
+#                   ModelNew files: work on an unwaited stream (rejected), the same waited for
+#                   (ok), the evaluator changed from inside (rejected), honest ones (ok); the
+#                   debug lines give the device's wait after the timed windows
 #   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
@@ -39,6 +42,16 @@ for s in $steps; do
       KB_LOG=info timeout 240 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
         "$W/tasks/"*relu* "$C/relu.cu" "$C/relu_wrong.cu" 2>&1
       echo "kb-test-torch-eval exit $?"
+      # ModelNew files on the GPU: work on a stream of its own not waited for (rejected), the
+      # same waited for (ok), and the CPU test's candidates that change the evaluator (each
+      # rejected, named) with an honest one after them (ok)
+      M=tests/tasks/modelnew_candidates
+      KB_LOG=debug timeout 300 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
+        "$W/tasks/"*relu* "$C/relu_side_stream.py" "$C/relu_side_stream_waited.py" \
+        "$M/relu_patch_clock.py" "$M/relu_patch_compare.py" "$M/relu_patch_worker.py" \
+        "$M/relu_patch_flags.py" "$M/relu_mode_left.py" "$M/relu_autotune.py" \
+        "$M/relu_expects_defaults.py" "$M/relu_torch.py" 2>&1
+      echo "kb-test-torch-eval (ModelNew) exit $?"
     } > "$OUT/torch.txt" 2>&1
     echo "torch exit (see torch.txt)" ;;
   suite)
@@ -51,4 +64,5 @@ cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
 [ -f "$OUT/catalogue.txt" ] && tail -60 "$OUT/catalogue.txt"
 [ -f "$OUT/engine-summary.txt" ] && tail -8 "$OUT/engine-summary.txt"
 [ -f "$OUT/torch.txt" ] && grep -v " debug: " "$OUT/torch.txt" | tail -25
+[ -f "$OUT/torch.txt" ] && grep "device was busy" "$OUT/torch.txt" | tail -24
 exit 0
