@@ -1265,7 +1265,8 @@ def perf_settings():
 def raw_attr(owner, key):
     """`owner`'s attribute `key` as stored, without the binding of a descriptor (a classmethod's
     getattr is a new bound object every time): through the classes' dictionaries for a class,
-    the dictionary for a module or a dict, else getattr; MISSING when there is none."""
+    the dictionary for a module or a dict (a submodule not imported yet is MISSING), else
+    getattr; MISSING when there is none."""
     if isinstance(owner, dict):
         return owner.get(key, MISSING)
     if isinstance(owner, type):
@@ -1277,6 +1278,8 @@ def raw_attr(owner, key):
     d = getattr(owner, "__dict__", None)
     if isinstance(d, dict) and key in d:
         return d[key]
+    if type(owner).__name__ == "module":
+        return MISSING  # never through the module's __getattr__: torch's imports submodules
     try:
         return getattr(owner, key, MISSING)
     except Exception:
