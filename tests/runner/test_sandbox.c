@@ -739,11 +739,14 @@ static void test_sample_chunks(void **state) {
   json_decref(m);
   m = raw_eval(&r, cand.lib_path, ",\"fresh_min\":1,\"fresh_share\":0");
   json_int_t fresh_one = json_integer_value(json_object_get(m, "fresh_samples"));
-  json_decref(m);
-  print_message("fresh samples: %lld by default, %lld with fresh_min 1\n",
-                (long long)fresh_default, (long long)fresh_one);
+  const char *one_status = json_string_value(json_object_get(m, "status"));
+  print_message("fresh samples: %lld by default, %lld with fresh_min 1 (%s)\n",
+                (long long)fresh_default, (long long)fresh_one, one_status);
   assert_true(fresh_default >= 3);
-  assert_int_equal(fresh_one, 1);
+  /* one; or, when that one pair was over the bound on a loaded machine (a wall-clock pair of
+   * a few us), the confirmation round's 2 x 3 pairs in all, which clear this honest kernel */
+  assert_true(fresh_one == 1 || (fresh_one == 6 && strcmp(one_status, "ok") == 0));
+  json_decref(m);
   expect_error(&r, "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"/x.so\",\"sets\":0,"
                "\"warmup\":0,\"min_samples\":1,\"max_samples\":1,\"noise\":0,\"max_seconds\":1,"
                "\"flush_l2\":false,\"recheck\":true,\"fresh_min\":0}",
