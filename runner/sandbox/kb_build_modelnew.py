@@ -202,6 +202,14 @@ def build(args):
     import torch
     record = []
     wrap_builders(out_dir, record)
+    # its lock file is outside the folders the file may write: opened before confinement
+    turn = gpu_turn(out_dir) if args["backend"] == "cuda" else None
+    writable = [out_dir, "/dev"] + [os.environ[v] for v in ("TMPDIR",) if os.environ.get(v)]
+    if os.environ.get("TRITON_CACHE_DIR"):  # the runner's JIT folder of this key (below)
+        writable.append(os.path.dirname(os.path.abspath(os.environ["TRITON_CACHE_DIR"])))
+    why = confine_writes(writable)
+    print("confinement: %s" % (why or "Landlock, writes to %s only" % ", ".join(writable)),
+          file=sys.stderr)
     try:
         ns = run_file(cand_path, source, "kb_candidate")
     except ExtensionError as e:
@@ -230,7 +238,7 @@ def build(args):
                 % (type(e).__name__, first_line(e))}
     jit = needs_warmup(label, source)
     if args["backend"] == "cuda" and torch.cuda.is_available() and jit:
-        with gpu_turn(out_dir):
+        with turn:
             warm_up(torch, module, oracle)
     result = {"status": "ok", "label": label, "extensions": record, "jit": jit}
     if jit and os.environ.get("TRITON_CACHE_DIR"):
@@ -254,15 +262,20 @@ class gpu_turn:
     cache folder (the build folder's parent), released when the pass ends or the process dies."""
 
     def __init__(self, out_dir):
+        """Opens (creates) the lock file now, before the process is confined to its folders."""
         self.path = os.path.join(os.path.dirname(os.path.abspath(out_dir)), ".gpu-warmup.lock")
-        self.fd = -1
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:  # no lock, no turn-taking: the pass still runs
+            print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
+            self.fd = -1
 
     def __enter__(self):
         import fcntl
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except OSError as e:  # no lock, no turn-taking: the pass still runs
+            if self.fd >= 0:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as e:
             print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
         return self
 
@@ -316,6 +329,76 @@ def libcuda_path():
         worker.libcuda_path()
     except Exception as e:  # Triton then finds libcuda itself
         print("TRITON_LIBCUDA_PATH not set: %s" % first_line(e), file=sys.stderr)
+
+
+# ---- confinement of the candidate's code in this process (Landlock) ----------------------------
+# The file's own code runs here (its module level, ModelNew's constructor, a warm-up pass) with
+# the runner's rights and must exec compilers, so the worker's seccomp filter does not fit. What
+# Landlock gives instead, where the kernel has it: writes only inside the build folder, the
+# runner's JIT folder of this key, TMPDIR and /dev (the device nodes, /dev/null); no TCP bind or
+# connect (ABI 4); no signal to a process outside this one and its children, and no abstract
+# unix socket outside them (ABI 6). Reads are not restricted (compilers read the toolkit, the
+# headers, torch). Inherited by every process it starts. docs/sandbox.md, "KernelBench-format
+# candidates".
+LL_CREATE_RULESET, LL_ADD_RULE, LL_RESTRICT_SELF = 444, 445, 446  # the same on every arch
+LL_VERSION = 1 << 0
+LL_RULE_PATH_BENEATH = 1
+LL_FS_WRITE = ((1 << 1) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) |
+               (1 << 10) | (1 << 11) | (1 << 12))  # write file, remove, make any
+LL_FS_REFER, LL_FS_TRUNCATE = 1 << 13, 1 << 14   # ABI 2, ABI 3
+LL_NET_TCP = (1 << 0) | (1 << 1)                 # bind, connect (ABI 4)
+LL_SCOPES = (1 << 0) | (1 << 1)                  # abstract unix sockets, signals (ABI 6)
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def confine_writes(paths):
+    """Confines this process and what it starts as above, `paths` writable (those that do not
+    exist are skipped). Returns "" or why it could not (no Landlock: the build goes on as
+    before, said in its log)."""
+    import ctypes
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64),
+                    ("scoped", ctypes.c_uint64)]
+
+    class Beneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(LL_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(LL_VERSION))
+    if abi < 1:
+        return "Landlock unavailable (%s)" % os.strerror(ctypes.get_errno())
+    fs = LL_FS_WRITE | (LL_FS_REFER if abi >= 2 else 0) | (LL_FS_TRUNCATE if abi >= 3 else 0)
+    attr = Attr(fs, LL_NET_TCP if abi >= 4 else 0, LL_SCOPES if abi >= 6 else 0)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    rs = libc.syscall(LL_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
+                      ctypes.c_uint32(0))
+    if rs < 0:
+        return "landlock_create_ruleset: %s" % os.strerror(ctypes.get_errno())
+    try:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rule = Beneath(fs if os.path.isdir(path) else fs & ((1 << 1) | LL_FS_TRUNCATE),
+                               fd)
+                if libc.syscall(LL_ADD_RULE, ctypes.c_int(rs), ctypes.c_int(LL_RULE_PATH_BENEATH),
+                                ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                    return "landlock_add_rule %s: %s" % (path,
+                                                         os.strerror(ctypes.get_errno()))
+            finally:
+                os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return "prctl(PR_SET_NO_NEW_PRIVS): %s" % os.strerror(ctypes.get_errno())
+        if libc.syscall(LL_RESTRICT_SELF, ctypes.c_int(rs), ctypes.c_uint32(0)) != 0:
+            return "landlock_restrict_self: %s" % os.strerror(ctypes.get_errno())
+    finally:
+        os.close(rs)
+    return ""
 
 
 class ExtensionError(Exception):

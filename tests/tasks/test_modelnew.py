@@ -15,6 +15,9 @@ kb-test-torch-eval:
   - 1_relu at smoke, candidates that change the evaluator from inside its process (the clock,
     torch.Tensor.__le__, a constant of the worker, TF32, a dispatch mode left entered) ->
     rejected, what changed named, a new worker each; cuDNN's autotuner -> ok, set back;
+  - 1_relu at smoke, load_inline files whose module level (run by the compile tier) writes
+    into the cache beside its build folder or opens a TCP connection -> compile_error,
+    PermissionError (the builder's Landlock rules), nothing written;
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
@@ -142,6 +145,28 @@ def tampering(tool, relu, c, cache):
           % starts)
 
 
+def build_confined(tool, relu, c, cache):
+    """A load_inline file's module level runs in the compile tier: confined there by Landlock
+    (kb_build_modelnew.confine_writes). A write beside its build folder, into the cache, and a
+    TCP connection: each compile_error, PermissionError, nothing written."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # Landlock's ABI
+    if abi < 4:
+        print("note: Landlock ABI %d on this kernel (4 needed for TCP): the compile tier's "
+              "confinement is not checked" % abi)
+        return
+    rc, lines = evaluate(tool, relu, [c("relu_build_escape"), c("relu_build_connect")], "1",
+                         cache)
+    got = [(x["status"], x["reason"]) for x in lines]
+    check(rc == 0 and len(got) == 2 and all(st == "compile_error" and "PermissionError" in why
+                                            for st, why in got),
+          "the compile tier's writes outside its folder and TCP refused: %s" % got)
+    check(not os.path.exists(os.path.join(cache, "kb_escaped.txt")),
+          "nothing written beside the build folder")
+
+
 def cuda_inputs(importer, tool, tmp, cache):
     """A task file that makes its inputs on "cuda" (kernelbench_extra/18_cuda_inputs.py):
     imported for the host, its identity seed ok there (the worker makes them on the CPU)."""
@@ -207,6 +232,7 @@ def main(argv):
         relu = os.path.join(out, "1_relu")
         relu_smoke(tool, relu, c, cache)
         tampering(tool, relu, c, cache)
+        build_confined(tool, relu, c, cache)
 
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
                              [c("linear_torch"), c("linear_ctor")], "1", cache)
