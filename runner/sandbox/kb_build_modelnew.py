@@ -214,6 +214,9 @@ def build(args):
         ns = run_file(cand_path, source, "kb_candidate")
     except ExtensionError as e:
         return {"status": "compile_error", "reason": str(e)}
+    except SystemExit as e:  # not this builder's own exit status (2 is a bad command line)
+        return {"status": "compile_error", "reason": "running the file called sys.exit(%r)"
+                % (e.code,)}
     except Exception as e:
         print(traceback.format_exc(limit=-3), file=sys.stderr)
         return {"status": "compile_error", "reason": "running the file failed: %s: %s" % (
@@ -232,7 +235,7 @@ def build(args):
     torch.manual_seed(MODEL_SEED)
     try:
         module = model_new(*init)
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         return {"status": "compile_error", "reason": "ModelNew(*get_init_inputs()) raised %s: %s "
                 "(ModelNew takes the constructor arguments of the task's Model)"
                 % (type(e).__name__, first_line(e))}

@@ -2114,6 +2114,8 @@ class ModuleCandidate:
                 exec(compile(source, path, "exec"), ns)
             except Verdict:
                 raise
+            except SystemExit as err:  # the worker goes on: the verdict is this file's
+                raise Verdict(bad, "%scandidate.py called sys.exit(%r)" % (who, err.code))
             except Exception as err:
                 raise Verdict(bad, "%scandidate.py raised %s: %s" % (who, type(err).__name__,
                                                                      first_line(err)))
@@ -2125,7 +2127,7 @@ class ModuleCandidate:
                 with on_device():
                     module = model_new(*task.ns["get_init_inputs"]())
                 self.module = module.to(DEV)  # training mode, as the task's Model
-            except Exception as err:
+            except (Exception, SystemExit) as err:
                 raise Verdict(bad, "%sModelNew(*get_init_inputs()) raised %s: %s (ModelNew "
                               "takes the constructor arguments of the task's Model)"
                               % (who, type(err).__name__, first_line(err)))
@@ -2195,6 +2197,9 @@ class ModuleCandidate:
             got = self.module(*ins)
             if legacy is not None:
                 STREAM.wait_stream(legacy)
+        except SystemExit as err:
+            raise Verdict("crash", "%sModelNew.forward called sys.exit(%r) on input set %d (%s "
+                          "call)" % (who or self.who, err.code, s, phase))
         except Exception as err:
             text = first_line(err)
             raise Verdict("crash", "%sModelNew.forward raised %s on input set %d (%s call): %s"

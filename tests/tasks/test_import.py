@@ -122,6 +122,9 @@ BROKEN = {
                           "reference work on a copy (x = x.clone())",
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
+    "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
+    "bad_hangs.py": "did not finish in 15 s (--file-timeout): does get_inputs(), the "
+                    "constructor or forward() return?",
     # (start, end): the middle is torch's own message, which differs between versions (torch
     # 1.13 names the operator: "operator aten::_local_scalar_dense has no meta kernel ...")
     # (--device cpu in that run, so a GPU machine gives the same message)
@@ -384,7 +387,7 @@ def main():
         bundles_dir = os.path.join(out, "bundles")
         camp = os.path.join(out, "imported.json")
         rc, stdout, stderr = run(tool, "--out", bundles_dir, "--campaign", camp, "--device",
-                                 "cpu", *files)
+                                 "cpu", "--file-timeout", "15", *files)
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         check(rc == 1, "exit status 1 when some files fail", "got %d\n%s" % (rc, stderr))
         check("imported %d of %d files; %d failed" % (len(EXPECTED), len(files), len(BROKEN))
