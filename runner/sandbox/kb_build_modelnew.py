@@ -395,7 +395,8 @@ def confine_writes(paths):
                                                          os.strerror(ctypes.get_errno()))
             finally:
                 os.close(fd)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        ul = ctypes.c_ulong  # prctl reads its variadic arguments as unsigned longs
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, ul(1), ul(0), ul(0), ul(0)) != 0:
             return "prctl(PR_SET_NO_NEW_PRIVS): %s" % os.strerror(ctypes.get_errno())
         if libc.syscall(LL_RESTRICT_SELF, ctypes.c_int(rs), ctypes.c_uint32(0)) != 0:
             return "landlock_restrict_self: %s" % os.strerror(ctypes.get_errno())

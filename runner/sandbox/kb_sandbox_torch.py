@@ -1222,9 +1222,10 @@ MISSING = object()
 
 def surface_flags():
     """torch's process-wide settings that change the precision of what an evaluation computes
-    (TF32, reduced-precision reductions, the default dtype), and the depth of its mode stacks (a mode left entered intercepts every later operation): (name,
-    value) pairs, MISSING for one this torch does not have (its modules raise other errors
-    than AttributeError for an unknown name: cuBLASModule an AssertionError)."""
+    (TF32, reduced-precision reductions, the default dtype), and the depth of its mode stacks
+    (a mode left entered intercepts every later operation): (name, value) pairs, MISSING for
+    one this torch does not have (its modules raise other errors than AttributeError for an
+    unknown name: cuBLASModule an AssertionError)."""
     def read(fn):
         try:
             return fn()
