@@ -341,8 +341,9 @@ def libcuda_path():
 # runner's JIT folder of this key, TMPDIR and /dev (the device nodes, /dev/null); no TCP bind or
 # connect (ABI 4); no signal to a process outside this one and its children, and no abstract
 # unix socket outside them (ABI 6). Reads are not restricted (compilers read the toolkit, the
-# headers, torch). Inherited by every process it starts. docs/sandbox.md, "KernelBench-format
-# candidates".
+# headers, torch). Inherited by every process it starts. docs/sandbox.md, "The compile tier"
+# (runner/sandbox/confine.c has Landlock too, but its rules restrict reads and come with a
+# seccomp filter that forbids starting processes: neither fits a build).
 LL_CREATE_RULESET, LL_ADD_RULE, LL_RESTRICT_SELF = 444, 445, 446  # the same on every arch
 LL_VERSION = 1 << 0
 LL_RULE_PATH_BENEATH = 1
