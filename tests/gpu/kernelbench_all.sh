@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 14 on the H200 in calls of at most 10 minutes: all 250 KernelBench files imported, then
+# the campaign over them with the two LLM-free seeds (tests/gpu/kernelbench_campaign.sh), resumed
+# call after call on a warm machine (the work folder .gpu-run/ outlives a call there).
+# From the repository root, with one bundle of every program (../shared/gpu/README.md):
+#   ../shared/gpu/bundle.sh .gpu build/bin/*       (carry .gpu and .gpu-kb)
+#   KB_COMMIT=<sha> KB_CALL_S=560 KB_TRUST=1 bash tests/gpu/kernelbench_all.sh
+# KB_CALL_S: this call's own deadline in seconds (the campaign stops 30 s before it, resumable);
+# KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only).
+# Writes $OUT/kb-all.tar.gz (every output of the call: the import's lines, trust's torch.txt,
+# the campaign's log, report, summary, identity table and utilisation samples) and prints the
+# campaign's last lines.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+T0=$(date +%s)
+OUT=${OUT:-$(mktemp -d)}
+CALL=${KB_CALL_S:-560}
+W=$PWD/.gpu-run
+R=$(mktemp -d)
+mkdir -p "$W"
+export BUNDLE=${BUNDLE:-.gpu} KB_WORK=$W
+if [ ! -f "$W/kernelbench.json" ]; then
+  (
+    export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$BUNDLE/lib
+    python3 tools/kb-import-kernelbench --out "$W/tasks" --json --campaign "$W/kernelbench.json.new" \
+      .gpu-kb/level1/*.py .gpu-kb/level2/*.py .gpu-kb/level3/*.py > "$R/import.jsonl" 2> "$R/import.err"
+    echo "import exit $? $(( $(date +%s) - T0 )) s: $(tail -1 "$R/import.err")" >> "$R/steps.txt"
+    mv "$W/kernelbench.json.new" "$W/kernelbench.json"
+  ) &
+  IMPORT=$!
+fi
+if [ "${KB_TRUST:-0}" = 1 ]; then
+  OUT=$R bash tests/gpu/trust.sh torch > "$R/trust.txt" 2>&1
+  echo "trust torch $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+fi
+[ -n "${IMPORT:-}" ] && wait "$IMPORT"
+left=$(( CALL - ($(date +%s) - T0) - 30 ))
+if [ -f "$W/kernelbench.json" ] && [ "$left" -gt 60 ]; then
+  OUT=$R KB_CAMPAIGN_LIMIT_S=$left bash tests/gpu/kernelbench_campaign.sh > /dev/null 2>&1
+  echo "campaign call $left s limit, done at $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+fi
+# the task folders' failures for the note: every non-ok full-tier line of the runner
+grep -h "tier 1 (full)" "$W"/results/*/redis/runner-*.log 2>/dev/null | grep -v ": ok " \
+  > "$R/full-not-ok.txt"
+tar -czf "$OUT/kb-all.tar.gz" -C "$R" .
+cat "$R/steps.txt"
+[ -f "$R/trust.txt" ] && tail -40 "$R/trust.txt"
+[ -f "$R/kb-campaign.txt" ] && tail -25 "$R/kb-campaign.txt"
+exit 0
