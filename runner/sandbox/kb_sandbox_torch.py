@@ -273,11 +273,23 @@ class Confinement:
 # as the exact argument list they pass to subprocess.check_output: torch's repro writer
 # (torch._dynamo.debug_utils, `nvcc --version`, after a compile that failed or recompiled:
 # measured on the H200 under torch 2.11, VanillaRNN's compile seed) and Triton's driver
-# (`ldconfig -p`, where TRITON_LIBCUDA_PATH is not read). Each is run once before confinement
+# (`ldconfig -p`, where TRITON_LIBCUDA_PATH is not read), and the standard library's platform
+# module (`file -b <python>` for platform.architecture(), which Triton's build calls, and
+# `uname -p` for platform.processor()). Each is run once before confinement
 # (record_probes) and its answer replayed after it (answer_probes): no process is started,
 # and whoever asks (a library or the candidate) learns only what the recording says. Any other
 # process start still ends the worker by refuse_processes, named.
-PROBES = (("nvcc", "--version"), ("/sbin/ldconfig", "-p"), ("ldconfig", "-p"))
+def python_file():
+    """The argument list platform.architecture() gives `file` for this interpreter (Python
+    follows the symlinks first), as Triton's build asks it (measured on the H200, torch 2.11:
+    triton/runtime/build.py calls platform.architecture())."""
+    import platform
+    follow = getattr(platform, "_follow_symlinks", os.path.realpath)
+    return ("file", "-b", follow(sys.executable))
+
+
+PROBES = (("nvcc", "--version"), ("/sbin/ldconfig", "-p"), ("ldconfig", "-p"), ("uname", "-p"),
+          python_file())
 PROBE_ANSWERS = {}  # argv tuple -> (exit status, stdout bytes), or None: the command is missing
 
 
@@ -289,7 +301,8 @@ def record_probes():
     for argv in PROBES:
         try:
             p = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.DEVNULL, timeout=10)
+                               stdin=subprocess.DEVNULL, timeout=10,
+                               env=dict(os.environ, LC_ALL="C"))  # as platform asks file
             PROBE_ANSWERS[argv] = (p.returncode, p.stdout)
         except (OSError, subprocess.SubprocessError):
             PROBE_ANSWERS[argv] = None
@@ -2202,6 +2215,9 @@ class ModuleCandidate:
             raise Verdict("crash", "%sModelNew.forward called sys.exit(%r) on input set %d (%s "
                           "call)" % (who or self.who, err.code, s, phase))
         except Exception as err:
+            if out_of_memory(err):  # the device is shared: not the candidate's verdict
+                raise Verdict("infra_error", "%sModelNew.forward on input set %d (%s call): %s"
+                              % (who or self.who, s, phase, oom_reason(err)), fatal=True)
             text = first_line(err)
             raise Verdict("crash", "%sModelNew.forward raised %s on input set %d (%s call): %s"
                           % (who or self.who, type(err).__name__, s, phase, text),
@@ -2345,6 +2361,17 @@ def evaluate(task, e):
     except Failure as f:
         reply["status"] = "infra_error"
         reply["reason"] = str(f)[:255]
+    except Exception as err:  # in the worker's own code: its allocations, its checks
+        # out of device memory is the shared device's (infra_error); anything else in code
+        # that only runs with the candidate's objects about is laid to the candidate, as when
+        # it ended the worker (crash) before; a change of the evaluator is rejected below
+        oom = out_of_memory(err)
+        reply["status"] = "infra_error" if oom else "crash"
+        reply["reason"] = ("the worker %s" % oom_reason(err) if oom else
+                           "the evaluation failed in the worker's code: %s: %s"
+                           % (type(err).__name__, first_line(err)))[:255]
+        reply["fatal"] = True  # a new worker: the allocator's fragments go with this one
+        reply.pop("timing", None)
     finally:
         tampered(surface, reply)
         if not reply["fatal"]:
@@ -2552,6 +2579,7 @@ def serve(sock, backend, ordinal):
                 t0 = time.monotonic()
                 reply = time_torch(task, e)
                 reply["seconds"] = time.monotonic() - t0
+                drop_if_large(prepared, e["key"])
                 send(sock, reply)
             else:
                 raise BadRequest("op", 'unknown request "%s"' % op)
@@ -2594,6 +2622,40 @@ def out_of_memory(err):
     """1 when `err` (a RuntimeError) is the device being out of memory."""
     oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
     return (oom is not None and isinstance(err, oom)) or "out of memory" in str(err)
+
+
+def oom_reason(err):
+    """What a reason says of `err`, the device out of memory: what was asked, what was free and
+    what this worker holds (torch's own message runs to several lines and its process list
+    past a reason's 255 characters)."""
+    asked = re.search(r"[Tt]ried to allocate ([0-9.]+ [KMGT]iB)", str(err))
+    free = total = held = 0
+    if DEV.type == "cuda":
+        try:
+            free, total = torch.cuda.mem_get_info(DEV)
+            held = torch.cuda.memory_reserved(DEV)
+        except RuntimeError:
+            pass
+    gib = 1 << 30
+    return ("ran out of device memory (asked %s; %.1f of %.1f GiB free, %.1f GiB held by this "
+            "worker; the rest by the runner's other worker, builds or other processes)"
+            % (asked.group(1) if asked else "an allocation", free / gib, total / gib, held / gib))
+
+
+def drop_if_large(prepared, key):
+    """The trusted worker after timing the task under `key`: drops it when it holds over an
+    eighth of the device (its input sets, references and torch's outputs), so that the
+    confined worker, which evaluates the same task next, has the room (measured on the H200,
+    KernelBench level 1 at 6 GiB a tensor: the trusted worker's 37-51 GiB left the confined one
+    out of memory). It is prepared again for the next timing."""
+    task = prepared.get(key)
+    if task is None or DEV.type != "cuda":
+        return
+    n = len(task.sets)
+    held = n * tensor_bytes(task.inputs) + 2 * n * tensor_bytes(task.outputs)
+    if held * 8 > torch.cuda.mem_get_info(DEV)[1]:
+        del prepared[key]
+        torch.cuda.empty_cache()
 
 
 def prepare_bytes(req):

@@ -19,13 +19,13 @@ W=$PWD/.gpu-run
 R=$(mktemp -d)
 mkdir -p "$W"
 export BUNDLE=${BUNDLE:-.gpu} KB_WORK=$W
-if [ ! -f "$W/kernelbench.json" ]; then
+if [ ! -f "$W/imported" ]; then
   (
     export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$BUNDLE/lib
-    python3 tools/kb-import-kernelbench --out "$W/tasks" --json --campaign "$W/kernelbench.json.new" \
+    python3 tools/kb-import-kernelbench --out "$W/tasks" --json --campaign "$W/kernelbench.json" \
       .gpu-kb/level1/*.py .gpu-kb/level2/*.py .gpu-kb/level3/*.py > "$R/import.jsonl" 2> "$R/import.err"
     echo "import exit $? $(( $(date +%s) - T0 )) s: $(tail -1 "$R/import.err")" >> "$R/steps.txt"
-    mv "$W/kernelbench.json.new" "$W/kernelbench.json"
+    touch "$W/imported"
   ) &
   IMPORT=$!
 fi
@@ -35,7 +35,7 @@ if [ "${KB_TRUST:-0}" = 1 ]; then
 fi
 [ -n "${IMPORT:-}" ] && wait "$IMPORT"
 left=$(( CALL - ($(date +%s) - T0) - 30 ))
-if [ -f "$W/kernelbench.json" ] && [ "$left" -gt 60 ]; then
+if [ -f "$W/imported" ] && [ "$left" -gt 60 ]; then
   OUT=$R KB_CAMPAIGN_LIMIT_S=$left bash tests/gpu/kernelbench_campaign.sh > /dev/null 2>&1
   echo "campaign call $left s limit, done at $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
 fi

@@ -1,8 +1,10 @@
-# A KernelBench-format cheat for level 1 task 19 (ReLU), written for kernelbrain's GPU tests: the
-# work goes on a stream of its own that the current stream never waits for, so the timing events
-# on the current stream see an empty window (and the work is done 20 times over, so that what
-# the device still has to do after the window is plain). Expected: rejected, "work the timer did
-# not see" (the PyTorch worker's untimed_work).
+# A KernelBench-format cheat for the ReLU tasks, written for kernelbrain's GPU tests: the work
+# goes on a stream of its own that the current stream never waits for, so the timing events on
+# the current stream see only the launches. The work is made long (a spin kernel of about
+# 0.5 ms before the ReLU, one launch) so that what the device still has to do after the window
+# is plain: on the H200 the first form of this file, 20 short launches, was launch-bound, its
+# window held the whole work and it measured slower than the honest ReLU, not faster.
+# Expected: rejected, "work the timer did not see" (the PyTorch worker's untimed_work).
 import torch
 import torch.nn as nn
 
@@ -18,6 +20,6 @@ class ModelNew(nn.Module):
         out = torch.empty_like(x)
         self.side.wait_stream(torch.cuda.current_stream())  # the drawn inputs are ready
         with torch.cuda.stream(self.side):
-            for _ in range(20):
-                torch.clamp_min(x, 0, out=out)
+            torch.cuda._sleep(1000000)
+            torch.clamp_min(x, 0, out=out)
         return out
