@@ -18,7 +18,8 @@ cache, a time limit, its output captured as the build log. It
    torch.manual_seed(0), as the worker will on the device (a different constructor is caught
    here); on the cuda backend, when a GPU is visible and the file uses torch.compile or
    Triton, it also runs one forward pass on the device on get_inputs(), so that the JIT
-   compilers fill their caches in DIR (one such pass at a time per cache folder: an flock).
+   compilers fill their caches in DIR (turns at the device per cache folder, an flock: shared
+   among passes over small inputs, exclusive for a large one; class gpu_turn).
    Steps 2 and 3 run only for a "kernel" file or on the cuda backend: a plain-torch file on the
    host has nothing to build, so none of its code runs outside the confined worker;
 4. writes DIR/candidate.py (the source) and DIR/build.json:
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 import traceback
 
 EXIT_USAGE = 2
@@ -241,8 +243,15 @@ def build(args):
                 % (type(e).__name__, first_line(e))}
     jit = needs_warmup(label, source)
     if args["backend"] == "cuda" and torch.cuda.is_available() and jit:
+        size = turn.size(torch, module, oracle)
+        t0 = time.monotonic()
         with turn:
+            waited = time.monotonic() - t0
             warm_up(torch, module, oracle)
+        print("warm-up: %s turn (inputs and parameters %s), waited %.1f s for it, pass %.1f s"
+              % ("shared" if turn.shared else "exclusive",
+                 "unknown" if size is None else "%.0f MiB" % (size / 2**20), waited,
+                 time.monotonic() - t0 - waited), file=sys.stderr)
     result = {"status": "ok", "label": label, "extensions": record, "jit": jit}
     if jit and os.environ.get("TRITON_CACHE_DIR"):
         # the runner's folder of this key's JIT caches (it keeps its path: inductor writes
@@ -259,25 +268,50 @@ def needs_warmup(label, source):
 
 
 class gpu_turn:
-    """One warm-up at a time on a node: the compile tier runs several builds at once, and each
-    pass holds a task's inputs in device memory (6 GiB and more for KernelBench level 1), which
-    together with the runner's workers ran the H200 out of memory. An flock on a file in the
-    cache folder (the build folder's parent), released when the pass ends or the process dies."""
+    """Turns at the device for warm-ups on a node: the compile tier runs several builds at once,
+    and each pass holds a task's inputs in device memory (6 GiB and more for KernelBench level
+    1), which together with the runner's workers ran the H200 out of memory. An flock on a file
+    in the cache folder (the build folder's parent), released when the pass ends or the process
+    dies: shared for a pass whose inputs and parameters take at most SHARED_FRACTION of the
+    device's memory (such passes run side by side: most of their time is the JIT compilers' on
+    the CPU), exclusive for a larger one (it runs alone)."""
+
+    SHARED_FRACTION = 1 / 128  # 1.1 GiB of an H200; 15 such passes at once stay under a fifth
 
     def __init__(self, out_dir):
         """Opens (creates) the lock file now, before the process is confined to its folders."""
         self.path = os.path.join(os.path.dirname(os.path.abspath(out_dir)), ".gpu-warmup.lock")
+        self.shared = False
         try:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as e:  # no lock, no turn-taking: the pass still runs
             print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
             self.fd = -1
 
+    def size(self, torch, module, oracle):
+        """Decides the kind of turn from the bytes of get_inputs() (drawn on the meta device:
+        shapes only) and of the module's parameters and buffers; exclusive when they cannot be
+        known. Returns the bytes (None when unknown)."""
+        try:
+            with torch.device("meta"):
+                ins = oracle["get_inputs"]()
+            total = sum(t.numel() * t.element_size() for t in ins
+                        if isinstance(t, torch.Tensor))
+            total += sum(t.numel() * t.element_size()
+                         for t in list(module.parameters()) + list(module.buffers()))
+            device = torch.cuda.get_device_properties(0).total_memory
+        except Exception as e:  # a get_inputs() the meta device cannot run: a turn alone
+            print("warm-up size unknown (%s: %s): an exclusive turn"
+                  % (type(e).__name__, first_line(e)), file=sys.stderr)
+            return None
+        self.shared = total <= device * self.SHARED_FRACTION
+        return total
+
     def __enter__(self):
         import fcntl
         try:
             if self.fd >= 0:
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
+                fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
         except OSError as e:
             print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
         return self
@@ -307,8 +341,9 @@ def warm_up(torch, module, oracle):
         # two passes on two draws: a module whose state changes on its first call (a recurrent
         # net's hidden state) is recompiled on its second, which the worker must find cached
         for _ in range(2):
-            ins = [t.cuda() if isinstance(t, torch.Tensor) else t
-                   for t in oracle["get_inputs"]()]
+            with torch.device("cuda"):  # drawn there as the worker draws them (not on the CPU)
+                ins = oracle["get_inputs"]()
+            ins = [t.cuda().contiguous() if isinstance(t, torch.Tensor) else t for t in ins]
             with torch.no_grad():
                 module(*ins)
         torch.cuda.synchronize()

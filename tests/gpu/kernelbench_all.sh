@@ -8,8 +8,10 @@
 # KB_CALL_S: this call's own deadline in seconds (the campaign stops 30 s before it, resumable);
 # KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only).
 # Writes $OUT/kb-all.tar.gz (every output of the call: the import's lines, trust's torch.txt,
-# the campaign's log, report, summary, identity table and utilisation samples) and prints the
-# campaign's last lines.
+# the campaign's log, report, summary, identity table, utilisation samples, the runner's and
+# scheduler's logs and the compile tier's build logs) and $OUT/kb-state.tar.gz (the work folder
+# without the build cache: a call on a fresh machine, carrying it as .gpu-state/kb-state.tar.gz,
+# resumes the campaign from it), and prints the campaign's last lines.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 T0=$(date +%s)
@@ -19,6 +21,12 @@ W=$PWD/.gpu-run
 R=$(mktemp -d)
 mkdir -p "$W"
 export BUNDLE=${BUNDLE:-.gpu} KB_WORK=$W
+# a campaign carried from an earlier machine (.gpu-state/kb-state.tar.gz, the kb-state.tar.gz an
+# earlier call wrote): the imported tasks, Redis's AOF and the HDF5 files; builds are redone
+if [ ! -f "$W/imported" ] && [ -f .gpu-state/kb-state.tar.gz ]; then
+  tar -xzf .gpu-state/kb-state.tar.gz -C "$W" &&
+    echo "state restored from .gpu-state/kb-state.tar.gz ($(du -sh "$W" | cut -f1))" >> "$R/steps.txt"
+fi
 if [ ! -f "$W/imported" ]; then
   (
     export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$BUNDLE/lib
@@ -42,7 +50,16 @@ fi
 # the task folders' failures for the note: every non-ok full-tier line of the runner
 grep -h "tier 1 (full)" "$W"/results/*/redis/runner-*.log 2>/dev/null | grep -v ": ok " \
   > "$R/full-not-ok.txt"
+# the build logs of the compile tier's failures and warm-ups (the runner's cache folders)
+for f in $(find "$W"/results/*/redis/cache -maxdepth 3 -name '*.log' 2>/dev/null | head -400); do
+  echo "== $f"; tail -30 "$f"
+done > "$R/build-logs.txt" 2>/dev/null
+cp "$W"/results/*/redis/runner-*.log "$W"/results/*/redis/scheduler.log "$R/" 2>/dev/null
 tar -czf "$OUT/kb-all.tar.gz" -C "$R" .
+# the state a later call on another machine resumes from (carry it as .gpu-state/kb-state.tar.gz)
+tar -czf "$OUT/kb-state.tar.gz" -C "$W" --exclude='./results/*/redis/cache' \
+  --exclude='*.sock' --exclude='*.pid' . 2>/dev/null
+echo "state $(du -h "$OUT/kb-state.tar.gz" | cut -f1) in kb-state.tar.gz" >> "$R/steps.txt"
 cat "$R/steps.txt"
 [ -f "$R/trust.txt" ] && tail -40 "$R/trust.txt"
 [ -f "$R/kb-campaign.txt" ] && tail -25 "$R/kb-campaign.txt"
