@@ -101,6 +101,8 @@ struct kb__build {
   int undefined;          /* 1 (with rejected): only for symbols no library it links defines,
                              a helper declared and never written: a build defect, which a
                              caller may report as compile_error rather than as a cheat */
+  int infra;              /* 1: no verdict, the build failed for want of a resource (a ModelNew
+                             build's warm-up out of device memory): infra_error, not cached */
   int cached;             /* 1: taken from the cache, no compiler ran */
   double seconds;         /* compiler wall time; 0 when cached */
   char key[KB_CAND_ID_LEN + 1]; /* cache key (hex) */

@@ -68,8 +68,9 @@ static int read_manifest(const char *dir, struct kb__build *b) {
     snprintf(b->label, sizeof b->label, "%s", label ? label : "");
   } else {
     b->rejected = strcmp(status, "rejected") == 0;
-    snprintf(b->reason, sizeof b->reason, "%s%s", b->rejected ? "" : "does not compile: ",
-             reason ? reason : status);
+    b->infra = strcmp(status, "infra_error") == 0;
+    snprintf(b->reason, sizeof b->reason, "%s%s",
+             b->rejected || b->infra ? "" : "does not compile: ", reason ? reason : status);
   }
   json_decref(m);
   return rc;
@@ -281,7 +282,8 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
     b->lib_path = kb_strdup(entry);
     if (b->lib_path == NULL)
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
-  } else if (strstr(b->reason, "timed out") == NULL && strstr(b->reason, "builder") == NULL) {
+  } else if (!b->infra && strstr(b->reason, "timed out") == NULL &&
+             strstr(b->reason, "builder") == NULL) {
     write_failure(failed, b); /* a plain verdict is deterministic enough to remember */
   }
 out:

@@ -972,8 +972,9 @@ static int build_verdict(const struct kb_task *task, const struct kb__build *bui
   if (!build->ok) {
     /* importing a forbidden function is a cheat (rejected); importing one that nothing
      * defines is a helper declared and never written, a build defect (compile_error) */
-    r->status = build->rejected && !build->undefined ? KB_STATUS_REJECTED
-                                                     : KB_STATUS_COMPILE_ERROR;
+    r->status = build->infra                          ? KB_STATUS_INFRA_ERROR
+                : build->rejected && !build->undefined ? KB_STATUS_REJECTED
+                                                       : KB_STATUS_COMPILE_ERROR;
     set_reason(r, "%s", build->reason);
     return KB_OK;
   }

@@ -30,7 +30,9 @@ cache, a time limit, its output captured as the build log. It
    keeps its path, which inductor writes into what it caches)}.
 
 A candidate that fails a rule or a step is {"status": "compile_error" or "rejected",
-"reason"} in DIR/build.json, exit status 0 (a verdict); exit 2 is a bad command line. The
+"reason"} in DIR/build.json, exit status 0 (a verdict); {"status": "infra_error", "reason"}
+when the warm-up pass ran out of device memory twice (no verdict: the runner does not cache
+it); exit 2 is a bad command line. The
 worker (kb_sandbox_torch.py) loads the built extensions from DIR without running any compiler.
 """
 import ast
@@ -243,15 +245,9 @@ def build(args):
                 % (type(e).__name__, first_line(e))}
     jit = needs_warmup(label, source)
     if args["backend"] == "cuda" and torch.cuda.is_available() and jit:
-        size = turn.size(torch, module, oracle)
-        t0 = time.monotonic()
-        with turn:
-            waited = time.monotonic() - t0
-            warm_up(torch, module, oracle)
-        print("warm-up: %s turn (inputs and parameters %s), waited %.1f s for it, pass %.1f s"
-              % ("shared" if turn.shared else "exclusive",
-                 "unknown" if size is None else "%.0f MiB" % (size / 2**20), waited,
-                 time.monotonic() - t0 - waited), file=sys.stderr)
+        failed = warm_up_turns(torch, module, oracle, turn)
+        if failed is not None:
+            return failed
     result = {"status": "ok", "label": label, "extensions": record, "jit": jit}
     if jit and os.environ.get("TRITON_CACHE_DIR"):
         # the runner's folder of this key's JIT caches (it keeps its path: inductor writes
@@ -323,8 +319,9 @@ class gpu_turn:
 
 
 def warm_up(torch, module, oracle):
-    """One forward pass on the device under the worker's numerics, so that the JIT compilers
-    fill their caches in the build folder; a failure is logged (the worker then reports it)."""
+    """Two forward passes on the device under the worker's numerics, so that the JIT compilers
+    fill their caches in the build folder. Returns None, or the exception of a failed pass
+    (logged)."""
     # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -347,12 +344,46 @@ def warm_up(torch, module, oracle):
             with torch.no_grad():
                 module(*ins)
         torch.cuda.synchronize()
+        return None
     except Exception as e:
         print("warm-up forward pass failed: %s: %s" % (type(e).__name__, first_line(e)),
               file=sys.stderr)
+        return e
     finally:
         module = ins = None
         torch.cuda.empty_cache()
+
+
+def warm_up_turns(torch, module, oracle, turn):
+    """The warm-up pass in its turn at the device; out of device memory, once more in a turn
+    alone (the runner's workers drop prepared tasks and other passes end in between). Returns
+    None, or the build's verdict when the pass failed: "infra_error" when the device ran out
+    of memory both times (not the candidate's failure: the runner neither caches it nor blames
+    the file), "compile_error" naming the exception otherwise (the worker, whose JIT caches the
+    pass did not fill, could not compile the file confined; measured on the H200: a level-1
+    compile seed whose pass ran out of memory was then "compile_error: PermissionError" or
+    "rejected: ptxas --version" in the worker)."""
+    size = turn.size(torch, module, oracle)
+    for attempt in (0, 1):
+        t0 = time.monotonic()
+        with turn:
+            waited = time.monotonic() - t0
+            failed = warm_up(torch, module, oracle)
+        print("warm-up: %s turn (inputs and parameters %s), waited %.1f s for it, pass %.1f s%s"
+              % ("shared" if turn.shared else "exclusive",
+                 "unknown" if size is None else "%.0f MiB" % (size / 2**20), waited,
+                 time.monotonic() - t0 - waited, ", failed" if failed else ""), file=sys.stderr)
+        if failed is None:
+            return None
+        oom = getattr(torch.cuda, "OutOfMemoryError", ())
+        if not (isinstance(failed, oom) or "out of memory" in str(failed)):
+            return {"status": "compile_error", "reason": "the compile tier's forward pass on "
+                    "get_inputs() (which fills the JIT caches) raised %s: %s"
+                    % (type(failed).__name__, first_line(failed))}
+        turn.shared = False
+        time.sleep(1.0 + attempt)
+    return {"status": "infra_error", "reason": "the compile tier's forward pass ran out of device "
+            "memory twice (%s); the JIT caches are not filled" % first_line(failed)[:120]}
 
 
 def libcuda_path():

@@ -1992,33 +1992,60 @@ def user_name():
 
 
 def jit_imports(folder):
-    """torch.compile's modules (dynamo, inductor) and Triton, readied before confinement for a
-    candidate whose build says "jit" (torch.compile or Triton): an import that fails half-way
-    under confinement cannot be retried (inductor registers its cache artifacts once per
-    process), and Triton asks its tools for their versions (`ptxas --version`, a process) when
-    it computes a kernel's cache key, on every compile, cache hit or not; it keeps the answer
-    for the process, so it is asked here, unconfined, once."""
+    """torch.compile's modules (dynamo, inductor) and Triton, readied before confinement, and
+    the caches pointed at the build's JIT folder for a candidate whose build says "jit"
+    (torch.compile or Triton). The readying (jit_ready) is for the process and is done at its
+    first KernelBench-format evaluation on CUDA whatever the label: the worker confines itself
+    at its first evaluation, and a torch.compile candidate evaluated after a plain-torch one in
+    the same worker met a confined process (measured on the H200: `ptxas --version` refused for
+    11 compile seeds that came after their task's identity seed)."""
+    jit_ready()
     try:
         with open(os.path.join(folder, "build.json")) as f:
             built = json.load(f)
-        label, jit = built.get("label"), built.get("jit", built.get("label") == "torch_compile")
+        jit = built.get("jit", built.get("label") == "torch_compile")
     except (OSError, ValueError, AttributeError):
         return
-    if not jit:
+    if jit:
+        point_jit_caches(folder, built)
+
+
+JIT_READY = []  # one entry once jit_ready() ran in this process
+
+
+def jit_ready():
+    """Once per process, unconfined, on CUDA: inductor in this process, never its pool of
+    compiler processes, which the filter forbids (measured on the H200: such a start from one
+    of the pool's threads, SIGSYS blocked there, ended the worker by SIGSYS with no line); an
+    import that fails half-way under confinement cannot be retried (inductor registers its
+    cache artifacts once per process); dynamo's first use (dynamo_first_use); and Triton's
+    tool versions (triton_probes), which it asks for a kernel's cache key, cache hit or not,
+    and keeps for the process. A failure here is left for the candidate's run to meet."""
+    if JIT_READY or CONF.done or DEV.type != "cuda":
         return
-    point_jit_caches(folder, built)
-    if label == "torch_compile":
-        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-        try:
-            import torch._dynamo  # noqa: F401
-            import torch._inductor.config as config
-            # in this process, with the warm-up's caches: no pool of compiler processes, which
-            # the filter forbids (measured on the H200: such a start from one of the pool's
-            # threads, SIGSYS blocked there, ended the worker by SIGSYS with no line)
-            config.compile_threads = 1
-        except Exception:  # the worker reports the candidate's own failure when it runs
-            pass
+    JIT_READY.append(True)
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.config as config
+        config.compile_threads = 1
+        dynamo_first_use()
+    except Exception as e:
+        print("torch.compile not readied: %s: %s" % (type(e).__name__, first_line(e)),
+              file=sys.stderr)
     triton_probes()
+
+
+def dynamo_first_use():
+    """One call of a trivial function compiled with dynamo's eager backend (no inductor, no
+    compiler): what dynamo installs on its first use, process-wide (torch.nn.Module.__init__
+    wrapped for its generation tags, TorchPatcher's patches), is installed here, before the
+    evaluation's Surface is recorded; a candidate's torch.compile then finds it in place
+    (measured on the H200, torch 2.11: every compile seed that came first in its worker was
+    rejected, "torch.nn.Module.__init__ was replaced"). The compiled function stays in dynamo's
+    cache; torch._dynamo.reset() would not undo the patches either."""
+    f = torch.compile(lambda x: x + 1, backend="eager")
+    f(torch.zeros(4, device=DEV))
 
 
 def jit_dir(folder, built=None):
@@ -2031,6 +2058,11 @@ def jit_dir(folder, built=None):
                 built = json.load(f)
         d = built.get("jit_dir")
         if isinstance(d, str) and os.path.isdir(d):
+            return d
+        if isinstance(d, str):  # the warm-up left nothing: caches of its own, empty
+            d = os.path.join(CONF.rw if CONF is not None else folder, "jit-empty")
+            os.makedirs(os.path.join(d, "triton"), exist_ok=True)
+            os.makedirs(os.path.join(d, "inductor"), exist_ok=True)
             return d
     except (OSError, ValueError, AttributeError):
         pass

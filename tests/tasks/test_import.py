@@ -151,6 +151,11 @@ def run(tool, *args):
     return r.returncode, r.stdout, r.stderr
 
 
+# tasks whose set takes over 8 GiB of device memory (inputs, references, two output buffers):
+# two input sets, not three
+TWO_SETS = {"4_softmax_huge": (1, 2)}
+
+
 def expected_task(tid, backend="cuda", name=None, category="kernelbench", level=None):
     ins, outs, tol, dist, _, _ = EXPECTED[tid]
     stem = tid
@@ -164,7 +169,7 @@ def expected_task(tid, backend="cuda", name=None, category="kernelbench", level=
         "inputs": ins,
         "outputs": outs,
         "tolerance": tol,
-        "input_sets": [dict({"seed": s}, **dist) for s in (1, 2, 3)],
+        "input_sets": [dict({"seed": s}, **dist) for s in TWO_SETS.get(tid, (1, 2, 3))],
         "seeds": [{"name": "identity", "source": "seeds/identity.py"},
                   {"name": "compile", "source": "seeds/compile.py"}],
         "baseline": "identity",
