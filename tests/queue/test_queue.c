@@ -338,6 +338,42 @@ static void test_reap_requeues_then_dead_letters(void **state) {
   kb_redis_free(r);
 }
 
+/* A runner that compiles ahead holds a lease per CPU and more (16 on the H200): one heartbeat
+ * extends them all, past the deadline the claim gave them (a bound of 8 once left every lease of
+ * such a runner to expire and be reaped while it still worked on them). */
+static void test_heartbeat_many_leases(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  enum { N = 40 };
+  kbq_make_campaign(r, "beat", 1000000, 400, 2, &q);
+  kbq_enqueue_items(&q, N, 0);
+  struct kb_claim c[N];
+  int n = 0;
+  while (n < N) {
+    int got = 0;
+    assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, N - n > 32 ? 32 : N - n,
+                                          c + n, &got, NULL, NULL, &err), KB_OK);
+    assert_true(got > 0);
+    n += got;
+  }
+  for (int k = 0; k < 3; k++) { /* 3 beats 200 ms apart: 600 ms, past the 400 ms lease */
+    usleep(200 * 1000);
+    int extended = -1;
+    assert_int_equal(kb_queue_heartbeat(&q, "r1", c, N, &extended, NULL, &err), KB_OK);
+    assert_int_equal(extended, N);
+  }
+  int requeued = -1, dead = -1;
+  assert_int_equal(kb_queue_reap(&q, 100, "t", &requeued, &dead, &err), KB_OK);
+  assert_int_equal(requeued, 0);
+  assert_int_equal(dead, 0);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(kb_queue_complete(&q, &c[i], 0, "{}", "r1", NULL, &err), KB_OK);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
 static void test_scripts_reload_after_restart(void **state) {
   (void)state;
   struct kb_redis *r = connect_or_die();
@@ -988,6 +1024,7 @@ int main(void) {
       cmocka_unit_test(test_state_and_missing),
       cmocka_unit_test(test_release_is_not_an_attempt),
       cmocka_unit_test(test_reap_requeues_then_dead_letters),
+      cmocka_unit_test(test_heartbeat_many_leases),
       cmocka_unit_test(test_scripts_reload_after_restart),
       cmocka_unit_test(test_unreachable_names_address),
       cmocka_unit_test(test_many_processes),

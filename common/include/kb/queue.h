@@ -112,8 +112,8 @@ int kb_queue_enqueue(struct kb_queue *q, const char *candidate, const char *task
  * than the budget left) or KB_ESTATE (campaign not running; `state` gets it when not NULL). */
 int kb_queue_claim(struct kb_queue *q, const char *runner, int min_tier, int max_tier,
                    struct kb_claim *c, char state[16], struct kb_error *err);
-/* Extends the leases in `claims` (n may be 0) and records the runner alive. `*extended` and
- * `state` (16 bytes) may be NULL. */
+/* Extends the leases in `claims` (any number, 0 too, in one script call) and records the
+ * runner alive. `*extended` and `state` (16 bytes) may be NULL. */
 int kb_queue_heartbeat(struct kb_queue *q, const char *runner, const struct kb_claim *claims,
                        int n, int *extended, char state[16], struct kb_error *err);
 /* Settles the claim at `cost_ms`, appends `result_json` to the results stream, ends the lease.
