@@ -35,6 +35,8 @@
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
 #define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
+#define LEAK_FRACTION 16       /* a PyTorch worker holding this part of the device beyond its
+                                  tasks' tensors is replaced (release_worker) */
 #define TORCH_TIMEOUT_S 600    /* timing torch eager and torch.compile, at most (and at most the
                                   tier's timeout: kb/ladder.h) */
 
@@ -388,7 +390,9 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
  * one), if it runs, to drop its prepared tasks but the one under `keep` (NULL: all) and give
  * their device memory back: the two share the GPU, and one's tasks can leave no room for the
  * other's next (measured on the H200 with KernelBench level 1: 30 GiB held by the trusted
- * worker made the confined one's prepare of a 6 GiB task fail). Returns 1 when it answered. */
+ * worker made the confined one's prepare of a 6 GiB task fail); a worker that still holds
+ * more than 1/LEAK_FRACTION of the device beyond its kept task is stopped. Returns 1 when it
+ * answered. */
 static int release_worker(struct kb__sandbox *sb, const char *keep) {
   if (sb == NULL || kb__sandbox_pid(sb) <= 0)
     return 0;
@@ -398,11 +402,23 @@ static int release_worker(struct kb__sandbox *sb, const char *keep) {
   memset(&call, 0, sizeof call);
   int ok = req != NULL && kb__sandbox_call(sb, req, 30.0, &call, &err) == KB_OK &&
            call.outcome == KB__SB_REPLY;
+  const double gib = 1073741824.0;
   if (ok && json_integer_value(json_object_get(call.reply, "dropped")) > 0)
     kb_info("PyTorch worker %d released %lld prepared task(s); %.1f GiB of device memory free",
             (int)kb__sandbox_pid(sb),
             (long long)json_integer_value(json_object_get(call.reply, "dropped")),
-            json_number_value(json_object_get(call.reply, "free_bytes")) / 1073741824.0);
+            json_number_value(json_object_get(call.reply, "free_bytes")) / gib);
+  /* what it holds beyond the tensors of the task it keeps is torch's own (compiled modules,
+   * caches): past a sixteenth of the device, a new worker is the only sure way to free it */
+  double held = ok ? json_number_value(json_object_get(call.reply, "held_bytes")) : 0;
+  double kept = ok ? json_number_value(json_object_get(call.reply, "kept_bytes")) : 0;
+  double total = ok ? json_number_value(json_object_get(call.reply, "total_bytes")) : 0;
+  if (total > 0 && held - kept > total / LEAK_FRACTION) {
+    kb_warn("PyTorch worker %d holds %.1f GiB of device memory beyond its prepared tasks' "
+            "%.1f GiB (over 1/%d of the device): stopped; a new one starts at its next request",
+            (int)kb__sandbox_pid(sb), held / gib, kept / gib, LEAK_FRACTION);
+    kb__sandbox_kill(sb);
+  }
   json_decref(req);
   kb__sb_call_release(&call);
   return ok;

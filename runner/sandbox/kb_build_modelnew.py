@@ -313,8 +313,14 @@ class gpu_turn:
         return self
 
     def __exit__(self, *exc):
+        """Ends the turn; the lock file stays open for the next one (a retry's turn alone: the
+        file closed here once made that retry fail with EBADF, H200 run of 990ec48)."""
+        import fcntl
         if self.fd >= 0:
-            os.close(self.fd)
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            except OSError as e:
+                print("warm-up lock %s: %s" % (self.path, e), file=sys.stderr)
         return False
 
 
@@ -367,6 +373,8 @@ def warm_up_turns(torch, module, oracle, turn):
     for attempt in (0, 1):
         t0 = time.monotonic()
         with turn:
+            if attempt:
+                room_for(torch, size)
             waited = time.monotonic() - t0
             failed = warm_up(torch, module, oracle)
         print("warm-up: %s turn (inputs and parameters %s), waited %.1f s for it, pass %.1f s%s"
@@ -381,9 +389,32 @@ def warm_up_turns(torch, module, oracle, turn):
                     "get_inputs() (which fills the JIT caches) raised %s: %s"
                     % (type(failed).__name__, first_line(failed))}
         turn.shared = False
-        time.sleep(1.0 + attempt)
     return {"status": "infra_error", "reason": "the compile tier's forward pass ran out of device "
             "memory twice (%s); the JIT caches are not filled" % first_line(failed)[:120]}
+
+
+ROOM_WAIT_S = 120  # of the build's 600 s (runner/compile_kb.c): a retry waits this long at most
+
+
+def room_for(torch, size):
+    """Before a retry of a pass that ran out of device memory (in its turn alone): waits until
+    the device has three times its inputs and parameters free (its inputs, outputs and what the
+    compiled code allocates between), at most ROOM_WAIT_S: the runner's workers give memory back
+    as they drop tasks (measured on the H200: a retry one second after the failure found 2-8 GiB
+    free of 140 and failed again)."""
+    need = 3 * (size if size is not None else 0) + (512 << 20)
+    t0 = time.monotonic()
+    free = 0
+    while time.monotonic() - t0 < ROOM_WAIT_S:
+        try:
+            free = torch.cuda.mem_get_info(0)[0]
+        except Exception:
+            return
+        if free >= need:
+            break
+        time.sleep(0.5)
+    print("warm-up retry: %.1f GiB free after %.1f s (wanted %.1f GiB)"
+          % (free / 2**30, time.monotonic() - t0, need / 2**30), file=sys.stderr)
 
 
 def libcuda_path():

@@ -54,6 +54,7 @@ worker refuses "eval"; an untrusted one refuses "torch".
 """
 import builtins
 import ctypes
+import gc
 import json
 import math
 import mmap
@@ -2627,11 +2628,15 @@ def do_release(req, prepared):
     dropped = [k for k in prepared if k != keep]
     for k in dropped:
         del prepared[k]
-    free = 0
+    give_back_memory()
+    reply = {"op": "release", "dropped": len(dropped), "free_bytes": 0}
     if DEV.type == "cuda":
-        torch.cuda.empty_cache()
-        free = torch.cuda.mem_get_info(DEV)[0]
-    return {"op": "release", "dropped": len(dropped), "free_bytes": free}
+        reply["free_bytes"], reply["total_bytes"] = torch.cuda.mem_get_info(DEV)
+        # what this worker holds beyond its kept task's tensors: torch's own (a leak the
+        # runner ends by starting a new worker, docs/sandbox.md)
+        reply["held_bytes"] = torch.cuda.memory_reserved(DEV)
+        reply["kept_bytes"] = task_bytes(prepared[keep]) if keep in prepared else 0
+    return reply
 
 
 def room_to_run(task, key, prepared):
@@ -2647,7 +2652,36 @@ def room_to_run(task, key, prepared):
     others = [k for k in prepared if k != key]
     while others and torch.cuda.mem_get_info(DEV)[0] < need:
         del prepared[others.pop(0)]
+        give_back_memory()
+
+
+def give_back_memory():
+    """Frees what dropped tasks held on the device: a collection first (a task, its compiled
+    module and torch.compile's frames can hold one another in cycles, which reference counting
+    alone never frees: the tensors stay allocated until the collector runs, and large tensors
+    are few objects, so it may not run for long; measured on the H200: a trusted worker with no
+    task prepared held 85-105 GiB), then torch's cached blocks back to the driver."""
+    gc.collect()
+    if DEV is not None and DEV.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def task_bytes(task):
+    """Device bytes the tensors of a prepared task hold: its input sets, references, output
+    buffers and torch's outputs (shared storage counted once)."""
+    seen, total = set(), 0
+    for group in (task.set_inputs, task.refs, task.chk, task.tim,
+                  getattr(task, "torch_outs", None) or []):
+        for ts in group:
+            for t in ts:
+                if not isinstance(t, torch.Tensor):
+                    continue
+                st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+                if st.data_ptr() in seen:
+                    continue
+                seen.add(st.data_ptr())
+                total += st.nbytes()
+    return total
 
 
 def out_of_memory(err):
@@ -2687,7 +2721,7 @@ def drop_if_large(prepared, key):
     held = n * tensor_bytes(task.inputs) + 2 * n * tensor_bytes(task.outputs)
     if held * 8 > torch.cuda.mem_get_info(DEV)[1]:
         del prepared[key]
-        torch.cuda.empty_cache()
+        give_back_memory()
 
 
 def prepare_bytes(req):
@@ -2711,7 +2745,7 @@ def make_room(req, prepared, used):
             return
         oldest = min(prepared, key=lambda k: used.get(k, 0))
         del prepared[oldest]
-        torch.cuda.empty_cache()
+        give_back_memory()
 
 
 def do_prepare(req, prepared, used):
@@ -2738,8 +2772,7 @@ def do_prepare(req, prepared, used):
         except RuntimeError as err:  # out of device memory: drop the others, try once more
             if attempt == 0 and prepared:
                 prepared.clear()
-                if DEV.type == "cuda":
-                    torch.cuda.empty_cache()
+                give_back_memory()
                 continue
             return {"op": "prepare", "ok": False, "reason": "%s: %s" % (
                 type(err).__name__, first_line(err))[:255], "fatal": False,

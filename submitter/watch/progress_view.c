@@ -118,15 +118,34 @@ static int fit(const char *src, int width, int color, struct kb_buf *out) {
   return rc;
 }
 
-/* "  vs eager 1.23x, compile 0.80x" after a task's best speedup, where torch was timed. */
-static int torch_cell(struct kb_buf *b, const struct kb_progress_task *t) {
+/* "  vs eager 1.23x, compile 0.80x" after a task's best speedup, where torch was timed
+ * (`compact`: "  eager 1.23x compile 0.80x", for a narrow screen). */
+static int torch_cell(struct kb_buf *b, const struct kb_progress_task *t, int compact) {
   int rc = KB_OK;
   if (t->best_vs_eager > 0)
-    rc = kb_buf_addf(b, "  vs eager %.2fx", t->best_vs_eager);
+    rc = kb_buf_addf(b, "  %seager %.2fx", compact ? "" : "vs ", t->best_vs_eager);
   if (rc == KB_OK && t->best_vs_compile > 0)
-    rc = kb_buf_addf(b, "%s compile %.2fx", t->best_vs_eager > 0 ? "," : "  vs",
+    rc = kb_buf_addf(b, "%s compile %.2fx",
+                     t->best_vs_eager > 0 ? (compact ? "" : ",") : (compact ? " " : "  vs"),
                      t->best_vs_compile);
   return rc;
+}
+
+/* Columns a task row leaves the best's name on a screen `width` wide with `cell` after it:
+ * the row's other parts as screen_tables prints them. */
+static int name_room(const struct kb_progress *p, const struct kb_progress_task *t, int width,
+                     size_t cell) {
+  char num[32];
+  snprintf(num, sizeof num, "%.2fx ", t->best_speedup);
+  int used = 31 + (int)cell; /* "%-20s %8lld  " */
+  if (t->best_tier >= 0) {
+    used += (int)strlen(num) + 3 + (int)strlen(p->q.tiers[t->best_tier].name);
+    if (t->best_tier != t->rank_tier)
+      used += 13 + (int)strlen(p->q.tiers[t->rank_tier].name); /* "; ranked at %s" */
+  } else {
+    used += 2 + 24 + (t->rank_tier >= 0 ? (int)strlen(p->q.tiers[t->rank_tier].name) : 0);
+  }
+  return width - used;
 }
 
 /* The screen's two tables: per tier the items ready, leased, done and ok; per task its results
@@ -154,27 +173,47 @@ static int screen_tables(const struct kb_progress *p, const struct kb_view_opts 
     if (rows < 0)
       rows = 0;
   }
+  struct kb_buf cell;
+  kb_buf_init(&cell);
   for (int i = 0; rc == KB_OK && i < rows; i++) {
     const struct kb_progress_task *t = &p->tasks[i];
     kb_cli_fit_name(t->id, 20, name, sizeof name);
     rc = kb_buf_addf(b, "%-20s %8lld  ", name, (long long)t->results);
+    /* the best's name gets what the row leaves it, so that the torch speedups after it stay
+     * on the screen (the row is cut at the width): at least 8 characters */
+    kb_buf_reset(&cell);
+    if (rc == KB_OK)
+      rc = torch_cell(&cell, t, 0);
+    int room = name_room(p, t, o->width, cell.len);
+    if (rc == KB_OK && room < 8) {
+      kb_buf_reset(&cell);
+      rc = torch_cell(&cell, t, 1);
+      room = name_room(p, t, o->width, cell.len);
+    }
+    char best[KB_ID_MAX];
+    const char *tier = t->best_tier >= 0 ? p->q.tiers[t->best_tier].name
+                       : t->rank_tier >= 0 ? p->q.tiers[t->rank_tier].name : "";
+    if (room < 8)
+      room = 8;
+    if (room > (int)sizeof best - 1)
+      room = (int)sizeof best - 1;
+    kb_cli_fit_name(t->best_name, room, best, sizeof best);
     if (rc == KB_OK && t->best_tier >= 0 && t->best_tier == t->rank_tier)
-      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)", c(o, BOLD), t->best_speedup, c(o, RESET),
-                       t->best_name, p->q.tiers[t->best_tier].name);
+      rc = kb_buf_addf(b, "%s%.2fx%s %s (%s)", c(o, BOLD), t->best_speedup, c(o, RESET), best,
+                       tier);
     else if (rc == KB_OK && t->best_tier >= 0) /* the baseline is not timed at the best's tier */
       rc = kb_buf_addf(b, "%s%.2fx%s %s (%s; ranked at %s)", c(o, BOLD), t->best_speedup,
-                       c(o, RESET), t->best_name, p->q.tiers[t->best_tier].name,
-                       p->q.tiers[t->rank_tier].name);
+                       c(o, RESET), best, tier, p->q.tiers[t->rank_tier].name);
     else if (rc == KB_OK && t->rank_tier >= 0)
-      rc = kb_buf_addf(b, "- %s (%s; baseline not timed)", t->best_name,
-                       p->q.tiers[t->rank_tier].name);
+      rc = kb_buf_addf(b, "- %s (%s; baseline not timed)", best, tier);
     else if (rc == KB_OK)
       rc = kb_buf_addf(b, "-%s", t->baseline[0] ? "" : " (no baseline)");
-    if (rc == KB_OK)
-      rc = torch_cell(b, t);
+    if (rc == KB_OK && cell.len > 0)
+      rc = kb_buf_add(b, cell.data, cell.len);
     if (rc == KB_OK)
       rc = kb_buf_addf(b, "\n");
   }
+  kb_buf_release(&cell);
   if (rc == KB_OK && rows < p->n_tasks)
     rc = kb_buf_addf(b, "%s... %d more tasks (kb-submit status --json lists all)%s\n", c(o, DIM),
                      p->n_tasks - rows, c(o, RESET));
