@@ -609,10 +609,17 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
     rc = rule(ctx, SCMP_ACT_ALLOW, "tkill", 1, &to_self, why, size);
   if (rc == 0)
     rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &not_sys, why, size);
-  /* limits may be read, never set (as root they could be raised again) */
+  /* limits may be read, never set (as root they could be raised again), but the stack's of
+   * the process itself: NVRTC raises it before compiling (measured on the H200: cuDNN's
+   * runtime-compiled convolution engines under torch.compile, KernelBench level 1 tasks 82, 84
+   * and 86, were rejected for prlimit64), and the stack bounds nothing the confinement holds */
   struct scmp_arg_cmp get_only = SCMP_A2(SCMP_CMP_EQ, 0);
+  struct scmp_arg_cmp own_stack[] = {SCMP_A0(SCMP_CMP_EQ, 0),
+                                     SCMP_A1(SCMP_CMP_EQ, RLIMIT_STACK)};
   if (rc == 0)
     rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 1, &get_only, why, size);
+  if (rc == 0)
+    rc = rule(ctx, SCMP_ACT_ALLOW, "prlimit64", 2, own_stack, why, size);
   /* prctl: naming threads and mappings only (not PR_SET_DUMPABLE, PR_SET_SECCOMP,
    * PR_SET_PTRACER, PR_SET_NO_NEW_PRIVS, ...) */
   static const long prctl_ok[] = {PR_SET_NAME, PR_GET_NAME, 0x53564d41 /* PR_SET_VMA */,

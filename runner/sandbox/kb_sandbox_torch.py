@@ -1104,6 +1104,8 @@ def guards_intact(t):
 def guarded_copy(x, spec):
     t = guarded_empty(spec)
     t.copy_(x)
+    if hasattr(x, "kb_scalar"):  # the Python number it came from (scalar_tensor), exact
+        t.kb_scalar = x.kb_scalar
     return t
 
 
@@ -2231,6 +2233,17 @@ class ModuleCandidate:
         self.use_jit_caches()
         t = run.task
         ins = t.set_inputs[s][:self.n_fwd]
+        # a Python number of get_inputs() reaches forward() as the Python value, as KernelBench
+        # passes it to ModelNew and the worker to Model (forward_args): torch.compile guards on
+        # it, so the 0-d tensor would be another graph than the compile tier's warm-up cached
+        # (measured on the H200: level 1 task 5's compile seed recompiled, PermissionError)
+        args = ins
+        if t.scalars:
+            args = list(ins)
+            for i in t.scalars:
+                if i < len(args):
+                    v = getattr(args[i], "kb_scalar", None)
+                    args[i] = v if v is not None else type(args[i].item())(args[i].item())
         legacy = None
         if STREAM is not None:
             # a kernel launched without a stream (<<<grid, block>>>) runs on the legacy default
@@ -2241,7 +2254,7 @@ class ModuleCandidate:
         try:
             if getattr(t, "random", False):
                 seed_all(RANDOM_SEED)  # the reference's draws (reference())
-            got = self.module(*ins)
+            got = self.module(*args)
             if legacy is not None:
                 STREAM.wait_stream(legacy)
         except SystemExit as err:

@@ -215,6 +215,24 @@ def dropout(importer, tool, tmp, c, cache):
           "the identity of a random reference ok, the same without the dropout wrong: %s" % got)
 
 
+def scalars(importer, tool, tmp, cache):
+    """Python numbers among get_inputs() (kernelbench/14_scalar_inputs.py, whose Model refuses
+    tensors): the C ABI gets 0-d tensors, a ModelNew the Python values as KernelBench passes
+    them, so the identity seed ModelNew = Model is ok at smoke and full (and torch.compile, on a
+    torch that has it, sees the graph the compile tier's warm-up cached)."""
+    out = os.path.join(tmp, "tasks-scalars")
+    p = subprocess.run([importer, "--backend", "host", "--out", out,
+                        os.path.join(FILES, "14_scalar_inputs.py")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(p.stdout)
+    check(p.returncode == 0, "import 14_scalar_inputs")
+    task = os.path.join(out, "14_scalar_inputs")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1,3", cache)
+    got = [(x["tier"], x["status"], x.get("reason", "")) for x in lines]
+    check(rc == 0 and [g[:2] for g in got] == [("smoke", "ok"), ("full", "ok")],
+          "the identity of a task with Python scalars gets Python numbers: %s" % got)
+
+
 def main(argv):
     importer, tool, cands = argv[1:4]
     worker_dir = os.path.dirname(tool)
@@ -265,6 +283,7 @@ def main(argv):
               "the identity times as torch eager: %.3fx" % ratio)
 
         dropout(importer, tool, tmp, c, cache)
+        scalars(importer, tool, tmp, cache)
         cuda_inputs(importer, tool, tmp, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
