@@ -36,6 +36,7 @@ it); exit 2 is a bad command line. The
 worker (kb_sandbox_torch.py) loads the built extensions from DIR without running any compiler.
 """
 import ast
+import fcntl
 import hashlib
 import json
 import os
@@ -304,7 +305,6 @@ class gpu_turn:
         return total
 
     def __enter__(self):
-        import fcntl
         try:
             if self.fd >= 0:
                 fcntl.flock(self.fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
@@ -315,7 +315,6 @@ class gpu_turn:
     def __exit__(self, *exc):
         """Ends the turn; the lock file stays open for the next one (a retry's turn alone: the
         file closed here once made that retry fail with EBADF, H200 run of 990ec48)."""
-        import fcntl
         if self.fd >= 0:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_UN)

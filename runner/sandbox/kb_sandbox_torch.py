@@ -2234,16 +2234,10 @@ class ModuleCandidate:
         t = run.task
         ins = t.set_inputs[s][:self.n_fwd]
         # a Python number of get_inputs() reaches forward() as the Python value, as KernelBench
-        # passes it to ModelNew and the worker to Model (forward_args): torch.compile guards on
-        # it, so the 0-d tensor would be another graph than the compile tier's warm-up cached
-        # (measured on the H200: level 1 task 5's compile seed recompiled, PermissionError)
-        args = ins
-        if t.scalars:
-            args = list(ins)
-            for i in t.scalars:
-                if i < len(args):
-                    v = getattr(args[i], "kb_scalar", None)
-                    args[i] = v if v is not None else type(args[i].item())(args[i].item())
+        # passes it to ModelNew and the worker to Model: torch.compile guards on it, so the 0-d
+        # tensor would be another graph than the compile tier's warm-up cached (measured on the
+        # H200: level 1 task 5's compile seed recompiled, PermissionError)
+        args = forward_args(t, t.set_inputs[s])
         legacy = None
         if STREAM is not None:
             # a kernel launched without a stream (<<<grid, block>>>) runs on the legacy default
