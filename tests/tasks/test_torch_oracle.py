@@ -163,8 +163,10 @@ def trusted(worker, task_dir, rw):
                   "max_samples": 0, "flush_l2": False, "recheck": False})
         check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
               r.get("reason", ""), "the trusted worker refuses eval: %s" % r)
+        # noise 0: the spread never stops the loop early (a run of 2 samples within the
+        # default 0.5% would stop at 2), so the count is the requested maximum
         r = call({"op": "torch", "key": "t", "sets": 1, "warmup": 1, "min_samples": 2,
-                  "max_samples": 3, "flush_l2": False})
+                  "max_samples": 3, "noise": 0, "max_seconds": 60, "flush_l2": False})
         check(r.get("op") == "torch" and r.get("torch_eager", {}).get("samples") == 3,
               "the trusted worker times torch eager: %s" % r.get("torch_eager"))
         check(call({"op": "quit"}) == {"op": "bye"}, "trusted: quit -> bye")
