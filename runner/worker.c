@@ -188,6 +188,36 @@ static int wants_more(struct worker *w) {
          (w->opts->max_items <= 0 || w->claimed_items < w->opts->max_items);
 }
 
+/* An infra_error in `slot` (`r`: the runner failed, not the candidate): the item goes back to
+ * its queue while it has attempts left (kb_queue_retry; the device time used is charged), and
+ * the slot is freed. `*final` gets 1 when the item has used its attempts: nothing changed, and
+ * the caller completes it with `r`, its final verdict. Returns KB_OK or the queue's error. */
+static int retry_slot(struct worker *w, int slot, const struct kb_result *r, int *final,
+                      struct kb_error *err) {
+  const struct kb_claim *c = &w->held[slot].claim;
+  enum kb_retry out = KB_RETRY_FINAL;
+  double t_q = kb_now_mono();
+  int rc = kb_queue_retry(&w->q, c, r->cost_ms, w->name, r->reason, &out, err);
+  w->split.queue += kb_now_mono() - t_q;
+  *final = rc == KB_OK && out == KB_RETRY_FINAL;
+  if (rc) {
+    drop_slot(w, slot);
+    return rc;
+  }
+  if (*final) {
+    kb_warn("%s: infra_error at attempt %d, its last: %s", c->item, c->attempt, r->reason);
+    return KB_OK;
+  }
+  if (out == KB_RETRY_REQUEUED)
+    kb_warn("%s: infra_error at attempt %d (%s); queued again for another attempt", c->item,
+            c->attempt, r->reason);
+  else
+    kb_warn("%s: infra_error (%s); the lease was gone already, the item runs again", c->item,
+            r->reason);
+  drop_slot(w, slot);
+  return KB_OK;
+}
+
 /* Publishes `r` for the item in `slot` and frees the slot. With `may_claim` set and the runner
  * wanting more work, the same script call also claims items for the freed slot and any other
  * free one (kb_queue_cycle_batch; with one free slot the fused complete+claim form: one round
@@ -198,6 +228,12 @@ static int wants_more(struct worker *w) {
 static int complete_slot(struct worker *w, int slot, struct kb_result *r, int may_claim,
                          struct kb_error *err) {
   struct kb_claim done = w->held[slot].claim, next[KB_QUEUE_BATCH_MAX];
+  int final = 1;
+  if (r->status == KB_STATUS_INFRA_ERROR) {
+    int rc = retry_slot(w, slot, r, &final, err);
+    if (rc || !final)
+      return rc;
+  }
   char *json = NULL;
   int rc = kb_result_to_json(r, &json, err);
   int claimed = 0;

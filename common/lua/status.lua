@@ -4,10 +4,10 @@
 -- Returns {state, open, done, dead, leased, gpu total, available, held, spent,
 --          llm total, available, held, spent, cheapest ready cost or -1, ready per tier...,
 --          stray results, gpu_ms overruns, gpu_ms overrun, llm_tokens overruns, llm_tokens
---          overrun}.
+--          overrun, infra retries (retry.lua)}.
 local m = redis.call('HMGET', KEYS[1], 'state', 'open', 'done', 'dead', 'stray',
                      'gpu_ms:overruns', 'gpu_ms:overrun', 'llm_tokens:overruns',
-                     'llm_tokens:overrun')
+                     'llm_tokens:overrun', 'infra_retries')
 if not m[1] then
   return redis.error_reply('KB_NOTFOUND no such campaign')
 end
@@ -37,7 +37,7 @@ out[#out + 1] = cheapest
 for _, n in ipairs(ready) do
   out[#out + 1] = n
 end
-for i = 5, 9 do
+for i = 5, 10 do
   out[#out + 1] = tonumber(m[i] or '0')
 end
 return out

@@ -487,6 +487,37 @@ int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *r
   return KB_OK;
 }
 
+int kb_queue_retry(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
+                   const char *runner, const char *reason, enum kb_retry *out,
+                   struct kb_error *err) {
+  struct keyset ks = {.n = 0};
+  int rc = add_keys(&ks, q, err,
+                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
+                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES, NULL});
+  if (rc == KB_OK)
+    rc = add_queue_key(&ks, q, c->tier, err);
+  if (rc == KB_OK)
+    rc = add_key(&ks, q, "taskbudget", err);
+  if (rc)
+    return rc;
+  char cost[32];
+  snprintf(cost, sizeof cost, "%lld", (long long)(cost_ms > 0 ? cost_ms : 0));
+  const char *args[] = {c->item, c->token, c->charge_id, cost, runner, reason ? reason : ""};
+  redisReply *rep = NULL;
+  rc = kb_redis_script(q->redis, "retry", ks.n, ks.ptr, 6, args, NULL, &rep, err);
+  if (rc)
+    return rc;
+  if (rep->type != REDIS_REPLY_STRING) {
+    freeReplyObject(rep);
+    return kb_error_set(err, KB_EREDIS, "retry: unexpected reply from redis");
+  }
+  *out = strcmp(rep->str, "requeued") == 0 ? KB_RETRY_REQUEUED
+         : strcmp(rep->str, "final") == 0  ? KB_RETRY_FINAL
+                                           : KB_RETRY_LOST;
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
 int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, int *dead,
                   struct kb_error *err) {
   struct keyset ks = {.n = 0};
@@ -547,7 +578,7 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
   rc = kb_redis_script(q->redis, "status", ks.n, ks.ptr, 0, NULL, NULL, &rep, err);
   if (rc)
     return rc;
-  size_t want = 14 + (size_t)q->n_tiers + 5;
+  size_t want = 14 + (size_t)q->n_tiers + 6;
   if (rep->type != REDIS_REPLY_ARRAY || rep->elements != want) {
     freeReplyObject(rep);
     return kb_error_set(err, KB_EREDIS, "status: unexpected reply from redis");
@@ -564,8 +595,8 @@ int kb_queue_status(struct kb_queue *q, struct kb_queue_status *st, struct kb_er
   for (int t = 0; t < q->n_tiers; t++)
     parse_i64(e[14 + t], &st->ready[t]);
   int64_t *tail[] = {&st->stray, &st->gpu_overruns, &st->gpu_overrun_ms, &st->llm_overruns,
-                     &st->llm_overrun};
-  for (size_t i = 0; i < 5; i++)
+                     &st->llm_overrun, &st->infra_retries};
+  for (size_t i = 0; i < 6; i++)
     parse_i64(e[14 + (size_t)q->n_tiers + i], tail[i]);
   freeReplyObject(rep);
   return KB_OK;

@@ -273,6 +273,9 @@ int kb__progress_screen(const struct kb_progress *p, const struct kb_view_opts *
     rc = kb_buf_addf(&b, "   %s%lld overruns (%.3f gpu s beyond their reservations)%s",
                      c(o, YELLOW), (long long)st->gpu_overruns, (double)st->gpu_overrun_ms / 1e3,
                      c(o, RESET));
+  if (rc == KB_OK && st->infra_retries > 0)
+    rc = kb_buf_addf(&b, "   %s%lld evaluations failed by the runner, run again%s", c(o, YELLOW),
+                     (long long)st->infra_retries, c(o, RESET));
   if (rc == KB_OK)
     rc = kb_buf_adds(&b, "\n");
   if (rc == KB_OK)
@@ -310,6 +313,8 @@ void kb__progress_line(const struct kb_progress *p, FILE *f) {
     fprintf(f, " stray %lld", (long long)st->stray);
   if (st->gpu_overruns > 0)
     fprintf(f, " overruns %lld", (long long)st->gpu_overruns);
+  if (st->infra_retries > 0)
+    fprintf(f, " infra_retries %lld", (long long)st->infra_retries);
   int shown = 0, more = 0;
   for (int i = 0; i < p->n_tasks; i++) {
     if (p->tasks[i].best_tier < 0)
@@ -487,6 +492,7 @@ json_t *kb__progress_json(const struct kb_progress *p) {
       "runners", runners_json(p), "tasks", tasks, "rate_per_s", p->rate, "results",
       (json_int_t)p->results);
   if (o) {
+    json_object_set_new(o, "infra_retries", json_integer((json_int_t)st->infra_retries));
     json_object_set_new(o, "eta_s", p->eta_s >= 0 ? json_real(p->eta_s) : json_null());
     /* what the ETA rests on (docs/report.md, "The ETA") */
     json_object_set_new(o, "eta_bound", json_string(eta_bound_name(p->eta.bound)));

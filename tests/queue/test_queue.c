@@ -338,6 +338,91 @@ static void test_reap_requeues_then_dead_letters(void **state) {
   kb_redis_free(r);
 }
 
+/* An evaluation the runner failed (infra_error) goes back to the queue for another attempt with
+ * its device time charged, until max_attempts: then nothing changes and the caller completes it
+ * (retry.lua). A resent retry changes nothing; a late completion of a retried claim is a
+ * duplicate that records nothing; a forged token is "lost". */
+static void test_infra_retry(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "retry", 1000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "retry", &err), KB_OK);
+  char id[65];
+  cand_id(40, id);
+  assert_int_equal(kb_queue_enqueue(&q, id, "t", 1, 10, 1.0, NULL, &err), KB_OK);
+  struct kb_claim c1, c2, c3;
+  enum kb_retry out = KB_RETRY_LOST;
+  struct kb_queue_status st;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c1, NULL, &err), KB_OK);
+  assert_int_equal(c1.attempt, 1);
+  struct kb_claim forged = c1;
+  snprintf(forged.token, sizeof forged.token, "%s", "00000000000000000000000000000000");
+  assert_int_equal(kb_queue_retry(&q, &forged, 4, "r9", "forged", &out, &err), KB_OK);
+  assert_int_equal(out, KB_RETRY_LOST);
+  assert_int_equal(kb_queue_retry(&q, &c1, 4, "r1", "oracle build: out of memory", &out, &err),
+                   KB_OK);
+  assert_int_equal(out, KB_RETRY_REQUEUED);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.ready[1], 1);
+  assert_int_equal(st.leased, 0);
+  assert_int_equal(st.gpu_spent, 4); /* the failed attempt's device time */
+  assert_int_equal(st.gpu_held, 0);
+  assert_int_equal(st.infra_retries, 1);
+  assert_int_equal(st.open, 1);
+  assert_ledger_exact(&q);
+  /* resent (a lost reply): nothing changes */
+  assert_int_equal(kb_queue_retry(&q, &c1, 4, "r1", "oracle build: out of memory", &out, &err),
+                   KB_OK);
+  assert_int_equal(out, KB_RETRY_REQUEUED);
+  int dup = 0;
+  assert_int_equal(kb_queue_complete(&q, &c1, 7, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(dup, 1);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 4);
+  assert_int_equal(st.infra_retries, 1);
+  assert_int_equal(st.done, 0);
+  /* second attempt: an overrun beyond the reservation is charged whole */
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c2, NULL, &err), KB_OK);
+  assert_int_equal(c2.attempt, 2);
+  assert_string_not_equal(c2.charge_id, c1.charge_id);
+  assert_int_equal(kb_queue_retry(&q, &c2, 25, "r2", "sandbox died while preparing", &out, &err),
+                   KB_OK);
+  assert_int_equal(out, KB_RETRY_REQUEUED);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.gpu_spent, 29);
+  assert_int_equal(st.gpu_overruns, 1);
+  assert_int_equal(st.gpu_overrun_ms, 15);
+  assert_ledger_exact(&q);
+  /* the last attempt: final, nothing written; the caller completes it */
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c3, NULL, &err), KB_OK);
+  assert_int_equal(c3.attempt, 3);
+  assert_int_equal(kb_queue_retry(&q, &c3, 3, "r1", "again", &out, &err), KB_OK);
+  assert_int_equal(out, KB_RETRY_FINAL);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.leased, 1);
+  assert_int_equal(st.gpu_held, 10);
+  assert_int_equal(st.infra_retries, 2);
+  assert_int_equal(kb_queue_complete(&q, &c3, 3, "{\"status\":\"infra_error\"}", "r1", &dup, &err),
+                   KB_OK);
+  assert_int_equal(dup, 0);
+  assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
+  assert_int_equal(st.done, 1);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.gpu_spent, 32);
+  assert_int_equal(st.gpu_held, 0);
+  assert_ledger_exact(&q);
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XLEN kb:{retry}:results"), KB_OK);
+  assert_int_equal(rep->integer, 1); /* one result: the final attempt's */
+  freeReplyObject(rep);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{retry}:meta infra_last"), KB_OK);
+  assert_non_null(strstr(rep->str, "sandbox died while preparing"));
+  freeReplyObject(rep);
+  kb_redis_free(r);
+}
+
 /* A runner that compiles ahead holds a lease per CPU and more (16 on the H200): one heartbeat
  * extends them all, past the deadline the claim gave them (a bound of 8 once left every lease of
  * such a runner to expire and be reaped while it still worked on them). */
@@ -1024,6 +1109,7 @@ int main(void) {
       cmocka_unit_test(test_state_and_missing),
       cmocka_unit_test(test_release_is_not_an_attempt),
       cmocka_unit_test(test_reap_requeues_then_dead_letters),
+      cmocka_unit_test(test_infra_retry),
       cmocka_unit_test(test_heartbeat_many_leases),
       cmocka_unit_test(test_scripts_reload_after_restart),
       cmocka_unit_test(test_unreachable_names_address),

@@ -64,6 +64,8 @@ struct kb_queue_status {
                              was settled (forged, replayed, unknown item, wrong runner/attempt) */
   int64_t gpu_overruns, gpu_overrun_ms; /* settlements beyond their reservation, and by how much */
   int64_t llm_overruns, llm_overrun;    /* the same for LLM tokens */
+  int64_t infra_retries;  /* evaluations the runner failed (infra_error) whose item was queued
+                             again for another attempt (kb_queue_retry) */
 };
 
 /* What the register script needs to create a campaign. Strings and `tiers` are borrowed. */
@@ -185,6 +187,22 @@ int kb_queue_set_affinity(struct kb_queue *q, const char *const *tasks, int n);
 /* Gives the item back (not an attempt) and voids its reservation. `*released` may be NULL. */
 int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
                      int *released, struct kb_error *err);
+/* What kb_queue_retry did. */
+enum kb_retry {
+  KB_RETRY_REQUEUED = 0, /* the item is queued for another attempt (or was, by a resent call) */
+  KB_RETRY_FINAL,        /* it has used max_attempts: nothing changed; complete it with its
+                          * infra_error result */
+  KB_RETRY_LOST          /* the lease is no longer the caller's (reaped): nothing changed */
+};
+/* The runner failed the evaluation of `c` (an infra_error, not the candidate's verdict): while
+ * the item has attempts left (meta max_attempts, counting this one), settles its charge at
+ * `cost_ms` (the device time used is charged, as kb_queue_complete settles it), ends the lease
+ * and queues the item again; `reason` (borrowed) is kept as meta "infra_last". Idempotent: a
+ * resent call finds the charge posted and gets KB_RETRY_REQUEUED. `*out` gets the outcome.
+ * Errors: KB_ECONN, KB_EREDIS. common/lua/retry.lua. */
+int kb_queue_retry(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms,
+                   const char *runner, const char *reason, enum kb_retry *out,
+                   struct kb_error *err);
 /* Requeues or dead-letters up to `max` expired leases. Counts may be NULL. */
 int kb_queue_reap(struct kb_queue *q, int max, const char *who, int *requeued, int *dead,
                   struct kb_error *err);
