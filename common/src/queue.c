@@ -464,16 +464,24 @@ int kb_queue_complete(struct kb_queue *q, const struct kb_claim *c, int64_t cost
   return cycle(q, &one, 1, runner, 0, -1, 0, NULL, NULL, duplicate, NULL, err);
 }
 
-int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
-                     int *released, struct kb_error *err) {
-  struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err,
+/* The keys of a script that gives one leased item of tier `tier` back to its queue (release,
+ * retry): meta, ledger, ledger:log, lease, items, charges, the tier's queue, taskbudget. */
+static int item_back_keys(struct keyset *ks, const struct kb_queue *q, int tier,
+                          struct kb_error *err) {
+  int rc = add_keys(ks, q, err,
                     (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
                                           KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES, NULL});
   if (rc == KB_OK)
-    rc = add_queue_key(&ks, q, c->tier, err);
+    rc = add_queue_key(ks, q, tier, err);
   if (rc == KB_OK)
-    rc = add_key(&ks, q, "taskbudget", err);
+    rc = add_key(ks, q, "taskbudget", err);
+  return rc;
+}
+
+int kb_queue_release(struct kb_queue *q, const struct kb_claim *c, const char *runner,
+                     int *released, struct kb_error *err) {
+  struct keyset ks = {.n = 0};
+  int rc = item_back_keys(&ks, q, c->tier, err);
   if (rc)
     return rc;
   const char *args[] = {c->item, c->token, c->charge_id, runner};
@@ -491,13 +499,7 @@ int kb_queue_retry(struct kb_queue *q, const struct kb_claim *c, int64_t cost_ms
                    const char *runner, const char *reason, enum kb_retry *out,
                    struct kb_error *err) {
   struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err,
-                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
-                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES, NULL});
-  if (rc == KB_OK)
-    rc = add_queue_key(&ks, q, c->tier, err);
-  if (rc == KB_OK)
-    rc = add_key(&ks, q, "taskbudget", err);
+  int rc = item_back_keys(&ks, q, c->tier, err);
   if (rc)
     return rc;
   char cost[32];
