@@ -273,8 +273,16 @@ local function affordable(it)
   if caps then -- the task's held and spent as stored plus this call's moves so far
     local fh, fs = it.task .. ':held', it.task .. ':spent'
     local b = redis.call('HMGET', KEYS[8], it.task .. ':cap', fh, fs)
-    return not b[1] or tonumber(b[2] or '0') + (tb_d[fh] or 0) + tonumber(b[3] or '0') +
-                       (tb_d[fs] or 0) + it.cost <= tonumber(b[1])
+    if not b[1] then
+      return true
+    end
+    local held = tonumber(b[2] or '0') + (tb_d[fh] or 0)
+    -- a task with nothing held may always start one evaluation (the budget split's "no
+    -- starvation" rule, without waiting for its next rebalance: a cap of used + one dearest
+    -- reservation, set while nothing was held, no longer fits that reservation once anything
+    -- was spent, and its runner would wait up to rebalance_seconds with the task's next item)
+    return held <= 0 or held + tonumber(b[3] or '0') + (tb_d[fs] or 0) + it.cost <=
+                        tonumber(b[1])
   end
   return true
 end

@@ -594,6 +594,48 @@ static void test_task_cap(void **state) {
   kb_redis_free(r);
 }
 
+/* The budget split leaves a running task room for one dearest reservation (its cap: used + R).
+ * Once it has spent anything its cap no longer fits R, yet a task with nothing held may always
+ * start one evaluation: its next item is claimed at once, not after the scheduler's next
+ * rebalance (runners idled up to rebalance_seconds at a campaign's end waiting for it). A
+ * second item while one is held still waits for room under the cap. */
+static void test_cap_lets_one_start(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  make_campaign(r, "capone", 10000, 60000, 3);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  assert_int_equal(kb_queue_open(&q, r, "capone", &err), KB_OK);
+  assert_int_equal(kb_queue_set_task_cap(&q, "a", 100, &err), KB_OK); /* used 0 + R 100 */
+  char id[65];
+  for (int i = 0; i < 3; i++) {
+    cand_id(50 + i, id);
+    assert_int_equal(kb_queue_enqueue(&q, id, "a", 2, 100, i, NULL, &err), KB_OK);
+  }
+  struct kb_claim c1, c2;
+  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &c1, NULL, &err), KB_OK);
+  /* one held: a second of 100 would pass the cap */
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c2, NULL, &err), KB_EBUDGET);
+  kb_error_clear(&err);
+  /* completed at 7 ms: spent 7 + 100 > 100, but nothing is held, so the next one starts,
+   * also in the same call that completes the first */
+  int dup = 0;
+  assert_int_equal(kb_queue_complete_and_claim(&q, &c1, 7, "{}", "r1", 0, -1, &dup, &c2, NULL,
+                                               &err), KB_OK);
+  assert_string_equal(c2.task, "a");
+  struct kb_claim c3;
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c3, NULL, &err), KB_EBUDGET);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_complete(&q, &c2, 5, "{}", "r1", &dup, &err), KB_OK);
+  assert_int_equal(kb_queue_claim(&q, "r2", 0, -1, &c3, NULL, &err), KB_OK);
+  int64_t cap, held, spent;
+  assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
+  assert_int_equal(held, 100);
+  assert_int_equal(spent, 12);
+  assert_ledger_exact(&q);
+  kb_redis_free(r);
+}
+
 static void test_llm_charges(void **state) {
   (void)state;
   struct kb_redis *r = connect_or_die();
@@ -675,17 +717,14 @@ static void test_task_budget_counted_before_caps(void **state) {
   /* 100 held + 100 > 120 */
   assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &second, NULL, &err), KB_EBUDGET);
   kb_error_clear(&err);
-  /* the completion comes first within the call: 30 spent + 100 > 120 still */
+  /* the completion comes first within the call: it ends the task's only hold, and a task
+   * with nothing held may start one evaluation although 30 spent + 100 > 120 */
   assert_int_equal(kb_queue_complete_and_claim(&q, &first, 30, "{}", "r1", 0, -1, NULL, &second,
                                                NULL, &err),
-                   KB_EBUDGET);
-  kb_error_clear(&err);
+                   KB_OK);
   assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
-  assert_int_equal(held, 0);
+  assert_int_equal(held, 100);
   assert_int_equal(spent, 30);
-  /* 30 spent + 100 <= 150 */
-  assert_int_equal(kb_queue_set_task_cap(&q, "a", 150, &err), KB_OK);
-  assert_int_equal(kb_queue_claim(&q, "r1", 0, -1, &second, NULL, &err), KB_OK);
   assert_int_equal(kb_queue_complete(&q, &second, 60, "{}", "r1", NULL, &err), KB_OK);
   assert_int_equal(kb_queue_task_budget(&q, "a", &cap, &held, &spent, &err), KB_OK);
   assert_int_equal(held, 0);
@@ -1115,6 +1154,7 @@ int main(void) {
       cmocka_unit_test(test_unreachable_names_address),
       cmocka_unit_test(test_many_processes),
       cmocka_unit_test(test_task_cap),
+      cmocka_unit_test(test_cap_lets_one_start),
       cmocka_unit_test(test_llm_charges),
       cmocka_unit_test(test_task_budget_counted_before_caps),
       cmocka_unit_test(test_priority_exact_after_requeue),
