@@ -120,7 +120,20 @@ static void run_with_restarts(struct restart_run *run) {
       break;
     kbq_sleep_ms(5);
   }
-  assert_int_equal(restarts, run->n_restarts);
+  if (restarts != run->n_restarts) { /* seen once under a loaded ASan CI run, not reproduced */
+    long ok = 0, dup = 0, lost = 0, missing = 0;
+    for (int s = 0; s < RUNNERS; s++) {
+      ok += slots[s].ok;
+      dup += slots[s].dup;
+      lost += slots[s].lease_lost;
+      missing += slots[s].charge_missing;
+    }
+    fail_msg("%s ended after %d of %d restarts: open %lld, done %lld, dead %lld, leased %lld; "
+             "runners ok %ld, dup %ld, lease lost %ld, charge missing %ld; %lld reaped (seed %u)",
+             run->cid, restarts, run->n_restarts, (long long)st.open, (long long)st.done,
+             (long long)st.dead, (long long)st.leased, ok, dup, lost, missing,
+             (long long)run->reaped, seed);
+  }
   /* Every runner reconnected: each exited 0, and it exits only after a status call that found
    * no open item, which cannot have happened before the last restart (items were open then).
    * Work went on after it too. */
