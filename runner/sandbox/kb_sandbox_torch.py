@@ -1208,6 +1208,12 @@ def describe_tensor(t):
 
 # ---- evaluation -------------------------------------------------------------------------------
 
+def plain_tensor(t):
+    """Whether `t` is exactly a torch.Tensor (or an nn.Parameter, whose torch functions are the
+    default ones): what a ModelNew may return as an output (ModuleCandidate.call)."""
+    return type(t) is torch.Tensor or type(t) is torch.nn.Parameter
+
+
 class Verdict(Exception):
     def __init__(self, status, reason, fatal=False):
         Exception.__init__(self, reason)
@@ -2267,6 +2273,15 @@ class ModuleCandidate:
             raise Verdict("wrong_output", "%sModelNew.forward returns %d outputs, the task lists "
                           "%d" % (who or self.who, len(got), len(t.outputs)))
         for o, (g, spec) in enumerate(zip(got, t.outputs)):
+            # a plain tensor only, checked before anything reads it: a subclass's
+            # __torch_function__ or __torch_dispatch__ runs on every use, so it could do the
+            # work only when the evaluator copies the output out (after the timed call), or
+            # answer the comparison itself (Run.settle, verify). nn.Parameter keeps the default.
+            if isinstance(g, torch.Tensor) and not plain_tensor(g):
+                raise Verdict("rejected", '%sModelNew.forward\'s output "%s" (outputs[%d]) is a '
+                              'torch.Tensor subclass (%s), not a plain tensor: a subclass can '
+                              'defer its work past the timed call or answer the checks itself'
+                              % (who or self.who, spec["name"], o, type(g).__name__[:60]))
             if not isinstance(g, torch.Tensor) or list(g.shape) != spec["shape"] or \
                     g.dtype != torch_dtype(spec["dtype"]) or g.device != DEV:
                 raise Verdict("wrong_output", '%sModelNew.forward\'s output "%s" (outputs[%d]) is '

@@ -10,7 +10,8 @@ kb-test-torch-eval:
     process started from forward() past the static rules -> rejected, the process named;
     `nvcc --version` asked the same way (a library's probe) -> ok, answered from the worker's
     recording, the same worker process going on;
-    os.system through an import alias -> rejected by the static rules;
+    os.system through an import alias -> rejected by the static rules; a torch.Tensor subclass
+    as output (lazy evaluation after the timed call) -> rejected;
     the same file again -> a cache hit (no second build);
   - 1_relu at smoke, candidates that change the evaluator from inside its process (the clock,
     torch.Tensor.__le__, a constant of the worker, TF32, a dispatch mode left entered) ->
@@ -70,9 +71,11 @@ def evaluate(tool, task, cands, tiers, cache):
 def relu_smoke(tool, relu, c, cache):
     order = ["relu_torch", "relu_wrong", "relu_syntax", "relu_no_modelnew", "relu_no_build",
              "relu_subprocess", "relu_edits_input", "relu_memo_ptr", "relu_probe_nvcc",
-             "relu_probe_platform", "relu_spawn_hidden", "relu_alias_system", "relu_torch"]
+             "relu_probe_platform", "relu_spawn_hidden", "relu_alias_system",
+             "relu_lazy_subclass", "relu_torch"]
     want = ["ok", "wrong_output", "compile_error", "compile_error", "compile_error",
-            "rejected", "rejected", "rejected", "ok", "ok", "rejected", "rejected", "ok"]
+            "rejected", "rejected", "rejected", "ok", "ok", "rejected", "rejected", "rejected",
+            "ok"]
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     check(rc == 0 and len(lines) == len(order), "1_relu at smoke: a verdict for each")
     got = [x["status"] for x in lines]
@@ -109,6 +112,9 @@ def relu_smoke(tool, relu, c, cache):
           % (hidden["reason"], hidden.get("output", "")[-300:]))
     check("static rule: line 10 uses os.system (as kb_os.system)" in why["relu_alias_system"],
           "an aliased os.system: refused by the static rules: %s" % why["relu_alias_system"])
+    check("torch.Tensor subclass (Lazy)" in why["relu_lazy_subclass"],
+          "a tensor subclass as output (lazy: the work done when the evaluator reads it, after "
+          "the timed call): rejected: %s" % why["relu_lazy_subclass"])
     # the cache hit is the compile result's own flag: wall times of two worker starts on a
     # loaded CI machine order either way (2.03 s against a first 1.72 s under ASan)
     check(lines[0].get("compile_cached") is False and lines[-1].get("compile_cached") is True,
@@ -116,7 +122,7 @@ def relu_smoke(tool, relu, c, cache):
           % (lines[0].get("compile_cached"), lines[-1].get("compile_cached")))
     built = [n for n in os.listdir(cache) if n.endswith(".kb")]
     failed = [n for n in os.listdir(cache) if n.endswith(".kb.err")]
-    check(len(built) == 7 and len(failed) == 5, "cache: 7 builds (%d), 5 failures kept (%d)"
+    check(len(built) == 8 and len(failed) == 5, "cache: 8 builds (%d), 5 failures kept (%d)"
           % (len(built), len(failed)))
 
 
