@@ -1315,6 +1315,20 @@ def kept(obj):
         type(obj).__name__ == "module"
 
 
+def interpreter_hooks():
+    """The interpreter's hooks that run Python code inside the evaluator's own flow, as
+    (name, object) pairs: the profile and trace functions of sys and of threading (for threads
+    started later), and the garbage collector's callbacks. A candidate that set one could do its
+    work from there after its call returned (a profile function called at the evaluator's copy
+    of the outputs, after the timed call)."""
+    th = sys.modules.get("threading")
+    return (("sys.setprofile's function", sys.getprofile()),
+            ("sys.settrace's function", sys.gettrace()),
+            ("threading.setprofile's function", getattr(th, "_profile_hook", None)),
+            ("threading.settrace's function", getattr(th, "_trace_hook", None)),
+            ("gc.callbacks", tuple(gc.callbacks)))
+
+
 class Surface:
     """What the evaluator calls and reads, recorded when made (before an evaluation's candidate
     code runs); changed() names the first thing that is no longer the same object (or, for the
@@ -1322,8 +1336,11 @@ class Surface:
     global of this module but REBOUND, with the functions of its classes and the contents of
     its dict constants; every attribute the source names as module.attr (SURFACE_MODULES) that
     is a module, a class or a function; every builtin it calls; every function of
-    torch.Tensor, torch.nn.Module, torch.cuda.Event and torch.cuda.Stream; surface_flags().
-    perf_settings() are set back instead."""
+    torch.Tensor, torch.nn.Module, torch.cuda.Event and torch.cuda.Stream; surface_flags();
+    interpreter_hooks(). perf_settings() are set back instead. Compared after the evaluation
+    and, without setting anything back, before each copy of a ModelNew's outputs (Run.settle):
+    a function replaced during a call and put back by the time the evaluation ends is caught
+    while it is still in place."""
 
     names = None  # (dotted module attributes, builtins called), parsed once from the source
 
@@ -1377,11 +1394,17 @@ class Surface:
                     self.items.append(("%s.%s" % (cls_name, k), cls, k, v))
         self.flags = surface_flags()
         self.perf = perf_settings()
+        self.hooks = interpreter_hooks()
 
-    def changed(self):
-        for (_, was, put), (_, now, _) in zip(self.perf, perf_settings()):
-            if now != was:
-                put(was)
+    def changed(self, set_back=True):
+        """What changed, or None; with `set_back` the speed settings are first set back."""
+        if set_back:
+            for (_, was, put), (_, now, _) in zip(self.perf, perf_settings()):
+                if now != was:
+                    put(was)
+        for (name, was), (_, now) in zip(self.hooks, interpreter_hooks()):
+            if now is not was and now != was:
+                return "%s was set" % name
         for name, owner, key, obj in self.items:
             now = raw_attr(owner, key)
             if now is not obj:
@@ -1404,6 +1427,10 @@ def tampered(surface, reply):
         return
     reply.pop("timing", None)
     reply.pop("baseline_timing", None)
+    reply["fatal"] = True
+    if reply.get("status") == "rejected" and reply.get("reason", "").startswith(
+            "changed the evaluator"):
+        return  # found during the evaluation already (Run.settle), and said so
     reply["status"] = "rejected"
     reply["reason"] = ("changed the evaluator: %s (a solution may not change torch, Python's "
                        "builtins or the worker; the worker restarts)" % what)[:255]
@@ -1450,6 +1477,7 @@ class Run:
         self.max_abs = None
         self.max_rel = None
         self.pending = []  # a ModelNew's outputs not yet copied into the evaluator's buffers
+        self.surface = None  # the evaluation's Surface, checked before each copy (settle)
         self.flush = None
         if e["flush_l2"] and DEV.type == "cuda":
             l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
@@ -1472,6 +1500,12 @@ class Run:
         again never holds an earlier call's answer. Tensors sharing memory with an input, a
         parameter or a buffer of the module are left alone."""
         pending, self.pending = self.pending, []
+        what = self.surface.changed(set_back=False) if pending and self.surface else None
+        if what is not None:
+            raise Verdict("rejected", "changed the evaluator during the evaluation: %s (found "
+                          "after its call returned, before its outputs were read; a solution "
+                          "may not change torch, Python's builtins, the interpreter's hooks or "
+                          "the worker; the worker restarts)" % what, fatal=True)
         for cand, dsts, got, ins in pending:
             keep = list(ins) + cand.state
             for d, g, spec in zip(dsts, got, self.task.outputs):
@@ -2312,6 +2346,7 @@ def evaluate(task, e):
         except Failure as f:
             raise Verdict("infra_error", str(f), fatal=True)
         surface = Surface()  # before any code of the candidate or the baseline runs
+        run.surface = surface
         if e["format"] == "kernelbench":
             fn = ModuleCandidate(task, e["library"], "")
             reply["label"] = fn.label

@@ -129,10 +129,17 @@ def relu_smoke(tool, relu, c, cache):
 def tampering(tool, relu, c, cache):
     """Candidates that change the evaluator from inside its process (class Surface of the
     worker): the clock, a comparison operator of torch, a constant of the worker, a precision
-    setting of torch, a dispatch mode left entered: each rejected with what it changed named,
-    and the worker restarted; cuDNN's autotuner turned on is ok and set back for the next."""
+    setting of torch, a dispatch mode left entered, torch.Tensor.copy_ replaced by one that does
+    the work when the outputs are copied out and puts itself back, a profile function doing the
+    same: each rejected with what it changed named, and the worker restarted; cuDNN's
+    autotuner turned on is ok and set back for the next."""
     order = ["relu_patch_clock", "relu_patch_compare", "relu_patch_worker", "relu_patch_flags",
-             "relu_mode_left", "relu_autotune", "relu_expects_defaults", "relu_torch"]
+             "relu_mode_left", "relu_patch_restore", "relu_profile_hook", "relu_autotune",
+             "relu_expects_defaults", "relu_torch"]
+    # found during the evaluation, before the evaluator reads the outputs (Run.settle): a
+    # function replaced and put back by the time the evaluation ends, an interpreter hook
+    during = {"relu_patch_restore": "torch.Tensor.copy_ was replaced",
+              "relu_profile_hook": "sys.setprofile's function was set"}
     named = {"relu_patch_clock": "time.perf_counter was replaced",
              "relu_patch_compare": "torch.Tensor.__le__ was replaced",
              "relu_patch_worker": "the worker's UNSEEN_RATIO was replaced",
@@ -140,16 +147,20 @@ def tampering(tool, relu, c, cache):
              "relu_mode_left": "torch dispatch modes entered was 0, is 1"}
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     got = [x["status"] for x in lines]
-    want = ["rejected"] * 5 + ["ok"] * 3
+    want = ["rejected"] * 7 + ["ok"] * 3
     check(rc == 0 and got == want, "tampering verdicts %s (want %s)" % (got, want))
     if len(lines) != len(order):
         return
     for n, x in zip(order, lines):
-        if n in named:
-            check(x["reason"].startswith("changed the evaluator: " + named[n]) and
-                  x["median_us"] is None, "%s: rejected, named: %s" % (n, x["reason"]))
+        if n in named:  # found after the evaluation or, where it shows by then, before a copy
+            check(x["reason"].startswith("changed the evaluator") and named[n] in x["reason"]
+                  and x["median_us"] is None, "%s: rejected, named: %s" % (n, x["reason"]))
+        if n in during:
+            check(x["reason"].startswith("changed the evaluator during the evaluation: " +
+                                         during[n]) and x["median_us"] is None,
+                  "%s: rejected mid-evaluation, named: %s" % (n, x["reason"]))
     starts = [x["starts"] for x in lines]
-    check(all(starts[k + 1] > starts[k] for k in range(5)) and starts[5] == starts[7],
+    check(all(starts[k + 1] > starts[k] for k in range(7)) and starts[7] == starts[9],
           "a new worker after each change, the same one after the autotuner: starts %s"
           % starts)
 
