@@ -1500,7 +1500,8 @@ class Run:
         again never holds an earlier call's answer. Tensors sharing memory with an input, a
         parameter or a buffer of the module are left alone."""
         pending, self.pending = self.pending, []
-        what = self.surface.changed(set_back=False) if pending and self.surface else None
+        # checked for a C library too: loaded in this process, it can reach the interpreter
+        what = self.surface.changed(set_back=False) if self.surface else None
         if what is not None:
             raise Verdict("rejected", "changed the evaluator during the evaluation: %s (found "
                           "after its call returned, before its outputs were read; a solution "
