@@ -267,7 +267,9 @@ class Confinement:
             raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
         self.done = True
         answer_probes()
+        trust_paths()
         sys.addaudithook(refuse_processes)
+        sys.addaudithook(refuse_introspection)
 
 
 # The commands libraries run to learn about the machine after the worker is confined, each
@@ -347,6 +349,118 @@ def answer_probes():
 PROCESS_EVENTS = {"subprocess.Popen": "clone", "os.posix_spawn": "clone", "os.spawn": "clone",
                   "os.fork": "fork", "os.forkpty": "fork", "os.system": "execve",
                   "os.exec": "execve", "pty.spawn": "clone", "os.startfile": "execve"}
+
+
+# Candidate code reaching into the interpreter for the evaluator's own objects: a frame (the
+# evaluation's locals: its timer, its run, the prepared tasks with their references) or the
+# garbage collector's view of every object. Measured before this guard: a ModelNew that moved
+# the start of the CPU timer it found through sys._getframe(1).f_back... was ok at the full
+# tier, 13.9 us against plain torch.relu's 48.8 us (on CUDA it could record the start event
+# again). Each event is refused (PermissionError) and recorded when the first frame above it
+# that is not the standard library's is neither a library's (site-packages: torch's own
+# dynamo, Triton, logging from torch) nor the worker's nor the task's reference: the
+# candidate's file, whatever it imported from its own folder. A few standard modules read a
+# caller's frame for its module name only (namedtuple, typing, enum, dataclasses, the Python
+# warnings): called from them it is allowed. The verdict is the Surface's (Surface.changed).
+INTROSPECTION_EVENTS = frozenset((
+    "sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys.setprofile",
+    "sys.settrace", "sys.addaudithook", "gc.get_objects", "gc.get_referrers",
+    "gc.get_referents"))
+FRAME_ATTRIBUTES = frozenset(("tb_frame", "gi_frame", "cr_frame", "ag_frame"))
+NAME_ONLY_CALLERS = frozenset(("collections/__init__.py", "typing.py", "enum.py",
+                               "dataclasses.py", "warnings.py"))
+TRUSTED = {"libs": (), "stdlib": (), "files": set(),  # set by trust_paths() at confinement
+           "never": ()}  # the candidates' build folders: untrusted whatever contains them
+INTROSPECTION = []  # what candidate code reached for ("sys._getframe from candidate.py:17")
+_IN_HOOK = [False]
+
+
+def trust_paths():
+    """Fills TRUSTED: the libraries' folders (site-packages, dist-packages), the standard
+    library's, this file (the tasks' reference files are added as they are prepared)."""
+    import site
+    import sysconfig
+    if not TRUSTED["stdlib"]:
+        paths = sysconfig.get_paths()
+        stdlib = tuple(os.path.join(os.path.realpath(p), "") for p in
+                       set(paths.get(k) for k in ("stdlib", "platstdlib") if paths.get(k)))
+        libs = set(paths.get(k) for k in ("purelib", "platlib") if paths.get(k))
+        libs.update(getattr(site, "getsitepackages", lambda: [])())
+        libs.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+        # and wherever the packages imported so far live (torch installed outside
+        # site-packages, on a PYTHONPATH): no candidate code is loaded before confinement
+        for name, mod in list(sys.modules.items()):
+            f = getattr(mod, "__file__", None)
+            if "." in name or name == "__main__" or not isinstance(f, str) or not f:
+                continue
+            f = os.path.realpath(f)
+            root = os.path.dirname(os.path.dirname(f) if os.path.basename(f).startswith(
+                "__init__.") else f)
+            if not os.path.join(root, "").startswith(stdlib):
+                libs.add(root)
+        TRUSTED["libs"] = tuple(sorted(os.path.join(os.path.realpath(p), "") for p in libs
+                                       if p and not os.path.join(os.path.realpath(p),
+                                                                 "").startswith(stdlib)))
+        TRUSTED["stdlib"] = stdlib
+        TRUSTED["files"].add(os.path.realpath(os.path.abspath(__file__)))
+
+
+def distrust(build):
+    """Marks the folder that holds the build `build` (a candidate's, or a baseline's: the
+    runner's compile cache) untrusted, whatever trusted folder contains it. Called before the
+    evaluation's Surface is made, which then guards TRUSTED's contents."""
+    if build:
+        never = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(build))), "")
+        if never not in TRUSTED["never"]:
+            TRUSTED["never"] = TRUSTED["never"] + (never,)
+
+
+def introspection_source(frame):
+    """Where untrusted code asked, or None. From `frame` (the audited call's caller) up: the
+    first frame that is a library's, the worker's or the reference's makes it trusted (None);
+    untrusted code with fewer than two standard-library frames below it asked for the frame or
+    the objects itself, or through one helper that hands them back (inspect.currentframe,
+    logging.currentframe, traceback.walk_stack): its file and line; deeper (logging's own
+    findCaller under a candidate's logging.warning) the standard library asked for its own use.
+    A module of NAME_ONLY_CALLERS as the caller is trusted: it reads a module name only."""
+    stdlib = 0
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith("<frozen "):
+            frame = frame.f_back
+            continue
+        real = os.path.realpath(path) if path.startswith("/") else path
+        if not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
+                                                      real in TRUSTED["files"]):
+            return None
+        if real.startswith(TRUSTED["stdlib"]):
+            if stdlib == 0 and real.endswith(tuple("/" + n for n in NAME_ONLY_CALLERS)):
+                return None
+            stdlib += 1
+            frame = frame.f_back
+            continue
+        return "%s:%d" % (os.path.basename(path), frame.f_lineno) if stdlib < 2 else None
+    return None
+
+
+def refuse_introspection(event, args):
+    """Audit hook of the confined worker: refuses (and records in INTROSPECTION) the events
+    above when untrusted code is behind them."""
+    if event not in INTROSPECTION_EVENTS and not (
+            event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES):
+        return
+    if _IN_HOOK[0]:
+        return
+    _IN_HOOK[0] = True
+    try:
+        where = introspection_source(sys._getframe(1))
+    finally:
+        _IN_HOOK[0] = False
+    if where is None:
+        return
+    what = "the attribute %s" % args[1] if event == "object.__getattr__" else event
+    INTROSPECTION.append("%s from %s" % (what, where))
+    raise PermissionError("%s: a solution may not read the evaluator's frames or objects" % what)
 
 
 def refuse_processes(event, args):
@@ -1145,6 +1259,7 @@ def prepare_task(req):
     task = Task()
     task.key = get(req, "key", "str")
     task.oracle = get(req, "oracle", "str")
+    TRUSTED["files"].add(os.path.realpath(task.oracle))  # trusted code, as the libraries are
     task.inputs = tensors(req, "inputs")
     task.outputs = tensors(req, "outputs")
     task.sets = input_sets(req)
@@ -1395,6 +1510,7 @@ class Surface:
         self.flags = surface_flags()
         self.perf = perf_settings()
         self.hooks = interpreter_hooks()
+        self.reached = len(INTROSPECTION)
 
     def changed(self, set_back=True):
         """What changed, or None; with `set_back` the speed settings are first set back."""
@@ -1402,6 +1518,8 @@ class Surface:
             for (_, was, put), (_, now, _) in zip(self.perf, perf_settings()):
                 if now != was:
                     put(was)
+        if len(INTROSPECTION) > self.reached:
+            return "it reached for %s (refused)" % INTROSPECTION[self.reached]
         for (name, was), (_, now) in zip(self.hooks, interpreter_hooks()):
             if now is not was and now != was:
                 return "%s was set" % name
@@ -2346,6 +2464,8 @@ def evaluate(task, e):
             CONF.apply()
         except Failure as f:
             raise Verdict("infra_error", str(f), fatal=True)
+        distrust(e["library"])
+        distrust(e.get("baseline"))
         surface = Surface()  # before any code of the candidate or the baseline runs
         run.surface = surface
         if e["format"] == "kernelbench":

@@ -131,23 +131,34 @@ def tampering(tool, relu, c, cache):
     worker): the clock, a comparison operator of torch, a constant of the worker, a precision
     setting of torch, a dispatch mode left entered, torch.Tensor.copy_ replaced by one that does
     the work when the outputs are copied out and puts itself back, a profile function doing the
-    same: each rejected with what it changed named, and the worker restarted; cuDNN's
-    autotuner turned on is ok and set back for the next."""
+    same, the evaluator's timer moved through a frame (sys._getframe, inspect.currentframe, a
+    traceback's tb_frame) or found by gc.get_objects: each rejected with what it changed or
+    reached for named, and the worker restarted; cuDNN's autotuner turned on is ok and set
+    back for the next; standard features that read a caller's frame for their own use
+    (namedtuple, enum, dataclasses, logging, warnings) are ok."""
     order = ["relu_patch_clock", "relu_patch_compare", "relu_patch_worker", "relu_patch_flags",
-             "relu_mode_left", "relu_patch_restore", "relu_profile_hook", "relu_autotune",
-             "relu_expects_defaults", "relu_torch"]
+             "relu_mode_left", "relu_patch_restore", "relu_profile_hook",
+             "relu_timer_getframe", "relu_timer_inspect", "relu_timer_gc",
+             "relu_timer_traceback", "relu_autotune", "relu_expects_defaults",
+             "relu_stdlib_frames", "relu_torch"]
     # found during the evaluation, before the evaluator reads the outputs (Run.settle): a
     # function replaced and put back by the time the evaluation ends, an interpreter hook
-    during = {"relu_patch_restore": "torch.Tensor.copy_ was replaced",
-              "relu_profile_hook": "sys.setprofile's function was set"}
+    during = {"relu_patch_restore": "torch.Tensor.copy_ was replaced"}
     named = {"relu_patch_clock": "time.perf_counter was replaced",
              "relu_patch_compare": "torch.Tensor.__le__ was replaced",
              "relu_patch_worker": "the worker's UNSEEN_RATIO was replaced",
              "relu_patch_flags": "torch.backends.cuda.matmul.allow_tf32 was False, is True",
-             "relu_mode_left": "torch dispatch modes entered was 0, is 1"}
+             "relu_mode_left": "torch dispatch modes entered was 0, is 1",
+             # reaching for the evaluator's frames or objects (refuse_introspection); setting
+             # a profile function is refused there too, before it could run
+             "relu_profile_hook": "it reached for sys.setprofile from candidate.py",
+             "relu_timer_getframe": "it reached for sys._getframe from candidate.py",
+             "relu_timer_inspect": "it reached for sys._getframe from candidate.py",
+             "relu_timer_gc": "it reached for gc.get_objects from candidate.py",
+             "relu_timer_traceback": "it reached for the attribute tb_frame from candidate.py"}
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     got = [x["status"] for x in lines]
-    want = ["rejected"] * 7 + ["ok"] * 3
+    want = ["rejected"] * 11 + ["ok"] * 4
     check(rc == 0 and got == want, "tampering verdicts %s (want %s)" % (got, want))
     if len(lines) != len(order):
         return
@@ -160,9 +171,9 @@ def tampering(tool, relu, c, cache):
                                          during[n]) and x["median_us"] is None,
                   "%s: rejected mid-evaluation, named: %s" % (n, x["reason"]))
     starts = [x["starts"] for x in lines]
-    check(all(starts[k + 1] > starts[k] for k in range(7)) and starts[7] == starts[9],
-          "a new worker after each change, the same one after the autotuner: starts %s"
-          % starts)
+    check(all(starts[k + 1] > starts[k] for k in range(11)) and starts[11] == starts[14],
+          "a new worker after each change, the same one after the autotuner and the honest "
+          "files: starts %s" % starts)
 
 
 def build_confined(tool, relu, c, cache):
