@@ -43,14 +43,18 @@ for s in $steps; do
         "$W/tasks/"*relu* "$C/relu.cu" "$C/relu_wrong.cu" 2>&1
       echo "kb-test-torch-eval exit $?"
       # ModelNew files on the GPU: work on a stream of its own not waited for (rejected), the
-      # same waited for (ok), and the CPU test's candidates that change the evaluator (each
-      # rejected, named) with an honest one after them (ok)
+      # same waited for (ok), and the CPU test's candidates that change the evaluator, return a
+      # lazy tensor subclass or reach for its frames and objects (each rejected, named) with
+      # honest ones after them (ok)
       M=tests/tasks/modelnew_candidates
       KB_LOG=debug timeout 300 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 13 \
         "$W/tasks/"*relu* "$C/relu_side_stream.py" "$C/relu_side_stream_waited.py" \
         "$M/relu_patch_clock.py" "$M/relu_patch_compare.py" "$M/relu_patch_worker.py" \
-        "$M/relu_patch_flags.py" "$M/relu_mode_left.py" "$M/relu_autotune.py" \
-        "$M/relu_expects_defaults.py" "$M/relu_torch.py" 2>&1
+        "$M/relu_patch_flags.py" "$M/relu_mode_left.py" "$M/relu_patch_restore.py" \
+        "$M/relu_profile_hook.py" "$M/relu_lazy_subclass.py" "$M/relu_timer_getframe.py" \
+        "$M/relu_timer_inspect.py" "$M/relu_timer_gc.py" "$M/relu_timer_traceback.py" \
+        "$M/relu_autotune.py" "$M/relu_expects_defaults.py" "$M/relu_stdlib_frames.py" \
+        "$M/relu_torch.py" 2>&1
       echo "kb-test-torch-eval (ModelNew) exit $?"
     } > "$OUT/torch.txt" 2>&1
     echo "torch exit (see torch.txt)" ;;
