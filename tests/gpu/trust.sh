@@ -53,6 +53,7 @@ for s in $steps; do
         "$M/relu_patch_flags.py" "$M/relu_mode_left.py" "$M/relu_patch_restore.py" \
         "$M/relu_profile_hook.py" "$M/relu_lazy_subclass.py" "$M/relu_timer_getframe.py" \
         "$M/relu_timer_inspect.py" "$M/relu_timer_gc.py" "$M/relu_timer_traceback.py" \
+        "$M/relu_aten_copy.py" \
         "$M/relu_autotune.py" "$M/relu_expects_defaults.py" "$M/relu_stdlib_frames.py" \
         "$M/relu_torch.py" 2>&1
       echo "kb-test-torch-eval (ModelNew) exit $?"

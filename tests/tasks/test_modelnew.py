@@ -139,11 +139,13 @@ def tampering(tool, relu, c, cache):
     order = ["relu_patch_clock", "relu_patch_compare", "relu_patch_worker", "relu_patch_flags",
              "relu_mode_left", "relu_patch_restore", "relu_profile_hook",
              "relu_timer_getframe", "relu_timer_inspect", "relu_timer_gc",
-             "relu_timer_traceback", "relu_autotune", "relu_expects_defaults",
+             "relu_timer_traceback", "relu_aten_copy", "relu_autotune", "relu_expects_defaults",
              "relu_stdlib_frames", "relu_torch"]
     # found during the evaluation, before the evaluator reads the outputs (Run.settle): a
     # function replaced and put back by the time the evaluation ends, an interpreter hook
-    during = {"relu_patch_restore": "torch.Tensor.copy_ was replaced"}
+    during = {"relu_patch_restore": "torch.Tensor.copy_ was replaced",
+              "relu_aten_copy": "the aten kernels registered through torch.library was (), "
+                                "is ('aten/copy_/CPU',)"}
     named = {"relu_patch_clock": "time.perf_counter was replaced",
              "relu_patch_compare": "torch.Tensor.__le__ was replaced",
              "relu_patch_worker": "the worker's UNSEEN_RATIO was replaced",
@@ -158,7 +160,7 @@ def tampering(tool, relu, c, cache):
              "relu_timer_traceback": "it reached for the attribute tb_frame from candidate.py"}
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     got = [x["status"] for x in lines]
-    want = ["rejected"] * 11 + ["ok"] * 4
+    want = ["rejected"] * 12 + ["ok"] * 4
     check(rc == 0 and got == want, "tampering verdicts %s (want %s)" % (got, want))
     if len(lines) != len(order):
         return
@@ -171,7 +173,7 @@ def tampering(tool, relu, c, cache):
                                          during[n]) and x["median_us"] is None,
                   "%s: rejected mid-evaluation, named: %s" % (n, x["reason"]))
     starts = [x["starts"] for x in lines]
-    check(all(starts[k + 1] > starts[k] for k in range(11)) and starts[11] == starts[14],
+    check(all(starts[k + 1] > starts[k] for k in range(12)) and starts[12] == starts[15],
           "a new worker after each change, the same one after the autotuner and the honest "
           "files: starts %s" % starts)
 
