@@ -415,6 +415,21 @@ def distrust(build):
             TRUSTED["never"] = TRUSTED["never"] + (never,)
 
 
+# a code object's file name -> its real path (introspection_source); lower case: its contents
+# grow during evaluations, so the Surface does not hold them to their first value
+_real_paths = {}
+
+
+def real_path(path):
+    """os.path.realpath of an absolute `path`, once per file name (torch's dynamo reads frames
+    often while it compiles; each read is checked); any other name as it is."""
+    real = _real_paths.get(path)
+    if real is None:
+        real = os.path.realpath(path) if path.startswith("/") else path
+        _real_paths[path] = real
+    return real
+
+
 def introspection_source(frame):
     """Where untrusted code asked, or None. From `frame` (the audited call's caller) up: the
     first frame that is a library's, the worker's or the reference's makes it trusted (None);
@@ -429,7 +444,7 @@ def introspection_source(frame):
         if path.startswith("<frozen "):
             frame = frame.f_back
             continue
-        real = os.path.realpath(path) if path.startswith("/") else path
+        real = real_path(path)
         if not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
                                                       real in TRUSTED["files"]):
             return None
@@ -1567,7 +1582,6 @@ def tampered(surface, reply):
     reply["status"] = "rejected"
     reply["reason"] = ("changed the evaluator: %s (a solution may not change torch, Python's "
                        "builtins or the worker; the worker restarts)" % what)[:255]
-    reply["fatal"] = True
 
 
 def load_library(path, what):
