@@ -6,7 +6,8 @@
 #   ../shared/gpu/bundle.sh .gpu build/bin/*       (carry .gpu and .gpu-kb)
 #   KB_COMMIT=<sha> KB_CALL_S=560 KB_TRUST=1 bash tests/gpu/kernelbench_all.sh
 # KB_CALL_S: this call's own deadline in seconds (the campaign stops 30 s before it, resumable);
-# KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only).
+# KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only; the steps
+# KB_TRUST_STEPS, default torch, before the campaign when the import is done).
 # Writes $OUT/kb-all.tar.gz (every output of the call: the import's lines, trust's torch.txt,
 # the campaign's log, report, summary, identity table, utilisation samples, the runner's and
 # scheduler's logs and the compile tier's build logs) and $OUT/kb-state.tar.gz (the work folder
@@ -38,8 +39,8 @@ if [ ! -f "$W/imported" ]; then
   IMPORT=$!
 fi
 if [ "${KB_TRUST:-0}" = 1 ]; then
-  OUT=$R bash tests/gpu/trust.sh torch > "$R/trust.txt" 2>&1
-  echo "trust torch $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+  OUT=$R bash tests/gpu/trust.sh ${KB_TRUST_STEPS:-torch} > "$R/trust.txt" 2>&1
+  echo "trust ${KB_TRUST_STEPS:-torch} $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
 fi
 [ -n "${IMPORT:-}" ] && wait "$IMPORT"
 left=$(( CALL - ($(date +%s) - T0) - 30 ))

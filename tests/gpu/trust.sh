@@ -3,7 +3,7 @@
 # repository root after bundling (../shared/gpu/README.md):
 #   ../shared/gpu/bundle.sh .gpu build/bin/kb-* build/bin/libkb-confine.so build/bin/kb_sandbox_torch.py
 # then on the device: KB_COMMIT=<sha> bash tests/gpu/trust.sh [catalogue|engine|torch|suite ...]
-# (default: catalogue engine torch). Outputs under $OUT:
+# (default: catalogue engine torch; torch-tail on request). Outputs under $OUT:
 #   catalogue.txt   every tests/gpu/catalogue/*.cu through kb-sandbox-cuda at its tier against
 #                   the verdict in its header (tests/gpu/catalogue.sh)
 #   engine-trust.txt every seed of every tasks/cuda task at smoke, screen and full: false
@@ -15,6 +15,8 @@
 #                   ModelNew files: work on an unwaited stream (rejected), the same waited for
 #                   (ok), the evaluator changed from inside (rejected), honest ones (ok); the
 #                   debug lines give the device's wait after the timed windows
+#   torch-tail.txt  the device's wait after the timed windows (and its control) for relu.cu and
+#                   the side-stream pair at full, on an idle host and with every CPU busy
 #   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
@@ -59,6 +61,29 @@ for s in $steps; do
       echo "kb-test-torch-eval (ModelNew) exit $?"
     } > "$OUT/torch.txt" 2>&1
     echo "torch exit (see torch.txt)" ;;
+  torch-tail)
+    # the device's wait after the timed windows (untimed_work) for the honest C ReLU, the
+    # side-stream cheat and its waited-for twin at the full tier, on an idle host and with all
+    # CPUs busy (the load of the KernelBench import beside it made relu.cu look like hidden
+    # work against a control probed once per worker): the debug lines give window, wait, control
+    W=$(mktemp -d)
+    {
+      python3 tools/kb-import-kernelbench --out "$W/tasks" tests/tasks/kernelbench/1_relu.py 2>&1 | tail -1
+      C=tests/gpu/kernelbench_candidates
+      for load in idle busy; do
+        pids=""
+        if [ $load = busy ]; then
+          for i in $(seq "$(nproc)"); do (while :; do :; done) & pids="$pids $!"; done
+        fi
+        echo "== host $load"
+        KB_LOG=debug timeout 150 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 3 \
+          "$W/tasks/"*relu* "$C/relu.cu" "$C/relu_side_stream.py" "$C/relu_side_stream_waited.py" 2>&1 |
+          grep -E '^\{|device was busy'
+        [ -n "$pids" ] && kill $pids 2>/dev/null
+        wait 2>/dev/null
+      done
+    } > "$OUT/torch-tail.txt" 2>&1
+    echo "torch-tail exit (see torch-tail.txt)" ;;
   suite)
     KB_SUITE_ETA=1 KB_SUITE_LIMIT_S=${KB_SUITE_LIMIT_S:-300} OUT=$OUT BUNDLE=$B bash tests/gpu/suite.sh > /dev/null 2>&1
     echo "suite exit $?" ;;
@@ -70,4 +95,5 @@ cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
 [ -f "$OUT/engine-summary.txt" ] && tail -8 "$OUT/engine-summary.txt"
 [ -f "$OUT/torch.txt" ] && grep -v " debug: " "$OUT/torch.txt" | tail -25
 [ -f "$OUT/torch.txt" ] && grep "device was busy" "$OUT/torch.txt" | tail -24
+[ -f "$OUT/torch-tail.txt" ] && cat "$OUT/torch-tail.txt"
 exit 0
