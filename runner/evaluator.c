@@ -556,7 +556,11 @@ retry:;
     rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox cannot prepare it: %s",
                       task->id, why ? why : "no reason given");
   } else {
-    note_prepared(b, task->id, !json_is_true(json_object_get(call.reply, "cached")));
+    int fresh = !json_is_true(json_object_get(call.reply, "cached"));
+    note_prepared(b, task->id, fresh);
+    if (fresh)
+      kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
+               trusted ? "trusted" : "confined", call.seconds);
   }
 out:
   json_decref(req);
@@ -839,6 +843,8 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
            (int)json_integer_value(json_object_get(rep, "chunks")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
            num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
+  if (json_is_number(json_object_get(ph, "baseline"))) /* the PyTorch worker's */
+    kb_debug("eval: the same-run baseline's samples %.3f s", num(ph, "baseline"));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));
@@ -938,6 +944,11 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
             call.seconds);
     goto out;
   }
+  json_t *ph = json_object_get(call.reply, "phases");
+  kb_debug("task %s: torch eager and torch.compile timed in %.3f s (eager %.3f, compile %.3f: "
+           "its compilation on a task's first request included), %.3f s since the request "
+           "began (the trusted worker's start and preparation included)",
+           task->id, call.seconds, num(ph, "eager"), num(ph, "compile"), kb_now_mono() - t0);
   if (eager.samples > 0 && eager.median_us > 0)
     r->torch_eager_us = eager.median_us;
   if (compiled.samples > 0 && compiled.median_us > 0)

@@ -2473,6 +2473,18 @@ def evaluate(task, e):
     start = MONOTONIC()
     lib = blib = None
     surface = None
+    # seconds per phase, for the runner's debug line (runner/evaluator.c, as the C sandbox's):
+    # load (imports, the surface, the candidate's module), check (the check calls, integrity,
+    # determinism), samples (warm-up and timed samples with the unseen calls between them),
+    # fresh (unseen calls after sampling stopped), baseline (the same-run baseline's samples),
+    # recheck (integrity and outputs after timing)
+    phases = reply["phases"] = {}
+    mark = [start]
+
+    def phase(name):
+        now = MONOTONIC()
+        phases[name] = phases.get(name, 0.0) + now - mark[0]
+        mark[0] = now
     try:
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
@@ -2500,6 +2512,7 @@ def evaluate(task, e):
                 bfn = ModuleCandidate(task, e["baseline"], "baseline ")
             else:
                 blib, bfn = load_library(e["baseline"], "baseline ")
+        phase("load")
         for s in range(run.n):
             poison_set(task.chk, s, task)
             run.call(fn, s, task.chk, "", "check")
@@ -2517,6 +2530,7 @@ def evaluate(task, e):
                                   % (task.outputs[u[1]]["name"], u[0], u[0] + 1))
             raise Verdict("wrong_output", why)
         determinism(run, fn)
+        phase("check")
         if e["max_samples"] <= 0:
             return finish(reply, run)
         if run.n >= 2:
@@ -2544,10 +2558,12 @@ def evaluate(task, e):
 
         unseen = Unseen(run, fn, timer, mask)
         samples, batch = sample_loop(run, cand, e["warmup"], start, unseen.after)
+        phase("samples")
         unseen.batch = batch
         while len(unseen.fresh) < FRESH_MIN:  # sampling stopped before the schedule's first
             unseen.take(unseen.plain, unseen.control, unseen.fresh)
         why = unseen.judge() or untimed_work(timer)
+        phase("fresh")
         if timer.tail is not None:
             reply["untimed"] = timer.tail
         if why is not None:
@@ -2571,12 +2587,14 @@ def evaluate(task, e):
                     return 0.0
                 return timer.stop(batch_)
             base_samples, _ = sample_loop(run, base, e["warmup"], start)
+            phase("baseline")
         run.integrity("after the timed calls")
         if e["recheck"]:
             why = run.outputs_pass(task.tim, mask[0])
             if why is not None:
                 raise Verdict("rejected", "outputs right on the first call but wrong after "
                               "repeated calls: %s" % why)
+        phase("recheck")
         reply["timing"] = stats(samples, e["warmup"])
         speed_of_light(run, reply["timing"].get("median_us", 0.0))
         if base_samples:
@@ -2669,11 +2687,13 @@ def time_torch(task, e):
         samples, _ = sample_loop(run, timed_module(fwd), warm, time.monotonic(), unseen.after)
         return samples
 
+    t0 = MONOTONIC()
     try:
         samples = sampled(task.module, e["warmup"])
         reply["torch_eager"] = stats(samples, e["warmup"])
     except Exception as err:
         notes.append("torch eager failed: %s: %s" % (type(err).__name__, first_line(err)))
+    t1 = MONOTONIC()
     if not hasattr(torch, "compile"):
         notes.append("no torch.compile in torch %s" % torch.__version__)
     elif task.compile_error is not None:
@@ -2690,6 +2710,9 @@ def time_torch(task, e):
             notes.append(task.compile_error)
     if notes:
         reply["torch_note"] = "; ".join(notes)[:255]
+    # seconds: eager's samples, then torch.compile's (its compilation on the first call of a
+    # prepared task included), for the runner's debug line
+    reply["phases"] = {"eager": t1 - t0, "compile": MONOTONIC() - t1}
     return reply
 
 

@@ -51,7 +51,9 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -
   >> "$OUT/kb-util.csv" 2>&1 &
 SMI=$!
 t0=$(date +%s.%N)
-timeout --foreground -k 60 -s INT "$LIMIT" kb-launch --local "$W/campaign.json" >> "$LOG" 2>&1
+# KB_LOG=debug: the runner logs each item's evaluation, preparations and phases (kb_phases.py)
+KB_LOG=${KB_LOG:-debug} timeout --foreground -k 60 -s INT "$LIMIT" kb-launch --local \
+  "$W/campaign.json" >> "$LOG" 2>&1
 echo "kb-launch exit $?" >> "$LOG"
 t1=$(date +%s.%N)
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
@@ -60,6 +62,7 @@ for f in "$R"/redis/runner-0.log "$R"/redis/scheduler.log; do
   [ -f "$f" ] && { echo "== tail of $(basename "$f")"; tail -8 "$f"; } >> "$LOG"
 done
 grep -h "time split" "$R"/redis/runner-*.log >> "$LOG" 2>/dev/null
+python3 tests/gpu/kb_phases.py "$R/redis/runner-0.log" >> "$LOG" 2>&1
 kb-submit report --format json --out "$OUT/kb-report.json" "$R" >> "$LOG" 2>&1
 echo "report exit $?" >> "$LOG"
 cp "$R/summary.json" "$OUT/kb-summary.json" 2>/dev/null
