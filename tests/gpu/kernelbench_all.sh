@@ -47,6 +47,8 @@ left=$(( CALL - ($(date +%s) - T0) - 30 ))
 if [ -f "$W/imported" ] && [ "$left" -gt 60 ]; then
   OUT=$R KB_CAMPAIGN_LIMIT_S=$left bash tests/gpu/kernelbench_campaign.sh > /dev/null 2>&1
   echo "campaign call $left s limit, done at $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+  # where the evaluations' time went (the runner's debug lines, over every call that logged them)
+  python3 tests/gpu/kb_phases.py "$W"/results/*/redis/runner-0.log >> "$R/steps.txt" 2>&1
 fi
 # the task folders' failures for the note: every non-ok full-tier line of the runner
 grep -h "tier 1 (full)" "$W"/results/*/redis/runner-*.log 2>/dev/null | grep -v ": ok " \
