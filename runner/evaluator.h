@@ -75,6 +75,14 @@ void kb__evaluator_set_sample_chunk(struct kb_evaluator *b, int samples);
  * the last; KB_FRESH_FULL asks for the full schedule at every tier (the behaviour before). */
 enum kb_fresh_mode { KB_FRESH_TIER, KB_FRESH_FULL };
 void kb__evaluator_set_fresh(struct kb_evaluator *b, int mode);
+/* How long a pytorch task's torch eager and torch.compile medians, timed by the trusted worker
+ * at a full-tier evaluation, stand for the task's later full-tier evaluations by this evaluator
+ * (they are copied into those results, not timed again): KB_TORCH_REUSE_S seconds by default,
+ * 0 to time them in every evaluation. The times are the task's on this device; re-timing them
+ * for each candidate started and prepared the trusted worker and compiled the task's module
+ * again each time (measured on the H200, KernelBench level 1: 8.6 s of a 16.7 s evaluation). */
+#define KB_TORCH_REUSE_S 600
+void kb__evaluator_set_torch_reuse(struct kb_evaluator *b, int seconds);
 /* Limits one compiler run to `seconds` (values <= 0 are ignored). */
 void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds);
 /* The compiler (borrowed; lives as long as `b`), for a compile pool building ahead. */

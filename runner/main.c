@@ -50,6 +50,9 @@ static void usage(FILE *out) {
         "                       every, none\n"
         "      --sample-chunk N timed samples the sandbox queues before one wait, at most\n"
         "                       (default 0: its own choice; 1: a wait after every sample)\n"
+        "      --torch-reuse SECONDS  reuse a task's torch eager and torch.compile times this\n"
+        "                       long for its later full-tier evaluations on this runner\n"
+        "                       (default 600; 0: time them in every one)\n"
         "      --fresh MODE     the fresh samples' schedule (timed calls on unseen inputs):\n"
         "                       tier (default: one at least below the full tier, three at\n"
         "                       least at full), full (three at least at every tier)\n"
@@ -93,7 +96,7 @@ static void fresh_mode(const char *arg, int *out, struct kb_error *err) {
  * message printed), 1 for --help or --version (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list, int *json) {
   enum { OPT_MIN = 1000, OPT_MAX, OPT_WAIT, OPT_ITEMS, OPT_AHEAD, OPT_WORKERS, OPT_GRACE,
-         OPT_METRICS, OPT_CHUNK, OPT_FRESH };
+         OPT_METRICS, OPT_CHUNK, OPT_FRESH, OPT_REUSE };
   static const struct option longopts[] = {
       {"campaign", required_argument, NULL, 'c'}, {"redis", required_argument, NULL, 'r'},
       {"backend", required_argument, NULL, 'b'},  {"cache", required_argument, NULL, 'C'},
@@ -106,6 +109,7 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {"grace", required_argument, NULL, OPT_GRACE}, {"version", no_argument, NULL, 'V'},
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"sample-chunk", required_argument, NULL, OPT_CHUNK},
+      {"torch-reuse", required_argument, NULL, OPT_REUSE},
       {"fresh", required_argument, NULL, OPT_FRESH},
       {NULL, 0, NULL, 0}};
   /* The whole-number options: code, name, range, where the value goes. */
@@ -116,7 +120,8 @@ static int parse_args(int argc, char **argv, struct kb_worker_opts *o, int *list
       {OPT_MIN, "--min-tier", 0, 7, &o->min_tier},
       {OPT_MAX, "--max-tier", 0, 7, &o->max_tier},
       {OPT_WAIT, "--wait", 0, 86400, &o->wait_s},
-      {OPT_CHUNK, "--sample-chunk", 0, 1000000, &o->sample_chunk}};
+      {OPT_CHUNK, "--sample-chunk", 0, 1000000, &o->sample_chunk},
+      {OPT_REUSE, "--torch-reuse", 0, 86400, &o->torch_reuse_s}};
   struct kb_error err = {0};
   int ch;
   long v = 0;
@@ -177,6 +182,7 @@ int main(int argc, char **argv) {
   const char *cache = getenv("KB_CACHE");
   struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
+                             .torch_reuse_s = KB_TORCH_REUSE_S,
                              .metrics = KB_METRICS_MARKED,
                              .stop = &stop_requested};
   int list = 0, json = 0;

@@ -720,6 +720,7 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
     kb__evaluator_set_metrics(w.ev, opts->metrics);
     kb__evaluator_set_sample_chunk(w.ev, opts->sample_chunk);
     kb__evaluator_set_fresh(w.ev, opts->fresh);
+    kb__evaluator_set_torch_reuse(w.ev, opts->torch_reuse_s);
     rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
                               err);
   }

@@ -36,6 +36,8 @@ struct kb_worker_opts {
                               get the hardware-metrics pass; 0 = every; KB_METRICS_MARKED: the
                               ones the scheduler marked (kb/keys.h KB_KEY_METRICS) */
   int sample_chunk;        /* timed samples the sandbox queues before one wait; 0 = its own */
+  int torch_reuse_s;       /* a task's torch eager/compile times reused this long (evaluator.h
+                              kb__evaluator_set_torch_reuse); 0 = timed in every evaluation */
   int fresh;               /* enum kb_fresh_mode (evaluator.h): the fresh samples' schedule;
                               0 = by tier */
   volatile sig_atomic_t *stop; /* set by a signal handler: stop claiming and leave */

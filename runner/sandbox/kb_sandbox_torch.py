@@ -2878,11 +2878,24 @@ def room_to_run(task, key, prepared):
 
 
 def give_back_memory():
-    """Frees what dropped tasks held on the device: a collection first (a task, its compiled
-    module and torch.compile's frames can hold one another in cycles, which reference counting
-    alone never frees: the tensors stay allocated until the collector runs, and large tensors
-    are few objects, so it may not run for long; measured on the H200: a trusted worker with no
-    task prepared held 85-105 GiB), then torch's cached blocks back to the driver."""
+    """Frees what dropped tasks held on the device: dynamo's caches first, when torch.compile
+    ran in this process (its compiled frames and guards keep what they were compiled for,
+    the task's module and tensors among them: measured on the H200 at 1967d7a, both workers of
+    a KernelBench level 1 campaign, after a compiled module ran, held a whole dropped task,
+    24-56 GiB, with nothing prepared, and the runner replaced them after every evaluation);
+    then a collection (a task, its compiled module and torch.compile's frames can hold one
+    another in cycles, which reference counting alone never frees; a trusted worker with no
+    task prepared held 85-105 GiB before it); then torch's cached blocks back to the driver.
+    dynamo's reset drops compiled code only (a kept task's compiled module compiles again on
+    its next call, from inductor's caches), not the patches of its first use
+    (dynamo_first_use)."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None and hasattr(dynamo, "reset"):
+        try:
+            dynamo.reset()
+        except Exception as e:  # the collection below still runs
+            print("torch._dynamo.reset failed: %s: %s" % (type(e).__name__, first_line(e)),
+                  file=sys.stderr)
     gc.collect()
     if DEV is not None and DEV.type == "cuda":
         torch.cuda.empty_cache()

@@ -4,7 +4,7 @@
 their seconds evaluating and the task preparations inside them (runner/worker.c "item ...:
 evaluated in"), the preparations by worker (runner/evaluator.c "prepared in the trusted|confined
 worker"), the trusted worker's torch eager and torch.compile timing ("torch eager and
-torch.compile timed"), and the PyTorch worker's phases of each evaluation ("eval: ... s in the
+torch.compile timed", or "times reused"), and the PyTorch worker's phases of each evaluation ("eval: ... s in the
 sandbox (load, check, ..." and "the same-run baseline's samples"). Standard library only (the
 GPU machine installs nothing).
 usage: kb_phases.py RUNNER_LOG"""
@@ -20,19 +20,21 @@ N = r"([\d.]+|nan)"  # a phase the worker does not have is logged as nan
 EVAL = re.compile(r"eval: .*?([\d.]+) s in the sandbox \(load %s, check %s, warm-up %s, "
                   r"samples %s, fresh %s, trace %s, re-check %s, metrics %s\)" % ((N,) * 8))
 BASE = re.compile(r"the same-run baseline's samples ([\d.]+) s")
+REUSED = re.compile(r"torch eager and torch.compile times reused")
 
 
 def num(text):
     try:
-        return float(text)
+        v = float(text)
     except ValueError:
         return 0.0
+    return 0.0 if v != v else v  # nan: the phase did not run
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    tiers, preps, torch_t = {}, {}, [0, 0.0, 0.0, 0.0, 0.0]
+    tiers, preps, torch_t, reused = {}, {}, [0, 0.0, 0.0, 0.0, 0.0], 0
     ev = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # n, sandbox, load, check, samples, fresh,
     for line in open(sys.argv[1], errors="replace"):  # recheck, baseline
         m = ITEM.search(line)
@@ -66,6 +68,9 @@ def main():
         m = BASE.search(line)
         if m:
             ev[7] += float(m.group(1))
+            continue
+        if REUSED.search(line):
+            reused += 1
     print("# tier  items  evaluating_s  of_which_preparing_s")
     for k in sorted(tiers):
         n, s, p = tiers[k]
@@ -73,7 +78,8 @@ def main():
     print("# preparations: " + ", ".join("%s %d in %.1f s" % (w, p[0], p[1])
                                           for w, p in sorted(preps.items())))
     print("# torch eager/compile requests: %d, %.1f s in the trusted worker (eager %.1f, compile "
-          "%.1f), %.1f s with its start and preparation" % tuple(torch_t))
+          "%.1f), %.1f s with its start and preparation; reused %d times" % (tuple(torch_t) +
+                                                                            (reused,)))
     print("# PyTorch worker evaluations: %d, %.1f s in the sandbox: load %.1f, check %.1f, "
           "samples %.1f, fresh %.1f, re-check %.1f, same-run baseline %.1f" % tuple(ev))
 

@@ -249,6 +249,21 @@ def main(argv):
               "full tier: torch eager timed in the same process (%s us)"
               % full.get("torch_eager_us"))
 
+        # a task's torch times reused by its next full-tier evaluation in the same evaluator
+        # (kb__evaluator_set_torch_reuse): the trusted worker is not asked twice
+        p = subprocess.run([tool, "--backend", "host", "--cache", cache, "--tiers", "3", relu,
+                            c("relu_honest"), c("relu_honest")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=240,
+                           env=dict(os.environ, KB_LOG="debug"))
+        two = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+        check(p.returncode == 0 and len(two) == 2 and
+              all(isinstance(x.get("torch_eager_us"), float) for x in two) and
+              two[0]["torch_eager_us"] == two[1]["torch_eager_us"] and
+              p.stderr.count("torch eager and torch.compile times reused") == 1 and
+              p.stderr.count("torch eager and torch.compile timed in") == 1,
+              "full tier twice on one task: torch timed once, reused by the second (%s)"
+              % [x.get("torch_eager_us") for x in two])
+
         for task, cand in (("2_sum_over_dim", "sum_honest"), ("8_cross_entropy", "ce_honest"),
                            ("10_max_with_indices", "max_honest")):
             rc, lines = evaluate(tool, os.path.join(out, task), [c(cand)], "2", cache)
