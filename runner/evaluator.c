@@ -79,7 +79,6 @@ struct kb_evaluator {
   struct torch_times torch_seen[MAX_BASELINES];
   int next_torch;              /* round-robin slot once all are used */
   int torch_reuse_s;           /* kb__evaluator_set_torch_reuse() */
-  long torch_reused;           /* evaluations that reused a task's torch times */
   struct kb__compiler cc;
   struct kb__sandbox *sb;
   struct kb__sandbox *sb_torch; /* the PyTorch worker, started for the first pytorch task */
@@ -221,33 +220,18 @@ void kb__evaluator_set_torch_reuse(struct kb_evaluator *b, int seconds) {
   b->torch_reuse_s = seconds > 0 ? seconds : 0;
 }
 
-/* The torch times of `task_id` at tier `tier` still to be reused, or NULL. */
-static struct torch_times *torch_times_of(struct kb_evaluator *b, const char *task_id,
-                                          int tier) {
-  for (int i = 0; b->torch_reuse_s > 0 && i < MAX_BASELINES; i++) {
-    struct torch_times *x = &b->torch_seen[i];
-    if (strcmp(x->task, task_id) == 0 && x->tier == tier)
-      return kb_now_mono() - x->at <= b->torch_reuse_s ? x : NULL;
-  }
-  return NULL;
-}
-
-/* Remembers the torch times just timed for `task_id` (its slot, else a free or reused one). */
-static void note_torch_times(struct kb_evaluator *b, const char *task_id, int tier,
-                             double eager_us, double compile_us) {
-  struct torch_times *x = NULL;
-  for (int i = 0; x == NULL && i < MAX_BASELINES; i++)
+/* The slot of task `task_id`'s torch times, a free or reused one when `make` (else NULL), as
+ * best_of does for the bests. */
+static struct torch_times *torch_slot(struct kb_evaluator *b, const char *task_id, int make) {
+  for (int i = 0; i < MAX_BASELINES; i++)
     if (strcmp(b->torch_seen[i].task, task_id) == 0)
-      x = &b->torch_seen[i];
-  if (x == NULL) {
-    x = &b->torch_seen[b->next_torch];
-    b->next_torch = (b->next_torch + 1) % MAX_BASELINES;
-  }
+      return &b->torch_seen[i];
+  if (!make)
+    return NULL;
+  struct torch_times *x = &b->torch_seen[b->next_torch];
+  b->next_torch = (b->next_torch + 1) % MAX_BASELINES;
   snprintf(x->task, sizeof x->task, "%s", task_id);
-  x->tier = tier;
-  x->eager_us = eager_us;
-  x->compile_us = compile_us;
-  x->at = kb_now_mono();
+  return x;
 }
 
 /* The slot of task `task_id`'s best median, a free or reused one when `make` (else NULL). */
@@ -947,11 +931,11 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
   char key[KB_CAND_ID_LEN + 1];
   struct kb__sandbox *sb = NULL;
   double t0 = kb_now_mono();
-  const struct torch_times *seen = torch_times_of(b, task->id, tier_index);
-  if (seen != NULL) { /* timed for this task on this device a moment ago */
+  const struct torch_times *seen = b->torch_reuse_s > 0 ? torch_slot(b, task->id, 0) : NULL;
+  if (seen != NULL && seen->tier == tier_index && t0 - seen->at <= b->torch_reuse_s) {
+    /* timed for this task on this device a moment ago */
     r->torch_eager_us = seen->eager_us;
     r->torch_compile_us = seen->compile_us;
-    b->torch_reused++;
     kb_debug("task %s: torch eager and torch.compile times reused (timed %.0f s ago)", task->id,
              t0 - seen->at);
     return 0;
@@ -1009,8 +993,13 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
     r->torch_eager_us = eager.median_us;
   if (compiled.samples > 0 && compiled.median_us > 0)
     r->torch_compile_us = compiled.median_us;
-  if (!isnan(r->torch_eager_us)) /* a failed timing is tried again at the next evaluation */
-    note_torch_times(b, task->id, tier_index, r->torch_eager_us, r->torch_compile_us);
+  if (!isnan(r->torch_eager_us)) { /* a failed timing is tried again at the next evaluation */
+    struct torch_times *x = torch_slot(b, task->id, 1);
+    x->tier = tier_index;
+    x->eager_us = r->torch_eager_us;
+    x->compile_us = r->torch_compile_us;
+    x->at = kb_now_mono();
+  }
   /* it times one task at a time: what it holds of others is room the confined worker needs */
   release_worker(sb, key);
   const char *note = json_string_value(json_object_get(call.reply, "torch_note"));
