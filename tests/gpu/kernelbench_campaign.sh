@@ -8,6 +8,7 @@
 # stopped (Redis's AOF and the HDF5 files live in $KB_WORK/results).
 # Started by `PHASE=campaign bash tests/gpu/kernelbench.sh` or directly, from the repository
 # root, with the bundle of tests/gpu/kernelbench.sh ($BUNDLE, default .gpu-torch).
+# KB_LEVELS (default all): the KernelBench levels the campaign takes, in that order.
 # KB_CAMPAIGN_LIMIT_S (default 500) bounds this call's wall time (SIGINT then: the runner
 # releases its items; the next call picks them up).
 # Outputs under $OUT: kb-campaign.txt (kb-launch's output, busy fraction, the per-task table,
@@ -30,6 +31,12 @@ import json, os, sys
 w = sys.argv[1]
 c = json.load(open(os.path.join(w, "kernelbench.json")))
 c["tasks"] = [os.path.normpath(os.path.join(w, t)) for t in c["tasks"]]
+# KB_LEVELS (e.g. "3 2"): only the tasks of these KernelBench levels, in this order (a session's
+# device time does not reach all 250 and its state does not outlive the session)
+levels = os.environ.get("KB_LEVELS", "").split()
+if levels:
+    c["tasks"] = [t for l in levels for t in c["tasks"]
+                  if os.path.basename(t).startswith("l%s_" % l)]
 c["results_dir"] = os.path.join(w, "results")
 # the full tier's sampling capped at 1 s a timing (the default 3 s, for the candidate and again
 # for its same-run baseline, made 5.7 s of device time per evaluation on level 1 at e442be0):
