@@ -37,8 +37,10 @@
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
 #define LEAK_FRACTION 16       /* a PyTorch worker holding this part of the device beyond its
                                   tasks' tensors is replaced (release_worker) */
-#define TORCH_TIMEOUT_S 600    /* timing torch eager and torch.compile, at most (and at most the
-                                  tier's timeout: kb/ladder.h) */
+#define TORCH_TIMEOUT_S 600    /* timing torch eager, at most (and at most the tier's timeout:
+                                  kb/ladder.h) */
+#define TORCH_COMPILE_TIMEOUT_S 300 /* compiling and timing torch.compile, at most (whatever
+                                  the tier's timeout: the baseline's compilation) */
 
 struct oracle {
   char fingerprint[KB_CAND_ID_LEN + 1];
@@ -63,6 +65,7 @@ struct torch_times {
   char task[KB_ID_MAX];        /* task id, "" for a free slot */
   int tier;                    /* the tier index they were timed at */
   double eager_us, compile_us;
+  int compile_gave_up;         /* torch.compile ran out of TORCH_COMPILE_TIMEOUT_S: not again */
   double at;                   /* kb_now_mono() when timed */
 };
 
@@ -914,92 +917,70 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   }
 }
 
-/* Times the module of pytorch task `task` (or its torch_reference) in torch eager and
- * torch.compile in the trusted
- * PyTorch worker (prepared there first: it never loads a candidate, so inductor may fork its
- * compilers), as the tier times candidates, into `r`'s torch_eager_us and torch_compile_us
- * (medians). The preparation and the request together get the tier's timeout
- * (TORCH_TIMEOUT_S at most), a part of the item's reservation (kb/ladder.h); a failure or a
- * timeout leaves the fields NAN (logged) without touching the verdict. Returns the seconds it
- * took, counted in the cost. */
-static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
-                         const struct kb_tier *tier, int tier_index, struct kb_result *r) {
+/* One "torch" request for `mode` ("eager" or "compile") of task `task` to the trusted PyTorch
+ * worker (prepared there first), until `deadline` (kb_now_mono()), as `tier` times candidates:
+ * its median into *median_us (left as it is when the mode failed, logged). Returns 1 when the
+ * worker ran out of time, else 0. */
+static int torch_request(struct kb_evaluator *b, const struct kb_task *task,
+                         const struct kb_tier *tier, int tier_index, const char *mode,
+                         double deadline, double *median_us) {
   struct kb__sb_call call;
   struct kb_error err = {0};
   memset(&call, 0, sizeof call);
   json_t *req = NULL;
   char key[KB_CAND_ID_LEN + 1];
   struct kb__sandbox *sb = NULL;
+  int timed_out = 0;
   double t0 = kb_now_mono();
-  const struct torch_times *seen = b->torch_reuse_s > 0 ? torch_slot(b, task->id, 0) : NULL;
-  if (seen != NULL && seen->tier == tier_index && t0 - seen->at <= b->torch_reuse_s) {
-    /* timed for this task on this device a moment ago */
-    r->torch_eager_us = seen->eager_us;
-    r->torch_compile_us = seen->compile_us;
-    kb_debug("task %s: torch eager and torch.compile times reused (timed %.0f s ago)", task->id,
-             t0 - seen->at);
-    return 0;
-  }
-  double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
-  int prc = prepare(b, task, 1, key, t0 + limit, &err);
+  int prc = prepare(b, task, 1, key, deadline, &err);
   b->prepare_s += kb_now_mono() - t0;
   if (prc == KB_OK)
     prc = sandbox_for(b, task, 1, &sb, &err);
   if (prc != KB_OK) {
-    kb_warn("task %s: torch eager and torch.compile not timed: the trusted PyTorch worker: %s",
-            task->id, err.msg);
+    kb_warn("task %s: torch %s not timed: the trusted PyTorch worker: %s", task->id, mode,
+            err.msg);
     goto out;
   }
   int min_samples = tier->min_samples < tier->max_samples ? tier->min_samples : tier->max_samples;
-  req = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:b}", "op", "torch", "key",
-                          key, "sets", tier->input_sets > 0 ? tier->input_sets : 0, "warmup",
-                          tier->warmup > 0 ? tier->warmup : 0, "min_samples",
-                          min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples,
-                          "noise", tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
-                          b->kind == KB_BACKEND_CUDA && tier_index >= 2);
-  double left = t0 + limit - kb_now_mono();
+  req = json_pack("{s:s, s:s, s:[s], s:i, s:i, s:i, s:i, s:f, s:f, s:b}", "op", "torch", "key",
+                  key, "modes", mode, "sets", tier->input_sets > 0 ? tier->input_sets : 0,
+                  "warmup", tier->warmup > 0 ? tier->warmup : 0, "min_samples",
+                  min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples, "noise",
+                  tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
+                  b->kind == KB_BACKEND_CUDA && tier_index >= 2);
+  double left = deadline - kb_now_mono();
   if (left <= 0) {
-    kb_warn("task %s: torch eager and torch.compile not timed: preparing the trusted worker "
-            "took the whole %.1f s limit", task->id, limit);
+    kb_warn("task %s: torch %s not timed: preparing the trusted worker took the whole "
+            "%.1f s limit", task->id, mode, deadline - t0);
     goto out;
   }
   if (req == NULL || kb__sandbox_call(sb, req, left, &call, &err) != KB_OK) {
-    kb_warn("task %s: torch eager and torch.compile not timed: %s", task->id,
+    kb_warn("task %s: torch %s not timed: %s", task->id, mode,
             err.msg[0] ? err.msg : "out of memory");
     goto out;
   }
   if (call.outcome != KB__SB_REPLY) {
-    kb_warn("task %s: torch eager and torch.compile not timed: the PyTorch worker %s%s%s",
-            task->id, call.outcome == KB__SB_TIMEOUT ? "timed out" : "ended",
-            call.tail[0] ? ": " : "", call.tail);
+    timed_out = call.outcome == KB__SB_TIMEOUT;
+    kb_warn("task %s: torch %s not timed: the PyTorch worker %s%s%s", task->id, mode,
+            timed_out ? "ran out of its time" : "ended", call.tail[0] ? ": " : "", call.tail);
     goto out;
   }
-  struct kb_timing eager, compiled;
-  timing_from_json(json_object_get(call.reply, "torch_eager"), &eager);
-  timing_from_json(json_object_get(call.reply, "torch_compile"), &compiled);
-  double claimed = (eager.samples > 0 ? eager.mean_us * eager.samples : 0) +
-                   (compiled.samples > 0 ? compiled.mean_us * compiled.samples : 0);
-  if (!(claimed <= call.seconds * 1e6 + 1)) {
-    kb_warn("task %s: torch timing report inconsistent with its %.3f s run time", task->id,
-            call.seconds);
+  struct kb_timing t;
+  char field[32];
+  snprintf(field, sizeof field, "torch_%s", mode);
+  timing_from_json(json_object_get(call.reply, field), &t);
+  if (!(t.samples <= 0 || t.mean_us * t.samples <= call.seconds * 1e6 + 1)) {
+    kb_warn("task %s: torch %s timing report inconsistent with its %.3f s run time", task->id,
+            mode, call.seconds);
     goto out;
   }
-  json_t *ph = json_object_get(call.reply, "phases");
-  kb_debug("task %s: torch eager and torch.compile timed in %.3f s (eager %.3f, compile %.3f: "
-           "its compilation on a task's first request included), %.3f s since the request "
-           "began (the trusted worker's start and preparation included)",
-           task->id, call.seconds, num(ph, "eager"), num(ph, "compile"), kb_now_mono() - t0);
-  if (eager.samples > 0 && eager.median_us > 0)
-    r->torch_eager_us = eager.median_us;
-  if (compiled.samples > 0 && compiled.median_us > 0)
-    r->torch_compile_us = compiled.median_us;
-  if (!isnan(r->torch_eager_us)) { /* a failed timing is tried again at the next evaluation */
-    struct torch_times *x = torch_slot(b, task->id, 1);
-    x->tier = tier_index;
-    x->eager_us = r->torch_eager_us;
-    x->compile_us = r->torch_compile_us;
-    x->at = kb_now_mono();
-  }
+  kb_debug("task %s: torch %s timed in %.3f s (%s), %.3f s since the request began (the "
+           "trusted worker's start and preparation included)", task->id, mode, call.seconds,
+           strcmp(mode, "compile") == 0 ? "its compilation on a task's first request included"
+                                        : "samples",
+           kb_now_mono() - t0);
+  if (t.samples > 0 && t.median_us > 0)
+    *median_us = t.median_us;
   /* it times one task at a time: what it holds of others is room the confined worker needs */
   release_worker(sb, key);
   const char *note = json_string_value(json_object_get(call.reply, "torch_note"));
@@ -1008,6 +989,51 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
 out:
   json_decref(req);
   kb__sb_call_release(&call);
+  return timed_out;
+}
+
+/* Times the module of pytorch task `task` (or its torch_reference) in torch eager and
+ * torch.compile in the trusted PyTorch worker (it never loads a candidate, so inductor may fork
+ * its compilers), as the tier times candidates, into `r`'s torch_eager_us and
+ * torch_compile_us (medians): two requests, so that a compilation that fails or runs out of
+ * time keeps eager's median. Eager gets the tier's timeout (TORCH_TIMEOUT_S at most), the
+ * compilation TORCH_COMPILE_TIMEOUT_S whatever the tier's (a baseline's compilation, not a
+ * candidate's: a level-3 model's takes minutes). Times of a task timed on this evaluator less
+ * than torch_reuse_s ago are reused; a compilation that ran out of time is not tried again
+ * for that task. A failure leaves the field NAN (logged) without touching the verdict.
+ * Returns the seconds it took, counted in the cost. */
+static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
+                         const struct kb_tier *tier, int tier_index, struct kb_result *r) {
+  double t0 = kb_now_mono();
+  struct torch_times *seen = torch_slot(b, task->id, 0);
+  if (seen != NULL && b->torch_reuse_s > 0 && seen->tier == tier_index &&
+      t0 - seen->at <= b->torch_reuse_s) {
+    /* timed for this task on this device a moment ago */
+    r->torch_eager_us = seen->eager_us;
+    r->torch_compile_us = seen->compile_us;
+    kb_debug("task %s: torch eager and torch.compile times reused (timed %.0f s ago)", task->id,
+             t0 - seen->at);
+    return 0;
+  }
+  int compile_gave_up = seen != NULL && seen->compile_gave_up;
+  double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
+  torch_request(b, task, tier, tier_index, "eager", t0 + limit, &r->torch_eager_us);
+  if (compile_gave_up) {
+    kb_debug("task %s: torch.compile not timed: its compilation ran out of its %d s before",
+             task->id, TORCH_COMPILE_TIMEOUT_S);
+  } else {
+    compile_gave_up = torch_request(b, task, tier, tier_index, "compile",
+                                    kb_now_mono() + TORCH_COMPILE_TIMEOUT_S,
+                                    &r->torch_compile_us);
+  }
+  if (!isnan(r->torch_eager_us)) { /* a failed timing is tried again at the next evaluation */
+    struct torch_times *x = torch_slot(b, task->id, 1);
+    x->tier = tier_index;
+    x->eager_us = r->torch_eager_us;
+    x->compile_us = r->torch_compile_us;
+    x->compile_gave_up = compile_gave_up;
+    x->at = kb_now_mono();
+  }
   return kb_now_mono() - t0;
 }
 

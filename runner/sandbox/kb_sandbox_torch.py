@@ -2696,13 +2696,16 @@ def time_torch(task, e):
         return samples
 
     t0 = MONOTONIC()
-    try:
-        samples = sampled(task.module, e["warmup"])
-        reply["torch_eager"] = stats(samples, e["warmup"])
-    except Exception as err:
-        notes.append("torch eager failed: %s: %s" % (type(err).__name__, first_line(err)))
+    if "eager" in e["modes"]:
+        try:
+            samples = sampled(task.module, e["warmup"])
+            reply["torch_eager"] = stats(samples, e["warmup"])
+        except Exception as err:
+            notes.append("torch eager failed: %s: %s" % (type(err).__name__, first_line(err)))
     t1 = MONOTONIC()
-    if not hasattr(torch, "compile"):
+    if "compile" not in e["modes"]:
+        pass
+    elif not hasattr(torch, "compile"):
         notes.append("no torch.compile in torch %s" % torch.__version__)
     elif task.compile_error is not None:
         notes.append(task.compile_error)
@@ -2743,6 +2746,16 @@ def eval_spec(req, torch_op=False):
          "metrics": get(req, "metrics", "bool", False, False),
          "format": get(req, "format", "str", False, "native"),
          "baseline_format": get(req, "baseline_format", "str", False, "native")}
+    # "torch": which of eager and torch.compile to time (both by default; the runner asks
+    # for them one at a time, so that a compilation that runs out of time keeps eager's)
+    e["modes"] = ("eager", "compile")
+    if torch_op and "modes" in req:
+        m = req["modes"]
+        if (not isinstance(m, list) or not m
+                or any(x not in ("eager", "compile") for x in m)):
+            raise BadRequest("modes", '"modes" must be a non-empty array of "eager" and '
+                             '"compile"')
+        e["modes"] = tuple(m)
     for k in ("format", "baseline_format"):
         if e[k] not in FORMATS:
             raise BadRequest(k, '"%s" must be "native" or "kernelbench"' % k)

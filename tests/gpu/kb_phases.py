@@ -14,8 +14,9 @@ import sys
 ITEM = re.compile(r"item [0-9a-f]+:(\d+): claimed [\d.]+ s before its evaluation .* evaluated "
                   r"in ([\d.]+) s \(task preparation ([\d.]+) s\)")
 PREP = re.compile(r"prepared in the (trusted|confined) worker in ([\d.]+) s")
-TORCH = re.compile(r"torch eager and torch.compile timed in ([\d.]+) s \(eager ([\d.na]+), "
-                   r"compile ([\d.na]+):.*\), ([\d.]+) s since the request")
+TORCH = re.compile(r"torch (eager|compile) timed in ([\d.]+) s \(.*\), ([\d.]+) s since the "
+                   r"request")
+GAVE_UP = re.compile(r"torch (eager|compile) not timed: (.*)")
 N = r"([\d.]+|nan)"  # a phase the worker does not have is logged as nan
 EVAL = re.compile(r"eval: .*?([\d.]+) s in the sandbox \(load %s, check %s, warm-up %s, "
                   r"samples %s, fresh %s, trace %s, re-check %s, metrics %s\)" % ((N,) * 8))
@@ -34,7 +35,7 @@ def num(text):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    tiers, preps, torch_t, reused = {}, {}, [0, 0.0, 0.0, 0.0, 0.0], 0
+    tiers, preps, torch_t, reused, failed = {}, {}, [0, 0.0, 0.0, 0.0, 0.0], 0, []
     ev = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # n, sandbox, load, check, samples, fresh,
     for line in open(sys.argv[1], errors="replace"):  # recheck, baseline
         m = ITEM.search(line)
@@ -51,12 +52,15 @@ def main():
             p[1] += float(m.group(2))
             continue
         m = TORCH.search(line)
+        if m:  # one request per mode: eager, then compile
+            torch_t[0] += m.group(1) == "eager"
+            torch_t[1] += float(m.group(2))
+            torch_t[2 if m.group(1) == "eager" else 3] += float(m.group(2))
+            torch_t[4] += float(m.group(3))
+            continue
+        m = GAVE_UP.search(line)
         if m:
-            torch_t[0] += 1
-            torch_t[1] += float(m.group(1))
-            torch_t[2] += num(m.group(2))
-            torch_t[3] += num(m.group(3))
-            torch_t[4] += float(m.group(4))
+            failed.append("%s: %s" % (m.group(1), m.group(2)[:100]))
             continue
         m = EVAL.search(line)
         if m:
@@ -80,6 +84,7 @@ def main():
     print("# torch eager/compile requests: %d, %.1f s in the trusted worker (eager %.1f, compile "
           "%.1f), %.1f s with its start and preparation; reused %d times" % (tuple(torch_t) +
                                                                             (reused,)))
+    print("# torch timings that failed: %d%s" % (len(failed), "".join("\n#   " + f for f in failed)))
     print("# PyTorch worker evaluations: %d, %.1f s in the sandbox: load %.1f, check %.1f, "
           "samples %.1f, fresh %.1f, re-check %.1f, same-run baseline %.1f" % tuple(ev))
 
