@@ -72,6 +72,7 @@ int kb__env_secret(const char *name, size_t len) {
 
 static int env_kept(const char *name, size_t len) {
   static const char *const keep[] = {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+                                     "KB_BUILD_CPUS",
                                      "CUDA_DEVICE_ORDER", "LANG", "LC_ALL", "TZ",
                                      "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
                                      "KB_CONFINE_OPTIONAL"};

@@ -13,6 +13,7 @@
 
 #include "baseline.h"
 #include "compile_pool.h"
+#include "cpus.h"
 #include "evaluator.h"
 #include "kb/alloc.h"
 #include "confine.h"
@@ -709,6 +710,16 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
                       opts->backend);
   if (rc == KB_OK)
     rc = check_confinement(&w, err);
+  struct kb__cpus cpus = {0};
+  if (rc == KB_OK && kind == KB_BACKEND_CUDA)
+    rc = kb__cpus_split(&cpus, err);
+  if (rc == KB_OK && cpus.split) {
+    /* the evaluation (this thread, the sandboxes it starts) on one CPU, the builds on the
+       rest (cpus.h); the trusted PyTorch worker compiles on KB_BUILD_CPUS */
+    rc = kb__cpus_pin(&cpus.eval, err);
+    if (rc == KB_OK && setenv("KB_BUILD_CPUS", cpus.builds_list, 1) != 0)
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
   if (rc == KB_OK) {
     /* the sandbox starts now (a CUDA runner owns its GPU from here): before any thread */
     struct kb_evaluator_opts eo = {.kind = kind, .cache_dir = opts->cache_dir,
@@ -721,8 +732,14 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
     kb__evaluator_set_sample_chunk(w.ev, opts->sample_chunk);
     kb__evaluator_set_fresh(w.ev, opts->fresh);
     kb__evaluator_set_torch_reuse(w.ev, opts->torch_reuse_s);
-    rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0, &w.pool,
-                              err);
+    /* the pool's threads, and the compilers they start, inherit the builds' CPUs */
+    if (cpus.split)
+      rc = kb__cpus_pin(&cpus.builds, err);
+    if (rc == KB_OK)
+      rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0,
+                                &w.pool, err);
+    if (rc == KB_OK && cpus.split)
+      rc = kb__cpus_pin(&cpus.eval, err);
   }
   if (rc == KB_OK) {
     int workers = kb__compile_pool_workers(w.pool);
@@ -741,10 +758,14 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
       hb_started = 1;
   }
   if (rc == KB_OK) {
+    char eval_list[64];
+    kb__cpus_format(&cpus.eval, eval_list, sizeof eval_list);
     kb_info("runner %s serving campaign %s at %s: %s backend on %s, %d compiler threads, %d "
-            "items ahead",
+            "items ahead, %s%s%s%s",
             w.name, w.q.cid, kb_redis_addr(w.redis), opts->backend, kb__evaluator_device(w.ev),
-            kb__compile_pool_workers(w.pool), w.ahead);
+            kb__compile_pool_workers(w.pool), w.ahead,
+            cpus.split ? "evaluating on CPU " : "CPUs not split", cpus.split ? eval_list : "",
+            cpus.split ? ", building on CPUs " : "", cpus.split ? cpus.builds_list : "");
     rc = loop(&w, why, err);
   }
   if (hb_started) {

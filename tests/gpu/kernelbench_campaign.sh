@@ -19,7 +19,11 @@ OUT=${OUT:-$(mktemp -d)}
 B=${BUNDLE:-.gpu-torch}
 W=${KB_WORK:-$PWD/.gpu-run}
 LIMIT=${KB_CAMPAIGN_LIMIT_S:-500}
-export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# torch's own cuDNN first: the system's older one (9.14 beside torch 2.11's 9.19 on the H200),
+# found through /usr/lib/x86_64-linux-gnu, made every cuDNN RNN (level 3's LSTMs and GRUs) fail
+# "cuDNN version incompatibility" while its convolutions ran
+CUDNN=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH=${CUDNN:+$CUDNN:}/usr/lib/x86_64-linux-gnu:$PWD/$B/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$PWD/$B/bin:$PATH:/usr/local/cuda/bin
 export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
 export KB_PYTHON=$(command -v python3)
