@@ -35,6 +35,7 @@
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
 #define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
+#define MAX_NOTES 16           /* distinct sandbox notes logged at their level (note_once) */
 #define LEAK_FRACTION 16       /* a PyTorch worker holding this part of the device beyond its
                                   tasks' tensors is replaced (release_worker) */
 #define TORCH_TIMEOUT_S 600    /* timing torch eager, at most (and at most the tier's timeout:
@@ -82,6 +83,8 @@ struct kb_evaluator {
   struct torch_times torch_seen[MAX_BASELINES];
   int next_torch;              /* round-robin slot once all are used */
   int torch_reuse_s;           /* kb__evaluator_set_torch_reuse() */
+  uint64_t notes_seen[MAX_NOTES]; /* note_once(): hashes of the notes logged so far */
+  int n_notes;
   struct kb__compiler cc;
   struct kb__sandbox *sb;
   struct kb__sandbox *sb_torch; /* the PyTorch worker, started for the first pytorch task */
@@ -800,7 +803,25 @@ static int blocked_call(const char *tail, char *name, size_t size, char *detail,
 
 /* Kept whole (109 lines): one table of the sandbox call's outcomes and the verdict of each;
  * splitting it would scatter that table. */
-static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, struct kb_result *r) {
+/* Logs the sandbox's note `note` (why no trace, why no metrics) at `level` the first time this
+ * evaluator gets it and at debug after that: the PyTorch worker, which has neither, says so in
+ * every reply. */
+static void note_once(struct kb_evaluator *b, int level, const char *note) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a: a table of the notes seen, not a digest */
+  for (const char *c = note; *c; c++)
+    h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  for (int i = 0; i < b->n_notes; i++)
+    if (b->notes_seen[i] == h) {
+      kb_debug("%s", note);
+      return;
+    }
+  if (b->n_notes < MAX_NOTES)
+    b->notes_seen[b->n_notes++] = h;
+  kb_log(level, "%s (said once; again at debug)", note);
+}
+
+static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
+                  const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
   switch ((enum kb__sb_outcome)call->outcome) {
   case KB__SB_TIMEOUT:
@@ -858,7 +879,7 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   json_t *trace = json_object_get(rep, "trace");
   const char *note = json_string_value(json_object_get(rep, "trace_note"));
   if (note != NULL && *note)
-    kb_warn("%s", note);
+    note_once(b, KB_LOG_WARN, note);
   if (json_is_object(trace))
     kb_debug("kernel trace: %lld kernels, the candidate's %lld on its stream in %.3f ms, %.3f ms "
              "elsewhere, %.3f ms outside the timed windows, %lld records lost",
@@ -910,7 +931,7 @@ static void judge(const struct kb_tier *tier, const struct kb__sb_call *call, st
   }
   const char *mnote = json_string_value(json_object_get(rep, "metrics_note"));
   if (mnote != NULL && *mnote)
-    kb_info("%s", mnote);
+    note_once(b, KB_LOG_INFO, mnote);
   if (base.samples > 0 && base.median_us > 0 && t.median_us > 0) {
     r->baseline_median_us = base.median_us;
     r->same_run_speedup = base.median_us / t.median_us;
@@ -1188,7 +1209,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     goto out;
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
-  judge(tier, &call, r);
+  judge(b, tier, &call, r);
   if (call.outcome == KB__SB_REPLY && json_object_get(call.reply, "fresh_samples") != NULL)
     kb_debug("eval: %lld fresh sample(s) on unseen inputs",
              (long long)json_integer_value(json_object_get(call.reply, "fresh_samples")));
