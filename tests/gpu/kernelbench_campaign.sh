@@ -8,7 +8,8 @@
 # stopped (Redis's AOF and the HDF5 files live in $KB_WORK/results).
 # Started by `PHASE=campaign bash tests/gpu/kernelbench.sh` or directly, from the repository
 # root, with the bundle of tests/gpu/kernelbench.sh ($BUNDLE, default .gpu-torch).
-# KB_LEVELS (default all): the KernelBench levels the campaign takes, in that order.
+# KB_LEVELS (default all): the KernelBench levels the campaign takes, in that order; KB_TASKS
+# (default all): the task ids it takes, in that order.
 # KB_CAMPAIGN_LIMIT_S (default 500) bounds this call's wall time (SIGINT then: the runner
 # releases its items; the next call picks them up).
 # Outputs under $OUT: kb-campaign.txt (kb-launch's output, busy fraction, the per-task table,
@@ -41,6 +42,16 @@ levels = os.environ.get("KB_LEVELS", "").split()
 if levels:
     c["tasks"] = [t for l in levels for t in c["tasks"]
                   if os.path.basename(t).startswith("l%s_" % l)]
+# KB_TASKS: only these task ids, in this order (tests/gpu/kb_missing.py lists the ones the
+# committed results lack)
+names = os.environ.get("KB_TASKS", "").split()
+if names:
+    by = dict((os.path.basename(t), t) for t in c["tasks"])
+    unknown = [n for n in names if n not in by]
+    if unknown:
+        sys.exit("kernelbench_campaign.sh: KB_TASKS names tasks the import has not: %s"
+                 % " ".join(unknown))
+    c["tasks"] = [by[n] for n in names]
 c["results_dir"] = os.path.join(w, "results")
 # the full tier's sampling capped at 1 s a timing (the default 3 s, for the candidate and again
 # for its same-run baseline, made 5.7 s of device time per evaluation on level 1 at e442be0):
