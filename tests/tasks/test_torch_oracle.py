@@ -169,6 +169,22 @@ def trusted(worker, task_dir, rw):
                   "max_samples": 3, "noise": 0, "max_seconds": 60, "flush_l2": False})
         check(r.get("op") == "torch" and r.get("torch_eager", {}).get("samples") == 3,
               "the trusted worker times torch eager: %s" % r.get("torch_eager"))
+        # "modes": one of the two at a time (the runner asks for eager, then for compile)
+        r = call({"op": "torch", "key": "t", "modes": ["eager"], "sets": 1, "warmup": 0,
+                  "min_samples": 2, "max_samples": 2, "noise": 0, "max_seconds": 60,
+                  "flush_l2": False})
+        check(r.get("op") == "torch" and r.get("torch_eager", {}).get("samples") == 2 and
+              "torch_compile" not in r and "compile" not in r.get("torch_note", ""),
+              'modes ["eager"]: eager timed, compile not tried: %s' % r)
+        r = call({"op": "torch", "key": "t", "modes": ["compile"], "sets": 1, "warmup": 0,
+                  "max_samples": 2, "flush_l2": False})
+        check(r.get("op") == "torch" and "torch_eager" not in r,
+              'modes ["compile"]: eager not timed: %s' % r)
+        for bad in (["eager", "fast"], [], "eager"):
+            r = call({"op": "torch", "key": "t", "modes": bad, "sets": 1, "warmup": 0,
+                      "max_samples": 2, "flush_l2": False})
+            check(r.get("op") == "error" and r.get("field") == "modes",
+                  "modes %r is refused, naming the field: %s" % (bad, r))
         check(call({"op": "quit"}) == {"op": "bye"}, "trusted: quit -> bye")
         check(p.wait(timeout=10) == 0, "trusted: exit status 0 after quit")
     finally:
