@@ -23,6 +23,7 @@ struct kb_error;
 struct kb__cpus {
   int split;                   /* 1: eval and builds below are disjoint and both non-empty */
   int total;                   /* CPUs in the mask it was made from */
+  int n_builds;                /* CPUs in builds */
   cpu_set_t eval, builds;
   char builds_list[512];       /* builds as a list ("1-15", "2,4-7"), "" unless split */
 };

@@ -735,9 +735,13 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
     /* the pool's threads, and the compilers they start, inherit the builds' CPUs */
     if (cpus.split)
       rc = kb__cpus_pin(&cpus.builds, err);
+    /* by default one compiler thread per CPU the builds have (the split already kept the
+       evaluation's), else per CPU but one */
+    int workers = opts->compile_workers;
+    if (workers <= 0 && cpus.split)
+      workers = cpus.n_builds;
     if (rc == KB_OK)
-      rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), opts->compile_workers, 0,
-                                &w.pool, err);
+      rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), workers, 0, &w.pool, err);
     if (rc == KB_OK && cpus.split)
       rc = kb__cpus_pin(&cpus.eval, err);
   }
