@@ -5,8 +5,10 @@ id per line, for KB_TASKS (tests/gpu/kernelbench_campaign.sh): every task of TAS
 verdicts in any bench/results/gpu-tests/h200-*kernelbench*-identity.json; with --outside also
 those whose latest identity was timed outside 0.97-1.03 of eager, with --errors also those whose
 latest identity or compile seed ended in infra_error or compile_error (to run again after a
-fix). Standard library only.
-usage: kb_missing.py [--outside] [--errors] TASKS"""
+fix). With --files, the KernelBench files of those tasks instead of their ids (TASKS must then be
+an import's --json lines, which name each task's file: KB_FILES of tests/gpu/kernelbench_all.sh
+imports only them). Standard library only.
+usage: kb_missing.py [--outside] [--errors] [--files] TASKS"""
 import glob
 import json
 import os
@@ -15,13 +17,14 @@ import sys
 
 
 def task_ids(path):
+    """[(id, KernelBench file or None)] of an import's --json lines or a campaign file."""
     text = open(path).read()
     try:
         camp = json.loads(text)
-        return [os.path.basename(os.path.normpath(t)) for t in camp["tasks"]]
+        return [(os.path.basename(os.path.normpath(t)), None) for t in camp["tasks"]]
     except ValueError:
-        return [json.loads(x)["id"] for x in text.splitlines()
-                if x.startswith("{") and json.loads(x).get("ok")]
+        rows = [json.loads(x) for x in text.splitlines() if x.startswith("{")]
+        return [(r["id"], r.get("file")) for r in rows if r.get("ok")]
 
 
 def age(path):
@@ -43,7 +46,7 @@ def age(path):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = set(a for a in sys.argv[1:] if a.startswith("--"))
-    if len(args) != 1 or flags - {"--outside", "--errors"}:
+    if len(args) != 1 or flags - {"--outside", "--errors", "--files"}:
         sys.exit(__doc__)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     latest = {}  # task -> its row in the newest table that has both verdicts
@@ -53,13 +56,16 @@ def main():
             if r.get("identity_status") and r.get("compile_status"):
                 latest[r["task"]] = r
     bad = ("infra_error", "compile_error")
-    for t in task_ids(args[0]):
+    for t, path in task_ids(args[0]):
         r = latest.get(t)
         x = r.get("identity_x") if r else None
         if (r is None or ("--outside" in flags and x is not None and not 0.97 <= x <= 1.03) or
                 ("--errors" in flags and (r["identity_status"] in bad or
                                           r["compile_status"] in bad))):
-            print(t)
+            if "--files" in flags and path is None:
+                sys.exit("kb_missing.py: --files needs an import's --json lines, not %s"
+                         % args[0])
+            print(path if "--files" in flags else t)
 
 
 if __name__ == "__main__":

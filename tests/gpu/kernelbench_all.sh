@@ -5,6 +5,8 @@
 # From the repository root, with one bundle of every program (../shared/gpu/README.md):
 #   ../shared/gpu/bundle.sh .gpu build/bin/*       (carry .gpu and .gpu-kb)
 #   KB_COMMIT=<sha> KB_CALL_S=560 KB_TRUST=1 bash tests/gpu/kernelbench_all.sh
+# KB_FILES: the KernelBench files to import (default all 250; tests/gpu/kb_missing.py --files
+# lists those the committed results lack); KB_LEVELS and KB_TASKS: see kernelbench_campaign.sh.
 # KB_CALL_S: this call's own deadline in seconds (the campaign stops 30 s before it, resumable);
 # KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only; the steps
 # KB_TRUST_STEPS, default torch, before the campaign when the import is done).
@@ -31,8 +33,10 @@ fi
 if [ ! -f "$W/imported" ]; then
   (
     export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:$PWD/$BUNDLE/lib
+    # KB_FILES: only these KernelBench files (tests/gpu/kb_missing.py --files), else all 250
     python3 tools/kb-import-kernelbench --out "$W/tasks" --json --campaign "$W/kernelbench.json" \
-      .gpu-kb/level1/*.py .gpu-kb/level2/*.py .gpu-kb/level3/*.py > "$R/import.jsonl" 2> "$R/import.err"
+      ${KB_FILES:-.gpu-kb/level1/*.py .gpu-kb/level2/*.py .gpu-kb/level3/*.py} \
+      > "$R/import.jsonl" 2> "$R/import.err"
     echo "import exit $? $(( $(date +%s) - T0 )) s: $(tail -1 "$R/import.err")" >> "$R/steps.txt"
     touch "$W/imported"
   ) &
