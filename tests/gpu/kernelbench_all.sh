@@ -6,7 +6,8 @@
 #   ../shared/gpu/bundle.sh .gpu build/bin/*       (carry .gpu and .gpu-kb)
 #   KB_COMMIT=<sha> KB_CALL_S=560 KB_TRUST=1 bash tests/gpu/kernelbench_all.sh
 # KB_FILES: the KernelBench files to import (default all 250; tests/gpu/kb_missing.py --files
-# lists those the committed results lack); KB_LEVELS and KB_TASKS: see kernelbench_campaign.sh.
+# lists those the committed results lack; KB_REST=1 sets it and KB_TASKS to that list); KB_LEVELS
+# and KB_TASKS: see kernelbench_campaign.sh.
 # KB_CALL_S: this call's own deadline in seconds (the campaign stops 30 s before it, resumable);
 # KB_TRUST=1: tests/gpu/trust.sh torch runs beside the import (first call only; the steps
 # KB_TRUST_STEPS, default torch, before the campaign when the import is done).
@@ -24,6 +25,16 @@ W=$PWD/.gpu-run
 R=$(mktemp -d)
 mkdir -p "$W"
 export BUNDLE=${BUNDLE:-.gpu} KB_WORK=$W
+# KB_REST=1: only the tasks the committed results lack or should run again
+# (tests/gpu/kb_missing.py --outside --errors over the import of 2026-12-02, whose ids and files
+# are this importer's)
+if [ "${KB_REST:-0}" = 1 ]; then
+  I=bench/results/gpu-tests/h200-2026-12-02-kernelbench-import.jsonl
+  KB_FILES=$(python3 tests/gpu/kb_missing.py --outside --errors --files "$I" | tr '\n' ' ')
+  KB_TASKS=$(python3 tests/gpu/kb_missing.py --outside --errors "$I" | tr '\n' ' ')
+  export KB_FILES KB_TASKS
+  echo "KB_REST: $(echo $KB_TASKS | wc -w) tasks" >> "$R/steps.txt"
+fi
 # a campaign carried from an earlier machine (.gpu-state/kb-state.tar.gz, the kb-state.tar.gz an
 # earlier call wrote): the imported tasks, Redis's AOF and the HDF5 files; builds are redone
 if [ ! -f "$W/imported" ] && [ -f .gpu-state/kb-state.tar.gz ]; then
