@@ -801,8 +801,6 @@ static int blocked_call(const char *tail, char *name, size_t size, char *detail,
   return 1;
 }
 
-/* Kept whole (109 lines): one table of the sandbox call's outcomes and the verdict of each;
- * splitting it would scatter that table. */
 /* Logs the sandbox's note `note` (why no trace, why no metrics) at `level` the first time this
  * evaluator gets it and at debug after that: the PyTorch worker, which has neither, says so in
  * every reply. */
@@ -820,6 +818,8 @@ static void note_once(struct kb_evaluator *b, int level, const char *note) {
   kb_log(level, "%s (said once; again at debug)", note);
 }
 
+/* Kept whole (109 lines): one table of the sandbox call's outcomes and the verdict of each;
+ * splitting it would scatter that table. */
 static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
                   const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
