@@ -18,7 +18,6 @@ int kb__cpus_split(struct kb__cpus *c, struct kb_error *err) {
   c->total = CPU_COUNT(&all);
   c->eval = all;
   c->builds = all;
-  c->n_builds = c->total;
   if (c->total < 3)
     return KB_OK;
   CPU_ZERO(&c->eval);
@@ -29,7 +28,6 @@ int kb__cpus_split(struct kb__cpus *c, struct kb_error *err) {
       break;
     }
   c->split = 1;
-  c->n_builds = c->total - 1;
   kb__cpus_format(&c->builds, c->builds_list, sizeof c->builds_list);
   return KB_OK;
 }

@@ -3,8 +3,9 @@
  * A runner builds candidates ahead (the compile pool: nvcc, a ModelNew's load_inline, the
  * torch.compile warm-up of a compile seed, each many processes) while it times the current
  * one. A launch-bound module (KernelBench level 3's small-batch EfficientNets and ViTs: the
- * GPU waits on Python) is timed at the speed of the CPU it gets, so builds on every CPU made the
- * same module measure 0.61x-1.33x itself between two moments (H200, 2026-12-04). With three
+ * GPU waits on Python) is timed at the speed of the CPU it gets: on the H200 (2026-12-04) the
+ * identity seeds timed while three builds or more were in flight measured 0.61x-1.38x eager
+ * (8 of 10 outside 0.97-1.03, against 4 of 15 with fewer: tests/gpu/kb_overlap.py). With three
  * CPUs or more in the runner's affinity mask, the evaluation gets the first and the builds the
  * rest; with fewer nothing is split (there is nothing to give). The trusted PyTorch worker,
  * whose torch.compile compiles like a build, widens itself to the builds' CPUs while it
@@ -22,8 +23,8 @@ struct kb_error;
 
 struct kb__cpus {
   int split;                   /* 1: eval and builds below are disjoint and both non-empty */
-  int total;                   /* CPUs in the mask it was made from */
-  int n_builds;                /* CPUs in builds */
+  int total;                   /* CPUs in the mask it was made from (builds: total - 1 when
+                                  split) */
   cpu_set_t eval, builds;
   char builds_list[512];       /* builds as a list ("1-15", "2,4-7"), "" unless split */
 };

@@ -739,7 +739,7 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
        evaluation's), else per CPU but one */
     int workers = opts->compile_workers;
     if (workers <= 0 && cpus.split)
-      workers = cpus.n_builds;
+      workers = cpus.total - 1;
     if (rc == KB_OK)
       rc = kb__compile_pool_new(kb__evaluator_compiler(w.ev), workers, 0, &w.pool, err);
     if (rc == KB_OK && cpus.split)
