@@ -1028,7 +1028,7 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
   double t0 = kb_now_mono();
   struct torch_times *seen = torch_slot(b, task->id, 0);
   if (seen != NULL && b->torch_reuse_s > 0 && seen->tier == tier_index &&
-      t0 - seen->at <= b->torch_reuse_s) {
+      !isnan(seen->eager_us) && t0 - seen->at <= b->torch_reuse_s) {
     /* timed for this task on this device a moment ago */
     r->torch_eager_us = seen->eager_us;
     r->torch_compile_us = seen->compile_us;
@@ -1047,7 +1047,9 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
                                     kb_now_mono() + TORCH_COMPILE_TIMEOUT_S,
                                     &r->torch_compile_us);
   }
-  if (!isnan(r->torch_eager_us)) { /* a failed timing is tried again at the next evaluation */
+  /* kept: times to reuse, and a compilation that ran out of time (also when eager failed:
+     a failed eager is tried again at the next evaluation, that compilation not) */
+  if (!isnan(r->torch_eager_us) || compile_gave_up) {
     struct torch_times *x = torch_slot(b, task->id, 1);
     x->tier = tier_index;
     x->eager_us = r->torch_eager_us;
