@@ -171,7 +171,9 @@ for k, t in ipairs(todo) do
   end
   local kind, reserved = kb_charge_parse(ch)
   local raw = raws[k]
-  local old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
+  -- as the claim wrote it (kb_item_leased), or checked whole: one that does not decode is a
+  -- lost lease
+  local old = raw and (kb_item_leased(raw) or kb_item_check(items, id, raw))
   if k == 1 then
     first_old = old
   end

@@ -474,6 +474,82 @@ static void test_item_forms(void **state) {
   kb_redis_free(r);
 }
 
+/* A completion reads its leased item as the claim wrote it without the full check
+ * (kb_item_leased in common/lua/lib/prelude.lua); an item in any other form takes the full
+ * check (kb_item_check) and completes as before; one whose lease fields no longer match, or
+ * that does not decode, is a lost lease (KB_LEASE), and that batch changes nothing. */
+static void test_completion_item_forms(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-done", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0); /* tiers 0, 1, 2 */
+  struct kb_claim c[3];
+  int n = 0;
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 3, c, &n, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(n, 3);
+  /* c[0]: the same fields in another order (keys sorted): not the form the claim writes */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[0].item),
+                   KB_OK);
+  json_t *o = json_loads(rep->str, 0, NULL);
+  freeReplyObject(rep);
+  assert_non_null(o);
+  char *sorted = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+  json_decref(o);
+  assert_non_null(sorted);
+  assert_int_equal(strncmp(sorted, "{\"attempt\":", 11), 0);
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[0].item, sorted);
+  free(sorted);
+  /* c[1]: its token changed in the item (another lease), c[2]: cut short (does not decode) */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[1].item),
+                   KB_OK);
+  char other[512];
+  snprintf(other, sizeof other, "%s", rep->str);
+  freeReplyObject(rep);
+  char *tok = strstr(other, c[1].token);
+  assert_non_null(tok);
+  tok[0] = tok[0] == 'a' ? 'b' : 'a';
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[1].item, other);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[2].item),
+                   KB_OK);
+  char cut[512];
+  snprintf(cut, sizeof cut, "%.*s", (int)strlen(rep->str) - 2, rep->str);
+  freeReplyObject(rep);
+  struct kb_queue_status before, after;
+  assert_int_equal(kb_queue_status(&q, &before, &err), KB_OK);
+  long long log0 = redis_int(r, "XLEN %s", "kb:{e-done}:ledger:log");
+  struct kb_queue_done d[3] = {{&c[0], 5, "{}"}, {&c[1], 5, "{}"}, {&c[2], 5, "{}"}};
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_ELEASE);
+  if (!strstr(err.msg, c[1].item))
+    fail_msg("the lost lease named is not %s's: %s", c[1].item, err.msg);
+  kb_error_clear(&err);
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[2].item, cut);
+  d[1] = d[2];
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_ELEASE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &after, &err), KB_OK);
+  assert_int_equal(after.done, before.done);
+  assert_int_equal(after.gpu_held, before.gpu_held);
+  assert_int_equal(redis_int(r, "XLEN %s", "kb:{e-done}:ledger:log"), log0);
+  /* alone, the item in the other order completes: done, charged, in the audit stream */
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 1, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[0].item),
+                   KB_OK);
+  if (!strstr(rep->str, "\"state\":\"done\"") || !strstr(rep->str, "\"runner\":\"r1\""))
+    fail_msg("done item %s", rep->str);
+  freeReplyObject(rep);
+  assert_int_equal(kb_queue_status(&q, &after, &err), KB_OK);
+  assert_int_equal(after.done, before.done + 1);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -485,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_bad_state_dead_lettered),
       cmocka_unit_test(test_bad_real_item_leaves_open),
       cmocka_unit_test(test_item_forms),
+      cmocka_unit_test(test_completion_item_forms),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }
