@@ -97,9 +97,8 @@ local function reserve(charge, cost, cost_s)
   bal.available = bal.available - cost
   bal.held = bal.held + cost
   local n = #moves
-  moves[n + 1], moves[n + 2], moves[n + 3], moves[n + 4] = n == 0 and '["reserve","' or
-                                                           ',["reserve","', charge, '",', cost_s
-  moves[n + 5] = ']'
+  moves[n + 1] = n == 0 and '["reserve","' or ',["reserve","'
+  moves[n + 2], moves[n + 3], moves[n + 4], moves[n + 5] = charge, '",', cost_s, ']'
 end
 -- A settlement (reserved or actual > 0): the reservation leaves held, the actual cost goes to
 -- spent and the difference to available (below 0 when actual > reserved: an overrun).
@@ -111,9 +110,8 @@ local function settle(charge, reserved, actual, actual_s)
   bal.held = bal.held - reserved
   bal.spent = bal.spent + actual
   local n = #moves
-  moves[n + 1], moves[n + 2], moves[n + 3], moves[n + 4] = n == 0 and '["settle","' or
-                                                           ',["settle","', charge, '",',
-                                                           kb_int_c(reserved)
+  moves[n + 1] = n == 0 and '["settle","' or ',["settle","'
+  moves[n + 2], moves[n + 3], moves[n + 4] = charge, '",', kb_int_c(reserved)
   moves[n + 5], moves[n + 6], moves[n + 7] = ',', actual_s, ']'
 end
 -- Per-task budgets (KEYS[8]): the moves of this call summed per field, written with one HMGET
