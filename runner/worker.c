@@ -273,7 +273,7 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
     } else if (rc == KB_OK) {
       if (!dup && r->cost_ms > done.cost_ms)
         kb_warn("%s: cost %lld ms overran its reservation of %lld ms: the overrun of %lld ms "
-                "was charged (ledger:log \"overrun\")", done.item, (long long)r->cost_ms,
+                "was charged (ledger:log \"settle\")", done.item, (long long)r->cost_ms,
                 (long long)done.cost_ms, (long long)(r->cost_ms - done.cost_ms));
       kb_info("%s %.12s tier %d (%s): %s%s%s %.3f ms", done.task, done.candidate, done.tier,
               r->tier_name, kb_status_name(r->status), r->reason[0] ? ": " : "", r->reason,

@@ -40,11 +40,10 @@
 --
 -- What it writes, and why that is all:
 -- - Complete, per item: the charge becomes "P:<actual>" (idempotency: a retry finds it and
---   changes nothing); the ledger moves actual from held to spent and the rest back to
---   available. The actual cost is never clipped: an actual beyond the reservation posts the
---   reservation and moves the overrun from available to spent ("overrun" audit entry; available
---   may go below 0), the charge becomes "P:<actual>:O:<overrun>" and meta counts them
---   (gpu_ms:overruns, gpu_ms:overrun).
+--   changes nothing); the ledger moves the reservation out of held, actual to spent and the
+--   rest back to available (a "settle" move). The actual cost is never clipped: an actual
+--   beyond the reservation takes the overrun from available (which may go below 0), the charge
+--   becomes "P:<actual>:O:<overrun>" and meta counts them (gpu_ms:overruns, gpu_ms:overrun).
 --   The result goes to the results stream with the lease it settles ("charge", "runner",
 --   "attempt" fields); the lease ends; the item is "done" with "runner", "charge" and
 --   "result" (that stream entry's id: the scheduler records only entries matching a done or
@@ -54,11 +53,13 @@
 --   from available to held; the item is "leased" with the token and runner. Each item claimed
 --   is chosen as the fused form chooses one, after the ones before it were taken (their
 --   reservations counted against the budget and the task caps).
--- - The ledger hash is written once and the audit stream gets one entry whose "entry" fields
---   are the moves, each with the balances right after it; a move of 0 (tier 0 costs nothing)
---   is neither applied nor logged. Per-task budgets (taskbudget: held and spent per task) move
---   with every charge that is not 0; the caps are read only in campaigns that have caps (meta
---   task_caps).
+-- - The ledger hash is written once and the audit stream gets one entry with one "moves" field
+--   (schemas/ledger-moves.schema.json): the call's moves in order, ["settle", charge,
+--   reserved, actual] per item completed and ["reserve", charge, cost] per item claimed, and
+--   the balances after the last (each earlier move's follow from them); a move of 0 (tier 0
+--   costs nothing) is neither applied nor logged. Per-task budgets (taskbudget: held and
+--   spent per task) move with every charge that is not 0; the caps are read only in campaigns
+--   that have caps (meta task_caps).
 -- - Retries: the first item the call completes records the items the same call leased ("next":
 --   their ids joined with ","). A retry that finds every charge posted returns those leases
 --   again while they are still held with the same token (the connection layer resends the same
@@ -84,32 +85,34 @@ if not want or want < 0 or want ~= math.floor(want) then
 end
 
 local now, bal -- Redis time and GPU balances, read when first needed
-local entries = {} -- audit stream fields: 'entry', JSON, ...
-local e_head, e_who, e_total -- the parts of an audit entry every move of this call shares
--- Applies a move to the balances and formats its audit entry (kb_move's text,
--- schemas/ledger-entry.schema.json), put together from the parts this call shares, without
--- cjson: the charge ids are built from item ids and the runner name arrives JSON-escaped from
--- the C side (kb/queue.h).
-local function move(op, amount, d_avail, d_held, d_spent, charge)
+local moves = {} -- this call's audit entry's "moves" array, in pieces for one table.concat
+-- This call's ledger moves: each applied to the balances and appended to the call's one audit
+-- entry (schemas/ledger-moves.schema.json) as the pieces of a JSON array element, without
+-- cjson and without a string per move: the charge ids are built from item ids, JSON-safe.
+-- A reservation: `cost` (> 0; `cost_s` its text) from available to held.
+local function reserve(charge, cost, cost_s)
   if not bal then
     bal = kb_balances(ledger, 'gpu_ms')
   end
-  if not now then
-    now = kb_now_ms()
+  bal.available = bal.available - cost
+  bal.held = bal.held + cost
+  local n = #moves
+  moves[n + 1] = n == 0 and '["reserve","' or ',["reserve","'
+  moves[n + 2], moves[n + 3], moves[n + 4], moves[n + 5] = charge, '",', cost_s, ']'
+end
+-- A settlement (reserved or actual > 0): the reservation leaves held, the actual cost goes to
+-- spent and the difference to available (below 0 when actual > reserved: an overrun).
+local function settle(charge, reserved, actual, actual_s)
+  if not bal then
+    bal = kb_balances(ledger, 'gpu_ms')
   end
-  if not e_head then
-    e_head = '{"schema":"kernelbrain.ledger/1","ts_ms":' .. kb_int(now) .. ',"op":"'
-    e_who = '","who":"' .. runner .. '","available":'
-    e_total = ',"total":' .. kb_int(bal.total) .. '}'
-  end
-  bal.available = bal.available + d_avail
-  bal.held = bal.held + d_held
-  bal.spent = bal.spent + d_spent
-  entries[#entries + 1] = 'entry'
-  entries[#entries + 1] = e_head .. op .. '","currency":"gpu_ms","amount":' .. kb_int_c(amount) ..
-                          ',"charge_id":"' .. charge .. e_who ..
-                          string.format('%d,"held":%d,"spent":%d', bal.available, bal.held,
-                                        bal.spent) .. e_total
+  bal.available = bal.available + reserved - actual
+  bal.held = bal.held - reserved
+  bal.spent = bal.spent + actual
+  local n = #moves
+  moves[n + 1] = n == 0 and '["settle","' or ',["settle","'
+  moves[n + 2], moves[n + 3], moves[n + 4] = charge, '",', kb_int_c(reserved)
+  moves[n + 5], moves[n + 6], moves[n + 7] = ',', actual_s, ']'
 end
 -- Per-task budgets (KEYS[8]): the moves of this call summed per field, written with one HMGET
 -- and one HSET at the end instead of an HINCRBY per move.
@@ -166,7 +169,9 @@ for k, t in ipairs(todo) do
   end
   local kind, reserved = kb_charge_parse(ch)
   local raw = raws[k]
-  local old = raw and kb_item_check(items, id, raw) -- one that does not decode: a lost lease
+  -- as the claim wrote it (kb_item_leased), or checked whole: one that does not decode is a
+  -- lost lease
+  local old = raw and (kb_item_leased(raw) or kb_item_check(items, id, raw))
   if k == 1 then
     first_old = old
   end
@@ -193,18 +198,13 @@ for k, t in ipairs(todo) do
     -- enforces limits whose sum is the reservation, so only a broken limit gets here) the
     -- overrun is taken from available, which may go below 0: never lost, never clipped
     local actual = math.max(math.floor(tonumber(t[4]) or 0), 0)
-    local posted = math.min(actual, reserved)
-    local over = actual - posted
-    local rest = reserved - posted
-    if posted > 0 then
-      move('post', posted, 0, -posted, posted, charge)
+    local over = math.max(actual - reserved, 0)
+    local actual_s = kb_int(actual)
+    if reserved > 0 or actual > 0 then
+      settle(charge, reserved, actual, actual_s)
     end
     if over > 0 then
-      move('overrun', over, -over, 0, over, charge)
       overruns, overrun = overruns + 1, overrun + over
-    end
-    if rest > 0 then
-      move('void', rest, rest, -rest, 0, charge)
     end
     if reserved > 0 then
       tb_add(old.task .. ':held', -reserved)
@@ -213,7 +213,7 @@ for k, t in ipairs(todo) do
       tb_add(old.task .. ':spent', actual)
     end
     charge_w[#charge_w + 1] = charge
-    charge_w[#charge_w + 1] = 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or '')
+    charge_w[#charge_w + 1] = 'P:' .. actual_s .. (over > 0 and ':O:' .. kb_int(over) or '')
     ended[#ended + 1] = id
     -- the entry names the lease it settles (charge, runner, attempt); the done item records the
     -- entry's id: the scheduler accepts only entries that match (results only from leases)
@@ -302,7 +302,7 @@ local function take(nid, it)
   local charge = nid .. '#' .. kb_int_c(it.claims)
   local cost = kb_int_c(it.cost)
   if it.cost > 0 then
-    move('reserve', it.cost, -it.cost, it.cost, 0, charge)
+    reserve(charge, it.cost, cost)
     tb_add(it.task .. ':held', it.cost)
   end
   charge_w[#charge_w + 1] = charge
@@ -552,10 +552,17 @@ if #tb_f > 0 then
   end
   redis.call('HSET', KEYS[8], unpack(w))
 end
-if #entries > 0 then
-  redis.call('HSET', ledger, 'gpu_ms:available', kb_int(bal.available), 'gpu_ms:held',
-             kb_int(bal.held), 'gpu_ms:spent', kb_int(bal.spent))
-  redis.call('XADD', log, '*', unpack(entries))
+if #moves > 0 then
+  if not now then
+    now = kb_now_ms()
+  end
+  local avail, held, spent = kb_int(bal.available), kb_int(bal.held), kb_int(bal.spent)
+  redis.call('HSET', ledger, 'gpu_ms:available', avail, 'gpu_ms:held', held, 'gpu_ms:spent',
+             spent)
+  redis.call('XADD', log, '*', 'moves', '{"schema":"kernelbrain.ledger-moves/1","ts_ms":' ..
+             kb_int(now) .. ',"currency":"gpu_ms","who":"' .. runner .. '","moves":[' ..
+             table.concat(moves) .. '],"available":' .. avail .. ',"held":' .. held ..
+             ',"spent":' .. spent .. ',"total":' .. kb_int(bal.total) .. '}')
 end
 if #charge_w > 0 then
   redis.call('HSET', charges, unpack(charge_w))

@@ -78,7 +78,7 @@ total=$(rcli HGET 'kb:{led}:ledger' gpu_ms:total)
 "$BIN/kb-submit" --json status led > "$T/status.json"
 "$BIN/kb-submit" report "$T/results/led" -f json -o "$T/report.json"
 "$BIN/kb-submit" report "$T/results/led" -f html -o "$T/report.html"
-stream_json 'kb:{led}:ledger:log' entry "$T/ledger.jsonl"
+ledger_jsonl 'kb:{led}:ledger:log' "$T/ledger.jsonl"
 $KB_PY - "$T" "$spent" "$total" "$planted" "$(rcli HGET 'kb:{led}:meta' done)" "$(rcli HGET 'kb:{led}:meta' dead)" <<'PY' || fail "ledger invariants"
 import glob, json, re, sys, h5py
 T, spent, total, planted, done, dead = sys.argv[1], *map(int, sys.argv[2:])

@@ -49,10 +49,13 @@ grep -q '"stray":2' "$T/status.json" || fail "status does not count the 2 plante
 note "every message the code emitted matches its schema"
 stream_json 'kb:{pipe}:results' result "$T/all.jsonl"
 tail -n +3 "$T/all.jsonl" > "$T/results.jsonl"   # the two planted entries first
-stream_json 'kb:{pipe}:ledger:log' entry "$T/ledger.jsonl"
+ledger_jsonl 'kb:{pipe}:ledger:log' "$T/ledger.jsonl"
+stream_json 'kb:{pipe}:ledger:log' moves "$T/ledger-moves.jsonl"
 [ "$(wc -l < "$T/results.jsonl")" -ge 6 ] || fail "fewer than 6 results"
 $KB_PY "$TESTS_DIR/schema/validate.py" --jsonl result "$T/results.jsonl"
 $KB_PY "$TESTS_DIR/schema/validate.py" --jsonl ledger-entry "$T/ledger.jsonl"
+[ -s "$T/ledger-moves.jsonl" ] || fail "no runner cycle in the ledger's audit stream"
+$KB_PY "$TESTS_DIR/schema/validate.py" --jsonl ledger-moves "$T/ledger-moves.jsonl"
 for h in $(rcli --raw KEYS 'kb:{pipe}:cand:*'); do
   rcli --raw HGET "$h" json | head -c -1 > "$T/cand.zst"
   # a frame made with its task's dictionary (from a task's 65th candidate on) needs it

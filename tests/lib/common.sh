@@ -96,3 +96,11 @@ stream_json() {
   local key=$1 field=$2 out=$3
   rcli --raw XRANGE "$key" - + | awk -v f="$field" 'prev == f { print } { prev = $0 }' > "$out"
 }
+
+# ledger_jsonl KEY OUT: every move of the ledger audit stream KEY as one ledger-entry object per
+# line, in order: "entry" fields as they are, "moves" fields (a runner's cycle) expanded into
+# their moves, each with its balances (tests/lib/ledger_moves.py).
+ledger_jsonl() {
+  local key=$1 out=$2
+  rcli --raw XRANGE "$key" - + | "$KB_PY" "$TESTS_DIR/lib/ledger_moves.py" > "$out"
+}

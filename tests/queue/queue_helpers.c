@@ -337,6 +337,147 @@ static void check_balance(const char *what, const struct balance *got,
              (long long)want->held, (long long)want->spent);
 }
 
+/* Appends a move to `*v` (`*n` of `*cap`), growing it. */
+static struct kbq_move *push_move(struct kbq_move **v, size_t *n, size_t *cap) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 64;
+    *v = realloc(*v, *cap * sizeof **v);
+    if (*v == NULL)
+      fail_msg("out of memory");
+  }
+  struct kbq_move *m = &(*v)[(*n)++];
+  memset(m, 0, sizeof *m);
+  return m;
+}
+
+/* Appends the moves of one "moves" document `o` of stream entry `eid` (see kbq_ledger_moves). */
+static void expand_moves(json_t *o, const char *eid, struct kbq_move **v, size_t *n,
+                         size_t *cap) {
+  json_t *arr = json_object_get(o, "moves");
+  if (!json_is_array(arr) || json_array_size(arr) == 0)
+    fail_msg("ledger:log %s: \"moves\" is not a non-empty array", eid);
+  size_t first = *n;
+  size_t i;
+  json_t *mv;
+  json_array_foreach(arr, i, mv) {
+    const char *op = json_string_value(json_array_get(mv, 0));
+    const char *charge = json_string_value(json_array_get(mv, 1));
+    json_t *a = json_array_get(mv, 2), *x = json_array_get(mv, 3);
+    if (op == NULL || charge == NULL || !json_is_integer(a))
+      fail_msg("ledger:log %s: move %zu is not [op, charge, amount...]", eid, i);
+    int64_t r = (int64_t)json_integer_value(a);
+    struct {
+      const char *op;
+      int64_t amount;
+    } part[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+    if (strcmp(op, "reserve") == 0 && json_array_size(mv) == 3 && r > 0) {
+      part[0].op = "reserve";
+      part[0].amount = r;
+    } else if (strcmp(op, "settle") == 0 && json_array_size(mv) == 4 && json_is_integer(x) &&
+               r >= 0 && json_integer_value(x) >= 0 && r + json_integer_value(x) > 0) {
+      int64_t actual = (int64_t)json_integer_value(x);
+      int64_t posted = actual < r ? actual : r;
+      part[0].op = posted > 0 ? "post" : NULL;
+      part[0].amount = posted;
+      part[1].op = actual > r ? "overrun" : NULL;
+      part[1].amount = actual - r;
+      part[2].op = r > actual ? "void" : NULL;
+      part[2].amount = r - actual;
+    } else {
+      fail_msg("ledger:log %s: move %zu (\"%s\") is neither [\"reserve\", charge, amount > 0] "
+               "nor [\"settle\", charge, reserved, actual] with reserved + actual > 0",
+               eid, i, op);
+    }
+    for (int k = 0; k < 3; k++) {
+      if (part[k].op == NULL)
+        continue;
+      struct kbq_move *m = push_move(v, n, cap);
+      snprintf(m->eid, sizeof m->eid, "%s", eid);
+      snprintf(m->op, sizeof m->op, "%s", part[k].op);
+      snprintf(m->currency, sizeof m->currency, "%s", json_str(o, "currency", eid));
+      snprintf(m->charge, sizeof m->charge, "%s", charge);
+      snprintf(m->who, sizeof m->who, "%s", json_str(o, "who", eid));
+      m->ts_ms = json_i64(o, "ts_ms", eid);
+      m->amount = part[k].amount;
+      m->total = json_i64(o, "total", eid);
+      m->from_moves = 1;
+    }
+  }
+  /* the balances after the last move are the entry's; each earlier one's, the next one's
+   * less the next move */
+  struct balance b = {json_i64(o, "total", eid), json_i64(o, "available", eid),
+                      json_i64(o, "held", eid), json_i64(o, "spent", eid)};
+  if (b.available + b.held + b.spent != b.total)
+    fail_msg("ledger:log %s: available %lld + held %lld + spent %lld != total %lld", eid,
+             (long long)b.available, (long long)b.held, (long long)b.spent,
+             (long long)b.total);
+  for (size_t k = *n; k-- > first;) {
+    struct kbq_move *m = &(*v)[k];
+    m->available = b.available;
+    m->held = b.held;
+    m->spent = b.spent;
+    int64_t a = m->amount;
+    if (strcmp(m->op, "reserve") == 0) {
+      b.available += a;
+      b.held -= a;
+    } else if (strcmp(m->op, "post") == 0) {
+      b.held += a;
+      b.spent -= a;
+    } else if (strcmp(m->op, "overrun") == 0) {
+      b.available += a;
+      b.spent -= a;
+    } else { /* void */
+      b.held += a;
+      b.available -= a;
+    }
+  }
+}
+
+struct kbq_move *kbq_ledger_moves(struct kb_redis *r, const char *cid, size_t *n) {
+  char key[256];
+  kb_key(key, sizeof key, cid, KB_KEY_LEDGER_LOG);
+  redisReply *rep = command(r, "XRANGE %s - +", key);
+  struct kbq_move *v = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (size_t i = 0; i < rep->elements; i++) {
+    const char *eid = rep->element[i]->element[0]->str;
+    const redisReply *fields = rep->element[i]->element[1];
+    size_t before = *n;
+    for (size_t j = 0; j + 1 < fields->elements; j += 2) {
+      const char *name = fields->element[j]->str;
+      int entry = strcmp(name, "entry") == 0;
+      if (!entry && strcmp(name, "moves") != 0)
+        fail_msg("ledger:log %s has a field \"%s\"", eid, name);
+      json_error_t je;
+      json_t *o = json_loads(fields->element[j + 1]->str, 0, &je);
+      if (o == NULL)
+        fail_msg("ledger:log %s: bad JSON: %s", eid, je.text);
+      if (entry) {
+        struct kbq_move *m = push_move(&v, n, &cap);
+        snprintf(m->eid, sizeof m->eid, "%s", eid);
+        snprintf(m->op, sizeof m->op, "%s", json_str(o, "op", eid));
+        snprintf(m->currency, sizeof m->currency, "%s", json_str(o, "currency", eid));
+        snprintf(m->charge, sizeof m->charge, "%s", json_str(o, "charge_id", eid));
+        snprintf(m->who, sizeof m->who, "%s", json_str(o, "who", eid));
+        m->ts_ms = json_i64(o, "ts_ms", eid);
+        m->amount = json_i64(o, "amount", eid);
+        m->available = json_i64(o, "available", eid);
+        m->held = json_i64(o, "held", eid);
+        m->spent = json_i64(o, "spent", eid);
+        m->total = json_i64(o, "total", eid);
+      } else {
+        expand_moves(o, eid, &v, n, &cap);
+      }
+      json_decref(o);
+    }
+    if (*n == before)
+      fail_msg("ledger:log %s has no move", eid);
+  }
+  freeReplyObject(rep);
+  return v;
+}
+
 void kbq_assert_ledger_invariant(struct kb_queue *q) {
   struct kb_queue_status st;
   struct kb_error err = {0};
@@ -498,97 +639,86 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
                it->result_charge, it->posted_charge);
   }
 
-  /* Ledger audit stream: per-charge history and a replay from scratch. */
-  kb_key(key, sizeof key, cid, KB_KEY_LEDGER_LOG);
-  rep = command(r, "XRANGE %s - +", key);
-  /* A stream entry carries one "entry" field per move, in order (a settlement and the next
-   * reservation come in one); n_log counts the moves. */
-  int64_t n_log = 0;
+  /* Ledger audit stream: per-charge history and a replay from scratch, move by move (a
+   * runner's cycle's "moves" entry expanded: kbq_ledger_moves). */
+  size_t n_moves = 0;
+  struct kbq_move *mv = kbq_ledger_moves(r, cid, &n_moves);
+  int64_t n_log = (int64_t)n_moves;
   struct balance gpu = {0}, llm = {0};
-  for (size_t i = 0; i < rep->elements; i++) {
-    const char *eid = rep->element[i]->element[0]->str;
-    const redisReply *fields = rep->element[i]->element[1];
-    int moves = 0;
-    for (size_t j = 0; j + 1 < fields->elements; j += 2) {
-      if (strcmp(fields->element[j]->str, "entry") != 0)
-        fail_msg("ledger:log %s has a field \"%s\"", eid, fields->element[j]->str);
-      const redisReply *f = fields->element[j + 1];
-      moves++;
-      n_log++;
-      json_error_t je;
-      json_t *o = json_loads(f->str, 0, &je);
-      if (o == NULL)
-        fail_msg("ledger:log %s: bad JSON: %s", eid, je.text);
-      const char *op = json_str(o, "op", eid);
-      const char *cur = json_str(o, "currency", eid);
-      const char *charge = json_str(o, "charge_id", eid);
-      int64_t amount = json_i64(o, "amount", eid);
-      if (amount < 0)
-        fail_msg("ledger:log %s: negative amount %lld", eid, (long long)amount);
-      struct balance *b = strcmp(cur, "gpu_ms") == 0       ? &gpu
-                          : strcmp(cur, "llm_tokens") == 0 ? &llm
-                                                           : NULL;
-      if (b == NULL)
-        fail_msg("ledger:log %s: unknown currency \"%s\"", eid, cur);
-      if (strcmp(op, "fund") == 0) {
-        b->total += amount;
-        b->available += amount;
-      } else if (strcmp(op, "reserve") == 0) {
-        b->available -= amount;
-        b->held += amount;
-      } else if (strcmp(op, "post") == 0) {
-        b->held -= amount;
-        b->spent += amount;
-      } else if (strcmp(op, "void") == 0) {
-        b->held -= amount;
-        b->available += amount;
-      } else if (strcmp(op, "overrun") == 0) {
-        /* charged beyond the reservation: from available, which may go below 0 */
-        b->available -= amount;
-        b->spent += amount;
-      } else {
-        fail_msg("ledger:log %s: unknown op \"%s\"", eid, op);
-      }
-      struct balance rec = {json_i64(o, "total", eid), json_i64(o, "available", eid),
-                            json_i64(o, "held", eid), json_i64(o, "spent", eid)};
-      if (rec.available + rec.held + rec.spent != rec.total)
-        fail_msg("ledger:log %s (%s %s): available %lld + held %lld + spent %lld != total %lld",
-                 eid, op, charge, (long long)rec.available, (long long)rec.held,
-                 (long long)rec.spent, (long long)rec.total);
-      if (b == &gpu && strcmp(op, "fund") != 0) {
-        struct charge_rec *c = find_charge(charges, nc, charge);
-        if (c == NULL) {
-          /* A charge of an item must be in the charges hash; other charge ids (another
-           * script's) are only replayed. */
-          char item_id[KB_ITEM_ID_MAX];
-          size_t hash = strcspn(charge, "#");
-          if (charge[hash] == '#' && hash < sizeof item_id) {
-            memcpy(item_id, charge, hash);
-            item_id[hash] = '\0';
-            if (find_item(items, (size_t)n_items, item_id))
-              fail_msg("ledger:log %s: %s of charge %s, which the charges hash lacks", eid, op,
-                       charge);
-          }
-        } else if (strcmp(op, "reserve") == 0) {
-          c->reserves++;
-          c->reserved += amount;
-        } else if (strcmp(op, "post") == 0) {
-          c->posts++;
-          c->posted_amt += amount;
-        } else if (strcmp(op, "overrun") == 0) {
-          c->overruns++;
-          c->overrun_amt += amount;
-        } else {
-          c->voids++;
-          c->voided_amt += amount;
-        }
-      }
-      json_decref(o);
+  for (size_t i = 0; i < n_moves; i++) {
+    const struct kbq_move *m = &mv[i];
+    const char *eid = m->eid, *op = m->op, *cur = m->currency, *charge = m->charge;
+    int64_t amount = m->amount;
+    if (amount < 0)
+      fail_msg("ledger:log %s: negative amount %lld", eid, (long long)amount);
+    struct balance *b = strcmp(cur, "gpu_ms") == 0       ? &gpu
+                        : strcmp(cur, "llm_tokens") == 0 ? &llm
+                                                         : NULL;
+    if (b == NULL)
+      fail_msg("ledger:log %s: unknown currency \"%s\"", eid, cur);
+    if (strcmp(op, "fund") == 0) {
+      b->total += amount;
+      b->available += amount;
+    } else if (strcmp(op, "reserve") == 0) {
+      b->available -= amount;
+      b->held += amount;
+    } else if (strcmp(op, "post") == 0) {
+      b->held -= amount;
+      b->spent += amount;
+    } else if (strcmp(op, "void") == 0) {
+      b->held -= amount;
+      b->available += amount;
+    } else if (strcmp(op, "overrun") == 0) {
+      /* charged beyond the reservation: from available, which may go below 0 */
+      b->available -= amount;
+      b->spent += amount;
+    } else {
+      fail_msg("ledger:log %s: unknown op \"%s\"", eid, op);
     }
-    if (moves == 0)
-      fail_msg("ledger:log %s has no \"entry\"", eid);
+    struct balance rec = {m->total, m->available, m->held, m->spent};
+    if (rec.available + rec.held + rec.spent != rec.total)
+      fail_msg("ledger:log %s (%s %s): available %lld + held %lld + spent %lld != total %lld",
+               eid, op, charge, (long long)rec.available, (long long)rec.held,
+               (long long)rec.spent, (long long)rec.total);
+    /* each move's balances are the replay's up to it (a "moves" entry's follow from its
+     * last: they agree when that one does) */
+    if (rec.available != b->available || rec.held != b->held || rec.spent != b->spent ||
+        rec.total != b->total)
+      fail_msg("ledger:log %s (%s %s): balances %lld/%lld/%lld of %lld, the replay gives "
+               "%lld/%lld/%lld of %lld", eid, op, charge, (long long)rec.available,
+               (long long)rec.held, (long long)rec.spent, (long long)rec.total,
+               (long long)b->available, (long long)b->held, (long long)b->spent,
+               (long long)b->total);
+    if (b == &gpu && strcmp(op, "fund") != 0) {
+      struct charge_rec *c = find_charge(charges, nc, charge);
+      if (c == NULL) {
+        /* A charge of an item must be in the charges hash; other charge ids (another
+         * script's) are only replayed. */
+        char item_id[KB_ITEM_ID_MAX];
+        size_t hash = strcspn(charge, "#");
+        if (charge[hash] == '#' && hash < sizeof item_id) {
+          memcpy(item_id, charge, hash);
+          item_id[hash] = '\0';
+          if (find_item(items, (size_t)n_items, item_id))
+            fail_msg("ledger:log %s: %s of charge %s, which the charges hash lacks", eid, op,
+                     charge);
+        }
+      } else if (strcmp(op, "reserve") == 0) {
+        c->reserves++;
+        c->reserved += amount;
+      } else if (strcmp(op, "post") == 0) {
+        c->posts++;
+        c->posted_amt += amount;
+      } else if (strcmp(op, "overrun") == 0) {
+        c->overruns++;
+        c->overrun_amt += amount;
+      } else {
+        c->voids++;
+        c->voided_amt += amount;
+      }
+    }
   }
-  freeReplyObject(rep);
+  free(mv);
   for (size_t i = 0; i < nc; i++) {
     struct charge_rec *c = &charges[i];
     /* Moves of amount 0 are not logged: a charge of 0 (tier 0) has no entry at all. */

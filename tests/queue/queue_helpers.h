@@ -96,6 +96,29 @@ struct kbq_audit {
   int64_t results;           /* entries of the results stream */
 };
 
+/* One ledger move of the audit stream in the per-move form of schemas/ledger-entry.schema.json
+ * (strings cut to their fields' sizes). */
+struct kbq_move {
+  char eid[32];              /* the stream entry's id */
+  char op[16];               /* fund, reserve, post, void, overrun */
+  char currency[16];         /* gpu_ms, llm_tokens */
+  char charge[160];          /* charge_id */
+  char who[128];
+  int64_t ts_ms;             /* Redis TIME, unix milliseconds */
+  int64_t amount;
+  int64_t available, held, spent, total; /* the balances right after this move */
+  int from_moves;            /* 1: from a "moves" field (balances derived), 0: an "entry" */
+};
+
+/* Every move of campaign `cid`'s audit stream (kb:{cid}:ledger:log), in order: each "entry"
+ * field (ledger-entry schema) as it is; each "moves" field (ledger-moves schema: a runner's
+ * cycle, its moves and the balances after the last) expanded into its moves with the balances
+ * after each, derived backward from the entry's, a settle as its post, overrun and void (what
+ * complete_claim wrote as separate entries before). Fails the test on a field, op or JSON it
+ * does not know, a stream entry without a move, or a "moves" entry whose balances break
+ * available + held + spent == total. Returns a new array (free it), its length in `*n`. */
+struct kbq_move *kbq_ledger_moves(struct kb_redis *r, const char *cid, size_t *n);
+
 /* Checks, from Redis alone, that campaign `cid` with `n_items` items ended consistently:
  *  - status: open 0, done + dead == n_items, no lease left, nothing held, and
  *    available + held + spent == total;

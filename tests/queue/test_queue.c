@@ -153,17 +153,31 @@ static void test_cost_beyond_reservation_charged(void **state) {
   assert_non_null(v);
   assert_string_equal(v, "P:5000:O:4900");
   free(v);
-  /* the audit stream: post of the reservation, then the overrun, each with its balances */
+  /* the audit stream: one settle of reservation 100 at 5000, with the balances after it; read
+   * move by move, the post of the reservation, then the overrun */
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{cap}:ledger:log + - COUNT 1"),
                    KB_OK);
   assert_int_equal(rep->elements, 1);
   const redisReply *f = rep->element[0]->element[1];
-  assert_int_equal(f->elements, 4);
-  assert_non_null(strstr(f->element[1]->str, "\"op\":\"post\",\"currency\":\"gpu_ms\",\"amount\":100,"));
-  assert_non_null(strstr(f->element[3]->str, "\"op\":\"overrun\",\"currency\":\"gpu_ms\",\"amount\":4900,"));
-  assert_non_null(strstr(f->element[3]->str, "\"available\":-4000,\"held\":0,\"spent\":5000,\"total\":1000}"));
+  assert_int_equal(f->elements, 2);
+  assert_string_equal(f->element[0]->str, "moves");
+  char settle[256];
+  snprintf(settle, sizeof settle, "\"moves\":[[\"settle\",\"%s\",100,5000]],", c.charge_id);
+  assert_non_null(strstr(f->element[1]->str, settle));
+  assert_non_null(strstr(f->element[1]->str, "\"available\":-4000,\"held\":0,\"spent\":5000,\"total\":1000}"));
   freeReplyObject(rep);
+  size_t n_mv = 0;
+  struct kbq_move *mv = kbq_ledger_moves(r, "cap", &n_mv);
+  assert_true(n_mv >= 2);
+  assert_string_equal(mv[n_mv - 2].op, "post");
+  assert_int_equal(mv[n_mv - 2].amount, 100);
+  assert_int_equal(mv[n_mv - 2].available, 900);
+  assert_int_equal(mv[n_mv - 2].spent, 100);
+  assert_string_equal(mv[n_mv - 1].op, "overrun");
+  assert_int_equal(mv[n_mv - 1].amount, 4900);
+  assert_int_equal(mv[n_mv - 1].available, -4000);
+  free(mv);
 
   /* a retry (lost reply) charges nothing twice, records nothing twice */
   assert_int_equal(kb_queue_complete(&q, &c, 5000, "{}", "r1", &dup, &err), KB_OK);
@@ -803,12 +817,16 @@ static void test_complete_and_claim(void **state) {
   assert_int_equal(n.attempt, 1);
   assert_string_not_equal(n.item, c.item);
   assert_int_equal(strlen(n.token), 32);
-  /* post 40, void 60 and reserve 10: one stream entry with three "entry" fields */
+  /* settle 100 at 40 and reserve 10: one stream entry, one "moves" field with both */
   assert_int_equal(xlen(r, "kb:{fused}:ledger:log"), log0 + 1);
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{fused}:ledger:log + - "
                                      "COUNT 1"), KB_OK);
-  assert_int_equal(rep->element[0]->element[1]->elements, 6);
+  assert_int_equal(rep->element[0]->element[1]->elements, 2);
+  char want[512];
+  snprintf(want, sizeof want, "\"moves\":[[\"settle\",\"%s\",100,40],[\"reserve\",\"%s\",10]],",
+           c.charge_id, n.charge_id);
+  assert_non_null(strstr(rep->element[0]->element[1]->element[1]->str, want));
   freeReplyObject(rep);
   struct kb_queue_status st;
   assert_int_equal(kb_queue_status(&q, &st, &err), KB_OK);
@@ -969,11 +987,16 @@ static void test_batch(void **state) {
   take_snap(r, &q, "batch", &before);
   assert_int_equal(before.st.leased, 5);
   assert_int_equal(before.st.gpu_held, 120);
-  /* one reserve per item that costs something: 3 entries in one audit stream entry */
+  /* one reserve per item that costs something: 3 moves in one audit stream entry */
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{batch}:ledger:log + - "
                                      "COUNT 1"), KB_OK);
-  assert_int_equal(rep->element[0]->element[1]->elements, 6);
+  assert_int_equal(rep->element[0]->element[1]->elements, 2);
+  json_t *batch = json_loads(rep->element[0]->element[1]->element[1]->str, 0, NULL);
+  assert_non_null(batch);
+  assert_int_equal(json_array_size(json_object_get(batch, "moves")), 3);
+  assert_int_equal(json_integer_value(json_object_get(batch, "held")), 120);
+  json_decref(batch);
   freeReplyObject(rep);
 
   /* all or nothing: the third of three has lost its lease, or names an unknown charge, or the

@@ -208,9 +208,11 @@ static void test_charge_bad_amount(void **state) {
 }
 
 /* The ledger-entry schema says an entry's balances are "the account's state after the
- * operation". Replaying the audit stream entry by entry must then reproduce each entry's
- * balances, not only the final ones. A settlement below the reservation writes two entries (post
- * of the actual amount, void of the rest); each must carry the balances after itself. */
+ * operation", and the ledger-moves schema that a runner's cycle's balances are the state after
+ * its last move. Replaying the audit stream move by move must then reproduce each move's
+ * balances (a "moves" entry's derived from its last, kbq_ledger_moves), not only the final
+ * ones. A settlement below the reservation is one settle move (its post of the actual amount
+ * and void of the rest); a move of 0 is not recorded. */
 static void test_ledger_log_balances_after_each_entry(void **state) {
   (void)state;
   struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
@@ -229,59 +231,57 @@ static void test_ledger_log_balances_after_each_entry(void **state) {
   assert_int_equal(kb__ledger_post(&q, KB_LLM_TOKENS, "req-1", 150, "t", NULL, &err), KB_OK);
   kbq_assert_final(r, "e-log", 3, NULL);
 
-  redisReply *rep = NULL;
-  assert_int_equal(kb_redis_commandf(r, &rep, &err, "XRANGE %s - +", "kb:{e-log}:ledger:log"),
-                   KB_OK);
+  size_t n = 0;
+  struct kbq_move *mv = kbq_ledger_moves(r, "e-log", &n);
   struct {
     const char *name;
     int64_t total, available, held, spent;
   } acct[2] = {{"gpu_ms", 0, 0, 0, 0}, {"llm_tokens", 0, 0, 0, 0}};
-  int mismatches = 0;
+  int mismatches = 0, from_moves = 0;
   char first[3][400] = {"", "", ""};
-  /* one stream entry may carry several moves, one "entry" field each, in order */
-  for (size_t i = 0; i < rep->elements; i++) {
-    redisReply *f = rep->element[i]->element[1];
-    for (size_t j = 1; j < f->elements; j += 2) {
-      json_t *o = json_loads(f->element[j]->str, 0, NULL);
-      assert_non_null(o);
-      const char *op = json_string_value(json_object_get(o, "op"));
-      const char *cur = json_string_value(json_object_get(o, "currency"));
-      int64_t amount = json_integer_value(json_object_get(o, "amount"));
-      int k = strcmp(cur, "gpu_ms") == 0 ? 0 : 1;
-      if (strcmp(op, "fund") == 0) {
-        acct[k].total += amount;
-        acct[k].available += amount;
-      } else if (strcmp(op, "reserve") == 0) {
-        acct[k].available -= amount;
-        acct[k].held += amount;
-      } else if (strcmp(op, "post") == 0) {
-        acct[k].held -= amount;
-        acct[k].spent += amount;
-      } else {
-        acct[k].held -= amount;
-        acct[k].available += amount;
-      }
-      int64_t av = json_integer_value(json_object_get(o, "available"));
-      int64_t he = json_integer_value(json_object_get(o, "held"));
-      int64_t sp = json_integer_value(json_object_get(o, "spent"));
-      if (av != acct[k].available || he != acct[k].held || sp != acct[k].spent) {
-        if (mismatches < 3)
-          snprintf(first[mismatches], sizeof first[0],
-                   "%s %s %lld of %s records available/held/spent %lld/%lld/%lld, but the "
-                   "replay up to it gives %lld/%lld/%lld",
-                   cur, op, (long long)amount,
-                   json_string_value(json_object_get(o, "charge_id")), (long long)av,
-                   (long long)he, (long long)sp, (long long)acct[k].available,
-                   (long long)acct[k].held, (long long)acct[k].spent);
-        mismatches++;
-      }
-      json_decref(o);
+  char ops[256] = "";
+  for (size_t i = 0; i < n; i++) {
+    const struct kbq_move *m = &mv[i];
+    int k = strcmp(m->currency, "gpu_ms") == 0 ? 0 : 1;
+    int64_t amount = m->amount;
+    if (k == 0 && strcmp(m->op, "fund") != 0) { /* the runner's moves, in order */
+      size_t len = strlen(ops);
+      snprintf(ops + len, sizeof ops - len, "%s%s %lld", len ? ", " : "", m->op,
+               (long long)amount);
+    }
+    from_moves += m->from_moves;
+    if (strcmp(m->op, "fund") == 0) {
+      acct[k].total += amount;
+      acct[k].available += amount;
+    } else if (strcmp(m->op, "reserve") == 0) {
+      acct[k].available -= amount;
+      acct[k].held += amount;
+    } else if (strcmp(m->op, "post") == 0) {
+      acct[k].held -= amount;
+      acct[k].spent += amount;
+    } else {
+      acct[k].held -= amount;
+      acct[k].available += amount;
+    }
+    if (m->available != acct[k].available || m->held != acct[k].held ||
+        m->spent != acct[k].spent) {
+      if (mismatches < 3)
+        snprintf(first[mismatches], sizeof first[0],
+                 "%s %s %lld of %s records available/held/spent %lld/%lld/%lld, but the "
+                 "replay up to it gives %lld/%lld/%lld",
+                 m->currency, m->op, (long long)amount, m->charge, (long long)m->available,
+                 (long long)m->held, (long long)m->spent, (long long)acct[k].available,
+                 (long long)acct[k].held, (long long)acct[k].spent);
+      mismatches++;
     }
   }
-  freeReplyObject(rep);
+  free(mv);
   if (mismatches)
     fail_msg("%d ledger:log entries disagree with the replay: %s; %s; %s", mismatches, first[0],
              first[1], first[2]);
+  /* the runner's: reserve 100, settle 100 at 30, reserve 10, settle 10 at 10, nothing for 0 */
+  assert_string_equal(ops, "reserve 100, post 30, void 70, reserve 10, post 10");
+  assert_int_equal(from_moves, 5);
   kb_redis_free(r);
 }
 
@@ -474,6 +474,82 @@ static void test_item_forms(void **state) {
   kb_redis_free(r);
 }
 
+/* A completion reads its leased item as the claim wrote it without the full check
+ * (kb_item_leased in common/lua/lib/prelude.lua); an item in any other form takes the full
+ * check (kb_item_check) and completes as before; one whose lease fields no longer match, or
+ * that does not decode, is a lost lease (KB_LEASE), and that batch changes nothing. */
+static void test_completion_item_forms(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-done", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0); /* tiers 0, 1, 2 */
+  struct kb_claim c[3];
+  int n = 0;
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 3, c, &n, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(n, 3);
+  /* c[0]: the same fields in another order (keys sorted): not the form the claim writes */
+  redisReply *rep = NULL;
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[0].item),
+                   KB_OK);
+  json_t *o = json_loads(rep->str, 0, NULL);
+  freeReplyObject(rep);
+  assert_non_null(o);
+  char *sorted = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+  json_decref(o);
+  assert_non_null(sorted);
+  assert_int_equal(strncmp(sorted, "{\"attempt\":", 11), 0);
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[0].item, sorted);
+  free(sorted);
+  /* c[1]: its token changed in the item (another lease), c[2]: cut short (does not decode) */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[1].item),
+                   KB_OK);
+  char other[512];
+  snprintf(other, sizeof other, "%s", rep->str);
+  freeReplyObject(rep);
+  char *tok = strstr(other, c[1].token);
+  assert_non_null(tok);
+  tok[0] = tok[0] == 'a' ? 'b' : 'a';
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[1].item, other);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[2].item),
+                   KB_OK);
+  char cut[512];
+  snprintf(cut, sizeof cut, "%.*s", (int)strlen(rep->str) - 2, rep->str);
+  freeReplyObject(rep);
+  struct kb_queue_status before, after;
+  assert_int_equal(kb_queue_status(&q, &before, &err), KB_OK);
+  long long log0 = redis_int(r, "XLEN %s", "kb:{e-done}:ledger:log");
+  struct kb_queue_done d[3] = {{&c[0], 5, "{}"}, {&c[1], 5, "{}"}, {&c[2], 5, "{}"}};
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_ELEASE);
+  if (!strstr(err.msg, c[1].item))
+    fail_msg("the lost lease named is not %s's: %s", c[1].item, err.msg);
+  kb_error_clear(&err);
+  cmd(r, "HSET kb:{e-done}:items %s %s", c[2].item, cut);
+  d[1] = d[2];
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 2, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_ELEASE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_status(&q, &after, &err), KB_OK);
+  assert_int_equal(after.done, before.done);
+  assert_int_equal(after.gpu_held, before.gpu_held);
+  assert_int_equal(redis_int(r, "XLEN %s", "kb:{e-done}:ledger:log"), log0);
+  /* alone, the item in the other order completes: done, charged, in the audit stream */
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 1, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-done}:items %s", c[0].item),
+                   KB_OK);
+  if (!strstr(rep->str, "\"state\":\"done\"") || !strstr(rep->str, "\"runner\":\"r1\""))
+    fail_msg("done item %s", rep->str);
+  freeReplyObject(rep);
+  assert_int_equal(kb_queue_status(&q, &after, &err), KB_OK);
+  assert_int_equal(after.done, before.done + 1);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -485,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_bad_state_dead_lettered),
       cmocka_unit_test(test_bad_real_item_leaves_open),
       cmocka_unit_test(test_item_forms),
+      cmocka_unit_test(test_completion_item_forms),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

@@ -119,7 +119,7 @@ aof_redis_stop() {
 ledger_report() {
   local cid=$1
   echo "ledger kb:{$cid}:ledger: $(rcli HGETALL "kb:{$cid}:ledger" | paste -sd' ')" >&2
-  stream_json "kb:{$cid}:ledger:log" entry "$T/ledger-$cid.jsonl"
+  ledger_jsonl "kb:{$cid}:ledger:log" "$T/ledger-$cid.jsonl"
   $KB_PY - "$T/ledger-$cid.jsonl" << 'PY' >&2
 import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

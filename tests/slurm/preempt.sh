@@ -58,7 +58,7 @@ S=$T/results/$cid/slurm
 # first ones, far from the end of their evaluations.
 fresh() {
   rcli --raw HVALS "kb:{$cid}:items" > "$T/items.txt"
-  stream_json "kb:{$cid}:ledger:log" entry "$T/ledger.jsonl"
+  ledger_jsonl "kb:{$cid}:ledger:log" "$T/ledger.jsonl"
   rcli --raw TIME > "$T/time.txt"
   $KB_PY - "$T/items.txt" "$T/ledger.jsonl" "$T/time.txt" << 'PY'
 import json, sys
@@ -94,7 +94,7 @@ scontrol requeue "${A}_$(task_of "$Q")"
 # a release: a void by that runner of a charge it never posted (a completion posts and voids
 # only the unused rest; the item's next claim reuses the charge id, as no attempt was counted)
 released_by() {
-  stream_json "kb:{$cid}:ledger:log" entry "$T/ledger.jsonl"
+  ledger_jsonl "kb:{$cid}:ledger:log" "$T/ledger.jsonl"
   $KB_PY - "$T/ledger.jsonl" "$1" << 'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

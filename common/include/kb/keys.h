@@ -49,9 +49,11 @@
 /* hash: <task>:cap (optional GPU ms cap), <task>:held, <task>:spent.
  * Scripts: complete_claim, reap, release (held, spent), task_cap (cap). */
 #define KB_KEY_TASKBUDGET "taskbudget"
-/* stream: one JSON "entry" field per ledger change (ledger-entry schema); one stream entry may
- * carry several, in order (a settlement and the next reservation); a move of amount 0 is not
- * logged. Scripts: register, complete_claim, reap, release, charge. */
+/* stream: one JSON "entry" field per ledger change (ledger-entry schema), from register, reap,
+ * release, retry and charge; complete_claim writes one "moves" field per call instead
+ * (ledger-moves schema: the call's reserve and settle moves in order, the balances after the
+ * last). A move of amount 0 is not logged. Older campaigns' complete_claim entries are "entry"
+ * fields, several per stream entry, in order. */
 #define KB_KEY_LEDGER_LOG "ledger:log"
 /* stream: "item", "result" (result schema), "charge", "runner", "attempt" (the lease
  * settled); consumer group "scheduler". Scripts: complete_claim, reap (append), stray (XACK).
