@@ -61,6 +61,7 @@ import mmap
 import os
 import re
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -2261,9 +2262,70 @@ def jit_dir(folder, built=None):
 
 
 def point_jit_caches(folder, built=None):
+    """Points Triton's and inductor's caches at the build's JIT folder (jit_dir), or, in a
+    confined worker, at its own writable copy of it (writable_jit_dir)."""
     d = jit_dir(folder, built)
+    if CONF is not None and not CONF.trusted:
+        d = writable_jit_dir(d)
     os.environ["TRITON_CACHE_DIR"] = os.path.join(d, "triton")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
+
+
+def writable_jit_dir(d):
+    """A confined worker's copy of the build's JIT folder `d` in its own folder,
+    `<--dir>/jit/<name of d>`: inductor writes into its cache while it runs a cached module
+    whenever a file it wants is not there (an output code file, a newer graph's entry), and the
+    build's folder is read-only here (measured on an H100, torch 2.11, 2026-12-06: three honest
+    torch.compile seeds ended `crash`, "PermissionError: ... <key>.jit/inductor/ur/.<pid>.<tid>
+    .tmp"). The copy is made once per build, under a temporary name renamed into place (a copy
+    cut short is never used); the folder keeps the copies of the last two builds used (a
+    candidate and its same-run baseline take turns), older ones are removed before a new copy.
+    What a run writes there stays in this worker's folder: the shared cache is never written by
+    a confined process. Returns `d` itself when `d` is already in the worker's folder or the
+    copy fails (no room: said on stderr, and the run then meets the read-only folder as
+    before)."""
+    rw = os.path.realpath(CONF.rw)
+    if os.path.realpath(d).startswith(rw + os.sep):
+        return d
+    root = os.path.join(rw, "jit")
+    dst = os.path.join(root, os.path.basename(os.path.normpath(d)))
+    if os.path.isdir(dst):
+        try:
+            os.utime(dst)  # the last use, for the choice of copies to remove
+        except OSError:
+            pass
+        return dst
+    tmp = "%s.tmp%d" % (dst, os.getpid())
+    try:
+        if os.path.isdir(root):
+            old = sorted((os.path.join(root, n) for n in os.listdir(root)),
+                         key=lambda x: os.stat(x).st_mtime)
+            for x in old[:-1]:
+                shutil.rmtree(x, ignore_errors=True)
+        os.makedirs(root, exist_ok=True)
+        copy_tree(d, tmp)
+        os.rename(tmp, dst)
+        return dst
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        print("kb_sandbox_torch: the JIT caches %s not copied into %s: %s (read-only there)"
+              % (d, root, first_line(e)), file=sys.stderr)
+        return d
+
+
+def copy_tree(src, dst):
+    """The folders and regular files under `src` copied to `dst` (made here) by plain reads
+    and writes: shutil.copytree's file copy uses sendfile and its copystat listxattr, both
+    trapped by the confined worker's filter. Links and other special files are left out (the
+    caches hold none)."""
+    for top, dirs, files in os.walk(src):
+        out = os.path.join(dst, os.path.relpath(top, src))
+        os.makedirs(out, exist_ok=True)
+        for name in files:
+            path = os.path.join(top, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f, open(os.path.join(out, name), "wb") as g:
+                    shutil.copyfileobj(f, g, 1 << 20)
 
 
 def triton_probes():
@@ -2406,8 +2468,9 @@ class ModuleCandidate:
         return load
 
     def use_jit_caches(self):
-        """Triton's and inductor's caches: this build's folders (read-only here), so a kernel
-        the compile tier's warm-up compiled is found without a compiler."""
+        """Triton's and inductor's caches: this build's (a copy of them in the worker's own
+        folder when it is confined: point_jit_caches), so a kernel the compile tier's warm-up
+        compiled is found without a compiler."""
         global JIT_FOLDER
         folder = getattr(self, "folder", None)
         if folder is None or JIT_FOLDER == folder:
