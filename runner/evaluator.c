@@ -899,7 +899,12 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
            num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
   if (json_is_number(json_object_get(ph, "baseline"))) /* the PyTorch worker's */
-    kb_debug("eval: the same-run baseline's samples %.3f s", num(ph, "baseline"));
+    kb_debug("eval: the same-run baseline's samples %.3f s (%d samples, interleaved with the "
+             "candidate's %d)",
+             num(ph, "baseline"),
+             (int)json_integer_value(
+                 json_object_get(json_object_get(rep, "baseline_timing"), "samples")),
+             (int)json_integer_value(json_object_get(json_object_get(rep, "timing"), "samples")));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));

@@ -1826,6 +1826,14 @@ def stats(samples, warmup):
     return out
 
 
+def batch_for(est):
+    """Calls per timed sample for a call of `est` us: 1, or on CUDA for a call under SHORT_US
+    enough to fill BATCH_TARGET_US (2 to BATCH_MAX)."""
+    if STREAM is None or est >= SHORT_US:
+        return 1
+    return min(max(int(math.ceil(BATCH_TARGET_US / max(est, 0.5))), 2), BATCH_MAX)
+
+
 def sample_loop(run, one, warm, start_time, after=None):
     """Warm-up, a probe for batching, then samples of `one(batch, first_set)` -> us per call
     until a stopping rule; `after(samples_so_far, batch)`, when given, runs after each sample
@@ -1833,11 +1841,7 @@ def sample_loop(run, one, warm, start_time, after=None):
     e = run.e
     for w in range(warm):
         one(1, w % run.n, timed=False)
-    est = one(1, 0, timed=True)
-    batch = 1
-    if STREAM is not None and est < SHORT_US:
-        batch = int(math.ceil(BATCH_TARGET_US / max(est, 0.5)))
-        batch = min(max(batch, 2), BATCH_MAX)
+    batch = batch_for(one(1, 0, timed=True))
     samples = []
     timed = 0.0
     nxt = 0
@@ -2278,8 +2282,8 @@ def writable_jit_dir(d):
     build's folder is read-only here (measured on an H100, torch 2.11, 2026-12-06: three honest
     torch.compile seeds ended `crash`, "PermissionError: ... <key>.jit/inductor/ur/.<pid>.<tid>
     .tmp"). The copy is made once per build, under a temporary name renamed into place (a copy
-    cut short is never used); the folder keeps the copies of the last two builds used (a
-    candidate and its same-run baseline take turns), older ones are removed before a new copy.
+    cut short is never used); the folder keeps the last two copies made (a candidate and its
+    same-run baseline take turns), older ones are removed before a new copy.
     What a run writes there stays in this worker's folder: the shared cache is never written by
     a confined process. Returns `d` itself when `d` is already in the worker's folder or the
     copy fails (no room: said on stderr, and the run then meets the read-only folder as
@@ -2290,10 +2294,6 @@ def writable_jit_dir(d):
     root = os.path.join(rw, "jit")
     dst = os.path.join(root, os.path.basename(os.path.normpath(d)))
     if os.path.isdir(dst):
-        try:
-            os.utime(dst)  # the last use, for the choice of copies to remove
-        except OSError:
-            pass
         return dst
     tmp = "%s.tmp%d" % (dst, os.getpid())
     try:
@@ -2470,12 +2470,20 @@ class ModuleCandidate:
     def use_jit_caches(self):
         """Triton's and inductor's caches: this build's (a copy of them in the worker's own
         folder when it is confined: point_jit_caches), so a kernel the compile tier's warm-up
-        compiled is found without a compiler."""
+        compiled is found without a compiler. Called with each call, in the timed window: after
+        the first time it only sets the two variables kept on the instance (a candidate and its
+        same-run baseline take turns)."""
         global JIT_FOLDER
         folder = getattr(self, "folder", None)
         if folder is None or JIT_FOLDER == folder:
             return
-        point_jit_caches(folder)
+        env = getattr(self, "jit_env", None)
+        if env is not None:
+            os.environ.update(env)
+        else:
+            point_jit_caches(folder)
+            self.jit_env = dict((k, os.environ[k]) for k in ("TRITON_CACHE_DIR",
+                                                             "TORCHINDUCTOR_CACHE_DIR"))
         JIT_FOLDER = folder
 
     def call(self, run, s, outs, who, phase):
@@ -2628,8 +2636,46 @@ def evaluate(task, e):
                               fatal=True)
 
         unseen = Unseen(run, fn, timer, mask)
-        samples, batch = sample_loop(run, cand, e["warmup"], start, unseen.after)
+        # the same-run baseline: one sample of it after each of the candidate's (after its
+        # calls on unseen inputs), as kb-sandbox interleaves them, so that what changes over
+        # the seconds of sampling (clocks, the host's load) weighs on both alike; timed one after
+        # the other, the second timing of the same module was the slower in 12 of 14
+        # identities outside 0.97-1.03 of their own same-run baseline (an H100, KernelBench
+        # levels 1-3, 2026-12-06)
+        # (a timer of its own: the device waits after the baseline's windows are not the
+        # candidate's, which untimed_work judges)
+        base_samples = None
+        base_s = [0.0]
+        if bfn is not None:
+            btimer = Timer()
+
+            def base(batch_, first, timed):
+                if timed:
+                    btimer.begin(run, batch_)
+                for b in range(batch_):
+                    run.call(bfn, (first + b) % run.n, task.chk, "the baseline's ", "timed")
+                if not timed:
+                    run.sync(first, "warm-up")
+                    return 0.0
+                return btimer.stop(batch_)
+            t_base = MONOTONIC()
+            for w in range(e["warmup"]):
+                base(1, w % run.n, timed=False)
+            base_batch = batch_for(base(1, 0, timed=True))
+            base_s[0] += MONOTONIC() - t_base
+            base_samples = []
+
+        def between(count, batch_):
+            timed_s = unseen.after(count, batch_)
+            if base_samples is not None:
+                t = MONOTONIC()
+                base_samples.append(base(base_batch, (count * base_batch) % run.n, True))
+                base_s[0] += MONOTONIC() - t
+            return timed_s
+        samples, batch = sample_loop(run, cand, e["warmup"], start, between)
         phase("samples")
+        phases["samples"] -= base_s[0]
+        phases["baseline"] = base_s[0]
         unseen.batch = batch
         while len(unseen.fresh) < FRESH_MIN:  # sampling stopped before the schedule's first
             unseen.take(unseen.plain, unseen.control, unseen.fresh)
@@ -2646,19 +2692,6 @@ def evaluate(task, e):
                            "ratio_control": lf / lc if lc > 0 else 0.0,
                            "ratio_plain": lf / lp if lp > 0 else 0.0,
                            "unverified": unseen.unverified}
-        base_samples = None
-        if bfn is not None:
-            def base(batch_, first, timed):
-                if timed:
-                    timer.begin(run, batch_)
-                for b in range(batch_):
-                    run.call(bfn, (first + b) % run.n, task.chk, "the baseline's ", "timed")
-                if not timed:
-                    run.sync(first, "warm-up")
-                    return 0.0
-                return timer.stop(batch_)
-            base_samples, _ = sample_loop(run, base, e["warmup"], start)
-            phase("baseline")
         run.integrity("after the timed calls")
         if e["recheck"]:
             why = run.outputs_pass(task.tim, mask[0])

@@ -97,6 +97,9 @@ static json_t *eval_json(const struct kb_rep_eval *e, int sources) {
   if (o) {
     json_object_set_new(o, "torch_eager_us", kb__json_num(e->torch_eager_us));
     json_object_set_new(o, "torch_compile_us", kb__json_num(e->torch_compile_us));
+    /* the task's baseline re-timed in the same process, interleaved (full tier) */
+    json_object_set_new(o, "baseline_median_us", kb__json_num(e->baseline_median_us));
+    json_object_set_new(o, "same_run_speedup", kb__json_num(e->same_run_speedup));
   }
   if (o && sources)
     json_object_set_new(o, "compile_log",

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The KernelBench tasks the committed H200 campaign results do not cover yet (issue 14), one
+"""The KernelBench tasks the committed GPU campaign results do not cover yet (issue 14), one
 id per line, for KB_TASKS (tests/gpu/kernelbench_campaign.sh): every task of TASKS (an import's
 --json lines, or the campaign file kb-import-kernelbench --campaign wrote) without both seeds'
-verdicts in any bench/results/gpu-tests/h200-*kernelbench*-identity.json; with --outside also
+verdicts in any bench/results/gpu-tests/h200-*kernelbench*-identity.json or h100-* one (a
+verdict and a ratio to eager on one card; the file name says which card); with --outside also
 those whose latest identity was timed outside 0.97-1.03 of eager, with --errors also those whose
 latest identity or compile seed ended in infra_error or compile_error (to run again after a
 fix). With --files, the KernelBench files of those tasks instead of their ids (TASKS must then be
@@ -51,7 +52,7 @@ def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     latest = {}  # task -> its row in the newest table that has both verdicts
     for f in sorted(glob.glob(os.path.join(root, "bench/results/gpu-tests/"
-                                           "h200-*kernelbench*-identity.json")), key=age):
+                                           "h[12]00-*kernelbench*-identity.json")), key=age):
         for r in json.load(open(f))["rows"]:
             if r.get("identity_status") and r.get("compile_status"):
                 latest[r["task"]] = r

@@ -289,11 +289,21 @@ def seed_row(cands, name):
     return {}
 
 
+def same_run_x(cand):
+    """The same-run speedup of `cand`'s latest full-tier evaluation that has one: over the task's
+    baseline (an imported task's identity seed, i.e. eager Model) re-timed in the same process,
+    interleaved with it (docs/sandbox.md); None when none."""
+    for e in reversed(cand.get("evaluations", [])):
+        if e.get("status") == "ok" and e.get("same_run_speedup"):
+            return e["same_run_speedup"]
+    return None
+
+
 def campaign(report_path, util_path, out_path):
     rep = json.load(open(report_path))
     rows = []
-    print("%-52s %-14s %9s %9s %-14s %9s" % ("task", "identity", "eager_ms", "id_x", "compile",
-                                            "comp_x"))
+    print("%-52s %-14s %9s %9s %9s %-14s %9s" % ("task", "identity", "eager_ms", "id_x",
+                                                 "id_same", "compile", "comp_x"))
     for t in rep["tasks"]:
         ident, comp = seed_row(t["candidates"], "identity"), seed_row(t["candidates"], "compile")
         eager = t.get("torch_eager_us")
@@ -302,18 +312,25 @@ def campaign(report_path, util_path, out_path):
                "identity_status": ident.get("status"), "identity_tier": ident.get("tier_name"),
                "identity_us": ident.get("median_us"),
                "identity_x": ident.get("speedup_eager"),
+               "identity_same_run_x": same_run_x(ident),
                "compile_status": comp.get("status"), "compile_x": comp.get("speedup_eager"),
                "compile_seed_us": comp.get("median_us")}
         rows.append(row)
-        print("%-52s %-14s %s %s %-14s %s" % (
+        print("%-52s %-14s %s %s %s %-14s %s" % (
             t["task"][:52], (row["identity_status"] or "-")[:14], fmt(eager and eager / 1000.0),
-            fmt(row["identity_x"]), (row["compile_status"] or "-")[:14], fmt(row["compile_x"])))
+            fmt(row["identity_x"]), fmt(row["identity_same_run_x"]),
+            (row["compile_status"] or "-")[:14], fmt(row["compile_x"])))
     ids = [r["identity_x"] for r in rows if r["identity_x"]]
+    same = [r["identity_same_run_x"] for r in rows if r["identity_same_run_x"]]
     counts = {"tasks": len(rows),
               "identity_ok": sum(r["identity_status"] == "ok" for r in rows),
               "identity_timed": len(ids),
               "identity_outside_0.97_1.03": sum(not 0.97 <= x <= 1.03 for x in ids),
               "identity_median_x": median_of(ids),
+              # the identity against its same-run baseline (same process, interleaved)
+              "identity_same_run_timed": len(same),
+              "identity_same_run_outside_0.97_1.03": sum(not 0.97 <= x <= 1.03 for x in same),
+              "identity_same_run_median_x": median_of(same),
               "compile_ok": sum(r["compile_status"] == "ok" for r in rows),
               "compile_median_x": median_of(r["compile_x"] for r in rows),
               "busy_percent": busy(util_path), "state": rep.get("state"),

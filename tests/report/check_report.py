@@ -54,6 +54,26 @@ for cid, (task, name, status) in evaluated.items():
         fail(f"report.json {cid}: {c['status']}/{c['name']}, h5py says {status}/{name}")
     if "source" not in c or "kb_forward" not in c["source"]:
         fail(f"report.json {cid}: no source")
+# the same-run baseline's median and ratio of each evaluation, as the file has them (h5py)
+same_run = {}  # (candidate, tier, attempt) -> (baseline_median_us, same_run_speedup)
+for path in sorted(glob.glob(os.path.join(results, "*.h5"))):
+    with h5py.File(path, "r") as f:
+        for row in f["evaluations"][:]:
+            same_run[(s(row["candidate"]), int(row["tier"]), int(row["attempt"]))] = \
+                (float(row["baseline_median_us"]), float(row["same_run_speedup"]))
+timed_again = 0
+for c in seen.values():
+    for e in c["evaluations"]:
+        want = same_run.get((c["candidate"], e["tier"], e["attempt"]))
+        got = (e.get("baseline_median_us"), e.get("same_run_speedup"))
+        if want is None or "same_run_speedup" not in e:
+            fail(f"report.json {c['candidate']} tier {e['tier']}: no same-run fields {e}")
+        for w, g in zip(want, got):
+            if (g is None) != math.isnan(w) or (g is not None and abs(g - w) > 1e-6 * abs(w)):
+                fail(f"report.json {c['candidate']} tier {e['tier']}: same-run {got}, "
+                     f"h5py says {want}")
+        timed_again += got[1] is not None
+print(f"report.json: {timed_again} evaluations with a same-run baseline, as in the files")
 hostile = [c for c in seen.values() if c["name"] == "hostile"]
 if not hostile or "</script>" not in hostile[0]["source"]:
     fail("report.json lost the hostile seed's source text")

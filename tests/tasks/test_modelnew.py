@@ -34,6 +34,7 @@ usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,12 +57,15 @@ def check(cond, what):
         failures.append(what)
 
 
-def evaluate(tool, task, cands, tiers, cache):
+def evaluate(tool, task, cands, tiers, cache, env=None, err=None):
+    """kb-test-torch-eval's verdicts (rc, lines); with `err` (a list) its stderr appended."""
     cmd = [tool, "--backend", "host", "--cache", cache, "--tiers", tiers, task] + cands
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=240)
+                       timeout=240, env=env)
     if p.returncode != 0:
         print(p.stderr)
+    if err is not None:
+        err.append(p.stderr)
     lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
     for x in lines:
         print("   ", json.dumps(x))
@@ -302,8 +306,20 @@ def main(argv):
               "runs only on a task with a pytorch oracle" in lines[0]["reason"],
               "a ModelNew on a C-oracle task: compile_error, named: %s" % lines)
 
-        rc, lines = evaluate(tool, relu, [c("relu_identity")], "3", cache)
+        err = []
+        rc, lines = evaluate(tool, relu, [c("relu_identity")], "3", cache,
+                             dict(os.environ, KB_LOG="debug"), err)
         x = lines[0] if lines else {}
+        # the same-run baseline (the task's identity seed) sampled one-for-one with the
+        # candidate, interleaved (docs/sandbox.md), its ratio a harness check as eager's
+        m = re.search(r"same-run baseline's samples [\d.]+ s \((\d+) samples, interleaved "
+                      r"with the candidate's (\d+)\)", err[0] if err else "")
+        check(m is not None and int(m.group(1)) == int(m.group(2)) > 0,
+              "the same-run baseline interleaved: as many samples as the candidate (%s)"
+              % (m.groups() if m else "no debug line",))
+        srs = x.get("same_run_speedup")
+        check(isinstance(srs, float) and IDENTITY_RANGE[0] <= srs <= IDENTITY_RANGE[1],
+              "the identity against its same-run baseline: %sx" % srs)
         eager = x.get("torch_eager_us")
         ratio = x["median_us"] / eager if x.get("median_us") and eager else 0.0
         print("identity: %s us, torch eager %s us: %.3fx" % (x.get("median_us"), eager, ratio))
