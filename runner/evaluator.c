@@ -898,6 +898,14 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
            (int)json_integer_value(json_object_get(rep, "chunks")), num(rep, "seconds"),
            num(ph, "load"), num(ph, "check"), num(ph, "warmup"), num(ph, "samples"),
            num(ph, "fresh"), num(ph, "trace"), num(ph, "recheck"), num(ph, "metrics"));
+  if (json_is_number(json_object_get(ph, "eager"))) /* the PyTorch worker's, when asked */
+    kb_debug("eval: torch eager's samples in the same process %.3f s (%d samples)",
+             num(ph, "eager"),
+             (int)json_integer_value(
+                 json_object_get(json_object_get(rep, "eager_timing"), "samples")));
+  const char *enote = json_string_value(json_object_get(rep, "eager_note"));
+  if (enote != NULL && *enote)
+    kb_warn("eval: torch eager not timed in the same process: %s", enote);
   if (json_is_number(json_object_get(ph, "baseline"))) /* the PyTorch worker's */
     kb_debug("eval: the same-run baseline's samples %.3f s (%d samples, interleaved with the "
              "candidate's %d)",
@@ -912,13 +920,15 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
   r->max_rel_err = num(rep, "max_rel_err");
   if (st != KB_STATUS_OK)
     return;
-  struct kb_timing t, base;
+  struct kb_timing t, base, eager;
   timing_from_json(json_object_get(rep, "timing"), &t);
   timing_from_json(json_object_get(rep, "baseline_timing"), &base);
+  timing_from_json(json_object_get(rep, "eager_timing"), &eager);
   /* timed time cannot exceed the evaluation's life: a reply that claims so was forged from
    * inside the sandbox (the candidate shares its address space) */
   double claimed = (t.samples > 0 ? t.mean_us * t.samples : 0) +
-                   (base.samples > 0 ? base.mean_us * base.samples : 0);
+                   (base.samples > 0 ? base.mean_us * base.samples : 0) +
+                   (eager.samples > 0 ? eager.mean_us * eager.samples : 0);
   if (t.samples < 0 || !(claimed <= call->seconds * 1e6 + 1)) {
     r->status = KB_STATUS_REJECTED;
     set_reason(r, "timing report inconsistent with the evaluation's %.3f s run time",
@@ -941,6 +951,10 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
     r->baseline_median_us = base.median_us;
     r->same_run_speedup = base.median_us / t.median_us;
   }
+  /* torch eager timed in this process, interleaved with the candidate (the full tier of a
+   * pytorch-oracle task): time_torch keeps it and asks the trusted worker for compile only */
+  if (eager.samples > 0 && eager.median_us > 0)
+    r->torch_eager_us = eager.median_us;
 }
 
 /* One "torch" request for `mode` ("eager" or "compile") of task `task` to the trusted PyTorch
@@ -1022,28 +1036,33 @@ out:
  * torch.compile in the trusted PyTorch worker (it never loads a candidate, so inductor may fork
  * its compilers), as the tier times candidates, into `r`'s torch_eager_us and
  * torch_compile_us (medians): two requests, so that a compilation that fails or runs out of
- * time keeps eager's median. Eager gets the tier's timeout (TORCH_TIMEOUT_S at most), the
- * compilation TORCH_COMPILE_TIMEOUT_S whatever the tier's (a baseline's compilation, not a
- * candidate's: a level-3 model's takes minutes). Times of a task timed on this evaluator less
- * than torch_reuse_s ago are reused; a compilation that ran out of time is not tried again
- * for that task. A failure leaves the field NAN (logged) without touching the verdict.
- * Returns the seconds it took, counted in the cost. */
+ * time keeps eager's median. An eager median already in `r` (the confined PyTorch worker timed
+ * the task's module beside the candidate, interleaved: judge) is kept and eager is not asked
+ * for. Eager gets the tier's timeout (TORCH_TIMEOUT_S at most), the compilation
+ * TORCH_COMPILE_TIMEOUT_S whatever the tier's (a baseline's compilation, not a candidate's: a
+ * level-3 model's takes minutes). Times of a task timed on this evaluator less than
+ * torch_reuse_s ago are reused (eager only where `r` has none); a compilation that ran out of
+ * time is not tried again for that task. A failure leaves the field NAN (logged) without
+ * touching the verdict. Returns the seconds it took, counted in the cost. */
 static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
                          const struct kb_tier *tier, int tier_index, struct kb_result *r) {
   double t0 = kb_now_mono();
+  int same_process = !isnan(r->torch_eager_us);
   struct torch_times *seen = torch_slot(b, task->id, 0);
   if (seen != NULL && b->torch_reuse_s > 0 && seen->tier == tier_index &&
-      !isnan(seen->eager_us) && t0 - seen->at <= b->torch_reuse_s) {
+      (same_process || !isnan(seen->eager_us)) && t0 - seen->at <= b->torch_reuse_s) {
     /* timed for this task on this device a moment ago */
-    r->torch_eager_us = seen->eager_us;
+    if (!same_process)
+      r->torch_eager_us = seen->eager_us;
     r->torch_compile_us = seen->compile_us;
-    kb_debug("task %s: torch eager and torch.compile times reused (timed %.0f s ago)", task->id,
-             t0 - seen->at);
+    kb_debug("task %s: torch %s times reused (timed %.0f s ago)", task->id,
+             same_process ? "compile" : "eager and torch.compile", t0 - seen->at);
     return 0;
   }
   int compile_gave_up = seen != NULL && seen->compile_gave_up;
   double limit = tier->timeout_s < TORCH_TIMEOUT_S ? tier->timeout_s : TORCH_TIMEOUT_S;
-  torch_request(b, task, tier, tier_index, "eager", t0 + limit, &r->torch_eager_us);
+  if (!same_process)
+    torch_request(b, task, tier, tier_index, "eager", t0 + limit, &r->torch_eager_us);
   if (compile_gave_up) {
     kb_debug("task %s: torch.compile not timed: its compilation ran out of its %d s before",
              task->id, TORCH_COMPILE_TIMEOUT_S);
@@ -1203,6 +1222,10 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
     json_object_set_new(req, "format", json_string("kernelbench"));
   if (req != NULL && baseline != NULL && baseline_format == KB_FORMAT_KERNELBENCH)
     json_object_set_new(req, "baseline_format", json_string("kernelbench"));
+  /* the PyTorch worker times the task's own module (torch eager) beside the candidate, in the
+   * same process, interleaved: what the speedup over eager is measured against */
+  if (req != NULL && task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed)
+    json_object_set_new(req, "eager", json_true());
   if (req == NULL) {
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");
     goto out;

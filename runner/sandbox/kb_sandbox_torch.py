@@ -1869,6 +1869,69 @@ def median(v):
     return stats(v, 0).get("median_us", 0.0)
 
 
+class SameRunArm:
+    """A module timed beside the candidate in the same process, one sample after each of the
+    candidate's samples (`sample`, from the sampling's `after`), so that what changes over the
+    seconds of sampling (clocks, the host's load) weighs on both alike: the same-run baseline,
+    and torch eager (the task's own module, the oracle: trusted code this worker already runs
+    for the references of the unseen calls) at the runner's request. Timed one after the other
+    instead (before 2026-12-06), the second timing of the same module was the slower in 12 of the
+    14 KernelBench identities outside 0.97-1.03 of their own same-run baseline on an H100, and
+    the trusted worker's eager, another process, differed from the confined worker's identity
+    by up to 1.34x and from itself minutes later by up to 1.89x (docs/tasks.md). Its calls write
+    into the check outputs (the candidate's timed outputs stay for the re-check); its timer is
+    its own (the device waits after its windows are not the candidate's, which untimed_work
+    judges); its batch size is its own (batch_for). With `optional`, an exception of its own
+    calls that is not a verdict stops the arm with a `note` and leaves the candidate's
+    evaluation alone; else, and for a verdict (a change of the evaluator found at a call), it
+    ends the evaluation as any error there does."""
+
+    def __init__(self, run, fn, who, warmup, optional=False):
+        self.run, self.fn, self.who, self.optional = run, fn, who, optional
+        self.timer = Timer()
+        self.samples = []
+        self.seconds = 0.0
+        self.note = ""
+        self.batch = 1
+        t = MONOTONIC()
+        try:
+            for w in range(warmup):
+                self.one(1, w % run.n, False)
+            self.batch = batch_for(self.one(1, 0, True))
+        except Exception as err:
+            self.stop(err)
+        self.seconds += MONOTONIC() - t
+
+    def one(self, batch, first, timed):
+        run = self.run
+        if timed:
+            self.timer.begin(run, batch)
+        for b in range(batch):
+            run.call(self.fn, (first + b) % run.n, run.task.chk, self.who, "timed")
+        if not timed:
+            run.sync(first, "warm-up")
+            return 0.0
+        return self.timer.stop(batch)
+
+    def sample(self, count):
+        if self.fn is None:
+            return
+        t = MONOTONIC()
+        try:
+            self.samples.append(self.one(self.batch, (count * self.batch) % self.run.n, True))
+        except Exception as err:
+            self.stop(err)
+        self.seconds += MONOTONIC() - t
+
+    def stop(self, err):
+        if not self.optional or isinstance(err, Verdict):
+            raise err
+        self.fn = None
+        self.samples = []
+        self.note = "%stiming in this process failed: %s: %s" % (self.who, type(err).__name__,
+                                                                first_line(err))
+
+
 class Unseen:
     """Timed calls on input contents the candidate has never seen. A fresh sample draws, outside
     the timed window, new contents into the buffers of k = min(batch, sets) input sets (the
@@ -2636,46 +2699,27 @@ def evaluate(task, e):
                               fatal=True)
 
         unseen = Unseen(run, fn, timer, mask)
-        # the same-run baseline: one sample of it after each of the candidate's (after its
-        # calls on unseen inputs), as kb-sandbox interleaves them, so that what changes over
-        # the seconds of sampling (clocks, the host's load) weighs on both alike; timed one after
-        # the other, the second timing of the same module was the slower in 12 of 14
-        # identities outside 0.97-1.03 of their own same-run baseline (an H100, KernelBench
-        # levels 1-3, 2026-12-06)
-        # (a timer of its own: the device waits after the baseline's windows are not the
-        # candidate's, which untimed_work judges)
-        base_samples = None
-        base_s = [0.0]
-        if bfn is not None:
-            btimer = Timer()
-
-            def base(batch_, first, timed):
-                if timed:
-                    btimer.begin(run, batch_)
-                for b in range(batch_):
-                    run.call(bfn, (first + b) % run.n, task.chk, "the baseline's ", "timed")
-                if not timed:
-                    run.sync(first, "warm-up")
-                    return 0.0
-                return btimer.stop(batch_)
-            t_base = MONOTONIC()
-            for w in range(e["warmup"]):
-                base(1, w % run.n, timed=False)
-            base_batch = batch_for(base(1, 0, timed=True))
-            base_s[0] += MONOTONIC() - t_base
-            base_samples = []
+        # the same-run baseline, and torch eager in this process when asked: one sample of each
+        # after each of the candidate's (after its calls on unseen inputs), as kb-sandbox
+        # interleaves its baseline (SameRunArm)
+        base = SameRunArm(run, bfn, "the baseline's ", e["warmup"]) if bfn is not None else None
+        eager = None
+        if e["eager"] and getattr(task, "module", None) is not None:
+            eager = SameRunArm(run, ModuleCandidate.of_module(task, task.module),
+                               "the reference's ", e["warmup"], optional=True)
 
         def between(count, batch_):
             timed_s = unseen.after(count, batch_)
-            if base_samples is not None:
-                t = MONOTONIC()
-                base_samples.append(base(base_batch, (count * base_batch) % run.n, True))
-                base_s[0] += MONOTONIC() - t
+            for arm in (base, eager):
+                if arm is not None:
+                    arm.sample(count)
             return timed_s
         samples, batch = sample_loop(run, cand, e["warmup"], start, between)
         phase("samples")
-        phases["samples"] -= base_s[0]
-        phases["baseline"] = base_s[0]
+        for name, arm in (("baseline", base), ("eager", eager)):
+            if arm is not None:
+                phases["samples"] -= arm.seconds
+                phases[name] = arm.seconds
         unseen.batch = batch
         while len(unseen.fresh) < FRESH_MIN:  # sampling stopped before the schedule's first
             unseen.take(unseen.plain, unseen.control, unseen.fresh)
@@ -2701,8 +2745,12 @@ def evaluate(task, e):
         phase("recheck")
         reply["timing"] = stats(samples, e["warmup"])
         speed_of_light(run, reply["timing"].get("median_us", 0.0))
-        if base_samples:
-            reply["baseline_timing"] = stats(base_samples, e["warmup"])
+        if base is not None and base.samples:
+            reply["baseline_timing"] = stats(base.samples, e["warmup"])
+        if eager is not None and eager.samples:
+            reply["eager_timing"] = stats(eager.samples, e["warmup"])
+        if eager is not None and eager.note:
+            reply["eager_note"] = eager.note[:255]
         if e.get("trace"):
             reply["trace_note"] = "kernel trace not recorded: the PyTorch worker has none"
         if e.get("metrics"):
@@ -2881,6 +2929,7 @@ def eval_spec(req, torch_op=False):
          "recheck": False if torch_op else get(req, "recheck", "bool"),
          "trace": get(req, "trace", "bool", False, False),
          "metrics": get(req, "metrics", "bool", False, False),
+         "eager": get(req, "eager", "bool", False, False),
          "format": get(req, "format", "str", False, "native"),
          "baseline_format": get(req, "baseline_format", "str", False, "native")}
     # "torch": which of eager and torch.compile to time (both by default; the runner asks
