@@ -5,7 +5,9 @@ their seconds evaluating and the task preparations inside them (runner/worker.c 
 evaluated in"), the preparations by worker (runner/evaluator.c "prepared in the trusted|confined
 worker"), the trusted worker's torch eager and torch.compile timing ("torch eager and
 torch.compile timed", or "times reused"), and the PyTorch worker's phases of each evaluation ("eval: ... s in the
-sandbox (load, check, ..." and "the same-run baseline's samples"). Standard library only (the
+sandbox (load, check, ...", "the same-run baseline's samples" and, since 2026-12-06, "torch
+eager's samples in the same process"); the requests count each mode's request (eager's only
+where the candidate's process did not time it). Standard library only (the
 GPU machine installs nothing).
 usage: kb_phases.py RUNNER_LOG"""
 import re
@@ -21,7 +23,8 @@ N = r"([\d.]+|nan)"  # a phase the worker does not have is logged as nan
 EVAL = re.compile(r"eval: .*?([\d.]+) s in the sandbox \(load %s, check %s, warm-up %s, "
                   r"samples %s, fresh %s, trace %s, re-check %s, metrics %s\)" % ((N,) * 8))
 BASE = re.compile(r"the same-run baseline's samples ([\d.]+) s")
-REUSED = re.compile(r"torch eager and torch.compile times reused")
+REUSED = re.compile(r"torch (eager and torch.compile|compile) times reused")
+EAGER = re.compile(r"torch eager's samples in the same process ([\d.]+) s")
 
 
 def num(text):
@@ -36,8 +39,8 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     tiers, preps, torch_t, reused, failed = {}, {}, [0, 0.0, 0.0, 0.0, 0.0], 0, []
-    ev = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # n, sandbox, load, check, samples, fresh,
-    for line in open(sys.argv[1], errors="replace"):  # recheck, baseline
+    ev = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # n, sandbox, load, check, samples,
+    for line in open(sys.argv[1], errors="replace"):  # fresh, recheck, baseline, eager
         m = ITEM.search(line)
         if m:
             t = tiers.setdefault(int(m.group(1)), [0, 0.0, 0.0])
@@ -52,8 +55,8 @@ def main():
             p[1] += float(m.group(2))
             continue
         m = TORCH.search(line)
-        if m:  # one request per mode: eager, then compile
-            torch_t[0] += m.group(1) == "eager"
+        if m:  # one request per mode (eager only where the candidate's process did not time it)
+            torch_t[0] += 1
             torch_t[1] += float(m.group(2))
             torch_t[2 if m.group(1) == "eager" else 3] += float(m.group(2))
             torch_t[4] += float(m.group(3))
@@ -73,6 +76,10 @@ def main():
         if m:
             ev[7] += float(m.group(1))
             continue
+        m = EAGER.search(line)
+        if m:
+            ev[8] += float(m.group(1))
+            continue
         if REUSED.search(line):
             reused += 1
     print("# tier  items  evaluating_s  of_which_preparing_s")
@@ -86,7 +93,8 @@ def main():
                                                                             (reused,)))
     print("# torch timings that failed: %d%s" % (len(failed), "".join("\n#   " + f for f in failed)))
     print("# PyTorch worker evaluations: %d, %.1f s in the sandbox: load %.1f, check %.1f, "
-          "samples %.1f, fresh %.1f, re-check %.1f, same-run baseline %.1f" % tuple(ev))
+          "samples %.1f, fresh %.1f, re-check %.1f, same-run baseline %.1f, torch eager %.1f"
+          % tuple(ev))
 
 
 if __name__ == "__main__":
