@@ -598,6 +598,11 @@ retry:;
     if (fresh)
       kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
                trusted ? "trusted" : "confined", call.seconds);
+    /* fewer input sets than the task declares: they do not fit the device (sets_that_fit) */
+    const char *sets_note = json_string_value(json_object_get(call.reply, "sets_note"));
+    if (fresh && sets_note != NULL)
+      kb_warn("task %s: the %s worker: %s", task->id, trusted ? "trusted" : "confined",
+              sets_note);
   }
 out:
   json_decref(req);

@@ -1279,6 +1279,52 @@ def unmasked_chunk(ref, at, n, secret, dtype):
     return c.view(torch_dtype(dtype))
 
 
+# the share of the device's memory (the host's on the host) a prepared task's input sets may
+# take in one worker: the runner's other worker, the compile tier's builders and the draws of the
+# unseen calls share the rest
+SETS_MEMORY_SHARE = 0.75
+
+
+def memory_total():
+    """Bytes of memory the worker's tensors live in: the CUDA device's total, the host's
+    physical memory on the host; KB_SANDBOX_TORCH_MEMORY (bytes) instead when set (a tool driving
+    the worker directly; the runner scrubs the environment)."""
+    forced = os.environ.get("KB_SANDBOX_TORCH_MEMORY", "")
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
+    if DEV is not None and DEV.type == "cuda":
+        return torch.cuda.get_device_properties(DEV).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def size_text(n):
+    """`n` bytes in GiB, or MiB under one GiB, one decimal."""
+    return "%.1f GiB" % (n / 2.0**30) if n >= 1 << 30 else "%.1f MiB" % (n / 2.0**20)
+
+
+def set_bytes(task):
+    """Bytes one input set of `task` takes in this worker: its inputs, and per output the
+    reference and the two output buffers (the trusted worker: one output buffer, no
+    reference)."""
+    trusted = CONF is None or CONF.trusted
+    return tensor_bytes(task.inputs) + (1 if trusted else 3) * tensor_bytes(task.outputs)
+
+
+def sets_that_fit(task):
+    """How many of `task`'s input sets (the first ones) this worker keeps: as many as fit, with
+    one set more for the unseen calls' draws, in SETS_MEMORY_SHARE of memory_total(), at least
+    one. The importer keeps two sets where one takes over 8 GiB, a rule sized on the H200's
+    141 GB: on an 80 GB H100 KernelBench's l1_39 (two sets of 32 GiB in the confined worker)
+    ended infra_error, out of device memory, at every evaluation (2026-12-06). Fewer sets than
+    the task declares are said in the prepare reply ("sets_note") and show in each result's
+    sets_checked; one that does not fit even alone still runs out of memory, named."""
+    per = set_bytes(task)
+    if per <= 0:
+        return len(task.sets)
+    fit = int(SETS_MEMORY_SHARE * memory_total() // per) - 1
+    return max(1, min(len(task.sets), fit))
+
+
 def prepare_task(req):
     task = Task()
     task.key = get(req, "key", "str")
@@ -1287,6 +1333,16 @@ def prepare_task(req):
     task.inputs = tensors(req, "inputs")
     task.outputs = tensors(req, "outputs")
     task.sets = input_sets(req)
+    task.sets_note = ""
+    keep = sets_that_fit(task)
+    if keep < len(task.sets):
+        task.sets_note = ("%d of the task's %d input sets kept: %d take %s here, more than "
+                          "%d%% of the device's %s with one set more for the unseen calls' "
+                          "draws" % (keep, len(task.sets), len(task.sets),
+                                     size_text(len(task.sets) * set_bytes(task)),
+                                     round(SETS_MEMORY_SHARE * 100),
+                                     size_text(memory_total())))
+        task.sets = task.sets[:keep]
     task.atol = get(req, "atol", "num", lo=0, hi=1e300)
     task.rtol = get(req, "rtol", "num", lo=0, hi=1e300)
     ns = exec_reference(task.oracle)
@@ -3207,7 +3263,11 @@ def do_prepare(req, prepared, used):
         try:
             task = prepare_task(req)
             prepared[key] = task
-            return {"op": "prepare", "ok": True, "key": key, "cached": False}
+            reply = {"op": "prepare", "ok": True, "key": key, "cached": False,
+                     "sets": len(task.sets)}
+            if task.sets_note:
+                reply["sets_note"] = task.sets_note[:255]
+            return reply
         except Failure as f:  # an input set's draw may itself run out of device memory
             return {"op": "prepare", "ok": False, "reason": str(f)[:255], "fatal": False,
                     "oom": "out of memory" in str(f)}

@@ -65,6 +65,41 @@ def start_worker(worker, rw, extra=()):
     return a, p
 
 
+def few_sets(worker, task_dir, rw):
+    """A worker whose memory holds fewer input sets than the task declares (a 12 MiB budget,
+    KB_SANDBOX_TORCH_MEMORY, against 1_relu's 4 MiB a set in a confined worker: 0.75 x 12 MiB
+    holds two sets, one of them kept for the unseen calls' draws) keeps the first set, says so,
+    and checks one set."""
+    os.environ["KB_SANDBOX_TORCH_MEMORY"] = str(12 << 20)
+    try:
+        a, p = start_worker(worker, rw)
+    finally:
+        del os.environ["KB_SANDBOX_TORCH_MEMORY"]
+
+    def call(msg):
+        data = json.dumps(msg).encode()
+        a.sendall(struct.pack(">I", len(data)) + data)
+        n = struct.unpack(">I", a.recv(4, socket.MSG_WAITALL))[0]
+        return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
+    try:
+        task = json.load(open(os.path.join(task_dir, "task.json")))
+        r = call({"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir, "reference.py"),
+                  "inputs": task["inputs"], "outputs": task["outputs"],
+                  "sets": task["input_sets"], "atol": 1e-4, "rtol": 1e-4})
+        check(r.get("ok") is True and r.get("sets") == 1 and
+              r.get("sets_note", "").startswith("1 of the task's 3 input sets kept: 3 take "),
+              "memory for fewer sets than declared: the first kept, said: %s" % r)
+        r = call({"op": "eval", "key": "k1", "library": "/nonexistent.so", "sets": 0,
+                  "warmup": 0, "max_samples": 0, "flush_l2": False, "recheck": False})
+        check(r.get("status") == "compile_error", "and the task evaluates: %s" % r)
+        check(call({"op": "quit"}) == {"op": "bye"}, "quit -> bye")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
+
+
 def protocol(worker, task_dir, rw):
     a, p = start_worker(worker, rw)
 
@@ -105,7 +140,8 @@ def protocol(worker, task_dir, rw):
         check(r.get("op") == "prepare" and r.get("ok") is False and "outputs[0]" in
               r.get("reason", ""), "an output shape the module does not make: %s" % r)
         r = call(good)
-        check(r.get("ok") is True and r.get("cached") is False, "prepare: %s" % r)
+        check(r.get("ok") is True and r.get("cached") is False and r.get("sets") == 3 and
+              "sets_note" not in r, "prepare: all 3 sets kept: %s" % r)
         r = call(good)
         check(r.get("ok") is True and r.get("cached") is True, "prepare again is cached")
         r = call({"op": "eval", "key": "k1", "library": "/nonexistent.so", "sets": 0,
@@ -236,6 +272,7 @@ def main(argv):
         rw = os.path.join(tmp, "rw")
         os.makedirs(rw)
         protocol(worker, relu, rw)
+        few_sets(worker, relu, rw)
         trusted(worker, relu, rw)
         no_library(worker, tmp)
 
