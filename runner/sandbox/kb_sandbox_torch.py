@@ -3223,9 +3223,11 @@ def drop_if_large(prepared, key):
 
 
 def prepare_bytes(req):
-    """Device bytes a prepared task takes, about: every input set's inputs, the references and
-    the candidate's copies of inputs and outputs."""
-    sets = len(req["sets"])
+    """Device bytes a prepared task takes, about: every input set it will keep
+    (sets_that_fit), the references and the candidate's copies of inputs and outputs."""
+    task = Task()
+    task.inputs, task.outputs, task.sets = req["inputs"], req["outputs"], req["sets"]
+    sets = sets_that_fit(task)
     return (sets + 1) * tensor_bytes(req["inputs"]) + (sets + 1) * tensor_bytes(req["outputs"])
 
 
