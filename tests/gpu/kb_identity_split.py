@@ -4,8 +4,9 @@ campaign's HDF5 files (results/<campaign>/*.h5, e.g. unpacked from kernelbench_a
 kb-state.tar.gz), for every full-tier evaluation that is ok, three timings of the same module:
 the candidate's median in the confined worker, the same-run baseline's median (the identity
 seed again, in the same confined worker, timed right after the candidate: `baseline_median_us`)
-and torch eager's median in the trusted worker (`torch_eager_us`, another process, timed just
-after). Prints per evaluation: same_run = baseline / candidate (same process, seconds apart),
+and torch eager's median (`torch_eager_us`: before f4d411f timed by the trusted worker, another
+process, just after; since then in the candidate's own process, interleaved with it, so that
+`cross` below compares within one process too). Prints per evaluation: same_run = baseline / candidate (same process, seconds apart),
 cross = eager / candidate (two processes), and for the identity seed (its candidate id named
 by --identity-ids FILE, or every evaluation whose same-run baseline is itself) a summary: how
 many fall outside 0.97-1.03 each way. Needs h5py (Debian's /usr/bin/python3).
