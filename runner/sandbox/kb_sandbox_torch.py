@@ -1606,6 +1606,14 @@ class Surface:
         self.hooks = interpreter_hooks()
         self.reached = len(INTROSPECTION)
 
+    def initial_speed(self):
+        """A context: while it is entered, the speed settings (perf_settings) are as they were
+        when the evaluation began; the candidate's own are put back after. The same-run
+        baseline's and torch eager's samples run so (SameRunArm): a candidate may set them for
+        itself (cuDNN's autotuner), but one that turned cuDNN off or the host's threads down
+        would otherwise slow what its speed is compared with, in its own process."""
+        return SpeedSettings(self.perf)
+
     def changed(self, set_back=True):
         """What changed, or None; with `set_back` the speed settings are first set back."""
         if set_back:
@@ -1925,6 +1933,27 @@ def median(v):
     return stats(v, 0).get("median_us", 0.0)
 
 
+class SpeedSettings:
+    """Surface.initial_speed's context."""
+
+    def __init__(self, initial):
+        self.initial = initial
+        self.now = None
+
+    def __enter__(self):
+        self.now = perf_settings()
+        for (_, was, put), (_, v, _) in zip(self.initial, self.now):
+            if v != was:
+                put(was)
+        return self
+
+    def __exit__(self, *exc):
+        for (_, was, _), (_, v, put) in zip(self.initial, self.now):
+            if v != was:
+                put(v)
+        return False
+
+
 class SameRunArm:
     """A module timed beside the candidate in the same process, one sample after each of the
     candidate's samples (`sample`, from the sampling's `after`), so that what changes over the
@@ -1937,10 +1966,11 @@ class SameRunArm:
     by up to 1.34x and from itself minutes later by up to 1.89x (docs/tasks.md). Its calls write
     into the check outputs (the candidate's timed outputs stay for the re-check); its timer is
     its own (the device waits after its windows are not the candidate's, which untimed_work
-    judges); its batch size is its own (batch_for). With `optional`, an exception of its own
-    calls that is not a verdict stops the arm with a `note` and leaves the candidate's
-    evaluation alone; else, and for a verdict (a change of the evaluator found at a call), it
-    ends the evaluation as any error there does."""
+    judges); its batch size is its own (batch_for); it runs under no_grad with the speed
+    settings the evaluation began with (Surface.initial_speed). With `optional`, an exception
+    of its own calls that is not a verdict stops the arm with a `note` and leaves the
+    candidate's evaluation alone; else, and for a verdict (a change of the evaluator found at
+    a call), it ends the evaluation as any error there does."""
 
     def __init__(self, run, fn, who, warmup, optional=False):
         self.run, self.fn, self.who, self.optional = run, fn, who, optional
@@ -1959,15 +1989,19 @@ class SameRunArm:
         self.seconds += MONOTONIC() - t
 
     def one(self, batch, first, timed):
+        """One sample (or warm-up) of `batch` calls, under no_grad (as the trusted worker times
+        the module and a ModelNew runs) and the evaluation's initial speed settings."""
         run = self.run
-        if timed:
-            self.timer.begin(run, batch)
-        for b in range(batch):
-            run.call(self.fn, (first + b) % run.n, run.task.chk, self.who, "timed")
-        if not timed:
-            run.sync(first, "warm-up")
-            return 0.0
-        return self.timer.stop(batch)
+        with (run.surface.initial_speed() if run.surface else SpeedSettings([])), \
+                torch.no_grad():
+            if timed:
+                self.timer.begin(run, batch)
+            for b in range(batch):
+                run.call(self.fn, (first + b) % run.n, run.task.chk, self.who, "timed")
+            if not timed:
+                run.sync(first, "warm-up")
+                return 0.0
+            return self.timer.stop(batch)
 
     def sample(self, count):
         if self.fn is None:
