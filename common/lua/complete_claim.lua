@@ -220,7 +220,7 @@ for k, t in ipairs(todo) do
     -- the entry names the lease it settles by its charge; the done item records the entry's id
     -- with the lease's runner and attempt: the scheduler accepts only entries that match
     -- (results only from leases). No "runner" and "attempt" fields: the done item has them,
-    -- and each field of a stream entry costs the server ~1.7k instructions (docs/benchmarks.md)
+    -- and each field of a stream entry costs the server ~3.5k instructions (docs/benchmarks.md)
     settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
                                            'charge', charge)}
     open = open - 1
