@@ -209,11 +209,14 @@ struct entry {
   struct kb_result result;
   int valid;               /* 0 when the entry is not recorded (acked and logged, not stored) */
   int parsed;              /* `result` holds a decoded result (to release) */
-  /* the lease the entry says it settles (complete_claim.lua and reap.lua write these) */
+  /* the lease the entry says it settles: item and charge (complete_claim.lua), also runner and
+   * attempt (reap.lua, and complete_claim.lua before 2026-12-06); without them, the done item's */
   char item[KB_ITEM_ID_MAX];
   char charge[KB_CHARGE_ID_MAX];
   char runner[512];
   long long attempt;
+  int has_runner;          /* the entry has a "runner" field */
+  int has_attempt;         /* the entry has an "attempt" field */
   char why[320];           /* why it is dropped, when it is (stray or malformed) */
 };
 
@@ -231,7 +234,9 @@ static void drop_entry(struct entry *x, const char *fmt, ...) {
 /* The lease item `x` says it settles, as redis holds it: `item` (the item's JSON, or NULL) and
  * `charge` (its charge record, or NULL). Drops `x` unless the item was settled by exactly this
  * entry: done (charge posted at the result's cost) or dead-lettered (charge voided, by the
- * reaper), by the runner, at the attempt and with the charge the entry and its result name. */
+ * reaper), by the runner, at the attempt and with the charge the entry and its result name.
+ * An entry without "runner" or "attempt" fields (complete_claim.lua's) names the lease by its
+ * charge alone: its runner and attempt are then the item's, which its result must name. */
 static void check_lease(const struct sched *s, struct entry *x, const char *item,
                         const char *charge) {
   const struct kb_result *r = &x->result;
@@ -250,6 +255,10 @@ static void check_lease(const struct sched *s, struct entry *x, const char *item
   json_int_t tier = json_integer_value(json_object_get(it, "tier"));
   json_int_t attempt = json_integer_value(json_object_get(it, "attempt"));
   int done = state && strcmp(state, "done") == 0, dead = state && strcmp(state, "dead") == 0;
+  if (!x->has_runner && runner != NULL)
+    snprintf(x->runner, sizeof x->runner, "%s", runner);
+  if (!x->has_attempt)
+    x->attempt = (long long)attempt;
   long long posted = -1;
   if (charge != NULL && charge[0] == 'P' && charge[1] == ':')
     posted = strtoll(charge + 2, NULL, 10);
@@ -300,9 +309,10 @@ static int check_leases(struct sched *s, struct entry *e, int n, struct kb_error
   for (int i = 0; i < n; i++) {
     if (!e[i].valid)
       continue;
-    if (e[i].item[0] == '\0' || e[i].charge[0] == '\0' || e[i].attempt <= 0) {
-      drop_entry(&e[i], "no lease named (fields \"item\", \"charge\", \"runner\", "
-                 "\"attempt\" missing)");
+    if (e[i].item[0] == '\0' || e[i].charge[0] == '\0' ||
+        (e[i].has_attempt && e[i].attempt <= 0)) {
+      drop_entry(&e[i], "no lease named (fields \"item\", \"charge\" missing, or "
+                 "\"attempt\" not a positive number)");
       continue;
     }
     idx[m] = i;
@@ -467,10 +477,13 @@ static int decode_entries(const redisReply *arr, struct entry *e, int *n) {
         snprintf(x->item, sizeof x->item, "%s", v);
       else if (strcmp(name, "charge") == 0)
         snprintf(x->charge, sizeof x->charge, "%s", v);
-      else if (strcmp(name, "runner") == 0)
+      else if (strcmp(name, "runner") == 0) {
+        x->has_runner = 1;
         snprintf(x->runner, sizeof x->runner, "%s", v);
-      else if (strcmp(name, "attempt") == 0)
+      } else if (strcmp(name, "attempt") == 0) {
+        x->has_attempt = 1;
         x->attempt = strtoll(v, NULL, 10);
+      }
     }
     struct kb_error perr = {0};
     char where[96];

@@ -44,10 +44,12 @@
 --   rest back to available (a "settle" move). The actual cost is never clipped: an actual
 --   beyond the reservation takes the overrun from available (which may go below 0), the charge
 --   becomes "P:<actual>:O:<overrun>" and meta counts them (gpu_ms:overruns, gpu_ms:overrun).
---   The result goes to the results stream with the lease it settles ("charge", "runner",
---   "attempt" fields); the lease ends; the item is "done" with "runner", "charge" and
---   "result" (that stream entry's id: the scheduler records only entries matching a done or
---   dead item this way); meta counts it.
+--   The result goes to the results stream with the lease it settles: an entry of fields
+--   "item", "result" and "charge" (the lease's runner and attempt are the done item's; the
+--   reaper's entries and those of earlier versions also carry "runner" and "attempt"); the
+--   lease ends; the item is "done" with "runner", "charge" and "result" (that stream entry's
+--   id: the scheduler records only entries matching a done or dead item this way); meta
+--   counts it.
 -- - Claim, per item: the item leaves its queue for the lease set, with a deadline from Redis
 --   TIME; its charge "<item>#<claims>" holds its cost ("H:<cost>"); the ledger moves the cost
 --   from available to held; the item is "leased" with the token and runner. Each item claimed
@@ -215,11 +217,12 @@ for k, t in ipairs(todo) do
     charge_w[#charge_w + 1] = charge
     charge_w[#charge_w + 1] = 'P:' .. actual_s .. (over > 0 and ':O:' .. kb_int(over) or '')
     ended[#ended + 1] = id
-    -- the entry names the lease it settles (charge, runner, attempt); the done item records the
-    -- entry's id: the scheduler accepts only entries that match (results only from leases)
+    -- the entry names the lease it settles by its charge; the done item records the entry's id
+    -- with the lease's runner and attempt: the scheduler accepts only entries that match
+    -- (results only from leases). No "runner" and "attempt" fields: the done item has them,
+    -- and each field of a stream entry costs the server ~3.5k instructions (docs/benchmarks.md)
     settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
-                                           'charge', charge, 'runner', old.runner or '',
-                                           'attempt', kb_int_c(old.attempt))}
+                                           'charge', charge)}
     open = open - 1
   end
 end

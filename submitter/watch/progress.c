@@ -415,7 +415,9 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
         p->bad_entries++;
         continue;
       }
-      record(p, e->element[0]->str, runner, &r, err);
+      /* complete_claim's entries name no runner (the done item holds it): the result's, which
+       * the scheduler drops the entry for when it is not the lease's */
+      record(p, e->element[0]->str, runner ? runner : r.runner, &r, err);
       kb_result_release(&r);
       if (err && err->code)
         break;

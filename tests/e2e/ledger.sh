@@ -48,16 +48,19 @@ r = R(sys.argv[1]); key = "kb:{led}:results"
 honest = r.cmd("XRANGE", key, "-", "+")
 assert len(honest) >= 3, honest
 eid, f = honest[-1]; f = dict(zip(f[::2], f[1::2]))
+# complete_claim's entries name no runner or attempt (the done item has them): the result's
+res = json.loads(f["result"])
+who, att = f.get("runner", res["runner"]), f.get("attempt", str(res["attempt"]))
 planted = 0
 def add(fields):
     global planted
     r.cmd("XADD", key, "*", *[x for kv in fields.items() for x in kv]); planted += 1
 add(f)                                                  # a replay of an honest entry
 add(dict(f, runner="mallory"))                          # another runner
-add(dict(f, attempt=str(int(f["attempt"]) + 1)))        # another attempt
+add(dict(f, attempt=str(int(att) + 1)))                 # another attempt
 res = json.loads(f["result"]); res["candidate"] = "f" * 64
 add({"item": "f" * 64 + ":1", "result": json.dumps(res), "charge": "f" * 64 + ":1#1",
-     "runner": f["runner"], "attempt": "1"})            # an unknown item
+     "runner": who, "attempt": "1"})                    # an unknown item
 add({"item": f["item"], "result": f["result"]})         # no lease named (an old-style XADD)
 res = json.loads(f["result"]); res["status"] = "ok"; res["reason"] = ""; res["cost_ms"] = 0
 add(dict(f, result=json.dumps(res)))                    # a doctored result of a settled lease

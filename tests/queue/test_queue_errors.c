@@ -550,6 +550,62 @@ static void test_completion_item_forms(void **state) {
   kb_redis_free(r);
 }
 
+/* kb_item_leased's own reading: it takes the head as stored up to the first "state" after the
+ * task and matches only what follows. The done item keeps the leased item's head byte for byte
+ * (a valid JSON object, "state" "done"), and an item whose lease tail is intact but whose state
+ * is no longer "leased" is a lost lease. */
+static void test_completion_reads_lease_tail(void **state) {
+  (void)state;
+  struct kb_redis *r = kbq_connect(kbt_group_redis.addr, 5000);
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "e-tail", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 3, 0);
+  struct kb_claim c[2];
+  int n = 0;
+  assert_int_equal(kb_queue_cycle_batch(&q, NULL, 0, "r1", 0, -1, 2, c, &n, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(n, 2);
+  redisReply *rep = NULL;
+  char leased[512], moved[512];
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-tail}:items %s", c[0].item),
+                   KB_OK);
+  snprintf(leased, sizeof leased, "%s", rep->str);
+  freeReplyObject(rep);
+  const char *st = strstr(leased, ",\"state\":\"leased\"");
+  assert_non_null(st);
+  size_t head = (size_t)(st - leased) + 1; /* through the comma before "state" */
+  /* c[1]: the lease's token and runner still there, the state not "leased" */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-tail}:items %s", c[1].item),
+                   KB_OK);
+  snprintf(moved, sizeof moved, "%s", rep->str);
+  freeReplyObject(rep);
+  char *ms = strstr(moved, "\"state\":\"leased\"");
+  assert_non_null(ms);
+  memcpy(ms + 9, "queued", 6);
+  cmd(r, "HSET kb:{e-tail}:items %s %s", c[1].item, moved);
+  struct kb_queue_done d[2] = {{&c[0], 5, "{}"}, {&c[1], 5, "{}"}};
+  assert_int_equal(kb_queue_cycle_batch(&q, &d[1], 1, "r1", 0, -1, 0, NULL, NULL, NULL, NULL,
+                                        &err),
+                   KB_ELEASE);
+  kb_error_clear(&err);
+  assert_int_equal(kb_queue_cycle_batch(&q, d, 1, "r1", 0, -1, 0, NULL, NULL, NULL, NULL, &err),
+                   KB_OK);
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{e-tail}:items %s", c[0].item),
+                   KB_OK);
+  if (strncmp(rep->str, leased, head) != 0 || strncmp(rep->str + head, "\"state\":\"done\"", 14))
+    fail_msg("done item %s does not keep the leased item's head %.*s", rep->str, (int)head,
+             leased);
+  json_t *o = json_loads(rep->str, 0, NULL);
+  if (o == NULL || !json_is_string(json_object_get(o, "state")) ||
+      strcmp(json_string_value(json_object_get(o, "state")), "done") != 0)
+    fail_msg("done item %s does not decode as done", rep->str);
+  json_decref(o);
+  freeReplyObject(rep);
+  kbq_assert_ledger_invariant(&q);
+  kb_redis_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_complete_unknown_charge),
@@ -562,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_bad_real_item_leaves_open),
       cmocka_unit_test(test_item_forms),
       cmocka_unit_test(test_completion_item_forms),
+      cmocka_unit_test(test_completion_reads_lease_tail),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);
 }

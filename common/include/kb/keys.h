@@ -55,9 +55,11 @@
  * last). A move of amount 0 is not logged. Older campaigns' complete_claim entries are "entry"
  * fields, several per stream entry, in order. */
 #define KB_KEY_LEDGER_LOG "ledger:log"
-/* stream: "item", "result" (result schema), "charge", "runner", "attempt" (the lease
- * settled); consumer group "scheduler". Scripts: complete_claim, reap (append), stray (XACK).
- * Outside: the scheduler creates the group and acknowledges the entries it processed. */
+/* stream: "item", "result" (result schema), "charge" (the lease settled: complete_claim; the
+ * lease's runner and attempt are the done item's), and also "runner", "attempt" (reap, and
+ * complete_claim before 2026-12-06); consumer group "scheduler". Scripts: complete_claim, reap
+ * (append), stray (XACK). Outside: the scheduler creates the group and acknowledges the
+ * entries it processed. */
 #define KB_KEY_RESULTS "results"
 /* hash: results entry id -> why the scheduler dropped it. Script: stray. */
 #define KB_KEY_STRAY "stray"

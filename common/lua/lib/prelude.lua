@@ -136,16 +136,17 @@ end
 
 -- A leased item read for the completion of its lease (complete_claim): the fields that needs
 -- (task, state, attempt, claims, token, runner, head) from an item in the form the claim
--- wrote it ("cand" 64 characters, the task without escapes or control characters, tier, cost
--- and priority numbers, "leased" with the lease's token and runner), with plain searches and
--- one pattern over the part after the task; nil for any other (the caller then checks it with
--- kb_item_check). The candidate id's hex digits are not looked at again: the claim that leased
--- the item checked them and no script changes an item's head. Returns what kb_item_fast does
--- for such an item less cand, tier, cost and priority (a completion uses none of them), at
--- about half its cost.
-local KB_LEASED_PAT = '^","tier":%d+,"cost":%d+,"priority":%-?%d[%d.eE+-]*,()"state":"leased",' ..
-                      '"attempt":(%d+),"claims":(%d+),"token":"([^"\\%c]*)",' ..
-                      '"runner":"([^"\\%c]*)"}$'
+-- wrote it ("cand" 64 characters, the task without escapes or control characters, then
+-- "tier", "cost" and "priority", "leased" with the lease's token and runner), with plain
+-- searches and one pattern over the part after "attempt"; nil for any other (the caller then
+-- checks it with kb_item_check). The head, up to "state", is not looked at again past the
+-- task: the claim that leased the item checked it (the candidate id's hex digits, the
+-- numbers) and no script changes an item's head; the first ',"state":"' after the task is
+-- the item's own (the task holds no quote, and the numbers between none). Returns what
+-- kb_item_fast does for such an item less cand, tier, cost and priority (a completion uses
+-- none of them), at about half its cost.
+local KB_LEASED_TAIL = '^leased","attempt":(%d+),"claims":(%d+),"token":"([^"\\%c]*)",' ..
+                       '"runner":"([^"\\%c]*)"}$'
 local function kb_item_leased(raw)
   -- '{"cand":"' (1-9), 64 characters (10-73), '","task":"' (74-83), the task from 84
   if string.sub(raw, 1, 9) ~= '{"cand":"' or string.sub(raw, 74, 83) ~= '","task":"' then
@@ -156,13 +157,17 @@ local function kb_item_leased(raw)
   if not task or string.find(task, '[\\"%c]') then
     return nil
   end
-  local at, attempt, claims, token, runner = string.match(raw, KB_LEASED_PAT, e)
+  local at = string.find(raw, ',"state":"', e + 9, true)
   if not at then
+    return nil
+  end
+  local attempt, claims, token, runner = string.match(raw, KB_LEASED_TAIL, at + 10)
+  if not attempt then
     return nil
   end
   return {task = task, state = 'leased',
           attempt = kb_num_c(attempt), claims = kb_num_c(claims), token = token,
-          runner = runner, head = string.sub(raw, 1, at - 1)}
+          runner = runner, head = string.sub(raw, 1, at)}
 end
 
 local KB_ITEM_NUMBERS = {'tier', 'cost', 'priority', 'attempt', 'claims'}
