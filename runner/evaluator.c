@@ -962,6 +962,15 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
     r->torch_eager_us = eager.median_us;
 }
 
+/* Whether a timed evaluation at tier `tier_index` (`full`: the ladder's last) flushes the L2
+ * before each sample: on CUDA, at the screen tier and above of the default ladder (index 2 and
+ * up) and at the last tier of any ladder, whatever its index (a campaign's ladder of compile
+ * and full alone, as tests/gpu/kernelbench_campaign.sh runs KernelBench, had its full tier at
+ * index 1, timed with a warm L2, against docs/architecture.md). */
+static int flushes_l2(const struct kb_evaluator *b, int tier_index, int full) {
+  return b->kind == KB_BACKEND_CUDA && (tier_index >= 2 || full);
+}
+
 /* One "torch" request for `mode` ("eager" or "compile") of task `task` to the trusted PyTorch
  * worker (prepared there first), until `deadline` (kb_now_mono()), as `tier` times candidates:
  * its median into *median_us (left as it is when the mode failed, logged). Returns 1 when the
@@ -992,7 +1001,7 @@ static int torch_request(struct kb_evaluator *b, const struct kb_task *task,
                   "warmup", tier->warmup > 0 ? tier->warmup : 0, "min_samples",
                   min_samples > 0 ? min_samples : 0, "max_samples", tier->max_samples, "noise",
                   tier->noise, "max_seconds", tier->max_seconds, "flush_l2",
-                  b->kind == KB_BACKEND_CUDA && tier_index >= 2);
+                  flushes_l2(b, tier_index, 1));
   double left = deadline - kb_now_mono();
   if (left <= 0) {
     kb_warn("task %s: torch %s not timed: preparing the trusted worker took the whole "
@@ -1216,7 +1225,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
                   min_samples > 0 ? min_samples : 0, "max_samples",
                   timed ? tier->max_samples : 0, "noise", tier->noise, "max_seconds",
                   tier->max_seconds, "budget_s", tier->timeout_s * BUDGET_SHARE, "flush_l2",
-                  b->kind == KB_BACKEND_CUDA && timed && tier_index >= 2, "recheck", timed,
+                  timed && flushes_l2(b, tier_index, (flags & KB_EVAL_FULL) != 0), "recheck",
+                  timed,
                   "trace", (flags & KB_EVAL_FULL) != 0 && b->kind == KB_BACKEND_CUDA);
   if (req != NULL)
     timing_options(b, task, (flags & KB_EVAL_FULL) && timed, !(flags & KB_EVAL_FULL) && timed,
