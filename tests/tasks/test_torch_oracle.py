@@ -20,6 +20,7 @@ KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation here 
 
 usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
+import functools
 import json
 import os
 import platform
@@ -65,6 +66,14 @@ def start_worker(worker, rw, extra=()):
     return a, p
 
 
+def rpc(a, msg, raw=None):
+    """One request to the worker on socket `a` (`msg` as JSON, or the bytes `raw`), its reply."""
+    data = raw if raw is not None else json.dumps(msg).encode()
+    a.sendall(struct.pack(">I", len(data)) + data)
+    n = struct.unpack(">I", a.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
+
+
 def few_sets(worker, task_dir, rw):
     """A worker whose memory holds fewer input sets than the task declares (a 12 MiB budget,
     KB_SANDBOX_TORCH_MEMORY, against 1_relu's 4 MiB a set in a confined worker: 0.75 x 12 MiB
@@ -76,11 +85,7 @@ def few_sets(worker, task_dir, rw):
     finally:
         del os.environ["KB_SANDBOX_TORCH_MEMORY"]
 
-    def call(msg):
-        data = json.dumps(msg).encode()
-        a.sendall(struct.pack(">I", len(data)) + data)
-        n = struct.unpack(">I", a.recv(4, socket.MSG_WAITALL))[0]
-        return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
+    call = functools.partial(rpc, a)
     try:
         task = json.load(open(os.path.join(task_dir, "task.json")))
         r = call({"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir, "reference.py"),
@@ -102,14 +107,7 @@ def few_sets(worker, task_dir, rw):
 
 def protocol(worker, task_dir, rw):
     a, p = start_worker(worker, rw)
-
-    def call(msg, raw=None):
-        data = raw if raw is not None else json.dumps(msg).encode()
-        a.sendall(struct.pack(">I", len(data)) + data)
-        head = a.recv(4, socket.MSG_WAITALL)
-        n = struct.unpack(">I", head)[0]
-        return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
-
+    call = functools.partial(rpc, a)
     try:
         h = call({"op": "hello"})
         check(h["op"] == "hello" and h["backend"] == "host" and h["pid"] == p.pid and
@@ -180,12 +178,7 @@ def trusted(worker, task_dir, rw):
     """A --trusted worker: not confined, times torch, refuses eval naming the field."""
     a, p = start_worker(worker, rw, ["--trusted"])
 
-    def call(msg):
-        data = json.dumps(msg).encode()
-        a.sendall(struct.pack(">I", len(data)) + data)
-        n = struct.unpack(">I", a.recv(4, socket.MSG_WAITALL))[0]
-        return json.loads(a.recv(n, socket.MSG_WAITALL).decode())
-
+    call = functools.partial(rpc, a)
     try:
         h = call({"op": "hello"})
         check(h.get("trusted") is True and h["confinement"]["level"] == "none",
