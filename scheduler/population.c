@@ -77,6 +77,7 @@ struct kb_member *kb__population_add(struct kb_population *p, const struct kb_re
   mt->p10_us = r->timing.samples > 0 && r->timing.p10_us > 0 ? r->timing.p10_us : 0;
   mt->p90_us = r->timing.samples > 0 && r->timing.p90_us > 0 ? r->timing.p90_us : 0;
   mt->samples = r->timing.samples;
+  mt->eager_us = r->timing.samples > 0 && r->torch_eager_us > 0 ? r->torch_eager_us : 0;
   if (r->tier > m->promoted_to)
     m->promoted_to = r->tier;
   kb_result_keep_torch(r, &t->torch_eager_us, &t->torch_compile_us, &t->torch_tier);

@@ -22,6 +22,8 @@ struct kb_member_tier {
   double p90_us;     /* microseconds, 90th percentile; 0 when unknown */
   int samples;
   int attempt;       /* attempt of the latest result */
+  double eager_us;   /* torch eager timed with the latest result (its torch_eager_us),
+                        microseconds; 0 when none */
 };
 
 struct kb_member {

@@ -83,18 +83,22 @@ static json_t *best_json(const struct kb_queue *q, const struct kb_member *best,
 /* `us` microseconds as JSON, null when unknown (0). New reference. */
 static json_t *time_or_null(double us) { return us > 0 ? json_real(us) : json_null(); }
 
-/* Sets "speedup_eager" and "speedup_compile" on `o`: the task's torch times over `median_us`, a
- * median at `tier`; null unless both are known and `tier` is the tier torch was timed at (the
- * full tier: full-tier timings are compared only with full-tier baselines). */
+/* Sets "speedup_eager" and "speedup_compile" on `o` for `mt`, a member's result at `tier`:
+ * torch eager over its median (the eager timed with that result where it has one, else the
+ * task's: kb_rank_eager_speedup) and the task's torch.compile time over it; null unless both
+ * are known and `tier` is the tier torch was timed at (the full tier: full-tier timings are
+ * compared only with full-tier baselines). */
 static void torch_speedups(json_t *o, const char *eager_key, const char *compile_key,
-                           const struct kb_task_pop *t, int tier, double median_us) {
-  int same = tier >= 0 && tier == t->torch_tier && median_us > 0;
-  json_object_set_new(o, eager_key,
-                      same && t->torch_eager_us > 0 ? json_real(t->torch_eager_us / median_us)
-                                                    : json_null());
+                           const struct kb_task_pop *t, int tier,
+                           const struct kb_member_tier *mt) {
+  int same = mt && tier >= 0 && tier == t->torch_tier && mt->median_us > 0;
+  double eager = same ? kb_rank_eager_speedup(mt->median_us, mt->eager_us, t->torch_eager_us,
+                                              NULL)
+                      : 0;
+  json_object_set_new(o, eager_key, eager > 0 ? json_real(eager) : json_null());
   json_object_set_new(o, compile_key,
                       same && t->torch_compile_us > 0
-                          ? json_real(t->torch_compile_us / median_us)
+                          ? json_real(t->torch_compile_us / mt->median_us)
                           : json_null());
 }
 
@@ -106,7 +110,7 @@ static void torch_fields(json_t *o, const struct kb_task_pop *t, const struct kb
   json_object_set_new(o, "torch_compile_us", time_or_null(t->torch_compile_us));
   int tier = best ? top_tier(best) : -1;
   torch_speedups(o, "best_speedup_eager", "best_speedup_compile", t, tier,
-                 tier >= 0 ? best->tiers[tier].median_us : 0);
+                 tier >= 0 ? &best->tiers[tier] : NULL);
 }
 
 static json_t *task_json(const char *dir, const struct kb_queue *q, const struct kb_task_pop *t) {
@@ -135,7 +139,7 @@ static json_t *task_json(const char *dir, const struct kb_queue *q, const struct
       }
       if (at == tier)
         json_object_set_new(row, "speedup", json_real(speedup));
-      torch_speedups(row, "speedup_eager", "speedup_compile", t, tier, m->tiers[tier].median_us);
+      torch_speedups(row, "speedup_eager", "speedup_compile", t, tier, &m->tiers[tier]);
     }
     json_array_append_new(board, row);
   }

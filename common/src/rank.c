@@ -1,6 +1,7 @@
 /* The ranking rule (see kb/rank.h). */
 #include "kb/rank.h"
 
+#include <math.h>
 #include <stddef.h>
 
 int kb_rank_timed(int ok, int samples, double median_us) {
@@ -38,4 +39,15 @@ double kb_rank_speedup(const struct kb_rank *c, const struct kb_rank *base, int 
       return base->median_us[k] / c->median_us[k];
     }
   return 0;
+}
+
+double kb_rank_eager_speedup(double median_us, double own_eager_us, double task_eager_us,
+                             int *own) {
+  int mine = isfinite(own_eager_us) && own_eager_us > 0;
+  double eager = mine ? own_eager_us : task_eager_us;
+  if (own)
+    *own = mine;
+  if (!(median_us > 0) || !isfinite(median_us) || !(eager > 0) || !isfinite(eager))
+    return 0;
+  return eager / median_us;
 }

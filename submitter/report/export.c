@@ -86,8 +86,11 @@ static json_t *line(const struct kb_report *r, const struct kb_rep_task *t,
   json_object_set_new(o, "Kernel_Name", json_string(c->name));
   json_object_set_new(o, "CUDA_Runtime",
                       timed ? kb__json_num(timed->median_us / 1000.0) : json_null());
-  /* the task's torch medians (ms); the speedups only from a correct full-tier timing */
-  json_object_set_new(o, "PyTorch_Native_Runtime", positive(t->torch_eager_us / 1000.0));
+  /* torch medians (ms): eager timed with this row's timing where it was (so that
+   * CUDA_Speedup_Native is PyTorch_Native_Runtime / CUDA_Runtime), else the task's; the
+   * speedups only from a correct full-tier timing */
+  double eager_us = timed && timed->torch_eager_us > 0 ? timed->torch_eager_us : t->torch_eager_us;
+  json_object_set_new(o, "PyTorch_Native_Runtime", positive(eager_us / 1000.0));
   json_object_set_new(o, "PyTorch_Compile_Runtime", positive(t->torch_compile_us / 1000.0));
   json_object_set_new(o, "CUDA_Speedup_Native", correct ? positive(c->speedup_eager) : json_null());
   json_object_set_new(o, "CUDA_Speedup_Compile",

@@ -214,16 +214,18 @@ double kb__rep_torch_speedup(const struct kb_rep_task *t, int compile) {
   return compile ? c->speedup_compile : c->speedup_eager;
 }
 
-/* Each candidate's speedups over the task's torch times, at the tier torch was timed at, and
- * the task's torch_best. */
+/* Each candidate's speedups over torch, at the tier torch was timed at: over the eager timed
+ * with its evaluation where it has one, else the task's (kb_rank_eager_speedup),
+ * and over the task's torch.compile time; and the task's torch_best. */
 static void torch_speedups(struct kb_rep_task *t) {
   for (int i = 0; t->torch_tier >= 0 && i < t->n_cands; i++) {
     struct kb_rep_cand *c = &t->cands[i];
     const struct kb_rep_eval *e = timed_at(c, t->torch_tier);
     if (e == NULL || !(e->median_us > 0))
       continue;
-    if (t->torch_eager_us > 0)
-      c->speedup_eager = t->torch_eager_us / e->median_us;
+    double eager = kb_rank_eager_speedup(e->median_us, e->torch_eager_us, t->torch_eager_us, NULL);
+    if (eager > 0)
+      c->speedup_eager = eager;
     if (t->torch_compile_us > 0)
       c->speedup_compile = t->torch_compile_us / e->median_us;
   }

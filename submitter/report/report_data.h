@@ -102,8 +102,10 @@ struct kb_rep_cand {
   int timed_tier;   /* highest tier with an ok timed evaluation; -1 none */
   double median_us; /* at timed_tier; NaN none */
   double speedup;   /* baseline median / median_us at timed_tier; NaN none */
-  double speedup_eager;   /* task's torch_eager_us / its median at the task's torch_tier, when
-                             it is timed (ok) there; NaN otherwise */
+  double speedup_eager;   /* torch eager / its median at the task's torch_tier, when it is
+                             timed (ok) there: the eager timed with that evaluation where it
+                             was, else the task's torch_eager_us (kb_rank_eager_speedup); NaN
+                             otherwise */
   double speedup_compile; /* the same against torch_compile_us */
   int rank;         /* 1 = best in its task */
 };

@@ -322,6 +322,7 @@ static void record(struct kb_progress *p, const char *entry_id, const char *runn
   if (c < 0)
     return;
   p->cands[c].rank.median_us[r->tier] = timed ? r->timing.median_us : 0;
+  p->cands[c].eager_us[r->tier] = timed && r->torch_eager_us > 0 ? r->torch_eager_us : 0;
   double per_call = r->timing.samples > 0 && r->timing.mean_us > 0 ? r->timing.mean_us : 0;
   if (per_call > 0 && p->cands[c].cost_us > 0 && p->cands[c].cost_tier < r->tier) {
     p->counts[task].pair_us[r->tier] += per_call; /* the same kernel one tier on */
@@ -752,15 +753,18 @@ static void estimate(struct kb_progress *p) {
   p->eta_s = kb__progress_ended(p) ? 0 : p->end_s < 0 ? -1 : p->end_s > now ? p->end_s - now : 0;
 }
 
-/* `task`'s torch speedups of its best `c` (kb/rank.h): the torch times over c's median at its
- * highest timed tier when that is the tier torch was timed at (full-tier timings are compared
- * only with full-tier baselines); 0 otherwise. */
+/* `task`'s torch speedups of its best `c` (kb/rank.h): torch eager over c's median at its
+ * highest timed tier (the eager timed with that result where it has one, else the task's:
+ * kb_rank_eager_speedup) and the task's torch.compile time over it, when that tier is the tier
+ * torch was timed at (full-tier timings are compared only with full-tier baselines); 0
+ * otherwise. */
 static void torch_speedups(struct kb_progress_task *task, const struct kb_progress_cand *c) {
   task->best_vs_eager = task->best_vs_compile = 0;
   int k = c ? kb_rank_tier(&c->rank) : -1;
   if (k < 0 || k != task->torch_tier || !(c->rank.median_us[k] > 0))
     return;
-  task->best_vs_eager = task->torch_eager_us / c->rank.median_us[k];
+  task->best_vs_eager =
+      kb_rank_eager_speedup(c->rank.median_us[k], c->eager_us[k], task->torch_eager_us, NULL);
   task->best_vs_compile = task->torch_compile_us / c->rank.median_us[k];
 }
 

@@ -61,6 +61,8 @@ struct kb_progress_cand {
   int task;                       /* index into tasks */
   struct kb_rank rank;            /* per tier, the median of its latest result when that passed
                                      with a timing (kb_rank_timed); 0 = none */
+  double eager_us[KB_MAX_TIERS];  /* per tier, torch eager timed with that result (its
+                                     torch_eager_us), us; 0 = none */
   double cost_ms;                 /* settled GPU ms of its result at the highest tier it has one */
   int cost_tier;                  /* that tier; -1 = no result yet */
   double cost_us;                 /* that result's mean time per timed call, us; 0 = not timed */

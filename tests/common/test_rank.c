@@ -129,12 +129,32 @@ static void test_passed_with_a_timing(void **state) {
   assert_false(kb_rank_timed(1, 3, NAN));   /* or as NaN */
 }
 
+/* Speedups over torch eager: against the eager timed beside the result where it has one (the
+ * identity of a launch-bound model timed 1.00x beside its own eager and 0.79x against the task's
+ * eager from another evaluation on the H100), else the task's; 0 when unknown. */
+static void test_eager_speedup(void **state) {
+  (void)state;
+  int own = -1;
+  assert_float_equal(kb_rank_eager_speedup(142.0, 144.6, 111.9, &own), 144.6 / 142.0, 1e-12);
+  assert_int_equal(own, 1);
+  assert_float_equal(kb_rank_eager_speedup(142.0, NAN, 111.9, &own), 111.9 / 142.0, 1e-12);
+  assert_int_equal(own, 0);
+  assert_float_equal(kb_rank_eager_speedup(142.0, 0, 111.9, &own), 111.9 / 142.0, 1e-12);
+  assert_float_equal(kb_rank_eager_speedup(142.0, -1, 111.9, NULL), 111.9 / 142.0, 1e-12);
+  assert_float_equal(kb_rank_eager_speedup(142.0, NAN, NAN, &own), 0, 0);
+  assert_int_equal(own, 0);
+  assert_float_equal(kb_rank_eager_speedup(0, 144.6, 111.9, NULL), 0, 0);
+  assert_float_equal(kb_rank_eager_speedup(NAN, 144.6, 111.9, NULL), 0, 0);
+  assert_float_equal(kb_rank_eager_speedup(142.0, INFINITY, 0, NULL), 0, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_table),
       cmocka_unit_test(test_trap_best_and_its_speedup),
       cmocka_unit_test(test_baseline_missing_at_a_tier),
       cmocka_unit_test(test_passed_with_a_timing),
+      cmocka_unit_test(test_eager_speedup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,7 +102,9 @@ if abs(t_sum["torch_eager_us"] - eager_median) > 1e-9 or t_sum["torch_compile_us
     fail(f"report.json sum: torch {t_sum['torch_eager_us']} {t_sum['torch_compile_us']}")
 for c in t_sum["candidates"]:
     full = [e for e in c["evaluations"] if e["tier_name"] == "full" and e["status"] == "ok"]
-    want = eager_median / full[-1]["median_us"] if full else None
+    # against the eager timed with that evaluation (the trusted worker's, right after it), not
+    # the task's median over evaluations
+    want = full[-1]["torch_eager_us"] / full[-1]["median_us"] if full else None
     if (want is None) != (c["speedup_eager"] is None) or (
             want is not None and abs(c["speedup_eager"] - want) > 1e-9 * want):
         fail(f"report.json sum {c['name']}: speedup_eager {c['speedup_eager']}, want {want}")
