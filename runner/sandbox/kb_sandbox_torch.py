@@ -58,6 +58,7 @@ import gc
 import json
 import math
 import mmap
+import operator
 import os
 import re
 import resource
@@ -1431,8 +1432,8 @@ MONOTONIC = time.monotonic
 # the worker's globals it rebinds itself (device setup, probes, caches)
 REBOUND = frozenset(("torch", "DEV", "STREAM", "CUDART", "CONF", "COPY_BW", "JIT_FOLDER"))
 # modules whose attributes the worker's source names (module.attr...): each one named is kept
-SURFACE_MODULES = ("ctypes", "json", "math", "mmap", "os", "resource", "signal", "socket",
-                   "struct", "sys", "time", "torch")
+SURFACE_MODULES = ("ctypes", "json", "math", "mmap", "operator", "os", "resource", "signal",
+                   "socket", "struct", "sys", "time", "torch")
 MISSING = object()
 
 
@@ -1524,6 +1525,109 @@ def kept(obj):
         type(obj).__name__ == "module"
 
 
+# torch's namespaces whose functions a task's module calls, looked up at call time (nn.Linear
+# calls torch.nn.functional.linear, F.relu calls torch.relu): Surface records each one's
+# functions, classes and modules, as it records what the worker's own source names
+TORCH_NAMESPACES = ("torch", "torch.nn.functional", "torch.nn.init", "torch.linalg", "torch.fft",
+                    "torch.special", "torch.nn.modules.module", "torch._C._nn",
+                    "torch._C._linalg", "torch._C._fft", "torch._C._special")
+
+
+class Reach:
+    """What the task's own module goes through when this process runs it (for the references of
+    the unseen calls, and as torch eager and the same-run baseline timed beside the candidate),
+    recorded before the candidate's code runs; changed() names the first thing that is no longer
+    the same, or None. A candidate in this process could otherwise slow the module it is
+    compared with (torch.nn.functional.linear replaced by one that sleeps when the candidate is
+    not calling: 8.9x "faster" than eager on the CPU, ok, before 2026-12-06) or make the
+    references agree with wrong outputs. Recorded, each as one table compared at C speed (a
+    few microseconds per thousand entries, checked after every sample): the functions, classes
+    and modules of TORCH_NAMESPACES, of every nn.Module class torch.nn exports and of
+    torch._C._VariableFunctions' class; the global module hooks (the dicts of
+    torch.nn.modules.module whose names start with _global); for the task's module and each of
+    its submodules, the class's own attributes where torch does not define it, the instance's
+    callable attributes, its parameters, buffers, submodules and hooks (by identity) and where each
+    parameter and buffer lives (pointer, shape, strides, dtype); the globals of the task file.
+    Not recorded: the contents of parameters and buffers (the candidate does not hold the
+    module; the worker's own objects are refused to it, class Surface)."""
+
+    def __init__(self, model):
+        self.tables = []  # (label, mapping, keys, objects as they were)
+        self.dicts = []  # (label, dict, its keys as they were, its objects as they were)
+        self.places = []  # (label, tensor, placement() as it was)
+        for name in TORCH_NAMESPACES:
+            ns = torch
+            for part in name.split(".")[1:]:
+                ns = getattr(ns, part, None)
+            if ns is not None:
+                self.keep_table(name + ".", vars(ns), kept)
+        vf = getattr(torch._C, "_VariableFunctions", None)
+        if vf is not None:
+            self.keep_table("torch._C._VariableFunctions.", vars(type(vf)), kept)
+        for k, cls in sorted(vars(torch.nn).items()):
+            if isinstance(cls, type) and issubclass(cls, torch.nn.Module):
+                self.keep_table("torch.nn.%s." % k, vars(cls), kept)
+        hooks = vars(torch.nn.modules.module)
+        for k in sorted(hooks):
+            if k.startswith("_global") and isinstance(hooks[k], dict):
+                self.keep_dict("torch.nn.modules.module." + k, hooks[k])
+        if model is None or not isinstance(model, torch.nn.Module):
+            return
+        src = sys.modules.get(type(model).__module__)
+        if src is not None and src is not torch:
+            self.keep_table("the task's %s." % type(model).__module__, vars(src), kept)
+        for path, sub in model.named_modules():
+            who = "the task's module%s" % ("." + path if path else "")
+            for c in type(sub).__mro__:
+                if c is object or c.__module__.split(".")[0] == "torch":
+                    break
+                self.keep_table("%s's class %s." % (who, c.__name__), vars(c), kept)
+            # its methods and submodules as attributes (a tensor attribute may be set anew by
+            # the module itself at each call: torch.nn.utils.weight_norm's hook does)
+            self.keep_table(who + ".", vars(sub), kept)
+            for k in ("_parameters", "_buffers", "_modules", "_forward_hooks",
+                      "_forward_pre_hooks", "_backward_hooks", "_state_dict_hooks"):
+                if isinstance(vars(sub).get(k), dict):
+                    self.keep_dict("%s.%s" % (who, k), vars(sub)[k])
+            for k, t in list(sub.named_parameters(recurse=False)) + \
+                    list(sub.named_buffers(recurse=False)):
+                if t is not None:
+                    self.places.append(("where %s.%s lives" % (who, k), t, placement(t)))
+
+    def keep_table(self, label, mapping, which):
+        keys = tuple(k for k, v in list(mapping.items()) if isinstance(k, str) and which(v))
+        if keys:
+            self.tables.append((label, mapping, keys, tuple(mapping[k] for k in keys)))
+
+    def keep_dict(self, label, d):
+        self.dicts.append((label, d, tuple(d), tuple(d.values())))
+
+    def changed(self):
+        for label, mapping, keys, was in self.tables:
+            try:
+                now = operator.itemgetter(*keys)(mapping) if len(keys) > 1 else \
+                    (mapping[keys[0]],)
+            except KeyError:
+                now = tuple(mapping.get(k, MISSING) for k in keys)
+            if any(map(operator.is_not, now, was)):
+                k = next(k for k, a, b in zip(keys, now, was) if a is not b)
+                return "%s%s was %s" % (label, k, "removed" if mapping.get(k, MISSING)
+                                        is MISSING else "replaced")
+        for label, d, keys, objs in self.dicts:
+            if len(d) != len(keys) or tuple(d) != keys or \
+                    any(map(operator.is_not, d.values(), objs)):
+                return "%s was changed" % label
+        for label, t, was in self.places:
+            if placement(t) != was:
+                return "%s was changed" % label
+        return None
+
+
+def placement(t):
+    """Where tensor `t`'s elements live and how they are laid out."""
+    return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(t.device))
+
+
 def interpreter_hooks():
     """The interpreter's hooks that run Python code inside the evaluator's own flow, as
     (name, object) pairs: the profile and trace functions of sys and of threading (for threads
@@ -1565,7 +1669,7 @@ class Surface:
                                         if n in vars(builtins) and not n.startswith("__")))
         return cls.names
 
-    def __init__(self):
+    def __init__(self, model=None):
         dotted, calls = Surface.parse()
         g = globals()
         self.items = []  # (name, owner, key, object as raw_attr gives it)
@@ -1605,6 +1709,7 @@ class Surface:
         self.perf = perf_settings()
         self.hooks = interpreter_hooks()
         self.reached = len(INTROSPECTION)
+        self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
 
     def initial_speed(self):
         """A context: while it is entered, the speed settings (perf_settings) are as they were
@@ -1632,6 +1737,9 @@ class Surface:
         for name, d, copy in self.values:
             if d != copy:
                 return "the contents of %s were changed" % name
+        what = self.reach.changed()
+        if what is not None:
+            return what
         for (name, was), (_, now) in zip(self.flags, surface_flags()):
             if now is not was and now != was:
                 return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),
@@ -1645,8 +1753,8 @@ def tampered(surface, reply):
     what = surface.changed() if surface is not None else None
     if what is None:
         return
-    reply.pop("timing", None)
-    reply.pop("baseline_timing", None)
+    for k in ("timing", "baseline_timing", "eager_timing"):
+        reply.pop(k, None)
     reply["fatal"] = True
     if reply.get("status") == "rejected" and reply.get("reason", "").startswith(
             "changed the evaluator"):
@@ -2731,7 +2839,8 @@ def evaluate(task, e):
             raise Verdict("infra_error", str(f), fatal=True)
         distrust(e["library"])
         distrust(e.get("baseline"))
-        surface = Surface()  # before any code of the candidate or the baseline runs
+        # before any code of the candidate or the baseline runs
+        surface = Surface(getattr(task, "module", None))
         run.surface = surface
         if e["format"] == "kernelbench":
             fn = ModuleCandidate(task, e["library"], "")

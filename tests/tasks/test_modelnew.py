@@ -183,6 +183,37 @@ def tampering(tool, relu, c, cache):
           "files: starts %s" % starts)
 
 
+def reference_tampering(tool, linear, c, cache):
+    """Candidates that slow down, in the worker's process, the task's own module it is compared
+    with (torch eager and the same-run baseline are timed there, interleaved with the
+    candidate; the references of the unseen calls are computed there), or make its references
+    agree with stale outputs (class Reach of the worker): torch.nn.functional.linear replaced,
+    a global forward pre-hook registered, nn.Linear.forward replaced, and a memoizer that
+    replaces torch.nn.functional.linear to return what it kept. Each rejected at full with what
+    it changed named, before any timing is reported; the honest file after them is ok and its
+    eager is the task's module's own time (the identity range of its same-run baseline)."""
+    order = ["linear_slow_reference", "linear_slow_reference_hook", "linear_slow_reference_class",
+             "linear_patch_oracle", "linear_torch"]
+    named = {"linear_slow_reference": "torch.nn.functional.linear was replaced",
+             "linear_slow_reference_hook": "torch.nn.modules.module._global_forward_pre_hooks "
+                                           "was changed",
+             "linear_slow_reference_class": "torch.nn.Linear.forward was replaced",
+             "linear_patch_oracle": "torch.nn.functional.linear was replaced"}
+    rc, lines = evaluate(tool, linear, [c(n) for n in order], "3", cache)
+    got = [x["status"] for x in lines]
+    check(rc == 0 and got == ["rejected"] * 4 + ["ok"],
+          "reference tampering verdicts %s (want 4 rejected, then ok)" % got)
+    for n, x in zip(order, lines):
+        if n in named:
+            check(named[n] in x["reason"] and x["median_us"] is None and
+                  x["torch_eager_us"] is None and x["same_run_speedup"] is None,
+                  "%s: rejected, named, no timing kept: %s" % (n, x["reason"]))
+    if len(lines) == len(order):
+        srs = lines[-1].get("same_run_speedup")
+        check(isinstance(srs, float) and IDENTITY_RANGE[0] <= srs <= IDENTITY_RANGE[1],
+              "the honest file after them against its same-run baseline: %sx" % srs)
+
+
 def build_confined(tool, relu, c, cache):
     """A load_inline file's module level runs in the compile tier: confined there by Landlock
     (kb_build_modelnew.confine_writes). A write beside its build folder, into the cache, and a
@@ -290,6 +321,7 @@ def main(argv):
         tampering(tool, relu, c, cache)
         build_confined(tool, relu, c, cache)
 
+        reference_tampering(tool, os.path.join(out, "12_small_linear"), c, cache)
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
                              [c("linear_torch"), c("linear_ctor")], "1", cache)
         got = [(x["status"], x["reason"]) for x in lines]
