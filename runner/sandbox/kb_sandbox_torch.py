@@ -1623,6 +1623,42 @@ class Reach:
         return None
 
 
+def foreign_threads(known):
+    """Python threads running now that are not in `known` (thread idents) and have no frame of a
+    library, the worker or the task's reference on their stack (trusted as in
+    introspection_source): threads candidate code started, each as "file:line" of its top frame.
+    Such a thread can run while the evaluator times what the candidate is compared with (torch
+    eager, the same-run baseline) and slow it down: linear_slow_reference_thread.py."""
+    out = []
+    _IN_HOOK[0] = True  # the worker's own read (refuse_introspection would refuse it unconfined)
+    try:
+        frames = sys._current_frames()
+    finally:
+        _IN_HOOK[0] = False
+    for ident, top in frames.items():
+        if ident in known:
+            continue
+        frame = top
+        while frame is not None:
+            real = real_path(frame.f_code.co_filename)
+            if not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
+                                                          real in TRUSTED["files"]):
+                break
+            frame = frame.f_back
+        if frame is None:
+            out.append("%s:%d" % (os.path.basename(top.f_code.co_filename), top.f_lineno))
+    return out
+
+
+def threading_idents():
+    """The idents of the Python threads running now (sys._current_frames, read as the worker)."""
+    _IN_HOOK[0] = True
+    try:
+        return list(sys._current_frames())
+    finally:
+        _IN_HOOK[0] = False
+
+
 def placement(t):
     """Where tensor `t`'s elements live and how they are laid out."""
     return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype), str(t.device))
@@ -1710,6 +1746,7 @@ class Surface:
         self.hooks = interpreter_hooks()
         self.reached = len(INTROSPECTION)
         self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
+        self.threads = frozenset(threading_idents())  # the worker's own Python threads
 
     def initial_speed(self):
         """A context: while it is entered, the speed settings (perf_settings) are as they were
@@ -1740,6 +1777,9 @@ class Surface:
         what = self.reach.changed()
         if what is not None:
             return what
+        started = foreign_threads(self.threads)
+        if started:
+            return "a thread it started was still running (at %s)" % ", ".join(started[:3])
         for (name, was), (_, now) in zip(self.flags, surface_flags()):
             if now is not was and now != was:
                 return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),

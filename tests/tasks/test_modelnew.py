@@ -188,21 +188,24 @@ def reference_tampering(tool, linear, c, cache):
     with (torch eager and the same-run baseline are timed there, interleaved with the
     candidate; the references of the unseen calls are computed there), or make its references
     agree with stale outputs (class Reach of the worker): torch.nn.functional.linear replaced,
-    a global forward pre-hook registered, nn.Linear.forward replaced, and a memoizer that
-    replaces torch.nn.functional.linear to return what it kept. Each rejected at full with what
+    a global forward pre-hook registered, nn.Linear.forward replaced, a memoizer that
+    replaces torch.nn.functional.linear to return what it kept, and a thread that keeps the
+    interpreter busy while the candidate is not calling (foreign_threads). Each rejected at full with what
     it changed named, before any timing is reported; the honest file after them is ok and its
     eager is the task's module's own time (the identity range of its same-run baseline)."""
     order = ["linear_slow_reference", "linear_slow_reference_hook", "linear_slow_reference_class",
-             "linear_patch_oracle", "linear_torch"]
+             "linear_patch_oracle", "linear_slow_reference_thread", "linear_torch"]
     named = {"linear_slow_reference": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_hook": "torch.nn.modules.module._global_forward_pre_hooks "
                                            "was changed",
              "linear_slow_reference_class": "torch.nn.Linear.forward was replaced",
-             "linear_patch_oracle": "torch.nn.functional.linear was replaced"}
+             "linear_patch_oracle": "torch.nn.functional.linear was replaced",
+             "linear_slow_reference_thread": "a thread it started was still running (at "
+                                             "candidate.py:"}
     rc, lines = evaluate(tool, linear, [c(n) for n in order], "3", cache)
     got = [x["status"] for x in lines]
-    check(rc == 0 and got == ["rejected"] * 4 + ["ok"],
-          "reference tampering verdicts %s (want 4 rejected, then ok)" % got)
+    check(rc == 0 and got == ["rejected"] * 5 + ["ok"],
+          "reference tampering verdicts %s (want 5 rejected, then ok)" % got)
     for n, x in zip(order, lines):
         if n in named:
             check(named[n] in x["reason"] and x["median_us"] is None and
