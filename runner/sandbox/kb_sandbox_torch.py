@@ -460,21 +460,70 @@ def introspection_source(frame):
     return None
 
 
+# events that make code under a file name of the caller's choosing: untrusted code could name a
+# library's file (code.replace(co_filename=torch.__file__)) and pass as that library at the
+# frame checks above (found 2026-12-06: a ModelNew got sys._getframe so); refused from
+# untrusted code when the name is a trusted one (spoofed_name), marshal.loads always (the names
+# are inside its bytes)
+CODE_EVENTS = frozenset(("code.__new__", "function.__new__", "compile", "marshal.loads"))
+
+
+def spoofed_name(event, args):
+    """The trusted file name (a library's, the standard library's, the worker's or a reference's)
+    that the code event `event` would give new code, or None."""
+    if event == "marshal.loads":
+        return "marshal.loads"
+    if event == "compile":
+        name = args[1] if len(args) > 1 else None
+    elif event == "code.__new__":
+        name = args[1] if len(args) > 1 else None
+    else:
+        name = getattr(args[0], "co_filename", None) if args else None
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if not isinstance(name, str) or not name.startswith("/"):
+        return None
+    real = real_path(name)
+    if real.startswith(TRUSTED["never"]):
+        return None
+    if real.startswith(TRUSTED["libs"]) or real.startswith(TRUSTED["stdlib"]) or \
+            real in TRUSTED["files"]:
+        return name
+    return None
+
+
 def refuse_introspection(event, args):
     """Audit hook of the confined worker: refuses (and records in INTROSPECTION) the events
-    above when untrusted code is behind them."""
-    if event not in INTROSPECTION_EVENTS and not (
+    above when untrusted code is behind them, and the code events (CODE_EVENTS) that would give
+    untrusted code a trusted file name."""
+    if event in CODE_EVENTS:
+        if _IN_HOOK[0]:
+            return
+        named = spoofed_name(event, args)
+        if named is None:
+            return
+    elif event not in INTROSPECTION_EVENTS and not (
             event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES):
         return
     if _IN_HOOK[0]:
         return
     _IN_HOOK[0] = True
     try:
-        where = introspection_source(sys._getframe(1))
+        frame = sys._getframe(1)
+        # an import loading a module's code (importlib's own frames make it): the name is the
+        # module file's
+        importing = event in CODE_EVENTS and \
+            frame.f_code.co_filename.startswith("<frozen importlib")
+        where = None if importing else introspection_source(frame)
     finally:
         _IN_HOOK[0] = False
     if where is None:
         return
+    if event in CODE_EVENTS:
+        what = "%s of code named %s" % (event, named) if event != "marshal.loads" else event
+        INTROSPECTION.append("%s from %s" % (what, where))
+        raise PermissionError("%s: a solution may not make code under a library's file name"
+                              % what)
     what = "the attribute %s" % args[1] if event == "object.__getattr__" else event
     INTROSPECTION.append("%s from %s" % (what, where))
     raise PermissionError("%s: a solution may not read the evaluator's frames or objects" % what)

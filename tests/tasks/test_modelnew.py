@@ -190,22 +190,26 @@ def reference_tampering(tool, linear, c, cache):
     agree with stale outputs (class Reach of the worker): torch.nn.functional.linear replaced,
     a global forward pre-hook registered, nn.Linear.forward replaced, a memoizer that
     replaces torch.nn.functional.linear to return what it kept, and a thread that keeps the
-    interpreter busy while the candidate is not calling (foreign_threads). Each rejected at full with what
+    interpreter busy while the candidate is not calling (foreign_threads); and one that gives
+    its own code torch's file name to pass the frame checks as torch (CODE_EVENTS), with an
+    honest file that imports standard modules not loaded yet after it. Each rejected at full with what
     it changed named, before any timing is reported; the honest file after them is ok and its
     eager is the task's module's own time (the identity range of its same-run baseline)."""
     order = ["linear_slow_reference", "linear_slow_reference_hook", "linear_slow_reference_class",
-             "linear_patch_oracle", "linear_slow_reference_thread", "linear_torch"]
+             "linear_patch_oracle", "linear_slow_reference_thread", "linear_spoof_name",
+             "linear_imports", "linear_torch"]
     named = {"linear_slow_reference": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_hook": "torch.nn.modules.module._global_forward_pre_hooks "
                                            "was changed",
              "linear_slow_reference_class": "torch.nn.Linear.forward was replaced",
              "linear_patch_oracle": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_thread": "a thread it started was still running (at "
-                                             "candidate.py:"}
+                                             "candidate.py:",
+             "linear_spoof_name": "it reached for code.__new__ of code named "}
     rc, lines = evaluate(tool, linear, [c(n) for n in order], "3", cache)
     got = [x["status"] for x in lines]
-    check(rc == 0 and got == ["rejected"] * 5 + ["ok"],
-          "reference tampering verdicts %s (want 5 rejected, then ok)" % got)
+    check(rc == 0 and got == ["rejected"] * 6 + ["ok"] * 2,
+          "reference tampering verdicts %s (want 6 rejected, then 2 ok)" % got)
     for n, x in zip(order, lines):
         if n in named:
             check(named[n] in x["reason"] and x["median_us"] is None and

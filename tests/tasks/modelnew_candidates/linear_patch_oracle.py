@@ -5,7 +5,6 @@
 # worker computes in this process for the unseen calls agree with the stale outputs. The same
 # replacement could slow the task's module down where it is timed as torch eager beside the
 # candidate. rejected (torch.nn.functional.linear was replaced), not ok.
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
