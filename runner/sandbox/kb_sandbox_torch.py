@@ -1673,11 +1673,14 @@ class Reach:
 
 
 def foreign_threads(known):
-    """Python threads running now that are not in `known` (thread idents) and have no frame of a
-    library, the worker or the task's reference on their stack (trusted as in
-    introspection_source): threads candidate code started, each as "file:line" of its top frame.
-    Such a thread can run while the evaluator times what the candidate is compared with (torch
-    eager, the same-run baseline) and slow it down: linear_slow_reference_thread.py."""
+    """Python threads running now that are not in `known` (thread idents) and that candidate code
+    runs: a frame of code that is neither a library's, the worker's, a reference's nor the
+    standard library's on its stack, or, with only standard-library frames, a target that is not
+    Python code (threading.Thread(target=sum, ...)). Each as "file:line" of its top frame. Such
+    a thread can run while the evaluator times what the candidate is compared with (torch
+    eager, the same-run baseline) and slow it down: linear_slow_reference_thread.py. A thread
+    of a library (its frames on the stack) or of the standard library's own machinery started
+    by a library (a ThreadPoolExecutor's idle worker) is not counted."""
     out = []
     _IN_HOOK[0] = True  # the worker's own read (refuse_introspection would refuse it unconfined)
     try:
@@ -1687,14 +1690,24 @@ def foreign_threads(known):
     for ident, top in frames.items():
         if ident in known:
             continue
-        frame = top
-        while frame is not None:
-            real = real_path(frame.f_code.co_filename)
-            if not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
-                                                          real in TRUSTED["files"]):
-                break
+        frame, library, own = top, False, False
+        while frame is not None and not (library or own):
+            path = frame.f_code.co_filename
+            real = real_path(path)
+            if not path.startswith("<frozen ") and not real.startswith(TRUSTED["never"]) and (
+                    real.startswith(TRUSTED["libs"]) or real in TRUSTED["files"]):
+                library = True
+            elif not path.startswith("<frozen ") and (real.startswith(TRUSTED["never"]) or
+                                                       not real.startswith(TRUSTED["stdlib"])):
+                own = True
             frame = frame.f_back
-        if frame is None:
+        if not own and not library:
+            th = sys.modules.get("threading")
+            thread = getattr(th, "_active", {}).get(ident) if th else None
+            target = getattr(thread, "_target", None)
+            own = target is not None and not hasattr(target, "__code__") and \
+                not hasattr(getattr(target, "__func__", None), "__code__")
+        if own:
             out.append("%s:%d" % (os.path.basename(top.f_code.co_filename), top.f_lineno))
     return out
 
