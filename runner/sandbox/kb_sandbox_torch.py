@@ -432,6 +432,13 @@ def real_path(path):
     return real
 
 
+def trusted_file(real):
+    """Whether the file of real path `real` is a library's, the worker's or a task reference's
+    (TRUSTED), and not inside a candidate's build folder."""
+    return not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
+                                                      real in TRUSTED["files"])
+
+
 def introspection_source(frame):
     """Where untrusted code asked, or None. From `frame` (the audited call's caller) up: the
     first frame that is a library's, the worker's or the reference's makes it trusted (None);
@@ -447,8 +454,7 @@ def introspection_source(frame):
             frame = frame.f_back
             continue
         real = real_path(path)
-        if not real.startswith(TRUSTED["never"]) and (real.startswith(TRUSTED["libs"]) or
-                                                      real in TRUSTED["files"]):
+        if trusted_file(real):
             return None
         if real.startswith(TRUSTED["stdlib"]):
             if stdlib == 0 and real.endswith(tuple("/" + n for n in NAME_ONLY_CALLERS)):
@@ -473,21 +479,17 @@ def spoofed_name(event, args):
     that the code event `event` would give new code, or None."""
     if event == "marshal.loads":
         return "marshal.loads"
-    if event == "compile":
+    if event in ("compile", "code.__new__"):  # (source or code bytes, file name, ...)
         name = args[1] if len(args) > 1 else None
-    elif event == "code.__new__":
-        name = args[1] if len(args) > 1 else None
-    else:
+    else:  # function.__new__: (code,)
         name = getattr(args[0], "co_filename", None) if args else None
     if isinstance(name, bytes):
         name = os.fsdecode(name)
     if not isinstance(name, str) or not name.startswith("/"):
         return None
     real = real_path(name)
-    if real.startswith(TRUSTED["never"]):
-        return None
-    if real.startswith(TRUSTED["libs"]) or real.startswith(TRUSTED["stdlib"]) or \
-            real in TRUSTED["files"]:
+    if trusted_file(real) or (real.startswith(TRUSTED["stdlib"]) and
+                              not real.startswith(TRUSTED["never"])):
         return name
     return None
 
@@ -1598,7 +1600,8 @@ class Reach:
     callable attributes, its parameters, buffers, submodules and hooks (by identity) and where each
     parameter and buffer lives (pointer, shape, strides, dtype); the globals of the task file.
     Not recorded: the contents of parameters and buffers (the candidate does not hold the
-    module; the worker's own objects are refused to it, class Surface)."""
+    module). Like every check of this worker, it is Python in the candidate's process, which
+    can reach it (docs/sandbox.md, "The checks are in the candidate's reach")."""
 
     def __init__(self, model):
         self.tables = []  # (label, mapping, keys, objects as they were)
@@ -1682,24 +1685,17 @@ def foreign_threads(known):
     of a library (its frames on the stack) or of the standard library's own machinery started
     by a library (a ThreadPoolExecutor's idle worker) is not counted."""
     out = []
-    _IN_HOOK[0] = True  # the worker's own read (refuse_introspection would refuse it unconfined)
-    try:
-        frames = sys._current_frames()
-    finally:
-        _IN_HOOK[0] = False
-    for ident, top in frames.items():
+    for ident, top in current_frames().items():
         if ident in known:
             continue
         frame, library, own = top, False, False
         while frame is not None and not (library or own):
             path = frame.f_code.co_filename
-            real = real_path(path)
-            if not path.startswith("<frozen ") and not real.startswith(TRUSTED["never"]) and (
-                    real.startswith(TRUSTED["libs"]) or real in TRUSTED["files"]):
-                library = True
-            elif not path.startswith("<frozen ") and (real.startswith(TRUSTED["never"]) or
-                                                       not real.startswith(TRUSTED["stdlib"])):
-                own = True
+            if not path.startswith("<frozen "):
+                real = real_path(path)
+                library = trusted_file(real)
+                own = not library and (real.startswith(TRUSTED["never"]) or
+                                       not real.startswith(TRUSTED["stdlib"]))
             frame = frame.f_back
         if not own and not library:
             th = sys.modules.get("threading")
@@ -1712,11 +1708,12 @@ def foreign_threads(known):
     return out
 
 
-def threading_idents():
-    """The idents of the Python threads running now (sys._current_frames, read as the worker)."""
+def current_frames():
+    """sys._current_frames(), read as the worker (refuse_introspection would refuse the read
+    where the worker's own file is not trusted: unconfined)."""
     _IN_HOOK[0] = True
     try:
-        return list(sys._current_frames())
+        return sys._current_frames()
     finally:
         _IN_HOOK[0] = False
 
@@ -1808,7 +1805,7 @@ class Surface:
         self.hooks = interpreter_hooks()
         self.reached = len(INTROSPECTION)
         self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
-        self.threads = frozenset(threading_idents())  # the worker's own Python threads
+        self.threads = frozenset(current_frames())  # the worker's own Python threads
 
     def initial_speed(self):
         """A context: while it is entered, the speed settings (perf_settings) are as they were
