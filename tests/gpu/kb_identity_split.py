@@ -6,8 +6,9 @@ the candidate's median in the confined worker, the same-run baseline's median (t
 seed again, in the same confined worker, timed right after the candidate: `baseline_median_us`)
 and torch eager's median (`torch_eager_us`: before f4d411f timed by the trusted worker, another
 process, just after; since then in the candidate's own process, interleaved with it, so that
-`cross` below compares within one process too). Prints per evaluation: same_run = baseline / candidate (same process, seconds apart),
-cross = eager / candidate (two processes), and for the identity seed (its candidate id named
+`cross` below compares within one process too). Prints per evaluation: same_run = baseline /
+candidate (same process: after it before 1095a23, interleaved since), cross = eager / candidate
+(the eager timed with that evaluation), and for the identity seed (its candidate id named
 by --identity-ids FILE, or every evaluation whose same-run baseline is itself) a summary: how
 many fall outside 0.97-1.03 each way. Needs h5py (Debian's /usr/bin/python3).
 usage: kb_identity_split.py RESULTS_DIR"""
@@ -52,8 +53,9 @@ def main():
         for k, x in (("same_run", sr), ("cross", cx)):
             if x == x and not 0.97 <= x <= 1.03:
                 out[k][0 if x < 0.97 else 1] += 1
-    print("identity evaluations: %d; outside 0.97-1.03: same process (baseline after the "
-          "candidate) %d below, %d above; across processes (trusted eager) %d below, %d above"
+    print("identity evaluations: %d; outside 0.97-1.03: against its same-run baseline %d below, "
+          "%d above; against its own eager (the trusted worker's before f4d411f, its own "
+          "process's, interleaved, since) %d below, %d above"
           % (n, out["same_run"][0], out["same_run"][1], out["cross"][0], out["cross"][1]))
 
 
