@@ -498,16 +498,14 @@ def refuse_introspection(event, args):
     """Audit hook of the confined worker: refuses (and records in INTROSPECTION) the events
     above when untrusted code is behind them, and the code events (CODE_EVENTS) that would give
     untrusted code a trusted file name."""
+    if _IN_HOOK[0]:
+        return
     if event in CODE_EVENTS:
-        if _IN_HOOK[0]:
-            return
         named = spoofed_name(event, args)
         if named is None:
             return
     elif event not in INTROSPECTION_EVENTS and not (
             event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES):
-        return
-    if _IN_HOOK[0]:
         return
     _IN_HOOK[0] = True
     try:
@@ -523,12 +521,12 @@ def refuse_introspection(event, args):
         return
     if event in CODE_EVENTS:
         what = "%s of code named %s" % (event, named) if event != "marshal.loads" else event
-        INTROSPECTION.append("%s from %s" % (what, where))
-        raise PermissionError("%s: a solution may not make code under a library's file name"
-                              % what)
-    what = "the attribute %s" % args[1] if event == "object.__getattr__" else event
+        why = "make code under a library's file name"
+    else:
+        what = "the attribute %s" % args[1] if event == "object.__getattr__" else event
+        why = "read the evaluator's frames or objects"
     INTROSPECTION.append("%s from %s" % (what, where))
-    raise PermissionError("%s: a solution may not read the evaluator's frames or objects" % what)
+    raise PermissionError("%s: a solution may not %s" % (what, why))
 
 
 def refuse_processes(event, args):
