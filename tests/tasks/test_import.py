@@ -18,7 +18,6 @@ more runs check the options (--backend host, --level from the folder, --atol/--r
 --device auto over --cpu-limit, --gpu-seconds, --version) and usage errors.
 Prints "N passed, M failed" and exits 1 when any check failed.
 """
-import importlib.util
 import json
 import os
 import re
@@ -27,6 +26,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+from worker_module import load_worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
@@ -281,9 +282,7 @@ def check_task_check(tool, bundles_dir):
 def check_worker(out, worker):
     """The PyTorch worker, imported here, prepares the scalar task on the CPU: the candidate's
     inputs hold 0-d tensors, the module got the Python values (it raises on tensors)."""
-    spec = importlib.util.spec_from_file_location("kb_sandbox_torch", worker)
-    w = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(w)
+    w = load_worker(worker, with_torch=False)
     w.open_device("host", 0)
     d = os.path.join(out, "bundles", "14_scalar_inputs")
     t = json.load(open(os.path.join(d, "task.json")))

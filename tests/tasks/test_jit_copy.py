@@ -12,13 +12,16 @@ two; a trusted (unconfined) worker points at the shared folder itself.
 usage: test_jit_copy.py WORKER   (the build's kb_sandbox_torch.py, libkb-confine.so beside it)
 """
 import ctypes
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+# the child runs under -I (no script folder on sys.path): the helper beside this file
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from worker_module import load_worker  # noqa: E402
 
 failures = []
 
@@ -27,15 +30,6 @@ def check(cond, what):
     print("%s: %s" % ("ok" if cond else "FAIL", what))
     if not cond:
         failures.append(what)
-
-
-def load(worker):
-    spec = importlib.util.spec_from_file_location("kb_sandbox_torch", worker)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    import torch
-    m.torch = torch
-    return m
 
 
 def build(cache, key):
@@ -72,7 +66,7 @@ def inductor_write(folder):
 
 def confined_child(worker, cache, rw):
     """Runs in the child: confines itself as the worker does, then uses three builds."""
-    m = load(worker)
+    m = load_worker(worker)
     m.CONF = m.Confinement({"trusted": False, "dir": rw, "ro": [cache]})
     why = ctypes.create_string_buffer(512)
     rc = m.CONF.lib.kb_confine_python(rw.encode(), ":".join(m.readable_paths([cache])).encode(),
@@ -133,7 +127,7 @@ def main(argv):
                            timeout=120)
         print(p.stdout, end="")
         check(p.returncode == 0, "the confined child passed (exit %d)" % p.returncode)
-        m = load(worker)
+        m = load_worker(worker)
         m.CONF = m.Confinement({"trusted": True, "dir": rw, "ro": [cache]})
         m.point_jit_caches(os.path.join(cache, "k1.kb"))
         check(os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.join(cache, "k1.jit", "inductor"),

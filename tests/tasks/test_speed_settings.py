@@ -7,8 +7,9 @@ again, and Surface.changed() sets the first ones back at the end, reporting noth
 
 usage: test_speed_settings.py WORKER   (the build's kb_sandbox_torch.py)
 """
-import importlib.util
 import sys
+
+from worker_module import load_worker
 
 failures = []
 
@@ -22,11 +23,8 @@ def check(cond, what):
 def main(argv):
     if len(argv) != 2:
         sys.exit(__doc__)
-    spec = importlib.util.spec_from_file_location("kb_sandbox_torch", argv[1])
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    import torch
-    m.torch = torch
+    m = load_worker(argv[1])
+    torch = m.torch
     m.Surface.parse()
     torch.set_num_threads(2)
     torch.set_grad_enabled(False)
