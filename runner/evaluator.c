@@ -30,6 +30,7 @@
 #include "proc.h"
 #include "sandbox/proto.h"
 #include "sandbox_client.h"
+#include "witness.h"
 
 #define MAX_ORACLES 8          /* oracle libraries remembered by task fingerprint */
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
@@ -1098,6 +1099,69 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
   return kb_now_mono() - t0;
 }
 
+/* The witness (witness.h) of `r`, an ok full-tier evaluation of pytorch task `task` in the
+ * confined PyTorch worker `sb` under `key`: the trusted worker prepared, the rounds run within
+ * KB_WITNESS_LIMIT_S, their verdict judged against r's claims. A verdict not ok replaces r's
+ * (its timing dropped); torch eager held (the candidate's process timed it over the trusted
+ * worker's by more than noise allows) replaces r->torch_eager_us, with a warning; a verdict
+ * not ok also replaces the confined worker (kills it: the next call starts one). A witness
+ * that cannot run is r's infra_error: an ok that nothing outside the candidate's process saw
+ * is not reported. Returns the seconds it took (counted in the cost). */
+static double witness(struct kb_evaluator *b, const struct kb_task *task, int tier_index,
+                      const char *key, struct kb__sandbox *sb, struct kb_result *r) {
+  double t0 = kb_now_mono();
+  double deadline = t0 + KB_WITNESS_LIMIT_S;
+  char tkey[KB_CAND_ID_LEN + 1];
+  struct kb__sandbox *tsb = NULL;
+  struct kb_error err = {0};
+  struct kb__witness_obs o;
+  struct kb__witness_verdict v;
+  memset(&o, 0, sizeof o);
+  memset(&v, 0, sizeof v);
+  v.status = KB_STATUS_OK;
+  int rc = prepare(b, task, 1, tkey, deadline, &err);
+  if (rc == KB_OK)
+    rc = sandbox_for(b, task, 1, &tsb, &err);
+  if (rc == KB_OK) {
+    int calls = kb__witness_calls(r->timing.median_us, r->torch_eager_us);
+    rc = kb__witness_run(sb, key, tsb, tkey, calls, flushes_l2(b, tier_index, 1), deadline, &o,
+                         &v, &err);
+  }
+  if (rc == KB_ETIMEOUT && strstr(err.msg, "confined") != NULL) {
+    v.status = KB_STATUS_TIMEOUT;
+    snprintf(v.reason, sizeof v.reason, "its witness calls ran past the witness's %.0f s",
+             KB_WITNESS_LIMIT_S);
+  } else if (rc && v.status == KB_STATUS_OK) {
+    v.status = KB_STATUS_INFRA_ERROR;
+    snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
+  } else if (v.status == KB_STATUS_OK) {
+    kb__witness_judge(&o, r->timing.median_us, r->torch_eager_us, b->kind == KB_BACKEND_CUDA,
+                      &v);
+  }
+  if (o.rounds > 0)
+    kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
+             "samples %.1f us), torch eager %.1f us in the trusted worker (%.1f us beside the "
+             "candidate)", task->id, o.rounds, o.calls, v.cand_us, r->timing.median_us,
+             v.eager_us, r->torch_eager_us);
+  if (v.status != KB_STATUS_OK) {
+    /* what its code changed in that process (the checks themselves, torch) stays there: the
+     * next candidate gets a new one */
+    kb__sandbox_kill(sb);
+    r->status = v.status;
+    set_reason(r, "%s", v.reason);
+    memset(&r->timing, 0, sizeof r->timing);
+    r->baseline_median_us = NAN;
+    r->same_run_speedup = NAN;
+    r->torch_eager_us = NAN;
+  } else if (v.eager_held) {
+    kb_warn("task %s: torch eager took %.1f us a call in the candidate's process, %.1f us in "
+            "the trusted worker on the witness calls: the trusted worker's is reported",
+            task->id, r->torch_eager_us, v.eager_us);
+    r->torch_eager_us = v.eager_us;
+  }
+  return kb_now_mono() - t0;
+}
+
 /* Tier 0's verdict on `build` into `r` (the compile tier's fields, the label, a build that
  * failed, a library without kb_forward, a ModelNew for a task without a pytorch oracle).
  * Returns KB_OK with *done = 1 when `r` holds the verdict, *done = 0 when the build may run;
@@ -1266,6 +1330,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
              json_number_value(json_object_get(tail, "extra_us")),
              (long long)json_integer_value(json_object_get(tail, "samples")),
              json_number_value(json_object_get(tail, "idle_us")));
+  if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
+      r->status == KB_STATUS_OK)
+    used_s += witness(b, task, tier_index, key, sb, r);
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&

@@ -2908,7 +2908,7 @@ def evaluate(task, e):
              "fatal": False}
     run = Run(task, e)
     start = MONOTONIC()
-    lib = blib = None
+    lib = blib = fn = None
     surface = None
     # seconds per phase, for the runner's debug line (runner/evaluator.c, as the C sandbox's):
     # load (imports, the surface, the candidate's module), check (the check calls, integrity,
@@ -2917,6 +2917,7 @@ def evaluate(task, e):
     # recheck (integrity and outputs after timing)
     phases = reply["phases"] = {}
     mark = [start]
+    LAST_OK.clear()
 
     def phase(name):
         now = MONOTONIC()
@@ -3072,6 +3073,8 @@ def evaluate(task, e):
         reply.pop("timing", None)
     finally:
         tampered(surface, reply)
+        if reply["status"] == "ok" and e["max_samples"] > 0:
+            LAST_OK[e["key"]] = (fn, lib)  # for the witness that follows (the lib stays loaded)
         if not reply["fatal"]:
             try:
                 run.rotate(0)
@@ -3208,6 +3211,198 @@ def time_torch(task, e):
     return reply
 
 
+# ---- the witness: calls timed and outputs read outside the candidate's process --------------
+
+# Every check above runs in the candidate's process, where its code can reach the worker's own
+# objects (docs/sandbox.md, "The checks are in the candidate's reach"). At the full tier the
+# runner then asks for a witness: the confined worker makes `calls` calls of the candidate on
+# inputs drawn from a seed the runner sends with the request (nothing of them exists before),
+# writes every output to a file and answers; the runner times the request on its own clock and
+# stops the confined process (SIGSTOP) before the trusted worker makes the same calls of the
+# task's module on the same draws (timed the same way, its module calls by itself) and compares
+# the file with its own outputs. docs/sandbox.md, "The witness".
+WITNESS_OUT_BYTES = 64 << 20  # outputs written to the file per witness request, at most
+WITNESS_SAMPLE = 1 << 20  # elements kept of an output too large for that (positions drawn)
+WITNESS_MAX_CALLS = 256
+LAST_OK = {}  # key -> the candidate of the last evaluation that was ok there (confined worker)
+
+
+def witness_spec(req):
+    w = {"key": get(req, "key", "str"),
+         "seed": get(req, "seed", "int", lo=1, hi=2**62),
+         "calls": get(req, "calls", "int", lo=1, hi=WITNESS_MAX_CALLS),
+         "path": get(req, "path", "str"),
+         "flush_l2": get(req, "flush_l2", "bool", False, False),
+         "check": get(req, "check", "bool", False, False)}
+    if not os.path.isabs(w["path"]):
+        raise BadRequest("path", '"path" must be an absolute path')
+    return w
+
+
+def witness_set(task, seed, i):
+    """The description of witness call i's inputs: input set i's distribution (cycling) under a
+    seed of the runner's, the same in both workers."""
+    s = dict(task.sets[i % len(task.sets)])
+    s["seed"] = (seed * 1000003 + 7919 * (i + 1)) % (2**62)
+    return s
+
+
+def witness_positions(task, seed):
+    """For each output: None (all of it is written), or the flat positions written (a sorted
+    sample of WITNESS_SAMPLE drawn from the seed, on the device) when the outputs of one call are
+    over a third of WITNESS_OUT_BYTES."""
+    per_call = tensor_bytes(task.outputs)
+    out = []
+    for o, spec in enumerate(task.outputs):
+        n = 1
+        for d in spec["shape"]:
+            n *= d
+        if per_call * 3 <= WITNESS_OUT_BYTES or n <= WITNESS_SAMPLE:
+            out.append(None)
+            continue
+        g = torch.Generator()
+        g.manual_seed((seed + 31 * (o + 1)) % (2**62))
+        idx = torch.randint(0, n, (WITNESS_SAMPLE,), generator=g, dtype=torch.int64)
+        out.append(torch.sort(idx).values.to(DEV))
+    return out
+
+
+def witness_calls(task, calls):
+    """As many calls as asked, fewer when their outputs would be over WITNESS_OUT_BYTES (one at
+    least; a sampled output counts its sample)."""
+    per_call = tensor_bytes(task.outputs)
+    if per_call * 3 > WITNESS_OUT_BYTES:
+        per_call = sum(min(WITNESS_SAMPLE * ELEM_SIZE[s["dtype"]], tensor_bytes([s]))
+                       for s in task.outputs)
+    return max(1, min(calls, WITNESS_OUT_BYTES // max(per_call, 1)))
+
+
+def module_outputs(task, fn, args, who):
+    """fn (a ModuleCandidate: ModelNew or the task's module) on `args`: its outputs, checked
+    for number, dtype, shape, device and plainness."""
+    fn.use_jit_caches()  # a torch.compile or Triton file: its build's caches (no compiler here)
+    if getattr(task, "random", False):
+        seed_all(RANDOM_SEED)
+    got = fn.module(*args)
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    if len(got) != len(task.outputs):
+        raise Verdict("wrong_output", "%sreturns %d outputs, the task lists %d"
+                      % (who, len(got), len(task.outputs)))
+    for o, (g, spec) in enumerate(zip(got, task.outputs)):
+        if not isinstance(g, torch.Tensor) or not plain_tensor(g) or \
+                list(g.shape) != spec["shape"] or g.dtype != torch_dtype(spec["dtype"]) or \
+                g.device != DEV:
+            raise Verdict("wrong_output", '%soutput "%s" (outputs[%d]) is %s, the task says %s '
+                          '%s on %s' % (who, spec["name"], o, describe_tensor(g),
+                                        spec["dtype"], spec["shape"], DEV))
+    return got
+
+
+def library_outputs(task, fn, ins):
+    """A kb_forward library's outputs on `ins` (new tensors)."""
+    outs = [torch.empty(spec["shape"], dtype=torch_dtype(spec["dtype"]), device=DEV)
+            for spec in task.outputs]
+    ret = fn(descriptors(ins, task.inputs), len(task.inputs), descriptors(outs, task.outputs),
+             len(task.outputs), STREAM.cuda_stream if STREAM is not None else None)
+    if ret != 0:
+        raise Verdict("crash", "kb_forward returned %d on a witness call" % ret)
+    return outs
+
+
+def witness(task, w, fn):
+    """The "witness" request: `calls` calls of `fn` (the confined worker: the candidate of the
+    last ok evaluation under the key; the trusted worker: the task's module, TF32 off as for the
+    references) on inputs drawn from the seed, each after the L2 flush and a wait for the
+    device, its outputs copied to the host; the outputs then written to `path` (call by call,
+    output by output, raw bytes; sampled positions only of an output too large). The trusted
+    worker also times each module call (a wait for the device after it) and, with "check",
+    compares `path` (the confined worker's file, written for the same seed) with its own
+    outputs afterwards: `verify_s` is that part, which the runner leaves out of its clock."""
+    reply = {"op": "witness", "status": "ok", "reason": ""}
+    calls = witness_calls(task, w["calls"])
+    where = witness_positions(task, w["seed"])
+    flush = None
+    if w["flush_l2"] and DEV.type == "cuda":
+        l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
+        flush = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+    trusted = CONF.trusted
+    host = []
+    module_s = 0.0
+    t0 = MONOTONIC()
+    try:
+        with torch.no_grad():
+            for i in range(calls):
+                ins = draw(task, 0, witness_set(task, w["seed"], i))
+                if flush is not None:
+                    flush.zero_()
+                sync()
+                a = CLOCK()
+                if isinstance(fn, ModuleCandidate):
+                    got = module_outputs(task, fn, forward_args(task, ins),
+                                         "" if trusted else "ModelNew.forward on a witness "
+                                         "call: ")
+                else:
+                    got = library_outputs(task, fn, ins)
+                sync()
+                module_s += CLOCK() - a
+                host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
+                             .to("cpu") for g, p in zip(got, where)])
+                del ins, got
+    except Verdict as v:
+        reply["status"], reply["reason"] = v.status, v.reason[:255]
+        return reply
+    except Exception as err:
+        if out_of_memory(err):
+            reply["status"], reply["reason"] = "infra_error", oom_reason(err)[:255]
+        else:
+            reply["status"] = "infra_error" if trusted else "crash"
+            reply["reason"] = ("a witness call raised %s: %s" % (type(err).__name__,
+                                                                  first_line(err)))[:255]
+        return reply
+    mine = w["path"] if not trusted else os.path.join(CONF.rw, "witness-reference.bin")
+    with open(mine, "wb") as f:
+        for outs in host:
+            for h in outs:
+                f.write(h.view(torch.uint8).numpy().tobytes())
+    reply.update(calls=calls, module_us=module_s * 1e6 / calls,
+                 sampled=sum(p is not None for p in where), timed_s=MONOTONIC() - t0)
+    if trusted and w["check"]:
+        v0 = MONOTONIC()
+        why = witness_compare(task, w["path"], host)
+        if why is not None:
+            reply["status"], reply["reason"] = "rejected", why[:255]
+        reply["verify_s"] = MONOTONIC() - v0
+    return reply
+
+
+def witness_compare(task, path, host):
+    """None when the file at `path` holds the outputs in `host` within the task's tolerance,
+    else why not."""
+    want = sum(h.numel() * h.element_size() for outs in host for h in outs)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(want + 1)
+    except OSError as err:
+        return "the witness calls' outputs cannot be read: %s" % first_line(err)
+    if len(data) != want:
+        return ("the witness calls' outputs are %d bytes, %d expected" % (len(data), want))
+    buf = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    at = 0
+    for i, outs in enumerate(host):
+        for o, (h, spec) in enumerate(zip(outs, task.outputs)):
+            n = h.numel() * h.element_size()
+            got = buf[at:at + n].view(h.dtype)
+            at += n
+            bad, checked, first, g, e, _, _ = compare(got, h, spec["dtype"], task.atol,
+                                                      task.rtol)
+            if bad:
+                return ('wrong on inputs drawn after the runner asked, read outside its '
+                        'process: output "%s" of witness call %d of %d: %s'
+                        % (spec["name"], i + 1, len(host), describe(bad, checked, first, g, e)))
+    return None
+
+
 # ---- the message loop -------------------------------------------------------------------------
 
 def eval_spec(req, torch_op=False):
@@ -3327,6 +3522,22 @@ def serve(sock, backend, ordinal):
                     return 3
             elif op == "release":
                 send(sock, do_release(req, prepared))
+            elif op == "witness":
+                w = witness_spec(req)
+                task = use(w["key"])
+                if CONF.trusted:
+                    fn = ModuleCandidate.of_module(task, task.module)
+                elif w["key"] in LAST_OK:
+                    fn = LAST_OK[w["key"]][0]
+                else:
+                    raise BadRequest("key", '"key": the last evaluation was not an ok timed '
+                                     'one of this task (a witness follows one)')
+                if w["check"] and not CONF.trusted:
+                    raise BadRequest("check", '"check": only the trusted worker compares')
+                t0 = time.monotonic()
+                reply = witness(task, w, fn)
+                reply["seconds"] = time.monotonic() - t0
+                send(sock, reply)
             elif op == "torch":
                 if not CONF.trusted:
                     raise BadRequest("op", '"op": "torch" goes to the trusted worker '

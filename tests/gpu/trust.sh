@@ -3,7 +3,7 @@
 # repository root after bundling (../shared/gpu/README.md):
 #   ../shared/gpu/bundle.sh .gpu build/bin/kb-* build/bin/libkb-confine.so build/bin/kb_sandbox_torch.py
 # then on the device: KB_COMMIT=<sha> bash tests/gpu/trust.sh [catalogue|engine|torch|suite ...]
-# (default: catalogue engine torch; torch-tail on request). Outputs under $OUT:
+# (default: catalogue engine torch; torch-tail and witness on request). Outputs under $OUT:
 #   catalogue.txt   every tests/gpu/catalogue/*.cu through kb-sandbox-cuda at its tier against
 #                   the verdict in its header (tests/gpu/catalogue.sh)
 #   engine-trust.txt every seed of every tasks/cuda task at smoke, screen and full: false
@@ -17,6 +17,8 @@
 #                   debug lines give the device's wait after the timed windows
 #   torch-tail.txt  the device's wait after the timed windows (and its control) for relu.cu and
 #                   the side-stream pair at full, on an idle host and with every CPU busy
+#   witness.txt     the witness on the GPU: 12_small_linear's ModelNew files that turn the
+#                   worker's checks off first (rejected by the witness) and honest ones (ok)
 #   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
@@ -61,6 +63,21 @@ for s in $steps; do
       echo "kb-test-torch-eval (ModelNew) exit $?"
     } > "$OUT/torch.txt" 2>&1
     echo "torch exit (see torch.txt)" ;;
+  witness)
+    # the witness (runner/witness.h) on the GPU: ModelNew files that first turn the worker's own
+    # checks off (the reference slowed, the timer forged, the comparison forged over zeros:
+    # each rejected by the witness), with the honest file and the identity around them (ok)
+    W=$(mktemp -d)
+    {
+      python3 tools/kb-import-kernelbench --out "$W/tasks" tests/tasks/kernelbench/12_small_linear.py 2>&1 | tail -1
+      M=tests/tasks/modelnew_candidates
+      KB_LOG=debug timeout 240 kb-test-torch-eval --backend cuda --cache "$W/cache" --tiers 3 \
+        "$W/tasks/12_small_linear" "$M/linear_torch.py" "$M/linear_unchecked_slow_reference.py" \
+        "$M/linear_forge_timer.py" "$M/linear_forge_check.py" \
+        "$W/tasks/12_small_linear/seeds/identity.py" "$M/linear_torch.py" 2>&1
+      echo "kb-test-torch-eval (witness) exit $?"
+    } > "$OUT/witness.txt" 2>&1
+    echo "witness exit (see witness.txt)" ;;
   torch-tail)
     # the device's wait after the timed windows (untimed_work) for the honest C ReLU, the
     # side-stream cheat and its waited-for twin at the full tier, on an idle host and with all
@@ -96,4 +113,5 @@ cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
 [ -f "$OUT/torch.txt" ] && grep -v " debug: " "$OUT/torch.txt" | tail -25
 [ -f "$OUT/torch.txt" ] && grep "device was busy" "$OUT/torch.txt" | tail -24
 [ -f "$OUT/torch-tail.txt" ] && cat "$OUT/torch-tail.txt"
+[ -f "$OUT/witness.txt" ] && grep -E '^\{|witness:' "$OUT/witness.txt" | cut -c1-400
 exit 0

@@ -193,10 +193,15 @@ def reference_tampering(tool, linear, c, cache):
     interpreter busy while the candidate is not calling (foreign_threads); and one that gives
     its own code torch's file name to pass the frame checks as torch (CODE_EVENTS), with an
     honest file that imports standard modules not loaded yet after it. Each rejected at full with what
-    it changed named, before any timing is reported; the honest file after them is ok and its
-    eager is the task's module's own time (the identity range of its same-run baseline)."""
+    it changed named, before any timing is reported. Then three that first turn the worker's
+    own checks off (reached through sys.modules["__main__"]), which only the witness catches
+    (runner/witness.h): the reference slowed, the worker's timer forged, the worker's
+    comparison forged over zeros. The honest files after them are ok (a new worker after each
+    witness verdict) and the last one's eager is the task's module's own time (the identity
+    range of its same-run baseline)."""
     order = ["linear_slow_reference", "linear_slow_reference_hook", "linear_slow_reference_class",
              "linear_patch_oracle", "linear_slow_reference_thread", "linear_spoof_name",
+             "linear_unchecked_slow_reference", "linear_forge_timer", "linear_forge_check",
              "linear_imports", "linear_torch"]
     named = {"linear_slow_reference": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_hook": "torch.nn.modules.module._global_forward_pre_hooks "
@@ -205,11 +210,17 @@ def reference_tampering(tool, linear, c, cache):
              "linear_patch_oracle": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_thread": "a thread it started was still running (at "
                                              "candidate.py:",
-             "linear_spoof_name": "it reached for code.__new__ of code named "}
+             "linear_spoof_name": "it reached for code.__new__ of code named ",
+             "linear_unchecked_slow_reference": "slowed the reference in its process: torch "
+                                                "eager took ",
+             "linear_forge_timer": "timing not confirmed outside its process: its samples say "
+                                   "0.5 us a call",
+             "linear_forge_check": "wrong on inputs drawn after the runner asked, read outside "
+                                   "its process: output \"out\" of witness call 1 of "}
     rc, lines = evaluate(tool, linear, [c(n) for n in order], "3", cache)
     got = [x["status"] for x in lines]
-    check(rc == 0 and got == ["rejected"] * 6 + ["ok"] * 2,
-          "reference tampering verdicts %s (want 6 rejected, then 2 ok)" % got)
+    check(rc == 0 and got == ["rejected"] * 9 + ["ok"] * 2,
+          "reference tampering verdicts %s (want 9 rejected, then 2 ok)" % got)
     for n, x in zip(order, lines):
         if n in named:
             check(named[n] in x["reason"] and x["median_us"] is None and

@@ -27,12 +27,15 @@ int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tie
  *   eval     the evaluation call: the tier's timeout_seconds;
  *   torch    at the last tier of a ladder of 2 or more, a PyTorch-oracle task's torch eager and
  *            torch.compile timing: the tier's timeout_seconds again;
+ *   witness  at that tier of such a task, the witness calls timed on the runner's clock and
+ *            checked by the trusted worker (runner/witness.h): KB_WITNESS_LIMIT_S;
  *   slack    KB_RESERVE_SLACK_MS for the clocks' granularity and the ends of the limits.
  * The compile tier (index 0) uses no device and costs 0. A tier's "cost_ms" is the planning
  * estimate of the budget split (scheduler/budget.c); the reservation is this bound, which every
  * enqueue passes. A settlement charges the measured cost and refunds the rest; one beyond the
  * reservation (a broken limit) is charged whole and logged as an overrun (complete_claim.lua). */
 #define KB_SETUP_LIMIT_S 20.0
+#define KB_WITNESS_LIMIT_S 30.0
 #define KB_RESERVE_SLACK_MS 2000
 
 /* The reservation, GPU milliseconds, of an evaluation at tier `k` of the `n` tiers `tiers`

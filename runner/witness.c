@@ -1,0 +1,220 @@
+/* The witness (see witness.h). */
+#include "witness.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/types.h>
+
+#include "kb/clock.h"
+#include "kb/error.h"
+#include "kb/log.h"
+#include "sandbox_client.h"
+
+#define KB_WITNESS_TARGET_MS 30.0 /* module calls per request, in each worker */
+#define WITNESS_MIN_CALLS 3
+#define WITNESS_MAX_CALLS 256
+/* the rules' numbers (docs/sandbox.md, "The witness"): how far the witnessed time of a call
+ * may be over the claimed one. A host's clock shares two cores with everything else; a device's
+ * calls are timed on the host around a wait for the device, so a call under some 10 us is
+ * witnessed at the wait's cost while its batched samples leave the host out */
+#define CUDA_FACTOR 2.0
+#define CUDA_SLACK_US 30.0
+#define HOST_FACTOR 3.0
+#define HOST_SLACK_US 100.0
+#define EAGER_HELD 1.5  /* eager in the candidate's process over the trusted one's: reported */
+#define EAGER_SLOWED 3.0 /* ... : rejected */
+
+int kb__witness_calls(double claimed_us, double eager_us) {
+  double per = 0;
+  if (claimed_us > per)
+    per = claimed_us;
+  if (eager_us > per) /* NAN compares false */
+    per = eager_us;
+  if (!(per > 1.0))
+    per = 1.0;
+  double n = ceil(KB_WITNESS_TARGET_MS * 1000.0 / per);
+  if (n < WITNESS_MIN_CALLS)
+    return WITNESS_MIN_CALLS;
+  return n > WITNESS_MAX_CALLS ? WITNESS_MAX_CALLS : (int)n;
+}
+
+static double min_of(const double *v, int n) {
+  double m = v[0];
+  for (int i = 1; i < n; i++)
+    if (v[i] < m)
+      m = v[i];
+  return m;
+}
+
+void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,
+                       int cuda, struct kb__witness_verdict *v) {
+  v->cand_us = NAN;
+  v->eager_us = NAN;
+  v->eager_held = 0;
+  if (o->rounds < 1 || o->calls < 1)
+    return;
+  int n = o->rounds;
+  double calls = o->calls;
+  /* the fastest round of each: a round the host's load slowed (the first one's first uses
+   * among them) does not count, and no spread of the rounds widens the bounds, which would let
+   * a loaded host excuse any claim */
+  double eager = min_of(o->module_us, n);
+  double cand = eager + (min_of(o->cand_s, n) - min_of(o->ref_s, n)) * 1e6 / calls;
+  double factor = cuda ? CUDA_FACTOR : HOST_FACTOR;
+  double slack = cuda ? CUDA_SLACK_US : HOST_SLACK_US;
+  v->cand_us = cand;
+  v->eager_us = eager;
+  if (v->status != KB_STATUS_OK)
+    return;
+  if (claimed_us > 0 && cand > factor * claimed_us + slack) {
+    v->status = KB_STATUS_REJECTED;
+    snprintf(v->reason, sizeof v->reason,
+             "timing not confirmed outside its process: its samples say %.1f us a call, the "
+             "runner's clock over %d calls on inputs drawn after it asked says %.1f us (torch "
+             "eager in the trusted worker %.1f us, same inputs)",
+             claimed_us, o->calls, cand, eager);
+    return;
+  }
+  if (!(eager_same_us > 0) || !(eager > 0))
+    return;
+  if (eager_same_us > EAGER_SLOWED * eager + slack) {
+    v->status = KB_STATUS_REJECTED;
+    snprintf(v->reason, sizeof v->reason,
+             "slowed the reference in its process: torch eager took %.1f us a call there, "
+             "%.1f us in the trusted worker on the witness calls (%.1fx)",
+             eager_same_us, eager, eager_same_us / eager);
+    return;
+  }
+  v->eager_held = eager_same_us > EAGER_HELD * eager + slack;
+}
+
+/* A seed from the kernel's generator, 1 .. 2^62; 0 when it has none to give. */
+static json_int_t new_seed(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x)
+    return 0;
+  x >>= 2;
+  return (json_int_t)(x ? x : 1);
+}
+
+/* One witness request to `sb` until `deadline`: its reply in *rep (new) when it answered, its
+ * seconds on this clock in *seconds. A worker that died or ran out of time: `v` says how when
+ * it is the confined one (`cand`), else an error. */
+static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, json_t **rep,
+               double *seconds, struct kb__witness_verdict *v, struct kb_error *err) {
+  struct kb__sb_call call;
+  memset(&call, 0, sizeof call);
+  *rep = NULL;
+  double left = deadline - kb_now_mono();
+  if (left <= 0)
+    return kb_error_set(err, KB_ETIMEOUT, "the witness ran out of its time");
+  int rc = kb__sandbox_call(sb, req, left, &call, err);
+  if (rc)
+    return rc;
+  *seconds = call.seconds;
+  if (call.outcome == KB__SB_REPLY) {
+    *rep = json_incref(call.reply);
+  } else if (call.outcome == KB__SB_TIMEOUT) {
+    rc = kb_error_set(err, KB_ETIMEOUT, "the %s worker ran out of the witness's time",
+                      cand ? "confined" : "trusted");
+  } else if (cand && call.outcome == KB__SB_DIED) {
+    v->status = KB_STATUS_CRASH;
+    snprintf(v->reason, sizeof v->reason, "the worker ended during a witness call%s%.200s",
+             call.tail[0] ? ": " : "", call.tail);
+  } else {
+    rc = kb_error_set(err, call.outcome == KB__SB_STOPPED ? KB_EINTERRUPTED : KB_ECHILD,
+                      "the %s worker %s during the witness", cand ? "confined" : "trusted",
+                      call.outcome == KB__SB_STOPPED ? "was stopped" : "ended");
+  }
+  kb__sb_call_release(&call);
+  return rc;
+}
+
+/* The reply's verdict into `v` when it is not ok; 1 when it was not. */
+static int not_ok(json_t *rep, struct kb__witness_verdict *v) {
+  const char *st = json_string_value(json_object_get(rep, "status"));
+  if (st == NULL) { /* an error reply: the request's fault, the runner's */
+    v->status = KB_STATUS_INFRA_ERROR;
+    snprintf(v->reason, sizeof v->reason, "witness request refused: %s",
+             json_string_value(json_object_get(rep, "reason")) ? json_string_value(
+                 json_object_get(rep, "reason")) : "no reason");
+    return 1;
+  }
+  if (strcmp(st, "ok") == 0)
+    return 0;
+  int s = kb_status_from_name(st);
+  v->status = s < 0 ? KB_STATUS_INFRA_ERROR : s;
+  snprintf(v->reason, sizeof v->reason, "%s",
+           json_string_value(json_object_get(rep, "reason")) ? json_string_value(
+               json_object_get(rep, "reason")) : "");
+  return 1;
+}
+
+int kb__witness_run(struct kb__sandbox *confined, const char *key, struct kb__sandbox *trusted,
+                    const char *trusted_key, int calls, int flush, double deadline,
+                    struct kb__witness_obs *o, struct kb__witness_verdict *v,
+                    struct kb_error *err) {
+  memset(o, 0, sizeof *o);
+  const char *dir = kb__sandbox_dir(confined);
+  if (dir == NULL)
+    return kb_error_set(err, KB_ECHILD, "the confined worker is not running");
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/witness.bin", dir) >= (int)sizeof path)
+    return kb_error_set(err, KB_EINVAL, "the confined worker's folder name is too long");
+  int rc = KB_OK;
+  for (int r = 0; r < KB_WITNESS_ROUNDS && rc == KB_OK; r++) {
+    json_int_t seed = new_seed();
+    if (seed == 0)
+      return kb_error_set(err, KB_EIO, "no random seed for the witness");
+    json_t *cq = json_pack("{s:s, s:s, s:I, s:i, s:s, s:b}", "op", "witness", "key", key,
+                           "seed", seed, "calls", calls, "path", path, "flush_l2", flush);
+    json_t *tq = json_pack("{s:s, s:s, s:I, s:i, s:s, s:b, s:b}", "op", "witness", "key",
+                           trusted_key, "seed", seed, "calls", calls, "path", path, "flush_l2",
+                           flush, "check", 1);
+    json_t *crep = NULL, *trep = NULL;
+    double cs = 0, ts = 0;
+    if (cq == NULL || tq == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+      goto next;
+    }
+    rc = ask(confined, cq, deadline, 1, &crep, &cs, v, err);
+    if (rc || crep == NULL || not_ok(crep, v))
+      goto next;
+    int got = (int)json_integer_value(json_object_get(crep, "calls"));
+    /* nothing of the confined process runs while its outputs are read and the reference's
+     * calls timed: no thread of its finishes the file late, nor shares the CPU or the clock */
+    pid_t pid = kb__sandbox_pid(confined);
+    if (pid > 0)
+      kill(pid, SIGSTOP);
+    rc = ask(trusted, tq, deadline, 0, &trep, &ts, v, err);
+    if (pid > 0)
+      kill(pid, SIGCONT);
+    if (rc || trep == NULL || not_ok(trep, v))
+      goto next;
+    if (got < 1 || json_integer_value(json_object_get(trep, "calls")) != got) {
+      v->status = KB_STATUS_REJECTED;
+      snprintf(v->reason, sizeof v->reason,
+               "the witness's calls disagree: %d in its process, %lld in the trusted worker",
+               got, (long long)json_integer_value(json_object_get(trep, "calls")));
+      goto next;
+    }
+    o->calls = got;
+    o->cand_s[r] = cs;
+    o->ref_s[r] = ts - json_number_value(json_object_get(trep, "verify_s"));
+    o->module_us[r] = json_number_value(json_object_get(trep, "module_us"));
+    o->rounds = r + 1;
+  next:
+    json_decref(cq);
+    json_decref(tq);
+    json_decref(crep);
+    json_decref(trep);
+    if (v->status != KB_STATUS_OK)
+      break;
+  }
+  return rc;
+}

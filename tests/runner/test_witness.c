@@ -1,0 +1,125 @@
+/* The witness's rules (runner/witness.h): a table of what the two workers' clocks measured
+ * against what the candidate's process claimed, each with the verdict it must get; and the
+ * number of calls per request. The requests themselves run against the real workers in
+ * tasks_modelnew (tests/tasks/test_modelnew.py, reference_tampering). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kb/result.h"
+#include "witness.h"
+
+struct judge_case {
+  const char *what;
+  int cuda;
+  int calls;
+  double cand_s[2], ref_s[2], module_us[2]; /* two rounds (of KB_WITNESS_ROUNDS) */
+  double claimed_us, eager_same_us;
+  int status;      /* expected */
+  int eager_held;  /* expected */
+  const char *reason; /* expected start of the reason, "" for ok */
+};
+
+static const struct judge_case cases[] = {
+    /* 32 calls of 100 us against eager's 100 us: the clocks agree */
+    {"an honest identity on the device", 1, 32, {0.0050, 0.0052}, {0.0050, 0.0051},
+     {100, 101}, 100, 102, KB_STATUS_OK, 0, ""},
+    /* its samples 25 us, its calls 400 us: rejected */
+    {"a claim four times under its calls", 1, 32, {0.0160, 0.0161}, {0.0040, 0.0041},
+     {25, 25}, 100, 100, KB_STATUS_REJECTED, 0, "timing not confirmed outside its process"},
+    /* 1.8x under its calls: within the device's factor of 2 */
+    {"a claim within the factor", 1, 32, {0.0100, 0.0100}, {0.0050, 0.0050}, {100, 100}, 140,
+     100, KB_STATUS_OK, 0, ""},
+    /* a short call: 5 us claimed, 30 us witnessed (a wait for the device per call): the slack */
+    {"a short call's wait", 1, 32, {0.0020, 0.0020}, {0.0020, 0.0020}, {30, 30}, 5, 5,
+     KB_STATUS_OK, 0, ""},
+    /* the fastest round of each counts: a slow round (the host's load) neither condemns an
+     * honest claim nor excuses a false one */
+    {"a slow round of the candidate's", 1, 32, {0.0300, 0.0050}, {0.0050, 0.0050}, {100, 100},
+     100, 100, KB_STATUS_OK, 0, ""},
+    {"a slow round of the reference's", 1, 32, {0.0160, 0.0160}, {0.0040, 0.0300}, {25, 25},
+     100, 100, KB_STATUS_REJECTED, 0, "timing not confirmed"},
+    /* eager 10x in the candidate's process: rejected */
+    {"the reference slowed", 1, 32, {0.0050, 0.0050}, {0.0050, 0.0050}, {100, 100}, 100, 1000,
+     KB_STATUS_REJECTED, 0, "slowed the reference in its process"},
+    /* eager 2x there: reported from the trusted worker */
+    {"eager twice the trusted worker's", 1, 32, {0.0050, 0.0050}, {0.0050, 0.0050}, {100, 100},
+     100, 200, KB_STATUS_OK, 1, ""},
+    /* the host: 3x and 100 us of slack */
+    {"the host's factor", 0, 32, {0.0128, 0.0128}, {0.0032, 0.0032}, {100, 100}, 120, 100,
+     KB_STATUS_OK, 0, ""},
+    {"the host: a claim ten times under", 0, 32, {0.0352, 0.0352}, {0.0032, 0.0032},
+     {100, 100}, 100, 100, KB_STATUS_REJECTED, 0, "timing not confirmed"},
+    /* no eager beside the candidate (NAN): only its own time judged */
+    {"no eager beside it", 1, 32, {0.0050, 0.0050}, {0.0050, 0.0050}, {100, 100}, 100, NAN,
+     KB_STATUS_OK, 0, ""},
+};
+
+static void judges_the_table(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct judge_case *c = &cases[i];
+    struct kb__witness_obs o;
+    memset(&o, 0, sizeof o);
+    o.calls = c->calls;
+    o.rounds = 2;
+    for (int r = 0; r < 2; r++) {
+      o.cand_s[r] = c->cand_s[r];
+      o.ref_s[r] = c->ref_s[r];
+      o.module_us[r] = c->module_us[r];
+    }
+    struct kb__witness_verdict v;
+    memset(&v, 0, sizeof v);
+    v.status = KB_STATUS_OK;
+    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda, &v);
+    print_message("%s: %s %s\n", c->what, kb_status_name(v.status), v.reason);
+    assert_int_equal(v.status, c->status);
+    assert_int_equal(v.eager_held, c->eager_held);
+    assert_memory_equal(v.reason, c->reason, strlen(c->reason));
+    assert_true(v.cand_us > 0 || c->module_us[0] <= 0);
+  }
+}
+
+static void keeps_a_workers_verdict(void **state) {
+  (void)state;
+  /* a verdict already set (the trusted worker found the outputs wrong) is not replaced, and
+   * no rounds means nothing measured */
+  struct kb__witness_obs o;
+  memset(&o, 0, sizeof o);
+  struct kb__witness_verdict v;
+  memset(&v, 0, sizeof v);
+  v.status = KB_STATUS_REJECTED;
+  kb__witness_judge(&o, 100, 100, 1, &v);
+  assert_int_equal(v.status, KB_STATUS_REJECTED);
+  assert_true(isnan(v.cand_us));
+  o.calls = 8;
+  o.rounds = 1;
+  o.cand_s[0] = 0.008;
+  o.ref_s[0] = 0.001;
+  o.module_us[0] = 100;
+  kb__witness_judge(&o, 10, 100, 1, &v);
+  assert_int_equal(v.status, KB_STATUS_REJECTED);
+  assert_true(fabs(v.cand_us - 975.0) < 1e-6);
+}
+
+static void sizes_the_requests(void **state) {
+  (void)state;
+  assert_int_equal(kb__witness_calls(10000, 10000), 3);  /* 10 ms calls: the minimum */
+  assert_int_equal(kb__witness_calls(2000, 5000), 6);    /* the slower of the two counts */
+  assert_int_equal(kb__witness_calls(1, 1), 256);        /* the most */
+  assert_int_equal(kb__witness_calls(NAN, -1), 256);     /* unknown: as a short call */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(judges_the_table),
+      cmocka_unit_test(keeps_a_workers_verdict),
+      cmocka_unit_test(sizes_the_requests),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
