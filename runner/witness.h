@@ -54,8 +54,8 @@ int kb__witness_calls(double claimed_us, double eager_us);
  * `eager_same_us` (torch eager timed in its process; NAN when none), into `v`. `cuda`: the
  * device's rule (a host's clock is the noisier). The rules (docs/sandbox.md):
  *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x and
- *    30 us on a device, 3x and 100 us on a host): rejected (its samples were faster than its
- *    calls on fresh inputs);
+ *    30 us on a device, 3x and 100 us on a host) plus the trusted worker's time around each of
+ *    its module calls: rejected (its samples were faster than its calls on fresh inputs);
  *  - torch eager in its process over 3x the trusted worker's plus the same slack: rejected (the
  *    reference was slowed in its process); over 1.5x: eager_held, the trusted one is reported. */
 void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,

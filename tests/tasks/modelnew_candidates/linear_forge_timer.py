@@ -9,7 +9,7 @@ import time
 import torch.nn as nn
 
 WORKER = sys.modules["__main__"]
-REAL_STOP = WORKER.Timer.stop
+REAL_STOP = getattr(getattr(WORKER, "Timer", None), "stop", None)
 
 
 def stop(self, batch):
@@ -21,8 +21,9 @@ class ModelNew(nn.Module):
     def __init__(self, in_features, out_features):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features)
-        WORKER.Surface.changed = lambda *a, **k: None
-        WORKER.Timer.stop = stop
+        if REAL_STOP is not None:  # the worker (the compile tier runs this constructor too)
+            WORKER.Surface.changed = lambda *a, **k: None
+            WORKER.Timer.stop = stop
 
     def forward(self, x):
         time.sleep(0.001)
