@@ -17,7 +17,7 @@
 
 #define KB_WITNESS_TARGET_MS 30.0 /* module calls per request, in each worker */
 #define WITNESS_MIN_CALLS 3
-#define WITNESS_MAX_CALLS 256
+
 /* the rules' numbers (docs/sandbox.md, "The witness"): how far the witnessed time of a call
  * may be over the claimed one. A host's clock shares two cores with everything else; a device's
  * calls are timed on the host around a wait for the device, so a call under some 10 us is
@@ -40,7 +40,7 @@ int kb__witness_calls(double claimed_us, double eager_us) {
   double n = ceil(KB_WITNESS_TARGET_MS * 1000.0 / per);
   if (n < WITNESS_MIN_CALLS)
     return WITNESS_MIN_CALLS;
-  return n > WITNESS_MAX_CALLS ? WITNESS_MAX_CALLS : (int)n;
+  return n > KB_WITNESS_MAX_CALLS ? KB_WITNESS_MAX_CALLS : (int)n;
 }
 
 static double min_of(const double *v, int n) {

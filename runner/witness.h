@@ -9,9 +9,9 @@
  * confined process (SIGSTOP), and sends the trusted worker the same request for the task's
  * module: it draws the same inputs, times its module calls by itself, and compares the file
  * with its own outputs; the confined process goes on (SIGCONT) after. KB_WITNESS_ROUNDS rounds,
- * each with a new seed; the fastest of each worker's counts. Same code in both workers around the calls (the draws, the L2 flush, the waits, the
- * copies to the host and the file), so the difference of the two clocks is the difference of
- * the calls.
+ * each with a new seed; the fastest of each worker's counts. Same code in both workers around
+ * the calls (the draws, the L2 flush, the waits, the copies to the host and the file), so the
+ * difference of the two clocks is the difference of the calls.
  */
 #ifndef KB_RUNNER_WITNESS_H
 #define KB_RUNNER_WITNESS_H
@@ -22,6 +22,7 @@ struct kb__sandbox;
 struct kb_error;
 
 #define KB_WITNESS_ROUNDS 3
+#define KB_WITNESS_MAX_CALLS 256 /* calls per request, at most (the workers take no more) */
 
 /* What the two workers' witness requests measured. */
 struct kb__witness_obs {
