@@ -1104,8 +1104,8 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
  * KB_WITNESS_LIMIT_S, their verdict judged against r's claims (a rejection by the rules on the
  * clocks confirmed by a second witness of twice the calls). A verdict not ok replaces r's
  * (its timing dropped); torch eager held (the candidate's process timed it over the trusted
- * worker's by more than noise allows) replaces r->torch_eager_us, with a warning; a verdict
- * not ok also replaces the confined worker (kills it: the next call starts one). A witness
+ * worker's by more than 1.5x) replaces r->torch_eager_us and drops the same-run baseline, with
+ * a warning; both replace the confined worker (kill it: the next call starts one). A witness
  * that cannot run is r's infra_error: an ok that nothing outside the candidate's process saw
  * is not reported. Returns the seconds it took (counted in the cost). */
 static double witness(struct kb_evaluator *b, const struct kb_task *task, int tier_index,
@@ -1146,6 +1146,10 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
                           b->kind == KB_BACKEND_CUDA, &v);
     }
   }
+  /* the trusted worker's witness draws and outputs stay in its allocator's cache: room the
+   * confined worker needs for its next evaluation, as after a torch request */
+  if (tsb != NULL && rc != KB_ETIMEOUT)
+    release_worker(tsb, tkey);
   if (rc == KB_ETIMEOUT && strstr(err.msg, "confined") != NULL) {
     v.status = KB_STATUS_TIMEOUT;
     snprintf(v.reason, sizeof v.reason, "its witness calls ran past the witness's %.0f s",
@@ -1170,10 +1174,16 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     r->same_run_speedup = NAN;
     r->torch_eager_us = NAN;
   } else if (v.eager_held) {
+    /* the same-run baseline ran in that process too, and whatever slowed eager there stays
+     * for the next candidates: its numbers go, and so does the process */
     kb_warn("task %s: torch eager took %.1f us a call in the candidate's process, %.1f us in "
-            "the trusted worker on the witness calls: the trusted worker's is reported",
-            task->id, r->torch_eager_us, v.eager_us);
+            "the trusted worker on the witness calls: the trusted worker's is reported, the "
+            "same-run baseline dropped, the worker replaced", task->id, r->torch_eager_us,
+            v.eager_us);
+    kb__sandbox_kill(sb);
     r->torch_eager_us = v.eager_us;
+    r->baseline_median_us = NAN;
+    r->same_run_speedup = NAN;
   }
   return kb_now_mono() - t0;
 }
