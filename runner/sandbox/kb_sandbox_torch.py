@@ -65,6 +65,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -3380,8 +3381,12 @@ def witness_compare(task, path, host):
     else why not."""
     want = sum(h.numel() * h.element_size() for outs in host for h in outs)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # the folder is the candidate's process's: a link, a FIFO (which would block the
+        # read) or a device there is not its outputs
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return "the witness calls' outputs are not a regular file"
             data = f.read(want + 1)
     except OSError as err:
         return "the witness calls' outputs cannot be read: %s" % first_line(err)
