@@ -1161,8 +1161,8 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
   if (o.rounds > 0)
     kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
              "samples %.1f us), torch eager %.1f us in the trusted worker (%.1f us beside the "
-             "candidate)", task->id, o.rounds, o.calls, v.cand_us, r->timing.median_us,
-             v.eager_us, r->torch_eager_us);
+             "candidate; %.1f us around each of its calls)", task->id, o.rounds, o.calls,
+             v.cand_us, r->timing.median_us, v.eager_us, r->torch_eager_us, v.around_us);
   if (v.status != KB_STATUS_OK) {
     /* what its code changed in that process (the checks themselves, torch) stays there: the
      * next candidate gets a new one */

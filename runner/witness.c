@@ -55,6 +55,7 @@ void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, doubl
                        int cuda, struct kb__witness_verdict *v) {
   v->cand_us = NAN;
   v->eager_us = NAN;
+  v->around_us = NAN;
   v->eager_held = 0;
   if (o->rounds < 1 || o->calls < 1)
     return;
@@ -69,13 +70,15 @@ void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, doubl
   double slack = cuda ? CUDA_SLACK_US : HOST_SLACK_US;
   /* the trusted worker's part of a witness call around the module (draw, flush, waits, copy):
    * the confined worker's is the same code but under its audit hook and filter, and a short
-   * call is all overhead (measured on an H100: an honest 80 us linear witnessed at 234 us,
-   * the trusted worker's overhead 150 us a call), so the candidate's may be that much more */
+   * call is mostly that part (on an H100 beside a running import an honest 80 us linear was
+   * witnessed at 234 us: its worker's part took some 150 us a call more than the trusted
+   * worker's), so the candidate's may be that much more */
   double around = min_of(o->ref_s, n) * 1e6 / calls - eager;
   if (!(around > 0))
     around = 0;
   v->cand_us = cand;
   v->eager_us = eager;
+  v->around_us = around;
   if (v->status != KB_STATUS_OK)
     return;
   if (claimed_us > 0 && cand > factor * claimed_us + slack + around) {

@@ -42,6 +42,8 @@ struct kb__witness_verdict {
                         difference per call, fastest rounds), microseconds; NAN when not
                         measured */
   double eager_us;   /* the trusted worker's module call, microseconds (fastest round) */
+  double around_us;  /* the trusted worker's time around each module call (its draw, flush,
+                        waits and copy), microseconds; NAN when not measured */
   int eager_held;    /* 1: torch eager in the candidate's process was over the trusted
                         worker's by more than 1.5x and the slack: eager_us is reported instead */
 };

@@ -38,9 +38,10 @@ static const struct judge_case cases[] = {
     /* a short call: 5 us claimed, 30 us witnessed (a wait for the device per call): the slack */
     {"a short call's wait", 1, 32, {0.0020, 0.0020}, {0.0020, 0.0020}, {30, 30}, 5, 5,
      KB_STATUS_OK, 0, ""},
-    /* a short call on a device (an H100, 2026-12-06): samples 80 us, witnessed 234 us, the
-     * trusted worker's calls 200 us each of which 47.5 us its module: within the bound, which
-     * allows the confined worker that much overhead around its call again */
+    /* a short call on a device, shaped like one on an H100 (2026-12-06: samples 80 us,
+     * witnessed 234 us, its module 47.5 us in the trusted worker; that run did not log the
+     * trusted worker's whole call, taken here as 200 us): within the bound, which allows the
+     * confined worker that much time around its call again */
     {"a short call's overhead", 1, 256, {0.0989, 0.1000}, {0.0512, 0.0520}, {47.5, 48},
      80, 66, KB_STATUS_OK, 0, ""},
     /* the fastest round of each counts: a slow round (the host's load) neither condemns an
