@@ -12,6 +12,7 @@
 
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/ladder.h"
 #include "kb/log.h"
 #include "sandbox_client.h"
 
@@ -114,7 +115,7 @@ static json_int_t new_seed(void) {
 
 /* One witness request to `sb` until `deadline`: its reply in *rep (new) when it answered, its
  * seconds on this clock in *seconds. A worker that died or ran out of time: `v` says how when
- * it is the confined one (`cand`), else an error. */
+ * it is the confined one (`cand`: crash, timeout), else an error. */
 static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, json_t **rep,
                double *seconds, struct kb__witness_verdict *v, struct kb_error *err) {
   struct kb__sb_call call;
@@ -129,9 +130,12 @@ static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, j
   *seconds = call.seconds;
   if (call.outcome == KB__SB_REPLY) {
     *rep = json_incref(call.reply);
+  } else if (cand && call.outcome == KB__SB_TIMEOUT) {
+    v->status = KB_STATUS_TIMEOUT;
+    snprintf(v->reason, sizeof v->reason, "its witness calls ran past the witness's %.0f s",
+             KB_WITNESS_LIMIT_S);
   } else if (call.outcome == KB__SB_TIMEOUT) {
-    rc = kb_error_set(err, KB_ETIMEOUT, "the %s worker ran out of the witness's time",
-                      cand ? "confined" : "trusted");
+    rc = kb_error_set(err, KB_ETIMEOUT, "the trusted worker ran out of the witness's time");
   } else if (cand && call.outcome == KB__SB_DIED) {
     v->status = KB_STATUS_CRASH;
     snprintf(v->reason, sizeof v->reason, "the worker ended during a witness call%s%.200s",
@@ -148,20 +152,18 @@ static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, j
 /* The reply's verdict into `v` when it is not ok; 1 when it was not. */
 static int not_ok(json_t *rep, struct kb__witness_verdict *v) {
   const char *st = json_string_value(json_object_get(rep, "status"));
+  const char *why = json_string_value(json_object_get(rep, "reason"));
   if (st == NULL) { /* an error reply: the request's fault, the runner's */
     v->status = KB_STATUS_INFRA_ERROR;
     snprintf(v->reason, sizeof v->reason, "witness request refused: %s",
-             json_string_value(json_object_get(rep, "reason")) ? json_string_value(
-                 json_object_get(rep, "reason")) : "no reason");
+             why ? why : "no reason");
     return 1;
   }
   if (strcmp(st, "ok") == 0)
     return 0;
   int s = kb_status_from_name(st);
   v->status = s < 0 ? KB_STATUS_INFRA_ERROR : s;
-  snprintf(v->reason, sizeof v->reason, "%s",
-           json_string_value(json_object_get(rep, "reason")) ? json_string_value(
-               json_object_get(rep, "reason")) : "");
+  snprintf(v->reason, sizeof v->reason, "%s", why ? why : "");
   return 1;
 }
 

@@ -70,9 +70,10 @@ void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, doubl
  * `o` and, when a worker's reply is not ok (the candidate's call failed, or the trusted
  * worker's comparison found its outputs wrong), `v->status` and `v->reason` (else leaves `v`
  * as it is). The confined process is stopped only between its reply and the trusted worker's.
- * Returns KB_OK when both answered every round (or one's verdict ended it); KB_ETIMEOUT when
- * the deadline passed, KB_ECHILD when a worker died or could not be reached (a confined worker
- * that dies: its crash is in `v`), KB_ENOMEM. */
+ * Returns KB_OK when both answered every round (or one's verdict ended it: a confined worker
+ * that dies or runs past the deadline is its crash or timeout in `v`); KB_ETIMEOUT when the
+ * deadline passed otherwise, KB_ECHILD when the trusted worker died or a worker could not be
+ * reached, KB_ENOMEM. */
 int kb__witness_run(struct kb__sandbox *confined, const char *key, struct kb__sandbox *trusted,
                     const char *trusted_key, int calls, int flush, double deadline,
                     struct kb__witness_obs *o, struct kb__witness_verdict *v,

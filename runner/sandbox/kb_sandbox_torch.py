@@ -1893,6 +1893,15 @@ def descriptors(tensors_, specs):
     return arr
 
 
+def l2_flush_buffer():
+    """On CUDA, twice the device's L2 in bytes (written over before a timed window, it leaves
+    nothing of the inputs in the L2); None on the host."""
+    if DEV.type != "cuda":
+        return None
+    l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
+    return torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+
+
 class Run:
     def __init__(self, task, e):
         self.task = task
@@ -1903,10 +1912,7 @@ class Run:
         self.max_rel = None
         self.pending = []  # a ModelNew's outputs not yet copied into the evaluator's buffers
         self.surface = None  # the evaluation's Surface, checked before each copy (settle)
-        self.flush = None
-        if e["flush_l2"] and DEV.type == "cuda":
-            l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
-            self.flush = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+        self.flush = l2_flush_buffer() if e["flush_l2"] else None
 
     def call(self, fn, s, outs, who, phase):
         if isinstance(fn, ModuleCandidate):
@@ -2731,6 +2737,34 @@ def call_key(args, kwargs):
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def returned_outputs(task, got, who):
+    """What a ModelNew's forward returned, as a list, checked before anything reads it: as many
+    outputs as the task lists, each a plain tensor (else rejected) of the task's dtype and shape
+    on the device (else wrong_output). `who` starts the reasons ("baseline ")."""
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    if len(got) != len(task.outputs):
+        raise Verdict("wrong_output", "%sModelNew.forward returns %d outputs, the task lists "
+                      "%d" % (who, len(got), len(task.outputs)))
+    for o, (g, spec) in enumerate(zip(got, task.outputs)):
+        # a plain tensor only, checked before anything reads it: a subclass's
+        # __torch_function__ or __torch_dispatch__ runs on every use, so it could do the
+        # work only when the evaluator copies the output out (after the timed call), or
+        # answer the comparison itself (Run.settle, verify). nn.Parameter keeps the default.
+        if isinstance(g, torch.Tensor) and not plain_tensor(g):
+            raise Verdict("rejected", '%sModelNew.forward\'s output "%s" (outputs[%d]) is a '
+                          'torch.Tensor subclass (%s), not a plain tensor: a subclass can '
+                          'defer its work past the timed call or answer the checks itself'
+                          % (who, spec["name"], o, type(g).__name__[:60]))
+        if not isinstance(g, torch.Tensor) or list(g.shape) != spec["shape"] or \
+                g.dtype != torch_dtype(spec["dtype"]) or g.device != DEV:
+            raise Verdict("wrong_output", '%sModelNew.forward\'s output "%s" (outputs[%d]) is '
+                          '%s%s, the task says %s %s on %s'
+                          % (who, spec["name"], o, describe_tensor(g),
+                             " on %s" % g.device if isinstance(g, torch.Tensor) else "",
+                             spec["dtype"], spec["shape"], DEV))
+    return got
+
+
 class ModuleCandidate:
     """A KernelBench-format candidate built by the compile tier (kb_build_modelnew.py) into the
     cache folder `folder`: build.json, candidate.py, the extensions. The file runs as its own
@@ -2880,27 +2914,7 @@ class ModuleCandidate:
             raise Verdict("crash", "%sModelNew.forward raised %s on input set %d (%s call): %s"
                           % (who or self.who, type(err).__name__, s, phase, text),
                           fatal=DEV.type == "cuda" and "CUDA" in text)
-        got = list(got) if isinstance(got, (list, tuple)) else [got]
-        if len(got) != len(t.outputs):
-            raise Verdict("wrong_output", "%sModelNew.forward returns %d outputs, the task lists "
-                          "%d" % (who or self.who, len(got), len(t.outputs)))
-        for o, (g, spec) in enumerate(zip(got, t.outputs)):
-            # a plain tensor only, checked before anything reads it: a subclass's
-            # __torch_function__ or __torch_dispatch__ runs on every use, so it could do the
-            # work only when the evaluator copies the output out (after the timed call), or
-            # answer the comparison itself (Run.settle, verify). nn.Parameter keeps the default.
-            if isinstance(g, torch.Tensor) and not plain_tensor(g):
-                raise Verdict("rejected", '%sModelNew.forward\'s output "%s" (outputs[%d]) is a '
-                              'torch.Tensor subclass (%s), not a plain tensor: a subclass can '
-                              'defer its work past the timed call or answer the checks itself'
-                              % (who or self.who, spec["name"], o, type(g).__name__[:60]))
-            if not isinstance(g, torch.Tensor) or list(g.shape) != spec["shape"] or \
-                    g.dtype != torch_dtype(spec["dtype"]) or g.device != DEV:
-                raise Verdict("wrong_output", '%sModelNew.forward\'s output "%s" (outputs[%d]) is '
-                              '%s%s, the task says %s %s on %s'
-                              % (who or self.who, spec["name"], o, describe_tensor(g),
-                                 " on %s" % g.device if isinstance(g, torch.Tensor) else "",
-                                 spec["dtype"], spec["shape"], DEV))
+        got = returned_outputs(t, got, who or self.who)
         run.pending.append((self, outs[s], got, ins))
 
 
@@ -3268,35 +3282,21 @@ def witness_positions(task, seed):
     return out
 
 
-def witness_calls(task, calls):
+def witness_calls(task, calls, where):
     """As many calls as asked, fewer when their outputs would be over WITNESS_OUT_BYTES (one at
-    least; a sampled output counts its sample)."""
-    per_call = tensor_bytes(task.outputs)
-    if per_call * 3 > WITNESS_OUT_BYTES:
-        per_call = sum(min(WITNESS_SAMPLE * ELEM_SIZE[s["dtype"]], tensor_bytes([s]))
-                       for s in task.outputs)
+    least; an output sampled at the positions `where` gives it counts its sample)."""
+    per_call = sum(tensor_bytes([s]) if p is None else p.numel() * ELEM_SIZE[s["dtype"]]
+                   for s, p in zip(task.outputs, where))
     return max(1, min(calls, WITNESS_OUT_BYTES // max(per_call, 1)))
 
 
 def module_outputs(task, fn, args, who):
-    """fn (a ModuleCandidate: ModelNew or the task's module) on `args`: its outputs, checked
-    for number, dtype, shape, device and plainness."""
+    """fn (a ModuleCandidate: ModelNew or the task's module) on `args`: its outputs, checked as
+    a timed call's are (returned_outputs)."""
     fn.use_jit_caches()  # a torch.compile or Triton file: its build's caches (no compiler here)
     if getattr(task, "random", False):
         seed_all(RANDOM_SEED)
-    got = fn.module(*args)
-    got = list(got) if isinstance(got, (list, tuple)) else [got]
-    if len(got) != len(task.outputs):
-        raise Verdict("wrong_output", "%sreturns %d outputs, the task lists %d"
-                      % (who, len(got), len(task.outputs)))
-    for o, (g, spec) in enumerate(zip(got, task.outputs)):
-        if not isinstance(g, torch.Tensor) or not plain_tensor(g) or \
-                list(g.shape) != spec["shape"] or g.dtype != torch_dtype(spec["dtype"]) or \
-                g.device != DEV:
-            raise Verdict("wrong_output", '%soutput "%s" (outputs[%d]) is %s, the task says %s '
-                          '%s on %s' % (who, spec["name"], o, describe_tensor(g),
-                                        spec["dtype"], spec["shape"], DEV))
-    return got
+    return returned_outputs(task, fn.module(*args), who)
 
 
 def library_outputs(task, fn, ins):
@@ -3320,12 +3320,9 @@ def witness(task, w, fn):
     compares `path` (the confined worker's file, written for the same seed) with its own
     outputs afterwards: `verify_s` is that part, which the runner leaves out of its clock."""
     reply = {"op": "witness", "status": "ok", "reason": ""}
-    calls = witness_calls(task, w["calls"])
     where = witness_positions(task, w["seed"])
-    flush = None
-    if w["flush_l2"] and DEV.type == "cuda":
-        l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
-        flush = torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+    calls = witness_calls(task, w["calls"], where)
+    flush = l2_flush_buffer() if w["flush_l2"] else None
     trusted = CONF.trusted
     host = []
     module_s = 0.0
@@ -3340,8 +3337,7 @@ def witness(task, w, fn):
                 a = CLOCK()
                 if isinstance(fn, ModuleCandidate):
                     got = module_outputs(task, fn, forward_args(task, ins),
-                                         "" if trusted else "ModelNew.forward on a witness "
-                                         "call: ")
+                                         "" if trusted else "on a witness call, ")
                 else:
                     got = library_outputs(task, fn, ins)
                 sync()
