@@ -47,6 +47,9 @@
 struct oracle {
   char fingerprint[KB_CAND_ID_LEN + 1];
   char *lib;                   /* built oracle (owned) */
+  double run_us;               /* its slowest run on one input set at the last prepare, us;
+                                  0: not known */
+  double draw_us;              /* the slowest draw of one set's inputs then, us; 0: not known */
 };
 
 struct baseline {
@@ -92,6 +95,9 @@ struct kb_evaluator {
   struct kb__sandbox *sb_torch_trusted; /* a second one (--trusted: never loads a candidate,
                                            not confined) timing torch eager and torch.compile,
                                            started for the first "torch" request */
+  struct kb__sandbox *sb_trusted; /* kb-sandbox --trusted (never loads a candidate, not
+                                     confined): the witness's oracle calls of C and CUDA tasks,
+                                     started for the first witness */
   int ordinal;                 /* CUDA device ordinal */
   double grace_s;              /* kb__evaluator_set_grace() */
   char device[KB_ID_MAX];
@@ -196,6 +202,7 @@ void kb__evaluator_free(struct kb_evaluator *b) {
   kb__sandbox_free(b->sb);
   kb__sandbox_free(b->sb_torch);
   kb__sandbox_free(b->sb_torch_trusted);
+  kb__sandbox_free(b->sb_trusted);
   for (int i = 0; i < MAX_ORACLES; i++)
     kb_free(b->oracles[i].lib);
   for (int i = 0; i < MAX_BASELINES; i++)
@@ -211,6 +218,8 @@ void kb__evaluator_set_stop(struct kb_evaluator *b, volatile sig_atomic_t *stop)
     kb__sandbox_set_stop(b->sb_torch, stop);
   if (b->sb_torch_trusted != NULL)
     kb__sandbox_set_stop(b->sb_torch_trusted, stop);
+  if (b->sb_trusted != NULL)
+    kb__sandbox_set_stop(b->sb_trusted, stop);
 }
 
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode) { b->metrics = mode; }
@@ -272,6 +281,8 @@ void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds) {
     kb__sandbox_set_grace(b->sb_torch, seconds);
   if (b->sb_torch_trusted != NULL)
     kb__sandbox_set_grace(b->sb_torch_trusted, seconds);
+  if (b->sb_trusted != NULL)
+    kb__sandbox_set_grace(b->sb_trusted, seconds);
 }
 
 /* The sandbox that serves `task`: kb-sandbox for C and CUDA oracles, the PyTorch worker
@@ -297,6 +308,31 @@ static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int t
   }
   *out = *slot;
   return KB_OK;
+}
+
+/* The trusted kb-sandbox of the witness (started here the first time) into *out. */
+static int trusted_sandbox(struct kb_evaluator *b, struct kb__sandbox **out,
+                           struct kb_error *err) {
+  if (b->sb_trusted == NULL) {
+    struct kb__sandbox_opts so = {.worker = KB__SANDBOX_NATIVE, .trusted = 1,
+                                  .backend = kb_backend_name(b->kind),
+                                  .device = b->ordinal, .stop = b->stop,
+                                  .ro = {b->cc.cache_dir}, .n_ro = b->cc.cache_dir != NULL};
+    int rc = kb__sandbox_new(&so, &b->sb_trusted, err);
+    if (rc)
+      return rc;
+    kb__sandbox_set_grace(b->sb_trusted, b->grace_s);
+  }
+  *out = b->sb_trusted;
+  return kb__sandbox_start(b->sb_trusted, err);
+}
+
+/* The built oracle of fingerprint `key`, NULL when this evaluator has none. */
+static struct oracle *oracle_of(struct kb_evaluator *b, const char *key) {
+  for (int i = 0; i < MAX_ORACLES; i++)
+    if (b->oracles[i].lib != NULL && strcmp(b->oracles[i].fingerprint, key) == 0)
+      return &b->oracles[i];
+  return NULL;
 }
 
 void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
@@ -331,7 +367,8 @@ static void note_prepared(struct kb_evaluator *b, const char *task, int fresh) {
 const char *kb__evaluator_device(const struct kb_evaluator *b) { return b->device; }
 int kb__evaluator_sandbox_starts(const struct kb_evaluator *b) {
   return kb__sandbox_starts(b->sb) + (b->sb_torch ? kb__sandbox_starts(b->sb_torch) : 0) +
-         (b->sb_torch_trusted ? kb__sandbox_starts(b->sb_torch_trusted) : 0);
+         (b->sb_torch_trusted ? kb__sandbox_starts(b->sb_torch_trusted) : 0) +
+         (b->sb_trusted ? kb__sandbox_starts(b->sb_trusted) : 0);
 }
 double kb__evaluator_sandbox_start_s(const struct kb_evaluator *b) {
   return kb__sandbox_last_start_s(b->sb);
@@ -519,9 +556,8 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
       goto out;
     lib = module;
   }
-  for (int i = 0; lib == NULL && i < MAX_ORACLES; i++)
-    if (b->oracles[i].lib != NULL && strcmp(b->oracles[i].fingerprint, key) == 0)
-      lib = b->oracles[i].lib;
+  if (lib == NULL && oracle_of(b, key) != NULL)
+    lib = oracle_of(b, key)->lib;
   if (lib == NULL) {
     /* the oracle is trusted code: it skips the import allow-list that candidates face */
     double left = deadline - kb_now_mono();
@@ -542,6 +578,8 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
     b->next_oracle = (b->next_oracle + 1) % MAX_ORACLES;
     kb_free(o->lib);
     o->lib = kb_strdup(build.lib_path);
+    o->run_us = 0;
+    o->draw_us = 0;
     memcpy(o->fingerprint, key, KB_CAND_ID_LEN + 1);
     if (o->lib == NULL) {
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -596,6 +634,11 @@ retry:;
   } else {
     int fresh = !json_is_true(json_object_get(call.reply, "cached"));
     note_prepared(b, task->id, fresh);
+    struct oracle *o = torch_module ? NULL : oracle_of(b, key);
+    if (o != NULL) { /* kb-sandbox's: what sizes the witness (witness_plan) */
+      o->run_us = json_number_value(json_object_get(call.reply, "oracle_s")) * 1e6;
+      o->draw_us = json_number_value(json_object_get(call.reply, "fill_s")) * 1e6;
+    }
     if (fresh)
       kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
                trusted ? "trusted" : "confined", call.seconds);
@@ -1099,64 +1142,108 @@ static double time_torch(struct kb_evaluator *b, const struct kb_task *task,
   return kb_now_mono() - t0;
 }
 
-/* The witness (witness.h) of `r`, an ok full-tier evaluation of pytorch task `task` in the
- * confined PyTorch worker `sb` under `key`: the trusted worker prepared, the rounds run within
- * KB_WITNESS_LIMIT_S, their verdict judged against r's claims (a rejection by the rules on the
- * clocks confirmed by a second witness of twice the calls). A verdict not ok replaces r's
- * (its timing dropped); torch eager held (the candidate's process timed it over the trusted
- * worker's by more than 1.5x) replaces r->torch_eager_us and drops the same-run baseline, with
- * a warning; both replace the confined worker (kill it: the next call starts one). A witness
- * that cannot run is r's infra_error: an ok that nothing outside the candidate's process saw
- * is not reported. Returns the seconds it took (counted in the cost). */
+/* The witness's trusted process and requests for `r`, an ok full-tier evaluation of `task`
+ * under `key` of the library `build` (witness.h) into `p`, `*cand_req` and `*ref_req` (new;
+ * the caller frees them): a pytorch task's trusted worker (its key in `tkey`), otherwise the
+ * trusted kb-sandbox with the task's spec and oracle in both requests. */
+static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, const char *key,
+                        const struct kb__build *build, const struct kb_result *r,
+                        double deadline, char tkey[KB_CAND_ID_LEN + 1],
+                        struct kb__witness_plan *p, json_t **cand_req, json_t **ref_req,
+                        struct kb_error *err) {
+  int rc = KB_OK;
+  if (task->oracle_kind == KB_ORACLE_PYTORCH) {
+    rc = prepare(b, task, 1, tkey, deadline, err);
+    if (rc == KB_OK)
+      rc = sandbox_for(b, task, 1, &p->trusted, err);
+    *cand_req = json_pack("{s:s}", "key", key);
+    *ref_req = json_pack("{s:s}", "key", tkey);
+    p->calls = kb__witness_calls(r->timing.median_us, r->torch_eager_us);
+  } else {
+    struct oracle *o = oracle_of(b, key);
+    if (o == NULL)
+      return kb_error_set(err, KB_EINTERNAL, "task \"%s\": its oracle is not built", task->id);
+    rc = trusted_sandbox(b, &p->trusted, err);
+    *ref_req = prepare_request(task, key, o->lib);
+    *cand_req = *ref_req != NULL ? json_deep_copy(*ref_req) : NULL;
+    if (*cand_req != NULL &&
+        json_object_set_new(*cand_req, "library", json_string(build->lib_path)) != 0) {
+      json_decref(*cand_req);
+      *cand_req = NULL;
+    }
+    p->calls = kb__witness_calls(r->timing.median_us, o->run_us);
+    /* a host's C sandbox runs no thread and no process: the kernel's count of its CPU time
+     * is its calls' cost, whatever else shares the machine */
+    p->cpu_clock = b->kind == KB_BACKEND_HOST;
+  }
+  if (rc == KB_OK && (*cand_req == NULL || *ref_req == NULL))
+    rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+  p->cand_req = *cand_req;
+  p->ref_req = *ref_req;
+  return rc;
+}
+
+/* The witness (witness.h) of `r`, an ok full-tier evaluation of `task` in the confined process
+ * `sb` under `key` of the library `build`: the trusted process made ready, the rounds run
+ * within KB_WITNESS_LIMIT_S, their verdict judged against r's claims (a rejection by the rules
+ * on the clocks confirmed by a second witness of twice the calls). A verdict not ok replaces
+ * r's (its timing dropped); torch eager held (a PyTorch worker's process timed it over the
+ * trusted worker's by more than 1.5x) replaces r->torch_eager_us and drops the same-run
+ * baseline, with a warning; both replace the confined process (kill it: the next call starts
+ * one). A witness that cannot run is r's infra_error: an ok that nothing outside the
+ * candidate's process saw is not reported. Returns the seconds it took (counted in the cost). */
 static double witness(struct kb_evaluator *b, const struct kb_task *task, int tier_index,
-                      const char *key, struct kb__sandbox *sb, struct kb_result *r) {
+                      const char *key, const struct kb__build *build, struct kb__sandbox *sb,
+                      struct kb_result *r) {
   double t0 = kb_now_mono();
   double deadline = t0 + KB_WITNESS_LIMIT_S;
-  char tkey[KB_CAND_ID_LEN + 1];
-  struct kb__sandbox *tsb = NULL;
+  char tkey[KB_CAND_ID_LEN + 1] = "";
   struct kb_error err = {0};
   struct kb__witness_obs o;
   struct kb__witness_verdict v;
+  struct kb__witness_plan p = {.confined = sb, .flush = flushes_l2(b, tier_index, 1)};
+  json_t *cand_req = NULL, *ref_req = NULL;
   memset(&o, 0, sizeof o);
   memset(&v, 0, sizeof v);
   v.status = KB_STATUS_OK;
-  int rc = prepare(b, task, 1, tkey, deadline, &err);
-  if (rc == KB_OK)
-    rc = sandbox_for(b, task, 1, &tsb, &err);
+  int torch = task->oracle_kind == KB_ORACLE_PYTORCH;
+  int rc = witness_plan(b, task, key, build, r, deadline, tkey, &p, &cand_req, &ref_req, &err);
   /* the clocks' rejection stands only when a second witness, with twice the calls, gives it
-   * too: a loaded host (a build, another runner) can slow one worker's rounds, while a false
+   * too: a loaded host (a build, another runner) can slow one process's rounds, while a false
    * claim fails every time */
-  int calls = kb__witness_calls(r->timing.median_us, r->torch_eager_us);
-  int flush = flushes_l2(b, tier_index, 1);
   for (int attempt = 0; rc == KB_OK && attempt < 2; attempt++) {
     if (attempt > 0) {
       kb_debug("task %s: witness: %s; asking a second one", task->id, v.reason);
-      calls = calls * 2 < KB_WITNESS_MAX_CALLS ? calls * 2 : KB_WITNESS_MAX_CALLS;
+      p.calls = p.calls * 2 < KB_WITNESS_MAX_CALLS ? p.calls * 2 : KB_WITNESS_MAX_CALLS;
     }
     memset(&o, 0, sizeof o);
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
-    rc = kb__witness_run(sb, key, tsb, tkey, calls, flush, deadline, &o, &v, &err);
+    rc = kb__witness_run(&p, deadline, &o, &v, &err);
     if (rc || v.status != KB_STATUS_OK)
-      break; /* a worker's own verdict (outputs wrong, a crash) is not asked again */
-    kb__witness_judge(&o, r->timing.median_us, r->torch_eager_us, b->kind == KB_BACKEND_CUDA,
+      break; /* a process's own verdict (outputs wrong, a crash) is not asked again */
+    kb__witness_judge(&o, r->timing.median_us, torch ? r->torch_eager_us : NAN,
+                      b->kind == KB_BACKEND_CUDA, torch ? KB__WITNESS_TORCH : KB__WITNESS_ORACLE,
                       &v);
     if (v.status != KB_STATUS_REJECTED)
       break;
   }
+  json_decref(cand_req);
+  json_decref(ref_req);
   /* the trusted worker's witness draws and outputs stay in its allocator's cache: room the
    * confined worker needs for its next evaluation, as after a torch request */
-  if (tsb != NULL && rc != KB_ETIMEOUT)
-    release_worker(tsb, tkey);
+  if (torch && p.trusted != NULL && rc != KB_ETIMEOUT)
+    release_worker(p.trusted, tkey);
   if (rc && v.status == KB_STATUS_OK) {
     v.status = KB_STATUS_INFRA_ERROR;
     snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
   }
   if (o.rounds > 0)
     kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
-             "samples %.1f us), torch eager %.1f us in the trusted worker (%.1f us beside the "
+             "samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "
              "candidate; %.1f us around each of its calls)", task->id, o.rounds, o.calls,
-             v.cand_us, r->timing.median_us, v.eager_us, r->torch_eager_us, v.around_us);
+             v.cand_us, r->timing.median_us, torch ? "torch eager" : "the oracle", v.eager_us,
+             r->torch_eager_us, v.around_us);
   if (v.status != KB_STATUS_OK) {
     /* what its code changed in that process (the checks themselves, torch) stays there: the
      * next candidate gets a new one */
@@ -1350,9 +1437,8 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
              json_number_value(json_object_get(tail, "extra_us")),
              (long long)json_integer_value(json_object_get(tail, "samples")),
              json_number_value(json_object_get(tail, "idle_us")));
-  if (task->oracle_kind == KB_ORACLE_PYTORCH && (flags & KB_EVAL_FULL) && timed &&
-      r->status == KB_STATUS_OK)
-    used_s += witness(b, task, tier_index, key, sb, r);
+  if ((flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
+    used_s += witness(b, task, tier_index, key, build, sb, r);
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&

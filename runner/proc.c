@@ -40,3 +40,35 @@ void kb__proc_result_release(struct kb__proc_result *res) {
   kb_buf_release(&res->report);
 }
 
+
+int kb__proc_cpu_ns(pid_t pid, unsigned long long *ns) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+  DIR *d = opendir(path);
+  if (d == NULL)
+    return -1;
+  unsigned long long sum = 0;
+  int found = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    char stat_path[128];
+    snprintf(stat_path, sizeof stat_path, "/proc/%ld/task/%.20s/schedstat", (long)pid,
+             e->d_name);
+    FILE *f = fopen(stat_path, "re");
+    unsigned long long run = 0;
+    if (f == NULL)
+      continue; /* a thread that ended meanwhile */
+    if (fscanf(f, "%llu", &run) == 1) {
+      sum += run;
+      found = 1;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  if (!found)
+    return -1;
+  *ns = sum;
+  return 0;
+}

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "kb/buf.h"
 
@@ -30,5 +31,10 @@ void kb__proc_result_release(struct kb__proc_result *res);
 /* Name of a signal for messages: a static "SIGSEGV" for the common ones; for others "signal 42"
  * written into `buf` (`size` bytes, borrowed), which is then returned. */
 const char *kb__signal_name(int sig, char *buf, size_t size);
+
+/* The CPU time process `pid` has run, all its threads, nanoseconds (/proc/PID/task/N/schedstat:
+ * the kernel's count, whatever the process does), into *ns. Returns 0, or -1 when it cannot be
+ * read (the process is gone, no /proc). */
+int kb__proc_cpu_ns(pid_t pid, unsigned long long *ns);
 
 #endif

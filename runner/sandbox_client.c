@@ -32,7 +32,7 @@ extern char **environ;
 struct kb__sandbox {
   char *program;             /* owned; the worker script for KB__SANDBOX_TORCH */
   int worker;                /* enum kb__sandbox_worker */
-  int trusted;               /* the PyTorch worker started with --trusted */
+  int trusted;               /* started with --trusted */
   char backend[8];           /* "host" or "cuda" */
   int device;
   double start_timeout_s;
@@ -189,7 +189,7 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
     return kb_error_set(err, KB_EINVAL, "unknown sandbox worker %d", o->worker);
   }
   sb->worker = o->worker;
-  sb->trusted = o->worker == KB__SANDBOX_TORCH && o->trusted;
+  sb->trusted = o->trusted;
   sb->program = o->program                        ? kb_strdup(o->program)
                 : o->worker == KB__SANDBOX_TORCH ? kb__sandbox_torch_script()
                                                   : kb__sandbox_program(backend);

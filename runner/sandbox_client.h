@@ -38,8 +38,9 @@ struct kb__sandbox_opts {
                                NULL: kb__sandbox_program() / kb__sandbox_torch_script()
                                (borrowed) */
   int worker;               /* enum kb__sandbox_worker */
-  int trusted;              /* KB__SANDBOX_TORCH: start it with --trusted (it times torch eager
-                               and torch.compile, refuses eval, is not confined) */
+  int trusted;              /* start it with --trusted: it refuses eval and is not confined (a
+                               PyTorch worker times torch eager and torch.compile; both run
+                               the task's reference for the witness, witness.h) */
   const char *backend;      /* "host" or "cuda" (borrowed; copied) */
   int device;               /* CUDA ordinal */
   double start_timeout_s;   /* spawn to hello at most; <= 0: 60 s */

@@ -1,20 +1,24 @@
-/* The witness: the full-tier evaluation of a candidate in the confined PyTorch worker checked
- * from outside that process (docs/sandbox.md, "The witness").
+/* The witness: the full-tier evaluation of a candidate checked from outside the process it ran
+ * in (docs/sandbox.md, "The witness").
  *
- * Everything the confined worker reports (the candidate's samples, torch eager's samples beside
+ * Everything the confined process reports (the candidate's samples, torch eager's samples beside
  * them, every output check) is computed by code the candidate's own code can reach in its
- * process. After an ok full-tier evaluation the runner sends the confined worker a "witness"
+ * process: a PyTorch worker's Python, or kb-sandbox's C in whose address space a candidate
+ * library runs. After an ok full-tier evaluation the runner sends that process a "witness"
  * request: `calls` calls of the candidate on inputs drawn from a seed the runner picks now, each
  * call's outputs written to a file. The runner times that request on its own clock, stops the
- * confined process (SIGSTOP), and sends the trusted worker the same request for the task's
- * module: it draws the same inputs, times its module calls by itself, and compares the file
+ * confined process (SIGSTOP), and sends a trusted process the same request for the task's
+ * reference (the trusted PyTorch worker: the task's module; a trusted kb-sandbox: the task's
+ * oracle): it draws the same inputs, times its reference calls by itself, and compares the file
  * with its own outputs; the confined process goes on (SIGCONT) after. KB_WITNESS_ROUNDS rounds,
- * each with a new seed; the fastest of each worker's counts. Same code in both workers around
- * the calls (the draws, the L2 flush, the waits, the copies to the host and the file), so the
- * difference of the two clocks is the difference of the calls.
+ * each with a new seed; the fastest of each process's counts. Same code in both processes
+ * around the calls (the draws, the L2 flush, the waits, the copies to the host and the file),
+ * so the difference of the two clocks is the difference of the calls.
  */
 #ifndef KB_RUNNER_WITNESS_H
 #define KB_RUNNER_WITNESS_H
+
+#include <jansson.h>
 
 #include "kb/result.h"
 
@@ -55,28 +59,43 @@ int kb__witness_calls(double claimed_us, double eager_us);
 
 /* Judges `o` against the confined worker's claims, `claimed_us` (the candidate's median) and
  * `eager_same_us` (torch eager timed in its process; NAN when none), into `v`. `cuda`: the
- * device's rule (a host's clock is the noisier). The rules (docs/sandbox.md):
+ * device's rule (a host's clock is the noisier); `kind` (enum kb__witness_kind) names the
+ * reference in the reasons. The rules (docs/sandbox.md):
  *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x and
  *    30 us on a device, 3x and 100 us on a host) plus the trusted worker's time around each of
  *    its module calls: rejected (its samples were faster than its calls on fresh inputs);
  *  - torch eager in its process over 3x the trusted worker's plus the same slack: rejected (the
  *    reference was slowed in its process); over 1.5x: eager_held, the trusted one is reported. */
 void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,
-                       int cuda, struct kb__witness_verdict *v);
+                       int cuda, int kind, struct kb__witness_verdict *v);
 
-/* Runs the rounds: `confined` (its last evaluation, of task `key`, was ok) and `trusted` (task
- * prepared under `trusted_key`), `calls` calls each, L2 flushed before each call when `flush`,
- * until `deadline` (kb_now_mono()); the confined worker's output file in its own folder. Fills
- * `o` and, when a worker's reply is not ok (the candidate's call failed, or the trusted
- * worker's comparison found its outputs wrong), `v->status` and `v->reason` (else leaves `v`
- * as it is). The confined process is stopped only between its reply and the trusted worker's.
- * Returns KB_OK when both answered every round (or one's verdict ended it: a confined worker
- * that dies or runs past the deadline is its crash or timeout in `v`); KB_ETIMEOUT when the
- * deadline passed otherwise, KB_ECHILD when the trusted worker died or a worker could not be
- * reached, KB_ENOMEM. */
-int kb__witness_run(struct kb__sandbox *confined, const char *key, struct kb__sandbox *trusted,
-                    const char *trusted_key, int calls, int flush, double deadline,
-                    struct kb__witness_obs *o, struct kb__witness_verdict *v,
-                    struct kb_error *err);
+/* What the witness compares with: the PyTorch workers' (the task's module, torch eager) or
+ * kb-sandbox's (the task's C or CUDA oracle in a trusted kb-sandbox). */
+enum kb__witness_kind { KB__WITNESS_TORCH = 0, KB__WITNESS_ORACLE };
+
+/* One witness: the two processes and their requests. */
+struct kb__witness_plan {
+  struct kb__sandbox *confined; /* its last evaluation was ok */
+  struct kb__sandbox *trusted;  /* the trusted worker or sandbox */
+  const json_t *cand_req;       /* "witness" request fields for each (the task's key or spec,
+                                   the candidate's library), without seed, calls, path, flush */
+  const json_t *ref_req;
+  int calls;                    /* calls per request */
+  int flush;                    /* 1: the L2 flushed before each call */
+  int cpu_clock;                /* 1: each process's CPU time (/proc/PID/task/N/schedstat, kept
+                                   by the kernel) instead of the wall clock: a host's C
+                                   sandbox, whose candidate cannot run threads or processes */
+};
+
+/* Runs the rounds of `p` until `deadline` (kb_now_mono()); the confined process's output file
+ * in its own folder. Fills `o` and, when a process's reply is not ok (the candidate's call
+ * failed, or the trusted side's comparison found its outputs wrong), `v->status` and
+ * `v->reason` (else leaves `v` as it is). The confined process is stopped only between its
+ * reply and the trusted one's. Returns KB_OK when both answered every round (or one's verdict
+ * ended it: a confined process that dies or runs past the deadline is its crash or timeout in
+ * `v`); KB_ETIMEOUT when the deadline passed otherwise, KB_ECHILD when the trusted process
+ * died or a process could not be reached, KB_ENOMEM. */
+int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb__witness_obs *o,
+                    struct kb__witness_verdict *v, struct kb_error *err);
 
 #endif

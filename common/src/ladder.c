@@ -76,6 +76,7 @@ int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k, int torch)
   if (k <= 0 || k >= n)
     return 0;
   double limit = tiers[k].timeout_s > 0 ? tiers[k].timeout_s : 0;
-  double s = KB_SETUP_LIMIT_S + limit + (torch && k == n - 1 ? limit + KB_WITNESS_LIMIT_S : 0);
+  double last = k == n - 1 ? (torch ? limit : 0) + KB_WITNESS_LIMIT_S : 0;
+  double s = KB_SETUP_LIMIT_S + limit + last;
   return (int64_t)ceil(s * 1000.0) + KB_RESERVE_SLACK_MS;
 }

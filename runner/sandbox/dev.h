@@ -91,6 +91,11 @@ struct kb__dev {
    * work (CUDA events): there the machine's other load does not enter the interval. */
   int (*timer_read_busy)(struct kb__dev *d, int first, int n, double *us,
                          struct kb_error *err);
+  /* Copies `bytes` at device `src` to device `dst`, queued on the stream. */
+  int (*copy)(struct kb__dev *d, void *dst, const void *src, size_t bytes, struct kb_error *err);
+  /* Copies `bytes` at device `p` into host memory `host` (caller-owned), after the work queued
+   * on the stream (it synchronizes). */
+  int (*read)(struct kb__dev *d, void *host, const void *p, size_t bytes, struct kb_error *err);
   /* Waits for everything queued; reports errors of earlier asynchronous work (a candidate's
    * illegal address shows here). */
   int (*sync)(struct kb__dev *d, struct kb_error *err);

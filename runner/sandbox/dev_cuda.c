@@ -213,6 +213,22 @@ static int c_timer_read(struct kb__dev *d, int first, int n, double *us, struct 
   return cuda_error(d, e, err);
 }
 
+static int c_copy(struct kb__dev *d, void *dst, const void *src, size_t bytes,
+                  struct kb_error *err) {
+  struct cuda *c = d->impl;
+  return cuda_error(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream),
+                    err);
+}
+
+static int c_read(struct kb__dev *d, void *host, const void *p, size_t bytes,
+                  struct kb_error *err) {
+  struct cuda *c = d->impl;
+  cudaError_t e = cudaMemcpyAsync(host, p, bytes, cudaMemcpyDeviceToHost, c->stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(c->stream);
+  return cuda_error(d, e, err);
+}
+
 static int c_sync(struct kb__dev *d, struct kb_error *err) {
   struct cuda *c = d->impl;
   cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -320,6 +336,8 @@ int kb__dev_cuda_open(struct kb__dev *d, int ordinal, struct kb_error *err) {
   d->timer_start = c_timer_start;
   d->timer_stop = c_timer_stop;
   d->timer_read = c_timer_read;
+  d->copy = c_copy;
+  d->read = c_read;
   d->sync = c_sync;
   d->close = c_close;
   return KB_OK;

@@ -90,6 +90,22 @@ static int h_poison(struct kb__dev *d, void *p, int dtype, int64_t n, struct kb_
 }
 
 /* FNV-1a over 8-byte words, then the tail: order-sensitive, fast enough for every call. */
+static int h_copy(struct kb__dev *d, void *dst, const void *src, size_t bytes,
+                  struct kb_error *err) {
+  (void)d;
+  (void)err;
+  memmove(dst, src, bytes);
+  return KB_OK;
+}
+
+static int h_read(struct kb__dev *d, void *host, const void *p, size_t bytes,
+                  struct kb_error *err) {
+  (void)d;
+  (void)err;
+  memcpy(host, p, bytes);
+  return KB_OK;
+}
+
 static int h_checksum(struct kb__dev *d, const void *p, size_t bytes, uint64_t *sum,
                       struct kb_error *err) {
   (void)err;
@@ -273,6 +289,8 @@ int kb__dev_host_open(struct kb__dev *d, struct kb_error *err) {
   d->timer_stop = h_timer_stop;
   d->timer_read = h_timer_read;
   d->timer_read_busy = h_timer_read_busy;
+  d->copy = h_copy;
+  d->read = h_read;
   d->sync = h_nothing;
   d->close = h_close;
   d->bandwidth = host_bandwidth();

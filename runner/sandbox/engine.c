@@ -73,8 +73,7 @@
  * read-mostly kernel up to 95%): 0.5 admits twice the copy's bandwidth, more than any kernel. */
 #define SOL_MARGIN 0.5
 
-typedef int (*forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_out,
-                          void *stream);
+typedef kb__forward_fn forward_fn;
 
 struct kb__prepared {
   char *key;                 /* owned */
@@ -173,6 +172,8 @@ static uint64_t fresh_seed(const struct kb__prepared *p) {
 const char *kb__prepared_key(const struct kb__prepared *p) { return p->key; }
 int kb__prepared_damaged(const struct kb__prepared *p) { return p->damaged; }
 size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
+double kb__prepared_oracle_s(const struct kb__prepared *p) { return p->oracle_s; }
+double kb__prepared_fill_s(const struct kb__prepared *p) { return p->fill_s; }
 
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   if (p == NULL)
@@ -205,10 +206,7 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   kb_free(p);
 }
 
-/* Loads `path` and finds kb_forward. Returns the handle (the caller dlcloses it), or NULL with
- * the reason in `err`: KB_ELOAD when the library does not load (dlerror's text without the
- * path), KB_ENOTFOUND when it does not export kb_forward. */
-static void *load(const char *path, forward_fn *fn, struct kb_error *err) {
+void *kb__load_forward(const char *path, kb__forward_fn *fn, struct kb_error *err) {
   kb__confine_load_begin(); /* the loader's read-only opens pass (confine.h) */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   kb__confine_load_end();
@@ -493,7 +491,7 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
   }
   if (rc == KB_OK) {
     struct kb_error le = {0};
-    p->oracle_lib = load(s->oracle, &p->oracle, &le);
+    p->oracle_lib = kb__load_forward(s->oracle, &p->oracle, &le);
     if (p->oracle_lib == NULL)
       rc = kb_error_set(err, le.code, "cannot load the oracle: %s", le.msg);
   }
@@ -1415,7 +1413,7 @@ static int phase_load(struct evaluation *ev) {
   const struct kb__eval_spec *e = ev->r.e;
   double t0 = kb_now_mono();
   struct kb_error le = {0};
-  ev->lib = load(e->library, &ev->fn, &le);
+  ev->lib = kb__load_forward(e->library, &ev->fn, &le);
   if (ev->lib == NULL) {
     v->status = KB_STATUS_COMPILE_ERROR;
     if (le.code == KB_ENOTFOUND)
@@ -1425,7 +1423,7 @@ static int phase_load(struct evaluation *ev) {
     return 1;
   }
   if (e->baseline != NULL && e->max_samples > 0) {
-    ev->blib = load(e->baseline, &ev->bfn, &le);
+    ev->blib = kb__load_forward(e->baseline, &ev->bfn, &le);
     if (ev->blib == NULL) {
       v->status = KB_STATUS_INFRA_ERROR;
       say(v->reason, sizeof v->reason, "cannot load the baseline: %s", le.msg);

@@ -95,6 +95,16 @@ struct kb__prep_spec {
 };
 
 struct kb__prepared; /* opaque */
+
+/* A candidate's or an oracle's entry point (kb_kernel.h). */
+typedef int (*kb__forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_out,
+                              void *stream);
+
+/* Loads the library at `path` in the confinement's load window and finds kb_forward into `*fn`.
+ * Returns the handle (the caller dlcloses it), or NULL with the reason in `err`: KB_ELOAD when
+ * the library does not load (dlerror's text without the path), KB_ENOTFOUND when it does not
+ * export kb_forward. */
+void *kb__load_forward(const char *path, kb__forward_fn *fn, struct kb_error *err);
 struct kb_cupti_kernel; /* cupti_trace.h */
 
 /* One evaluation's settings. */
@@ -188,6 +198,10 @@ void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p);
 const char *kb__prepared_key(const struct kb__prepared *p);
 /* Device memory `p` holds, bytes (its one allocation and its scratch). */
 size_t kb__prepared_bytes(const struct kb__prepared *p);
+/* The slowest run of the oracle on one input set at prepare, seconds. */
+double kb__prepared_oracle_s(const struct kb__prepared *p);
+/* The slowest draw of one input set's inputs at prepare, seconds. */
+double kb__prepared_fill_s(const struct kb__prepared *p);
 /* 1 when the candidate damaged `p` (its inputs or references changed): drop it. */
 int kb__prepared_damaged(const struct kb__prepared *p);
 

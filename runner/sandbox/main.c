@@ -21,12 +21,14 @@ const char *__asan_default_options(void) { return "detect_leaks=0"; }
 
 static void usage(FILE *out) {
   fputs("usage: kb-sandbox [--backend host|cuda] [--device N] [--dir DIR] [--parent PID]\n"
-        "                  [--ro PATH]... | --help | --version\n"
+        "                  [--ro PATH]... [--trusted] | --help | --version\n"
         "\n"
         "The evaluation process of kb-runner: reads framed JSON requests on stdin and answers\n"
         "on stdout (docs/sandbox.md). kb-runner starts it; it is not meant to be run by hand.\n"
         "It confines itself before serving: --dir read-write, each --ro PATH and the system's\n"
-        "library folders read-only (Landlock), a seccomp filter (docs/sandbox.md).\n"
+        "library folders read-only (Landlock), a seccomp filter (docs/sandbox.md). With\n"
+        "--trusted it is not confined and evaluates no candidate: it runs the task's oracle\n"
+        "for the witness (docs/sandbox.md, \"The witness\").\n"
         "exit codes: 0 quit or end of input, 1 failure, 2 usage, 3 ended after a fatal verdict\n"
         "(sticky device error, evaluator memory overwritten), 7 it cannot confine itself,\n"
         "8 the device cannot be opened, 159 stopped by the confinement: a system call\n"
@@ -39,7 +41,7 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'}, {"device", required_argument, NULL, 'd'},
       {"dir", required_argument, NULL, 'D'},     {"parent", required_argument, NULL, 'p'},
-      {"ro", required_argument, NULL, 'r'},
+      {"ro", required_argument, NULL, 'r'},     {"trusted", no_argument, NULL, 't'},
       {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   struct kb_error err = {0};
@@ -60,6 +62,7 @@ int main(int argc, char **argv) {
       a.device = (int)v;
       break;
     case 'D': a.dir = optarg; break;
+    case 't': a.trusted = 1; break;
     case 'r':
       if (a.n_ro == (int)(sizeof a.ro / sizeof a.ro[0])) {
         fprintf(stderr, "kb-sandbox: at most %d --ro paths\n", (int)(sizeof a.ro / sizeof a.ro[0]));

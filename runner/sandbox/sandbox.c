@@ -22,6 +22,7 @@
 #endif
 
 #define PROTO_FD_MIN 10 /* the protocol moves to descriptors at or above this */
+#define WITNESS_FILE "witness.bin" /* in the working folder (witness_calls.h) */
 
 /* Closes every descriptor above 2 but `keep1` and `keep2`. */
 static void close_others(int keep1, int keep2) {
@@ -47,6 +48,23 @@ static void close_others(int keep1, int keep2) {
   closedir(d);
   for (int i = 0; i < n; i++)
     close(fds[i]);
+}
+
+/* Confines this process (confine.h) over the working folder and `a`'s read-only paths.
+ * Returns 0, or -1 after saying why on stderr. */
+static int confine(const struct kb__sandbox_args *a, int cuda) {
+  struct kb__confine_opts co = {
+      .profile = cuda ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
+      .rw_dir = a->dir != NULL ? "." : NULL};
+  for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
+    co.ro[co.n_ro++] = a->ro[i];
+  struct kb__confine_level level;
+  char why[256] = ""; /* kb__confine_apply's reason (confine.h keeps a buffer: see there) */
+  if (kb__confine_apply(&co, &level, why, sizeof why) != 0) {
+    fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
+    return -1;
+  }
+  return 0;
 }
 
 int kb__sandbox_run(const struct kb__sandbox_args *a) {
@@ -94,18 +112,16 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
     fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", cerr.msg);
 #endif
   json_object_seed(0);
-  struct kb__confine_opts co = {
-      .profile = cuda ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
-      .rw_dir = a->dir != NULL ? "." : NULL};
-  for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
-    co.ro[co.n_ro++] = a->ro[i];
-  struct kb__confine_level level;
-  char why[256] = ""; /* kb__confine_apply's reason (confine.h keeps a buffer: see there) */
-  if (kb__confine_apply(&co, &level, why, sizeof why) != 0) {
-    fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
+  /* the witness's outputs (witness_calls.h): opened now, as no file can be once confined */
+  int wfd = a->dir != NULL ? open(WITNESS_FILE, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                                    O_NOFOLLOW, 0600)
+                           : -1;
+  struct kb__serve_opts so = {.ordinal = a->device, .in_fd = in, .out_fd = out,
+                              .trusted = a->trusted, .witness_fd = wfd};
+  /* a trusted sandbox loads no candidate: the oracle and the confined sandbox's file only */
+  if (!a->trusted && confine(a, cuda) != 0)
     return KB_EXIT_CONFINE;
-  }
-  rc = kb__sandbox_serve(&d, a->device, in, out);
+  rc = kb__sandbox_serve(&d, &so);
   if (rc != 3)
     d.close(&d);
   fflush(stdout);

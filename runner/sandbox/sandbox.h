@@ -12,7 +12,8 @@
  * (PR_SET_PDEATHSIG), writes no core files, opens the device, sets up what CUDA, CUPTI and the
  * JSON library would set up lazily later (CUPTI's trace and Range Profiler, jansson's hash seed
  * from /dev/urandom), confines itself (confine.h: seccomp, Landlock over `dir`, `ro` and the
- * system folders, rlimits) and serves. From then on no candidate library has been loaded yet
+ * system folders, rlimits; not with --trusted) and serves. Before confining it opens its
+ * witness file, witness.bin in `dir` (witness_calls.h). From then on no candidate library has been loaded yet
  * and none can undo the confinement.
  */
 #ifndef KB_SANDBOX_SANDBOX_H
@@ -27,6 +28,8 @@ struct kb__sandbox_args {
   pid_t parent;        /* expected parent; 0: do not check */
   const char *ro[16];  /* --ro: readable files and folders (the runner's build cache, ...) */
   int n_ro;
+  int trusted;         /* --trusted: not confined, loads no candidate (eval is refused); runs
+                          the task's oracle for the witness (witness_calls.h) */
 };
 
 /* Runs the sandbox; returns the process exit code (enum kb_exit where one fits): 0 after quit

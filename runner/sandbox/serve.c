@@ -15,6 +15,7 @@
 #include "kb/jsonfile.h"
 #include "kb/result.h"
 #include "proto.h"
+#include "witness_calls.h"
 
 #define MAX_PREPARED 64 /* tasks kept prepared at once, least recently used goes first */
 /* ... and while they hold at most this share of the device memory: the rest is for candidates'
@@ -28,6 +29,8 @@ struct server {
   struct kb__dev *d;
   int ordinal;
   int out_fd;
+  int trusted;               /* kb-sandbox --trusted: loads no candidate */
+  int witness_fd;            /* its witness file, -1: none */
   struct kb__prepared *tasks[MAX_PREPARED];
   uint64_t used[MAX_PREPARED];
   double cost[MAX_PREPARED]; /* seconds its preparation took */
@@ -178,47 +181,57 @@ static int find(struct server *sv, const char *key) {
   return -1;
 }
 
+/* The task fields of a prepare (or witness) request into `s`, its tensor lists into `*in` and
+ * `*out` (new, the caller frees them even on failure). KB_OK, or an error with the field. */
+static int read_spec(json_t *req, struct kb__prep_spec *s, struct kb_tensor_spec **in,
+                     struct kb_tensor_spec **out, char *field, size_t fsize,
+                     struct kb_error *err) {
+  memset(s, 0, sizeof *s);
+  int rc = kb__msg_str(req, "", "key", 1, &s->key, field, fsize, err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "oracle", 1, &s->oracle, field, fsize, err);
+  if (rc == KB_OK)
+    rc = read_tensors(req, "inputs", in, &s->n_in, field, err);
+  s->inputs = *in;
+  if (rc == KB_OK)
+    rc = read_tensors(req, "outputs", out, &s->n_out, field, err);
+  s->outputs = *out;
+  if (rc == KB_OK)
+    rc = read_sets(req, s, field, err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "atol", 1, 0, 1e300, &s->atol, field, fsize, err);
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "rtol", 1, 0, 1e300, &s->rtol, field, fsize, err);
+  s->must_read = 1.0;
+  if (rc == KB_OK)
+    rc = kb__msg_num(req, "", "must_read", 0, 0, 1, &s->must_read, field, fsize, err);
+  return rc;
+}
+
 /* prepare() with the request's tensor lists read into `*in` and `*out` (new, the caller frees
  * them even on failure). */
-/* Kept whole (95 lines): one request read field by field, then the prepare and its reply. */
+/* Kept whole (70 lines): the prepare and its reply. */
 static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **in,
                         struct kb_tensor_spec **out) {
   struct kb__prep_spec s;
-  memset(&s, 0, sizeof s);
   char field[FIELD_MAX] = "";
   struct kb_error err = {0};
-  int rc = kb__msg_str(req, "", "key", 1, &s.key, field, sizeof field, &err);
-  if (rc == KB_OK)
-    rc = kb__msg_str(req, "", "oracle", 1, &s.oracle, field, sizeof field, &err);
-  if (rc == KB_OK)
-    rc = read_tensors(req, "inputs", in, &s.n_in, field, &err);
-  s.inputs = *in;
-  if (rc == KB_OK)
-    rc = read_tensors(req, "outputs", out, &s.n_out, field, &err);
-  s.outputs = *out;
-  if (rc == KB_OK)
-    rc = read_sets(req, &s, field, &err);
-  if (rc == KB_OK)
-    rc = kb__msg_num(req, "", "atol", 1, 0, 1e300, &s.atol, field, sizeof field, &err);
-  if (rc == KB_OK)
-    rc = kb__msg_num(req, "", "rtol", 1, 0, 1e300, &s.rtol, field, sizeof field, &err);
-  s.must_read = 1.0;
-  if (rc == KB_OK)
-    rc = kb__msg_num(req, "", "must_read", 0, 0, 1, &s.must_read, field, sizeof field, &err);
-  if (rc)
+  if (read_spec(req, &s, in, out, field, sizeof field, &err))
     return reply_error(sv, field, err.msg);
   sv->clock++;
   int at = find(sv, s.key);
   if (at >= 0) {
     sv->used[at] = sv->clock;
-    return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key",
-                               s.key, "cached", 1, "seconds", 0.0));
+    return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:f}", "op", "prepare", "ok", 1,
+                               "key", s.key, "cached", 1, "seconds", 0.0, "oracle_s",
+                               kb__prepared_oracle_s(sv->tasks[at]), "fill_s",
+                               kb__prepared_fill_s(sv->tasks[at])));
   }
   double t0 = kb_now_mono();
   struct kb__prepared *p = NULL;
   int fatal = 0;
   struct kb_error perr = {0};
-  rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
+  int rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
   if (rc != KB_OK && !fatal) {
     /* the device may be full of other tasks' data: drop them all and try once more */
     int dropped = 0;
@@ -273,8 +286,9 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
     kb__prepared_free(sv->d, sv->tasks[drop]);
     sv->tasks[drop] = NULL;
   }
-  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f}", "op", "prepare", "ok", 1, "key", s.key,
-                             "cached", 0, "seconds", seconds));
+  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:f}", "op", "prepare", "ok", 1,
+                             "key", s.key, "cached", 0, "seconds", seconds, "oracle_s",
+                             kb__prepared_oracle_s(p), "fill_s", kb__prepared_fill_s(p)));
 }
 
 /* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
@@ -417,6 +431,8 @@ static json_t *verdict_json(const struct kb__verdict *v, double seconds) {
 /* An eval request: read field by field in the protocol's order (docs/sandbox.md), then the
  * evaluation and its reply (verdict_json). */
 static int eval(struct server *sv, json_t *req) {
+  if (sv->trusted)
+    return reply_error(sv, "op", "a trusted sandbox evaluates no candidate");
   struct kb__eval_spec e;
   memset(&e, 0, sizeof e);
   const char *key = NULL;
@@ -504,12 +520,84 @@ static int eval(struct server *sv, json_t *req) {
   return broken ? 1 : v.fatal ? 3 : 0;
 }
 
-int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd) {
+/* The "witness" request (witness_calls.h): the task's fields as in prepare, and "seed",
+ * "calls", "flush_l2"; the confined sandbox "library" (the candidate, its outputs into its
+ * witness file); a trusted one "path" and "check" (the confined sandbox's file, compared with
+ * the oracle's outputs). Returns 0 to go on, 1 when the channel broke, 3 when the process must
+ * end. */
+static int witness(struct server *sv, json_t *req) {
+  struct kb__prep_spec task;
+  struct kb_tensor_spec *in = NULL, *out = NULL;
+  struct kb__witness_spec w = {.task = &task, .out_fd = sv->witness_fd};
+  char field[FIELD_MAX] = "";
+  struct kb_error err = {0};
+  int64_t seed = 0, calls = 0;
+  int check = 0;
+  const char *path = NULL;
+  int rc = read_spec(req, &task, &in, &out, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "seed", 1, 1, INT64_C(1) << 62, &seed, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(req, "", "calls", 1, 1, KB__WITNESS_MAX_CALLS, &calls, field, sizeof field,
+                     &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "flush_l2", 0, &w.flush_l2, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "library", !sv->trusted, &w.library, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "check", 0, &check, field, sizeof field, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_str(req, "", "path", check, &path, field, sizeof field, &err);
+  if (rc == KB_OK && sv->trusted && w.library != NULL) {
+    snprintf(field, sizeof field, "library");
+    rc = kb_error_set(&err, KB_EPARSE, "\"library\": a trusted sandbox loads no candidate");
+  }
+  if (rc == KB_OK && check && !sv->trusted) {
+    snprintf(field, sizeof field, "check");
+    rc = kb_error_set(&err, KB_EPARSE, "\"check\": only a trusted sandbox compares outputs");
+  }
+  if (rc == KB_OK && sv->witness_fd < 0) {
+    snprintf(field, sizeof field, "op");
+    rc = kb_error_set(&err, KB_EPARSE, "this sandbox has no witness file");
+  }
+  if (rc) {
+    kb_free(in);
+    kb_free(out);
+    return reply_error(sv, field, err.msg);
+  }
+  w.seed = (uint64_t)seed;
+  w.calls = (int)calls;
+  w.check_path = check ? path : NULL;
+  double t0 = kb_now_mono();
+  struct kb__witness_reply r;
+  if (kb__witness_calls(sv->d, &w, &r) == KB_ENOMEM && !r.fatal) {
+    /* the device may be full of prepared tasks: drop them all and try once more */
+    for (int i = 0; i < MAX_PREPARED; i++) {
+      kb__prepared_free(sv->d, sv->tasks[i]);
+      sv->tasks[i] = NULL;
+    }
+    kb__witness_calls(sv->d, &w, &r);
+  }
+  kb_free(in);
+  kb_free(out);
+  json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
+                          "status", kb_status_name(r.status), "reason", r.reason, "calls",
+                          r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,
+                          "module_us", r.module_us, "verify_s", r.verify_s, "timed_s",
+                          kb_now_mono() - t0, "fatal", r.fatal);
+  int broken = reply(sv, msg);
+  return broken ? 1 : r.fatal ? 3 : 0;
+}
+
+int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   struct server sv;
   memset(&sv, 0, sizeof sv);
   sv.d = d;
-  sv.ordinal = ordinal;
-  sv.out_fd = out_fd;
+  sv.ordinal = o->ordinal;
+  sv.out_fd = o->out_fd;
+  sv.trusted = o->trusted;
+  sv.witness_fd = o->witness_fd;
+  int in_fd = o->in_fd;
   int rc = 0;
   for (;;) {
     char *text = NULL;
@@ -540,6 +628,8 @@ int kb__sandbox_serve(struct kb__dev *d, int ordinal, int in_fd, int out_fd) {
         step = prepare(&sv, req);
       else if (strcmp(op, "eval") == 0)
         step = eval(&sv, req);
+      else if (strcmp(op, "witness") == 0)
+        step = witness(&sv, req);
       else if (strcmp(op, "quit") == 0) {
         reply(&sv, json_pack("{s:s}", "op", "bye"));
         step = 2;

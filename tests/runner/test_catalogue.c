@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "evaluator.h"
 #include "fixture.h"
 #include "kb/alloc.h"
 #include "kb/buf.h"
@@ -321,7 +322,9 @@ static void test_candidate(void **state) {
   char *source = tu_slurp(e->path);
   struct kb_result r;
   struct kb_error err = {0};
-  int rc = fixture_eval(&fx, task, source, "", &tier, index, 0, &r, &err);
+  /* the ladder's last tier as a campaign runs it: the same-run baseline and the witness too */
+  int flags = index == fx.ladder.n_tiers - 1 ? KB_EVAL_FULL : 0;
+  int rc = fixture_eval(&fx, task, source, "", &tier, index, flags, &r, &err);
   kb_free(source);
   e->evaluated = 1;
   if (rc != KB_OK) {

@@ -27,8 +27,8 @@ int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tie
  *   eval     the evaluation call: the tier's timeout_seconds;
  *   torch    at the last tier of a ladder of 2 or more, a PyTorch-oracle task's torch eager and
  *            torch.compile timing: the tier's timeout_seconds again;
- *   witness  at that tier of such a task, the witness calls timed on the runner's clock and
- *            checked by the trusted worker (runner/witness.h): KB_WITNESS_LIMIT_S;
+ *   witness  at the last tier of any task, the witness calls timed on the runner's clock and
+ *            checked by a trusted process (runner/witness.h): KB_WITNESS_LIMIT_S;
  *   slack    KB_RESERVE_SLACK_MS for the clocks' granularity and the ends of the limits.
  * The compile tier (index 0) uses no device and costs 0. A tier's "cost_ms" is the planning
  * estimate of the budget split (scheduler/budget.c); the reservation is this bound, which every
@@ -40,7 +40,8 @@ int kb_ladder_from_json(const char *text, const char *where, struct kb_tier *tie
 
 /* The reservation, GPU milliseconds, of an evaluation at tier `k` of the `n` tiers `tiers`
  * (borrowed): 0 for k == 0, else the sum of the limits above; `torch` 1 for a PyTorch-oracle
- * task (only then does the last tier add the torch timing's limit). */
+ * task (only then does the last tier add the torch timing's limit; the witness's it adds for
+ * every task). */
 int64_t kb_tier_reserve_ms(const struct kb_tier *tiers, int n, int k, int torch);
 
 #endif
