@@ -113,7 +113,8 @@ void kb__sandbox_free(struct kb__sandbox *sb);
 
 /* Starts the child unless it runs, and waits for its hello. Errors: KB_ECHILD (it cannot be
  * started, or died or was silent before saying hello: the message carries its stderr tail),
- * KB_EINTERRUPTED (stop flag), KB_ENOMEM, KB_EIO (working folder). */
+ * KB_EINTERRUPTED (stop flag without a grace time, or the grace ran out before its hello),
+ * KB_ENOMEM, KB_EIO (working folder). */
 int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err);
 
 /* Sends `req` (borrowed) and waits up to `timeout_s` seconds for the reply, starting the child

@@ -1,6 +1,7 @@
 /* The sandbox's message loop (see serve.h). */
 #include "serve.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,10 @@ struct server {
   int out_fd;
   int trusted;               /* kb-sandbox --trusted: loads no candidate */
   int witness_fd;            /* its witness file, -1: none */
+  char *witness_path;        /* the library the witness calls, kept loaded between its rounds
+                                (owned; NULL: none) */
+  void *witness_lib;         /* its handle */
+  kb__forward_fn witness_fn;
   struct kb__prepared *tasks[MAX_PREPARED];
   uint64_t used[MAX_PREPARED];
   double cost[MAX_PREPARED]; /* seconds its preparation took */
@@ -520,6 +525,23 @@ static int eval(struct server *sv, json_t *req) {
   return broken ? 1 : v.fatal ? 3 : 0;
 }
 
+/* The library at `path` loaded for the witness, unless it already is (another one is closed
+ * first): a first call's one-time cost then falls in the first round only. */
+static int witness_load(struct server *sv, const char *path, struct kb_error *err) {
+  if (sv->witness_path != NULL && strcmp(sv->witness_path, path) == 0)
+    return KB_OK;
+  if (sv->witness_lib != NULL)
+    dlclose(sv->witness_lib);
+  kb_free(sv->witness_path);
+  sv->witness_lib = NULL;
+  sv->witness_path = NULL;
+  sv->witness_lib = kb__load_forward(path, &sv->witness_fn, err);
+  if (sv->witness_lib == NULL)
+    return err->code ? err->code : KB_ELOAD;
+  sv->witness_path = kb_strdup(path);
+  return KB_OK;
+}
+
 /* The "witness" request (witness_calls.h): the task's fields as in prepare, and "seed",
  * "calls", "flush_l2"; the confined sandbox "library" (the candidate, its outputs into its
  * witness file); a trusted one "path" and "check" (the confined sandbox's file, compared with
@@ -533,7 +555,7 @@ static int witness(struct server *sv, json_t *req) {
   struct kb_error err = {0};
   int64_t seed = 0, calls = 0;
   int check = 0;
-  const char *path = NULL;
+  const char *path = NULL, *library = NULL;
   int rc = read_spec(req, &task, &in, &out, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_int(req, "", "seed", 1, 1, INT64_C(1) << 62, &seed, field, sizeof field, &err);
@@ -543,12 +565,12 @@ static int witness(struct server *sv, json_t *req) {
   if (rc == KB_OK)
     rc = kb__msg_bool(req, "", "flush_l2", 0, &w.flush_l2, field, sizeof field, &err);
   if (rc == KB_OK)
-    rc = kb__msg_str(req, "", "library", !sv->trusted, &w.library, field, sizeof field, &err);
+    rc = kb__msg_str(req, "", "library", !sv->trusted, &library, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_bool(req, "", "check", 0, &check, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_str(req, "", "path", check, &path, field, sizeof field, &err);
-  if (rc == KB_OK && sv->trusted && w.library != NULL) {
+  if (rc == KB_OK && sv->trusted && library != NULL) {
     snprintf(field, sizeof field, "library");
     rc = kb_error_set(&err, KB_EPARSE, "\"library\": a trusted sandbox loads no candidate");
   }
@@ -568,9 +590,17 @@ static int witness(struct server *sv, json_t *req) {
   w.seed = (uint64_t)seed;
   w.calls = (int)calls;
   w.check_path = check ? path : NULL;
+  w.oracle = sv->trusted;
   double t0 = kb_now_mono();
   struct kb__witness_reply r;
-  if (kb__witness_calls(sv->d, &w, &r) == KB_ENOMEM && !r.fatal) {
+  memset(&r, 0, sizeof r);
+  const char *lib = sv->trusted ? task.oracle : library;
+  if (witness_load(sv, lib, &err) != KB_OK) {
+    r.status = sv->trusted ? KB_STATUS_INFRA_ERROR : KB_STATUS_CRASH;
+    snprintf(r.reason, sizeof r.reason, "the witness cannot load the %s: %.200s",
+             sv->trusted ? "oracle" : "candidate", err.msg);
+  } else if ((w.fn = sv->witness_fn, kb__witness_calls(sv->d, &w, &r)) == KB_ENOMEM &&
+             !r.fatal) {
     /* the device may be full of prepared tasks: drop them all and try once more */
     for (int i = 0; i < MAX_PREPARED; i++) {
       kb__prepared_free(sv->d, sv->tasks[i]);
@@ -651,5 +681,8 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   for (int i = 0; i < MAX_PREPARED; i++)
     if (rc != 3) /* after a sticky error the device frees nothing; the process ends anyway */
       kb__prepared_free(d, sv.tasks[i]);
+  if (rc != 3 && sv.witness_lib != NULL)
+    dlclose(sv.witness_lib);
+  kb_free(sv.witness_path);
   return rc;
 }

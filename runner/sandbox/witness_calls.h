@@ -29,7 +29,8 @@
 /* One witness request (borrowed strings and spec). */
 struct kb__witness_spec {
   const struct kb__prep_spec *task; /* the task: tensors, sets, tolerances, oracle */
-  const char *library;   /* the candidate; NULL: the task's oracle (a trusted sandbox) */
+  kb__forward_fn fn;     /* what is called: the candidate's kb_forward, or the oracle's */
+  int oracle;            /* 1: `fn` is the task's oracle (a trusted sandbox) */
   uint64_t seed;         /* the runner's */
   int calls;             /* asked, 1..KB__WITNESS_MAX_CALLS */
   int flush_l2;          /* 1: flush the L2 before each call */
@@ -55,7 +56,10 @@ struct kb__witness_reply {
 };
 
 /* Runs `w` on `d` into `r`. Every outcome is in `r->status`; returns KB_OK, or KB_ENOMEM when
- * the host or the device had no room for the calls' buffers (r says infra_error). */
+ * the host or the device had no room for the calls' buffers (r says infra_error). The caller
+ * loads the library and keeps it loaded between the rounds, so that a first call's one-time
+ * cost (lazy module loading, a handle made once) falls in the first round only, and the
+ * fastest round is the one the runner counts. */
 int kb__witness_calls(struct kb__dev *d, const struct kb__witness_spec *w,
                       struct kb__witness_reply *r);
 

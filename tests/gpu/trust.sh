@@ -3,7 +3,7 @@
 # repository root after bundling (../shared/gpu/README.md):
 #   ../shared/gpu/bundle.sh .gpu build/bin/kb-* build/bin/libkb-confine.so build/bin/kb_sandbox_torch.py
 # then on the device: KB_COMMIT=<sha> bash tests/gpu/trust.sh [catalogue|engine|torch|suite ...]
-# (default: catalogue engine torch; torch-tail and witness on request). Outputs under $OUT:
+# (default: catalogue engine torch; torch-tail, witness and witness-c on request). Outputs under $OUT:
 #   catalogue.txt   every tests/gpu/catalogue/*.cu through kb-sandbox-cuda at its tier against
 #                   the verdict in its header (tests/gpu/catalogue.sh)
 #   engine-trust.txt every seed of every tasks/cuda task at smoke, screen and full: false
@@ -19,6 +19,8 @@
 #                   the side-stream pair at full, on an idle host and with every CPU busy
 #   witness.txt     the witness on the GPU: 12_small_linear's ModelNew files that turn the
 #                   worker's checks off first (rejected by the witness) and honest ones (ok)
+#   witness-c.txt   the witness of kb-sandbox-cuda: honest catalogue kernels and matmul_f32's
+#                   seeds (ok), tests/gpu/witness/timer_forge.cu (rejected)
 #   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
@@ -78,6 +80,21 @@ for s in $steps; do
       echo "kb-test-torch-eval (witness) exit $?"
     } > "$OUT/witness.txt" 2>&1
     echo "witness exit (see witness.txt)" ;;
+  witness-c)
+    # the witness of kb-sandbox-cuda (runner/witness.h, runner/sandbox/witness_calls.h): the
+    # honest catalogue kernels and the matrix product seeds (ok), and the timer forged through
+    # kb-sandbox-cuda's own table entry of cudaEventElapsedTime (rejected by the witness)
+    W=$(mktemp -d)
+    {
+      KB_LOG=debug timeout 200 kb-eval --backend cuda --cache "$W/cache" --tiers full \
+        tasks/cuda/rowsum_small tests/gpu/catalogue/honest_*.cu 2>&1
+      echo "kb-eval (rowsum_small) exit $?"
+      KB_LOG=debug timeout 300 kb-eval --backend cuda --cache "$W/cache" --tiers full \
+        tasks/cuda/matmul_f32 tasks/cuda/matmul_f32/seeds/naive.cu \
+        tasks/cuda/matmul_f32/seeds/tuned.cu tests/gpu/witness/timer_forge.cu 2>&1
+      echo "kb-eval (matmul_f32) exit $?"
+    } > "$OUT/witness-c.txt" 2>&1
+    echo "witness-c exit (see witness-c.txt)" ;;
   torch-tail)
     # the device's wait after the timed windows (untimed_work) for the honest C ReLU, the
     # side-stream cheat and its waited-for twin at the full tier, on an idle host and with all
@@ -114,4 +131,5 @@ cat "$OUT/machine.txt" "$OUT/trust-steps.txt"
 [ -f "$OUT/torch.txt" ] && grep "device was busy" "$OUT/torch.txt" | tail -24
 [ -f "$OUT/torch-tail.txt" ] && cat "$OUT/torch-tail.txt"
 [ -f "$OUT/witness.txt" ] && grep -E '^\{|witness:' "$OUT/witness.txt" | cut -c1-400
+[ -f "$OUT/witness-c.txt" ] && grep -E 'witness:|  full  |exit' "$OUT/witness-c.txt" | cut -c1-400
 exit 0

@@ -159,8 +159,9 @@ struct raw {
   int fd;
 };
 
-/* kb-sandbox --backend host on a socket pair, `ro` (NULL: none) readable inside. */
-static void raw_start_ro(struct raw *r, const char *ro) {
+/* kb-sandbox --backend host on a socket pair, `ro` (NULL: none) readable inside, `dir` (NULL:
+ * none) its working folder, started --trusted when `trusted`. */
+static void raw_start_in(struct raw *r, const char *ro, const char *dir, int trusted) {
   int sv[2];
   assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   posix_spawn_file_actions_t fa;
@@ -168,7 +169,18 @@ static void raw_start_ro(struct raw *r, const char *ro) {
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
   char *prog = kb__sandbox_program("host");
-  char *argv[] = {prog, "--backend", "host", ro ? "--ro" : NULL, (char *)ro, NULL};
+  char *argv[10] = {prog, "--backend", "host"};
+  int n = 3;
+  if (ro != NULL) {
+    argv[n++] = "--ro";
+    argv[n++] = (char *)ro;
+  }
+  if (dir != NULL) {
+    argv[n++] = "--dir";
+    argv[n++] = (char *)dir;
+  }
+  if (trusted)
+    argv[n++] = "--trusted";
   assert_int_equal(posix_spawn(&r->pid, prog, &fa, NULL, argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
   kb_free(prog);
@@ -176,6 +188,7 @@ static void raw_start_ro(struct raw *r, const char *ro) {
   r->fd = sv[0];
 }
 
+static void raw_start_ro(struct raw *r, const char *ro) { raw_start_in(r, ro, NULL, 0); }
 static void raw_start(struct raw *r) { raw_start_ro(r, NULL); }
 
 /* Sends `text` as one frame and returns the reply (new reference). */
@@ -765,6 +778,105 @@ static void test_sample_chunks(void **state) {
   kb__build_release(&cand);
 }
 
+/* ---- the witness's requests (runner/sandbox/witness_calls.h) --------------------------------- */
+
+/* A witness request for the sum task (`seed`, 5 calls) with `extra` fields; the reply (new). */
+static json_t *raw_witness(struct raw *r, const char *oracle, int seed, const char *extra) {
+  char buf[2048];
+  snprintf(buf, sizeof buf,
+           "{\"op\":\"witness\",\"key\":\"s\",\"oracle\":\"%s\",\"inputs\":[{\"name\":\"x\","
+           "\"dtype\":\"f32\",\"shape\":[65536]}],\"outputs\":[{\"name\":\"y\",\"dtype\":"
+           "\"f32\",\"shape\":[1]}],\"sets\":[{\"seed\":1,\"distribution\":\"uniform\","
+           "\"low\":-1,\"high\":1},{\"seed\":2,\"distribution\":\"normal\",\"low\":0,"
+           "\"high\":1}],\"atol\":0.01,\"rtol\":0.001,\"seed\":%d,\"calls\":5%s}",
+           oracle, seed, extra);
+  return raw_ask(r, buf);
+}
+
+static void expect_witness(json_t *m, const char *status, const char *in_reason) {
+  const char *st = json_string_value(json_object_get(m, "status"));
+  const char *why = json_string_value(json_object_get(m, "reason"));
+  if (st == NULL || strcmp(st, status) != 0 || strstr(why ? why : "", in_reason) == NULL)
+    fail_msg("witness: want %s \"%s\", got %s", status, in_reason, json_dumps(m, 0));
+  print_message("witness: %s %s\n", st, why);
+  json_decref(m);
+}
+
+/* The confined sandbox writes the candidate's outputs on the drawn inputs to its witness file;
+ * a trusted one (--trusted) runs the oracle on the same draws and compares: ok for the same
+ * seed, rejected for another (other inputs, other sums), rejected for a FIFO in the file's
+ * place (read without blocking); a trusted sandbox refuses eval and a candidate library, a
+ * confined one the comparison; one without a working folder has no witness file. */
+static void test_witness_requests(void **state) {
+  (void)state;
+  const struct kb__compiler *cc = kb__evaluator_compiler(fx.ev);
+  struct kb__build oracle, cand;
+  char *osrc = tu_slurp(KB_SOURCE_DIR "/tasks/host/sum/oracle.c");
+  tu_build(cc, osrc, NULL, NULL, NULL, &oracle);
+  kb_free(osrc);
+  char *src = tu_slurp(fx.base.sum.seeds[0].path);
+  tu_build(cc, src, NULL, NULL, NULL, &cand);
+  kb_free(src);
+  if (!oracle.ok || !cand.ok)
+    fail_msg("builds: oracle %s, candidate %s", oracle.reason, cand.reason);
+  char cdir[] = "/tmp/kb-witness-c.XXXXXX", tdir[] = "/tmp/kb-witness-t.XXXXXX";
+  assert_non_null(mkdtemp(cdir));
+  assert_non_null(mkdtemp(tdir));
+  struct raw c, t, none;
+  raw_start_in(&c, fx.base.cache, cdir, 0);
+  raw_start_in(&t, NULL, tdir, 1);
+  raw_start_ro(&none, fx.base.cache);
+  char file[256], extra[1024];
+  snprintf(file, sizeof file, "%s/witness.bin", cdir);
+  snprintf(extra, sizeof extra, ",\"library\":\"%s\"", cand.lib_path);
+  json_t *m = raw_witness(&c, oracle.lib_path, 7, extra);
+  assert_int_equal(json_integer_value(json_object_get(m, "calls")), 5);
+  assert_int_equal(json_integer_value(json_object_get(m, "bytes")), 5 * 8);
+  assert_true(json_number_value(json_object_get(m, "module_us")) > 0);
+  expect_witness(m, "ok", "");
+  snprintf(extra, sizeof extra, ",\"check\":true,\"path\":\"%s\"", file);
+  expect_witness(raw_witness(&t, oracle.lib_path, 7, extra), "ok", "");
+  expect_witness(raw_witness(&t, oracle.lib_path, 8, extra), "rejected",
+                 "wrong on inputs drawn after the runner asked, read outside its process: "
+                 "output \"y\" of witness call 1 of 5");
+  char fifo[256];
+  snprintf(fifo, sizeof fifo, "%s/fifo", cdir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  snprintf(extra, sizeof extra, ",\"check\":true,\"path\":\"%s\"", fifo);
+  expect_witness(raw_witness(&t, oracle.lib_path, 7, extra), "rejected", "not a regular file");
+  unlink(fifo);
+  char req[1024];
+  snprintf(req, sizeof req,
+           "{\"op\":\"eval\",\"key\":\"s\",\"library\":\"%s\",\"sets\":0,\"warmup\":1,"
+           "\"max_samples\":1,\"flush_l2\":false,\"recheck\":false}", cand.lib_path);
+  expect_error(&t, req, "op", "a trusted sandbox evaluates no candidate");
+  snprintf(extra, sizeof extra, ",\"library\":\"%s\"", cand.lib_path);
+  m = raw_witness(&t, oracle.lib_path, 7, extra);
+  assert_string_equal(json_string_value(json_object_get(m, "field")), "library");
+  json_decref(m);
+  snprintf(extra, sizeof extra, ",\"library\":\"%s\",\"check\":true,\"path\":\"%s\"",
+           cand.lib_path, file);
+  m = raw_witness(&c, oracle.lib_path, 7, extra);
+  assert_string_equal(json_string_value(json_object_get(m, "field")), "check");
+  json_decref(m);
+  snprintf(extra, sizeof extra, ",\"library\":\"%s\"", cand.lib_path);
+  m = raw_witness(&none, oracle.lib_path, 7, extra);
+  assert_non_null(strstr(json_string_value(json_object_get(m, "reason")), "no witness file"));
+  json_decref(m);
+  struct raw *all[] = {&c, &t, &none};
+  for (int i = 0; i < 3; i++) {
+    close(all[i]->fd);
+    waitpid(all[i]->pid, NULL, 0);
+  }
+  unlink(file);
+  snprintf(file, sizeof file, "%s/witness.bin", tdir);
+  unlink(file);
+  rmdir(cdir);
+  rmdir(tdir);
+  kb__build_release(&oracle);
+  kb__build_release(&cand);
+}
+
 /* ---- the environment ---------------------------------------------------------------------- */
 
 static void test_env_scrubbed(void **state) {
@@ -851,6 +963,7 @@ int main(void) {
       cmocka_unit_test(test_stop_interrupts),
       cmocka_unit_test(test_same_run_baseline),
       cmocka_unit_test(test_sample_chunks),
+      cmocka_unit_test(test_witness_requests),
       cmocka_unit_test(test_env_scrubbed), /* last: it frees the backend */
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

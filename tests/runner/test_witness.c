@@ -82,7 +82,7 @@ static void judges_the_table(void **state) {
     struct kb__witness_verdict v;
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
-    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda, &v);
+    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda, KB__WITNESS_TORCH, &v);
     print_message("%s: %s %s\n", c->what, kb_status_name(v.status), v.reason);
     assert_int_equal(v.status, c->status);
     assert_int_equal(v.eager_held, c->eager_held);
@@ -100,7 +100,7 @@ static void keeps_a_workers_verdict(void **state) {
   struct kb__witness_verdict v;
   memset(&v, 0, sizeof v);
   v.status = KB_STATUS_REJECTED;
-  kb__witness_judge(&o, 100, 100, 1, &v);
+  kb__witness_judge(&o, 100, 100, 1, KB__WITNESS_TORCH, &v);
   assert_int_equal(v.status, KB_STATUS_REJECTED);
   assert_true(isnan(v.cand_us));
   o.calls = 8;
@@ -108,7 +108,7 @@ static void keeps_a_workers_verdict(void **state) {
   o.cand_s[0] = 0.008;
   o.ref_s[0] = 0.001;
   o.module_us[0] = 100;
-  kb__witness_judge(&o, 10, 100, 1, &v);
+  kb__witness_judge(&o, 10, 100, 1, KB__WITNESS_TORCH, &v);
   assert_int_equal(v.status, KB_STATUS_REJECTED);
   assert_true(fabs(v.cand_us - 975.0) < 1e-6);
 }
