@@ -14,9 +14,11 @@ runner's evaluator and sandbox client (kb-test-torch-eval) in the PyTorch worker
     call disagrees with its first -> rejected, "not deterministic";
 and the worker's protocol answers (errors naming the field, as kb-sandbox's; the hello's
 "confinement"; a --trusted worker times torch and refuses eval, the confined one refuses
-torch), and a worker without libkb-confine.so next to it refusing to start unless
-KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet, the worker runs with
-KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation here runs confined.
+torch; under a 30 MiB budget, the sets kept beside an evaluation's peak and a prepare refused,
+naming the sizes, when one set does not fit), and a worker without libkb-confine.so next to it
+refusing to start unless KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet,
+the worker runs with KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation
+here runs confined.
 
 usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
