@@ -1330,10 +1330,17 @@ def unmasked_chunk(ref, at, n, secret, dtype):
     return c.view(torch_dtype(dtype))
 
 
-# the share of the device's memory (the host's on the host) a prepared task's input sets may
-# take in one worker: the runner's other worker, the compile tier's builders and the draws of the
-# unseen calls share the rest
+# the share of the device's memory (the host's on the host) that a prepared task's input sets
+# and what an evaluation holds beside them at its peak (peak_bytes) may take in one worker: the
+# runner's other worker and the compile tier's builders share the rest
 SETS_MEMORY_SHARE = 0.75
+# bytes the chunked checks allocate beside the tensors they read, at most, per element of a
+# chunk: a comparison (compare: float64 copies of both sides, the difference, the limit, the
+# masks; 47-63 bytes measured on the CPU with torch 1.13 over f64, f32, f16, i64, i32 and u8
+# outputs, masked and not, all elements bad and none) and a checksum (checksum: the product
+# with the weights and the int64 copy the sum makes, 16 bytes a 4-byte word measured)
+COMPARE_TEMP = 64
+CHECKSUM_TEMP = 16
 
 
 def memory_total():
@@ -1361,19 +1368,70 @@ def set_bytes(task):
     return tensor_bytes(task.inputs) + (1 if trusted else 3) * tensor_bytes(task.outputs)
 
 
+def peak_bytes(task):
+    """Bytes an evaluation of `task` holds at once in this worker beside its kept input sets
+    (set_bytes each), at its peak; in = one set's inputs, out = one call's outputs (their
+    bytes, tensor_bytes). The confined worker: the largest of
+      - in + 2 out: an unseen call's verification (Unseen.verify): its inputs drawn again, the
+        module's outputs on them and reference()'s contiguous copies of those;
+      - out + the comparison's temporaries (COMPARE_TEMP an element of a chunk of the largest
+        output): the references of an unseen call beside the comparison with them;
+      - the checksums' temporaries (CHECKSUM_TEMP a word of a chunk of the largest tensor).
+    The trusted worker (no references, unseen calls not verified): in + out, a witness call's
+    inputs and outputs, or the checksums' temporaries. On CUDA both add the L2 flush buffer.
+    The arms' calls hold less: each call's returned outputs (out) are copied into the
+    evaluator's buffers and dropped (Run.settle) before the next arm's call, and a witness
+    call's (in + out) before the next call's draw; the prepare holds less too (its sets have no
+    output buffers while it draws and copies the last). Not counted: what the module or a
+    candidate allocates inside its call (intermediates, workspaces), the outputs of a batch's
+    calls held until its window ends (CUDA batches calls under SHORT_US only), and the copy
+    bandwidth probe (once per worker, a quarter of the free memory at most)."""
+    trusted = CONF is None or CONF.trusted
+    ins = tensor_bytes(task.inputs)
+    outs = tensor_bytes(task.outputs)
+    # a checksum sums 4-byte words, or bytes where the size is not a multiple of 4
+    words = max([n // 4 if n % 4 == 0 else n for n in
+                 (tensor_bytes([s]) for s in task.inputs + task.outputs)] or [0])
+    checksums = CHECKSUM_TEMP * min(CHUNK, words)
+    if trusted:
+        peak = max(ins + outs, checksums)
+    else:
+        elems = max([tensor_bytes([s]) // ELEM_SIZE[s["dtype"]] for s in task.outputs] or [0])
+        peak = max(ins + 2 * outs, outs + COMPARE_TEMP * min(CHUNK, elems), checksums)
+    return peak + 2 * l2_bytes()
+
+
 def sets_that_fit(task):
-    """How many of `task`'s input sets (the first ones) this worker keeps: as many as fit, with
-    one set more for the unseen calls' draws, in SETS_MEMORY_SHARE of memory_total(), at least
-    one. The importer keeps two sets where one takes over 8 GiB, a rule sized on the H200's
-    141 GB: on an 80 GB H100 KernelBench's l1_39 (two sets of 32 GiB in the confined worker)
-    ended infra_error, out of device memory, at every evaluation (2026-12-06). Fewer sets than
-    the task declares are said in the prepare reply ("sets_note") and show in each result's
-    sets_checked; one that does not fit even alone still runs out of memory, named."""
+    """How many of `task`'s input sets (the first ones) this worker keeps: as many as fit in
+    SETS_MEMORY_SHARE of memory_total() beside what an evaluation holds at its peak
+    (peak_bytes), at most the task's; 0 when not even one fits (sets_plan fails the prepare).
+    The importer keeps two sets where one takes over 8 GiB, a rule sized on the H200's 141 GB:
+    on an 80 GB H100 KernelBench's l1_39 (two sets of 32 GiB in the confined worker) ended
+    infra_error, out of device memory, at every evaluation (2026-12-06). Fewer sets than the
+    task declares are said in the prepare reply ("sets_note") and show in each result's
+    sets_checked."""
+    room = int(SETS_MEMORY_SHARE * memory_total()) - peak_bytes(task)
     per = set_bytes(task)
-    if per <= 0:
-        return len(task.sets)
-    fit = int(SETS_MEMORY_SHARE * memory_total() // per) - 1
-    return max(1, min(len(task.sets), fit))
+    if room < per:
+        return 0
+    return min(len(task.sets), room // per) if per > 0 else len(task.sets)
+
+
+def sets_plan(task):
+    """(the number of `task`'s input sets this worker keeps, the prepare reply's "sets_note":
+    "" when it keeps them all). Raises Failure naming the sizes when not even one set fits."""
+    keep = sets_that_fit(task)
+    if keep == len(task.sets):
+        return keep, ""
+    sets = 1 if keep == 0 else len(task.sets)
+    sizes = ("%s here and an evaluation %s more at its peak (inputs drawn again, a call's "
+             "outputs, references, the checks' temporaries), more than %d%% of the device's %s"
+             % (size_text(sets * set_bytes(task)), size_text(peak_bytes(task)),
+                round(SETS_MEMORY_SHARE * 100), size_text(memory_total())))
+    if keep == 0:
+        raise Failure("the task does not fit this worker's memory: one input set takes " + sizes)
+    return keep, "%d of the task's %d input sets kept: %d take %s" % (keep, len(task.sets),
+                                                                     len(task.sets), sizes)
 
 
 def prepare_task(req):
@@ -1384,16 +1442,8 @@ def prepare_task(req):
     task.inputs = tensors(req, "inputs")
     task.outputs = tensors(req, "outputs")
     task.sets = input_sets(req)
-    task.sets_note = ""
-    keep = sets_that_fit(task)
-    if keep < len(task.sets):
-        task.sets_note = ("%d of the task's %d input sets kept: %d take %s here, more than "
-                          "%d%% of the device's %s with one set more for the unseen calls' "
-                          "draws" % (keep, len(task.sets), len(task.sets),
-                                     size_text(len(task.sets) * set_bytes(task)),
-                                     round(SETS_MEMORY_SHARE * 100),
-                                     size_text(memory_total())))
-        task.sets = task.sets[:keep]
+    keep, task.sets_note = sets_plan(task)
+    task.sets = task.sets[:keep]
     task.atol = get(req, "atol", "num", lo=0, hi=1e300)
     task.rtol = get(req, "rtol", "num", lo=0, hi=1e300)
     ns = exec_reference(task.oracle)
@@ -1893,13 +1943,19 @@ def descriptors(tensors_, specs):
     return arr
 
 
+def l2_bytes():
+    """The CUDA device's L2 in bytes (64 MiB where torch does not say); 0 on the host."""
+    if DEV is None or DEV.type != "cuda":
+        return 0
+    return getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
+
+
 def l2_flush_buffer():
     """On CUDA, twice the device's L2 in bytes (written over before a timed window, it leaves
     nothing of the inputs in the L2); None on the host."""
     if DEV.type != "cuda":
         return None
-    l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
-    return torch.empty(2 * l2, dtype=torch.uint8, device=DEV)
+    return torch.empty(2 * l2_bytes(), dtype=torch.uint8, device=DEV)
 
 
 class Run:
@@ -2354,6 +2410,7 @@ class Unseen:
         except Failure:
             refs = None  # the module's outputs on these inputs are not finite: not verified
             self.unverified += 1
+        del again  # not beside the references during the comparison (peak_bytes)
         for o, spec_o in enumerate(task.outputs if refs is not None else []):
             bad, n, first, g, e, _, _ = compare(task.tim[b][o], refs[o], spec_o["dtype"],
                                                 task.atol, task.rtol)
@@ -2362,7 +2419,7 @@ class Unseen:
                               % (spec_o["name"], what, describe(bad, n, first, g, e)))
         for r in refs or []:
             r.zero_()
-        del again, refs
+        del refs
         run.put(b, held)
 
     def judge(self):
@@ -2509,7 +2566,7 @@ def speed_of_light(run, median_us):
     if DEV.type != "cuda" or run.flush is None or median_us <= 0:
         return
     t = run.task
-    l2 = getattr(torch.cuda.get_device_properties(DEV), "L2_cache_size", 0) or (64 << 20)
+    l2 = l2_bytes()
     need = t.sol_fraction * tensor_bytes(t.inputs) + max(0, tensor_bytes(t.outputs) - l2)
     bw = copy_bandwidth()
     if need <= 0 or bw <= 0:
@@ -3674,23 +3731,22 @@ def drop_if_large(prepared, key):
         give_back_memory()
 
 
-def prepare_bytes(req):
-    """Device bytes a prepared task takes, about: every input set it will keep
-    (sets_that_fit), the references and the candidate's copies of inputs and outputs."""
-    task = Task()
-    task.inputs, task.outputs, task.sets = req["inputs"], req["outputs"], req["sets"]
-    sets = sets_that_fit(task)
-    return (sets + 1) * tensor_bytes(req["inputs"]) + (sets + 1) * tensor_bytes(req["outputs"])
+def prepare_bytes(task):
+    """Device bytes a task (its inputs, outputs and sets, as the prepare request gives them)
+    takes prepared and evaluated: every input set it will keep (sets_that_fit, set_bytes each)
+    and what an evaluation holds beside them at its peak (peak_bytes)."""
+    return sets_that_fit(task) * set_bytes(task) + peak_bytes(task)
 
 
-def make_room(req, prepared, used):
-    """Before a CUDA prepare: drops this worker's least recently used prepared tasks while the
-    device's free memory is under what the new one needs (measured on the H200 with KernelBench
-    level 1: the runner's two workers and the compile tier's builders share one GPU; a worker
-    keeping four tasks of 10-30 GiB each made the next prepare fail with out of memory)."""
+def make_room(task, prepared, used):
+    """Before a CUDA prepare of `task`: drops this worker's least recently used prepared tasks
+    while the device's free memory is under what the new one needs (measured on the H200 with
+    KernelBench level 1: the runner's two workers and the compile tier's builders share one
+    GPU; a worker keeping four tasks of 10-30 GiB each made the next prepare fail with out of
+    memory)."""
     if DEV.type != "cuda":
         return
-    need = prepare_bytes(req) * 5 // 4 + (256 << 20)
+    need = prepare_bytes(task) * 5 // 4 + (256 << 20)
     while True:
         free = torch.cuda.mem_get_info(DEV)[0]
         if free >= need or not prepared:
@@ -3702,17 +3758,23 @@ def make_room(req, prepared, used):
 
 def do_prepare(req, prepared, used):
     key = req["key"]
-    tensors(req, "inputs")  # field errors before any work
-    tensors(req, "outputs")
-    input_sets(req)
+    plan = Task()  # field errors before any work
+    plan.inputs = tensors(req, "inputs")
+    plan.outputs = tensors(req, "outputs")
+    plan.sets = input_sets(req)
     get(req, "oracle", "str")
     for k in ("atol", "rtol"):
         get(req, k, "num", lo=0, hi=1e300)
     get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
+    try:
+        sets_plan(plan)  # a task that does not fit even alone drops no other task
+    except Failure as f:
+        return {"op": "prepare", "ok": False, "reason": str(f)[:255], "fatal": False,
+                "oom": False}
     while len(prepared) >= MAX_PREPARED:
         oldest = min(prepared, key=lambda k: used.get(k, 0))
         del prepared[oldest]
-    make_room(req, prepared, used)
+    make_room(plan, prepared, used)
     for attempt in (0, 1):
         try:
             task = prepare_task(req)

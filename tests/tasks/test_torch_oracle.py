@@ -14,9 +14,11 @@ runner's evaluator and sandbox client (kb-test-torch-eval) in the PyTorch worker
     call disagrees with its first -> rejected, "not deterministic";
 and the worker's protocol answers (errors naming the field, as kb-sandbox's; the hello's
 "confinement"; a --trusted worker times torch and refuses eval, the confined one refuses
-torch), and a worker without libkb-confine.so next to it refusing to start unless
-KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet, the worker runs with
-KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation here runs confined.
+torch; under a 30 MiB budget, the sets kept beside an evaluation's peak and a prepare refused,
+naming the sizes, when one set does not fit), and a worker without libkb-confine.so next to it
+refusing to start unless KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet,
+the worker runs with KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation
+here runs confined.
 
 usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
@@ -75,11 +77,16 @@ def rpc(a, msg, raw=None):
 
 
 def few_sets(worker, task_dir, rw):
-    """A worker whose memory holds fewer input sets than the task declares (a 12 MiB budget,
-    KB_SANDBOX_TORCH_MEMORY, against 1_relu's 4 MiB a set in a confined worker: 0.75 x 12 MiB
-    holds two sets, one of them kept for the unseen calls' draws) keeps the first set, says so,
-    and checks one set."""
-    os.environ["KB_SANDBOX_TORCH_MEMORY"] = str(12 << 20)
+    """A worker with a 30 MiB budget (KB_SANDBOX_TORCH_MEMORY: 0.75 x 30 = 22.5 MiB) against
+    1_relu in a confined worker: a set takes 4 MiB (the 1 MiB input, its reference, the two
+    output buffers) and an evaluation 17 MiB more at its peak (peak_bytes: the 1 MiB references
+    of an unseen call beside the comparison's temporaries, 64 bytes an element of its 262144).
+    The 3 sets alone would fit (12 MiB; the rule before this one, one set more for the draws,
+    kept all 3) but not beside the peak: the first set is kept, said, and one set is checked.
+    The same task declared 4 times larger ([64, 16384]: a 16 MiB set, a 68 MiB peak) does not
+    fit even with one set: its prepare fails naming the sizes, before the module runs, and the
+    task prepared before stays prepared."""
+    os.environ["KB_SANDBOX_TORCH_MEMORY"] = str(30 << 20)
     try:
         a, p = start_worker(worker, rw)
     finally:
@@ -88,12 +95,30 @@ def few_sets(worker, task_dir, rw):
     call = functools.partial(rpc, a)
     try:
         task = json.load(open(os.path.join(task_dir, "task.json")))
-        r = call({"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir, "reference.py"),
-                  "inputs": task["inputs"], "outputs": task["outputs"],
-                  "sets": task["input_sets"], "atol": 1e-4, "rtol": 1e-4})
-        check(r.get("ok") is True and r.get("sets") == 1 and
-              r.get("sets_note", "").startswith("1 of the task's 3 input sets kept: 3 take "),
-              "memory for fewer sets than declared: the first kept, said: %s" % r)
+        prepare = {"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir,
+                                                                        "reference.py"),
+                   "inputs": task["inputs"], "outputs": task["outputs"],
+                   "sets": task["input_sets"], "atol": 1e-4, "rtol": 1e-4}
+        r = call(prepare)
+        check(r.get("ok") is True and r.get("sets") == 1 and r.get("sets_note") ==
+              "1 of the task's 3 input sets kept: 3 take 12.0 MiB here and an evaluation 17.0 "
+              "MiB more at its peak (inputs drawn again, a call's outputs, references, the "
+              "checks' temporaries), more than 75% of the device's 30.0 MiB",
+              "the sets alone fit, not beside an evaluation's peak: the first kept, said: %s"
+              % r)
+        large = [dict(x, shape=[64, 16384]) for x in task["inputs"]]
+        r = call(dict(prepare, key="k2", inputs=large,
+                      outputs=[dict(x, shape=[64, 16384]) for x in task["outputs"]]))
+        check(r.get("ok") is False and r.get("oom") is False and r.get("fatal") is False and
+              r.get("reason") == "the task does not fit this worker's memory: one input set "
+              "takes 16.0 MiB here and an evaluation 68.0 MiB more at its peak (inputs drawn "
+              "again, a call's outputs, references, the checks' temporaries), more than 75% of "
+              "the device's 30.0 MiB",
+              "one set does not fit beside an evaluation's peak: the prepare fails naming the "
+              "sizes: %s" % r)
+        r = call(prepare)
+        check(r.get("ok") is True and r.get("cached") is True,
+              "and the task prepared before is still prepared: %s" % r)
         r = call({"op": "eval", "key": "k1", "library": "/nonexistent.so", "sets": 0,
                   "warmup": 0, "max_samples": 0, "flush_l2": False, "recheck": False})
         check(r.get("status") == "compile_error", "and the task evaluates: %s" % r)
