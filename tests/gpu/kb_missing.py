@@ -6,10 +6,11 @@ verdicts in any bench/results/gpu-tests/h200-*kernelbench*-identity.json or h100
 verdict and a ratio to eager on one card; the file name says which card); with --outside also
 those whose latest identity was timed outside 0.97-1.03 of eager, with --errors also those whose
 latest identity or compile seed ended in infra_error or compile_error (to run again after a
-fix). With --files, the KernelBench files of those tasks instead of their ids (TASKS must then be
+fix), with --incomplete also those whose latest compile seed is not ok or either seed was not
+timed at the full tier (what tests/gpu/kb_union.py counts as not correct). With --files, the KernelBench files of those tasks instead of their ids (TASKS must then be
 an import's --json lines, which name each task's file: KB_FILES of tests/gpu/kernelbench_all.sh
 imports only them). Standard library only.
-usage: kb_missing.py [--outside] [--errors] [--files] TASKS"""
+usage: kb_missing.py [--outside] [--errors] [--incomplete] [--files] TASKS"""
 import glob
 import json
 import os
@@ -47,7 +48,7 @@ def age(path):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     flags = set(a for a in sys.argv[1:] if a.startswith("--"))
-    if len(args) != 1 or flags - {"--outside", "--errors", "--files"}:
+    if len(args) != 1 or flags - {"--outside", "--errors", "--incomplete", "--files"}:
         sys.exit(__doc__)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
     latest = {}  # task -> its row in the newest table that has both verdicts
@@ -62,7 +63,10 @@ def main():
         x = r.get("identity_x") if r else None
         if (r is None or ("--outside" in flags and x is not None and not 0.97 <= x <= 1.03) or
                 ("--errors" in flags and (r["identity_status"] in bad or
-                                          r["compile_status"] in bad))):
+                                          r["compile_status"] in bad)) or
+                ("--incomplete" in flags and (r["compile_status"] != "ok" or
+                                              not r.get("compile_x") or
+                                              not r.get("identity_x")))):
             if "--files" in flags and path is None:
                 sys.exit("kb_missing.py: --files needs an import's --json lines, not %s"
                          % args[0])
