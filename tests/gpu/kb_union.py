@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """KernelBench over every committed GPU table at once (issue 14): for each task the row of the
 newest bench/results/gpu-tests/h[12]00-*kernelbench*-identity.json that has both seeds' verdicts
-(kb_missing.py's rule), then per KernelBench level the identity's agreement with eager and the
+(kb_missing.py's rule, but a row that measured nothing of its compile seed does not replace
+one that did), then per KernelBench level the identity's agreement with eager and the
 compile seed's fast_p (the share of the level's tasks, 100, 100 and 50, that are correct and
 more than p times faster; a task without a row, not ok, or ok without a full-tier time (the run
 ended before its full tier: counted apart) counts as not correct) against torch
@@ -28,13 +29,25 @@ def load_missing():
     return mod
 
 
+def measured(r):
+    """Whether the row says something of its compile seed: a verdict that is not infra_error,
+    and for an ok one its full-tier time."""
+    return r["compile_status"] != "infra_error" and (r["compile_status"] != "ok" or
+                                                      bool(r.get("compile_x")))
+
+
 def latest_rows(root, age):
-    """{task: (row, table file name)} of the newest table with both verdicts."""
+    """{task: (row, table file name)} of the newest table with both verdicts, unless that row
+    measured nothing of its compile seed where an older one did (an infra_error, or an ok whose
+    call ended before its full tier: on the 80 GB card six level-1 tasks run out of device
+    memory that ran on the 141 GB one)."""
     latest = {}
     for f in sorted(glob.glob(os.path.join(root, "bench/results/gpu-tests/"
                                            "h[12]00-*kernelbench*-identity.json")), key=age):
         for r in json.load(open(f))["rows"]:
-            if r.get("identity_status") and r.get("compile_status"):
+            old = latest.get(r["task"])
+            if (r.get("identity_status") and r.get("compile_status") and
+                    (old is None or measured(r) or not measured(old[0]))):
                 latest[r["task"]] = (r, os.path.basename(f))
     return latest
 
