@@ -129,7 +129,7 @@ static size_t spec_bytes(const struct kb_tensor_spec *s, int64_t *numel) {
   return (size_t)n * (size_t)size;
 }
 
-static void tensor(kb_tensor *t, const struct kb_tensor_spec *s, void *data) {
+void kb__tensor_describe(kb_tensor *t, const struct kb_tensor_spec *s, void *data) {
   memset(t, 0, sizeof *t);
   t->data = data;
   t->dtype = s->dtype;
@@ -241,9 +241,9 @@ static int call(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, 
                 const size_t *offs) {
   kb_tensor *in = p->in_desc, *out = p->out_desc;
   for (int i = 0; i < p->n_in; i++)
-    tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
+    kb__tensor_describe(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
-    tensor(&out[o], &p->out_spec[o], p->cand + offs[o]);
+    kb__tensor_describe(&out[o], &p->out_spec[o], p->cand + offs[o]);
   return fn(in, p->n_in, out, p->n_out, d->stream);
 }
 
@@ -259,9 +259,9 @@ static int call_oracle(struct kb__dev *d, const struct kb__prepared *p, forward_
                        const size_t *offs, int *e, struct kb_error *err) {
   kb_tensor *in = p->in_desc, *out = p->out_desc;
   for (int i = 0; i < p->n_in; i++)
-    tensor(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
+    kb__tensor_describe(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
-    tensor(&out[o], &p->out_spec[o], p->priv + offs[o]);
+    kb__tensor_describe(&out[o], &p->out_spec[o], p->priv + offs[o]);
   *e = d->sync(d, err); /* the inputs were drawn on the candidate's stream */
   int ret = *e ? 0 : fn(in, p->n_in, out, p->n_out, d->oracle_stream);
   if (*e == 0)

@@ -100,6 +100,10 @@ struct kb__prepared; /* opaque */
 typedef int (*kb__forward_fn)(const kb_tensor *in, int n_in, kb_tensor *out, int n_out,
                               void *stream);
 
+/* Fills `t` (caller-owned) as the descriptor of a tensor of spec `s` at `data` (borrowed): a
+ * fresh one for each call, so a candidate that scribbles on it does not steer the next. */
+void kb__tensor_describe(kb_tensor *t, const struct kb_tensor_spec *s, void *data);
+
 /* Loads the library at `path` in the confinement's load window and finds kb_forward into `*fn`.
  * Returns the handle (the caller dlcloses it), or NULL with the reason in `err`: KB_ELOAD when
  * the library does not load (dlerror's text without the path), KB_ENOTFOUND when it does not

@@ -58,15 +58,6 @@ static int64_t numel(const struct kb_tensor_spec *s) {
   return n;
 }
 
-static void describe(kb_tensor *t, const struct kb_tensor_spec *s, void *data) {
-  memset(t, 0, sizeof *t);
-  t->data = data;
-  t->dtype = s->dtype;
-  t->ndim = s->ndim;
-  for (int i = 0; i < s->ndim; i++)
-    t->shape[i] = s->shape[i];
-}
-
 static void calls_free(struct kb__dev *d, struct calls *c) {
   for (int i = 0; c->in != NULL && i < c->t->n_in; i++)
     d->free(d, c->in[i]);
@@ -237,9 +228,9 @@ static void one_call(struct kb__dev *d, struct calls *c, kb__forward_fn fn, int 
     return;
   }
   for (int k = 0; k < t->n_in; k++)
-    describe(&c->in_desc[k], &t->inputs[k], c->in[k]);
+    kb__tensor_describe(&c->in_desc[k], &t->inputs[k], c->in[k]);
   for (int o = 0; o < t->n_out; o++)
-    describe(&c->out_desc[o], &t->outputs[o], c->out[o]);
+    kb__tensor_describe(&c->out_desc[o], &t->outputs[o], c->out[o]);
   double a = now_s(d);
   int ret = fn(c->in_desc, t->n_in, c->out_desc, t->n_out, d->stream);
   e = d->sync(d, &err);
