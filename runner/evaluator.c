@@ -1175,6 +1175,8 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
     /* a host's C sandbox runs no thread and no process: the kernel's count of its CPU time
      * is its calls' cost, whatever else shares the machine */
     p->cpu_clock = b->kind == KB_BACKEND_HOST;
+    if (p->cpu_clock && p->calls > KB_WITNESS_CPU_MAX_CALLS)
+      p->calls = KB_WITNESS_CPU_MAX_CALLS;
   }
   if (rc == KB_OK && (*cand_req == NULL || *ref_req == NULL))
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");

@@ -27,6 +27,11 @@ struct kb_error;
 
 #define KB_WITNESS_ROUNDS 3
 #define KB_WITNESS_MAX_CALLS 256 /* calls per request, at most (the workers take no more) */
+/* ... on a host's CPU-time clock: there each call also copies its inputs (a rotation of the
+ * set's draw, some 1.2 ms for the 4 MB of row_sum), so a fast call's requests were mostly
+ * copies (256 calls of a 72 us seed took some 330 ms a request); 64 calls keep the requests'
+ * noise (about 2 ms a request) under 30 us a call, against the host's 100 us slack */
+#define KB_WITNESS_CPU_MAX_CALLS 64
 
 /* What the two workers' witness requests measured. */
 struct kb__witness_obs {
