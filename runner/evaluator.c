@@ -49,7 +49,6 @@ struct oracle {
   char *lib;                   /* built oracle (owned) */
   double run_us;               /* its slowest run on one input set at the last prepare, us;
                                   0: not known */
-  double draw_us;              /* the slowest draw of one set's inputs then, us; 0: not known */
 };
 
 struct baseline {
@@ -556,8 +555,9 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
       goto out;
     lib = module;
   }
-  if (lib == NULL && oracle_of(b, key) != NULL)
-    lib = oracle_of(b, key)->lib;
+  const struct oracle *built = lib == NULL ? oracle_of(b, key) : NULL;
+  if (built != NULL)
+    lib = built->lib;
   if (lib == NULL) {
     /* the oracle is trusted code: it skips the import allow-list that candidates face */
     double left = deadline - kb_now_mono();
@@ -579,7 +579,6 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
     kb_free(o->lib);
     o->lib = kb_strdup(build.lib_path);
     o->run_us = 0;
-    o->draw_us = 0;
     memcpy(o->fingerprint, key, KB_CAND_ID_LEN + 1);
     if (o->lib == NULL) {
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
@@ -635,10 +634,8 @@ retry:;
     int fresh = !json_is_true(json_object_get(call.reply, "cached"));
     note_prepared(b, task->id, fresh);
     struct oracle *o = torch_module ? NULL : oracle_of(b, key);
-    if (o != NULL) { /* kb-sandbox's: what sizes the witness (witness_plan) */
+    if (o != NULL) /* kb-sandbox's: what sizes the witness (witness_plan) */
       o->run_us = json_number_value(json_object_get(call.reply, "oracle_s")) * 1e6;
-      o->draw_us = json_number_value(json_object_get(call.reply, "fill_s")) * 1e6;
-    }
     if (fresh)
       kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
                trusted ? "trusted" : "confined", call.seconds);

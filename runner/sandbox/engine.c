@@ -173,7 +173,6 @@ const char *kb__prepared_key(const struct kb__prepared *p) { return p->key; }
 int kb__prepared_damaged(const struct kb__prepared *p) { return p->damaged; }
 size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
 double kb__prepared_oracle_s(const struct kb__prepared *p) { return p->oracle_s; }
-double kb__prepared_fill_s(const struct kb__prepared *p) { return p->fill_s; }
 
 void kb__prepared_free(struct kb__dev *d, struct kb__prepared *p) {
   if (p == NULL)

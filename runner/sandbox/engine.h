@@ -204,8 +204,6 @@ const char *kb__prepared_key(const struct kb__prepared *p);
 size_t kb__prepared_bytes(const struct kb__prepared *p);
 /* The slowest run of the oracle on one input set at prepare, seconds. */
 double kb__prepared_oracle_s(const struct kb__prepared *p);
-/* The slowest draw of one input set's inputs at prepare, seconds. */
-double kb__prepared_fill_s(const struct kb__prepared *p);
 /* 1 when the candidate damaged `p` (its inputs or references changed): drop it. */
 int kb__prepared_damaged(const struct kb__prepared *p);
 

@@ -227,10 +227,9 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
   int at = find(sv, s.key);
   if (at >= 0) {
     sv->used[at] = sv->clock;
-    return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:f}", "op", "prepare", "ok", 1,
+    return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f}", "op", "prepare", "ok", 1,
                                "key", s.key, "cached", 1, "seconds", 0.0, "oracle_s",
-                               kb__prepared_oracle_s(sv->tasks[at]), "fill_s",
-                               kb__prepared_fill_s(sv->tasks[at])));
+                               kb__prepared_oracle_s(sv->tasks[at])));
   }
   double t0 = kb_now_mono();
   struct kb__prepared *p = NULL;
@@ -291,9 +290,9 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
     kb__prepared_free(sv->d, sv->tasks[drop]);
     sv->tasks[drop] = NULL;
   }
-  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:f}", "op", "prepare", "ok", 1,
+  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f}", "op", "prepare", "ok", 1,
                              "key", s.key, "cached", 0, "seconds", seconds, "oracle_s",
-                             kb__prepared_oracle_s(p), "fill_s", kb__prepared_fill_s(p)));
+                             kb__prepared_oracle_s(p)));
 }
 
 /* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
