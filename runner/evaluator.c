@@ -1237,6 +1237,14 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     v.status = KB_STATUS_INFRA_ERROR;
     snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
   }
+  if (o.rounds > 0) {
+    char rounds[256] = "";
+    for (int i = 0, at = 0; i < o.rounds && at < (int)sizeof rounds; i++)
+      at += snprintf(rounds + at, sizeof rounds - (size_t)at, "%s%.1f/%.1f", i ? ", " : "",
+                     o.cand_s[i] * 1e6 / o.calls, o.ref_s[i] * 1e6 / o.calls);
+    kb_debug("task %s: witness rounds, us a call in its process / the trusted one: %s",
+             task->id, rounds);
+  }
   if (o.rounds > 0)
     kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
              "samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "

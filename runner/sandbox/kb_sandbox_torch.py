@@ -3710,9 +3710,41 @@ def oom_reason(err):
         except RuntimeError:
             pass
     gib = 1 << 30
+    if DEV.type == "cuda":
+        memory_census(held)
     return ("ran out of device memory (asked %s; %.1f of %.1f GiB free, %.1f GiB held by this "
             "worker; the rest by the runner's other worker, builds or other processes)"
             % (asked.group(1) if asked else "an allocation", free / gib, total / gib, held / gib))
+
+
+def memory_census(held):
+    """Writes to stderr (the runner's log) what holds this worker's device memory when it ran
+    out: torch's allocated and reserved bytes, the live CUDA tensors found by the collector
+    (storage counted once) and the largest of them, so that memory held beyond what the plan
+    counts (peak_bytes; KernelBench level 1's norms on an 80 GB card held 63-76 GiB) can be
+    told apart: live tensors (whose shapes say whose), or torch's cache of freed blocks."""
+    gib = 1 << 30
+    seen, live, n = {}, 0, 0
+    try:
+        for obj in gc.get_objects():
+            if not isinstance(obj, torch.Tensor) or not obj.is_cuda:
+                continue
+            st = obj.untyped_storage() if hasattr(obj, "untyped_storage") else obj.storage()
+            ptr = st.data_ptr()
+            if ptr in seen:
+                continue
+            seen[ptr] = (st.nbytes(), tuple(obj.shape), str(obj.dtype).replace("torch.", ""))
+            live += st.nbytes()
+            n += 1
+        top = sorted(seen.values(), reverse=True)[:6]
+        print("kb-sandbox-torch: out of device memory: torch allocated %.2f GiB, reserved "
+              "%.2f GiB; %d live CUDA tensors the collector sees, %.2f GiB; largest: %s"
+              % (torch.cuda.memory_allocated(DEV) / gib, held / gib, n, live / gib,
+                 ", ".join("%.2f GiB %s %s" % (b / gib, list(sh), dt) for b, sh, dt in top)),
+              file=sys.stderr)
+    except Exception as e:  # a census that fails leaves the reason as it is
+        print("kb-sandbox-torch: memory census failed: %s: %s" % (type(e).__name__,
+                                                                  first_line(e)), file=sys.stderr)
 
 
 def drop_if_large(prepared, key):

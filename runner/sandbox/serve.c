@@ -36,6 +36,8 @@ struct server {
                                 (owned; NULL: none) */
   void *witness_lib;         /* its handle */
   kb__forward_fn witness_fn;
+  struct kb__witness_bufs *witness_bufs; /* its calls' buffers, kept between its rounds and
+                                            freed at any other request */
   struct kb__prepared *tasks[MAX_PREPARED];
   uint64_t used[MAX_PREPARED];
   double cost[MAX_PREPARED]; /* seconds its preparation took */
@@ -598,14 +600,15 @@ static int witness(struct server *sv, json_t *req) {
     r.status = sv->trusted ? KB_STATUS_INFRA_ERROR : KB_STATUS_CRASH;
     snprintf(r.reason, sizeof r.reason, "the witness cannot load the %s: %.200s",
              sv->trusted ? "oracle" : "candidate", err.msg);
-  } else if ((w.fn = sv->witness_fn, kb__witness_calls(sv->d, &w, &r)) == KB_ENOMEM &&
+  } else if ((w.fn = sv->witness_fn, kb__witness_calls(sv->d, &sv->witness_bufs, &w, &r)) ==
+                 KB_ENOMEM &&
              !r.fatal) {
     /* the device may be full of prepared tasks: drop them all and try once more */
     for (int i = 0; i < MAX_PREPARED; i++) {
       kb__prepared_free(sv->d, sv->tasks[i]);
       sv->tasks[i] = NULL;
     }
-    kb__witness_calls(sv->d, &w, &r);
+    kb__witness_calls(sv->d, &sv->witness_bufs, &w, &r);
   }
   kb_free(in);
   kb_free(out);
@@ -651,6 +654,11 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
       step = reply_error(&sv, json_is_object(req) ? "op" : "", err.msg);
     } else {
       const char *op = json_string_value(json_object_get(req, "op"));
+      if (strcmp(op, "witness") != 0) { /* the witness is over: its device memory is the next
+                                           evaluation's */
+        kb__witness_bufs_free(d, sv.witness_bufs);
+        sv.witness_bufs = NULL;
+      }
       if (strcmp(op, "hello") == 0)
         step = hello(&sv);
       else if (strcmp(op, "prepare") == 0)
@@ -680,6 +688,8 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   for (int i = 0; i < MAX_PREPARED; i++)
     if (rc != 3) /* after a sticky error the device frees nothing; the process ends anyway */
       kb__prepared_free(d, sv.tasks[i]);
+  if (rc != 3)
+    kb__witness_bufs_free(d, sv.witness_bufs);
   if (rc != 3 && sv.witness_lib != NULL)
     dlclose(sv.witness_lib);
   kb_free(sv.witness_path);

@@ -15,23 +15,28 @@
 #include "kb/result.h"
 #include "verify.h"
 
-/* The request's buffers: one call's inputs and outputs on the device, every call's kept
- * outputs on the host. */
-struct calls {
-  const struct kb__witness_spec *w;
+/* The witness's buffers, kept between its requests (kb__witness_bufs_free): each call's inputs
+ * and outputs on the device, every call's kept outputs on the host. Kept, a round after the
+ * first writes to pages it already touched in both processes, whose first touch would
+ * otherwise land, unevenly, in every round's time. */
+struct kb__witness_bufs {
+  const struct kb__witness_spec *w; /* the request's (borrowed, set for each) */
   const struct kb__prep_spec *t;
-  void **in, **out;         /* device buffers, per input and per output (owned) */
-  void **base;              /* on the host: per input, the draw its calls' inputs are rotations
-                               of (owned); NULL on a GPU */
+  int n_in, n_out;          /* the shapes the buffers were made for */
+  int *in_dtype, *out_dtype;
+  void **in, **out;         /* per input and per output (owned); on the host an input's buffer
+                               holds its draw twice over, and each call's input is a window
+                               into it at an offset drawn from the seed */
+  void **cur;               /* each input of the call under way (borrowed, in `in`) */
   int64_t *in_n, *out_n;    /* elements */
   size_t *keep;             /* bytes kept of each output per call (whole, or its blocks) */
   size_t *slot;             /* the same rounded up to 8 bytes: each output's room per call */
   int64_t *starts;          /* per output, KB__WITNESS_BLOCKS block starts; -1: kept whole */
   kb_tensor *in_desc, *out_desc;
   size_t per_call;          /* bytes kept per call (the slots) */
-  unsigned char *host;      /* calls * per_call (owned) */
+  unsigned char *host;      /* host_bytes of room for calls * per_call (owned) */
+  size_t host_bytes;
 };
-
 static void say(struct kb__witness_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void say(struct kb__witness_reply *r, int status, const char *fmt, ...) {
@@ -58,16 +63,18 @@ static int64_t numel(const struct kb_tensor_spec *s) {
   return n;
 }
 
-static void calls_free(struct kb__dev *d, struct calls *c) {
-  for (int i = 0; c->in != NULL && i < c->t->n_in; i++)
+void kb__witness_bufs_free(struct kb__dev *d, struct kb__witness_bufs *c) {
+  if (c == NULL)
+    return;
+  for (int i = 0; c->in != NULL && i < c->n_in; i++)
     d->free(d, c->in[i]);
-  for (int o = 0; c->out != NULL && o < c->t->n_out; o++)
+  for (int o = 0; c->out != NULL && o < c->n_out; o++)
     d->free(d, c->out[o]);
-  for (int i = 0; c->base != NULL && i < c->t->n_in; i++)
-    d->free(d, c->base[i]);
-  kb_free(c->base);
+  kb_free(c->in_dtype);
+  kb_free(c->out_dtype);
   kb_free(c->in);
   kb_free(c->out);
+  kb_free(c->cur);
   kb_free(c->in_n);
   kb_free(c->out_n);
   kb_free(c->keep);
@@ -76,12 +83,13 @@ static void calls_free(struct kb__dev *d, struct calls *c) {
   kb_free(c->in_desc);
   kb_free(c->out_desc);
   kb_free(c->host);
+  kb_free(c);
 }
 
 /* What is kept of each output: all of it while one call's outputs take at most a third of
  * KB__WITNESS_OUT_BYTES, else KB__WITNESS_BLOCKS blocks at starts drawn from the seed (an
  * output smaller than the blocks is kept whole). */
-static void plan_keep(struct calls *c, int *sampled) {
+static void plan_keep(struct kb__witness_bufs *c, int *sampled) {
   const struct kb__prep_spec *t = c->t;
   size_t whole = 0;
   for (int o = 0; o < t->n_out; o++)
@@ -106,15 +114,33 @@ static void plan_keep(struct calls *c, int *sampled) {
   }
 }
 
-/* The buffers of `c` for `w`; the number of calls into r->calls. */
-static int calls_new(struct kb__dev *d, const struct kb__witness_spec *w, struct calls *c,
-                     struct kb__witness_reply *r) {
-  const struct kb__prep_spec *t = w->task;
-  struct kb_error err = {0};
-  memset(c, 0, sizeof *c);
-  c->w = w;
-  c->t = t;
+/* 1 when `c` was made for the tensors of `t`. */
+static int bufs_fit(const struct kb__witness_bufs *c, const struct kb__prep_spec *t) {
+  if (c->n_in != t->n_in || c->n_out != t->n_out)
+    return 0;
+  for (int i = 0; i < t->n_in; i++)
+    if (c->in_n[i] != numel(&t->inputs[i]) || c->in_dtype[i] != t->inputs[i].dtype)
+      return 0;
+  for (int o = 0; o < t->n_out; o++)
+    if (c->out_n[o] != numel(&t->outputs[o]) || c->out_dtype[o] != t->outputs[o].dtype)
+      return 0;
+  return 1;
+}
+
+/* New buffers for the tensors of `t` into *out; KB_ENOMEM (`err` says which) when there is no
+ * room. On the host each input gets room for its draw twice (the calls' windows). */
+static int bufs_new(struct kb__dev *d, const struct kb__prep_spec *t,
+                    struct kb__witness_bufs **out, struct kb_error *err) {
+  struct kb__witness_bufs *c = kb_calloc(1, sizeof *c);
+  *out = NULL;
+  if (c == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of host memory");
+  c->n_in = t->n_in;
+  c->n_out = t->n_out;
+  c->in_dtype = kb_calloc((size_t)t->n_in, sizeof *c->in_dtype);
+  c->out_dtype = kb_calloc((size_t)t->n_out, sizeof *c->out_dtype);
   c->in = kb_calloc((size_t)t->n_in, sizeof *c->in);
+  c->cur = kb_calloc((size_t)t->n_in, sizeof *c->cur);
   c->out = kb_calloc((size_t)t->n_out, sizeof *c->out);
   c->in_n = kb_calloc((size_t)t->n_in, sizeof *c->in_n);
   c->out_n = kb_calloc((size_t)t->n_out, sizeof *c->out_n);
@@ -123,33 +149,53 @@ static int calls_new(struct kb__dev *d, const struct kb__witness_spec *w, struct
   c->starts = kb_calloc((size_t)t->n_out * KB__WITNESS_BLOCKS, sizeof *c->starts);
   c->in_desc = kb_calloc((size_t)t->n_in, sizeof *c->in_desc);
   c->out_desc = kb_calloc((size_t)t->n_out, sizeof *c->out_desc);
-  if (!c->in || !c->out || !c->in_n || !c->out_n || !c->keep || !c->slot || !c->starts ||
-      !c->in_desc || !c->out_desc) {
-    say(r, KB_STATUS_INFRA_ERROR, "the witness calls: out of host memory");
-    return KB_ENOMEM;
+  if (!c->in_dtype || !c->out_dtype || !c->in || !c->cur || !c->out || !c->in_n || !c->out_n ||
+      !c->keep || !c->slot || !c->starts || !c->in_desc || !c->out_desc) {
+    kb__witness_bufs_free(d, c);
+    return kb_error_set(err, KB_ENOMEM, "out of host memory");
   }
   int rc = KB_OK;
-  c->base = d->gpu ? NULL : kb_calloc((size_t)t->n_in, sizeof *c->base);
-  if (!d->gpu && c->base == NULL) {
-    say(r, KB_STATUS_INFRA_ERROR, "the witness calls: out of host memory");
-    return KB_ENOMEM;
-  }
   for (int i = 0; rc == KB_OK && i < t->n_in; i++) {
     c->in_n[i] = numel(&t->inputs[i]);
+    c->in_dtype[i] = t->inputs[i].dtype;
     size_t bytes = (size_t)c->in_n[i] * (size_t)kb_dtype_size(t->inputs[i].dtype);
-    rc = d->alloc(d, bytes, &c->in[i], &err);
-    if (rc == KB_OK && c->base != NULL)
-      rc = d->alloc(d, bytes, &c->base[i], &err);
+    rc = d->alloc(d, d->gpu ? bytes : 2 * bytes, &c->in[i], err);
   }
   for (int o = 0; rc == KB_OK && o < t->n_out; o++) {
     c->out_n[o] = numel(&t->outputs[o]);
+    c->out_dtype[o] = t->outputs[o].dtype;
     rc = d->alloc(d, (size_t)c->out_n[o] * (size_t)kb_dtype_size(t->outputs[o].dtype),
-                  &c->out[o], &err);
+                  &c->out[o], err);
   }
   if (rc) {
-    say(r, KB_STATUS_INFRA_ERROR, "the witness calls' buffers: %s", err.msg);
-    return rc == KB_ENOMEM ? KB_ENOMEM : KB_OK;
+    kb__witness_bufs_free(d, c);
+    return rc;
   }
+  *out = c;
+  return KB_OK;
+}
+
+/* The buffers for `w` into *kept: the ones there when they fit its task, else new ones (the
+ * old freed); the number of calls into r->calls. Returns KB_OK, or KB_ENOMEM with r saying
+ * infra_error. */
+static int bufs_get(struct kb__dev *d, struct kb__witness_bufs **kept,
+                    const struct kb__witness_spec *w, struct kb__witness_reply *r) {
+  const struct kb__prep_spec *t = w->task;
+  struct kb_error err = {0};
+  if (*kept != NULL && !bufs_fit(*kept, t)) {
+    kb__witness_bufs_free(d, *kept);
+    *kept = NULL;
+  }
+  if (*kept == NULL) {
+    int rc = bufs_new(d, t, kept, &err);
+    if (rc) {
+      say(r, KB_STATUS_INFRA_ERROR, "the witness calls' buffers: %s", err.msg);
+      return rc == KB_ENOMEM ? KB_ENOMEM : KB_OK;
+    }
+  }
+  struct kb__witness_bufs *c = *kept;
+  c->w = w;
+  c->t = t;
   int sampled = 0;
   plan_keep(c, &sampled);
   r->sampled = sampled;
@@ -157,60 +203,85 @@ static int calls_new(struct kb__dev *d, const struct kb__witness_spec *w, struct
   r->calls = fit < (size_t)w->calls ? (int)fit : w->calls;
   if (r->calls < 1)
     r->calls = 1;
-  c->host = kb_malloc((size_t)r->calls * c->per_call);
-  if (c->host == NULL) {
-    say(r, KB_STATUS_INFRA_ERROR, "the witness calls: out of host memory");
-    return KB_ENOMEM;
+  size_t need = (size_t)r->calls * c->per_call;
+  if (need > c->host_bytes) {
+    kb_free(c->host);
+    c->host_bytes = 0;
+    c->host = kb_malloc(need ? need : 1);
+    if (c->host == NULL) {
+      say(r, KB_STATUS_INFRA_ERROR, "the witness calls: out of host memory");
+      return KB_ENOMEM;
+    }
+    c->host_bytes = need;
   }
-  r->bytes = (int64_t)((size_t)r->calls * c->per_call);
+  r->bytes = (int64_t)need;
   return KB_OK;
 }
 
-/* The draw of call `i` (or, on the host, of the base of its input set): input set i's
- * distribution, cycling, under a seed made of the runner's. */
-static struct kb_input_set call_set(const struct calls *c, int i) {
-  struct kb_input_set set = c->t->sets[i % c->t->n_sets];
-  set.seed = kb__mask_word(c->w->seed, (uint64_t)(c->base != NULL ? i % c->t->n_sets : i));
+/* The input set of a request's calls on the host: one, picked by the seed (a draw takes some
+ * 7 ns an element there, so each set drawn would add its inputs' draw to every round). */
+static int host_set(const struct kb__witness_bufs *c) {
+  return (int)(c->w->seed % (uint64_t)c->t->n_sets);
+}
+
+/* The draw of call `i` on a GPU (input set i's distribution, cycling), or of the request's
+ * inputs on the host, under a seed made of the runner's. */
+static struct kb_input_set call_set(const struct kb__dev *d, const struct kb__witness_bufs *c,
+                                    int i) {
+  int s = d->gpu ? i % c->t->n_sets : host_set(c);
+  struct kb_input_set set = c->t->sets[s];
+  set.seed = kb__mask_word(c->w->seed, (uint64_t)(d->gpu ? i : s));
   return set;
 }
 
-/* On the host, the bases of input set `s`'s calls drawn (each call's inputs are rotations of
- * them: the generator takes some 7 ns an element for a normal draw, which over a call's inputs
- * would make each witness call mostly a draw, and its noise the rounds' noise). No-op on a GPU,
- * where each call's inputs are drawn whole. */
-static int draw_bases(struct kb__dev *d, struct calls *c, int s, struct kb_error *err) {
-  struct kb_input_set set = call_set(c, s);
+/* Elements of an input's window step (64 bytes: the ABI's 16-byte alignment kept). */
+static int64_t window_step(int dtype) {
+  int64_t size = kb_dtype_size(dtype);
+  return size < 64 ? 64 / size : 1;
+}
+
+/* On the host, each input drawn once for the request and copied after itself: each call's
+ * input is then a window of it at an offset drawn from the seed, so that every element moves
+ * from one call to the next without a copy per call (a copy would cost more than many a call,
+ * and its noise would be the rounds' noise). No-op on a GPU, where each call's inputs are
+ * drawn whole. */
+static int draw_request(struct kb__dev *d, struct kb__witness_bufs *c, struct kb_error *err) {
+  struct kb_input_set set = call_set(d, c, 0);
   int e = KB_OK;
-  for (int k = 0; c->base != NULL && e == KB_OK && k < c->t->n_in; k++)
-    e = d->fill(d, c->base[k], c->t->inputs[k].dtype, c->in_n[k], &set, k, err);
+  for (int k = 0; !d->gpu && e == KB_OK && k < c->t->n_in; k++) {
+    size_t bytes = (size_t)c->in_n[k] * (size_t)kb_dtype_size(c->t->inputs[k].dtype);
+    e = d->fill(d, c->in[k], c->t->inputs[k].dtype, c->in_n[k], &set, k, err);
+    if (e == KB_OK)
+      e = d->copy(d, (unsigned char *)c->in[k] + bytes, c->in[k], bytes, err);
+  }
   return e;
 }
 
-/* Input `k` of call `i`: drawn (GPU), or its base rotated by an offset drawn from the seed, so
- * that every element moves (host). */
-static int call_input(struct kb__dev *d, struct calls *c, int i, int k, struct kb_error *err) {
+/* Input `k` of call `i` into c->cur[k]: drawn (GPU; on the host an input shorter than two
+ * window steps), or a window of the request's draw at an offset drawn from the seed (host). */
+static int call_input(struct kb__dev *d, struct kb__witness_bufs *c, int i, int k,
+                      struct kb_error *err) {
   const struct kb_tensor_spec *spec = &c->t->inputs[k];
-  if (c->base == NULL) {
-    struct kb_input_set set = call_set(c, i);
-    return d->fill(d, c->in[k], spec->dtype, c->in_n[k], &set, k, err);
-  }
   int64_t n = c->in_n[k];
-  size_t size = (size_t)kb_dtype_size(spec->dtype);
+  int64_t step = window_step(spec->dtype);
+  c->cur[k] = c->in[k];
+  if (d->gpu || n / step < 2) {
+    struct kb_input_set set = call_set(d, c, i);
+    if (!d->gpu) /* each call its own draw */
+      set.seed = kb__mask_word(set.seed, (uint64_t)i + 1);
+    return d->fill(d, c->in[k], spec->dtype, n, &set, k, err);
+  }
   uint64_t x = kb__mask_word(c->w->seed ^ UINT64_C(0x5bd1e9955bd1e995),
                              (uint64_t)i * KB_MAX_TENSORS + (uint64_t)k);
-  int64_t off = n > 1 ? 1 + (int64_t)(x % (uint64_t)(n - 1)) : 0;
-  unsigned char *dst = c->in[k];
-  const unsigned char *src = c->base[k];
-  int e = d->copy(d, dst, src + (size_t)off * size, (size_t)(n - off) * size, err);
-  if (e == KB_OK && off > 0)
-    e = d->copy(d, dst + (size_t)(n - off) * size, src, (size_t)off * size, err);
-  return e;
+  int64_t off = step * (1 + (int64_t)(x % (uint64_t)(n / step - 1)));
+  c->cur[k] = (unsigned char *)c->in[k] + (size_t)off * (size_t)kb_dtype_size(spec->dtype);
+  return KB_OK;
 }
 
 /* Call `i` of `fn` (the candidate's, or the oracle's when `oracle`): draws, poison, flush,
  * wait, the call and a wait (timed into *module_s), the kept outputs into the host buffer. */
-static void one_call(struct kb__dev *d, struct calls *c, kb__forward_fn fn, int oracle, int i,
-                     double *module_s, struct kb__witness_reply *r) {
+static void one_call(struct kb__dev *d, struct kb__witness_bufs *c, kb__forward_fn fn,
+                     int oracle, int i, double *module_s, struct kb__witness_reply *r) {
   const struct kb__prep_spec *t = c->t;
   struct kb_error err = {0};
   int e = KB_OK;
@@ -228,7 +299,7 @@ static void one_call(struct kb__dev *d, struct calls *c, kb__forward_fn fn, int 
     return;
   }
   for (int k = 0; k < t->n_in; k++)
-    kb__tensor_describe(&c->in_desc[k], &t->inputs[k], c->in[k]);
+    kb__tensor_describe(&c->in_desc[k], &t->inputs[k], c->cur[k]);
   for (int o = 0; o < t->n_out; o++)
     kb__tensor_describe(&c->out_desc[o], &t->outputs[o], c->out[o]);
   double a = now_s(d);
@@ -318,7 +389,8 @@ static unsigned char *read_file(const char *path, size_t want, char *why, size_t
 }
 
 /* Compares the confined sandbox's file with the calls' outputs in `c` (r->calls of them). */
-static void compare_file(const struct calls *c, const char *path, struct kb__witness_reply *r) {
+static void compare_file(const struct kb__witness_bufs *c, const char *path,
+                         struct kb__witness_reply *r) {
   char why[256];
   size_t want = (size_t)r->calls * c->per_call;
   unsigned char *got = read_file(path, want, why, sizeof why);
@@ -349,37 +421,31 @@ static void compare_file(const struct calls *c, const char *path, struct kb__wit
   kb_free(got);
 }
 
-int kb__witness_calls(struct kb__dev *d, const struct kb__witness_spec *w,
-                      struct kb__witness_reply *r) {
+int kb__witness_calls(struct kb__dev *d, struct kb__witness_bufs **kept,
+                      const struct kb__witness_spec *w, struct kb__witness_reply *r) {
   memset(r, 0, sizeof *r);
   r->status = KB_STATUS_OK;
   int oracle = w->oracle;
   kb__forward_fn fn = w->fn;
   struct kb_error err = {0};
-  struct calls c;
-  int rc = calls_new(d, w, &c, r);
+  int rc = bufs_get(d, kept, w, r);
+  struct kb__witness_bufs *c = *kept;
   double module_s = 0;
-  /* calls grouped by input set (s, s + sets, ...), each group after its set's bases */
-  int sets = w->task->n_sets < r->calls ? w->task->n_sets : r->calls;
-  for (int s = 0; rc == KB_OK && r->status == KB_STATUS_OK && s < sets; s++) {
-    if (draw_bases(d, &c, s, &err) != KB_OK)
-      say(r, oracle ? KB_STATUS_INFRA_ERROR : KB_STATUS_CRASH, "the witness's draw: %s",
-          err.msg);
-    for (int i = s; r->status == KB_STATUS_OK && i < r->calls; i += sets)
-      one_call(d, &c, fn, oracle, i, &module_s, r);
-  }
+  if (rc == KB_OK && r->status == KB_STATUS_OK && draw_request(d, c, &err) != KB_OK)
+    say(r, oracle ? KB_STATUS_INFRA_ERROR : KB_STATUS_CRASH, "the witness's draw: %s", err.msg);
+  for (int i = 0; rc == KB_OK && r->status == KB_STATUS_OK && i < r->calls; i++)
+    one_call(d, c, fn, oracle, i, &module_s, r);
   r->fatal = d->broken;
   if (rc == KB_OK && r->status == KB_STATUS_OK) {
     r->module_us = module_s * 1e6 / r->calls;
-    int e = w->out_fd >= 0 ? write_all(w->out_fd, c.host, (size_t)r->bytes) : 0;
+    int e = w->out_fd >= 0 ? write_all(w->out_fd, c->host, (size_t)r->bytes) : 0;
     if (e)
       say(r, KB_STATUS_INFRA_ERROR, "the witness file cannot be written: %s", strerror(e));
   }
   if (rc == KB_OK && r->status == KB_STATUS_OK && w->check_path != NULL) {
     double v0 = now_s(d);
-    compare_file(&c, w->check_path, r);
+    compare_file(c, w->check_path, r);
     r->verify_s = now_s(d) - v0;
   }
-  calls_free(d, &c);
   return rc;
 }

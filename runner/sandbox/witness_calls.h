@@ -3,12 +3,14 @@
  * After an ok full-tier evaluation the runner asks the confined sandbox for `calls` calls of the
  * candidate on inputs drawn from a seed it picks then, and a trusted sandbox (kb-sandbox
  * --trusted: never loads a candidate, not confined) for the same calls of the task's oracle.
- * Both run this code: each call gets new input buffers' contents drawn from the seed (input set
- * i's distribution, cycling), its outputs poisoned, the L2 flushed when asked, a wait for the
- * device, the call, a wait, and its outputs copied to the host. The confined sandbox writes the
- * outputs to its witness file (opened in its folder before it confined itself); the trusted
- * one keeps its own and, when asked, compares the confined sandbox's file with them (the
- * task's tolerance), read while the runner holds that process stopped.
+ * Both run this code: on a GPU each call's inputs are drawn whole from the seed (input set i's
+ * distribution, cycling); on the host each input is drawn once a request (one input set, picked
+ * by the seed) and each call gets a window of it at an offset drawn from the seed. Each call's
+ * outputs are poisoned, the L2 flushed when asked, a wait for the device, the call, a wait, and
+ * its outputs copied to the host. The confined sandbox writes the outputs to its witness file
+ * (opened in its folder before it confined itself); the trusted one keeps its own and, when
+ * asked, compares the confined sandbox's file with them (the task's tolerance), read while the
+ * runner holds that process stopped.
  *
  * The clock of the times in the reply: the thread's CPU time on the host (what the runner
  * reads of the confined process, /proc/PID/schedstat), the monotonic clock on a GPU.
@@ -55,12 +57,20 @@ struct kb__witness_reply {
   double verify_s;       /* the comparison, seconds; 0 when none */
 };
 
-/* Runs `w` on `d` into `r`. Every outcome is in `r->status`; returns KB_OK, or KB_ENOMEM when
- * the host or the device had no room for the calls' buffers (r says infra_error). The caller
- * loads the library and keeps it loaded between the rounds, so that a first call's one-time
- * cost (lazy module loading, a handle made once) falls in the first round only, and the
- * fastest round is the one the runner counts. */
-int kb__witness_calls(struct kb__dev *d, const struct kb__witness_spec *w,
-                      struct kb__witness_reply *r);
+/* The buffers of a witness's calls, kept between its rounds (opaque). */
+struct kb__witness_bufs;
+
+/* Runs `w` on `d` into `r`, with the buffers in *kept when they fit the task's tensors, else
+ * new ones (the old freed; *kept is then the new, or NULL). Every outcome is in `r->status`;
+ * returns KB_OK, or KB_ENOMEM when the host or the device had no room for the calls' buffers
+ * (r says infra_error). The caller loads the library and keeps it, and the buffers, between
+ * the rounds, so that a first call's one-time cost (lazy module loading, a handle made once,
+ * the buffers' first touch) falls in the first round only, and the fastest round is the one
+ * the runner counts. */
+int kb__witness_calls(struct kb__dev *d, struct kb__witness_bufs **kept,
+                      const struct kb__witness_spec *w, struct kb__witness_reply *r);
+
+/* Frees `b` (NULL: nothing) on `d`, which made it. */
+void kb__witness_bufs_free(struct kb__dev *d, struct kb__witness_bufs *b);
 
 #endif

@@ -13,6 +13,14 @@ T=$(mktemp -d /tmp/kbt-XXXXXX)
 REDIS_PID=""
 BG_PIDS=()
 cleanup() {
+  local rc=$?
+  # a failed test shows the last lines of every log it wrote: its folder goes with it
+  if [ "$rc" -ne 0 ] && [ -z "${KBT_KEEP:-}" ] && [ -d "$T" ]; then
+    find "$T" -maxdepth 2 -name '*.log' -type f -size +0 2> /dev/null | sort | while read -r f; do
+      echo "--- last lines of ${f#"$T"/}:" >&2
+      tail -n 25 "$f" >&2
+    done
+  fi
   for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   if [ -n "$REDIS_PID" ]; then
     redis-cli -s "$T/redis/redis.sock" shutdown nosave > /dev/null 2>&1 || kill -9 "$REDIS_PID" 2>/dev/null || true
