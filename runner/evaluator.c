@@ -961,6 +961,9 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
              (int)json_integer_value(json_object_get(json_object_get(rep, "timing"), "samples")));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
+  if (st == KB_STATUS_INFRA_ERROR && call->tail[0]) /* the worker's own account (the PyTorch
+                                                       worker's memory census): the log only */
+    kb_warn("eval: the sandbox's stderr with its infra_error: %.900s", call->tail);
   r->sets_checked = (int)json_integer_value(json_object_get(rep, "sets_checked"));
   r->max_abs_err = num(rep, "max_abs_err");
   r->max_rel_err = num(rep, "max_rel_err");
@@ -1168,12 +1171,18 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
       json_decref(*cand_req);
       *cand_req = NULL;
     }
-    p->calls = kb__witness_calls(r->timing.median_us, o->run_us);
     /* a host's C sandbox runs no thread and no process: the kernel's count of its CPU time
      * is its calls' cost, whatever else shares the machine */
     p->cpu_clock = b->kind == KB_BACKEND_HOST;
-    if (p->cpu_clock && p->calls > KB_WITNESS_CPU_MAX_CALLS)
-      p->calls = KB_WITNESS_CPU_MAX_CALLS;
+    int64_t elems = 0;
+    for (int i = 0; i < task->n_inputs; i++) {
+      int64_t n = 1;
+      for (int d = 0; d < task->inputs[i].ndim; d++)
+        n *= task->inputs[i].shape[d];
+      elems += n;
+    }
+    p->calls = p->cpu_clock ? kb__witness_cpu_calls(r->timing.median_us, o->run_us, elems)
+                            : kb__witness_calls(r->timing.median_us, o->run_us);
   }
   if (rc == KB_OK && (*cand_req == NULL || *ref_req == NULL))
     rc = kb_error_set(err, KB_ENOMEM, "out of memory");

@@ -45,6 +45,21 @@ int kb__witness_calls(double claimed_us, double eager_us) {
   return n > KB_WITNESS_MAX_CALLS ? KB_WITNESS_MAX_CALLS : (int)n;
 }
 
+#define HOST_DRAW_NS 7.0 /* a host draw of one input element (a normal one), nanoseconds */
+
+int kb__witness_cpu_calls(double claimed_us, double oracle_us, int64_t input_elems) {
+  int n = kb__witness_calls(claimed_us, oracle_us);
+  /* the candidate's calls are what must outweigh the draw in its request (a false claim is
+   * held to the cap) */
+  double per = claimed_us > 0 ? claimed_us : oracle_us; /* NAN: as unknown */
+  if (!(per > 1.0))
+    per = 1.0;
+  double draw = ceil((double)input_elems * HOST_DRAW_NS * 1e-3 / per);
+  if (draw > n)
+    n = draw > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : (int)draw;
+  return n > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : n;
+}
+
 static double min_of(const double *v, int n) {
   double m = v[0];
   for (int i = 1; i < n; i++)

@@ -140,6 +140,12 @@ static void sizes_the_requests(void **state) {
   assert_int_equal(kb__witness_calls(2000, 5000), 6);    /* the slower of the two counts */
   assert_int_equal(kb__witness_calls(1, 1), 256);        /* the most */
   assert_int_equal(kb__witness_calls(NAN, -1), 256);     /* unknown: as a short call */
+  /* on a host's CPU clock: at least the draw's time in calls, at most 64 (task sum: 4 Mi
+   * elements, some 29 ms to draw; a 1 ms kernel against a 2.9 ms oracle; a claim unknown) */
+  assert_int_equal(kb__witness_cpu_calls(1000, 2900, 4194304), 30);
+  assert_int_equal(kb__witness_cpu_calls(NAN, 2900, 4194304), 11);
+  assert_int_equal(kb__witness_cpu_calls(100, 100, 4194304), KB_WITNESS_CPU_MAX_CALLS);
+  assert_int_equal(kb__witness_cpu_calls(10000, 10000, 16), 3);
 }
 
 int main(void) {
