@@ -636,7 +636,14 @@ retry:;
     struct oracle *o = torch_module ? NULL : oracle_of(b, key);
     if (o != NULL) /* kb-sandbox's: what sizes the witness (witness_plan) */
       o->run_us = json_number_value(json_object_get(call.reply, "oracle_s")) * 1e6;
-    if (fresh)
+    if (fresh && json_is_integer(json_object_get(call.reply, "bytes"))) /* kb-sandbox's */
+      kb_debug("task %s: prepared in the %s worker in %.3f s (%.1f MiB; the worker's prepared "
+               "tasks %.1f MiB, %d dropped for room)", task->id, trusted ? "trusted" : "confined",
+               call.seconds,
+               (double)json_integer_value(json_object_get(call.reply, "bytes")) / 1048576.0,
+               (double)json_integer_value(json_object_get(call.reply, "held_bytes")) / 1048576.0,
+               (int)json_integer_value(json_object_get(call.reply, "dropped")));
+    else if (fresh)
       kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
                trusted ? "trusted" : "confined", call.seconds);
     /* fewer input sets than the task declares: they do not fit the device (sets_that_fit) */

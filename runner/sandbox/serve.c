@@ -275,8 +275,10 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
    * (re-preparing a task costs its inputs and an oracle run, time the campaign waits for); over
    * the share, drop first the tasks that were quickest to prepare (a big task with a simple
    * oracle), the least recently used among equals */
+  int dropped = 0;
+  size_t held = 0;
   for (;;) {
-    size_t held = 0;
+    held = 0;
     int drop = -1;
     for (int i = 0; i < MAX_PREPARED; i++) {
       if (sv->tasks[i] == NULL)
@@ -291,10 +293,12 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
       break;
     kb__prepared_free(sv->d, sv->tasks[drop]);
     sv->tasks[drop] = NULL;
+    dropped++;
   }
-  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f}", "op", "prepare", "ok", 1,
-                             "key", s.key, "cached", 0, "seconds", seconds, "oracle_s",
-                             kb__prepared_oracle_s(p)));
+  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:I, s:I, s:i}", "op", "prepare",
+                             "ok", 1, "key", s.key, "cached", 0, "seconds", seconds, "oracle_s",
+                             kb__prepared_oracle_s(p), "bytes", (json_int_t)kb__prepared_bytes(p),
+                             "held_bytes", (json_int_t)held, "dropped", dropped));
 }
 
 /* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
