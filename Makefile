@@ -37,7 +37,9 @@ demo: deps build
 # compiles (test_cuda_compile, gpu_catalogue_compile, tasks_compile_*), the KernelBench importer
 # (Python) and tasks_modelnew (the PyTorch worker); every program of ours they run also runs
 # under ASan in another test (test_cuda_pool, tasks_torch_oracle), and CI must stay under 30
-# minutes on two cores.
+# minutes on two cores. Also left out: tasks_host_suite (a 13-task campaign, 170 s under ASan,
+# whose programs run under ASan in e2e_launch and scheduler_campaign_llm, its tasks in
+# tasks_host_sanity).
 asan: deps
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" \
 	  CTEST_FLAGS="-LE 'multinode|no-asan' $(CTEST_FLAGS)"

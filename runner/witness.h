@@ -11,9 +11,10 @@
  * reference (the trusted PyTorch worker: the task's module; a trusted kb-sandbox: the task's
  * oracle): it draws the same inputs, times its reference calls by itself, and compares the file
  * with its own outputs; the confined process goes on (SIGCONT) after. KB_WITNESS_ROUNDS rounds,
- * each with a new seed; the fastest of each process's counts. Same code in both processes
- * around the calls (the draws, the L2 flush, the waits, the copies to the host and the file),
- * so the difference of the two clocks is the difference of the calls.
+ * each with a new seed; each round is judged on its own (its two requests ran back to back,
+ * under the same load) and the median round counts. Same code in both processes around the
+ * calls (the draws, the L2 flush, the waits, the copies to the host and the file), so the
+ * difference of the two clocks is the difference of the calls.
  */
 #ifndef KB_RUNNER_WITNESS_H
 #define KB_RUNNER_WITNESS_H
@@ -46,10 +47,10 @@ struct kb__witness_obs {
 struct kb__witness_verdict {
   int status;        /* enum kb_status: KB_STATUS_OK, or REJECTED / a worker's own status */
   char reason[256];  /* why, when not ok */
-  double cand_us;    /* the candidate's time per call the clocks say (module_us + the clocks'
-                        difference per call, fastest rounds), microseconds; NAN when not
-                        measured */
-  double eager_us;   /* the trusted worker's module call, microseconds (fastest round) */
+  double cand_us;    /* the candidate's time per call the clocks say (a round's module_us + its
+                        clocks' difference per call, the median round), microseconds; NAN
+                        when not measured */
+  double eager_us;   /* the trusted worker's module call, microseconds (median round) */
   double around_us;  /* the trusted worker's time around each module call (its draw, flush,
                         waits and copy), microseconds; NAN when not measured */
   int eager_held;    /* 1: torch eager in the candidate's process was over the trusted

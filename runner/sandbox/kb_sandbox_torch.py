@@ -69,6 +69,7 @@ import stat
 import struct
 import sys
 import time
+import warnings
 
 MAX_FRAME = 16 << 20
 MODEL_SEED = 0
@@ -3725,26 +3726,38 @@ def memory_census(held):
     told apart: live tensors (whose shapes say whose), or torch's cache of freed blocks."""
     gib = 1 << 30
     seen, live, n = {}, 0, 0
-    try:
-        for obj in gc.get_objects():
-            if not isinstance(obj, torch.Tensor) or not obj.is_cuda:
-                continue
-            st = obj.untyped_storage() if hasattr(obj, "untyped_storage") else obj.storage()
-            ptr = st.data_ptr()
-            if ptr in seen:
-                continue
-            seen[ptr] = (st.nbytes(), tuple(obj.shape), str(obj.dtype).replace("torch.", ""))
-            live += st.nbytes()
-            n += 1
-        top = sorted(seen.values(), reverse=True)[:6]
-        print("kb-sandbox-torch: out of device memory: torch allocated %.2f GiB, reserved "
-              "%.2f GiB; %d live CUDA tensors the collector sees, %.2f GiB; largest: %s"
-              % (torch.cuda.memory_allocated(DEV) / gib, held / gib, n, live / gib,
-                 ", ".join("%.2f GiB %s %s" % (b / gib, list(sh), dt) for b, sh, dt in top)),
-              file=sys.stderr)
-    except Exception as e:  # a census that fails leaves the reason as it is
-        print("kb-sandbox-torch: memory census failed: %s: %s" % (type(e).__name__,
-                                                                  first_line(e)), file=sys.stderr)
+    with warnings.catch_warnings():  # looking at deprecated objects warns (torch 2.11)
+        warnings.simplefilter("ignore")
+        try:
+            for obj in gc.get_objects():
+                # one object at a time: the collector also holds dead weak proxies
+                # (ReferenceError on any look) and dynamo's fake tensors (no storage to read),
+                # measured on an H100 with torch.compile seeds in the process
+                try:
+                    if type(obj).__name__ in ("weakproxy", "weakcallableproxy") or \
+                            not isinstance(obj, torch.Tensor) or not obj.is_cuda:
+                        continue
+                    st = obj.untyped_storage() if hasattr(obj, "untyped_storage") else \
+                        obj.storage()
+                    ptr = st.data_ptr()
+                    if ptr in seen:
+                        continue
+                    seen[ptr] = (st.nbytes(), tuple(obj.shape),
+                                 str(obj.dtype).replace("torch.", ""))
+                except (ReferenceError, RuntimeError, NotImplementedError, TypeError):
+                    continue
+                live += seen[ptr][0]
+                n += 1
+            top = sorted(seen.values(), reverse=True)[:6]
+            print("kb-sandbox-torch: out of device memory: torch allocated %.2f GiB, reserved "
+                  "%.2f GiB; %d live CUDA tensors the collector sees, %.2f GiB; largest: %s"
+                  % (torch.cuda.memory_allocated(DEV) / gib, held / gib, n, live / gib,
+                     ", ".join("%.2f GiB %s %s" % (b, list(sh), dt) for b, sh, dt in
+                               ((b / gib, sh, dt) for b, sh, dt in top))),
+                  file=sys.stderr)
+        except Exception as e:  # a census that fails leaves the reason as it is
+            print("kb-sandbox-torch: memory census failed: %s: %s"
+                  % (type(e).__name__, first_line(e)), file=sys.stderr)
 
 
 def drop_if_large(prepared, key):

@@ -37,6 +37,7 @@ struct kb__witness_bufs {
   unsigned char *host;      /* host_bytes of room for calls * per_call (owned) */
   size_t host_bytes;
 };
+
 static void say(struct kb__witness_reply *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void say(struct kb__witness_reply *r, int status, const char *fmt, ...) {

@@ -65,8 +65,8 @@ struct kb__witness_bufs;
  * returns KB_OK, or KB_ENOMEM when the host or the device had no room for the calls' buffers
  * (r says infra_error). The caller loads the library and keeps it, and the buffers, between
  * the rounds, so that a first call's one-time cost (lazy module loading, a handle made once,
- * the buffers' first touch) falls in the first round only, and the fastest round is the one
- * the runner counts. */
+ * the buffers' first touch) falls in the first round only, which the runner's median round
+ * leaves out. */
 int kb__witness_calls(struct kb__dev *d, struct kb__witness_bufs **kept,
                       const struct kb__witness_spec *w, struct kb__witness_reply *r);
 
