@@ -8,12 +8,13 @@
 #   - task sum (4 Mi elements): its seeds naive and unrolled, and a four-accumulator kernel
 #     (tests/fixtures/llm/sum/a_unroll4.c, the archive test's hand-made one);
 #   - task row_sum: the catalogue's honest_naive.c and timer_forge.c (which forges the
-#     sandbox's clock 40x slow: it must come out rejected).
+#     sandbox's clock 40x slow: it must come out rejected, by the check between candidates
+#     at its first tier, runner/sandbox/integrity.h, or else by the witness).
 # The last tier runs as a campaign's does (the witness after every ok evaluation). From the
 # runner's debug lines each witness gives its rounds, the witnessed time and the claim.
 #
 # Prints a table (one row per witnessed evaluation: task, file, calls, claim, witnessed,
-# witnessed/claim, verdict) and a final JSON line: honest evaluations, how many were rejected
+# witnessed/claim, verdict; a forged one rejected before any witness shows 0 calls) and a final JSON line: honest evaluations, how many were rejected
 # (false rejections), the ratio's median and maximum over the honest ones, and how many of the
 # forged evaluations were rejected.
 # usage: bench/witness/host_load.sh [BIN_DIR] (env REPEAT, default 3; HOGS, default 2)
@@ -58,6 +59,10 @@ for log in sorted(glob.glob(os.path.join(t, "*.log"))):
     for line in verdicts:
         v = line.split()
         name, status = v[1], v[3]
+        if "forge" in name and "outside its process" not in line:
+            # rejected before any witness: the check between candidates (integrity.h)
+            rows.append((v[0], name, 0, 0.0, 0.0, status, True))
+            continue
         if not (status == "ok" or "outside its process" in line) or not seen:
             continue
         task, rounds, calls, wit, claim = seen.pop(0)

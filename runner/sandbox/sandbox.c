@@ -116,8 +116,11 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   int wfd = a->dir != NULL ? open(WITNESS_FILE, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
                                                     O_NOFOLLOW, 0600)
                            : -1;
+  /* the process's own mappings, checked between candidates (integrity.h): the kernel writes
+   * this file anew at each read, and none can be opened once confined */
+  int maps_fd = a->trusted ? -1 : open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   struct kb__serve_opts so = {.ordinal = a->device, .in_fd = in, .out_fd = out,
-                              .trusted = a->trusted, .witness_fd = wfd};
+                              .trusted = a->trusted, .witness_fd = wfd, .maps_fd = maps_fd};
   /* a trusted sandbox loads no candidate: the oracle and the confined sandbox's file only */
   if (!a->trusted && confine(a, cuda) != 0)
     return KB_EXIT_CONFINE;

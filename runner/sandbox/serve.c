@@ -16,6 +16,7 @@
 #include "kb/jsonfile.h"
 #include "kb/result.h"
 #include "proto.h"
+#include "integrity.h"
 #include "witness_calls.h"
 
 #define MAX_PREPARED 64 /* tasks kept prepared at once, least recently used goes first */
@@ -38,6 +39,8 @@ struct server {
   kb__forward_fn witness_fn;
   struct kb__witness_bufs *witness_bufs; /* its calls' buffers, kept between its rounds and
                                             freed at any other request */
+  struct kb__integrity *integrity;        /* the process as it was before any candidate
+                                            (integrity.h); NULL: not checked */
   struct kb__prepared *tasks[MAX_PREPARED];
   uint64_t used[MAX_PREPARED];
   double cost[MAX_PREPARED]; /* seconds its preparation took */
@@ -438,6 +441,19 @@ static json_t *verdict_json(const struct kb__verdict *v, double seconds) {
   return out;
 }
 
+/* After a candidate ran in this process: 1 when the process is no longer as it was before any
+ * candidate (integrity.h; `why` says what, or that it cannot be checked), 0 when it is or when
+ * it is not checked (a trusted sandbox). */
+static int tainted(struct server *sv, char *why, size_t size) {
+  if (sv->integrity == NULL)
+    return 0;
+  struct kb_error err = {0};
+  int c = kb__integrity_check(sv->integrity, why, size, &err);
+  if (c < 0)
+    snprintf(why, size, "its own mappings cannot be checked: %.120s", err.msg);
+  return c != 0;
+}
+
 /* An eval request: read field by field in the protocol's order (docs/sandbox.md), then the
  * evaluation and its reply (verdict_json). */
 static int eval(struct server *sv, json_t *req) {
@@ -522,7 +538,21 @@ static int eval(struct server *sv, json_t *req) {
     kb__prepared_free(sv->d, sv->tasks[at]);
     sv->tasks[at] = NULL;
   }
+  char why[200];
+  int changed = tainted(sv, why, sizeof why);
+  if (!changed && sv->integrity != NULL && !sv->d->gpu && kb__integrity_loaded(e.library)) {
+    snprintf(why, sizeof why, "its library stayed loaded after the sandbox closed it (a GNU "
+             "unique symbol or another open of itself): its code stays in the process");
+    changed = 1;
+  }
+  if (changed && !sv->d->gpu && v.status == KB_STATUS_OK) {
+    v.status = KB_STATUS_REJECTED;
+    snprintf(v.reason, sizeof v.reason, "changed the sandbox's own process: %.200s", why);
+  }
+  v.fatal |= changed; /* the next candidate gets a new process */
   json_t *out = verdict_json(&v, seconds);
+  if (out != NULL && changed)
+    json_object_set_new(out, "tainted", json_string(why));
   kb_free(v.trace_recs);
   kb_free(v.samples);
   kb_free(v.calls);
@@ -616,6 +646,14 @@ static int witness(struct server *sv, json_t *req) {
   }
   kb_free(in);
   kb_free(out);
+  char why[200];
+  if (!sv->trusted && tainted(sv, why, sizeof why)) {
+    if (!sv->d->gpu && r.status == KB_STATUS_OK) {
+      r.status = KB_STATUS_REJECTED;
+      snprintf(r.reason, sizeof r.reason, "changed the sandbox's own process: %.180s", why);
+    }
+    r.fatal = 1; /* the next candidate gets a new process */
+  }
   json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
                           "status", kb_status_name(r.status), "reason", r.reason, "calls",
                           r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,
@@ -635,6 +673,16 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   sv.witness_fd = o->witness_fd;
   int in_fd = o->in_fd;
   int rc = 0;
+  if (o->maps_fd >= 0) { /* before any candidate: what integrity.h holds it to */
+    struct kb_error ierr = {0};
+    if (kb__integrity_new(o->maps_fd, !d->gpu, &sv.integrity, &ierr) != KB_OK ||
+        kb__integrity_snapshot(sv.integrity, &ierr) != KB_OK) {
+      fprintf(stderr, "kb-sandbox: its own process cannot be checked between candidates: %s\n",
+              ierr.msg);
+      kb__integrity_free(sv.integrity);
+      sv.integrity = NULL;
+    }
+  }
   for (;;) {
     char *text = NULL;
     size_t len = 0;
@@ -692,6 +740,7 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   for (int i = 0; i < MAX_PREPARED; i++)
     if (rc != 3) /* after a sticky error the device frees nothing; the process ends anyway */
       kb__prepared_free(d, sv.tasks[i]);
+  kb__integrity_free(sv.integrity);
   if (rc != 3)
     kb__witness_bufs_free(d, sv.witness_bufs);
   if (rc != 3 && sv.witness_lib != NULL)

@@ -25,6 +25,8 @@ struct kb__serve_opts {
   int trusted;     /* 1: kb-sandbox --trusted: eval is refused, a witness runs the oracle */
   int witness_fd;  /* the witness file (opened in the working folder before confinement), -1:
                       none (witness requests are refused) */
+  int maps_fd;     /* /proc/self/maps, opened before confinement (integrity.h; owned from here
+                      on), -1: the process is not checked between candidates */
 };
 
 /* Serves requests as `o` says on the opened device `d` (borrowed; the caller closes it) until

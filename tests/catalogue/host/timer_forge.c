@@ -1,14 +1,18 @@
-/* catalogue: expect rejected "timing not confirmed outside its process"
+/* catalogue: expect rejected "changed the sandbox's own process"
  * catalogue: source pygpubench (exploits/submission_got_patch: the harness's own function
- *            table rewritten from inside its address space); kernelbrain (the witness)
- * catalogue: tier full
+ *            table rewritten from inside its address space); kernelbrain (the witness, the
+ *            check between candidates)
+ * catalogue: tier smoke
  * Computes honestly, but on its first call rewrites the evaluator's clock: it finds the
  * sandbox's own ELF image below its return address, the relocation of clock_gettime in it,
  * makes that table entry writable (an inline mprotect: no import shows) and points it at a
  * wrapper that runs every clock 40 times slower from then on. Every time the sandbox takes
  * (samples, fresh samples, their controls, the busy time) shrinks alike, so each check made in
  * its process agrees with the forged samples; the witness's clock (the kernel's count of the
- * process's CPU time, read by the runner) does not. */
+ * process's CPU time, read by the runner) does not. And what it changed stays in the sandbox
+ * process for every candidate after it: the sandbox's check after each evaluation
+ * (runner/sandbox/integrity.h: its function table is read-only data under full RELRO, checked
+ * by checksum) rejects it at its first tier and ends that process. */
 #include <elf.h>
 #include <stdint.h>
 #include <string.h>

@@ -1,0 +1,230 @@
+/* The confined sandbox's own process between candidates (see integrity.h). */
+#define _GNU_SOURCE
+#include "integrity.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kb/alloc.h"
+
+#define MAX_OBJECTS 256
+#define MAX_MAPS 4096
+#define MAPS_BYTES (1 << 20) /* the maps file read at most this much */
+
+struct relro {
+  uintptr_t start;
+  size_t len;
+  uint64_t sum;
+  char name[96];
+};
+
+struct map {
+  uintptr_t start, end;
+  unsigned long inode;
+  char perms[5];
+};
+
+struct kb__integrity {
+  int fd;
+  int host;
+  int n_relro, n_maps;
+  struct relro relro[MAX_OBJECTS];
+  struct map *maps; /* MAX_MAPS (owned) */
+  char *text;       /* MAPS_BYTES + 1 (owned) */
+};
+
+/* FNV-1a over 8-byte words (the segment's length is a multiple of its alignment, the tail
+ * byte by byte). */
+static uint64_t checksum(const unsigned char *p, size_t n) {
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * UINT64_C(0x100000001b3);
+  }
+  for (; i < n; i++)
+    h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+  return h;
+}
+
+struct walk {
+  struct kb__integrity *g;
+  int check;      /* 0: record; 1: compare with the record */
+  char *why;
+  size_t size;
+  int changed;
+};
+
+/* dl_iterate_phdr's callback: each object's PT_GNU_RELRO segment, recorded or compared. */
+static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct walk *w = data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_GNU_RELRO || ph->p_memsz == 0)
+      continue;
+    uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    size_t len = (size_t)ph->p_memsz;
+    struct kb__integrity *g = w->g;
+    if (!w->check) {
+      if (g->n_relro >= MAX_OBJECTS)
+        return 0;
+      struct relro *r = &g->relro[g->n_relro++];
+      r->start = start;
+      r->len = len;
+      r->sum = checksum((const unsigned char *)start, len);
+      snprintf(r->name, sizeof r->name, "%s",
+               info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "the sandbox");
+      return 0;
+    }
+    for (int k = 0; k < g->n_relro; k++) {
+      const struct relro *r = &g->relro[k];
+      if (r->start != start || r->len != len)
+        continue;
+      if (checksum((const unsigned char *)start, len) != r->sum && !w->changed) {
+        snprintf(w->why, w->size, "the relocated read-only data of %s (%zu bytes at %#" PRIxPTR
+                 ": its function table) changed", r->name, len, start);
+        w->changed = 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* The maps file into g->text, parsed into `out` (up to MAX_MAPS). Returns the count, or -1
+ * (`err`). */
+static int read_maps(struct kb__integrity *g, struct map *out, struct kb_error *err) {
+  size_t got = 0;
+  for (;;) {
+    ssize_t k = pread(g->fd, g->text + got, MAPS_BYTES - got, (off_t)got);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0) {
+      kb_error_set(err, KB_EIO, "/proc/self/maps cannot be read: %s", strerror(errno));
+      return -1;
+    }
+    if (k == 0 || got + (size_t)k >= MAPS_BYTES) {
+      got += (size_t)k;
+      break;
+    }
+    got += (size_t)k;
+  }
+  g->text[got] = '\0';
+  int n = 0;
+  for (char *line = g->text; line != NULL && *line && n < MAX_MAPS;) {
+    char *nl = strchr(line, '\n');
+    if (nl != NULL)
+      *nl = '\0';
+    struct map *m = &out[n];
+    unsigned long long a = 0, b = 0, off = 0;
+    char dev[32];
+    int path_at = 0;
+    if (sscanf(line, "%llx-%llx %4s %llx %31s %lu %n", &a, &b, m->perms, &off, dev, &m->inode,
+               &path_at) >= 6) {
+      m->start = (uintptr_t)a;
+      m->end = (uintptr_t)b;
+      const char *path = path_at > 0 ? line + path_at : "";
+      /* the kernel's own pages: not a candidate's */
+      if (strcmp(path, "[vdso]") != 0 && strcmp(path, "[vsyscall]") != 0)
+        n++;
+    }
+    line = nl != NULL ? nl + 1 : NULL;
+  }
+  return n;
+}
+
+int kb__integrity_new(int maps_fd, int host, struct kb__integrity **out, struct kb_error *err) {
+  *out = NULL;
+  struct kb__integrity *g = kb_calloc(1, sizeof *g);
+  if (g != NULL) {
+    g->maps = kb_calloc(MAX_MAPS, sizeof *g->maps);
+    g->text = kb_malloc(MAPS_BYTES + 1);
+  }
+  if (g == NULL || g->maps == NULL || g->text == NULL) {
+    if (g != NULL)
+      g->fd = -1;
+    kb__integrity_free(g);
+    if (maps_fd >= 0)
+      close(maps_fd);
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
+  g->fd = maps_fd;
+  g->host = host;
+  *out = g;
+  return KB_OK;
+}
+
+int kb__integrity_snapshot(struct kb__integrity *g, struct kb_error *err) {
+  g->n_relro = 0;
+  struct walk w = {.g = g};
+  dl_iterate_phdr(each_object, &w);
+  int n = read_maps(g, g->maps, err);
+  if (n < 0)
+    return err->code;
+  g->n_maps = n;
+  return KB_OK;
+}
+
+int kb__integrity_check(struct kb__integrity *g, char *why, size_t size, struct kb_error *err) {
+  struct walk w = {.g = g, .check = 1, .why = why, .size = size};
+  dl_iterate_phdr(each_object, &w);
+  if (w.changed)
+    return 1;
+  struct map *now = kb_calloc(MAX_MAPS, sizeof *now);
+  if (now == NULL) {
+    kb_error_set(err, KB_ENOMEM, "out of memory");
+    return -1;
+  }
+  int n = read_maps(g, now, err);
+  int changed = n < 0 ? -1 : 0;
+  for (int i = 0; i < n && changed == 0; i++) {
+    const struct map *m = &now[i];
+    if (m->inode == 0) { /* anonymous: code a candidate wrote for itself, on the host */
+      if (g->host && strchr(m->perms, 'x') != NULL) {
+        snprintf(why, size, "an executable mapping that no file backs (%#" PRIxPTR "-%#" PRIxPTR
+                 " %s) is left in the process", m->start, m->end, m->perms);
+        changed = 1;
+      }
+      continue;
+    }
+    for (int k = 0; k < g->n_maps; k++) {
+      const struct map *s = &g->maps[k];
+      /* within a mapping of the snapshot (an mprotect of part of one splits it) */
+      if (s->inode == m->inode && s->start <= m->start && m->end <= s->end &&
+          strcmp(s->perms, m->perms) != 0) {
+        snprintf(why, size, "the protection of the sandbox's own mapping %#" PRIxPTR "-%#" PRIxPTR
+                 " changed from %s to %s", m->start, m->end, s->perms, m->perms);
+        changed = 1;
+        break;
+      }
+    }
+  }
+  kb_free(now);
+  return changed;
+}
+
+/* dl_iterate_phdr's callback: 1 (stop) at the object named *data. */
+static int named(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  return info->dlpi_name != NULL && strcmp(info->dlpi_name, (const char *)data) == 0;
+}
+
+int kb__integrity_loaded(const char *path) {
+  return path != NULL && *path && dl_iterate_phdr(named, (void *)path) != 0;
+}
+
+void kb__integrity_free(struct kb__integrity *g) {
+  if (g == NULL)
+    return;
+  if (g->fd >= 0)
+    close(g->fd);
+  kb_free(g->maps);
+  kb_free(g->text);
+  kb_free(g);
+}

@@ -1,0 +1,58 @@
+/* The confined sandbox's own process between candidates (docs/sandbox.md, "Between
+ * candidates").
+ *
+ * A confined kb-sandbox evaluates candidate after candidate in one process, and a candidate
+ * runs in that process's address space: what it changes there stays for the candidates after
+ * it (tests/catalogue/host/timer_forge.c rewrites the sandbox's own relocation of
+ * clock_gettime at its first call: every later evaluation in that process is timed on a clock
+ * running 40x slow). The witness holds the last tier's timing to a clock outside the process,
+ * but the lower tiers' timings, which decide what climbs, are taken inside it.
+ *
+ * This module takes a snapshot of what the sandbox's own code depends on, once, before any
+ * candidate is loaded, and checks it after each candidate's evaluation and witness:
+ *   - the read-only-after-relocation segment (PT_GNU_RELRO: the resolved function table, the
+ *     read-only data with addresses) of every object loaded then (the sandbox, the C library,
+ *     the dynamic loader, the CUDA libraries), by a 64-bit checksum of its contents;
+ *   - the permissions of every file-backed mapping present then (/proc/self/maps, read through
+ *     a descriptor opened before confinement: the kernel writes it anew at each read), so that
+ *     code made writable, or a relocation table left writable, shows even when its contents
+ *     were put back;
+ *   - on the host, any executable mapping that no file backs (code a candidate wrote for
+ *     itself), but for the kernel's [vdso] and [vsyscall].
+ * What is not held: the sandbox's writable data (its heap, the dynamic loader's lazily bound
+ * entries outside RELRO), which a candidate can still change without a trace here.
+ *
+ * Errors: KB_ENOMEM, KB_EIO (the maps cannot be read), filled in `err`.
+ */
+#ifndef KB_SANDBOX_INTEGRITY_H
+#define KB_SANDBOX_INTEGRITY_H
+
+#include <stddef.h>
+
+#include "kb/error.h"
+
+struct kb__integrity; /* opaque */
+
+/* A new record over the maps file descriptor `maps_fd` (opened O_RDONLY on /proc/self/maps
+ * before confinement; owned from here on, closed by kb__integrity_free) into *out. `host`: the
+ * host backend (anonymous executable mappings count there). */
+int kb__integrity_new(int maps_fd, int host, struct kb__integrity **out, struct kb_error *err);
+
+/* Takes the snapshot: every object loaded now and every file-backed mapping. */
+int kb__integrity_snapshot(struct kb__integrity *g, struct kb_error *err);
+
+/* Compares the process with the snapshot: 0 when it is as it was, 1 when not (`why` says
+ * what changed first), or a negative enum kb_err when it cannot tell (`err`). */
+int kb__integrity_check(struct kb__integrity *g, char *why, size_t size, struct kb_error *err);
+
+/* 1 when an object loaded from `path` (the name dlopen was given) is still in the process. A
+ * candidate's library that stays loaded after its dlclose (a GNU unique symbol, a second
+ * dlopen of itself, RTLD_NODELETE) keeps code of its own in the process for the candidates
+ * after it: on the host, where candidates are C and none needs that, the sandbox treats it as a
+ * change (a CUDA library's C++ may hold unique symbols honestly). */
+int kb__integrity_loaded(const char *path);
+
+/* Frees `g` (NULL: nothing) and closes its descriptor. */
+void kb__integrity_free(struct kb__integrity *g);
+
+#endif
