@@ -968,6 +968,10 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
              (int)json_integer_value(json_object_get(json_object_get(rep, "timing"), "samples")));
   if (st == KB_STATUS_CRASH)
     append_output(r, call->tail);
+  const char *taint = json_string_value(json_object_get(rep, "tainted"));
+  if (taint != NULL) /* kb-sandbox ended the process after this reply (integrity.h) */
+    kb_warn("eval: the candidate changed the sandbox's own process (%s): the process is "
+            "replaced", taint);
   if (st == KB_STATUS_INFRA_ERROR && call->tail[0]) /* the worker's own account (the PyTorch
                                                        worker's memory census): the log only */
     kb_warn("eval: the sandbox's stderr with its infra_error: %.900s", call->tail);
