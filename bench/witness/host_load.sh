@@ -52,7 +52,14 @@ judged = re.compile(r"task (\S+): witness: (\d+) round\(s\) of (\d+) calls, the 
                     r"(-?[0-9.]+) us a call \(its samples ([0-9.]+) us\)")
 for log in sorted(glob.glob(os.path.join(t, "*.log"))):
     out = log[:-4] + ".out"
-    verdicts = [l for l in open(out) if re.search(r"\s(full)\s", l)]
+    lines = [l for l in open(out) if not l.startswith("#") and len(l.split()) > 3]
+    # a forged file's verdict at its last tier reached; everything else at the full tier
+    verdicts = [l for l in lines if re.search(r"\s(full)\s", l) and "forge" not in l.split()[1]]
+    last = {}
+    for l in lines:
+        if "forge" in l.split()[1]:
+            last[l.split()[1]] = l
+    verdicts += list(last.values())
     seen = [m.groups() for m in map(judged.search, open(log)) if m]
     # kb-eval prints one line per evaluation; each full-tier one the witness judged (ok, or
     # rejected by it) has one judged line in the log, in the same order
