@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # kb-eval on a host task (docs/cli.md, "kb-eval"): exit codes, the text lines, --json parsed
 # with Debian's python, the ladder stopping at a non-ok verdict, the seeds when no file is
-# given, a .py (ModelNew) candidate on a C-oracle task (compile_error), and a bad command line and a malformed bundle.
+# given, a .py (ModelNew) candidate on a C-oracle task (compile_error), a candidate that
+# changes the sandbox's own process (rejected, the next one in a new process), and a bad
+# command line and a malformed bundle.
 # usage: eval.sh BIN_DIR SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -53,6 +55,27 @@ run --tiers smoke --json "$task"
 n_seeds=$(ls "$task"/seeds/*.c | wc -l)
 [ $rc -eq 0 ] && [ "$(wc -l < "$dir/out")" -eq "$n_seeds" ] ||
   fail "the seeds: exit $rc, $(wc -l < "$dir/out") lines (want $n_seeds)"
+
+# one sandbox process for many candidates: one that rewrites the sandbox's own clock (the
+# catalogue's timer_forge) is rejected at its first tier and its process replaced, so the
+# honest candidate after it runs in a new process on a true clock (before 2026-12-06 it was
+# timed 40x fast there, and rejected by the witness at the full tier)
+rowsum=$src/tasks/host/row_sum
+cat=$src/tests/catalogue/host
+run --tiers smoke --json "$rowsum" "$cat/honest_naive.c"
+cp "$dir/out" "$dir/alone.json"
+run --tiers smoke --json "$rowsum" "$cat/timer_forge.c" "$cat/honest_naive.c"
+$py - "$dir/alone.json" "$dir/out" <<'PY' || fail "a forged clock between candidates: $(head -c 900 "$dir/out")"
+import json, sys
+alone = json.loads(open(sys.argv[1]).read())["result"]
+forge, after = [json.loads(l)["result"] for l in open(sys.argv[2]).read().splitlines()]
+assert forge["status"] == "rejected" and "changed the sandbox's own process" in forge["reason"], forge
+assert alone["status"] == "ok" and after["status"] == "ok", (alone, after)
+# the honest file after the forge against itself in a process of its own: the same clock (on
+# the forged one it timed 40x fast)
+a, b = after["timing"]["median_us"], alone["timing"]["median_us"]
+assert 0.25 < a / b < 4, (a, b)
+PY
 
 printf 'class ModelNew:\n    pass\n' > "$dir/model_new.py"
 run --tiers smoke "$task" "$dir/model_new.py"
