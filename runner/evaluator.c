@@ -1186,12 +1186,8 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
      * is its calls' cost, whatever else shares the machine */
     p->cpu_clock = b->kind == KB_BACKEND_HOST;
     int64_t elems = 0;
-    for (int i = 0; i < task->n_inputs; i++) {
-      int64_t n = 1;
-      for (int d = 0; d < task->inputs[i].ndim; d++)
-        n *= task->inputs[i].shape[d];
-      elems += n;
-    }
+    for (int i = 0; i < task->n_inputs; i++)
+      elems += kb_tensor_spec_numel(&task->inputs[i]);
     p->calls = p->cpu_clock ? kb__witness_cpu_calls(r->timing.median_us, o->run_us, elems)
                             : kb__witness_calls(r->timing.median_us, o->run_us);
   }
@@ -1264,13 +1260,12 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
                      o.cand_s[i] * 1e6 / o.calls, o.ref_s[i] * 1e6 / o.calls);
     kb_debug("task %s: witness rounds, us a call in its process / the trusted one: %s",
              task->id, rounds);
-  }
-  if (o.rounds > 0)
     kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
              "samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "
              "candidate; %.1f us around each of its calls)", task->id, o.rounds, o.calls,
              v.cand_us, r->timing.median_us, torch ? "torch eager" : "the oracle", v.eager_us,
              r->torch_eager_us, v.around_us);
+  }
   if (v.status != KB_STATUS_OK) {
     /* what its code changed in that process (the checks themselves, torch) stays there: the
      * next candidate gets a new one */

@@ -54,10 +54,10 @@ int kb__witness_cpu_calls(double claimed_us, double oracle_us, int64_t input_ele
   double per = claimed_us > 0 ? claimed_us : oracle_us; /* NAN: as unknown */
   if (!(per > 1.0))
     per = 1.0;
-  double draw = ceil((double)input_elems * HOST_DRAW_NS * 1e-3 / per);
-  if (draw > n)
-    n = draw > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : (int)draw;
-  return n > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : n;
+  double want = ceil((double)input_elems * HOST_DRAW_NS * 1e-3 / per);
+  if (want < n)
+    want = n;
+  return want > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : (int)want;
 }
 
 static double min_of(const double *v, int n) {

@@ -29,6 +29,13 @@ static const char *const backend_names[] = {"host", "cuda", NULL};
 static const char *const oracle_names[] = {"c", "cuda", "pytorch", "data", NULL};
 static const char *const dist_names[] = {"uniform", "normal", "integers", NULL};
 
+int64_t kb_tensor_spec_numel(const struct kb_tensor_spec *s) {
+  int64_t n = 1;
+  for (int d = 0; d < s->ndim; d++)
+    n *= s->shape[d];
+  return n;
+}
+
 const char *kb_dtype_name(int dtype) {
   if (dtype < 0 || dtype >= (int)(sizeof dtype_names / sizeof dtype_names[0]) - 1)
     return NULL;

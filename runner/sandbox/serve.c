@@ -454,6 +454,22 @@ static int tainted(struct server *sv, char *why, size_t size) {
   return c != 0;
 }
 
+/* What a process the candidate changed (`why`) does to its verdict (`status`, `reason` of
+ * `size`, `fatal`): on the host an ok candidate is rejected and the process ends after the
+ * reply, so the next candidate gets a new one; on a GPU it is only said (the reply's
+ * "tainted") until the check has been run against the CUDA driver's own mappings there
+ * (docs/sandbox.md, "Between candidates"). */
+static void settle_taint(const struct server *sv, const char *why, int *status, char *reason,
+                         size_t size, int *fatal) {
+  if (sv->d->gpu)
+    return;
+  if (*status == KB_STATUS_OK) {
+    *status = KB_STATUS_REJECTED;
+    snprintf(reason, size, "changed the sandbox's own process: %.180s", why);
+  }
+  *fatal = 1;
+}
+
 /* An eval request: read field by field in the protocol's order (docs/sandbox.md), then the
  * evaluation and its reply (verdict_json). */
 static int eval(struct server *sv, json_t *req) {
@@ -532,9 +548,9 @@ static int eval(struct server *sv, json_t *req) {
   sv->used[at] = ++sv->clock;
   double t0 = kb_now_mono();
   struct kb__verdict v;
-  /* a library the sandbox holds already (a seed built from the oracle's very source shares
-   * its file in the build cache) stays loaded after the evaluation by right */
-  int held = kb__integrity_loaded(e.library);
+  /* on the host the candidate's library must be gone after its evaluation, unless the sandbox
+   * held it already (a seed built from the oracle's very source shares its cached file) */
+  int check_gone = sv->integrity != NULL && !sv->d->gpu && !kb__integrity_loaded(e.library);
   kb__evaluate(sv->d, sv->tasks[at], &e, &v);
   double seconds = kb_now_mono() - t0;
   if (kb__prepared_damaged(sv->tasks[at])) {
@@ -543,20 +559,13 @@ static int eval(struct server *sv, json_t *req) {
   }
   char why[200];
   int changed = tainted(sv, why, sizeof why);
-  if (!changed && sv->integrity != NULL && !sv->d->gpu && !held &&
-      kb__integrity_loaded(e.library)) {
+  if (!changed && check_gone && kb__integrity_loaded(e.library)) {
     snprintf(why, sizeof why, "its library stayed loaded after the sandbox closed it (a GNU "
              "unique symbol or another open of itself): its code stays in the process");
     changed = 1;
   }
-  if (changed && !sv->d->gpu && v.status == KB_STATUS_OK) {
-    v.status = KB_STATUS_REJECTED;
-    snprintf(v.reason, sizeof v.reason, "changed the sandbox's own process: %.200s", why);
-  }
-  /* the next candidate gets a new process; on a GPU only said (the reply's "tainted") until
-   * the check has been run against the CUDA driver's own mappings there (docs/sandbox.md) */
-  if (!sv->d->gpu)
-    v.fatal |= changed;
+  if (changed)
+    settle_taint(sv, why, &v.status, v.reason, sizeof v.reason, &v.fatal);
   json_t *out = verdict_json(&v, seconds);
   if (out != NULL && changed)
     json_object_set_new(out, "tainted", json_string(why));
@@ -654,14 +663,8 @@ static int witness(struct server *sv, json_t *req) {
   kb_free(in);
   kb_free(out);
   char why[200];
-  if (!sv->trusted && tainted(sv, why, sizeof why)) {
-    if (!sv->d->gpu && r.status == KB_STATUS_OK) {
-      r.status = KB_STATUS_REJECTED;
-      snprintf(r.reason, sizeof r.reason, "changed the sandbox's own process: %.180s", why);
-    }
-    if (!sv->d->gpu)
-      r.fatal = 1; /* the next candidate gets a new process (on a GPU: as after an eval) */
-  }
+  if (!sv->trusted && tainted(sv, why, sizeof why))
+    settle_taint(sv, why, &r.status, r.reason, sizeof r.reason, &r.fatal);
   json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
                           "status", kb_status_name(r.status), "reason", r.reason, "calls",
                           r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,

@@ -13,6 +13,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/result.h"
+#include "kb/task.h"
 #include "verify.h"
 
 /* The witness's buffers, kept between its requests (kb__witness_bufs_free): each call's inputs
@@ -55,13 +56,6 @@ static double now_s(const struct kb__dev *d) {
   struct timespec ts;
   clock_gettime(d->gpu ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int64_t numel(const struct kb_tensor_spec *s) {
-  int64_t n = 1;
-  for (int i = 0; i < s->ndim; i++)
-    n *= s->shape[i];
-  return n;
 }
 
 void kb__witness_bufs_free(struct kb__dev *d, struct kb__witness_bufs *c) {
@@ -120,10 +114,12 @@ static int bufs_fit(const struct kb__witness_bufs *c, const struct kb__prep_spec
   if (c->n_in != t->n_in || c->n_out != t->n_out)
     return 0;
   for (int i = 0; i < t->n_in; i++)
-    if (c->in_n[i] != numel(&t->inputs[i]) || c->in_dtype[i] != t->inputs[i].dtype)
+    if (c->in_n[i] != kb_tensor_spec_numel(&t->inputs[i]) ||
+        c->in_dtype[i] != t->inputs[i].dtype)
       return 0;
   for (int o = 0; o < t->n_out; o++)
-    if (c->out_n[o] != numel(&t->outputs[o]) || c->out_dtype[o] != t->outputs[o].dtype)
+    if (c->out_n[o] != kb_tensor_spec_numel(&t->outputs[o]) ||
+        c->out_dtype[o] != t->outputs[o].dtype)
       return 0;
   return 1;
 }
@@ -157,13 +153,13 @@ static int bufs_new(struct kb__dev *d, const struct kb__prep_spec *t,
   }
   int rc = KB_OK;
   for (int i = 0; rc == KB_OK && i < t->n_in; i++) {
-    c->in_n[i] = numel(&t->inputs[i]);
+    c->in_n[i] = kb_tensor_spec_numel(&t->inputs[i]);
     c->in_dtype[i] = t->inputs[i].dtype;
     size_t bytes = (size_t)c->in_n[i] * (size_t)kb_dtype_size(t->inputs[i].dtype);
     rc = d->alloc(d, d->gpu ? bytes : 2 * bytes, &c->in[i], err);
   }
   for (int o = 0; rc == KB_OK && o < t->n_out; o++) {
-    c->out_n[o] = numel(&t->outputs[o]);
+    c->out_n[o] = kb_tensor_spec_numel(&t->outputs[o]);
     c->out_dtype[o] = t->outputs[o].dtype;
     rc = d->alloc(d, (size_t)c->out_n[o] * (size_t)kb_dtype_size(t->outputs[o].dtype),
                   &c->out[o], err);

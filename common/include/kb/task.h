@@ -123,6 +123,9 @@ int kb_task_parse(const char *name, const char *text, const char *dir, int check
 /* Frees the contents of `task`; NULL is fine. */
 void kb_task_release(struct kb_task *task);
 
+/* The elements of a tensor of `s`'s shape: the product of its dimensions (1 for a scalar). */
+int64_t kb_tensor_spec_numel(const struct kb_tensor_spec *s);
+
 /* Name of a dtype ("f32"; static), or NULL when unknown; and back (-1 when unknown). */
 const char *kb_dtype_name(int dtype);
 int kb_dtype_from_name(const char *name);
