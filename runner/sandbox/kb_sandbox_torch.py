@@ -2715,7 +2715,7 @@ def writable_jit_dir(d):
     if os.path.realpath(d).startswith(rw + os.sep):
         return d
     root = os.path.join(rw, "jit")
-    dst = os.path.join(root, os.path.basename(os.path.normpath(d)))
+    dst = os.path.join(root, same_length_name(d, root))
     if os.path.isdir(dst):
         return dst
     tmp = "%s.tmp%d" % (dst, os.getpid())
@@ -2727,13 +2727,56 @@ def writable_jit_dir(d):
                 shutil.rmtree(x, ignore_errors=True)
         os.makedirs(root, exist_ok=True)
         copy_tree(d, tmp)
+        moved = rewrite_paths(tmp, d, dst)
         os.rename(tmp, dst)
+        if moved < 0:
+            print("kb_sandbox_torch: the JIT caches' copy %s is not as long a path as %s: "
+                  "paths the caches hold still name the read-only folder" % (dst, d),
+                  file=sys.stderr)
         return dst
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         print("kb_sandbox_torch: the JIT caches %s not copied into %s: %s (read-only there)"
               % (d, root, first_line(e)), file=sys.stderr)
         return d
+
+
+def same_length_name(d, root):
+    """The name of the copy of the JIT folder `d` in `root`: the end of `d`'s own name (the
+    build's key and ".jit"), cut or padded with "_" so that `root/<name>` is as long a path as
+    `d` (rewrite_paths can then replace one by the other in any file, pickles and marshalled
+    code included, where strings carry their length); `d`'s own name when too short a name
+    would be left (under 24 characters: two keys might then share their end)."""
+    base = os.path.basename(os.path.normpath(d))
+    n = len(os.path.abspath(d)) - len(root) - 1
+    if n < 24:
+        return base
+    return ("_" * max(0, n - len(base)) + base)[-n:]
+
+
+def rewrite_paths(folder, old, new):
+    """Every file under `folder` (the copy of the JIT folder `old`, to be renamed `new`) with
+    `old`'s absolute path in its bytes gets `new`'s in its place: inductor's and Triton's
+    cached entries name their own files by absolute path (measured on an H100, torch 2.11:
+    `l2_22`'s compile seed, run from the copy, wrote into the read-only `<key>.jit/inductor/`
+    at its first call and ended `crash`, PermissionError), so the copy must not lead back to
+    the shared folder. Only a path of the same length is written (no string's length
+    changes). Returns the number of files changed, or -1 (nothing changed) when the two paths
+    differ in length."""
+    a, b = os.path.abspath(old).encode(), os.path.abspath(new).encode()
+    if len(a) != len(b):
+        return -1
+    changed = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(top, name)
+            with open(path, "rb") as f:
+                data = f.read()
+            if a in data:
+                with open(path, "wb") as f:
+                    f.write(data.replace(a, b))
+                changed += 1
+    return changed
 
 
 def copy_tree(src, dst):

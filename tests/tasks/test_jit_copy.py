@@ -6,14 +6,18 @@ torch.compile seeds ended `crash`, PermissionError in `<key>.jit/inductor/`). In
 confined as the worker confines itself (libkb-confine.so: seccomp + Landlock, the cache folder
 read-only): the caches point into the copy, a file written there as inductor writes its own
 (a temporary file renamed into place) lands, the shared folder is unchanged and refuses the same
-write; a second use of the build reuses its copy; a third build's copy replaces the oldest of
-two; a trusted (unconfined) worker points at the shared folder itself.
+write; the absolute paths the cached entries hold (text, and a pickle's length-prefixed
+strings) name the copy, not the shared folder, and a write through such a path lands; a second
+use of the build reuses its copy; a third build's copy replaces the oldest of two; a trusted
+(unconfined) worker points at the shared folder itself.
 
 usage: test_jit_copy.py WORKER   (the build's kb_sandbox_torch.py, libkb-confine.so beside it)
 """
 import ctypes
+import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -32,14 +36,23 @@ def check(cond, what):
         failures.append(what)
 
 
+def key_of(name):
+    """A build key as the runner makes them (64 hex digits)."""
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
 def build(cache, key):
     """A build folder `<key>.kb` whose build.json names its JIT folder `<key>.jit`, holding an
-    inductor entry and a Triton kernel as the compile tier's warm-up leaves them."""
+    inductor entry and a Triton kernel as the compile tier's warm-up leaves them; the entry
+    names files of the cache by absolute path, as inductor's do (in text, and pickled)."""
     jit = os.path.join(cache, key + ".jit")
     os.makedirs(os.path.join(jit, "inductor", "ab"))
     os.makedirs(os.path.join(jit, "triton", "cd"))
+    out = os.path.join(jit, "inductor", "ee", "output.py")
     with open(os.path.join(jit, "inductor", "ab", "graph.py"), "w") as f:
-        f.write("# cached output code of %s\n" % key)
+        f.write("# cached output code of %s\nPATH = %r\n" % (key, out))
+    with open(os.path.join(jit, "inductor", "ab", "entry.pkl"), "wb") as f:
+        pickle.dump({"artifact_path": out, "cubin": os.path.join(jit, "triton", "cd")}, f)
     with open(os.path.join(jit, "triton", "cd", "kernel.cubin"), "wb") as f:
         f.write(b"\x7fELF" + key.encode())
     kb = os.path.join(cache, key + ".kb")
@@ -74,13 +87,34 @@ def confined_child(worker, cache, rw):
     check(rc == 0, "confined (%s)" % why.value.decode(errors="replace"))
     level = m.CONF.lib.kb_confine_level().decode()
     print("confinement level: %s" % level)
-    kb1, jit1 = os.path.join(cache, "k1.kb"), os.path.join(cache, "k1.jit")
+    k1, k2, k3 = key_of("k1"), key_of("k2"), key_of("k3")
+    kb1, jit1 = os.path.join(cache, k1 + ".kb"), os.path.join(cache, k1 + ".jit")
     m.point_jit_caches(kb1)
     ind = os.environ["TORCHINDUCTOR_CACHE_DIR"]
     tri = os.environ["TRITON_CACHE_DIR"]
-    copy1 = os.path.join(os.path.realpath(rw), "jit", "k1.jit")
-    check(ind == os.path.join(copy1, "inductor") and tri == os.path.join(copy1, "triton"),
+    copy1 = os.path.dirname(ind)
+    check(os.path.dirname(copy1) == os.path.join(os.path.realpath(rw), "jit") and
+          copy1.endswith(k1[-40:] + ".jit") and tri == os.path.join(copy1, "triton"),
           "confined: the caches point into the worker's copy (%s, %s)" % (ind, tri))
+    check(len(copy1) == len(jit1), "the copy's path is as long as the build's (%d, %d)"
+          % (len(copy1), len(jit1)))
+    with open(os.path.join(ind, "ab", "graph.py")) as f:
+        text = f.read()
+    with open(os.path.join(ind, "ab", "entry.pkl"), "rb") as f:
+        entry = pickle.load(f)
+    check(jit1 not in text and os.path.join(copy1, "inductor", "ee", "output.py") in text,
+          "the cached text names the copy's files, not the shared folder's")
+    check(entry["artifact_path"] == os.path.join(ind, "ee", "output.py") and
+          entry["cubin"] == os.path.join(tri, "cd"),
+          "the pickled entry loads and names the copy's files (%s)" % entry)
+    try:
+        os.makedirs(os.path.dirname(entry["artifact_path"]), exist_ok=True)
+        with open(entry["artifact_path"], "w") as f:
+            f.write("# written through the cached path\n")
+        through = None
+    except OSError as e:
+        through = "%s: %s" % (type(e).__name__, e)
+    check(through is None, "a write through the cached path lands in the copy (%s)" % through)
     check(os.path.isfile(os.path.join(ind, "ab", "graph.py")) and
           os.path.isfile(os.path.join(tri, "cd", "kernel.cubin")),
           "the copy holds the build's inductor entry and Triton kernel")
@@ -98,10 +132,11 @@ def confined_child(worker, cache, rw):
     check(os.stat(copy1).st_ino == ino and
           os.path.isfile(os.path.join(copy1, "inductor", "ur", "new.py")),
           "a second use of the build reuses its copy")
-    m.point_jit_caches(os.path.join(cache, "k2.kb"))
-    m.point_jit_caches(os.path.join(cache, "k3.kb"))
-    left = sorted(os.listdir(os.path.join(rw, "jit")))
-    check(left == ["k2.jit", "k3.jit"], "three builds: the last two copies kept (%s)" % left)
+    m.point_jit_caches(os.path.join(cache, k2 + ".kb"))
+    m.point_jit_caches(os.path.join(cache, k3 + ".kb"))
+    left = sorted(n[-44:-4] for n in os.listdir(os.path.join(rw, "jit")))
+    check(left == sorted([k2[-40:], k3[-40:]]), "three builds: the last two copies kept (%s)"
+          % left)
     return 1 if failures else 0
 
 
@@ -118,7 +153,7 @@ def main(argv):
     try:
         cache = os.path.join(tmp, "cache")
         for k in ("k1", "k2", "k3"):
-            build(cache, k)
+            build(cache, key_of(k))
         rw = os.path.join(tmp, "rw")
         os.makedirs(rw)
         p = subprocess.run([sys.executable, "-I", os.path.abspath(__file__), "--child", cache,
@@ -129,8 +164,9 @@ def main(argv):
         check(p.returncode == 0, "the confined child passed (exit %d)" % p.returncode)
         m = load_worker(worker)
         m.CONF = m.Confinement({"trusted": True, "dir": rw, "ro": [cache]})
-        m.point_jit_caches(os.path.join(cache, "k1.kb"))
-        check(os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.join(cache, "k1.jit", "inductor"),
+        m.point_jit_caches(os.path.join(cache, key_of("k1") + ".kb"))
+        check(os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.join(cache, key_of("k1") + ".jit",
+                                                                    "inductor"),
               "trusted worker: the caches are the build's own folder")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
