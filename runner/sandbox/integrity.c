@@ -99,6 +99,17 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+/* 1 for a mapping that is not the code or data of a loaded object: the kernel's own pages
+ * ([vdso], [vsyscall]) and what a driver maps and unmaps at will, devices (/dev/nvidia0,
+ * /dev/nvidia-uvm: the CUDA driver maps device memory there with the protections each
+ * allocation asks, at addresses an earlier allocation of the same device file may have held)
+ * and memory files (memfd, anon_inode). */
+static int driver_mapping(const char *path) {
+  return strcmp(path, "[vdso]") == 0 || strcmp(path, "[vsyscall]") == 0 ||
+         strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/memfd:", 7) == 0 ||
+         strncmp(path, "anon_inode:", 11) == 0;
+}
+
 /* The maps file into g->text, parsed into `out` (up to MAX_MAPS). Returns the count, or -1
  * (`err`). */
 static int read_maps(struct kb__integrity *g, struct map *out, struct kb_error *err) {
@@ -132,8 +143,7 @@ static int read_maps(struct kb__integrity *g, struct map *out, struct kb_error *
       m->start = (uintptr_t)a;
       m->end = (uintptr_t)b;
       const char *path = path_at > 0 ? line + path_at : "";
-      /* the kernel's own pages: not a candidate's */
-      if (strcmp(path, "[vdso]") != 0 && strcmp(path, "[vsyscall]") != 0)
+      if (!driver_mapping(path))
         n++;
     }
     line = nl != NULL ? nl + 1 : NULL;

@@ -14,7 +14,8 @@
  *     read-only data with addresses) of every object loaded then (the sandbox, the C library,
  *     the dynamic loader, the CUDA libraries), by a 64-bit checksum of its contents;
  *   - the permissions of every file-backed mapping present then (/proc/self/maps, read through
- *     a descriptor opened before confinement: the kernel writes it anew at each read), so that
+ *     a descriptor opened before confinement: the kernel writes it anew at each read), but for
+ *     device files and memory files, which a driver maps and unmaps at will, so that
  *     code made writable, or a relocation table left writable, shows even when its contents
  *     were put back;
  *   - on the host, any executable mapping that no file backs (code a candidate wrote for

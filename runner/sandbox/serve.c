@@ -455,14 +455,10 @@ static int tainted(struct server *sv, char *why, size_t size) {
 }
 
 /* What a process the candidate changed (`why`) does to its verdict (`status`, `reason` of
- * `size`, `fatal`): on the host an ok candidate is rejected and the process ends after the
- * reply, so the next candidate gets a new one; on a GPU it is only said (the reply's
- * "tainted") until the check has been run against the CUDA driver's own mappings there
- * (docs/sandbox.md, "Between candidates"). */
-static void settle_taint(const struct server *sv, const char *why, int *status, char *reason,
-                         size_t size, int *fatal) {
-  if (sv->d->gpu)
-    return;
+ * `size`, `fatal`): an ok candidate is rejected and the process ends after the reply, so the
+ * next candidate gets a new one (on a GPU a new CUDA context and its tasks prepared anew;
+ * docs/sandbox.md, "Between candidates"). */
+static void settle_taint(const char *why, int *status, char *reason, size_t size, int *fatal) {
   if (*status == KB_STATUS_OK) {
     *status = KB_STATUS_REJECTED;
     snprintf(reason, size, "changed the sandbox's own process: %.180s", why);
@@ -565,7 +561,7 @@ static int eval(struct server *sv, json_t *req) {
     changed = 1;
   }
   if (changed)
-    settle_taint(sv, why, &v.status, v.reason, sizeof v.reason, &v.fatal);
+    settle_taint(why, &v.status, v.reason, sizeof v.reason, &v.fatal);
   json_t *out = verdict_json(&v, seconds);
   if (out != NULL && changed)
     json_object_set_new(out, "tainted", json_string(why));
@@ -664,7 +660,7 @@ static int witness(struct server *sv, json_t *req) {
   kb_free(out);
   char why[200];
   if (!sv->trusted && tainted(sv, why, sizeof why))
-    settle_taint(sv, why, &r.status, r.reason, sizeof r.reason, &r.fatal);
+    settle_taint(why, &r.status, r.reason, sizeof r.reason, &r.fatal);
   json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
                           "status", kb_status_name(r.status), "reason", r.reason, "calls",
                           r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,

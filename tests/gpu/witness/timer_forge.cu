@@ -1,4 +1,4 @@
-/* expect: rejected "timing not confirmed outside its process" (tasks/cuda/matmul_f32, full)
+/* expect: rejected "changed the sandbox's own process" (tasks/cuda/matmul_f32, full)
  * The CUDA form of tests/catalogue/host/timer_forge.c (pygpubench's submission_got_patch: the
  * harness's own function table rewritten from inside its address space). The naive seed's
  * matrix product, honest, but its first call rewrites kb-sandbox-cuda's table entry of
@@ -7,8 +7,12 @@
  * takes shrinks alike, so the checks in its process agree with the samples; the witness (the
  * runner's clock around calls on inputs drawn after it asked, the oracle in a trusted sandbox
  * on the same draws) does not. A GNU unique symbol keeps the library loaded after the
- * sandbox's dlclose, so the rewritten entry keeps its target. Run by tests/gpu/trust.sh's
- * witness-c step through kb-eval, not by tests/gpu/catalogue.sh (which has no witness). */
+ * sandbox's dlclose, so the rewritten entry keeps its target. The table is read-only under
+ * full RELRO, so its first call mprotects the page: the check between candidates
+ * (runner/sandbox/integrity.h) finds the table changed after the evaluation; the witness, the
+ * layer behind it, rejected it before that check ran on a GPU ("timing not confirmed outside
+ * its process"). Run by tests/gpu/trust.sh's witness-c step through kb-eval, not by
+ * tests/gpu/catalogue.sh (which has no witness). */
 #include <cuda_runtime.h>
 #include <elf.h>
 #include <stdint.h>
