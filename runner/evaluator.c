@@ -1243,6 +1243,10 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     if (v.status != KB_STATUS_REJECTED)
       break;
   }
+  /* kb-sandbox's own process after the candidate's witness calls, outside their clock (the
+   * PyTorch worker checks itself around each call) */
+  if (rc == KB_OK && !torch && v.status != KB_STATUS_CRASH && v.status != KB_STATUS_TIMEOUT)
+    rc = kb__witness_check(sb, deadline, &v, &err);
   json_decref(cand_req);
   json_decref(ref_req);
   /* the trusted worker's witness draws and outputs stay in its allocator's cache: room the

@@ -233,6 +233,22 @@ static json_t *round_req(const json_t *base, json_int_t seed, const struct kb__w
 
 /* Kept whole (70 lines): one round is the confined request, the stop, the trusted request and
  * the resume, each step's failure ending the round. */
+int kb__witness_check(struct kb__sandbox *sb, double deadline, struct kb__witness_verdict *v,
+                      struct kb_error *err) {
+  json_t *req = json_pack("{s:s}", "op", "check");
+  if (req == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  json_t *rep = NULL;
+  double seconds = 0;
+  struct kb__witness_verdict cv = {.status = KB_STATUS_OK};
+  int rc = ask(sb, req, deadline, 1, &rep, &seconds, &cv, err);
+  json_decref(req);
+  if (rc == KB_OK && (rep == NULL ? cv.status != KB_STATUS_OK : not_ok(rep, &cv)))
+    *v = cv; /* a changed process (or a crash) outranks what the clocks said */
+  json_decref(rep);
+  return rc;
+}
+
 int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb__witness_obs *o,
                     struct kb__witness_verdict *v, struct kb_error *err) {
   memset(o, 0, sizeof *o);

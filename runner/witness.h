@@ -110,4 +110,13 @@ struct kb__witness_plan {
 int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb__witness_obs *o,
                     struct kb__witness_verdict *v, struct kb_error *err);
 
+/* After the rounds, untimed: asks the confined kb-sandbox `sb` (not a PyTorch worker) whether
+ * its process is still as it was before any candidate (runner/sandbox/integrity.h; the check
+ * is a request of its own so that no witness request's clock holds it). A changed process (the
+ * sandbox then ends itself), a crash or a timeout replaces `v`; else `v` stays. Returns KB_OK,
+ * or what ask() returns for a process that cannot be reached (KB_ETIMEOUT, KB_ECHILD,
+ * KB_EINTERRUPTED, KB_ENOMEM). */
+int kb__witness_check(struct kb__sandbox *sb, double deadline, struct kb__witness_verdict *v,
+                      struct kb_error *err);
+
 #endif

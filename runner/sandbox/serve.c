@@ -658,9 +658,6 @@ static int witness(struct server *sv, json_t *req) {
   }
   kb_free(in);
   kb_free(out);
-  char why[200];
-  if (!sv->trusted && tainted(sv, why, sizeof why))
-    settle_taint(why, &r.status, r.reason, sizeof r.reason, &r.fatal);
   json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
                           "status", kb_status_name(r.status), "reason", r.reason, "calls",
                           r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,
@@ -668,6 +665,25 @@ static int witness(struct server *sv, json_t *req) {
                           kb_now_mono() - t0, "fatal", r.fatal);
   int broken = reply(sv, msg);
   return broken ? 1 : r.fatal ? 3 : 0;
+}
+
+/* A check request (after the witness's rounds, untimed: the runner's clock around a witness
+ * request must hold the candidate's calls only): the process held to its snapshot, as after an
+ * evaluation; a changed one is the candidate's rejection and the process ends after the
+ * reply. */
+static int check(struct server *sv) {
+  char why[200] = "";
+  int status = KB_STATUS_OK, fatal = 0;
+  char reason[256] = "";
+  int changed = !sv->trusted && tainted(sv, why, sizeof why);
+  if (changed)
+    settle_taint(why, &status, reason, sizeof reason, &fatal);
+  json_t *msg = json_pack("{s:s, s:s, s:s, s:b}", "op", "check", "status",
+                          kb_status_name(status), "reason", reason, "fatal", fatal);
+  if (msg != NULL && changed)
+    json_object_set_new(msg, "tainted", json_string(why));
+  int broken = reply(sv, msg);
+  return broken ? 1 : fatal ? 3 : 0;
 }
 
 int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
@@ -713,8 +729,8 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
       step = reply_error(&sv, json_is_object(req) ? "op" : "", err.msg);
     } else {
       const char *op = json_string_value(json_object_get(req, "op"));
-      if (strcmp(op, "witness") != 0) { /* the witness is over: its device memory is the next
-                                           evaluation's */
+      if (strcmp(op, "witness") != 0 && strcmp(op, "check") != 0) { /* the witness is over:
+                                        its device memory is the next evaluation's */
         kb__witness_bufs_free(d, sv.witness_bufs);
         sv.witness_bufs = NULL;
       }
@@ -726,6 +742,8 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
         step = eval(&sv, req);
       else if (strcmp(op, "witness") == 0)
         step = witness(&sv, req);
+      else if (strcmp(op, "check") == 0)
+        step = check(&sv);
       else if (strcmp(op, "quit") == 0) {
         reply(&sv, json_pack("{s:s}", "op", "bye"));
         step = 2;

@@ -806,7 +806,9 @@ static void expect_witness(json_t *m, const char *status, const char *in_reason)
  * a trusted one (--trusted) runs the oracle on the same draws and compares: ok for the same
  * seed, rejected for another (other inputs, other sums), rejected for a FIFO in the file's
  * place (read without blocking); a trusted sandbox refuses eval and a candidate library, a
- * confined one the comparison; one without a working folder has no witness file. */
+ * confined one the comparison; one without a working folder has no witness file; the check
+ * request after the rounds finds an honest candidate's process as it was and a forging one's
+ * changed (rejected, the process ends). */
 static void test_witness_requests(void **state) {
   (void)state;
   const struct kb__compiler *cc = kb__evaluator_compiler(fx.ev);
@@ -834,6 +836,13 @@ static void test_witness_requests(void **state) {
   assert_int_equal(json_integer_value(json_object_get(m, "bytes")), 5 * 8);
   assert_true(json_number_value(json_object_get(m, "module_us")) > 0);
   expect_witness(m, "ok", "");
+  /* the check after the rounds (a request of its own, outside the witness's clock): an honest
+   * candidate left the process as it was */
+  m = raw_ask(&c, "{\"op\":\"check\"}");
+  expect_witness(json_incref(m), "ok", "");
+  assert_false(json_is_true(json_object_get(m, "fatal")));
+  assert_null(json_object_get(m, "tainted"));
+  json_decref(m);
   snprintf(extra, sizeof extra, ",\"check\":true,\"path\":\"%s\"", file);
   expect_witness(raw_witness(&t, oracle.lib_path, 7, extra), "ok", "");
   expect_witness(raw_witness(&t, oracle.lib_path, 8, extra), "rejected",
@@ -863,6 +872,28 @@ static void test_witness_requests(void **state) {
   m = raw_witness(&none, oracle.lib_path, 7, extra);
   assert_non_null(strstr(json_string_value(json_object_get(m, "reason")), "no witness file"));
   json_decref(m);
+  /* a candidate that rewrites the sandbox's clock during its witness calls only: the check
+   * after them rejects it and the process ends by itself (the catalogue's timer_forge, which
+   * patches at its first call; on this task's 1-d input it then returns 1) */
+  struct kb__build forge;
+  src = tu_slurp(KB_SOURCE_DIR "/tests/catalogue/host/timer_forge.c");
+  tu_build(cc, src, NULL, NULL, NULL, &forge);
+  kb_free(src);
+  if (!forge.ok)
+    fail_msg("timer_forge does not build: %s", forge.reason);
+  struct raw f;
+  raw_start_in(&f, fx.base.cache, cdir, 0);
+  snprintf(extra, sizeof extra, ",\"library\":\"%s\"", forge.lib_path);
+  json_decref(raw_witness(&f, oracle.lib_path, 7, extra));
+  m = raw_ask(&f, "{\"op\":\"check\"}");
+  assert_true(json_is_true(json_object_get(m, "fatal")));
+  assert_non_null(strstr(json_string_value(json_object_get(m, "tainted")), "function table"));
+  expect_witness(m, "rejected", "changed the sandbox's own process");
+  int fst = 0;
+  assert_int_equal(waitpid(f.pid, &fst, 0), f.pid);
+  assert_true(WIFEXITED(fst));
+  close(f.fd);
+  kb__build_release(&forge);
   struct raw *all[] = {&c, &t, &none};
   for (int i = 0; i < 3; i++) {
     close(all[i]->fd);
