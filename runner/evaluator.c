@@ -1198,6 +1198,18 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
   return rc;
 }
 
+/* The debug line of one witness's rounds (each of them: a second witness's too). */
+static void log_rounds(const struct kb_task *task, const struct kb__witness_obs *o) {
+  if (o->rounds <= 0)
+    return;
+  char rounds[256] = "";
+  for (int i = 0, at = 0; i < o->rounds && at < (int)sizeof rounds; i++)
+    at += snprintf(rounds + at, sizeof rounds - (size_t)at, "%s%.1f/%.1f", i ? ", " : "",
+                   o->cand_s[i] * 1e6 / o->calls, o->ref_s[i] * 1e6 / o->calls);
+  kb_debug("task %s: witness rounds, us a call in its process / the trusted one: %s", task->id,
+           rounds);
+}
+
 /* The witness (witness.h) of `r`, an ok full-tier evaluation of `task` in the confined process
  * `sb` under `key` of the library `build`: the trusted process made ready, the rounds run
  * within KB_WITNESS_LIMIT_S, their verdict judged against r's claims (a rejection by the rules
@@ -1235,6 +1247,7 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
     rc = kb__witness_run(&p, deadline, &o, &v, &err);
+    log_rounds(task, &o);
     if (rc || v.status != KB_STATUS_OK)
       break; /* a process's own verdict (outputs wrong, a crash) is not asked again */
     kb__witness_judge(&o, r->timing.median_us, torch ? r->torch_eager_us : NAN,
@@ -1258,12 +1271,6 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
   }
   if (o.rounds > 0) {
-    char rounds[256] = "";
-    for (int i = 0, at = 0; i < o.rounds && at < (int)sizeof rounds; i++)
-      at += snprintf(rounds + at, sizeof rounds - (size_t)at, "%s%.1f/%.1f", i ? ", " : "",
-                     o.cand_s[i] * 1e6 / o.calls, o.ref_s[i] * 1e6 / o.calls);
-    kb_debug("task %s: witness rounds, us a call in its process / the trusted one: %s",
-             task->id, rounds);
     kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
              "samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "
              "candidate; %.1f us around each of its calls)", task->id, o.rounds, o.calls,

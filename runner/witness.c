@@ -243,8 +243,11 @@ int kb__witness_check(struct kb__sandbox *sb, double deadline, struct kb__witnes
   struct kb__witness_verdict cv = {.status = KB_STATUS_OK};
   int rc = ask(sb, req, deadline, 1, &rep, &seconds, &cv, err);
   json_decref(req);
-  if (rc == KB_OK && (rep == NULL ? cv.status != KB_STATUS_OK : not_ok(rep, &cv)))
-    *v = cv; /* a changed process (or a crash) outranks what the clocks said */
+  /* a changed process (or a crash) outranks what the clocks said; their numbers stay */
+  if (rc == KB_OK && (rep == NULL ? cv.status != KB_STATUS_OK : not_ok(rep, &cv))) {
+    v->status = cv.status;
+    snprintf(v->reason, sizeof v->reason, "%s", cv.reason);
+  }
   json_decref(rep);
   return rc;
 }
