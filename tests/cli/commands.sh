@@ -16,7 +16,7 @@ progs="kb-submit kb-runner kb-scheduler kb-launch kb-sandbox kb-bench-queue kb-b
        kb-test-eval kb-test-torch-eval kb-eval"
 for p in $progs; do
   run "$p" --version
-  grep -Eqx "$p [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
+  grep -Eqx "$p [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)" "$out" && [ $rc -eq 0 ] ||
     fail "$p --version: exit $rc, stdout: $(head -c 200 "$out")"
   [ -s "$err" ] && fail "$p --version wrote on stderr: $(head -c 200 "$err")"
   run "$p" --help
@@ -77,7 +77,7 @@ check_usage "--tier goes with export" kb-submit --tier full report x
 py=${KB_PY:-/usr/bin/python3}
 for t in kb-task-check export_pool.py kbresults.py; do
   "$py" "$bin/$t" --version > "$out" 2> "$err"; rc=$?
-  grep -Eqx "$t [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown)\)" "$out" && [ $rc -eq 0 ] ||
+  grep -Eqx "$t [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)" "$out" && [ $rc -eq 0 ] ||
     fail "$t --version: exit $rc, stdout: $(head -c 200 "$out") $(head -c 200 "$err")"
 done
 "$py" "$bin/kb-task-check" --no-such-option > "$out" 2> "$err"; rc=$?
