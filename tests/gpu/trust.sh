@@ -3,7 +3,7 @@
 # repository root after bundling (../shared/gpu/README.md):
 #   ../shared/gpu/bundle.sh .gpu build/bin/kb-* build/bin/libkb-confine.so build/bin/kb_sandbox_torch.py
 # then on the device: KB_COMMIT=<sha> bash tests/gpu/trust.sh [catalogue|engine|torch|suite ...]
-# (default: catalogue engine torch; torch-tail, witness and witness-c on request). Outputs under $OUT:
+# (default: catalogue engine torch; torch-tail, witness, witness-c and witness-suite on request). Outputs under $OUT:
 #   catalogue.txt   every tests/gpu/catalogue/*.cu through kb-sandbox-cuda at its tier against
 #                   the verdict in its header (tests/gpu/catalogue.sh)
 #   engine-trust.txt every seed of every tasks/cuda task at smoke, screen and full: false
@@ -21,6 +21,8 @@
 #                   worker's checks off first (rejected by the witness) and honest ones (ok)
 #   witness-c.txt   the witness of kb-sandbox-cuda: honest catalogue kernels and matmul_f32's
 #                   seeds (ok), tests/gpu/witness/timer_forge.cu (rejected)
+#   witness-suite.txt the seeds of KB_WITNESS_TASKS (CUDA suite tasks) at the full tier through
+#                   kb-eval: the witness's verdicts and rounds
 #   suite-*.txt     the built-in CUDA suite campaign with the tuner, every candidate at every
 #                   tier (KB_SUITE_ETA=1): rejected evaluations among honest kernels (target 0)
 set -uo pipefail
@@ -95,6 +97,17 @@ for s in $steps; do
       echo "kb-eval (matmul_f32) exit $?"
     } > "$OUT/witness-c.txt" 2>&1
     echo "witness-c exit (see witness-c.txt)" ;;
+  witness-suite)
+    # every seed of the CUDA suite tasks KB_WITNESS_TASKS (default: the four whose honest seeds
+    # the witness rejected at 9fc9084, when the check between candidates ran inside the
+    # witnessed requests) at the full tier through kb-eval: witness verdicts and rounds
+    W=$(mktemp -d)
+    for t in ${KB_WITNESS_TASKS:-gelu maxpool2d scan matmul_f16}; do
+      KB_LOG=debug timeout 120 kb-eval --backend cuda --cache "$W/cache" --tiers full \
+        "tasks/cuda/$t" 2>&1 | grep -E "witness|^[a-z_0-9]+ +[a-z_0-9.]+ +full"
+      echo "kb-eval ($t) exit ${PIPESTATUS[0]}"
+    done > "$OUT/witness-suite.txt" 2>&1
+    echo "witness-suite exit (see witness-suite.txt)" ;;
   torch-tail)
     # the device's wait after the timed windows (untimed_work) for the honest C ReLU, the
     # side-stream cheat and its waited-for twin at the full tier, on an idle host and with all
