@@ -69,7 +69,7 @@ end
 
 -- ---- Items (layout 2) -----------------------------------------------------------------------
 -- kb:{cid}:items holds each item as one line of 11 fields separated by "|" (layout 2, meta
--- "layout" = "2", written by register; docs/architecture.md, "Items"):
+-- "layout" = "2", written by register; docs/architecture.md, "Items, layout 2"):
 --   state|attempt|claims|cost|priority|task|token|runner|charge|result|next
 -- state "queued", "leased", "done" or "dead"; attempt, claims and cost whole numbers; priority
 -- as enqueue got it; token and runner while leased (runner kept when done or dead: the lease's,
@@ -88,8 +88,9 @@ local function kb_layout_check(v)
   if v == KB_LAYOUT then
     return nil
   end
-  return redis.error_reply('KB_STATE campaign stores its items in layout ' .. tostring(v or '1') ..
-                           ' (before 2026-12-07); this version reads layout ' .. KB_LAYOUT ..
+  local which = v and 'layout ' .. tostring(v) or 'layout 1 (before 2026-12-07)'
+  return redis.error_reply('KB_STATE campaign stores its items in ' .. which ..
+                           '; this version reads layout ' .. KB_LAYOUT ..
                            ' only: finish the campaign with the version that started it')
 end
 
