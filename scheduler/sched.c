@@ -20,6 +20,7 @@
 #include "kb/keys.h"
 #include "kb/ladder.h"
 #include "kb/log.h"
+#include "kb/item.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "kb/result.h"
@@ -231,7 +232,7 @@ static void drop_entry(struct entry *x, const char *fmt, ...) {
   x->valid = 0;
 }
 
-/* The lease item `x` says it settles, as redis holds it: `item` (the item's JSON, or NULL) and
+/* The lease item `x` says it settles, as redis holds it: `item` (the item's line, kb/item.h, or NULL) and
  * `charge` (its charge record, or NULL). Drops `x` unless the item was settled by exactly this
  * entry: done (charge posted at the result's cost) or dead-lettered (charge voided, by the
  * reaper), by the runner, at the attempt and with the charge the entry and its result name.
@@ -244,40 +245,34 @@ static void check_lease(const struct sched *s, struct entry *x, const char *item
     drop_entry(x, "unknown item \"%s\"", x->item);
     return;
   }
-  json_error_t je;
-  json_t *it = json_loads(item, 0, &je);
-  const char *state = json_string_value(json_object_get(it, "state"));
-  const char *cand = json_string_value(json_object_get(it, "cand"));
-  const char *task = json_string_value(json_object_get(it, "task"));
-  const char *runner = json_string_value(json_object_get(it, "runner"));
-  const char *ch = json_string_value(json_object_get(it, "charge"));
-  const char *xid = json_string_value(json_object_get(it, "result"));
-  json_int_t tier = json_integer_value(json_object_get(it, "tier"));
-  json_int_t attempt = json_integer_value(json_object_get(it, "attempt"));
-  int done = state && strcmp(state, "done") == 0, dead = state && strcmp(state, "dead") == 0;
-  if (!x->has_runner && runner != NULL)
+  struct kb_item it;
+  int bad = kb_item_parse(x->item, item, &it, NULL) != KB_OK;
+  const char *state = it.state, *cand = it.cand, *task = it.task, *runner = it.runner;
+  const char *ch = it.charge, *xid = it.result;
+  long long tier = it.tier, attempt = it.attempt;
+  int done = strcmp(state, "done") == 0, dead = strcmp(state, "dead") == 0;
+  if (!x->has_runner && !bad)
     snprintf(x->runner, sizeof x->runner, "%s", runner);
   if (!x->has_attempt)
-    x->attempt = (long long)attempt;
+    x->attempt = attempt;
   long long posted = -1;
   if (charge != NULL && charge[0] == 'P' && charge[1] == ':')
     posted = strtoll(charge + 2, NULL, 10);
-  if (it == NULL || state == NULL || cand == NULL || task == NULL)
+  if (bad)
     drop_entry(x, "item \"%s\" is malformed in redis", x->item);
   else if (!done && !dead)
     drop_entry(x, "item \"%s\" is %s: no lease of it was settled", x->item, state);
-  else if (xid == NULL || strcmp(xid, x->id) != 0)
+  else if (xid[0] == '\0' || strcmp(xid, x->id) != 0)
     drop_entry(x, "item \"%s\" was settled by results entry %s, not by this one (replayed "
-               "or forged)", x->item, xid ? xid : "(none recorded)");
-  else if (ch == NULL || strcmp(ch, x->charge) != 0)
-    drop_entry(x, "charge \"%s\", but item \"%s\" settled \"%s\"", x->charge, x->item,
-               ch ? ch : "");
-  else if (runner == NULL || strcmp(runner, x->runner) != 0)
+               "or forged)", x->item, xid[0] ? xid : "(none recorded)");
+  else if (strcmp(ch, x->charge) != 0)
+    drop_entry(x, "charge \"%s\", but item \"%s\" settled \"%s\"", x->charge, x->item, ch);
+  else if (strcmp(runner, x->runner) != 0)
     drop_entry(x, "runner \"%s\", but the lease of item \"%s\" was \"%s\"'s", x->runner,
-               x->item, runner ? runner : "");
+               x->item, runner);
   else if (attempt != x->attempt)
     drop_entry(x, "attempt %lld, but item \"%s\" was settled at attempt %lld", x->attempt,
-               x->item, (long long)attempt);
+               x->item, attempt);
   else if (charge == NULL || (done && posted < 0) || (dead && charge[0] != 'V'))
     drop_entry(x, "charge \"%s\" is %s, not %s", x->charge, charge ? charge : "unknown",
                done ? "posted" : "voided");
@@ -291,7 +286,6 @@ static void check_lease(const struct sched *s, struct entry *x, const char *item
   else if (done && r->cost_ms != posted)
     drop_entry(x, "its result costs %lld ms, but charge \"%s\" posted %lld",
                (long long)r->cost_ms, x->charge, posted);
-  json_decref(it);
 }
 
 /* Results only from leases: drops (x->valid = 0, x->why) every entry of `e` that did not settle

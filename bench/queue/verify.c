@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "kb/item.h"
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/keys.h"
@@ -49,21 +50,18 @@ static struct item *find(struct items *it, const char *id, size_t len) {
   return bsearch(&probe, it->v, it->n, sizeof *it->v, cmp_item);
 }
 
-static int state_of(const char *json, size_t len) {
-  json_error_t jerr;
-  json_t *o = json_loadb(json, len, 0, &jerr);
-  const char *s = o ? json_string_value(json_object_get(o, "state")) : NULL;
-  int st = ST_OTHER;
-  if (s && strcmp(s, "queued") == 0)
-    st = ST_QUEUED;
-  else if (s && strcmp(s, "leased") == 0)
-    st = ST_LEASED;
-  else if (s && strcmp(s, "done") == 0)
-    st = ST_DONE;
-  else if (s && strcmp(s, "dead") == 0)
-    st = ST_DEAD;
-  json_decref(o);
-  return st;
+/* The state of item `id` from its line (`len` bytes at `line`, kb/item.h). */
+static int state_of(const char *id, const char *line, size_t len) {
+  char *text = kb_strndup(line, len);
+  struct kb_item it;
+  int ok = text && kb_item_parse(id, text, &it, NULL) == KB_OK;
+  kb_free(text);
+  const char *s = ok ? it.state : "";
+  return strcmp(s, "queued") == 0   ? ST_QUEUED
+         : strcmp(s, "leased") == 0 ? ST_LEASED
+         : strcmp(s, "done") == 0   ? ST_DONE
+         : strcmp(s, "dead") == 0   ? ST_DEAD
+                                    : ST_OTHER;
 }
 
 /* HSCAN of `key`; calls `fn` for each field and value. */
@@ -111,7 +109,7 @@ static int add_item(void *ctx, const redisReply *field, const redisReply *value)
   x->id = kb_strndup(field->str, field->len);
   if (x->id == NULL)
     return KB_ENOMEM;
-  x->state = value->type == REDIS_REPLY_STRING ? state_of(value->str, value->len) : ST_OTHER;
+  x->state = value->type == REDIS_REPLY_STRING ? state_of(x->id, value->str, value->len) : ST_OTHER;
   it->n++;
   return KB_OK;
 }

@@ -129,7 +129,11 @@ local function tb_add(f, d)
 end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
-                     'affinity_ms', 'aff')
+                     'affinity_ms', 'aff', 'layout')
+local bad_layout = kb_layout_check(m[8])
+if bad_layout then
+  return bad_layout
+end
 if m[6] then
   AFFINITY_MS = tonumber(m[6]) or AFFINITY_MS
 end
@@ -174,6 +178,9 @@ for k, t in ipairs(todo) do
   -- as the claim wrote it (kb_item_leased), or checked whole: one that does not decode is a
   -- lost lease
   local old = raw and (kb_item_leased(raw) or kb_item_check(items, id, raw))
+  if old then
+    old.raw = raw
+  end
   if k == 1 then
     first_old = old
   end
@@ -237,15 +244,17 @@ local function record(nid, it, charge, deadline)
   local n = #claims
   claims[n + 1], claims[n + 2], claims[n + 3], claims[n + 4] = 'ok', nid, it.cand, it.task
   claims[n + 5], claims[n + 6], claims[n + 7] = kb_int_c(it.tier), kb_int_c(it.attempt), charge
-  claims[n + 8], claims[n + 9] = kb_int_c(it.cost), deadline
+  claims[n + 8], claims[n + 9] = it.cost_s, deadline
   nc = nc + 1
 end
 -- A retry of a call that completed everything: the leases that call took, if still held.
-if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next then
+if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next and
+   first_old.next ~= '' then
   for nid in string.gmatch(first_old.next, '[^,]+') do
     local raw = redis.call('HGET', items, nid)
     local n = raw and kb_item_check(items, nid, raw)
     if n and n.state == 'leased' and n.token == next_token and nc < want then
+      n.cost_s = kb_int_c(n.cost)
       record(nid, n, nid .. '#' .. kb_int_c(n.claims),
              kb_int(tonumber(redis.call('ZSCORE', lease, nid))))
     end
@@ -296,14 +305,14 @@ local function take(nid, it)
   end
   if not deadline_s then
     deadline_s = kb_int(now + tonumber(m[2]))
-    lease_tail = ',"token":"' .. next_token .. '","runner":"' .. runner .. '"'
+    lease_tail = '|' .. next_token .. '|' .. runner .. '|||'
   end
   lease_w[#lease_w + 1] = deadline_s
   lease_w[#lease_w + 1] = nid
   it.attempt = it.attempt + 1
   it.claims = it.claims + 1
   local charge = nid .. '#' .. kb_int_c(it.claims)
-  local cost = kb_int_c(it.cost)
+  local cost = it.cost_s
   if it.cost > 0 then
     reserve(charge, it.cost, cost)
     tb_add(it.task .. ':held', it.cost)
@@ -311,7 +320,8 @@ local function take(nid, it)
   charge_w[#charge_w + 1] = charge
   charge_w[#charge_w + 1] = 'H:' .. cost
   item_w[#item_w + 1] = nid
-  item_w[#item_w + 1] = kb_item_encode(it, 'leased', lease_tail)
+  item_w[#item_w + 1] = 'leased|' .. kb_int_c(it.attempt) .. '|' .. kb_int_c(it.claims) .. '|' ..
+                        cost .. '|' .. it.priority_s .. '|' .. it.task .. lease_tail
   record(nid, it, charge, deadline_s)
   fresh[#fresh + 1] = nid
   if prefer and it.tier > 0 then -- task affinity: this runner holds the task now (a compile
@@ -337,7 +347,13 @@ local function claim_from(q, r)
       if #taken >= r then
         break
       end
-      local it, bad = kb_item_check(items, nid, raws_q[j])
+      local it, bad = raws_q[j] and kb_item_queued(nid, raws_q[j])
+      if not it then
+        it, bad = kb_item_check(items, nid, raws_q[j])
+        if it and it.state ~= 'queued' then
+          it, bad = nil, items .. ' field "' .. nid .. '": ' .. it.state .. ', not queued'
+        end
+      end
       if not it then
         if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
           gone = gone + 1
@@ -400,7 +416,13 @@ local function claim_pref(i0, i1, r)
     if #ids > 0 then
       local raws_q = redis.call('HMGET', items, unpack(ids))
       for j, nid in ipairs(ids) do
-        local it, bad = kb_item_check(items, nid, raws_q[j])
+        local it, bad = raws_q[j] and kb_item_queued(nid, raws_q[j])
+        if not it then
+          it, bad = kb_item_check(items, nid, raws_q[j])
+          if it and it.state ~= 'queued' then
+            it, bad = nil, items .. ' field "' .. nid .. '": ' .. it.state .. ', not queued'
+          end
+        end
         if not it then
           if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
             gone = gone + 1
@@ -526,12 +548,15 @@ if n_ok > 0 then
   for k, s in ipairs(settled) do
     local t = s[1]
     item_w[#item_w + 1] = t[1]
-    local who = t[6].runner or '' -- as stored; cjson only for one that needs escapes
-    who = string.find(who, '[%c"\\/]') and cjson.encode(who) or '"' .. who .. '"'
-    item_w[#item_w + 1] = kb_item_encode(t[6], 'done', ',"runner":' .. who .. ',"charge":"' ..
-                                         t[3] .. '","result":"' .. s[2] .. '"' ..
-                                         ((k == 1 and #fresh > 0) and
-                                          ',"next":"' .. table.concat(fresh, ',') .. '"' or ''))
+    -- the leased line less its "leased" and its two empty fields at the end, then charge,
+    -- result and next: the lease's attempt, claims, cost, priority, task, token and runner kept
+    local old, nxt = t[6], (k == 1 and #fresh > 0) and table.concat(fresh, ',') or ''
+    if old.fast then -- the line ends with "|||": its charge, result and next empty
+      item_w[#item_w + 1] = 'done' .. string.sub(old.raw, 7, #old.raw - 2) .. t[3] .. '|' ..
+                            s[2] .. '|' .. nxt
+    else
+      item_w[#item_w + 1] = kb_item_encode(old, 'done', old.token, old.runner, t[3], s[2], nxt)
+    end
   end
   redis.call('HSET', meta, 'open', kb_int(open), 'done', kb_int(tonumber(m[5] or '0') + n_ok))
   if overruns > 0 then

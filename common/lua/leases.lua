@@ -16,7 +16,7 @@ local stale, last = 0, 0
 for i = 1, #all - 1, 2 do
   local id, deadline = all[i], tonumber(all[i + 1])
   local it = kb_item_check(KEYS[2], id, redis.call('HGET', KEYS[2], id))
-  local runner = it and type(it.runner) == 'string' and it.runner or ''
+  local runner = it and kb_item_runner(it) or ''
   local seen = runner ~= '' and redis.call('HGET', KEYS[3], runner) or false
   -- a runner with no heartbeat yet counts once its lease was taken (or last extended, the
   -- deadline less lease_ms) that long ago: a new runner may claim before its first beat

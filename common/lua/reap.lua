@@ -16,9 +16,14 @@ local expired = redis.call('ZRANGEBYSCORE', lease, '-inf', now, 'LIMIT', 0, tonu
 if #expired == 0 then
   return {0, 0}
 end
-local max_attempts = tonumber(redis.call('HGET', meta, 'max_attempts'))
-local tiers = cjson.decode(redis.call('HGET', meta, 'tiers'))
-local backend = redis.call('HGET', meta, 'backend')
+local mf = redis.call('HMGET', meta, 'max_attempts', 'tiers', 'backend', 'layout')
+local bad_layout = kb_layout_check(mf[4])
+if bad_layout then
+  return bad_layout
+end
+local max_attempts = tonumber(mf[1])
+local tiers = cjson.decode(mf[2])
+local backend = mf[3]
 local requeued, dead = 0, 0
 local function reap(id, item)
   local charge = id .. '#' .. item.claims
@@ -36,7 +41,7 @@ local function reap(id, item)
     redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
   end
   redis.call('ZREM', lease, id)
-  local runner = item.runner or ''
+  local runner = kb_item_runner(item)
   if item.attempt >= max_attempts then
     local reason = 'lease expired ' .. item.attempt .. ' times (last runner ' .. runner .. ')'
     redis.call('HSET', KEYS[7], id, reason)
@@ -50,13 +55,11 @@ local function reap(id, item)
       status = 'infra_error', reason = reason, cost_ms = 0, started = now / 1000,
       finished = now / 1000}), 'charge', charge, 'runner', runner, 'attempt',
       kb_int(item.attempt))
-    redis.call('HSET', items, id, kb_item_encode(item, 'dead', ',"runner":' ..
-               cjson.encode(runner) .. ',"charge":' .. cjson.encode(charge) .. ',"result":"' ..
-               xid .. '"'))
+    redis.call('HSET', items, id, kb_item_encode(item, 'dead', '', item.runner, charge, xid, ''))
     dead = dead + 1
   else
-    redis.call('ZADD', KEYS[10 + item.tier], kb_item_priority(item), id)
-    redis.call('HSET', items, id, kb_item_encode(item, 'queued', ''))
+    redis.call('ZADD', KEYS[10 + item.tier], item.priority_s, id)
+    redis.call('HSET', items, id, kb_item_encode(item, 'queued', '', '', '', '', ''))
     requeued = requeued + 1
   end
 end
@@ -65,7 +68,7 @@ end
 -- the item's charges are scanned for the one still held (bad state only, never the hot path).
 -- The task's held share is returned where the stored text still names the task.
 local function void_bad(id, raw)
-  local task = string.match(raw, '"task":"([^"\\]+)"')
+  local task = string.match(raw, '^%l+|[^|]*|[^|]*|[^|]*|[^|]*|([^|]+)|')
   local cursor = '0'
   repeat
     local r = redis.call('HSCAN', charges, cursor, 'MATCH', id .. '#*', 'COUNT', 1000)

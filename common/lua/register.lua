@@ -18,7 +18,7 @@ local now = kb_now_ms()
 redis.call('HSET', meta, 'id', ARGV[1], 'state', 'submitting', 'spec', ARGV[2],
            'spec_sha', ARGV[3], 'n_tiers', ARGV[4], 'tiers', ARGV[5], 'max_attempts', ARGV[6],
            'lease_ms', ARGV[7], 'backend', ARGV[8], 'open', 0, 'done', 0, 'dead', 0,
-           'created_ms', now)
+           'created_ms', now, 'layout', KB_LAYOUT)
 local function fund(cur, amount)
   redis.call('HSET', ledger, cur .. ':total', kb_int(amount))
   local bal = {available = 0, held = 0, spent = 0, total = amount}

@@ -24,7 +24,7 @@ if reserved > 0 then
 end
 redis.call('HSET', charges, charge, 'V:' .. kb_int(reserved))
 item.attempt = item.attempt - 1
-redis.call('HSET', items, id, kb_item_encode(item, 'queued', ''))
+redis.call('HSET', items, id, kb_item_encode(item, 'queued', '', '', '', '', ''))
 redis.call('ZREM', lease, id)
-redis.call('ZADD', KEYS[7], kb_item_priority(item), id)
+redis.call('ZADD', KEYS[7], item.priority_s, id)
 return 'released'

@@ -59,8 +59,8 @@ if actual > 0 then
 end
 redis.call('HSET', charges, charge, 'P:' .. kb_int(actual) .. (over > 0 and ':O:' .. kb_int(over) or ''))
 redis.call('ZREM', lease, id)
-redis.call('HSET', items, id, kb_item_encode(item, 'queued', ''))
-redis.call('ZADD', KEYS[7], kb_item_priority(item), id)
+redis.call('HSET', items, id, kb_item_encode(item, 'queued', '', '', '', '', ''))
+redis.call('ZADD', KEYS[7], item.priority_s, id)
 redis.call('HINCRBY', meta, 'infra_retries', 1)
 redis.call('HSET', meta, 'infra_last', id .. ': ' .. string.sub(ARGV[6], 1, 300))
 return 'requeued'

@@ -204,15 +204,16 @@ static int random_token(char out[33], struct kb_error *err) {
   return KB_OK;
 }
 
-/* `runner` as the inside of a JSON string: complete_claim puts it into items and audit entries
- * as is. `*out` is `runner` itself when nothing needs escaping, else `buf`.
+/* `runner` as the inside of a JSON string, with "|" as \u007c too: complete_claim puts it into
+ * items (whose fields "|" separates, layout 2, kb/keys.h) and audit entries as is. `*out` is
+ * `runner` itself when nothing needs escaping, else `buf`.
  * Errors: KB_EINVAL when the escaped name does not fit `size`. */
 static int runner_json(const char *runner, char *buf, size_t size, const char **out,
                        struct kb_error *err) {
   size_t n = 0;
   int plain = 1;
   for (const unsigned char *p = (const unsigned char *)runner; *p; p++) {
-    size_t need = *p == '"' || *p == '\\' ? 2 : *p < 0x20 ? 6 : 1;
+    size_t need = *p == '"' || *p == '\\' ? 2 : *p < 0x20 || *p == '|' ? 6 : 1;
     plain = plain && need == 1;
     if (n + need >= size)
       return kb_error_set(err, KB_EINVAL, "runner name too long");

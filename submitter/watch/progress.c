@@ -9,6 +9,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/item.h"
 #include "kb/keys.h"
 #include "kb/rank.h"
 #include "kb/redis.h"
@@ -432,7 +433,7 @@ static int read_results(struct kb_progress *p, struct kb_error *err) {
 }
 
 /* The items `ids` (n of them, borrowed) from the items hash, one HMGET: `*out` gets the reply
- * (new; free with freeReplyObject), an array of n JSON strings or nils. */
+ * (new; free with freeReplyObject), an array of n item lines (kb/item.h) or nils. */
 static int get_items(struct kb_progress *p, const char *const *ids, size_t n, redisReply **out,
                      struct kb_error *err) {
   char key[512];
@@ -455,8 +456,6 @@ static int get_items(struct kb_progress *p, const char *const *ids, size_t n, re
   }
   return rc;
 }
-
-static const char *or_empty(const char *s) { return s ? s : ""; }
 
 /* The tier of item id "<candidate>:<tier>"; -1 when it is not one. */
 static int item_tier(const char *id) {
@@ -494,14 +493,14 @@ static void add_item(struct kb_progress *p, const char *id, int task, int tier, 
   }
 }
 
-/* Counts one leased item from its JSON `text` (borrowed; NULL = gone meanwhile): per tier, per
- * task (its "task") and per runner (its "runner"), the runner first seen at `now_ms`. */
+/* Counts one leased item from its line `text` (borrowed, kb/item.h; NULL = gone meanwhile):
+ * per tier, per task and per runner, the runner first seen at `now_ms`. */
 static void count_lease(struct kb_progress *p, const char *id, int tier, const char *text) {
   p->leased[tier]++;
-  json_t *item = text ? json_loads(text, 0, NULL) : NULL;
-  int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
-  const char *name = json_string_value(json_object_get(item, "runner"));
-  struct kb_progress_runner *r = name ? runner_of(p, name) : NULL;
+  struct kb_item item;
+  int ok = text && kb_item_parse(id, text, &item, NULL) == KB_OK;
+  int task = ok ? task_index(p, item.task) : -1;
+  struct kb_progress_runner *r = ok && item.runner[0] ? runner_of(p, item.runner) : NULL;
   if (task >= 0) {
     p->counts[task].leased[tier]++;
     int n = p->n_items;
@@ -511,7 +510,6 @@ static void count_lease(struct kb_progress *p, const char *id, int tier, const c
   }
   if (r && r->leases++ == 0 && r->seen_ms == 0)
     r->seen_ms = p->now_ms;
-  json_decref(item);
 }
 
 /* Leases per tier, per task and per runner: the lease set's item ids ("<candidate>:<tier>")
@@ -574,12 +572,12 @@ static int learn_candidates(struct kb_progress *p, const redisReply *rep, struct
   redisReply *items = NULL;
   int rc = m ? get_items(p, ids, m, &items, err) : KB_OK;
   for (size_t i = 0; rc == KB_OK && i < m; i++) {
-    json_t *item = items->element[i]->str ? json_loads(items->element[i]->str, 0, NULL) : NULL;
-    const char *c = json_string_value(json_object_get(item, "cand"));
-    int task = task_index(p, or_empty(json_string_value(json_object_get(item, "task"))));
-    if (c && task >= 0 && strlen(c) <= KB_CAND_ID_LEN && cand_of(p, c, task, err) < 0)
+    struct kb_item item;
+    const char *text = items->element[i]->str;
+    int task = text && kb_item_parse(ids[i], text, &item, NULL) == KB_OK ? task_index(p, item.task)
+                                                                         : -1;
+    if (task >= 0 && cand_of(p, item.cand, task, err) < 0)
       rc = err && err->code ? err->code : KB_ENOMEM;
-    json_decref(item);
   }
   freeReplyObject(items);
   kb_free(ids);

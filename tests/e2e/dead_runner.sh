@@ -19,7 +19,8 @@ now=$(rcli TIME | head -1)
 i=0
 for id in $(rcli ZRANGE 'kb:{dr}:q:0' 0 1); do
   raw=$(rcli --raw HGET 'kb:{dr}:items' "$id")
-  leased=$(printf '%s' "$raw" | sed 's/"state":"queued"/"state":"leased"/; s/"claims":0}$/"claims":1,"token":"t","runner":"r-dead"}/')
+  # the item line (layout 2, kb/item.h): state|attempt|claims|cost|priority|task|token|runner|...
+  leased=$(printf '%s' "$raw" | sed 's/^queued|0|0|\([^|]*|[^|]*|[^|]*\)|||||$/leased|1|1|\1|t|r-dead|||/')
   rcli ZREM 'kb:{dr}:q:0' "$id" > /dev/null
   rcli HSET 'kb:{dr}:items' "$id" "$leased" > /dev/null
   rcli ZADD 'kb:{dr}:lease' $(( (now + (i == 0 ? -30 : 60)) * 1000 )) "$id" > /dev/null

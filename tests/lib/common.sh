@@ -105,6 +105,12 @@ stream_json() {
   rcli --raw XRANGE "$key" - + | awk -v f="$field" 'prev == f { print } { prev = $0 }' > "$out"
 }
 
+# items_jsonl KEY: every item of the items hash KEY as one JSON object per line on stdout
+# (tests/lib/items.py: the item line of layout 2 decoded, with "id", "cand" and "tier").
+items_jsonl() {
+  rcli --raw HGETALL "$1" | "$KB_PY" "$TESTS_DIR/lib/items.py"
+}
+
 # ledger_jsonl KEY OUT: every move of the ledger audit stream KEY as one ledger-entry object per
 # line, in order: "entry" fields as they are, "moves" fields (a runner's cycle) expanded into
 # their moves, each with its balances (tests/lib/ledger_moves.py).

@@ -26,12 +26,11 @@ victim=slurm-${A}_$task
 # held_by NAME [MIN_TIER]: the items NAME holds leased at MIN_TIER (default 1: a timed tier,
 # smoke or screen) or above, one per line, into $T/held.txt
 held_by() {
-  rcli --raw HVALS "kb:{$cid}:items" | $KB_PY -c 'import json, sys
+  items_jsonl "kb:{$cid}:items" | $KB_PY -c 'import json, sys
 for l in sys.stdin:
-    if l.startswith("{"):
-        i = json.loads(l)
-        if i.get("state") == "leased" and i.get("runner") == sys.argv[1] and i["tier"] >= int(sys.argv[2]):
-            print("%s:%d" % (i["cand"], i["tier"]))' "$1" "${2:-1}" > "$T/held.txt"
+    i = json.loads(l)
+    if i.get("state") == "leased" and i.get("runner") == sys.argv[1] and i["tier"] >= int(sys.argv[2]):
+        print("%s:%d" % (i["cand"], i["tier"]))' "$1" "${2:-1}" > "$T/held.txt"
   [ -s "$T/held.txt" ]
 }
 wait_until 60 "$victim to hold a lease at a timed tier" held_by "$victim"
@@ -52,8 +51,8 @@ down_s=$(($(date +%s) - t_kill))
 mn_finish $cid 150
 
 # every item the lost runner held ran again on kbmn-n3 as attempt 2, once
-for r in $(rcli --raw HVALS "kb:{$cid}:items" | $KB_PY -c 'import json,sys
-print(" ".join(sorted({json.loads(l)["runner"] for l in sys.stdin if l.startswith("{")})))'); do
+for r in $(items_jsonl "kb:{$cid}:items" | $KB_PY -c 'import json,sys
+print(" ".join(sorted({json.loads(l).get("runner", "") for l in sys.stdin} - {""})))'); do
   echo "$r $(runner_node "$r")"
 done > "$T/runner-nodes.txt"
 $KB_PY - "$T/results/$cid" "$T/held.txt" "$victim" "$T/runner-nodes.txt" << 'PY' || fail "an item of the lost runner was not re-run elsewhere"

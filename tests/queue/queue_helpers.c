@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kb/item.h"
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/keys.h"
@@ -515,12 +516,11 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
   for (int i = 0; i < n_items; i++) {
     struct item_rec *it = &items[i];
     snprintf(it->id, sizeof it->id, "%s", rep->element[2 * i]->str);
-    json_error_t je;
-    json_t *o = json_loads(rep->element[2 * i + 1]->str, 0, &je);
-    if (o == NULL)
-      fail_msg("item %s: bad JSON: %s", it->id, je.text);
-    snprintf(it->state_name, sizeof it->state_name, "%s", json_str(o, "state", it->id));
-    snprintf(it->task, sizeof it->task, "%s", json_str(o, "task", it->id));
+    struct kb_item o;
+    if (kb_item_parse(it->id, rep->element[2 * i + 1]->str, &o, &err))
+      fail_msg("%s", err.msg);
+    snprintf(it->state_name, sizeof it->state_name, "%s", o.state);
+    snprintf(it->task, sizeof it->task, "%s", o.task);
     it->state = strcmp(it->state_name, "done") == 0   ? ST_DONE
                 : strcmp(it->state_name, "dead") == 0 ? ST_DEAD
                                                       : ST_OTHER;
@@ -528,7 +528,6 @@ void kbq_assert_final(struct kb_redis *r, const char *cid, int n_items, struct k
       fail_msg("item %s is \"%s\", expected done or dead", it->id, it->state_name);
     done += it->state == ST_DONE;
     dead += it->state == ST_DEAD;
-    json_decref(o);
   }
   freeReplyObject(rep);
   qsort(items, (size_t)n_items, sizeof *items, cmp_item);

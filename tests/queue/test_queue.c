@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "kb/item.h"
 #include "kb/campaign.h"
 #include "kb/error.h"
 #include "kb/ladder.h"
@@ -204,8 +205,7 @@ static void test_cost_beyond_reservation_charged(void **state) {
   snprintf(item, sizeof item, "%s", c.item);
   v = reply_str(r, "HGET %s %s", "kb:{cap}:items", item);
   char want[200];
-  snprintf(want, sizeof want, ",\"runner\":\"r1\",\"charge\":\"%s\",\"result\":\"%s\"}",
-           c.charge_id, e->element[0]->str);
+  snprintf(want, sizeof want, "|r1|%s|%s|", c.charge_id, e->element[0]->str);
   assert_non_null(strstr(v, want));
   free(v);
   freeReplyObject(rep);
@@ -888,7 +888,8 @@ static void test_complete_and_claim(void **state) {
 }
 
 /* Runner names reach items and audit entries without cjson: the C side escapes them, so a name
- * with quotes, backslashes and control characters still gives valid JSON, read back intact. */
+ * with quotes, backslashes, control characters and "|" (the item line's separator) still gives
+ * valid JSON and a valid item line, read back intact. */
 static void test_runner_name_escaped(void **state) {
   (void)state;
   struct kb_redis *r = connect_or_die();
@@ -896,7 +897,7 @@ static void test_runner_name_escaped(void **state) {
   struct kb_error err = {0};
   kbq_make_campaign(r, "names", 1000, 60000, 3, &q);
   kbq_enqueue_items(&q, 3, 0);
-  const char *name = "node \"7\"\\gpu\t0";
+  const char *name = "node \"7\"\\gpu\t0|x";
   struct kb_claim c;
   assert_int_equal(kb_queue_claim(&q, name, 0, -1, &c, NULL, &err), KB_OK);
   assert_int_equal(kb_queue_complete_and_claim(&q, &c, 50, "{}", name, 0, -1, NULL, &c, NULL,
@@ -904,12 +905,11 @@ static void test_runner_name_escaped(void **state) {
                    KB_OK);
   redisReply *rep = NULL;
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "HGET kb:{names}:items %s", c.item), KB_OK);
-  json_t *item = json_loads(rep->str, 0, NULL);
+  struct kb_item item;
+  assert_int_equal(kb_item_parse(c.item, rep->str, &item, &err), KB_OK);
   freeReplyObject(rep);
-  assert_non_null(item);
-  assert_string_equal(json_string_value(json_object_get(item, "runner")), name);
-  assert_string_equal(json_string_value(json_object_get(item, "state")), "leased");
-  json_decref(item);
+  assert_string_equal(item.runner, name);
+  assert_string_equal(item.state, "leased");
   assert_int_equal(kb_redis_commandf(r, &rep, &err, "XREVRANGE kb:{names}:ledger:log + - COUNT 1"),
                    KB_OK);
   json_t *entry = json_loads(rep->element[0]->element[1]->element[1]->str, 0, NULL);

@@ -157,12 +157,12 @@ static void test_results_land(void **state) {
   if (kb_queue_open(&q, redis, CID, &err) != KB_OK ||
       kb_queue_enqueue(&q, seed->id, seed->task, 1, 100, 0, NULL, &err) != KB_OK)
     fail_msg("enqueue: %s", err.msg);
-  /* bad state in redis ahead of the good items (issue 16, item 1): a candidate id that is not
-   * 64 hex digits, a non-JSON item, a queue entry with no item; the runner sets each aside */
+  /* bad state in redis ahead of the good items (issue 16, item 1): an item id that is not
+   * "<64 hex>:<tier>", a line that is not an item, a queue entry with no item; the runner sets
+   * each aside */
   static const char *const inject[] = {
-      "HSET kb:{" CID "}:items bad:1 {\"cand\":\"zzz\",\"task\":\"sum\",\"tier\":1,"
-      "\"cost\":100,\"priority\":-100,\"state\":\"queued\",\"attempt\":0,\"claims\":0}",
-      "ZADD kb:{" CID "}:q:1 -100 bad:1", "HSET kb:{" CID "}:items junk:0 not-json",
+      "HSET kb:{" CID "}:items bad:1 queued|0|0|100|-100|sum|||||",
+      "ZADD kb:{" CID "}:q:1 -100 bad:1", "HSET kb:{" CID "}:items junk:0 not-an-item",
       "ZADD kb:{" CID "}:q:0 -100 junk:0", "ZADD kb:{" CID "}:q:0 -99 ghost:0"};
   for (size_t i = 0; i < sizeof inject / sizeof inject[0]; i++) {
     redisReply *ir = NULL;
@@ -175,8 +175,8 @@ static void test_results_land(void **state) {
   int why = -1;
   if (kb__worker_run(&o, &why, &err) != KB_OK)
     fail_msg("kb__worker_run: %s", err.msg);
-  static const char *const dead[][2] = {{"bad:1", "\"cand\" is not 64 hex digits"},
-                                        {"junk:0", "not a JSON object"},
+  static const char *const dead[][2] = {{"bad:1", "the id is not"},
+                                        {"junk:0", "not an item of layout 2"},
                                         {"ghost:0", "no such item"}};
   for (size_t i = 0; i < 3; i++) {
     redisReply *dr = NULL;

@@ -166,9 +166,9 @@ static void test_campaign_runs_to_its_end(void **state) {
   assert_true(st.done >= 2); /* at least the good seed's compile item and one of its own */
   assert_true(st.dead >= 1); /* the real item gone bad */
   char real_why[160];
-  snprintf(real_why, sizeof real_why, "kb:{run}:items field \"%s\": not a JSON", real);
+  snprintf(real_why, sizeof real_why, "kb:{run}:items field \"%s\": not an item of layout 2", real);
   const char *const dead[][2] = {{"ghost:0", "kb:{run}:items field \"ghost:0\": no such"},
-                                 {"junk:0", "kb:{run}:items field \"junk:0\": not a JSON"},
+                                 {"junk:0", "kb:{run}:items field \"junk:0\": not an item of layout 2"},
                                  {"ghost:lease", "kb:{run}:items field \"ghost:lease\""},
                                  {real, real_why}};
   for (size_t i = 0; i < 4; i++) {

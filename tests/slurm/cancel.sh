@@ -35,8 +35,8 @@ rcli() {
 }
 # two runners evaluating at tier screen or full
 two_busy() {
-  [ "$(rcli --raw HVALS "kb:{$cid}:items" 2> /dev/null | grep '"state":"leased"' |
-    grep -c '"tier":[23]')" -ge 2 ]
+  [ "$(items_jsonl "kb:{$cid}:items" 2> /dev/null | grep '"state": "leased"' |
+    grep -c '"tier": [23]')" -ge 2 ]
 }
 wait_until 120 "two runners evaluating at tier screen or full" two_busy
 show_jobs "$R,$SC,$A" | tee "$T/jobs.txt" >&2

@@ -57,12 +57,13 @@ S=$T/results/$cid/slurm
 # claim first, one per line as "runner tier task seconds-since-claim": the signals go to the
 # first ones, far from the end of their evaluations.
 fresh() {
-  rcli --raw HVALS "kb:{$cid}:items" > "$T/items.txt"
+  items_jsonl "kb:{$cid}:items" > "$T/items.txt"
   ledger_jsonl "kb:{$cid}:ledger:log" "$T/ledger.jsonl"
   rcli --raw TIME > "$T/time.txt"
   $KB_PY - "$T/items.txt" "$T/ledger.jsonl" "$T/time.txt" << 'PY'
 import json, sys
 items = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+items = [i for i in items if "bad" not in i]
 claimed = {}
 for line in open(sys.argv[2]):
     if line.strip():

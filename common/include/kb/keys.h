@@ -11,7 +11,8 @@
 #ifndef KB_KEYS_H
 #define KB_KEYS_H
 
-/* hash: state, spec, tiers, max_attempts, lease_ms, open, done, dead, task_caps ("1" once a
+/* hash: state, spec, tiers, max_attempts, lease_ms, layout (the items' layout, "2": kb/item.h;
+ * absent in campaigns of layout 1, which the scripts refuse), open, done, dead, task_caps ("1" once a
  * task cap was set: claims read the caps), stray (results entries dropped),
  * <currency>:overruns and <currency>:overrun (settlements beyond their reservation), tasks
  * (JSON array of the task ids in campaign order), results_dir, deadline, affinity_ms (optional:
@@ -23,12 +24,12 @@
  * stray, task_cap, charge, leases (reads lease_ms). Outside: kb_submission_register writes
  * tasks, results_dir and deadline (one HSET). */
 #define KB_KEY_META "meta"
-/* hash: item id "<candidate>:<tier>" -> JSON {cand, task, tier, cost (the reservation,
- * kb_tier_reserve_ms), priority, state, attempt, claims[, token, runner][, runner, charge,
- * result][, next]} (done and dead items: the lease's runner and charge, and the id of the one
- * results entry that settled it; next: the ids of the items the same complete_claim call
- * leased, joined with ","), fields in this order (the scripts rewrite the part after
- * "priority" in place). Scripts: enqueue, complete_claim, heartbeat, reap, release, status,
+/* hash: item id "<candidate>:<tier>" -> the item's line, layout 2 (kb/item.h):
+ * "state|attempt|claims|cost|priority|task|token|runner|charge|result|next" (cost: the
+ * reservation, kb_tier_reserve_ms; token and runner the lease's; done and dead items keep the
+ * runner and add the charge and the id of the one results entry that settled it; next: the
+ * ids of the items the same complete_claim call leased, joined with ","). C reads it with
+ * kb_item_parse. Scripts: enqueue, complete_claim, heartbeat, reap, release, retry, status,
  * leases. */
 #define KB_KEY_ITEMS "items"
 /* zset per tier: ready items by priority (lower first). printf format, the tier (int).

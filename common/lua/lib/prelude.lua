@@ -67,153 +67,132 @@ local function kb_charge_parse(ch)
   return kind, tonumber(amount)
 end
 
--- ---- Items ---------------------------------------------------------------------------------
--- kb:{cid}:items holds each item as one JSON object whose fields come in a fixed order, those
--- that never change first:
---   {"cand":..,"task":..,"tier":..,"cost":..,"priority":..,"state":..,"attempt":..,"claims":..
---    [,"token":..,"runner":..] [,"next":..]}
--- (token and runner while leased; next, once done by complete_claim, names the item the same
--- call leased). The scripts read an item with cjson.decode (faster than any Lua pattern) and
--- write it back as the unchanged head, as stored, plus a formatted tail: no cjson.encode of the
--- whole object. An item in another order (an older version's) gets its head rebuilt.
-local function kb_item_head(cand, task, tier, cost, priority)
-  -- the shortest of 15 or 17 digits that reads back as the same number
-  local p = string.format('%.15g', priority)
-  if tonumber(p) ~= priority then
-    p = string.format('%.17g', priority)
+-- ---- Items (layout 2) -----------------------------------------------------------------------
+-- kb:{cid}:items holds each item as one line of 11 fields separated by "|" (layout 2, meta
+-- "layout" = "2", written by register; docs/architecture.md, "Items, layout 2"):
+--   state|attempt|claims|cost|priority|task|token|runner|charge|result|next
+-- state "queued", "leased", "done" or "dead"; attempt, claims and cost whole numbers; priority
+-- as enqueue got it; token and runner while leased (runner kept when done or dead: the lease's,
+-- JSON-escaped, "|" as \u007c); charge and result (the results entry's id) once done or dead;
+-- next, once done by complete_claim, the ids of the items the same call leased, joined with
+-- ",". The candidate and the tier are the id's ("<64 hex>:<tier>"). No field holds "|" (enqueue
+-- refuses a task with one), so a claim and a completion read an item with one short anchored
+-- pattern and write it back as a concatenation: no JSON is parsed or built per item.
+-- Layout 1 (a JSON object per item, campaigns registered before 2026-12-07) is refused by the
+-- scripts that write items (kb_layout_check).
+local KB_LAYOUT = '2'
+
+-- Nil when meta's "layout" (`v`, as read) is this version's, else the error reply that refuses
+-- the campaign (nothing written): a campaign stored in another layout is never read as bad state.
+local function kb_layout_check(v)
+  if v == KB_LAYOUT then
+    return nil
   end
-  return string.format('{"cand":%s,"task":%s,"tier":%d,"cost":%d,"priority":%s,',
-                       cjson.encode(cand), cjson.encode(task), tier, cost, p)
+  local which = v and 'layout ' .. tostring(v) or 'layout 1 (before 2026-12-07)'
+  return redis.error_reply('KB_STATE campaign stores its items in ' .. which ..
+                           '; this version reads layout ' .. KB_LAYOUT ..
+                           ' only: finish the campaign with the version that started it')
 end
 
--- Returns the item's fields (cjson.decode, or `t` when the caller decoded `raw` already) and
--- `head`, the part before "state" to write back.
-local function kb_item_decode(raw, t)
-  t = t or cjson.decode(raw)
-  local p = string.sub(raw, 1, 8) == '{"cand":' and string.find(raw, '"task":', 9, true)
-  p = p and string.find(raw, '"tier":', p, true)
-  p = p and string.find(raw, '"cost":', p, true)
-  p = p and string.find(raw, '"priority":', p, true)
-  p = p and string.find(raw, ',"state":"', p, true)
-  t.head = p and string.sub(raw, 1, p) or kb_item_head(t.cand, t.task, t.tier, t.cost, t.priority)
-  return t
+-- The item line (layout 2) of `t` in `state`, with token, runner, charge, result and next as
+-- given ('' for none). `t` holds attempt, claims, cost_s, priority_s (texts as stored) and task.
+local function kb_item_encode(t, state, token, runner, charge, result, nxt)
+  return state .. '|' .. kb_int_c(t.attempt) .. '|' .. kb_int_c(t.claims) .. '|' .. t.cost_s ..
+         '|' .. t.priority_s .. '|' .. t.task .. '|' .. token .. '|' .. runner .. '|' .. charge ..
+         '|' .. result .. '|' .. nxt
+end
+
+-- A queued item as a claim reads it, from its id `id` and its line `raw` as the scripts write it:
+-- {cand, tier, task, cost, cost_s, priority_s, attempt, claims, state}; nil for anything else (the
+-- caller then checks it with kb_item_check, which gives the reason). Of the id only the ":" at
+-- 65 and the tier after it are looked at: enqueue, the only writer of new items, checked the
+-- candidate's 64 hex digits (a character-class scan of them would cost a claim ~14k
+-- instructions per item, docs/benchmarks.md), and nothing changes an item's id.
+local KB_QUEUED_PAT = '^queued|(%d+)|(%d+)|(%d+)|([^|]+)|([^|%c]+)|'
+local function kb_item_queued(id, raw)
+  local attempt, claims, cost, pri, task = string.match(raw, KB_QUEUED_PAT)
+  if not attempt or string.byte(id, 65) ~= 58 then
+    return nil
+  end
+  local tier = kb_num_c(string.sub(id, 66))
+  if not tier or tier ~= math.floor(tier) or tier < 0 then
+    return nil
+  end
+  return {cand = string.sub(id, 1, 64), tier = tier, task = task, cost = kb_num_c(cost),
+          cost_s = cost, priority_s = pri, attempt = kb_num_c(attempt), claims = kb_num_c(claims),
+          state = 'queued'}
+end
+
+-- A leased item as its completion reads it (complete_claim): {state = "leased", task, token,
+-- fast = true} from a line as the claim writes it (charge, result and next empty); nil for any
+-- other line (the caller then checks it whole with kb_item_check).
+local KB_LEASED_PAT = '^leased|%d+|%d+|%d+|[^|]+|([^|]+)|([^|]*)|[^|]*|||$'
+local function kb_item_leased(raw)
+  local task, token = string.match(raw, KB_LEASED_PAT)
+  if not task then
+    return nil
+  end
+  return {state = 'leased', task = task, token = token, fast = true}
 end
 
 -- An item as read from hash `items` under field `id` (`raw`: HGET's reply, false when there is
--- none), checked before any script trusts it: a JSON object whose "cand" is 64 hex digits,
--- "task" and "state" strings, "tier", "cost", "priority", "attempt" and "claims" numbers.
--- Returns the item as kb_item_decode does, or nil and the reason, naming the key and field
--- ('kb:{c}:items field "x": "cand" is not 64 hex digits'), for the dead-letter hash: bad state
--- in Redis is set aside, never an error that stops a process (docs/architecture.md).
--- The fast path: a Lua pattern over an item as the scripts write it (fields in the fixed order,
--- strings without escapes or control characters, tier, cost, attempt and claims whole
--- numbers), with no tail or a lease's (token, runner); nil for any other (the caller then
--- decodes it with cjson). For an item it accepts it returns what cjson.decode and
--- kb_item_decode give, at a fraction of their cost (no substring of the tail, the small
--- numbers through kb_num_c).
-local KB_ITEM_PAT = '^{"cand":"([0-9a-f]+)","task":"([^"\\%c]+)","tier":(%d+),"cost":(%d+),' ..
-                    '"priority":(-?%d[%d.eE+-]*),()"state":"([^"\\%c]*)","attempt":(%d+),' ..
-                    '"claims":(%d+)()'
-local KB_LEASE_TAIL = '^,"token":"([^"\\%c]*)","runner":"([^"\\%c]*)"}$'
-local function kb_item_fast(raw)
-  local cand, task, tier, cost, pri, at, state, attempt, claims, e = string.match(raw, KB_ITEM_PAT)
-  local priority = cand and #cand == 64 and tonumber(pri)
-  if not priority then
-    return nil
-  end
-  local t = {cand = cand, task = task, tier = kb_num_c(tier), cost = kb_num_c(cost),
-             priority = priority, state = state, attempt = kb_num_c(attempt),
-             claims = kb_num_c(claims), head = string.sub(raw, 1, at - 1)}
-  if e ~= #raw or string.byte(raw, e) ~= 125 then -- not just "}": a lease's tail, or none
-    local token, runner = string.match(raw, KB_LEASE_TAIL, e)
-    if not token then
-      return nil
-    end
-    t.token, t.runner = token, runner
-  end
-  return t
-end
-
--- A leased item read for the completion of its lease (complete_claim): the fields that needs
--- (task, state, attempt, claims, token, runner, head) from an item in the form the claim
--- wrote it ("cand" 64 characters, the task without escapes or control characters, then
--- "tier", "cost" and "priority", "leased" with the lease's token and runner), with plain
--- searches and one pattern over the part after "attempt"; nil for any other (the caller then
--- checks it with kb_item_check). The head, up to "state", is not looked at again past the
--- task: the claim that leased the item checked it (the candidate id's hex digits, the
--- numbers) and no script changes an item's head; the first ',"state":"' after the task is
--- the item's own (the task holds no quote, and the numbers between none). Returns what
--- kb_item_fast does for such an item less cand, tier, cost and priority (a completion uses
--- none of them), at about half its cost.
-local KB_LEASED_TAIL = '^leased","attempt":(%d+),"claims":(%d+),"token":"([^"\\%c]*)",' ..
-                       '"runner":"([^"\\%c]*)"}$'
-local function kb_item_leased(raw)
-  -- '{"cand":"' (1-9), 64 characters (10-73), '","task":"' (74-83), the task from 84
-  if string.sub(raw, 1, 9) ~= '{"cand":"' or string.sub(raw, 74, 83) ~= '","task":"' then
-    return nil
-  end
-  local e = string.find(raw, '","tier":', 84, true)
-  local task = e and e > 84 and string.sub(raw, 84, e - 1)
-  if not task or string.find(task, '[\\"%c]') then
-    return nil
-  end
-  local at = string.find(raw, ',"state":"', e + 9, true)
-  if not at then
-    return nil
-  end
-  local attempt, claims, token, runner = string.match(raw, KB_LEASED_TAIL, at + 10)
-  if not attempt then
-    return nil
-  end
-  return {task = task, state = 'leased',
-          attempt = kb_num_c(attempt), claims = kb_num_c(claims), token = token,
-          runner = runner, head = string.sub(raw, 1, at)}
-end
-
-local KB_ITEM_NUMBERS = {'tier', 'cost', 'priority', 'attempt', 'claims'}
+-- none), checked before any script trusts it: an id "<64 hex>:<tier>" and a layout 2 line whose
+-- state is one of the four, attempt, claims and cost whole numbers, priority a finite number,
+-- task not empty. Returns {cand, tier, cost, cost_s, priority, priority_s, task, state, attempt,
+-- claims, token, runner, charge, result, next} ('' for the text fields not set), or nil and the
+-- reason, naming the key and field ('kb:{c}:items field "x": not an item of layout 2 ...'), for
+-- the dead-letter hash: bad state in Redis is set aside, never an error that stops a process.
+local KB_ITEM_PAT = '^(%l+)|(%d+)|(%d+)|(%d+)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|' ..
+                    '([^|]*)$'
+local KB_STATES = {queued = true, leased = true, done = true, dead = true}
 local function kb_item_check(items, id, raw)
-  local fast = raw and kb_item_fast(raw)
-  if fast then
-    return fast
-  end
   local where = items .. ' field "' .. id .. '"'
   if not raw then
     return nil, where .. ': no such item (a queue or lease entry without its item)'
   end
-  local ok, t = pcall(cjson.decode, raw)
-  if not ok or type(t) ~= 'table' then
-    return nil, where .. ': not a JSON object'
+  local st, attempt, claims, cost, pri, task, token, runner, charge, result, nxt =
+    string.match(raw, KB_ITEM_PAT)
+  if not st then
+    return nil, where .. ': not an item of layout ' .. KB_LAYOUT .. ' (11 fields separated by "|")'
   end
-  if type(t.cand) ~= 'string' or #t.cand ~= 64 or string.find(t.cand, '[^0-9a-f]') then
-    return nil, where .. ': "cand" is not 64 hex digits'
+  if not KB_STATES[st] then
+    return nil, where .. ': "' .. st .. '" is not an item state'
   end
-  if type(t.task) ~= 'string' or t.task == '' then
-    return nil, where .. ': "task" is not a non-empty string'
+  local priority = tonumber(pri)
+  if not priority or priority ~= priority or priority == math.huge or priority == -math.huge then
+    return nil, where .. ': the priority is not a finite number'
   end
-  if type(t.state) ~= 'string' then
-    return nil, where .. ': "state" is not a string'
+  if task == '' then
+    return nil, where .. ': the task is empty'
   end
-  for _, k in ipairs(KB_ITEM_NUMBERS) do
-    if type(t[k]) ~= 'number' then
-      return nil, where .. ': "' .. k .. '" is not a number'
-    end
+  local tier = string.match(id, '^%x+:(%d+)$')
+  if not tier or #id ~= 65 + #tier or string.find(id, '[^0-9a-f]') ~= 65 then
+    return nil, where .. ': the id is not "<candidate, 64 hex digits>:<tier>"'
   end
-  if t.tier < 0 or t.tier ~= math.floor(t.tier) then
-    return nil, where .. ': "tier" is not a tier index'
+  return {cand = string.sub(id, 1, 64), tier = tonumber(tier), cost = tonumber(cost), cost_s = cost,
+          priority = priority, priority_s = pri, task = task, state = st,
+          attempt = tonumber(attempt), claims = tonumber(claims), token = token, runner = runner,
+          charge = charge, result = result, next = nxt}
+end
+
+-- An item's runner as a name (the line keeps it JSON-escaped, as complete_claim got it).
+local function kb_item_runner(t)
+  local r = t.runner or ''
+  if string.find(r, '\\', 1, true) then
+    local ok, v = pcall(cjson.decode, '"' .. r .. '"')
+    return ok and type(v) == 'string' and v or r
   end
-  return kb_item_decode(raw, t)
+  return r
 end
 
 -- Whether item `id`, stored as `raw` (false: none), is counted in meta "open": enqueue alone
--- creates items, each under the id "<64 hex>:<tier>" and counted once, and an item whose value
--- still says "done" or "dead" was counted out already. A ghost (no item) or an id of another
--- form cannot say it was ever counted, and counts as not.
+-- creates items, each under the id "<64 hex>:<tier>" and counted once, and an item whose line
+-- says "done" or "dead" was counted out already. A ghost (no item) or an id of another form
+-- cannot say it was ever counted, and counts as not.
 local function kb_item_counted(id, raw)
-  -- the id's form, checked without building a 64-class pattern in every call of every script
   return raw and #id > 65 and not string.find(string.sub(id, 1, 64), '[^0-9a-f]') and
-         string.match(id, '^:%d+$', 65) ~= nil and
-         not string.find(raw, '"state":"done"', 1, true) and
-         not string.find(raw, '"state":"dead"', 1, true)
+         string.match(id, '^:%d+$', 65) ~= nil and string.sub(raw, 1, 5) ~= 'done|' and
+         string.sub(raw, 1, 5) ~= 'dead|'
 end
 
 -- Sets entry `id` of zset `from` aside: out of it, into the dead-letter hash `dead` with `why`.
@@ -224,15 +203,4 @@ local function kb_dead_letter(from, dead, id, raw, why)
   redis.call('ZREM', from, id)
   local new = redis.call('HSET', dead, id, 'bad state: ' .. why .. ' (entry of ' .. from .. ')')
   return new == 1 and kb_item_counted(id, raw)
-end
-
--- The item's priority as stored (a string, full precision), for requeueing it.
-local function kb_item_priority(t)
-  return string.match(t.head, '"priority":([^,]*),$')
-end
-
--- The item's JSON in `state`; `tail` (JSON-safe, starting with a comma, or '') follows "claims".
-local function kb_item_encode(t, state, tail)
-  return t.head .. '"state":"' .. state .. '","attempt":' .. kb_int_c(t.attempt) ..
-         ',"claims":' .. kb_int_c(t.claims) .. tail .. '}'
 end
