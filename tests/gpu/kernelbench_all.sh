@@ -20,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 T0=$(date +%s)
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 CALL=${KB_CALL_S:-560}
 W=$PWD/.gpu-run
 R=$(mktemp -d)
@@ -60,8 +61,9 @@ fi
 [ -n "${IMPORT:-}" ] && wait "$IMPORT"
 left=$(( CALL - ($(date +%s) - T0) - 30 ))
 if [ -f "$W/imported" ] && [ "$left" -gt 60 ]; then
-  OUT=$R KB_CAMPAIGN_LIMIT_S=$left bash tests/gpu/kernelbench_campaign.sh > /dev/null 2>&1
-  echo "campaign call $left s limit, done at $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+  OUT=$R KB_CAMPAIGN_LIMIT_S=$left bash tests/gpu/kernelbench_campaign.sh > "$R/campaign-out.txt" 2>&1
+  echo "campaign call $left s limit, exit $?, done at $(( $(date +%s) - T0 )) s" >> "$R/steps.txt"
+  tail -3 "$R/campaign-out.txt" >> "$R/steps.txt" # its own error, when it had one
   # where the evaluations' time went (the runner's debug lines, over every call that logged them)
   python3 tests/gpu/kb_phases.py "$W"/results/*/redis/runner-0.log >> "$R/steps.txt" 2>&1
 fi

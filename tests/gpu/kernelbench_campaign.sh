@@ -9,7 +9,8 @@
 # Started by `PHASE=campaign bash tests/gpu/kernelbench.sh` or directly, from the repository
 # root, with the bundle of tests/gpu/kernelbench.sh ($BUNDLE, default .gpu-torch).
 # KB_LEVELS (default all): the KernelBench levels the campaign takes, in that order; KB_TASKS
-# (default all): the task ids it takes, in that order.
+# (default all): the task ids it takes, in that order (an imported folder name, or its level
+# and number: l2_22).
 # KB_CAMPAIGN_LIMIT_S (default 500) bounds this call's wall time (SIGINT then: the runner
 # releases its items; the next call picks them up).
 # Outputs under $OUT: kb-campaign.txt (kb-launch's output, busy fraction, the per-task table,
@@ -46,7 +47,11 @@ if levels:
 # committed results lack)
 names = os.environ.get("KB_TASKS", "").split()
 if names:
+    # a name is an imported task's folder name or its level and number ("l2_22")
     by = dict((os.path.basename(t), t) for t in c["tasks"])
+    for t in list(by.values()):
+        short = "_".join(os.path.basename(t).split("_")[:2])
+        by.setdefault(short, t)
     unknown = [n for n in names if n not in by]
     if unknown:
         sys.exit("kernelbench_campaign.sh: KB_TASKS names tasks the import has not: %s"
