@@ -330,6 +330,22 @@ local function take(nid, it)
     aff_w[#aff_w + 1] = runner
   end
 end
+-- Queue `q`'s entry `nid` (its item line `raw`, false when missing) as a claim reads it: the
+-- item when queued, else nil, and the entry moved to the dead-letter hash with the reason
+-- (counted in `gone` when the item was counted open).
+local function read_queued(q, nid, raw)
+  local it, bad = raw and kb_item_queued(nid, raw)
+  if not it then
+    it, bad = kb_item_check(items, nid, raw)
+    if it and it.state ~= 'queued' then
+      it, bad = nil, items .. ' field "' .. nid .. '": ' .. it.state .. ', not queued'
+    end
+  end
+  if not it and kb_dead_letter(q, KEYS[9], nid, raw, bad) then
+    gone = gone + 1
+  end
+  return it
+end
 -- Claims up to `r` items from queue `q` in its order, looking at its first r entries and, when
 -- they were not enough, the SCAN after them; the ones taken leave the queue together. Returns
 -- whether a decodable item was passed over (not affordable).
@@ -347,17 +363,8 @@ local function claim_from(q, r)
       if #taken >= r then
         break
       end
-      local it, bad = raws_q[j] and kb_item_queued(nid, raws_q[j])
+      local it = read_queued(q, nid, raws_q[j])
       if not it then
-        it, bad = kb_item_check(items, nid, raws_q[j])
-        if it and it.state ~= 'queued' then
-          it, bad = nil, items .. ' field "' .. nid .. '": ' .. it.state .. ', not queued'
-        end
-      end
-      if not it then
-        if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
-          gone = gone + 1
-        end
         removed = removed + 1
       elseif affordable(it) then
         take(nid, it)
@@ -403,7 +410,7 @@ end
 -- Claims up to `r` items from the queues KEYS[i0..i1] (running tiers, highest first) with
 -- affinity, as above; the ones taken leave their queues. Returns whether a decodable item was
 -- passed over as not affordable. The caller claims the rest of `r`, if any, in plain order.
--- Kept whole (88 lines): read the window, group it, take; each phase uses the one before's locals.
+-- Kept whole (84 lines): read the window, group it, take; each phase uses the one before's locals.
 local function claim_pref(i0, i1, r)
   local win, blocked = {}, false -- {queue, id, item} of the affordable entries, plain order
   local seen_n = 0
@@ -416,18 +423,8 @@ local function claim_pref(i0, i1, r)
     if #ids > 0 then
       local raws_q = redis.call('HMGET', items, unpack(ids))
       for j, nid in ipairs(ids) do
-        local it, bad = raws_q[j] and kb_item_queued(nid, raws_q[j])
-        if not it then
-          it, bad = kb_item_check(items, nid, raws_q[j])
-          if it and it.state ~= 'queued' then
-            it, bad = nil, items .. ' field "' .. nid .. '": ' .. it.state .. ', not queued'
-          end
-        end
-        if not it then
-          if kb_dead_letter(q, KEYS[9], nid, raws_q[j], bad) then
-            gone = gone + 1
-          end
-        else
+        local it = read_queued(q, nid, raws_q[j])
+        if it then
           seen_n = seen_n + 1
           if affordable(it) then
             win[#win + 1] = {q, nid, it}
