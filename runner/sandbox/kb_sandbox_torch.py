@@ -2726,10 +2726,9 @@ def writable_jit_dir(d):
             for x in old[:-1]:
                 shutil.rmtree(x, ignore_errors=True)
         os.makedirs(root, exist_ok=True)
-        copy_tree(d, tmp)
-        moved = rewrite_paths(tmp, d, dst)
+        same = copy_tree(d, tmp, d, dst)
         os.rename(tmp, dst)
-        if moved < 0:
+        if not same:
             print("kb_sandbox_torch: the JIT caches' copy %s is not as long a path as %s: "
                   "paths the caches hold still name the read-only folder" % (dst, d),
                   file=sys.stderr)
@@ -2744,7 +2743,7 @@ def writable_jit_dir(d):
 def same_length_name(d, root):
     """The name of the copy of the JIT folder `d` in `root`: the end of `d`'s own name (the
     build's key and ".jit"), cut or padded with "_" so that `root/<name>` is as long a path as
-    `d` (rewrite_paths can then replace one by the other in any file, pickles and marshalled
+    `d` (copy_tree can then replace one by the other in any file, pickles and marshalled
     code included, where strings carry their length); `d`'s own name when too short a name
     would be left (under 24 characters: two keys might then share their end)."""
     base = os.path.basename(os.path.normpath(d))
@@ -2754,44 +2753,30 @@ def same_length_name(d, root):
     return ("_" * max(0, n - len(base)) + base)[-n:]
 
 
-def rewrite_paths(folder, old, new):
-    """Every file under `folder` (the copy of the JIT folder `old`, to be renamed `new`) with
-    `old`'s absolute path in its bytes gets `new`'s in its place: inductor's and Triton's
-    cached entries name their own files by absolute path (measured on an H100, torch 2.11:
-    `l2_22`'s compile seed, run from the copy, wrote into the read-only `<key>.jit/inductor/`
-    at its first call and ended `crash`, PermissionError), so the copy must not lead back to
-    the shared folder. Only a path of the same length is written (no string's length
-    changes). Returns the number of files changed, or -1 (nothing changed) when the two paths
-    differ in length."""
-    a, b = os.path.abspath(old).encode(), os.path.abspath(new).encode()
-    if len(a) != len(b):
-        return -1
-    changed = 0
-    for top, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(top, name)
-            with open(path, "rb") as f:
-                data = f.read()
-            if a in data:
-                with open(path, "wb") as f:
-                    f.write(data.replace(a, b))
-                changed += 1
-    return changed
-
-
-def copy_tree(src, dst):
+def copy_tree(src, dst, old, new):
     """The folders and regular files under `src` copied to `dst` (made here) by plain reads
     and writes: shutil.copytree's file copy uses sendfile and its copystat listxattr, both
     trapped by the confined worker's filter. Links and other special files are left out (the
-    caches hold none)."""
+    caches hold none). Each file's bytes get `new`'s absolute path wherever `old`'s stands,
+    when the two are of the same length: inductor's and Triton's cached entries name their own
+    files by absolute path (measured on an H100, torch 2.11: `l2_22`'s compile seed, run from
+    the copy, wrote into the read-only `<key>.jit/inductor/` at its first call and ended
+    `crash`, PermissionError), so the copy must not lead back to the shared folder, and no
+    string's length changes (pickles, marshalled code). Returns False when the lengths differ
+    (nothing replaced), else True."""
+    a, b = os.path.abspath(old).encode(), os.path.abspath(new).encode()
+    same = len(a) == len(b)
     for top, dirs, files in os.walk(src):
         out = os.path.join(dst, os.path.relpath(top, src))
         os.makedirs(out, exist_ok=True)
         for name in files:
             path = os.path.join(top, name)
             if os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as f, open(os.path.join(out, name), "wb") as g:
-                    shutil.copyfileobj(f, g, 1 << 20)
+                with open(path, "rb") as f:
+                    data = f.read()
+                with open(os.path.join(out, name), "wb") as g:
+                    g.write(data.replace(a, b) if same else data)
+    return same
 
 
 def triton_probes():
