@@ -638,11 +638,14 @@ retry:;
       o->run_us = json_number_value(json_object_get(call.reply, "oracle_s")) * 1e6;
     if (fresh && json_is_integer(json_object_get(call.reply, "bytes"))) /* kb-sandbox's */
       kb_debug("task %s: prepared in the %s worker in %.3f s (%.1f MiB; the worker's prepared "
-               "tasks %.1f MiB, %d dropped for room)", task->id, trusted ? "trusted" : "confined",
-               call.seconds,
+               "tasks %.1f MiB, %d dropped for room%s)", task->id,
+               trusted ? "trusted" : "confined", call.seconds,
                (double)json_integer_value(json_object_get(call.reply, "bytes")) / 1048576.0,
                (double)json_integer_value(json_object_get(call.reply, "held_bytes")) / 1048576.0,
-               (int)json_integer_value(json_object_get(call.reply, "dropped")));
+               (int)json_integer_value(json_object_get(call.reply, "dropped")),
+               json_is_true(json_object_get(call.reply, "over"))
+                   ? "; kept above the share until the next prepare"
+                   : "");
     else if (fresh)
       kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
                trusted ? "trusted" : "confined", call.seconds);

@@ -17,10 +17,11 @@
 #include "kb/result.h"
 #include "proto.h"
 #include "integrity.h"
+#include "prep_keep.h"
 #include "witness_calls.h"
 
-#define MAX_PREPARED 64 /* tasks kept prepared at once, least recently used goes first */
-/* ... and while they hold at most this share of the device memory: the rest is for candidates'
+/* Prepared tasks are kept (prep_keep.h) while they hold at most this share of the device memory
+ * (one task just prepared may stay above it until the next prepare): the rest is for candidates'
  * own allocations and for the Range Profiler's kernel replay, which saves and restores device
  * memory between its passes (a run that let prepared tasks hold 70% of the H200 did not finish
  * the suite campaign in 240 s, its GPU mostly idle, where 127 s had been enough with 4 tasks) */
@@ -41,10 +42,8 @@ struct server {
                                             freed at any other request */
   struct kb__integrity *integrity;        /* the process as it was before any candidate
                                             (integrity.h); NULL: not checked */
-  struct kb__prepared *tasks[MAX_PREPARED];
-  uint64_t used[MAX_PREPARED];
-  double cost[MAX_PREPARED]; /* seconds its preparation took */
-  uint64_t clock;
+  struct kb__prepared *tasks[KB_PREP_SLOTS]; /* prepared tasks (owned), NULL: an empty slot */
+  struct kb__prep_keep keep;                 /* which of them stay (prep_keep.h) */
 };
 
 /* The input distribution named `name` ("uniform", "normal", "integers": enum kb_dist of
@@ -185,10 +184,19 @@ static int read_sets(json_t *req, struct kb__prep_spec *s, char *field, struct k
 }
 
 static int find(struct server *sv, const char *key) {
-  for (int i = 0; i < MAX_PREPARED; i++)
+  for (int i = 0; i < KB_PREP_SLOTS; i++)
     if (sv->tasks[i] != NULL && strcmp(kb__prepared_key(sv->tasks[i]), key) == 0)
       return i;
   return -1;
+}
+
+/* Frees the prepared task in `slot` (none: nothing) and says so to the keeping rule. */
+static void unprepare(struct server *sv, int slot) {
+  if (slot < 0 || sv->tasks[slot] == NULL)
+    return;
+  kb__prepared_free(sv->d, sv->tasks[slot]);
+  sv->tasks[slot] = NULL;
+  kb__prep_keep_drop(&sv->keep, slot);
 }
 
 /* The task fields of a prepare (or witness) request into `s`, its tensor lists into `*in` and
@@ -220,7 +228,7 @@ static int read_spec(json_t *req, struct kb__prep_spec *s, struct kb_tensor_spec
 
 /* prepare() with the request's tensor lists read into `*in` and `*out` (new, the caller frees
  * them even on failure). */
-/* Kept whole (70 lines): the prepare and its reply. */
+/* Kept whole (65 lines): the prepare and its reply. */
 static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **in,
                         struct kb_tensor_spec **out) {
   struct kb__prep_spec s;
@@ -228,13 +236,18 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
   struct kb_error err = {0};
   if (read_spec(req, &s, in, out, field, sizeof field, &err))
     return reply_error(sv, field, err.msg);
-  sv->clock++;
   int at = find(sv, s.key);
   if (at >= 0) {
-    sv->used[at] = sv->clock;
+    kb__prep_keep_use(&sv->keep, at);
     return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f}", "op", "prepare", "ok", 1,
                                "key", s.key, "cached", 1, "seconds", 0.0, "oracle_s",
                                kb__prepared_oracle_s(sv->tasks[at])));
+  }
+  /* a task an earlier prepare kept above the share goes before this one is made */
+  int dropped = 0;
+  if (kb__prep_keep_over(&sv->keep) >= 0) {
+    unprepare(sv, kb__prep_keep_over(&sv->keep));
+    dropped++;
   }
   double t0 = kb_now_mono();
   struct kb__prepared *p = NULL;
@@ -243,14 +256,13 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
   int rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
   if (rc != KB_OK && !fatal) {
     /* the device may be full of other tasks' data: drop them all and try once more */
-    int dropped = 0;
-    for (int i = 0; i < MAX_PREPARED; i++)
+    int before = dropped;
+    for (int i = 0; i < KB_PREP_SLOTS; i++)
       if (sv->tasks[i] != NULL) {
-        kb__prepared_free(sv->d, sv->tasks[i]);
-        sv->tasks[i] = NULL;
+        unprepare(sv, i);
         dropped++;
       }
-    if (dropped) {
+    if (dropped > before) {
       kb_error_clear(&perr); /* the retry's reason is the one to give */
       rc = kb__prepare(sv->d, &s, &p, &fatal, &perr);
     }
@@ -260,48 +272,25 @@ static int prepare_into(struct server *sv, json_t *req, struct kb_tensor_spec **
                                      perr.msg, "fatal", fatal));
     return broken ? 1 : fatal ? 3 : 0;
   }
-  int slot = 0;
-  for (int i = 0; i < MAX_PREPARED; i++) {
-    if (sv->tasks[i] == NULL) {
-      slot = i;
-      break;
-    }
-    if (sv->used[i] < sv->used[slot])
-      slot = i;
-  }
-  kb__prepared_free(sv->d, sv->tasks[slot]);
-  sv->tasks[slot] = p;
-  sv->used[slot] = sv->clock;
-  double seconds = kb_now_mono() - t0;
-  sv->cost[slot] = seconds;
-  /* a campaign cycles through its tasks: keep as many prepared as the memory share allows
-   * (re-preparing a task costs its inputs and an oracle run, time the campaign waits for); over
-   * the share, drop first the tasks that were quickest to prepare (a big task with a simple
-   * oracle), the least recently used among equals */
-  int dropped = 0;
-  size_t held = 0;
-  for (;;) {
-    held = 0;
-    int drop = -1;
-    for (int i = 0; i < MAX_PREPARED; i++) {
-      if (sv->tasks[i] == NULL)
-        continue;
-      held += kb__prepared_bytes(sv->tasks[i]);
-      if (i != slot && (drop < 0 || sv->cost[i] < sv->cost[drop] ||
-                        (sv->cost[i] == sv->cost[drop] && sv->used[i] < sv->used[drop])))
-        drop = i;
-    }
-    if (drop < 0 || sv->d->mem_bytes <= 0 ||
-        (double)held <= PREPARED_SHARE * (double)sv->d->mem_bytes)
-      break;
-    kb__prepared_free(sv->d, sv->tasks[drop]);
-    sv->tasks[drop] = NULL;
+  int slot = kb__prep_keep_slot(&sv->keep);
+  if (sv->tasks[slot] != NULL)
     dropped++;
-  }
-  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:I, s:I, s:i}", "op", "prepare",
-                             "ok", 1, "key", s.key, "cached", 0, "seconds", seconds, "oracle_s",
-                             kb__prepared_oracle_s(p), "bytes", (json_int_t)kb__prepared_bytes(p),
-                             "held_bytes", (json_int_t)held, "dropped", dropped));
+  unprepare(sv, slot);
+  sv->tasks[slot] = p;
+  double seconds = kb_now_mono() - t0;
+  kb__prep_keep_add(&sv->keep, slot, kb__prepared_bytes(p), seconds);
+  /* a campaign cycles through its tasks: keep as many prepared as the memory share allows
+   * (re-preparing a task costs its inputs and an oracle run, time the campaign waits for), and
+   * over the share drop those whose preparation buys the least time per byte (prep_keep.h) */
+  size_t budget = sv->d->mem_bytes > 0 ? (size_t)(PREPARED_SHARE * (double)sv->d->mem_bytes) : 0;
+  for (int drop; (drop = kb__prep_keep_next_drop(&sv->keep, slot, budget)) >= 0; dropped++)
+    unprepare(sv, drop);
+  size_t held = kb__prep_keep_held(&sv->keep);
+  return reply(sv, json_pack("{s:s, s:b, s:s, s:b, s:f, s:f, s:I, s:I, s:i, s:b}", "op",
+                             "prepare", "ok", 1, "key", s.key, "cached", 0, "seconds", seconds,
+                             "oracle_s", kb__prepared_oracle_s(p), "bytes",
+                             (json_int_t)kb__prepared_bytes(p), "held_bytes", (json_int_t)held,
+                             "dropped", dropped, "over", kb__prep_keep_over(&sv->keep) == slot));
 }
 
 /* Returns 0 to go on, 1 when the channel broke, 3 when the process must end. */
@@ -541,7 +530,7 @@ static int eval(struct server *sv, json_t *req) {
   e.max_samples = (int)max_s;
   e.sample_chunk = (int)chunk;
   e.fresh_min = (int)fresh_min;
-  sv->used[at] = ++sv->clock;
+  kb__prep_keep_use(&sv->keep, at);
   double t0 = kb_now_mono();
   struct kb__verdict v;
   /* on the host the candidate's library must be gone after its evaluation, unless the sandbox
@@ -549,10 +538,8 @@ static int eval(struct server *sv, json_t *req) {
   int check_gone = sv->integrity != NULL && !sv->d->gpu && !kb__integrity_loaded(e.library);
   kb__evaluate(sv->d, sv->tasks[at], &e, &v);
   double seconds = kb_now_mono() - t0;
-  if (kb__prepared_damaged(sv->tasks[at])) {
-    kb__prepared_free(sv->d, sv->tasks[at]);
-    sv->tasks[at] = NULL;
-  }
+  if (kb__prepared_damaged(sv->tasks[at]))
+    unprepare(sv, at);
   char why[200];
   int changed = tainted(sv, why, sizeof why);
   if (!changed && check_gone && kb__integrity_loaded(e.library)) {
@@ -650,10 +637,8 @@ static int witness(struct server *sv, json_t *req) {
                  KB_ENOMEM &&
              !r.fatal) {
     /* the device may be full of prepared tasks: drop them all and try once more */
-    for (int i = 0; i < MAX_PREPARED; i++) {
-      kb__prepared_free(sv->d, sv->tasks[i]);
-      sv->tasks[i] = NULL;
-    }
+    for (int i = 0; i < KB_PREP_SLOTS; i++)
+      unprepare(sv, i);
     kb__witness_calls(sv->d, &sv->witness_bufs, &w, &r);
   }
   kb_free(in);
@@ -689,6 +674,7 @@ static int check(struct server *sv) {
 int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   struct server sv;
   memset(&sv, 0, sizeof sv);
+  kb__prep_keep_init(&sv.keep);
   sv.d = d;
   sv.ordinal = o->ordinal;
   sv.out_fd = o->out_fd;
@@ -762,7 +748,7 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
       break;
     }
   }
-  for (int i = 0; i < MAX_PREPARED; i++)
+  for (int i = 0; i < KB_PREP_SLOTS; i++)
     if (rc != 3) /* after a sticky error the device frees nothing; the process ends anyway */
       kb__prepared_free(d, sv.tasks[i]);
   kb__integrity_free(sv.integrity);
