@@ -17,7 +17,8 @@
 # --sample-chunk 1 --fresh full") ("old"), same candidates (the tune generator is
 # deterministic), and a before/after table last.
 # Writes $OUT/suite-launch.txt (kb-launch's output, the busy fraction, the runner's time split,
-# the sandbox's phases per tier: tests/gpu/suite_phases.py), $OUT/suite-report.json (kb-submit
+# the sandbox's phases per tier: tests/gpu/suite_phases.py, its preparations per task:
+# tests/gpu/suite_prep.py), $OUT/suite-report.json (kb-submit
 # report --format json), $OUT/suite-util.csv, the runner's and scheduler's logs and
 # $OUT/suite-h5.tar.gz (the campaign's HDF5 files); tests/gpu/suite_table.py turns the report into
 # the per-task table. With KB_SUITE_AB=1 the second campaign's files are suite-old-*.
@@ -108,6 +109,8 @@ PY
   grep -h "time split" "$dir/results/suite/redis/runner-0.log" >> "$LOG" 2>/dev/null
   python3 tests/gpu/suite_phases.py "$dir/results/suite/redis/runner-0.log" "${label:-new}" \
     >> "$LOG" 2>&1
+  # the confined sandbox's preparations per task (what runner/sandbox/prep_keep.c kept)
+  python3 tests/gpu/suite_prep.py "$dir/results/suite/redis/runner-0.log" >> "$LOG" 2>&1
   (cd "$dir/results/suite" && tar -czf "$OUT/suite$sfx-h5.tar.gz" ./*.h5) >> "$LOG" 2>&1
   python3 - "$LOG" "${label:-new}" "${rargs:-defaults}" >> "$OUT/suite-summary.txt" <<'PY'
 import re, sys
