@@ -304,8 +304,27 @@ static int allowed(const char *path) {
 
 /* Every snapshot of `fixture` through the estimate, as watch computes it, and through the
  * per-tier one; prints both scores; returns how many more snapshots than allowed() miss the
- * target from a third on. */
-static int recorded_campaign(void) {
+ * target from a third on. `f` indexes fixtures. */
+/* Per recording scored: its misses and the median of log(eta / left) from a third on (> 0:
+ * the estimate ran high), for the summary after the last. */
+static int summary_missed[MAX_FIXTURES];
+static double summary_bias[MAX_FIXTURES];
+
+/* The median of log(eta / time left) over the snapshots from a third on where both are > 0. */
+static double median_log_bias(const double *eta) {
+  static double b[MAX_SAMPLES];
+  int m = 0;
+  for (int i = 0; i < rec.n; i++) {
+    double left = (double)(rec.end_ms - rec.t_ms[i]) / 1000.0;
+    if (rec.t_ms[i] * 3 >= rec.end_ms && left > 0 && eta[i] > 0)
+      b[m++] = log(eta[i] / left);
+  }
+  qsort(b, (size_t)m, sizeof b[0], cmp_double);
+  return m > 0 ? b[m / 2] : 0;
+}
+
+static int recorded_campaign(int f) {
+  fixture = fixtures[f];
   load(&rec);
   static int64_t t_abs[MAX_SAMPLES];
   for (int i = 0; i < rec.n; i++)
@@ -314,10 +333,15 @@ static int recorded_campaign(void) {
   replay(t_abs, 1, per_tier_eta);
   replay(t_abs, 0, new_eta);
   memcpy(raw, raw_eta, sizeof raw);
+  double one_eval_s = longest_full_s();
+  assert_true(one_eval_s > 0);
   for (int i = 0; i < rec.n; i++) {
-    printf("t %6.1f s  left %5.1f s  eta %6.1f s (raw %6.1f s)  per-tier %6.1f s\n",
-           rec.t_ms[i] / 1000.0, (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, new_eta[i], raw[i],
-           per_tier_eta[i]);
+    double left = (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, off = fabs(new_eta[i] - left);
+    int miss = rec.t_ms[i] * 3 >= rec.end_ms &&
+               (left >= one_eval_s ? !(off <= 0.25 * left) : !(off <= one_eval_s));
+    printf("t %6.1f s  left %5.1f s  eta %6.1f s (raw %6.1f s)  per-tier %6.1f s%s\n",
+           rec.t_ms[i] / 1000.0, left, new_eta[i], raw[i], per_tier_eta[i],
+           miss ? "  missed" : "");
     /* the estimate before issue 15: open items / results per second over the last minute */
     int j = 0;
     while (j < i && rec.t_ms[j] < rec.t_ms[i] - 60000)
@@ -326,8 +350,6 @@ static int recorded_campaign(void) {
     double rate = span > 0 ? (double)(rec.results[i] - rec.results[j]) / span : 0;
     old_eta[i] = rate > 0 ? (double)rec.open[i] / rate : -1;
   }
-  double one_eval_s = longest_full_s();
-  assert_true(one_eval_s > 0);
   double med[3], within[3], worst[3];
   int miss[3], checked = 0;
   for (int i = 0; i < rec.n; i++)
@@ -342,6 +364,8 @@ static int recorded_campaign(void) {
     printf("  %-18s target missed at %d; median error %.0f%% of the time left, %.0f%% "
            "within 25%%, worst %.0f%% of the duration\n",
            names[k], miss[k], 100 * med[k], 100 * within[k], 100 * worst[k]);
+  summary_missed[f] = miss[0];
+  summary_bias[f] = median_log_bias(new_eta);
   int over = miss[0] - allowed(fixture);
   if (over > 0)
     printf("  MISSED at %d snapshots, %d allowed\n", miss[0], allowed(fixture));
@@ -351,10 +375,19 @@ static int recorded_campaign(void) {
 static void test_recorded_campaigns(void **state) {
   (void)state;
   int missed = 0; /* every recording scored before the verdict */
+  for (int f = 0; f < n_fixtures; f++)
+    missed += recorded_campaign(f);
+  /* the summary: per recording its misses (and allowed), the median log(eta / left) */
+  int met = 0, total = 0;
+  printf("\n%-22s %6s %7s %6s\n", "recording", "missed", "allowed", "bias");
   for (int f = 0; f < n_fixtures; f++) {
-    fixture = fixtures[f];
-    missed += recorded_campaign();
+    const char *base = strrchr(fixtures[f], '/') ? strrchr(fixtures[f], '/') + 1 : fixtures[f];
+    printf("%-22s %6d %7d %+6.2f\n", base, summary_missed[f], allowed(fixtures[f]),
+           summary_bias[f]);
+    met += summary_missed[f] == 0;
+    total += summary_missed[f];
   }
+  printf("met on %d of %d recordings; %d snapshots missed in all\n", met, n_fixtures, total);
   assert_int_equal(missed, 0);
 }
 
