@@ -175,10 +175,12 @@ static double call_cost(const struct kb_eta_in *in, int t, int k, double us) {
 /* ---- several runners: the open items of each task played on the runners --------------- */
 
 /* Per task and tier, the expected settled cost of a result and the promotion rate out of it
- * (n_tasks x KB_MAX_TIERS each, row-major). */
+ * (n_tasks x KB_MAX_TIERS each, row-major); per tier the set-up ratio (setup_ratio) and the
+ * cost of a task not seen there (typical_cost). */
 struct model {
   int n_tasks, n_tiers;
   double *cost, *rate;
+  double setup[KB_MAX_TIERS], typical[KB_MAX_TIERS];
 };
 
 /* Tasks' own ratios weigh like this many tasks against the prior in tier_ratio. */
@@ -210,33 +212,69 @@ static double tier_ratio(const struct kb_eta_in *in, int j, int k) {
   return exp(logs / n);
 }
 
-/* The cost at tier k of a task with no result yet: the geometric mean over the tasks with
- * results there of their means (the mean over results leans towards the slowest task), else
- * cost_at(k). */
-static double typical_cost(const struct kb_eta_in *in, int k) {
+/* 1 when task t's first result at tier k and a later one are known (first_ms). */
+static int has_later(const struct kb_eta_task *t, int k) {
+  return t->first_ms[k] > 0 && t->evaluated[k] >= 2 && t->settled_ms[k] > t->first_ms[k];
+}
+
+/* What a task's first result at tier k costs over one of its later results there (the set-up
+ * it pays once): the geometric mean over the tasks with both known (has_later) of the first
+ * over the later ones' mean; 1 before any. On the recordings 4-29 the first result cost 2.4
+ * times the second at the first evaluated tier (smoke), 1.25 times at screen, 1 at full. */
+static double setup_ratio(const struct kb_eta_in *in, int k) {
+  double logs = 0;
+  int n = 0;
+  for (int i = 0; i < in->n_tasks; i++) {
+    const struct kb_eta_task *t = &in->tasks[i];
+    if (has_later(t, k)) {
+      logs += log(t->first_ms[k] * (double)(t->evaluated[k] - 1) /
+                  (t->settled_ms[k] - t->first_ms[k]));
+      n++;
+    }
+  }
+  return n > 0 ? exp(logs / n) : 1.0;
+}
+
+/* Task t's cost of a result at tier k after its first (t has results there): the mean of its
+ * later results; with only the first known, the first over `setup` (setup_ratio(k)); where
+ * first_ms is unknown, the mean of all. */
+static double later_cost(const struct kb_eta_task *t, int k, double setup) {
+  if (has_later(t, k))
+    return (t->settled_ms[k] - t->first_ms[k]) / (double)(t->evaluated[k] - 1);
+  if (t->first_ms[k] > 0 && t->evaluated[k] == 1)
+    return t->first_ms[k] / setup;
+  return t->settled_ms[k] / (double)t->evaluated[k];
+}
+
+/* The cost at tier k of a result after the first of a task with no result there yet: the
+ * geometric mean over the tasks with results there of their later_cost (the mean over results
+ * leans towards the slowest task), else cost_at(k). Its first result costs `setup` times this
+ * (job_cost). */
+static double typical_cost(const struct kb_eta_in *in, int k, double setup) {
   double logs = 0;
   int n = 0;
   for (int t = 0; t < in->n_tasks; t++)
     if (in->tasks[t].evaluated[k] > 0 && in->tasks[t].settled_ms[k] > 0) {
-      logs += log(in->tasks[t].settled_ms[k] / (double)in->tasks[t].evaluated[k]);
+      logs += log(later_cost(&in->tasks[t], k, setup));
       n++;
     }
   return n > 0 ? exp(logs / n) : cost_at(in, k);
 }
 
-/* A task's cost at tier k: its own mean where it has results there; else its mean at the
- * highest tier j below with results times tier_ratio(j, k) (a task slow at one tier is slow
- * at the next); else typical_cost(k). */
-static double task_cost(const struct kb_eta_in *in, const struct kb_eta_task *t, int k) {
+/* A task's cost at tier k (of a result after its first there): its own later_cost where it has
+ * results there; else its mean at the highest tier j below with results times
+ * tier_ratio(j, k) (a task slow at one tier is slow at the next); else m->typical[k]. */
+static double task_cost(const struct kb_eta_in *in, const struct model *m,
+                        const struct kb_eta_task *t, int k) {
   if (t->evaluated[k] > 0)
-    return t->settled_ms[k] / (double)t->evaluated[k];
+    return later_cost(t, k, m->setup[k]);
   for (int j = k - 1; j >= 0; j--)
     if (t->evaluated[j] > 0 && t->settled_ms[j] > 0) {
       double r = tier_ratio(in, j, k);
       if (r > 0)
         return t->settled_ms[j] / (double)t->evaluated[j] * r;
     }
-  return typical_cost(in, k);
+  return m->typical[k];
 }
 
 /* A task's promotion rate out of tier k: items that reached k + 1 per result at k, with one
@@ -258,9 +296,13 @@ static int model_init(struct model *m, const struct kb_eta_in *in, int n) {
   m->rate = kb_calloc(cells, sizeof *m->rate);
   if (m->cost == NULL || m->rate == NULL)
     return -1;
+  for (int k = 0; k < n; k++) {
+    m->setup[k] = setup_ratio(in, k);
+    m->typical[k] = typical_cost(in, k, m->setup[k]);
+  }
   for (int t = 0; t < in->n_tasks; t++)
     for (int k = 0; k < n; k++) {
-      m->cost[t * KB_MAX_TIERS + k] = task_cost(in, &in->tasks[t], k);
+      m->cost[t * KB_MAX_TIERS + k] = task_cost(in, m, &in->tasks[t], k);
       m->rate[t * KB_MAX_TIERS + k] = task_rate(in, &in->tasks[t], k);
     }
   return 0;
@@ -309,6 +351,8 @@ struct sim {
   int n_runners;
   double *end_s;           /* per runner: when its job ends, seconds from now */
   int *run;                /* per runner: the job it runs, -1 = idle */
+  char *set_up;            /* n_tasks x KB_MAX_TIERS: 1 once the task has (or is played to
+                            * have) a result there, its set-up paid */
 };
 
 /* A job's runner seconds: its cost (a result's settled cost is the time the runner's device
@@ -325,16 +369,20 @@ static double sim_duration(const struct sim *s, const struct job *j) {
  * it (call_cost, with its own time per call, or before it has one the task's, task_call_us),
  * that; else the candidate's own cost carried up by tier_ratio (one candidate of a task can be
  * many times slower than another: the baseline and a tuned seed), else the task's cost at k
- * (task_cost). */
-static double job_cost(const struct sim *s, int t, int k, double basis_ms, int basis_tier,
+ * (task_cost), times the tier's set-up ratio for the first such job of a task with no result
+ * at k (which is then marked in s->set_up). */
+static double job_cost(struct sim *s, int t, int k, double basis_ms, int basis_tier,
                        double basis_us) {
   if (basis_tier >= k && basis_ms > 0)
     return basis_ms;
   double c = call_cost(s->in, t, k, basis_us > 0 ? basis_us : task_call_us(s->in, t, k));
   if (c > 0)
     return c;
-  if (basis_tier < 0 || basis_ms <= 0)
-    return s->m->cost[t * KB_MAX_TIERS + k];
+  if (basis_tier < 0 || basis_ms <= 0) {
+    double setup = s->set_up[t * KB_MAX_TIERS + k] ? 1.0 : s->m->setup[k];
+    s->set_up[t * KB_MAX_TIERS + k] = 1;
+    return s->m->cost[t * KB_MAX_TIERS + k] * setup;
+  }
   double r = tier_ratio(s->in, basis_tier, k);
   return r > 0 ? basis_ms * r : s->m->cost[t * KB_MAX_TIERS + k];
 }
@@ -524,10 +572,14 @@ static int estimate_runners(const struct kb_eta_in *in, int n, struct kb_eta *ou
     s.credit = kb_calloc((size_t)in->n_tasks * KB_MAX_TIERS + 1, sizeof *s.credit);
     s.end_s = kb_calloc((size_t)s.n_runners, sizeof *s.end_s);
     s.run = kb_calloc((size_t)s.n_runners, sizeof *s.run);
+    s.set_up = kb_calloc((size_t)in->n_tasks * KB_MAX_TIERS + 1, 1);
   }
-  if (s.jobs && s.credit && s.end_s && s.run) {
+  if (s.jobs && s.credit && s.end_s && s.run && s.set_up) {
     for (int r = 0; r < s.n_runners; r++)
       s.run[r] = -1;
+    for (int t = 0; t < in->n_tasks; t++)
+      for (int k = 0; k < n; k++)
+        s.set_up[t * KB_MAX_TIERS + k] = in->tasks[t].evaluated[k] > 0;
     double end = sim_start(&s) == 0 ? sim_run(&s) : -1;
     if (end >= 0) {
       out->eta_s = end;
@@ -539,6 +591,7 @@ static int estimate_runners(const struct kb_eta_in *in, int n, struct kb_eta *ou
   kb_free(s.credit);
   kb_free(s.end_s);
   kb_free(s.run);
+  kb_free(s.set_up);
   kb_free(own);
   model_release(&m);
   return ok;

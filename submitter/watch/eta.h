@@ -26,6 +26,9 @@ struct kb_eta_task {
   int64_t leased[KB_MAX_TIERS];    /* items leased by a runner */
   int64_t evaluated[KB_MAX_TIERS]; /* results so far */
   double settled_ms[KB_MAX_TIERS]; /* settled GPU ms of those results (sum) */
+  double first_ms[KB_MAX_TIERS];   /* of settled_ms, its first result's (optional, 0 = unknown):
+                                    * a task's first evaluation prepares what its later ones
+                                    * reuse (its inputs, its reference), so it costs more */
   /* Optional (0 = unknown), what the cost of a tier not yet seen is predicted from: */
   double timed_ms[KB_MAX_TIERS];   /* of settled_ms, the timed calls' part (sum): per result
                                     * (warmup + samples) x its mean time per call, plus the

@@ -297,7 +297,8 @@ static void record(struct kb_progress *p, const char *entry_id, const char *runn
   p->results++;
   p->evaluated[r->tier]++;
   p->cost_ms[r->tier] += cost;
-  p->counts[task].evaluated[r->tier]++;
+  if (p->counts[task].evaluated[r->tier]++ == 0)
+    p->counts[task].first_ms[r->tier] = cost;
   p->counts[task].settled_ms[r->tier] += cost;
   p->tasks[task].results++;
   struct kb_progress_runner *who = runner ? runner_of(p, runner) : NULL;

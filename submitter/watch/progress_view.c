@@ -374,8 +374,9 @@ static void task_counts_json(const struct kb_progress *p, int i, json_t *o) {
     json_array_append_new(ms, json_real(c->settled_ms[k]));
   json_object_set_new(o, "settled_ms", ms);
   json_t *timed = json_array(), *cap = json_array(), *base = json_array();
-  json_t *pair = json_array(), *pair_from = json_array();
+  json_t *pair = json_array(), *pair_from = json_array(), *first = json_array();
   for (int k = 0; k < n; k++) {
+    json_array_append_new(first, json_real(c->first_ms[k]));
     json_array_append_new(pair, json_real(c->pair_us[k]));
     json_array_append_new(pair_from, json_real(c->pair_from_us[k]));
     json_array_append_new(timed, json_real(c->timed_ms[k]));
@@ -388,6 +389,7 @@ static void task_counts_json(const struct kb_progress *p, int i, json_t *o) {
   json_object_set_new(o, "baseline_us", base);
   json_object_set_new(o, "pair_us", pair);
   json_object_set_new(o, "pair_from_us", pair_from);
+  json_object_set_new(o, "first_ms", first);
 }
 
 /* The runners: alive, known, busy (holding a lease), and per busy runner the seconds since its

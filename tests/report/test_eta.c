@@ -95,6 +95,17 @@ static void load_runners(struct recording *r, json_t *s, int i) {
     numbers(json_object_get(t, "baseline_us"), c->base_us, r->n_tiers);
     numbers(json_object_get(t, "pair_us"), c->pair_us, r->n_tiers);
     numbers(json_object_get(t, "pair_from_us"), c->pair_from_us, r->n_tiers);
+    numbers(json_object_get(t, "first_ms"), c->first_ms, r->n_tiers);
+    /* recorded before the snapshot had first_ms: from the snapshot where the task's results at
+     * a tier went from none to some, as watch records it (their mean where several came at
+     * once) */
+    for (int k = 0; k < r->n_tiers && !json_is_array(json_object_get(t, "first_ms")); k++) {
+      const struct kb_eta_task *before = i > 0 && r->in[i - 1].tasks ? &r->tasks[i - 1][j] : NULL;
+      if (before && before->evaluated[k] > 0)
+        c->first_ms[k] = before->first_ms[k];
+      else if (c->evaluated[k] > 0)
+        c->first_ms[k] = c->settled_ms[k] / (double)c->evaluated[k];
+    }
   }
   in->tasks = json_is_array(tasks) ? r->tasks[i] : NULL;
   in->n_tasks = (int)json_array_size(tasks);
@@ -272,12 +283,16 @@ static const struct {
     /* with the per-call fields (8-11 without the drift and runner ids, 12-15 without runner
      * ids); the time per call itself moved with the load (docs/report.md) */
     {"eta_campaign9.json", 3},
-    {"eta_campaign11.json", 4},
+    /* 10 met the target before the set-up of a task's first result (setup_ratio) was priced:
+     * the raw estimate at its two misses (29.3-29.8 s) is the same with and without it (task 0's
+     * fast candidate, priced 8.5 s at the full tier, took 24 s); before, the smoothing still
+     * carried an earlier, higher estimate there */
+    {"eta_campaign10.json", 2},
+    {"eta_campaign11.json", 2},
     {"eta_campaign12.json", 3},
-    {"eta_campaign13.json", 11},
-    {"eta_campaign14.json", 10},
+    {"eta_campaign14.json", 1},
     {"eta_campaign15.json", 5},
-    {"eta_campaign17.json", 14},
+    {"eta_campaign17.json", 11},
     {"eta_campaign18.json", 8},
     {"eta_campaign19.json", 6},
     /* recorded after the estimate was settled (held out), load 4.8-9.1 */
@@ -285,13 +300,15 @@ static const struct {
     {"eta_campaign22.json", 22},
     {"eta_campaign23.json", 4},
     /* a quiet machine (load 0-2, nothing else running), 2026-12-03: short campaigns where one
-     * full-tier evaluation is a third of the whole, and all 15 host tasks twice (27, 28) */
+     * full-tier evaluation is a third of the whole, and all 15 host tasks three times */
     {"eta_campaign24.json", 5},
     {"eta_campaign25.json", 7},
     {"eta_campaign26.json", 5},
-    {"eta_campaign27.json", 3},
-    {"eta_campaign28.json", 55}, /* the first tasks' costs priced the unseen ones 2-5x high */
-    {"eta_campaign29.json", 29}, /* the same, after the claim's one-evaluation rule (2a8d928) */
+    /* its misses are the 4 s its last item waited while both runners idled (the claim's cap,
+     * fixed at 2a8d928); the set-up's pricing moved the estimate down by a snapshot's worth */
+    {"eta_campaign27.json", 4},
+    {"eta_campaign28.json", 20}, /* the first tasks' costs priced the unseen ones high */
+    {"eta_campaign29.json", 12}, /* the same, after the claim's one-evaluation rule (2a8d928) */
 };
 
 static int allowed(const char *path) {
@@ -304,8 +321,27 @@ static int allowed(const char *path) {
 
 /* Every snapshot of `fixture` through the estimate, as watch computes it, and through the
  * per-tier one; prints both scores; returns how many more snapshots than allowed() miss the
- * target from a third on. */
-static int recorded_campaign(void) {
+ * target from a third on. `f` indexes fixtures. */
+/* Per recording scored: its misses and the median of log(eta / left) from a third on (> 0:
+ * the estimate ran high), for the summary after the last. */
+static int summary_missed[MAX_FIXTURES];
+static double summary_bias[MAX_FIXTURES];
+
+/* The median of log(eta / time left) over the snapshots from a third on where both are > 0. */
+static double median_log_bias(const double *eta) {
+  static double b[MAX_SAMPLES];
+  int m = 0;
+  for (int i = 0; i < rec.n; i++) {
+    double left = (double)(rec.end_ms - rec.t_ms[i]) / 1000.0;
+    if (rec.t_ms[i] * 3 >= rec.end_ms && left > 0 && eta[i] > 0)
+      b[m++] = log(eta[i] / left);
+  }
+  qsort(b, (size_t)m, sizeof b[0], cmp_double);
+  return m > 0 ? b[m / 2] : 0;
+}
+
+static int recorded_campaign(int f) {
+  fixture = fixtures[f];
   load(&rec);
   static int64_t t_abs[MAX_SAMPLES];
   for (int i = 0; i < rec.n; i++)
@@ -314,10 +350,15 @@ static int recorded_campaign(void) {
   replay(t_abs, 1, per_tier_eta);
   replay(t_abs, 0, new_eta);
   memcpy(raw, raw_eta, sizeof raw);
+  double one_eval_s = longest_full_s();
+  assert_true(one_eval_s > 0);
   for (int i = 0; i < rec.n; i++) {
-    printf("t %6.1f s  left %5.1f s  eta %6.1f s (raw %6.1f s)  per-tier %6.1f s\n",
-           rec.t_ms[i] / 1000.0, (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, new_eta[i], raw[i],
-           per_tier_eta[i]);
+    double left = (double)(rec.end_ms - rec.t_ms[i]) / 1000.0, off = fabs(new_eta[i] - left);
+    int miss = rec.t_ms[i] * 3 >= rec.end_ms &&
+               (left >= one_eval_s ? !(off <= 0.25 * left) : !(off <= one_eval_s));
+    printf("t %6.1f s  left %5.1f s  eta %6.1f s (raw %6.1f s)  per-tier %6.1f s%s\n",
+           rec.t_ms[i] / 1000.0, left, new_eta[i], raw[i], per_tier_eta[i],
+           miss ? "  missed" : "");
     /* the estimate before issue 15: open items / results per second over the last minute */
     int j = 0;
     while (j < i && rec.t_ms[j] < rec.t_ms[i] - 60000)
@@ -326,8 +367,6 @@ static int recorded_campaign(void) {
     double rate = span > 0 ? (double)(rec.results[i] - rec.results[j]) / span : 0;
     old_eta[i] = rate > 0 ? (double)rec.open[i] / rate : -1;
   }
-  double one_eval_s = longest_full_s();
-  assert_true(one_eval_s > 0);
   double med[3], within[3], worst[3];
   int miss[3], checked = 0;
   for (int i = 0; i < rec.n; i++)
@@ -342,6 +381,8 @@ static int recorded_campaign(void) {
     printf("  %-18s target missed at %d; median error %.0f%% of the time left, %.0f%% "
            "within 25%%, worst %.0f%% of the duration\n",
            names[k], miss[k], 100 * med[k], 100 * within[k], 100 * worst[k]);
+  summary_missed[f] = miss[0];
+  summary_bias[f] = median_log_bias(new_eta);
   int over = miss[0] - allowed(fixture);
   if (over > 0)
     printf("  MISSED at %d snapshots, %d allowed\n", miss[0], allowed(fixture));
@@ -351,10 +392,19 @@ static int recorded_campaign(void) {
 static void test_recorded_campaigns(void **state) {
   (void)state;
   int missed = 0; /* every recording scored before the verdict */
+  for (int f = 0; f < n_fixtures; f++)
+    missed += recorded_campaign(f);
+  /* the summary: per recording its misses (and allowed), the median log(eta / left) */
+  int met = 0, total = 0;
+  printf("\n%-22s %6s %7s %6s\n", "recording", "missed", "allowed", "bias");
   for (int f = 0; f < n_fixtures; f++) {
-    fixture = fixtures[f];
-    missed += recorded_campaign();
+    const char *base = strrchr(fixtures[f], '/') ? strrchr(fixtures[f], '/') + 1 : fixtures[f];
+    printf("%-22s %6d %7d %+6.2f\n", base, summary_missed[f], allowed(fixtures[f]),
+           summary_bias[f]);
+    met += summary_missed[f] == 0;
+    total += summary_missed[f];
   }
+  printf("met on %d of %d recordings; %d snapshots missed in all\n", met, n_fixtures, total);
   assert_int_equal(missed, 0);
 }
 
@@ -558,6 +608,26 @@ static void test_runners(void **state) {
   assert_true(kb__eta_samples_cap(20, 200, 1.0, 100000) == 20);
   assert_true(kb__eta_samples_cap(20, 200, 3.0, 10) == 200);
   assert_true(kb__eta_samples_cap(20, 0, 3.0, 10) == 0);
+  /* a task's first result pays a set-up its later ones reuse: task 0's first cost 3 s, its
+   * second 1 s (setup_ratio 3); task 1, with no result yet, has two items at that tier: the
+   * first costs 3 x 1 s, the other 1 s, on one runner 4 s */
+  struct kb_eta_task two[2] = {0};
+  two[0] = (struct kb_eta_task){.evaluated[1] = 2, .settled_ms[1] = 4000, .first_ms[1] = 3000};
+  two[1] = (struct kb_eta_task){.ready[1] = 2};
+  struct kb_eta_in su = {.n_tiers = 2, .gpu_rate = 1000, .gpu_left_ms = 1e9, .deadline_s = -1,
+                         .tasks = two, .n_tasks = 2, .runners = 1};
+  su.plan_ms[1] = 100;
+  kb__eta_estimate(&su, &e);
+  assert_int_equal(e.simulated, 1);
+  assert_true(fabs(e.eta_s - 4) < 1e-6);
+  two[0].first_ms[1] = 0; /* unknown: every result at the task's mean, 2 s */
+  kb__eta_estimate(&su, &e);
+  assert_true(fabs(e.eta_s - 4) < 1e-6);
+  two[0].first_ms[1] = 3000;
+  two[0].ready[1] = 1; /* task 0's own next result: a later one, 1 s */
+  two[1].ready[1] = 0;
+  kb__eta_estimate(&su, &e);
+  assert_true(fabs(e.eta_s - 1) < 1e-6);
   /* the per-runner rate: 3000 GPU ms over 2 runners x 1 s then 1 runner x 1 s, up to the last
    * settlement */
   int64_t t[] = {0, 1000, 2000, 3000}, spent[] = {0, 2000, 3000, 3000};

@@ -70,6 +70,8 @@ for s in snaps:
             if "pair_us" in t:
                 c["pair_us"] = [round(x, 1) for x in t["pair_us"]]
                 c["pair_from_us"] = [round(x, 1) for x in t["pair_from_us"]]
+            if "first_ms" in t:
+                c["first_ms"] = [round(x) for x in t["first_ms"]]
         if s.get("open_items") is not None:
             index = {t["task"]: i for i, t in enumerate(s["tasks"])}
             sample["items"] = [[index[it["task"]], it["tier"], int(it["leased"]),
