@@ -3602,6 +3602,7 @@ def serve(sock, backend, ordinal):
                 t0 = time.monotonic()
                 reply = evaluate(task, e)
                 reply["seconds"] = time.monotonic() - t0
+                memory_line(task, e["key"], "eval", prepared)
                 if task.damaged:
                     del prepared[e["key"]]
                 send(sock, reply)
@@ -3635,6 +3636,7 @@ def serve(sock, backend, ordinal):
                 t0 = time.monotonic()
                 reply = time_torch(task, e)
                 reply["seconds"] = time.monotonic() - t0
+                memory_line(task, e["key"], "torch", prepared)
                 drop_if_large(prepared, e["key"])
                 send(sock, reply)
             else:
@@ -3660,6 +3662,29 @@ def do_release(req, prepared):
         reply["held_bytes"] = torch.cuda.memory_reserved(DEV)
         reply["kept_bytes"] = task_bytes(prepared[keep]) if keep in prepared else 0
     return reply
+
+
+def memory_line(task, key, op, prepared):
+    """After an "eval" or "torch" request on CUDA of a task one of whose input sets takes over a
+    sixteenth of the device: writes to stderr (the runner's log) what torch held at the
+    request's peak against what the plan counts (sets_that_fit x set_bytes + peak_bytes), then
+    starts torch's peak counters again. KernelBench's level-1 norms (7 GiB tensors) ran out of an
+    80 GB card holding 63-76 GiB against 49 GiB planned; these lines say, run by run, how far the
+    plan is from what a request really holds (allocated: live tensors; reserved: with torch's
+    cached blocks)."""
+    if DEV is None or DEV.type != "cuda" or set_bytes(task) * 16 < memory_total():
+        return
+    gib = float(1 << 30)
+    kept = sum(len(t.sets) * set_bytes(t) for k, t in prepared.items() if k != key)
+    print("kb-sandbox-torch: memory, task %s after %s: torch allocated at most %.2f GiB, "
+          "reserved at most %.2f GiB (now %.2f and %.2f); planned %d set(s) x %.2f + peak %.2f "
+          "= %.2f GiB, other tasks kept %.2f GiB, of %.1f GiB"
+          % (key[:12], op, torch.cuda.max_memory_allocated(DEV) / gib,
+             torch.cuda.max_memory_reserved(DEV) / gib, torch.cuda.memory_allocated(DEV) / gib,
+             torch.cuda.memory_reserved(DEV) / gib, len(task.sets), set_bytes(task) / gib,
+             peak_bytes(task) / gib, prepare_bytes(task) / gib, kept / gib,
+             memory_total() / gib), file=sys.stderr, flush=True)
+    torch.cuda.reset_peak_memory_stats(DEV)
 
 
 def room_to_run(task, key, prepared):
