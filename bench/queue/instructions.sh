@@ -21,7 +21,7 @@ ir="$root/build/bin/kb-bench-queue-ir"
 dir=$(mktemp -d /tmp/kb-bench-ir-XXXXXX)
 sock="$dir/redis.sock"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/callgrind.out.%p" \
-  redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$dir" \
+  "${KB_REDIS_SERVER:-redis-server}" --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$dir" \
   --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
   --hash-max-listpack-entries 128 --hash-max-listpack-value 2048 --save "" \
   >"$dir/redis.log" 2>&1 &
