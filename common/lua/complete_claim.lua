@@ -18,8 +18,8 @@
 -- Returns {done, open, claim...}: done is per completed item "ok", "dup" (this charge was posted
 -- already) or "-" (nothing to complete), joined with "," when the call completes several
 -- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
--- {"ok", item, candidate, task, tier, attempt, charge_id, cost_ms, deadline_ms} per item
--- claimed (at most K), followed, when fewer than K were claimed, by why no more: {"empty"} (no
+-- {"ok", item, task, attempt, charge_id, cost_ms, deadline_ms} per item claimed (at most K;
+-- the candidate and tier are the item id's, "<candidate>:<tier>"), followed, when fewer than K were claimed, by why no more: {"empty"} (no
 -- ready item), {"budget", available} (ready items, none affordable) or {"state", state}
 -- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
@@ -246,14 +246,13 @@ end
 -- Claim.
 -- the reply: done and open (set last), then the records of the items claimed, one after
 -- another; nc of them
-local out, nc = kb_array(9 * math.min(want, 64) + 4), 0
+local out, nc = kb_array(7 * math.min(want, 64) + 4), 0
 out[1], out[2] = '-', -1
 local why -- why fewer than `want` were claimed
 local function record(nid, it, charge, deadline)
   local n = #out
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'ok', nid, it.cand, it.task
-  out[n + 5], out[n + 6], out[n + 7] = kb_int_c(it.tier), kb_int_c(it.attempt), charge
-  out[n + 8], out[n + 9] = it.cost_s, deadline
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'ok', nid, it.task, kb_int_c(it.attempt)
+  out[n + 5], out[n + 6], out[n + 7] = charge, it.cost_s, deadline
   nc = nc + 1
 end
 -- A retry of a call that completed everything: the leases that call took, if still held.

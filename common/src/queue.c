@@ -20,6 +20,7 @@
 #define KB_MAX_QUEUE_TIERS 8
 #define MAX_KEYS (KB_MAX_QUEUE_TIERS + 12)
 #define RUNNER_JSON_MAX 512 /* a runner name, JSON-escaped */
+#define CLAIM_RECORD 7      /* elements of a claimed item's record in complete_claim's reply */
 
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix) {
   return kb_key(out, size, q->cid, "%s", suffix);
@@ -233,8 +234,25 @@ static int runner_json(const char *runner, char *buf, size_t size, const char **
   return KB_OK;
 }
 
-/* Decodes a claim reply, the n elements from `e` ("ok" and 8 fields, "empty", "budget" or
- * "state"), into `c` (whose token the caller set); zeroes `c` unless it is "ok". */
+/* The candidate and tier of item id `item` ("<64 hex digits>:<tier>", as enqueue writes it)
+ * into `c`. Returns KB_OK or KB_EREDIS for any other form. */
+static int claim_item_id(struct kb_claim *c, const char *item) {
+  if (strlen(item) <= KB_CAND_ID_LEN + 1 || item[KB_CAND_ID_LEN] != ':')
+    return KB_EREDIS;
+  const char *digits = item + KB_CAND_ID_LEN + 1;
+  char *end = NULL;
+  long tier = strtol(digits, &end, 10);
+  if (*digits < '0' || *digits > '9' || *end != '\0' || tier < 0 || tier >= KB_MAX_TIERS)
+    return KB_EREDIS;
+  memcpy(c->candidate, item, KB_CAND_ID_LEN);
+  c->candidate[KB_CAND_ID_LEN] = '\0';
+  c->tier = (int)tier;
+  return KB_OK;
+}
+
+/* Decodes a claim reply, the n elements from `e` ("ok" and 6 fields: item, task, attempt,
+ * charge, cost, deadline; or "empty", "budget" or "state"), into `c` (whose token the caller
+ * set); zeroes `c` unless it is "ok". The candidate and tier are the item id's. */
 static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struct kb_claim *c,
                        char state[16], struct kb_error *err) {
   int rc = KB_EREDIS;
@@ -249,17 +267,15 @@ static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struc
       if (state)
         copy_str(state, 16, e[1]);
       rc = kb_error_set(err, KB_ESTATE, "campaign \"%s\" is %s", q->cid, e[1]->str);
-    } else if (strcmp(kind, "ok") == 0 && n == 9) {
-      int64_t tier = 0, attempt = 0;
+    } else if (strcmp(kind, "ok") == 0 && n == CLAIM_RECORD) {
+      int64_t attempt = 0;
       rc = copy_str(c->item, sizeof c->item, e[1]);
-      if (!rc) rc = copy_str(c->candidate, sizeof c->candidate, e[2]);
-      if (!rc) rc = copy_str(c->task, sizeof c->task, e[3]);
-      if (!rc) rc = parse_i64(e[4], &tier);
-      if (!rc) rc = parse_i64(e[5], &attempt);
-      if (!rc) rc = copy_str(c->charge_id, sizeof c->charge_id, e[6]);
-      if (!rc) rc = parse_i64(e[7], &c->cost_ms);
-      if (!rc) rc = parse_i64(e[8], &c->deadline_ms);
-      c->tier = (int)tier;
+      if (!rc) rc = claim_item_id(c, c->item);
+      if (!rc) rc = copy_str(c->task, sizeof c->task, e[2]);
+      if (!rc) rc = parse_i64(e[3], &attempt);
+      if (!rc) rc = copy_str(c->charge_id, sizeof c->charge_id, e[4]);
+      if (!rc) rc = parse_i64(e[5], &c->cost_ms);
+      if (!rc) rc = parse_i64(e[6], &c->deadline_ms);
       c->attempt = (int)attempt;
     }
   }
@@ -282,7 +298,7 @@ static void parse_dups(const redisReply *r, int *dups, int n) {
 }
 
 /* Decodes the claim records of a complete_claim reply, the n elements from `e`: up to `k`
- * {"ok", 8 fields} records into next[0..], then maybe one reason ("empty", "budget", "state").
+ * {"ok", 6 fields} records into next[0..], then maybe one reason ("empty", "budget", "state").
  * `token` is the lease token the call sent. `*n_next` gets the records decoded. Returns KB_OK
  * when at least one was claimed, else the reason's KB_EEMPTY, KB_EBUDGET or KB_ESTATE. */
 static int parse_claims(const struct kb_queue *q, redisReply **e, size_t n, const char *token,
@@ -291,12 +307,13 @@ static int parse_claims(const struct kb_queue *q, redisReply **e, size_t n, cons
   size_t i = 0;
   int got = 0, rc = KB_OK;
   while (i < n && got < k && e[i]->type == REDIS_REPLY_STRING && strcmp(e[i]->str, "ok") == 0) {
-    rc = parse_claim(q, e + i, n - i >= 9 ? 9 : n - i, &next[got], state, err);
+    rc = parse_claim(q, e + i, n - i >= CLAIM_RECORD ? CLAIM_RECORD : n - i, &next[got], state,
+                     err);
     if (rc)
       break;
     memcpy(next[got].token, token, sizeof next[got].token);
     got++;
-    i += 9;
+    i += CLAIM_RECORD;
   }
   *n_next = got;
   if (rc == KB_OK && got == 0)

@@ -119,7 +119,7 @@ local function kb_item_encode(t, state, token, runner, charge, result, nxt)
 end
 
 -- A queued item as a claim reads it, from its id `id` and its line `raw` as the scripts write it:
--- {cand, tier, task, cost, cost_s, priority_s, attempt, claims, state}; nil for anything else (the
+-- {tier, task, cost, cost_s, priority_s, attempt, claims, state}; nil for anything else (the
 -- caller then checks it with kb_item_check, which gives the reason). Of the id only the ":" at
 -- 65 and the tier after it are looked at: enqueue, the only writer of new items, checked the
 -- candidate's 64 hex digits (a character-class scan of them would cost a claim ~14k
@@ -134,7 +134,7 @@ local function kb_item_queued(id, raw)
   if not tier or tier ~= math.floor(tier) or tier < 0 then
     return nil
   end
-  return {cand = string.sub(id, 1, 64), tier = tier, task = task, cost = kb_num_c(cost),
+  return {tier = tier, task = task, cost = kb_num_c(cost),
           cost_s = cost, priority_s = pri, attempt = kb_num_c(attempt), claims = kb_num_c(claims),
           state = 'queued'}
 end
