@@ -12,6 +12,9 @@
 # again. Prints the server's instructions per item (everything the server did in that window:
 # request parsing, the script, the commands it runs, the AOF feed, the replies). Needs valgrind
 # and callgrind_control; takes about 10 s. KB_BENCH_KEEP=1 keeps the callgrind output.
+# KB_REDIS_SERVER=PATH runs that redis-server instead of the one on PATH: Debian's is stripped,
+# so callgrind_annotate names Lua's functions only for a build with symbols (redis 7.0.15 from
+# its tag, `make`: the same instructions per item within 0.1%, docs/benchmarks.md).
 set -eu
 K=${1:-8}
 C=${2:-50}
