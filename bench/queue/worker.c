@@ -418,6 +418,16 @@ static void fail_msg(struct kb_bench_slot *s, const char *msg) {
   fail(s, &e);
 }
 
+/* hiredis frees a context it saw fail (after calling the callbacks waiting on it with no
+ * reply): the runner forgets it and, unless the loop freed it itself, fails. */
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+  struct lrunner *lr = ac->ev.data;
+  lr->ac = NULL;
+  lr->in_flight = 0;
+  if (status != REDIS_OK)
+    fail_msg(&lr->l->ctl->slots[lr->slot], "connection to redis lost");
+}
+
 /* Connects runner `lr` (once): a non-blocking connection to ctl->addr ("unix:PATH" or
  * HOST:PORT) driven by the loop's epoll set, and the room for the items it will hold. */
 static int lr_connect(struct lrunner *lr, struct kb_error *err) {
@@ -457,6 +467,7 @@ static int lr_connect(struct lrunner *lr, struct kb_error *err) {
   lr->ac->ev.addWrite = ev_add_write;
   lr->ac->ev.delWrite = ev_del_write;
   lr->ac->ev.cleanup = ev_cleanup;
+  redisAsyncSetDisconnectCallback(lr->ac, on_disconnect);
   return KB_OK;
 }
 

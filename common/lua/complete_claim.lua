@@ -19,9 +19,10 @@
 -- already) or "-" (nothing to complete), joined with "," when the call completes several
 -- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
 -- {"ok", item, task, attempt, charge_id, cost_ms, deadline_ms} per item claimed (at most K;
--- the candidate and tier are the item id's, "<candidate>:<tier>"), followed, when fewer than K were claimed, by why no more: {"empty"} (no
--- ready item), {"budget", available} (ready items, none affordable) or {"state", state}
--- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
+-- the candidate and tier are the item id's, "<candidate>:<tier>"), followed, when fewer than K
+-- were claimed, by why no more: {"empty"} (no ready item), {"budget", available} (ready items,
+-- none affordable) or {"state", state} (campaign not running). With K = 1 that is one record
+-- or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
 -- alone for one item) and, when they did not give enough affordable items, the 16 after them.
 -- Task affinity (a list given, maybe '', meta affinity_ms not 0): the claim first takes, of the
@@ -89,7 +90,8 @@ end
 local now, bal -- Redis time and GPU balances, read when first needed
 -- items this call completes and claims, at most: the size its tables are made with
 local n_max = math.min(want, 64) + math.floor((#ARGV - 2) / 5)
-local moves = kb_array(7 * n_max) -- this call's audit entry's "moves" array, in pieces for one table.concat
+-- this call's audit entry's "moves" array, in pieces for one table.concat
+local moves = kb_array(7 * n_max)
 -- This call's ledger moves: each applied to the balances and appended to the call's one audit
 -- entry (schemas/ledger-moves.schema.json) as the pieces of a JSON array element, without
 -- cjson and without a string per move: the charge ids are built from item ids, JSON-safe.
@@ -143,7 +145,8 @@ if AFFINITY_MS <= 0 then
   prefer = nil
 end
 local open = -1
-local charge_w, item_w = kb_array(2 * n_max), kb_array(2 * n_max) -- HSET field, value pairs for charges and items
+-- HSET field, value pairs for charges and items
+local charge_w, item_w = kb_array(2 * n_max), kb_array(2 * n_max)
 local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
 
 -- Complete: every item checked first (nothing is written unless all pass), then settled. Per
@@ -235,7 +238,8 @@ for k = 1, n_todo do
     -- with the lease's runner and attempt: the scheduler accepts only entries that match
     -- (results only from leases). No "runner" and "attempt" fields: the done item has them,
     -- and each field of a stream entry costs the server ~3.5k instructions (docs/benchmarks.md)
-    xids[k] = redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[ak + 4], 'charge', charge)
+    xids[k] = redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[ak + 4], 'charge',
+                         charge)
     open = open - 1
   end
 end
@@ -274,7 +278,8 @@ if next_token ~= '' and n_todo > 0 and n_dup == n_todo and first_old and first_o
 end
 local fresh = {} -- ids claimed by this call (not recovered), for "next"
 local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
-local lease_w = kb_array(2 * math.min(want, 64)) -- ZADD deadline, id pairs of the leases this call takes
+-- ZADD deadline, id pairs of the leases this call takes
+local lease_w = kb_array(2 * math.min(want, 64))
 local caps = m[3] == '1'
 local deadline_s, lease_tail -- the same for every item this call leases
 -- Whether `it` (its cost and its task's cap) can be reserved now.
