@@ -357,6 +357,13 @@ static void *runner_thread(void *arg) {
   return NULL;
 }
 
+/* --event-loop: the one thread that runs every slot. */
+static void *loop_thread(void *arg) {
+  struct thread_arg *a = arg;
+  kb__bench_loop_run(a->ctl);
+  return NULL;
+}
+
 /* Forks runner process `slot`; it connects by itself and inherits no usable descriptor. */
 static int spawn_runner(struct coord *c, int slot, struct kb_error *err) {
   fflush(stdout);
@@ -414,6 +421,17 @@ static int start_runners(struct coord *c, struct thread_arg *args, int n, struct
     c->threads = kb_calloc((size_t)c->ctl->nslots, sizeof *c->threads);
   if (c->threads == NULL)
     return kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (c->ctl->event_loop) { /* one thread for every slot, the first time */
+    if (c->n_threads == 0) {
+      args[0] = (struct thread_arg){c->ctl, 0};
+      if (pthread_create(&c->threads[0], NULL, loop_thread, &args[0]) != 0)
+        return kb_error_set(err, KB_EIO, "cannot start the event loop's thread");
+      c->n_threads = 1;
+    }
+    if (n > c->n_live)
+      c->n_live = n;
+    return KB_OK;
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -1088,6 +1106,9 @@ static int check_opts(const struct kb_bench_queue_opts *o, struct kb_error *err)
   if (o->search && (o->kills > 0 || !(o->p99_ms > 0)))
     return kb_error_set(err, KB_EINVAL, "--search needs runner threads (no --kills) and a "
                         "positive p99 bound");
+  if (o->event_loop && (o->kills > 0 || o->two_call || o->fill))
+    return kb_error_set(err, KB_EINVAL, "--event-loop runs runner threads' cycles: not with "
+                        "--kills, --two-call or --fill");
   if (o->items < 0 || o->kills < 0 || o->eval_ms < 0)
     return kb_error_set(err, KB_EINVAL, "items, kills and eval-ms must not be negative");
   if (o->fill && (o->tasks < 1 || o->per_task < 1))
@@ -1121,6 +1142,7 @@ static int set_up(struct coord *c, struct kb_bench_server *server, long *initial
   c->ctl->eval_ns = (long)(o->eval_ms * 1e6);
   c->ctl->two_call = o->two_call;
   c->ctl->batch = o->batch > 1 ? o->batch : 1;
+  c->ctl->event_loop = o->event_loop;
   atomic_store(&c->ctl->active, o->runners);
   struct kb_redis_opts ro = {.addr = addr, .retry_ms = 10000};
   rc = kb_redis_connect(&ro, &c->redis, err);

@@ -52,6 +52,8 @@ struct kb_bench_queue_opts {
                                   p99 stays within p99_ms (from `runners`, doubling, then
                                   halving the interval) */
   double p99_ms;               /* the search's bound, milliseconds (default 2) */
+  int event_loop;              /* 1: every runner in one thread, hiredis async over one
+                                  connection per runner (0: a thread per runner) */
   int progress;                /* 1: progress lines on stderr */
   uint64_t seed;               /* random kill moments and victims */
   volatile sig_atomic_t *stop; /* set by a signal handler: end early; may be NULL */

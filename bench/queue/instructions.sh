@@ -12,6 +12,9 @@
 # again. Prints the server's instructions per item (everything the server did in that window:
 # request parsing, the script, the commands it runs, the AOF feed, the replies). Needs valgrind
 # and callgrind_control; takes about 10 s. KB_BENCH_KEEP=1 keeps the callgrind output.
+# KB_REDIS_SERVER=PATH runs that redis-server instead of the one on PATH: Debian's is stripped,
+# so callgrind_annotate names Lua's functions only for a build with symbols (redis 7.0.15 from
+# its tag, `make`: the same instructions per item within 0.1%, docs/benchmarks.md).
 set -eu
 K=${1:-8}
 C=${2:-50}
@@ -21,7 +24,7 @@ ir="$root/build/bin/kb-bench-queue-ir"
 dir=$(mktemp -d /tmp/kb-bench-ir-XXXXXX)
 sock="$dir/redis.sock"
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/callgrind.out.%p" \
-  redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$dir" \
+  "${KB_REDIS_SERVER:-redis-server}" --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$dir" \
   --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
   --hash-max-listpack-entries 128 --hash-max-listpack-value 2048 --save "" \
   >"$dir/redis.log" 2>&1 &

@@ -62,6 +62,10 @@ static void usage(FILE *out) {
         "                       stays within --p99-ms: from N runners, doubling until one\n"
         "                       fails, then halving the interval (steps of S seconds each)\n"
         "      --p99-ms MS      the search's bound on the claim p99 (default 2)\n"
+        "      --event-loop     every runner in one thread: hiredis's async API over one\n"
+        "                       connection per runner, an epoll loop (default: a thread per\n"
+        "                       runner); the claim latency is then Redis's and the socket's,\n"
+        "                       not the scheduling of N threads on the machine's CPUs\n"
         "      --two-call       a cycle is kb_queue_claim then kb_queue_complete (two script\n"
         "                       calls), as before kb_queue_complete_and_claim existed\n"
         "      --seed N         seed of the kill moments and victims (default: the clock)\n"
@@ -80,7 +84,7 @@ static void usage(FILE *out) {
  * the usage printed), 1 for --help (printed), 0 otherwise. */
 static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int *json_only) {
   enum { OPT_FILL = 1000, OPT_TASKS, OPT_PER_TASK, OPT_EVAL, OPT_SEED, OPT_TWO_CALL, OPT_BATCH,
-         OPT_SEARCH, OPT_P99 };
+         OPT_SEARCH, OPT_P99, OPT_LOOP };
   static const struct option longopts[] = {
       {"runners", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
       {"items", required_argument, NULL, 'i'},    {"redis", required_argument, NULL, 'r'},
@@ -92,6 +96,7 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       {"two-call", no_argument, NULL, OPT_TWO_CALL},
       {"batch", required_argument, NULL, OPT_BATCH}, {"search", no_argument, NULL, OPT_SEARCH},
       {"p99-ms", required_argument, NULL, OPT_P99},
+      {"event-loop", no_argument, NULL, OPT_LOOP},
       {NULL, 0, NULL, 0}};
   int ch, shape_given = 0;
   long v = 0;
@@ -136,6 +141,7 @@ static int parse_args(int argc, char **argv, struct kb_bench_queue_opts *o, int 
       o->batch = (int)v;
       break;
     case OPT_SEARCH: o->search = 1; break;
+    case OPT_LOOP: o->event_loop = 1; break;
     case OPT_P99:
       bad = kb_cli_parse_double("--p99-ms", optarg, 0.001, 60000, &o->p99_ms, &err);
       break;

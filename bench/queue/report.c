@@ -111,7 +111,10 @@ static void search_rows(FILE *out, const struct kb_bench_queue_opts *o,
 void kb__bench_queue_print_table(FILE *out, const struct kb_bench_queue_opts *o,
                                  const struct kb_bench_queue_result *r) {
   fprintf(out, "kb-bench-queue: %d runners (%s), %.1f s per phase, campaign %s%s\n", r->runners,
-          o->kills ? "processes" : "threads", r->seconds, r->cid,
+          o->kills        ? "processes"
+          : o->event_loop ? "one event loop: hiredis async, a connection each"
+                          : "threads",
+          r->seconds, r->cid,
           o->eval_ms > 0 ? ", simulated evaluation" : "");
   if (o->eval_ms > 0)
     fprintf(out, "  each cycle sleeps %.1f ms between claim and complete\n", o->eval_ms);
@@ -193,6 +196,8 @@ int kb__bench_queue_json(const struct kb_bench_queue_opts *o,
                           "\"items_per_s\":%.1f,\"calls_per_s\":%.1f",
                      o->two_call ? 2 : 1, o->batch, o->eval_ms, r->cycles.per_s,
                      r->calls_per_s);
+  if (rc == KB_OK && o->event_loop)
+    rc = kb_buf_addf(out, ",\"event_loop\":1");
   if (rc == KB_OK && o->batch > 1 && r->batched.n > 0)
     rc = kb_buf_addf(out, ",\"alone_us_per_item\":%.1f,\"fused_alone_us\":%.1f",
                      r->batched.usec / o->batch, r->fused.usec);

@@ -6,11 +6,16 @@
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/async.h>
+
+#include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/redis.h"
 
@@ -351,4 +356,340 @@ int kb__bench_worker_run(struct kb_bench_ctl *ctl, int slot) {
   }
   kb_redis_free(r);
   return atomic_load(&s->failed) ? 1 : 0;
+}
+
+/* ---- --event-loop: every runner slot in one thread ---------------------------------------- */
+
+/* One simulated runner of the event loop. */
+struct lrunner {
+  struct loop *l;
+  int slot;
+  redisAsyncContext *ac;   /* its connection (hiredis async), NULL until it first takes part */
+  uint32_t events;         /* its epoll interest */
+  uint64_t word;           /* the control word it works in (acknowledged once idle in it) */
+  int in_flight;           /* a call sent, its reply not yet read */
+  int phase_sent;          /* the phase the call in flight was sent in */
+  int64_t sent_ns;         /* when it was sent (monotonic clock) */
+  int64_t due_ns;          /* when the next call is due: its evaluations end */
+  int n_held;              /* items it holds */
+  struct kb_claim *held;   /* ctl->batch of them */
+  char (*json)[1024];      /* their results, one per held item, kept while a call is in flight */
+  struct kb_queue_done *done;
+  struct kb_queue_cycle *call; /* the complete_claim call in flight */
+  char name[32];
+};
+
+/* The event loop: one epoll set, one kb_queue for building and reading calls. */
+struct loop {
+  struct kb_bench_ctl *ctl;
+  struct kb_redis *r;      /* a blocking connection: the queue's meta and the script's SHA */
+  struct kb_queue q;
+  char sha[41];            /* complete_claim's */
+  int ep;                  /* epoll descriptor */
+  struct lrunner *run;     /* ctl->nslots of them */
+  int n_used;              /* runners [0, n_used) have taken part (the most ever active): the
+                              others only acknowledge each word, once */
+  uint64_t acked;          /* the last word the unused runners acknowledged */
+};
+
+/* hiredis's event hooks (as its adapters for libev and the others): each connection's epoll
+ * interest, kept as hiredis asks. */
+static void ev_update(struct lrunner *lr, uint32_t events) {
+  if (events == lr->events || lr->ac == NULL)
+    return;
+  struct epoll_event ev = {.events = events, .data.ptr = lr};
+  epoll_ctl(lr->l->ep, EPOLL_CTL_MOD, lr->ac->c.fd, &ev);
+  lr->events = events;
+}
+static void ev_add_read(void *p) { ev_update(p, ((struct lrunner *)p)->events | EPOLLIN); }
+static void ev_del_read(void *p) { ev_update(p, ((struct lrunner *)p)->events & ~EPOLLIN); }
+static void ev_add_write(void *p) { ev_update(p, ((struct lrunner *)p)->events | EPOLLOUT); }
+static void ev_del_write(void *p) { ev_update(p, ((struct lrunner *)p)->events & ~EPOLLOUT); }
+static void ev_cleanup(void *p) {
+  struct lrunner *lr = p;
+  if (lr->ac != NULL)
+    epoll_ctl(lr->l->ep, EPOLL_CTL_DEL, lr->ac->c.fd, NULL);
+  lr->events = 0;
+}
+
+static void fail_msg(struct kb_bench_slot *s, const char *msg) {
+  struct kb_error e = {.code = KB_EIO};
+  snprintf(e.msg, sizeof e.msg, "%s", msg);
+  fail(s, &e);
+}
+
+/* hiredis frees a context it saw fail (after calling the callbacks waiting on it with no
+ * reply): the runner forgets it and, unless the loop freed it itself, fails. */
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+  struct lrunner *lr = ac->ev.data;
+  lr->ac = NULL;
+  lr->in_flight = 0;
+  if (status != REDIS_OK)
+    fail_msg(&lr->l->ctl->slots[lr->slot], "connection to redis lost");
+}
+
+/* Connects runner `lr` (once): a non-blocking connection to ctl->addr ("unix:PATH" or
+ * HOST:PORT) driven by the loop's epoll set, and the room for the items it will hold. */
+static int lr_connect(struct lrunner *lr, struct kb_error *err) {
+  const char *addr = lr->l->ctl->addr;
+  int k = lr->l->ctl->batch;
+  lr->held = kb_calloc((size_t)k, sizeof *lr->held);
+  lr->json = kb_calloc((size_t)k, sizeof *lr->json);
+  lr->done = kb_calloc((size_t)k, sizeof *lr->done);
+  if (lr->held == NULL || lr->json == NULL || lr->done == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (strncmp(addr, "unix:", 5) == 0) {
+    lr->ac = redisAsyncConnectUnix(addr + 5);
+  } else {
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+    if (colon == NULL || colon - addr >= (long)sizeof host || port <= 0 || port > 65535)
+      return kb_error_set(err, KB_EINVAL, "redis address \"%s\" is not HOST:PORT", addr);
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    lr->ac = redisAsyncConnect(host, (int)port);
+  }
+  if (lr->ac == NULL || lr->ac->err) {
+    kb_error_set(err, KB_ECONN, "cannot connect to redis at %s: %s", addr,
+                 lr->ac ? lr->ac->errstr : "out of memory");
+    if (lr->ac)
+      redisAsyncFree(lr->ac);
+    lr->ac = NULL;
+    return err->code;
+  }
+  struct epoll_event ev = {.events = 0, .data.ptr = lr};
+  if (epoll_ctl(lr->l->ep, EPOLL_CTL_ADD, lr->ac->c.fd, &ev) != 0)
+    return kb_error_set(err, KB_EIO, "epoll_ctl: %s", strerror(errno));
+  lr->ac->ev.data = lr;
+  lr->ac->ev.addRead = ev_add_read;
+  lr->ac->ev.delRead = ev_del_read;
+  lr->ac->ev.addWrite = ev_add_write;
+  lr->ac->ev.delWrite = ev_del_write;
+  lr->ac->ev.cleanup = ev_cleanup;
+  redisAsyncSetDisconnectCallback(lr->ac, on_disconnect);
+  return KB_OK;
+}
+
+/* The evaluations of the items `lr` holds: each drawn from 0.5 to 1.5 times eval_ns, one after
+ * another, as run_batch sleeps them. */
+static int64_t lr_evals_ns(struct lrunner *lr) {
+  struct kb_bench_ctl *ctl = lr->l->ctl;
+  struct kb_bench_slot *s = &ctl->slots[lr->slot];
+  int64_t t = 0;
+  for (int i = 0; i < lr->n_held && ctl->eval_ns > 0; i++)
+    t += ctl->eval_ns / 2 + (int64_t)(next_rand(&s->rng) % (uint64_t)ctl->eval_ns);
+  return t;
+}
+
+/* The reply of a complete_claim call: counts, the latency (from the moment the call was
+ * written), the items now held and when the next call is due. A lost lease fails the slot:
+ * the loop does not complete a refused batch item by item as run_batch does (no --kills here,
+ * and the bench's leases outlast its phases). */
+static void on_cycle(redisAsyncContext *ac, void *reply, void *priv) {
+  (void)ac;
+  struct lrunner *lr = priv;
+  struct kb_bench_ctl *ctl = lr->l->ctl;
+  struct kb_bench_slot *s = &ctl->slots[lr->slot];
+  int64_t now = kb__bench_now_ns();
+  int phase = lr->phase_sent, got = 0, dups[KB_QUEUE_BATCH_MAX] = {0}, n_done = lr->n_held;
+  struct kb_error err = {0};
+  lr->in_flight = 0;
+  int rc = reply ? kb_queue_cycle_parse(&lr->l->q, lr->call, reply, lr->held, &got, dups, NULL,
+                                        &err)
+                 : kb_error_set(&err, KB_ECONN, "connection to redis lost: %s", ac->errstr);
+  kb_queue_cycle_free(lr->call);
+  lr->call = NULL;
+  if (rc == KB_EEMPTY || rc == KB_EBUDGET)
+    rc = KB_OK;
+  if (rc) {
+    fail(s, &err);
+    lr->n_held = 0;
+    return;
+  }
+  int posted = 0;
+  for (int i = 0; i < n_done; i++)
+    posted += !dups[i];
+  atomic_fetch_add_explicit(&s->ops[phase], (uint64_t)posted, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->calls[phase], 1, memory_order_relaxed);
+  if (phase == KB_BENCH_CYCLES && lr->word == atomic_load(&ctl->word) &&
+      lr->sent_ns >= atomic_load_explicit(&ctl->record_from_ns, memory_order_relaxed))
+    record(s, now - lr->sent_ns, now - lr->sent_ns);
+  lr->n_held = got;
+  if (got == 0 && lr->word == atomic_load(&ctl->word)) {
+    atomic_fetch_add_explicit(&s->empty[phase], 1, memory_order_relaxed);
+    lr->due_ns = now + (phase == KB_BENCH_DRAIN ? 5000000 : 500000);
+  } else {
+    lr->due_ns = now + lr_evals_ns(lr);
+  }
+}
+
+static void on_raw(redisAsyncContext *ac, void *reply, void *priv) {
+  struct lrunner *lr = priv;
+  struct kb_bench_slot *s = &lr->l->ctl->slots[lr->slot];
+  lr->in_flight = 0;
+  const redisReply *rep = reply;
+  if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "raw script: %s", rep ? rep->str : ac->errstr);
+    fail_msg(s, msg);
+    return;
+  }
+  count(s, lr->phase_sent);
+}
+
+/* Sends `lr`'s next call in `phase`: a raw script, or complete_claim completing what it holds
+ * and claiming `k` (0: the phase ended, complete only). */
+static int lr_send(struct lrunner *lr, int phase, int k, struct kb_error *err) {
+  struct loop *l = lr->l;
+  const struct kb_bench_ctl *ctl = l->ctl;
+  int rc = lr->ac == NULL ? lr_connect(lr, err) : KB_OK;
+  if (rc)
+    return rc;
+  lr->phase_sent = phase;
+  if (phase == KB_BENCH_RET1 || phase == KB_BENCH_DEBIT) {
+    const char *argv[4] = {"EVALSHA", phase == KB_BENCH_RET1 ? ctl->sha_ret1 : ctl->sha_debit,
+                           phase == KB_BENCH_RET1 ? "0" : "1", ctl->debit_key};
+    rc = redisAsyncCommandArgv(lr->ac, on_raw, lr, phase == KB_BENCH_RET1 ? 3 : 4, argv, NULL);
+  } else {
+    for (int i = 0; i < lr->n_held; i++) {
+      const struct kb_claim *h = &lr->held[i];
+      result_json(lr->json[i], sizeof lr->json[i], ctl, h, lr->name, h->cost_ms / 2);
+      lr->done[i] = (struct kb_queue_done){h, h->cost_ms / 2, lr->json[i]};
+    }
+    rc = kb_queue_cycle_prepare(&l->q, lr->done, lr->n_held, lr->name, 0, -1, k, &lr->call,
+                                err);
+    if (rc)
+      return rc;
+    const char **argv;
+    const size_t *lens;
+    int argc = kb_queue_cycle_argv(lr->call, l->sha, &argv, &lens);
+    rc = redisAsyncCommandArgv(lr->ac, on_cycle, lr, argc, argv, lens);
+  }
+  if (rc != REDIS_OK)
+    return kb_error_set(err, KB_ECONN, "cannot send to redis: %s", lr->ac->errstr);
+  lr->in_flight = 1;
+  lr->sent_ns = kb__bench_now_ns();
+  redisAsyncHandleWrite(lr->ac); /* now, not at the next epoll_wait */
+  return KB_OK;
+}
+
+/* One pass over the runners that have taken part: each finishes its last word's work (a call
+ * in flight, the items it holds) before it acknowledges the current one, then calls when due;
+ * the others acknowledge a new word (a pass over all of a search's 8,192 runners after every
+ * reply would cost the loop a CPU's third at 1,000 runners). Returns the runners still
+ * finishing; `*wait_ns` gets how long the loop may sleep. */
+static int loop_pass(struct loop *l, uint64_t word, int64_t *wait_ns) {
+  struct kb_bench_ctl *ctl = l->ctl;
+  int phase = (int)(word & 0xff), active = atomic_load(&ctl->active), busy = 0;
+  int cycling = phase == KB_BENCH_WARMUP || phase == KB_BENCH_CYCLES || phase == KB_BENCH_DRAIN;
+  int64_t now = kb__bench_now_ns(), next = now + 2000000; /* a new word within 2 ms */
+  if (phase != KB_BENCH_IDLE && phase != KB_BENCH_EXIT && active > l->n_used)
+    l->n_used = active < ctl->nslots ? active : ctl->nslots;
+  if (word != l->acked) {
+    for (int i = l->n_used; i < ctl->nslots; i++) {
+      l->run[i].word = word;
+      atomic_store_explicit(&ctl->slots[i].ack, word, memory_order_release);
+    }
+    l->acked = word;
+  }
+  for (int i = 0; i < l->n_used; i++) {
+    struct lrunner *lr = &l->run[i];
+    struct kb_bench_slot *s = &ctl->slots[i];
+    struct kb_error err = {0};
+    int failed = (int)atomic_load(&s->failed);
+    if (lr->word != word) {
+      if (lr->in_flight) {
+        busy++;
+        continue;
+      }
+      if (lr->n_held > 0 && !failed) {
+        if (lr_send(lr, lr->phase_sent, 0, &err))
+          fail(s, &err);
+        busy++;
+        continue;
+      }
+      lr->word = word;
+      atomic_store_explicit(&s->ack, word, memory_order_release);
+      lr->due_ns = now;
+      if (cycling && ctl->eval_ns > 0) /* runners start at random offsets, as run_batch */
+        lr->due_ns += (int64_t)(next_rand(&s->rng) %
+                                ((uint64_t)ctl->eval_ns * (uint64_t)ctl->batch));
+    }
+    if (failed || lr->in_flight || i >= active || phase == KB_BENCH_IDLE ||
+        phase == KB_BENCH_EXIT)
+      continue;
+    if (lr->due_ns > now) {
+      if (lr->due_ns < next)
+        next = lr->due_ns;
+      continue;
+    }
+    if (lr_send(lr, phase, cycling ? ctl->batch : 0, &err))
+      fail(s, &err);
+  }
+  *wait_ns = next - kb__bench_now_ns();
+  return busy;
+}
+
+int kb__bench_loop_run(struct kb_bench_ctl *ctl) {
+  struct loop l = {.ctl = ctl, .ep = -1};
+  struct kb_error err = {0};
+  struct kb_redis_opts ro = {.addr = ctl->addr, .retry_ms = 10000};
+  l.run = kb_calloc((size_t)ctl->nslots, sizeof *l.run);
+  int rc = l.run == NULL ? kb_error_set(&err, KB_ENOMEM, "out of memory") : KB_OK;
+  if (rc == KB_OK)
+    rc = kb_redis_connect(&ro, &l.r, &err);
+  if (rc == KB_OK)
+    rc = kb_queue_open(&l.q, l.r, ctl->cid, &err);
+  if (rc == KB_OK)
+    rc = kb_redis_script_sha(l.r, "complete_claim", l.sha, &err);
+  if (rc == KB_OK) {
+    l.ep = epoll_create1(EPOLL_CLOEXEC);
+    if (l.ep < 0)
+      rc = kb_error_set(&err, KB_EIO, "epoll_create1: %s", strerror(errno));
+  }
+  for (int i = 0; l.run != NULL && i < ctl->nslots; i++) {
+    l.run[i] = (struct lrunner){.l = &l, .slot = i};
+    snprintf(l.run[i].name, sizeof l.run[i].name, "bench-r%d", i);
+    if (rc)
+      fail(&ctl->slots[i], &err);
+  }
+  for (;;) {
+    uint64_t word = atomic_load_explicit(&ctl->word, memory_order_acquire);
+    int64_t wait_ns = 0;
+    int busy = l.run != NULL ? loop_pass(&l, word, &wait_ns) : 0;
+    if ((word & 0xff) == KB_BENCH_EXIT && busy == 0)
+      break;
+    if (l.ep < 0) {
+      kb__bench_sleep_ns(1000000);
+      continue;
+    }
+    struct epoll_event evs[256];
+    int ms = wait_ns <= 0 ? 0 : (int)((wait_ns + 999999) / 1000000);
+    int n = epoll_wait(l.ep, evs, 256, ms);
+    for (int i = 0; i < n; i++) {
+      struct lrunner *lr = evs[i].data.ptr;
+      if (lr->ac && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+        redisAsyncHandleRead(lr->ac);
+      if (lr->ac && (evs[i].events & EPOLLOUT))
+        redisAsyncHandleWrite(lr->ac);
+    }
+  }
+  int failed = 0;
+  for (int i = 0; l.run != NULL && i < ctl->nslots; i++) {
+    struct lrunner *lr = &l.run[i];
+    if (lr->ac)
+      redisAsyncFree(lr->ac);
+    lr->ac = NULL;
+    kb_queue_cycle_free(lr->call);
+    kb_free(lr->held);
+    kb_free(lr->json);
+    kb_free(lr->done);
+    failed |= (int)atomic_load(&ctl->slots[i].failed);
+  }
+  if (l.ep >= 0)
+    close(l.ep);
+  kb_free(l.run);
+  kb_redis_free(l.r);
+  return failed;
 }

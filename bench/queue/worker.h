@@ -57,6 +57,7 @@ struct kb_bench_ctl {
   long eval_ns;            /* simulated evaluation between claim and complete; 0 = none */
   int two_call;            /* 1: a cycle is kb_queue_claim + kb_queue_complete; 0: one
                               kb_queue_complete_and_claim (what a runner does) */
+  int event_loop;          /* 1: every runner in one thread (kb__bench_loop_run) */
   int batch;               /* > 1: a runner holds up to `batch` items and completes and claims
                               them with one kb_queue_cycle_batch call (1: the calls above) */
   _Atomic int active;      /* slots [0, active) take part in a phase; the rest stay idle (the
@@ -87,6 +88,14 @@ void kb__bench_ctl_publish(struct kb_bench_ctl *ctl, uint64_t word);
  * working but keeps acknowledging phases, so the coordinator never waits on it forever.
  * Returns 0, or 1 when the slot failed. */
 int kb__bench_worker_run(struct kb_bench_ctl *ctl, int slot);
+
+/* Runs every runner slot of `ctl` (borrowed) in the calling thread (--event-loop): one
+ * connection per slot, made when the slot first takes part, all driven by one epoll set
+ * through hiredis's async API; each slot follows the phases as kb__bench_worker_run's would
+ * (batch cycles with kb_queue_cycle_prepare/_parse, the raw scripts), its claim latency taken
+ * from the moment its call is written to the moment its reply is read. Not for --kills or
+ * --two-call. Returns 0, or 1 when a slot failed (its error is in the slot). */
+int kb__bench_loop_run(struct kb_bench_ctl *ctl);
 
 /* Monotonic clock in nanoseconds. */
 int64_t kb__bench_now_ns(void);

@@ -18,10 +18,11 @@
 -- Returns {done, open, claim...}: done is per completed item "ok", "dup" (this charge was posted
 -- already) or "-" (nothing to complete), joined with "," when the call completes several
 -- ("ok,dup,ok"); open the campaign's open items (-1 with "-"); then, when claiming, one record
--- {"ok", item, candidate, task, tier, attempt, charge_id, cost_ms, deadline_ms} per item
--- claimed (at most K), followed, when fewer than K were claimed, by why no more: {"empty"} (no
--- ready item), {"budget", available} (ready items, none affordable) or {"state", state}
--- (campaign not running). With K = 1 that is one record or one reason, as the fused form had.
+-- {"ok", item, task, attempt, charge_id, cost_ms, deadline_ms} per item claimed (at most K;
+-- the candidate and tier are the item id's, "<candidate>:<tier>"), followed, when fewer than K
+-- were claimed, by why no more: {"empty"} (no ready item), {"budget", available} (ready items,
+-- none affordable) or {"state", state} (campaign not running). With K = 1 that is one record
+-- or one reason, as the fused form had.
 -- Each queue, highest tier first, is looked at once per call: its first K entries (the head
 -- alone for one item) and, when they did not give enough affordable items, the 16 after them.
 -- Task affinity (a list given, maybe '', meta affinity_ms not 0): the claim first takes, of the
@@ -87,7 +88,10 @@ if not want or want < 0 or want ~= math.floor(want) then
 end
 
 local now, bal -- Redis time and GPU balances, read when first needed
-local moves = {} -- this call's audit entry's "moves" array, in pieces for one table.concat
+-- items this call completes and claims, at most: the size its tables are made with
+local n_max = math.min(want, 64) + math.floor((#ARGV - 2) / 5)
+-- this call's audit entry's "moves" array, in pieces for one table.concat
+local moves = kb_array(7 * n_max)
 -- This call's ledger moves: each applied to the balances and appended to the call's one audit
 -- entry (schemas/ledger-moves.schema.json) as the pieces of a JSON array element, without
 -- cjson and without a string per move: the charge ids are built from item ids, JSON-safe.
@@ -141,34 +145,41 @@ if AFFINITY_MS <= 0 then
   prefer = nil
 end
 local open = -1
-local charge_w, item_w = {}, {} -- HSET field, value pairs for charges and items
+-- HSET field, value pairs for charges and items
+local charge_w, item_w = kb_array(2 * n_max), kb_array(2 * n_max)
 local gone = 0 -- counted items whose queue entry the claim moved to the dead-letter hash
 
--- Complete: every item checked first (nothing is written unless all pass), then settled.
-local todo = {} -- {id, token, charge, cost, result, old, kind, reserved} per item
+-- Complete: every item checked first (nothing is written unless all pass), then settled. Per
+-- item k its ARGV index (at[k]: id, token, charge, cost, result from there), its leased line as
+-- found (raws[k]) and as read (olds[k]), its reservation (reserved[k]): arrays, not a table per
+-- item (each table a script makes, and each it grows, costs the server thousands of
+-- instructions per item, docs/benchmarks.md).
+local at, ids_c, charges_c = {}, {}, {}
 local a = 3 -- the first item at ARGV 3-7; ARGV 8 is K; further items from 9
 while a + 4 <= #ARGV do
   if ARGV[a] ~= '' then
-    todo[#todo + 1] = {ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]}
+    local n = #at + 1
+    at[n], ids_c[n], charges_c[n] = a, ARGV[a], ARGV[a + 2]
   end
   a = a == 3 and 9 or a + 5
 end
+local n_todo = #at
 local dones = {} -- "ok" | "dup" per item
 local first_old -- the first item's value as found (its "next" serves a retry)
 local n_ok, n_dup = 0, 0
-local seen, ids_c, charges_c = {}, {}, {}
-for k, t in ipairs(todo) do
-  if seen[t[3]] then
-    return redis.error_reply('KB_INVAL charge "' .. t[3] .. '" named twice in one call')
+local seen = {}
+for k = 1, n_todo do
+  local charge = charges_c[k]
+  if seen[charge] then
+    return redis.error_reply('KB_INVAL charge "' .. charge .. '" named twice in one call')
   end
-  seen[t[3]] = true
-  ids_c[k], charges_c[k] = t[1], t[3]
+  seen[charge] = true
 end
-local chs = #todo > 0 and redis.call('HMGET', charges, unpack(charges_c)) or {}
-local raws = #todo > 0 and redis.call('HMGET', items, unpack(ids_c)) or {}
-local ended = {} -- leases the completions end
-for k, t in ipairs(todo) do
-  local id, charge = t[1], t[3]
+local chs = n_todo > 0 and redis.call('HMGET', charges, unpack(charges_c)) or {}
+local raws = n_todo > 0 and redis.call('HMGET', items, unpack(ids_c)) or {}
+local olds, reserved_k = {}, {}
+for k = 1, n_todo do
+  local id, charge = ids_c[k], charges_c[k]
   local ch = chs[k]
   if not ch then
     return redis.error_reply('KB_NOTFOUND no charge "' .. charge .. '"')
@@ -178,37 +189,35 @@ for k, t in ipairs(todo) do
   -- as the claim wrote it (kb_item_leased), or checked whole: one that does not decode is a
   -- lost lease
   local old = raw and (kb_item_leased(raw) or kb_item_check(items, id, raw))
-  if old then
-    old.raw = raw
-  end
   if k == 1 then
     first_old = old
   end
   if kind == 'P' then
     dones[k] = 'dup'
     n_dup = n_dup + 1
-  elseif kind ~= 'H' or not old or old.state ~= 'leased' or old.token ~= t[2] then
+  elseif kind ~= 'H' or not old or old.state ~= 'leased' or old.token ~= ARGV[at[k] + 1] then
     return redis.error_reply('KB_LEASE lease of "' .. id .. '" was lost; its reservation was refunded')
   else
     dones[k] = 'ok'
     n_ok = n_ok + 1
-    t[6], t[7] = old, reserved
+    olds[k], reserved_k[k] = old, reserved
   end
 end
-if #todo > 0 then
+if n_todo > 0 then
   open = tonumber(m[4] or '0')
 end
 local overruns, overrun = 0, 0 -- what the completions charged beyond their reservations
-local settled = {} -- {t, result stream id} per item completed now, for the item writes
-for k, t in ipairs(todo) do
+local ended = {} -- leases the completions end
+local xids = {} -- per item completed now, its results entry's id, for the item writes
+for k = 1, n_todo do
   if dones[k] == 'ok' then
-    local id, charge, old, reserved = t[1], t[3], t[6], t[7]
+    local id, charge, old, reserved, ak = ids_c[k], charges_c[k], olds[k], reserved_k[k], at[k]
     -- the measured cost, whole: below the reservation the rest returns; beyond it (the runner
     -- enforces limits whose sum is the reservation, so only a broken limit gets here) the
     -- overrun is taken from available, which may go below 0: never lost, never clipped
-    local actual = math.max(math.floor(tonumber(t[4]) or 0), 0)
+    local actual = math.max(math.floor(kb_num_c(ARGV[ak + 3]) or 0), 0)
     local over = math.max(actual - reserved, 0)
-    local actual_s = kb_int(actual)
+    local actual_s = kb_int_c(actual)
     if reserved > 0 or actual > 0 then
       settle(charge, reserved, actual, actual_s)
     end
@@ -221,15 +230,16 @@ for k, t in ipairs(todo) do
     if actual > 0 then
       tb_add(old.task .. ':spent', actual)
     end
-    charge_w[#charge_w + 1] = charge
-    charge_w[#charge_w + 1] = 'P:' .. actual_s .. (over > 0 and ':O:' .. kb_int(over) or '')
+    local nw = #charge_w
+    charge_w[nw + 1] = charge
+    charge_w[nw + 2] = over > 0 and 'P:' .. actual_s .. ':O:' .. kb_int(over) or 'P:' .. actual_s
     ended[#ended + 1] = id
     -- the entry names the lease it settles by its charge; the done item records the entry's id
     -- with the lease's runner and attempt: the scheduler accepts only entries that match
     -- (results only from leases). No "runner" and "attempt" fields: the done item has them,
     -- and each field of a stream entry costs the server ~3.5k instructions (docs/benchmarks.md)
-    settled[#settled + 1] = {t, redis.call('XADD', KEYS[7], '*', 'item', id, 'result', t[5],
-                                           'charge', charge)}
+    xids[k] = redis.call('XADD', KEYS[7], '*', 'item', id, 'result', ARGV[ak + 4], 'charge',
+                         charge)
     open = open - 1
   end
 end
@@ -238,17 +248,19 @@ if #ended > 0 then
 end
 
 -- Claim.
-local claims, nc = {}, 0 -- the records of the items claimed, one after another, and how many
+-- the reply: done and open (set last), then the records of the items claimed, one after
+-- another; nc of them
+local out, nc = kb_array(7 * math.min(want, 64) + 4), 0
+out[1], out[2] = '-', -1
 local why -- why fewer than `want` were claimed
 local function record(nid, it, charge, deadline)
-  local n = #claims
-  claims[n + 1], claims[n + 2], claims[n + 3], claims[n + 4] = 'ok', nid, it.cand, it.task
-  claims[n + 5], claims[n + 6], claims[n + 7] = kb_int_c(it.tier), kb_int_c(it.attempt), charge
-  claims[n + 8], claims[n + 9] = it.cost_s, deadline
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'ok', nid, it.task, kb_int_c(it.attempt)
+  out[n + 5], out[n + 6], out[n + 7] = charge, it.cost_s, deadline
   nc = nc + 1
 end
 -- A retry of a call that completed everything: the leases that call took, if still held.
-if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old.next and
+if next_token ~= '' and n_todo > 0 and n_dup == n_todo and first_old and first_old.next and
    first_old.next ~= '' then
   for nid in string.gmatch(first_old.next, '[^,]+') do
     local raw = redis.call('HGET', items, nid)
@@ -260,16 +272,14 @@ if next_token ~= '' and #todo > 0 and n_dup == #todo and first_old and first_old
     end
   end
   if nc >= want then
-    local out = {table.concat(dones, ','), open}
-    for j = 1, #claims do
-      out[j + 2] = claims[j]
-    end
+    out[1], out[2] = table.concat(dones, ','), open
     return out
   end
 end
 local fresh = {} -- ids claimed by this call (not recovered), for "next"
 local aff_w = {} -- task affinity's meta field, value pairs (aff, held:<task>)
-local lease_w = {} -- ZADD deadline, id pairs of the leases this call takes
+-- ZADD deadline, id pairs of the leases this call takes
+local lease_w = kb_array(2 * math.min(want, 64))
 local caps = m[3] == '1'
 local deadline_s, lease_tail -- the same for every item this call leases
 -- Whether `it` (its cost and its task's cap) can be reserved now.
@@ -542,17 +552,23 @@ if gone > 0 then -- counted items set aside by the claim leave "open" for "dead"
   end
 end
 if n_ok > 0 then
-  for k, s in ipairs(settled) do
-    local t = s[1]
-    item_w[#item_w + 1] = t[1]
-    -- the leased line less its "leased" and its two empty fields at the end, then charge,
-    -- result and next: the lease's attempt, claims, cost, priority, task, token and runner kept
-    local old, nxt = t[6], (k == 1 and #fresh > 0) and table.concat(fresh, ',') or ''
-    if old.fast then -- the line ends with "|||": its charge, result and next empty
-      item_w[#item_w + 1] = 'done' .. string.sub(old.raw, 7, #old.raw - 2) .. t[3] .. '|' ..
-                            s[2] .. '|' .. nxt
-    else
-      item_w[#item_w + 1] = kb_item_encode(old, 'done', old.token, old.runner, t[3], s[2], nxt)
+  local first = true
+  for k = 1, n_todo do
+    local xid = xids[k]
+    if xid then
+      local nw, charge, old, raw = #item_w, charges_c[k], olds[k], raws[k]
+      item_w[nw + 1] = ids_c[k]
+      -- the leased line less its "leased" and its two empty fields at the end, then charge,
+      -- result and next: the lease's attempt, claims, cost, priority, task, token and runner
+      -- kept
+      local nxt = (first and #fresh > 0) and table.concat(fresh, ',') or ''
+      first = false
+      if old.fast then -- the line ends with "|||": its charge, result and next empty
+        item_w[nw + 2] = 'done' .. string.sub(raw, 7, #raw - 2) .. charge .. '|' .. xid .. '|' ..
+                         nxt
+      else
+        item_w[nw + 2] = kb_item_encode(old, 'done', old.token, old.runner, charge, xid, nxt)
+      end
     end
   end
   redis.call('HSET', meta, 'open', kb_int(open), 'done', kb_int(tonumber(m[5] or '0') + n_ok))
@@ -595,10 +611,7 @@ end
 if #item_w > 0 then
   redis.call('HSET', items, unpack(item_w))
 end
-local out = {#todo > 0 and table.concat(dones, ',') or '-', open}
-for j = 1, #claims do
-  out[j + 2] = claims[j]
-end
+out[1], out[2] = n_todo > 0 and table.concat(dones, ',') or '-', open
 if why and nc < want then
   for j = 1, #why do
     out[#out + 1] = why[j]

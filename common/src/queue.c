@@ -14,11 +14,13 @@
 #include "kb/task.h"
 #include "kb/keys.h"
 #include "kb/ladder.h"
+#include "kb/redis.h"
 
 #define KEY_MAX 160
 #define KB_MAX_QUEUE_TIERS 8
 #define MAX_KEYS (KB_MAX_QUEUE_TIERS + 12)
 #define RUNNER_JSON_MAX 512 /* a runner name, JSON-escaped */
+#define CLAIM_RECORD 7      /* elements of a claimed item's record in complete_claim's reply */
 
 int kb_queue_key(const struct kb_queue *q, char *out, size_t size, const char *suffix) {
   return kb_key(out, size, q->cid, "%s", suffix);
@@ -232,8 +234,25 @@ static int runner_json(const char *runner, char *buf, size_t size, const char **
   return KB_OK;
 }
 
-/* Decodes a claim reply, the n elements from `e` ("ok" and 8 fields, "empty", "budget" or
- * "state"), into `c` (whose token the caller set); zeroes `c` unless it is "ok". */
+/* The candidate and tier of item id `item` ("<64 hex digits>:<tier>", as enqueue writes it)
+ * into `c`. Returns KB_OK or KB_EREDIS for any other form. */
+static int claim_item_id(struct kb_claim *c, const char *item) {
+  if (strlen(item) <= KB_CAND_ID_LEN + 1 || item[KB_CAND_ID_LEN] != ':')
+    return KB_EREDIS;
+  const char *digits = item + KB_CAND_ID_LEN + 1;
+  char *end = NULL;
+  long tier = strtol(digits, &end, 10);
+  if (*digits < '0' || *digits > '9' || *end != '\0' || tier < 0 || tier >= KB_MAX_TIERS)
+    return KB_EREDIS;
+  memcpy(c->candidate, item, KB_CAND_ID_LEN);
+  c->candidate[KB_CAND_ID_LEN] = '\0';
+  c->tier = (int)tier;
+  return KB_OK;
+}
+
+/* Decodes a claim reply, the n elements from `e` ("ok" and 6 fields: item, task, attempt,
+ * charge, cost, deadline; or "empty", "budget" or "state"), into `c` (whose token the caller
+ * set); zeroes `c` unless it is "ok". The candidate and tier are the item id's. */
 static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struct kb_claim *c,
                        char state[16], struct kb_error *err) {
   int rc = KB_EREDIS;
@@ -248,17 +267,15 @@ static int parse_claim(const struct kb_queue *q, redisReply **e, size_t n, struc
       if (state)
         copy_str(state, 16, e[1]);
       rc = kb_error_set(err, KB_ESTATE, "campaign \"%s\" is %s", q->cid, e[1]->str);
-    } else if (strcmp(kind, "ok") == 0 && n == 9) {
-      int64_t tier = 0, attempt = 0;
+    } else if (strcmp(kind, "ok") == 0 && n == CLAIM_RECORD) {
+      int64_t attempt = 0;
       rc = copy_str(c->item, sizeof c->item, e[1]);
-      if (!rc) rc = copy_str(c->candidate, sizeof c->candidate, e[2]);
-      if (!rc) rc = copy_str(c->task, sizeof c->task, e[3]);
-      if (!rc) rc = parse_i64(e[4], &tier);
-      if (!rc) rc = parse_i64(e[5], &attempt);
-      if (!rc) rc = copy_str(c->charge_id, sizeof c->charge_id, e[6]);
-      if (!rc) rc = parse_i64(e[7], &c->cost_ms);
-      if (!rc) rc = parse_i64(e[8], &c->deadline_ms);
-      c->tier = (int)tier;
+      if (!rc) rc = claim_item_id(c, c->item);
+      if (!rc) rc = copy_str(c->task, sizeof c->task, e[2]);
+      if (!rc) rc = parse_i64(e[3], &attempt);
+      if (!rc) rc = copy_str(c->charge_id, sizeof c->charge_id, e[4]);
+      if (!rc) rc = parse_i64(e[5], &c->cost_ms);
+      if (!rc) rc = parse_i64(e[6], &c->deadline_ms);
       c->attempt = (int)attempt;
     }
   }
@@ -281,7 +298,7 @@ static void parse_dups(const redisReply *r, int *dups, int n) {
 }
 
 /* Decodes the claim records of a complete_claim reply, the n elements from `e`: up to `k`
- * {"ok", 8 fields} records into next[0..], then maybe one reason ("empty", "budget", "state").
+ * {"ok", 6 fields} records into next[0..], then maybe one reason ("empty", "budget", "state").
  * `token` is the lease token the call sent. `*n_next` gets the records decoded. Returns KB_OK
  * when at least one was claimed, else the reason's KB_EEMPTY, KB_EBUDGET or KB_ESTATE. */
 static int parse_claims(const struct kb_queue *q, redisReply **e, size_t n, const char *token,
@@ -290,18 +307,137 @@ static int parse_claims(const struct kb_queue *q, redisReply **e, size_t n, cons
   size_t i = 0;
   int got = 0, rc = KB_OK;
   while (i < n && got < k && e[i]->type == REDIS_REPLY_STRING && strcmp(e[i]->str, "ok") == 0) {
-    rc = parse_claim(q, e + i, n - i >= 9 ? 9 : n - i, &next[got], state, err);
+    rc = parse_claim(q, e + i, n - i >= CLAIM_RECORD ? CLAIM_RECORD : n - i, &next[got], state,
+                     err);
     if (rc)
       break;
     memcpy(next[got].token, token, sizeof next[got].token);
     got++;
-    i += 9;
+    i += CLAIM_RECORD;
   }
   *n_next = got;
   if (rc == KB_OK && got == 0)
     rc = parse_claim(q, e + i, n - i, &next[0], state, err);
   return rc;
 }
+
+/* A complete_claim call as built (kb_queue_cycle_prepare): its keys and arguments, with the
+ * buffers they point into. */
+struct kb_queue_cycle {
+  struct keyset ks;                           /* KEYS */
+  const char *args[9 + 5 * KB_QUEUE_BATCH_MAX]; /* ARGV, pointing into the fields below */
+  size_t nargs;
+  int n_done, k;                              /* items completed, and claimed at most */
+  struct kb_claim d[KB_QUEUE_BATCH_MAX];      /* the claims completed (the caller's `next`
+                                                 may be the memory they came from) */
+  char cost_s[KB_QUEUE_BATCH_MAX][24], k_s[16];
+  char runner_buf[RUNNER_JSON_MAX];
+  char token[33];                             /* the lease token of the items claimed */
+  const char *argv[3 + MAX_KEYS + 9 + 5 * KB_QUEUE_BATCH_MAX]; /* kb_queue_cycle_argv */
+  size_t lens[3 + MAX_KEYS + 9 + 5 * KB_QUEUE_BATCH_MAX];
+  char nkeys_s[16];
+};
+
+int kb_queue_cycle_prepare(struct kb_queue *q, const struct kb_queue_done *done, int n_done,
+                           const char *runner, int min_tier, int max_tier, int k,
+                           struct kb_queue_cycle **out, struct kb_error *err) {
+  *out = NULL;
+  if (n_done < 0 || n_done > KB_QUEUE_BATCH_MAX || k < 0 || k > KB_QUEUE_BATCH_MAX)
+    return kb_error_set(err, KB_EINVAL, "a batch completes and claims 0..%d items, not %d and %d",
+                        KB_QUEUE_BATCH_MAX, n_done, k);
+  struct kb_queue_cycle *c = kb_calloc(1, sizeof *c);
+  if (c == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  c->n_done = n_done;
+  c->k = k;
+  for (int i = 0; i < n_done; i++)
+    c->d[i] = *done[i].claim;
+  int rc = add_keys(&c->ks, q, err,
+                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
+                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES,
+                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, KB_KEY_DEAD, NULL});
+  if (min_tier < 0)
+    min_tier = 0;
+  if (max_tier >= q->n_tiers || max_tier < 0)
+    max_tier = q->n_tiers - 1;
+  for (int t = max_tier; k > 0 && rc == KB_OK && t >= min_tier; t--)
+    rc = add_queue_key(&c->ks, q, t, err);
+  const char *who = NULL;
+  if (rc == KB_OK)
+    rc = runner_json(runner, c->runner_buf, sizeof c->runner_buf, &who, err);
+  if (rc == KB_OK && k > 0)
+    rc = random_token(c->token, err);
+  if (rc) {
+    kb_free(c);
+    return rc;
+  }
+  int prefer = k > 0 && q->affinity;
+  size_t nargs = 0;
+  c->args[nargs++] = who;
+  c->args[nargs++] = c->token;
+  for (int i = 0; i < (n_done > 0 ? n_done : 1); i++) {
+    if (i == 1) /* ARGV 8: K; the items after the first follow it */
+      c->args[nargs++] = c->k_s;
+    snprintf(c->cost_s[i], sizeof c->cost_s[i], "%lld", n_done ? (long long)done[i].cost_ms : 0LL);
+    c->args[nargs++] = n_done ? c->d[i].item : "";
+    c->args[nargs++] = n_done ? c->d[i].token : "";
+    c->args[nargs++] = n_done ? c->d[i].charge_id : "";
+    c->args[nargs++] = c->cost_s[i];
+    c->args[nargs++] = n_done ? done[i].result_json : "";
+  }
+  snprintf(c->k_s, sizeof c->k_s, "%d", k);
+  if (n_done <= 1 && (k > 1 || prefer))
+    c->args[nargs++] = c->k_s;
+  if (prefer) /* the last argument, after every item's five */
+    c->args[nargs++] = q->prefer;
+  c->nargs = nargs;
+  *out = c;
+  return KB_OK;
+}
+
+int kb_queue_cycle_argv(struct kb_queue_cycle *c, const char *sha, const char ***argv,
+                        const size_t **lens) {
+  int argc = 0;
+  snprintf(c->nkeys_s, sizeof c->nkeys_s, "%d", c->ks.n);
+  c->argv[argc++] = "EVALSHA";
+  c->argv[argc++] = sha;
+  c->argv[argc++] = c->nkeys_s;
+  for (int i = 0; i < c->ks.n; i++)
+    c->argv[argc++] = c->ks.ptr[i];
+  for (size_t i = 0; i < c->nargs; i++)
+    c->argv[argc++] = c->args[i];
+  for (int i = 0; i < argc; i++)
+    c->lens[i] = strlen(c->argv[i]);
+  *argv = c->argv;
+  *lens = c->lens;
+  return argc;
+}
+
+int kb_queue_cycle_parse(const struct kb_queue *q, const struct kb_queue_cycle *c,
+                         const redisReply *rep, struct kb_claim *next, int *n_next, int *dups,
+                         char state[16], struct kb_error *err) {
+  if (n_next)
+    *n_next = 0;
+  if (c->k > 0 && next == NULL)
+    return kb_error_set(err, KB_EINVAL, "claiming %d items needs room for them", c->k);
+  if (rep->type == REDIS_REPLY_ERROR)
+    return kb_redis_script_error("complete_claim", rep->str, err);
+  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+      rep->element[0]->type != REDIS_REPLY_STRING)
+    return kb_error_set(err, KB_EREDIS, "complete_claim: unexpected reply from redis");
+  if (next && c->k > 0)
+    memset(next, 0, (size_t)c->k * sizeof *next);
+  parse_dups(rep->element[0], dups, c->n_done);
+  int got = 0, rc = KB_OK;
+  if (c->k > 0)
+    rc = parse_claims(q, rep->element + 2, rep->elements - 2, c->token, c->k, next, &got, state,
+                      err);
+  if (n_next)
+    *n_next = got;
+  return rc;
+}
+
+void kb_queue_cycle_free(struct kb_queue_cycle *c) { kb_free(c); }
 
 /* Runs complete_claim, the script of a runner's cycle: complete the `n_done` items of `done`
  * (0: none) and claim up to `k` items among tiers [min_tier, max_tier] into `next` (k = 0:
@@ -313,72 +449,20 @@ static int cycle(struct kb_queue *q, const struct kb_queue_done *done, int n_don
                  int *n_next, int *dups, char state[16], struct kb_error *err) {
   if (n_next)
     *n_next = 0;
-  if (n_done < 0 || n_done > KB_QUEUE_BATCH_MAX || k < 0 || k > KB_QUEUE_BATCH_MAX)
-    return kb_error_set(err, KB_EINVAL, "a batch completes and claims 0..%d items, not %d and %d",
-                        KB_QUEUE_BATCH_MAX, n_done, k);
   if (k > 0 && next == NULL)
     return kb_error_set(err, KB_EINVAL, "claiming %d items needs room for them", k);
-  struct kb_claim d[KB_QUEUE_BATCH_MAX]; /* `next` may be the caller's `done` claims */
-  for (int i = 0; i < n_done; i++)
-    d[i] = *done[i].claim;
-  if (next && k > 0)
-    memset(next, 0, (size_t)k * sizeof *next);
-  struct keyset ks = {.n = 0};
-  int rc = add_keys(&ks, q, err,
-                    (const char *const[]){KB_KEY_META, KB_KEY_LEDGER, KB_KEY_LEDGER_LOG,
-                                          KB_KEY_LEASE, KB_KEY_ITEMS, KB_KEY_CHARGES,
-                                          KB_KEY_RESULTS, KB_KEY_TASKBUDGET, KB_KEY_DEAD, NULL});
-  if (min_tier < 0)
-    min_tier = 0;
-  if (max_tier >= q->n_tiers || max_tier < 0)
-    max_tier = q->n_tiers - 1;
-  for (int t = max_tier; k > 0 && rc == KB_OK && t >= min_tier; t--)
-    rc = add_queue_key(&ks, q, t, err);
-  char runner_buf[RUNNER_JSON_MAX], token[33] = "";
-  const char *who = NULL;
-  if (rc == KB_OK)
-    rc = runner_json(runner, runner_buf, sizeof runner_buf, &who, err);
-  if (rc == KB_OK && k > 0)
-    rc = random_token(token, err);
+  struct kb_queue_cycle *c = NULL;
+  int rc = kb_queue_cycle_prepare(q, done, n_done, runner, min_tier, max_tier, k, &c, err);
   if (rc)
     return rc;
-  char cost_s[KB_QUEUE_BATCH_MAX][24], k_s[16];
-  const char *args[9 + 5 * KB_QUEUE_BATCH_MAX];
-  int prefer = k > 0 && q->affinity;
-  int nargs = 0;
-  args[nargs++] = who;
-  args[nargs++] = token;
-  for (int i = 0; i < (n_done > 0 ? n_done : 1); i++) {
-    if (i == 1) /* ARGV 8: K; the items after the first follow it */
-      args[nargs++] = k_s;
-    snprintf(cost_s[i], sizeof cost_s[i], "%lld", n_done ? (long long)done[i].cost_ms : 0LL);
-    args[nargs++] = n_done ? d[i].item : "";
-    args[nargs++] = n_done ? d[i].token : "";
-    args[nargs++] = n_done ? d[i].charge_id : "";
-    args[nargs++] = cost_s[i];
-    args[nargs++] = n_done ? done[i].result_json : "";
-  }
-  snprintf(k_s, sizeof k_s, "%d", k);
-  if (n_done <= 1 && (k > 1 || prefer))
-    args[nargs++] = k_s;
-  if (prefer) /* the last argument, after every item's five */
-    args[nargs++] = q->prefer;
   redisReply *rep = NULL;
-  rc = kb_redis_script(q->redis, "complete_claim", ks.n, ks.ptr, nargs, args, NULL, &rep, err);
-  if (rc)
-    return rc;
-  if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
-      rep->element[0]->type != REDIS_REPLY_STRING) {
+  rc = kb_redis_script(q->redis, "complete_claim", c->ks.n, c->ks.ptr, (int)c->nargs, c->args,
+                       NULL, &rep, err);
+  if (rc == KB_OK)
+    rc = kb_queue_cycle_parse(q, c, rep, next, n_next, dups, state, err);
+  if (rep)
     freeReplyObject(rep);
-    return kb_error_set(err, KB_EREDIS, "complete_claim: unexpected reply from redis");
-  }
-  parse_dups(rep->element[0], dups, n_done);
-  int got = 0;
-  if (k > 0)
-    rc = parse_claims(q, rep->element + 2, rep->elements - 2, token, k, next, &got, state, err);
-  if (n_next)
-    *n_next = got;
-  freeReplyObject(rep);
+  kb_queue_cycle_free(c);
   return rc;
 }
 

@@ -424,8 +424,7 @@ static int load_script(struct kb_redis *r, int idx, struct kb_error *err) {
   return KB_OK;
 }
 
-/* Maps "KB_<CODE> detail" to the code and message. */
-static int script_error(const char *name, const char *text, struct kb_error *err) {
+int kb_redis_script_error(const char *name, const char *text, struct kb_error *err) {
   if (strncmp(text, "KB_", 3) == 0) {
     char code[32];
     size_t n = strcspn(text + 3, " ");
@@ -486,7 +485,7 @@ int kb_redis_script(struct kb_redis *r, const char *name, int nkeys, const char 
       continue;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-      rc = script_error(name, rep->str, err);
+      rc = kb_redis_script_error(name, rep->str, err);
       freeReplyObject(rep);
       goto out;
     }
@@ -498,6 +497,19 @@ out:
   kb_free(argv);
   kb_free(lens);
   return rc;
+}
+
+int kb_redis_script_sha(struct kb_redis *r, const char *name, char sha[41], struct kb_error *err) {
+  int idx = find_script(name);
+  if (idx < 0 || idx >= MAX_SCRIPTS)
+    return kb_error_set(err, KB_EINTERNAL, "no embedded script \"%s\"", name);
+  if (r->shas[idx][0] == '\0') {
+    int rc = load_script(r, idx, err);
+    if (rc)
+      return rc;
+  }
+  memcpy(sha, r->shas[idx], 41);
+  return KB_OK;
 }
 
 int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...) {

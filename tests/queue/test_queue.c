@@ -1062,6 +1062,97 @@ static void test_batch(void **state) {
 }
 
 
+/* The batch call in three steps (kb_queue_cycle_prepare, _argv, _parse: kb-bench-queue's event
+ * loop sends the command itself): the same claims, completions, duplicates and error codes
+ * as kb_queue_cycle_batch, the command sent here with kb_redis_command; and a charge record
+ * complete_claim cannot read (no amount) is refused as a lost lease, changing nothing. */
+static void test_batch_sent_by_caller(void **state) {
+  (void)state;
+  struct kb_redis *r = connect_or_die();
+  struct kb_queue q;
+  struct kb_error err = {0};
+  kbq_make_campaign(r, "split", 1000, 60000, 3, &q);
+  kbq_enqueue_items(&q, 6, 0); /* costs 0, 10, 100, 0, 10, 100 */
+  char sha[41];
+  assert_int_equal(kb_redis_script_sha(r, "complete_claim", sha, &err), KB_OK);
+  assert_int_equal(strlen(sha), 40);
+  struct kb_queue_cycle *c = NULL;
+  const char **argv = NULL;
+  const size_t *lens = NULL;
+  redisReply *rep = NULL;
+  struct kb_claim held[4], next[4];
+  int got = -1, dups[4] = {-1, -1, -1, -1};
+  /* claim 4 */
+  assert_int_equal(kb_queue_cycle_prepare(&q, NULL, 0, "r1", 0, -1, 4, &c, &err), KB_OK);
+  int argc = kb_queue_cycle_argv(c, sha, &argv, &lens);
+  assert_string_equal(argv[0], "EVALSHA");
+  assert_int_equal(kb_redis_command(r, argc, argv, lens, 1, &rep, &err), KB_OK);
+  assert_int_equal(kb_queue_cycle_parse(&q, c, rep, held, &got, NULL, NULL, &err), KB_OK);
+  assert_int_equal(got, 4);
+  freeReplyObject(rep);
+  kb_queue_cycle_free(c);
+  /* complete the 4 and claim the last 2 */
+  struct kb_queue_done d[4];
+  for (int i = 0; i < 4; i++)
+    d[i] = (struct kb_queue_done){&held[i], held[i].cost_ms / 2, "{}"};
+  assert_int_equal(kb_queue_cycle_prepare(&q, d, 4, "r1", 0, -1, 4, &c, &err), KB_OK);
+  argc = kb_queue_cycle_argv(c, sha, &argv, &lens);
+  assert_int_equal(kb_redis_command(r, argc, argv, lens, 1, &rep, &err), KB_OK);
+  assert_int_equal(kb_queue_cycle_parse(&q, c, rep, next, &got, dups, NULL, &err), KB_OK);
+  assert_int_equal(got, 2);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(dups[i], 0);
+  /* the same reply read again: still 4 completions, none a duplicate */
+  assert_int_equal(kb_queue_cycle_parse(&q, c, rep, next, &got, dups, NULL, &err), KB_OK);
+  freeReplyObject(rep);
+  /* the same command resent (a lost reply): every completion a duplicate, the same 2 leases */
+  argc = kb_queue_cycle_argv(c, sha, &argv, &lens);
+  assert_int_equal(kb_redis_command(r, argc, argv, lens, 1, &rep, &err), KB_OK);
+  struct kb_claim again[4];
+  assert_int_equal(kb_queue_cycle_parse(&q, c, rep, again, &got, dups, NULL, &err), KB_OK);
+  assert_int_equal(got, 2);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(dups[i], 1);
+  assert_string_equal(again[0].item, next[0].item);
+  assert_string_equal(again[1].item, next[1].item);
+  freeReplyObject(rep);
+  kb_queue_cycle_free(c);
+  /* a lost lease comes back as an error reply, read as KB_ELEASE; nothing changes */
+  struct snap before, after;
+  take_snap(r, &q, "split", &before);
+  struct kb_claim bad = next[1];
+  memset(bad.token, 'f', 32);
+  d[0] = (struct kb_queue_done){&next[0], 0, "{}"};
+  d[1] = (struct kb_queue_done){&bad, 0, "{}"};
+  assert_int_equal(kb_queue_cycle_prepare(&q, d, 2, "r1", 0, -1, 0, &c, &err), KB_OK);
+  argc = kb_queue_cycle_argv(c, sha, &argv, &lens);
+  assert_int_equal(kb_redis_command(r, argc, argv, lens, 1, &rep, &err), KB_OK);
+  assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+  assert_int_equal(kb_queue_cycle_parse(&q, c, rep, NULL, &got, NULL, NULL, &err), KB_ELEASE);
+  assert_int_equal(got, 0);
+  kb_error_clear(&err);
+  freeReplyObject(rep);
+  kb_queue_cycle_free(c);
+  take_snap(r, &q, "split", &after);
+  assert_snap_same(&before, &after);
+  /* a held charge without its amount ("H:"): not a lease complete_claim can settle */
+  assert_int_equal(kb_redis_commandf(r, &rep, &err, "HSET kb:{split}:charges %s H:",
+                                     next[0].charge_id), KB_OK);
+  freeReplyObject(rep);
+  take_snap(r, &q, "split", &before);
+  int dup = -1;
+  assert_int_equal(kb_queue_complete(&q, &next[0], 1, "{}", "r1", &dup, &err), KB_ELEASE);
+  kb_error_clear(&err);
+  take_snap(r, &q, "split", &after);
+  assert_snap_same(&before, &after);
+  /* too many items is refused before anything is built */
+  assert_int_equal(kb_queue_cycle_prepare(&q, NULL, 0, "r1", 0, -1, KB_QUEUE_BATCH_MAX + 1, &c,
+                                          &err), KB_EINVAL);
+  assert_null(c);
+  kb_error_clear(&err);
+  kb_redis_free(r);
+}
+
 /* Enqueues item `i` of task `task` at tier `tier` (cost 10) with priority `prio`. */
 static void enqueue_task_item(struct kb_queue *q, int i, const char *task, int tier, double prio) {
   char id[65];
@@ -1183,6 +1274,7 @@ int main(void) {
       cmocka_unit_test(test_complete_and_claim),
       cmocka_unit_test(test_runner_name_escaped),
       cmocka_unit_test(test_batch),
+      cmocka_unit_test(test_batch_sent_by_caller),
       cmocka_unit_test(test_affinity),
   };
   return cmocka_run_group_tests(tests, kbt_redis_group_setup, kbt_redis_group_teardown);

@@ -176,6 +176,27 @@ int kb_queue_cycle_batch(struct kb_queue *q, const struct kb_queue_done *done, i
                          const char *runner, int min_tier, int max_tier, int k,
                          struct kb_claim *next, int *n_next, int *dups, char state[16],
                          struct kb_error *err);
+/* kb_queue_cycle_batch() in three steps, for a caller that sends the script call on a
+ * connection of its own (kb-bench-queue's event loop: hiredis's async API over many
+ * connections). kb_queue_cycle_prepare() builds the call exactly as kb_queue_cycle_batch()
+ * sends it, with the same arguments and limits (`done` and `runner` are borrowed and must
+ * outlive the call's reply: the result texts are not copied; `*out` is new, to
+ * kb_queue_cycle_free()). kb_queue_cycle_argv() gives the whole command, "EVALSHA <sha>
+ * <nkeys> <keys> <args>", with `sha` from kb_redis_script_sha(r, "complete_claim") (borrowed,
+ * kept until the command is sent); `*argv` and `*lens` point into `c`; returns argc.
+ * kb_queue_cycle_parse() reads the reply (borrowed; an error reply too) as
+ * kb_queue_cycle_batch() returns it, same codes. A NOSCRIPT reply is KB_EREDIS: the caller
+ * loads the script first. Errors of prepare: KB_EINVAL, KB_ENOMEM, KB_EIO (no random token). */
+struct kb_queue_cycle;
+int kb_queue_cycle_prepare(struct kb_queue *q, const struct kb_queue_done *done, int n_done,
+                           const char *runner, int min_tier, int max_tier, int k,
+                           struct kb_queue_cycle **out, struct kb_error *err);
+int kb_queue_cycle_argv(struct kb_queue_cycle *c, const char *sha, const char ***argv,
+                        const size_t **lens);
+int kb_queue_cycle_parse(const struct kb_queue *q, const struct kb_queue_cycle *c,
+                         const redisReply *rep, struct kb_claim *next, int *n_next, int *dups,
+                         char state[16], struct kb_error *err);
+void kb_queue_cycle_free(struct kb_queue_cycle *c);
 /* Task affinity: every later claim through `q` (any form) prefers items of the `n` tasks of
  * `tasks` (ids, borrowed, copied; the first KB_AFFINITY_MAX; n may be 0), then of tasks no
  * other runner holds, within the bound complete_claim.lua documents (docs/architecture.md,

@@ -79,6 +79,16 @@ int kb_redis_script(struct kb_redis *r, const char *name, int nkeys, const char 
                     int nargs, const char **args, const size_t *arg_lens, redisReply **reply,
                     struct kb_error *err);
 
+/* The SHA-1 of embedded script `name` into `sha` (41 bytes), loading the script into the
+ * server first when this connection has not yet: for a caller that sends EVALSHA on
+ * connections of its own (an event loop). Errors: KB_EINTERNAL (no such script), those of
+ * kb_redis_command(). */
+int kb_redis_script_sha(struct kb_redis *r, const char *name, char sha[41], struct kb_error *err);
+/* A script's error reply `text` as kb_redis_script() reports it: "KB_<CODE> detail" becomes
+ * that code with "detail" as the message, anything else KB_EREDIS naming script `name`.
+ * Returns the code. */
+int kb_redis_script_error(const char *name, const char *text, struct kb_error *err);
+
 /* Builds the key "kb:{<cid>}:<suffix>" into `out` (`size` bytes). Returns KB_OK or KB_EINVAL
  * when it does not fit. */
 int kb_key(char *out, size_t size, const char *cid, const char *suffix_fmt, ...)

@@ -34,6 +34,14 @@ local function kb_num_c(s)
   return v
 end
 
+-- A new table with room for `n` array elements, none set: a table filled one element at a time
+-- is rebuilt at every power of two (~700 instructions each; docs/benchmarks.md), this one never
+-- while it holds at most `n`. `#t` counts the elements set from 1 on, as for any table.
+local KB_NONE = {}
+local function kb_array(n)
+  return {unpack(KB_NONE, 1, n)}
+end
+
 -- One currency's balances in the ledger hash, read with one call.
 local function kb_balances(ledger, cur)
   local l = redis.call('HMGET', ledger, cur .. ':available', cur .. ':held', cur .. ':spent',
@@ -61,10 +69,18 @@ local function kb_move(ledger, log, cur, b, op, amount, d_avail, d_held, d_spent
 end
 
 -- A charge record in a charges hash: "H:<held>", "P:<posted>" or "V:<voided>". Returns the
--- kind letter and the amount.
+-- kind letter and the amount (nil and nil for anything else). Without captures: a pattern with
+-- two costs ~3.6k instructions, this ~1.5k (docs/benchmarks.md).
 local function kb_charge_parse(ch)
-  local kind, amount = string.match(ch, '^(%a):(%d+)')
-  return kind, tonumber(amount)
+  local b = string.byte(ch, 1)
+  if not b or string.byte(ch, 2) ~= 58 or not ((b >= 65 and b <= 90) or (b >= 97 and b <= 122)) then
+    return nil, nil
+  end
+  local digits = string.match(ch, '^%d+', 3)
+  if not digits then
+    return nil, nil
+  end
+  return string.char(b), kb_num_c(digits)
 end
 
 -- ---- Items (layout 2) -----------------------------------------------------------------------
@@ -103,7 +119,7 @@ local function kb_item_encode(t, state, token, runner, charge, result, nxt)
 end
 
 -- A queued item as a claim reads it, from its id `id` and its line `raw` as the scripts write it:
--- {cand, tier, task, cost, cost_s, priority_s, attempt, claims, state}; nil for anything else (the
+-- {tier, task, cost, cost_s, priority_s, attempt, claims, state}; nil for anything else (the
 -- caller then checks it with kb_item_check, which gives the reason). Of the id only the ":" at
 -- 65 and the tier after it are looked at: enqueue, the only writer of new items, checked the
 -- candidate's 64 hex digits (a character-class scan of them would cost a claim ~14k
@@ -118,7 +134,7 @@ local function kb_item_queued(id, raw)
   if not tier or tier ~= math.floor(tier) or tier < 0 then
     return nil
   end
-  return {cand = string.sub(id, 1, 64), tier = tier, task = task, cost = kb_num_c(cost),
+  return {tier = tier, task = task, cost = kb_num_c(cost),
           cost_s = cost, priority_s = pri, attempt = kb_num_c(attempt), claims = kb_num_c(claims),
           state = 'queued'}
 end
