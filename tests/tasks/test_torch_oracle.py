@@ -16,13 +16,18 @@ and the worker's protocol answers (errors naming the field, as kb-sandbox's; the
 "confinement"; a --trusted worker times torch and refuses eval, the confined one refuses
 torch; under a 30 MiB budget, the sets kept beside an evaluation's peak and a prepare refused,
 naming the sizes, when one set does not fit), and a worker without libkb-confine.so next to it
-refusing to start unless KB_CONFINE_OPTIONAL=1. Where the build has no libkb-confine.so yet,
+refusing to start unless KB_CONFINE_OPTIONAL=1; and the worker's look at the process's threads
+leaving its caller's locals to reference counting (no cycle through its own frame: before, an
+evaluation's outputs stayed until the collector ran, 45 of them after one CPU evaluation,
+and KernelBench's 7 GiB norms ran an 80 GB card out of memory). Where the build has no libkb-confine.so yet,
 the worker runs with KB_CONFINE_OPTIONAL=1 (said on stdout); where it has one, every evaluation
 here runs confined.
 
 usage: test_torch_oracle.py IMPORTER TOOL CANDIDATES_DIR WORKER
 """
 import functools
+import gc
+import importlib.util
 import json
 import os
 import platform
@@ -32,6 +37,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import weakref
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
@@ -265,6 +271,34 @@ def no_library(worker, tmp):
           p.stderr, "no libkb-confine.so: exit %d, %s" % (p.returncode, p.stderr.strip()))
 
 
+def frames_not_held(worker):
+    """foreign_threads (the evaluator's look at the process's Python threads, at every check of
+    the surface) reads sys._current_frames(), which holds the reading thread's own frame: kept
+    in a local, that is a cycle through every caller's frame, and their locals (a call's
+    outputs) wait for the collector. With the collector off, a caller's local must go with
+    the caller."""
+    spec = importlib.util.spec_from_file_location("kb_worker_under_test", worker)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    class Marker:
+        pass
+
+    def caller():
+        local = Marker()
+        mod.foreign_threads(frozenset())
+        return weakref.ref(local)
+
+    gc.collect()
+    gc.disable()
+    try:
+        held = caller()() is not None
+    finally:
+        gc.enable()
+    check(not held, "a caller's locals are freed when it returns from foreign_threads (no frame "
+          "cycle)")
+
+
 def main(argv):
     importer, tool, cands, worker = argv[1:5]
     built = os.path.join(os.path.dirname(tool), "kb_sandbox_torch.py")
@@ -289,6 +323,7 @@ def main(argv):
         relu = os.path.join(out, "1_relu")
         rw = os.path.join(tmp, "rw")
         os.makedirs(rw)
+        frames_not_held(worker)
         protocol(worker, relu, rw)
         few_sets(worker, relu, rw)
         trusted(worker, relu, rw)
