@@ -3,7 +3,10 @@
 #
 # kb_gpu_env [LIBDIR...]: sets OUT (where the outputs go; default a new temporary folder) and B
 # (the bundle), puts the bundle's bin/ on PATH and its lib/, then each LIBDIR (e.g. CUPTI's), on
-# LD_LIBRARY_PATH, and exports KB_INCLUDE_DIR and KB_SANDBOX_DIR for kb-runner and kb-test-eval.
+# LD_LIBRARY_PATH, and exports KB_INCLUDE_DIR and KB_SANDBOX_DIR for kb-runner and kb-test-eval,
+# and KB_PYTHON: the interpreter first on PATH, the one with torch on the GPU machine (the
+# runner's default, /usr/bin/python3, has none there: the suite campaign's torch baselines at
+# 24c9959 were "not timed: No module named 'torch'", 74 times).
 kb_gpu_env() {
   OUT=${OUT:-$(mktemp -d)}
   B=${BUNDLE:-.gpu}
@@ -12,6 +15,7 @@ kb_gpu_env() {
   export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=$PWD/$B/bin:$PATH
   export KB_INCLUDE_DIR=$PWD/common/include KB_SANDBOX_DIR=$PWD/$B/bin
+  export KB_PYTHON=${KB_PYTHON:-$(command -v python3)}
 }
 
 # kb_gpu_log LOG: starts LOG with the time, $KB_COMMIT, the CPU count and the GPUs

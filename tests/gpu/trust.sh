@@ -29,7 +29,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/gpu/lib.sh
 kb_gpu_env
-export KB_PYTHON=${KB_PYTHON:-$(command -v python3)} # the interpreter that has torch
 steps=${*:-catalogue engine torch}
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(id -un) (uid $(id -u));" \
