@@ -1734,10 +1734,9 @@ def foreign_threads(known):
     eager, the same-run baseline) and slow it down: linear_slow_reference_thread.py. A thread
     of a library (its frames on the stack) or of the standard library's own machinery started
     by a library (a ThreadPoolExecutor's idle worker) is not counted."""
-    out = []
     frames = current_frames()
     try:
-        return foreign_frames(frames, known, out)
+        return foreign_frames(frames, known)
     finally:
         # the dict holds this thread's own frame, which holds the dict: a cycle that only the
         # collector frees, keeping every caller's locals meanwhile (an evaluation's outputs, 7 GiB
@@ -1746,8 +1745,9 @@ def foreign_threads(known):
         frames.clear()
 
 
-def foreign_frames(frames, known, out):
-    """foreign_threads over `frames` (sys._current_frames()), into `out`, returned."""
+def foreign_frames(frames, known):
+    """foreign_threads over `frames` (sys._current_frames())."""
+    out = []
     for ident, top in frames.items():
         if ident in known:
             continue
