@@ -105,6 +105,8 @@ struct kb_evaluator {
   volatile sig_atomic_t *stop; /* borrowed */
   double prepare_s;            /* seconds spent in prepare() so far (oracle builds included) */
   long preparations;           /* prepares the sandbox did not have cached */
+  double witness_s;            /* seconds spent in witness() so far */
+  long witness_rounds;         /* witness rounds completed so far (second witnesses included) */
   char recent[KB_AFFINITY_MAX][KB_ID_MAX]; /* tasks prepared, most recent first */
   int n_recent;
 };
@@ -342,6 +344,8 @@ void kb__evaluator_set_compile_timeout(struct kb_evaluator *b, double seconds) {
 const struct kb__compiler *kb__evaluator_compiler(const struct kb_evaluator *b) { return &b->cc; }
 double kb__evaluator_prepare_s(const struct kb_evaluator *b) { return b->prepare_s; }
 long kb__evaluator_preparations(const struct kb_evaluator *b) { return b->preparations; }
+double kb__evaluator_witness_s(const struct kb_evaluator *b) { return b->witness_s; }
+long kb__evaluator_witness_rounds(const struct kb_evaluator *b) { return b->witness_rounds; }
 int kb__evaluator_prepared_tasks(const struct kb_evaluator *b, const char **out, int max) {
   int n = 0;
   for (; n < b->n_recent && n < max; n++)
@@ -1238,18 +1242,22 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
   v.status = KB_STATUS_OK;
   int torch = task->oracle_kind == KB_ORACLE_PYTORCH;
   int rc = witness_plan(b, task, key, build, r, deadline, tkey, &p, &cand_req, &ref_req, &err);
-  /* the clocks' rejection stands only when a second witness, with twice the calls, gives it
-   * too: a loaded host (a build, another runner) can slow one process's rounds, while a false
-   * claim fails every time */
+  /* three rounds for a claim that could rank among the task's best, one for a slower one */
+  p.rounds = kb__witness_rounds(r->timing.median_us, b->mark_us);
+  /* the clocks' rejection stands only when a second witness, with twice the calls and every
+   * round, gives it too: a loaded host (a build, another runner) can slow one process's
+   * rounds, while a false claim fails every time */
   for (int attempt = 0; rc == KB_OK && attempt < 2; attempt++) {
     if (attempt > 0) {
       kb_debug("task %s: witness: %s; asking a second one", task->id, v.reason);
       p.calls = p.calls * 2 < KB_WITNESS_MAX_CALLS ? p.calls * 2 : KB_WITNESS_MAX_CALLS;
+      p.rounds = KB_WITNESS_ROUNDS;
     }
     memset(&o, 0, sizeof o);
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
     rc = kb__witness_run(&p, deadline, &o, &v, &err);
+    b->witness_rounds += o.rounds;
     log_rounds(task, &o);
     if (rc || v.status != KB_STATUS_OK)
       break; /* a process's own verdict (outputs wrong, a crash) is not asked again */
@@ -1274,9 +1282,10 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
   }
   if (o.rounds > 0) {
-    kb_debug("task %s: witness: %d round(s) of %d calls, the candidate %.1f us a call (its "
-             "samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "
+    kb_debug("task %s: witness: %d round(s) of %d calls (%s), the candidate %.1f us a call "
+             "(its samples %.1f us), %s %.1f us in the trusted process (%.1f us beside the "
              "candidate; %.1f us around each of its calls)", task->id, o.rounds, o.calls,
+             p.rounds < KB_WITNESS_ROUNDS ? "its claim cannot rank" : "its claim can rank",
              v.cand_us, r->timing.median_us, torch ? "torch eager" : "the oracle", v.eager_us,
              r->torch_eager_us, v.around_us);
   }
@@ -1302,7 +1311,9 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     r->baseline_median_us = NAN;
     r->same_run_speedup = NAN;
   }
-  return kb_now_mono() - t0;
+  double took = kb_now_mono() - t0;
+  b->witness_s += took;
+  return took;
 }
 
 /* Tier 0's verdict on `build` into `r` (the compile tier's fields, the label, a build that

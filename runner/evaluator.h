@@ -62,9 +62,11 @@ void kb__evaluator_set_grace(struct kb_evaluator *b, double seconds);
  * under the bound of kb__evaluator_set_mark() (docs/search.md). */
 enum kb_metrics_mode { KB_METRICS_EVERY, KB_METRICS_BEST, KB_METRICS_NONE, KB_METRICS_MARKED };
 void kb__evaluator_set_metrics(struct kb_evaluator *b, int mode);
-/* The scheduler's mark for the evaluations that follow, with KB_METRICS_MARKED: `bound_us` < 0
- * not marked (the default), 0 marked (profiled when ok), > 0 marked, profiled only when its
- * median is under this many microseconds. */
+/* The scheduler's mark for the evaluations that follow: the median the candidate must beat to
+ * rank among its task's best at the last tier. `bound_us` < 0 not marked (the default), 0 any
+ * time ranks, > 0 only one under this many microseconds. With KB_METRICS_MARKED it decides the
+ * metrics pass (< 0: none, else when ok and under a bound > 0); in every mode the witness's
+ * rounds (kb__witness_rounds: one for a claim no faster than a bound > 0, else three). */
 void kb__evaluator_set_mark(struct kb_evaluator *b, double bound_us);
 /* Timed samples the sandbox queues before the host waits once, at most (its "sample_chunk"):
  * 0 (the default) its own choice, 1 a wait after every sample. */
@@ -97,6 +99,10 @@ double kb__evaluator_prepare_s(const struct kb_evaluator *b);
 int kb__evaluator_prepared_tasks(const struct kb_evaluator *b, const char **out, int max);
 /* Preparations so far that the sandbox did not have cached (inputs drawn, references computed). */
 long kb__evaluator_preparations(const struct kb_evaluator *b);
+/* Seconds spent so far witnessing full-tier results (docs/sandbox.md, "The witness"), and the
+ * witness rounds completed (a second witness's included), for the runner's time split. */
+double kb__evaluator_witness_s(const struct kb_evaluator *b);
+long kb__evaluator_witness_rounds(const struct kb_evaluator *b);
 /* The device name results carry: "NVIDIA H200", the CPU model (borrowed). */
 const char *kb__evaluator_device(const struct kb_evaluator *b);
 /* Sandbox processes started so far (kb-sandbox and the PyTorch worker together) and the last

@@ -10,7 +10,8 @@
  * confined process (SIGSTOP), and sends a trusted process the same request for the task's
  * reference (the trusted PyTorch worker: the task's module; a trusted kb-sandbox: the task's
  * oracle): it draws the same inputs, times its reference calls by itself, and compares the file
- * with its own outputs; the confined process goes on (SIGCONT) after. KB_WITNESS_ROUNDS rounds,
+ * with its own outputs; the confined process goes on (SIGCONT) after. KB_WITNESS_ROUNDS rounds
+ * for a claim that could rank among its task's best, one for a slower one (kb__witness_rounds),
  * each with a new seed; each round is judged on its own (its two requests ran back to back,
  * under the same load) and the median round counts. Same code in both processes around the
  * calls (the draws, the L2 flush, the waits, the copies to the host and the file), so the
@@ -97,7 +98,19 @@ struct kb__witness_plan {
   int cpu_clock;                /* 1: each process's CPU time (/proc/PID/task/N/schedstat, kept
                                    by the kernel) instead of the wall clock: a host's C
                                    sandbox, whose candidate cannot run threads or processes */
+  int rounds;                   /* rounds to run, 1 to KB_WITNESS_ROUNDS (kb__witness_rounds);
+                                   0: KB_WITNESS_ROUNDS */
 };
+
+/* Rounds for a claim of `claimed_us` a call whose candidate must beat `rank_bound_us` to rank
+ * among its task's best (the scheduler's mark, kb__evaluator_set_mark: < 0 unknown, 0 any time
+ * ranks): KB_WITNESS_ROUNDS when the claim could rank (or the bound is unknown), 1 when even
+ * the claim is no faster than the bound. Every ok full-tier result is witnessed (its outputs
+ * checked outside its process, its time judged on the runner's clock); the median of three
+ * rounds, which no single round slowed by a loaded host moves, is spent on the claims that
+ * decide a ranking, whose speedups are the ones reported as a task's best (docs/sandbox.md,
+ * "The witness"). */
+int kb__witness_rounds(double claimed_us, double rank_bound_us);
 
 /* Runs the rounds of `p` until `deadline` (kb_now_mono()); the confined process's output file
  * in its own folder. Fills `o` and, when a process's reply is not ok (the candidate's call

@@ -39,6 +39,8 @@ struct split {
   double start;             /* kb_now_mono() at the loop's start */
   double eval;              /* inside the evaluator (the sandbox's work, preparation included) */
   double prepare_at_start;  /* kb__evaluator_prepare_s() when the loop started */
+  double witness_at_start;  /* kb__evaluator_witness_s() when the loop started */
+  long rounds_at_start;     /* kb__evaluator_witness_rounds() when the loop started */
   double wait_build;        /* items held, none built yet: the device waited for compilers */
   double idle;              /* nothing held and nothing to claim: waiting for the scheduler */
   double queue;             /* claim, complete and release calls to Redis */
@@ -475,9 +477,10 @@ static void find_baseline(struct worker *w, const struct kb_task *task) {
 }
 
 /* The scheduler's metrics mark of the candidate of last-tier item `c` (kb/keys.h
- * KB_KEY_METRICS): the bound its median must beat for the metrics pass (0: none), or -1 when
- * it is not marked or the mark cannot be read (logged; the evaluation goes on without the
- * pass). */
+ * KB_KEY_METRICS): the bound its median must beat to rank among its task's best, for the
+ * metrics pass and the witness's rounds (0: any time ranks), or -1 when it is not marked or
+ * the mark cannot be read (logged; the evaluation goes on without the pass, and its witness
+ * runs every round). */
 static double metrics_mark(struct worker *w, const struct kb_claim *c) {
   char key[200];
   struct kb_error e = {0};
@@ -485,7 +488,7 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
     return -1;
   redisReply *rep = NULL;
   if (kb_redis_commandf(w->redis, &rep, &e, "HGET %s %s", key, c->candidate) != KB_OK) {
-    kb_warn("item %s: its metrics mark not read, no metrics pass: %s", c->item, e.msg);
+    kb_warn("item %s: its metrics mark not read (no metrics pass; every witness round): %s", c->item, e.msg);
     return -1;
   }
   double bound = -1;
@@ -494,12 +497,12 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
     double v = strtod(rep->str, &end);
     bound = end != rep->str && *end == '\0' && isfinite(v) && v >= 0 ? v : -1;
     if (bound < 0)
-      kb_warn("item %s: metrics mark \"%.40s\" of %s is not a number >= 0; no metrics pass",
+      kb_warn("item %s: metrics mark \"%.40s\" of %s is not a number >= 0; no metrics pass, every witness round",
               c->item, rep->str, key);
   }
   freeReplyObject(rep);
   if (bound >= 0)
-    kb_debug("item %s: marked for the metrics pass (bound %.6g us, 0: none)", c->item, bound);
+    kb_debug("item %s: marked (rank bound %.6g us, 0: none)", c->item, bound);
   return bound;
 }
 
@@ -526,8 +529,8 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
   int flags = c->tier == w->q.n_tiers - 1 && w->q.n_tiers > 1 ? KB_EVAL_FULL : 0;
   if ((flags & KB_EVAL_FULL) && !kb__evaluator_has_baseline(w->ev, task->id))
     find_baseline(w, task);
-  if (w->opts->metrics == KB_METRICS_MARKED)
-    kb__evaluator_set_mark(w->ev, (flags & KB_EVAL_FULL) ? metrics_mark(w, c) : -1);
+  /* the scheduler's rank bound: the metrics pass (--metrics marked) and the witness's rounds */
+  kb__evaluator_set_mark(w->ev, (flags & KB_EVAL_FULL) ? metrics_mark(w, c) : -1);
   double t_eval = kb_now_mono(), prep0 = kb__evaluator_prepare_s(w->ev);
   int rc = kb__evaluator_evaluate_built(w->ev, task, &b->build, &w->q.tiers[c->tier], c->tier,
                                        flags, &r, &e);
@@ -591,12 +594,13 @@ static void log_split(struct worker *w) {
   double prep = kb__evaluator_prepare_s(w->ev) - sp->prepare_at_start;
   double other = wall - sp->eval - sp->wait_build - sp->idle - sp->queue;
   double pct = wall > 0 ? 100.0 / wall : 0;
+  double wit = kb__evaluator_witness_s(w->ev) - sp->witness_at_start;
   kb_info("time split over %.1f s, %ld items: evaluating %.1f s (%.0f%%; preparing tasks %.1f s, "
-          "%ld preparations), "
+          "%ld preparations; witnessing %.1f s, %ld rounds), "
           "waiting for builds %.1f s (%.0f%%), nothing to claim %.1f s (%.0f%%), queue calls "
           "%.1f s (%.0f%%), other %.1f s (%.0f%%)",
           wall, sp->items, sp->eval, sp->eval * pct, prep, kb__evaluator_preparations(w->ev),
-          sp->wait_build, sp->wait_build * pct,
+          wit, kb__evaluator_witness_rounds(w->ev) - sp->rounds_at_start, sp->wait_build, sp->wait_build * pct,
           sp->idle, sp->idle * pct, sp->queue, sp->queue * pct, other, other * pct);
 }
 
@@ -608,6 +612,8 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
   *why = KB_WORKER_STOPPED;
   w->split.start = kb_now_mono();
   w->split.prepare_at_start = kb__evaluator_prepare_s(w->ev);
+  w->split.witness_at_start = kb__evaluator_witness_s(w->ev);
+  w->split.rounds_at_start = kb__evaluator_witness_rounds(w->ev);
   while (!*w->opts->stop) {
     /* keep the pipeline full: claim while a slot is free */
     int nothing = 0;

@@ -25,8 +25,10 @@
 #include "kb/error.h"
 #include "kb/result.h"
 #include "kb/task.h"
+#include "evaluator.h"
 #include "proc.h"
 #include "stats.h"
+#include "witness.h"
 
 #define CANDIDATES KB_SOURCE_DIR "/tests/runner/candidates"
 
@@ -344,6 +346,37 @@ static void test_timing_stats(void **state) {
   assert_int_equal(t.samples, 0);
 }
 
+/* The witness's rounds follow the scheduler's mark (kb__evaluator_set_mark): every round when
+ * the candidate is not marked or its claim could rank, one when the claim is no faster than the
+ * bound; an ok result either way (its outputs checked by the trusted sandbox each round). */
+static void test_witness_rounds_follow_the_mark(void **state) {
+  (void)state;
+  struct kb_evaluator *ev = kb_host_backend_generic(fx.backend);
+  char *source = tu_slurp(fx.sum.seeds[0].path);
+  const double marks[] = {-1, 1e12, 1e-3, 0};
+  const long want[] = {KB_WITNESS_ROUNDS, KB_WITNESS_ROUNDS, 1, KB_WITNESS_ROUNDS};
+  for (int i = 0; i < 4; i++) {
+    kb__evaluator_set_mark(ev, marks[i]);
+    long before = kb__evaluator_witness_rounds(ev);
+    double s0 = kb__evaluator_witness_s(ev);
+    struct kb_result r;
+    struct kb_error err = {0};
+    if (fixture_eval(&fx, &fx.sum, source, "", &fx.ladder.tiers[FX_TIER_FULL], FX_TIER_FULL,
+                     KB_EVAL_FULL, &r, &err) != KB_OK)
+      fail_msg("evaluate: %s", err.msg);
+    fixture_expect(&r, KB_STATUS_OK, NULL);
+    long rounds = kb__evaluator_witness_rounds(ev) - before;
+    print_message("mark %g us, claim %.1f us: %ld witness round(s) in %.2f s\n", marks[i],
+                  r.timing.median_us, rounds, kb__evaluator_witness_s(ev) - s0);
+    kb_result_release(&r);
+    /* a second witness (a rejection by the clocks, asked again) runs every round as well */
+    if (rounds != want[i] && rounds != want[i] + KB_WITNESS_ROUNDS)
+      fail_msg("mark %g: %ld witness rounds, want %ld", marks[i], rounds, want[i]);
+  }
+  kb__evaluator_set_mark(ev, -1);
+  kb_free(source);
+}
+
 /* Runs last: freeing the backend ends its sandbox, and every process an evaluation started was
  * reaped. */
 static void test_no_children_left(void **state) {
@@ -378,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_bad_flag),
       cmocka_unit_test(test_cache),
       cmocka_unit_test(test_compile_timeout),
+      cmocka_unit_test(test_witness_rounds_follow_the_mark),
       cmocka_unit_test(test_no_children_left),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

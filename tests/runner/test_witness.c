@@ -148,11 +148,26 @@ static void sizes_the_requests(void **state) {
   assert_int_equal(kb__witness_cpu_calls(10000, 10000, 16), 3);
 }
 
+/* Three rounds for a claim that could rank among its task's best, one for a claim no faster
+ * than the scheduler's bound (the median of a result already witnessed). */
+static void rounds_by_rank(void **state) {
+  (void)state;
+  assert_int_equal(kb__witness_rounds(100, -1), KB_WITNESS_ROUNDS);  /* not marked */
+  assert_int_equal(kb__witness_rounds(100, 0), KB_WITNESS_ROUNDS);   /* any time ranks */
+  assert_int_equal(kb__witness_rounds(100, 150), KB_WITNESS_ROUNDS); /* faster than the best */
+  assert_int_equal(kb__witness_rounds(150, 150), 1);                 /* ties rank below it */
+  assert_int_equal(kb__witness_rounds(200, 150), 1);                 /* slower */
+  assert_int_equal(kb__witness_rounds(NAN, 150), KB_WITNESS_ROUNDS); /* no claim: all rounds */
+  assert_int_equal(kb__witness_rounds(0, 150), KB_WITNESS_ROUNDS);
+  assert_int_equal(kb__witness_rounds(200, NAN), KB_WITNESS_ROUNDS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(judges_the_table),
       cmocka_unit_test(keeps_a_workers_verdict),
       cmocka_unit_test(sizes_the_requests),
+      cmocka_unit_test(rounds_by_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -416,10 +416,18 @@ static void test_promotes_before_done(void **state) {
   assert_non_null(lf);
   char line[1024];
   int read_marks = 0;
-  while (fgets(line, sizeof line, lf))
-    read_marks += strstr(line, "marked for the metrics pass (bound") != NULL;
+  int three = 0, one = 0;
+  while (fgets(line, sizeof line, lf)) {
+    read_marks += strstr(line, "marked (rank bound") != NULL;
+    /* the witness's rounds by rank: the baseline (no bound) and "good" (under its bound) can
+     * rank, so each gets every round */
+    three += strstr(line, "round(s) of") != NULL && strstr(line, "its claim can rank") != NULL;
+    one += strstr(line, "its claim cannot rank") != NULL;
+  }
   fclose(lf);
   assert_int_equal(read_marks, 2);
+  assert_int_equal(three, 2);
+  assert_int_equal(one, 0);
   /* every currency of the ledger */
   json_t *ledger = json_object_get(sum, "ledger");
   assert_true(json_integer_value(json_object_get(json_object_get(ledger, "gpu"), "limit")) ==
