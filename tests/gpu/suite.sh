@@ -15,7 +15,9 @@
 # KB_SUITE_AB=1: the campaign twice in one call, first with the runner's defaults and
 # KB_SUITE_RUNNER_ARGS ("new"), then with KB_SUITE_OLD_ARGS (default "--metrics every
 # --sample-chunk 1 --fresh full") ("old"), same candidates (the tune generator is
-# deterministic), and a before/after table last.
+# deterministic), and a before/after table last. KB_SUITE_OLD_RUNNER: a kb-runner binary (another
+# commit's, built with the same bundle's libraries) the "old" campaign runs instead of the
+# bundle's, with KB_SUITE_OLD_ARGS (then default none): two commits compared on one machine.
 # Writes $OUT/suite-launch.txt (kb-launch's output, the busy fraction, the runner's time split,
 # the sandbox's phases per tier: tests/gpu/suite_phases.py, its preparations per task:
 # tests/gpu/suite_prep.py), $OUT/suite-report.json (kb-submit
@@ -34,7 +36,7 @@ ETA=${KB_SUITE_ETA:-}
 # campaign LABEL RUNNER_ARGS: one campaign; its files are $OUT/suite-<LABEL>* ("" for the
 # first, plain names); appends its summary row to $OUT/suite-summary.txt
 campaign() {
-  local label=$1 rargs=$2 sfx=${1:+-$1} dir bin
+  local label=$1 rargs=$2 rbin=${3:-$PWD/$B/bin/kb-runner} sfx=${1:+-$1} dir bin
   dir=$(mktemp -d)
   python3 - "$PWD" "$dir" "$PER_TASK" "$ETA" > "$dir/campaign.json" <<'PY'
 import json, sys
@@ -50,17 +52,17 @@ PY
   # kb-launch starts the kb-runner next to itself: options for it go through a copy of kb-launch
   # and kb-scheduler beside a kb-runner that adds them
   bin=$B/bin
-  if [ -n "$rargs" ]; then
+  if [ -n "$rargs" ] || [ "$rbin" != "$PWD/$B/bin/kb-runner" ]; then
     bin=$dir/bin; mkdir -p "$bin"
     cp "$B/bin/kb-launch" "$B/bin/kb-scheduler" "$bin/"
-    printf '#!/bin/sh\nexec "%s" "$@" %s\n' "$PWD/$B/bin/kb-runner" "$rargs" > "$bin/kb-runner"
+    printf '#!/bin/sh\nexec "%s" "$@" %s\n' "$rbin" "$rargs" > "$bin/kb-runner"
     chmod +x "$bin/kb-runner"
   fi
   local LOG=$OUT/suite$sfx-launch.txt
   {
     echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${KB_COMMIT:-unknown}; $(nproc) CPUs;" \
       "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-    echo "# campaign: examples/suite/campaign.json, tune max_per_task $PER_TASK, eta ${ETA:-default}, wall limit $LIMIT s, runner options: ${rargs:-none}"
+    echo "# campaign: examples/suite/campaign.json, tune max_per_task $PER_TASK, eta ${ETA:-default}, wall limit $LIMIT s, runner options: ${rargs:-none}, runner: $("$rbin" --version 2>&1 | head -1)"
   } > "$LOG"
   nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 \
     > "$OUT/suite$sfx-util.csv" 2>&1 &
@@ -135,8 +137,12 @@ PY
 echo "# label wall_s  busy_%  items  evals sandbox_s fullsamp_s metrics_s  passes   waits  runner options" \
   > "$OUT/suite-summary.txt"
 campaign "" "${KB_SUITE_RUNNER_ARGS:-}"
-OLD_ARGS=${KB_SUITE_OLD_ARGS:---metrics every --sample-chunk 1 --fresh full}
-[ -n "${KB_SUITE_AB:-}" ] && campaign old "$OLD_ARGS"
+if [ -n "${KB_SUITE_OLD_RUNNER:-}" ]; then
+  OLD_ARGS=${KB_SUITE_OLD_ARGS:-}
+else
+  OLD_ARGS=${KB_SUITE_OLD_ARGS:---metrics every --sample-chunk 1 --fresh full}
+fi
+[ -n "${KB_SUITE_AB:-}" ] && campaign old "$OLD_ARGS" "${KB_SUITE_OLD_RUNNER:+$PWD/$KB_SUITE_OLD_RUNNER}"
 echo "== before/after (busy: nvidia-smi mean from the first to the last busy sample; sandbox_s:"
 echo "   evaluations' time in the sandbox; fullsamp_s, metrics_s: the full tier's timed samples"
 echo "   and metrics phases; passes: metrics passes run; waits: host waits for timed samples)"
