@@ -1049,6 +1049,8 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
   kb_buf_init(&summary);
   kb__proc_result_init(&res);
   kb__build_release(b);
+  if (req->reference)
+    return kb__compile_reference(cc, req, cancel, b, err);
   if (req->format == KB_FORMAT_KERNELBENCH)
     return kb__compile_kernelbench(cc, req, cancel, b, err);
 

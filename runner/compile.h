@@ -139,7 +139,10 @@ struct kb__compile_req {
   int format;         /* enum kb_cand_format: KB_FORMAT_KERNELBENCH builds a ModelNew file
                          (compile_kb.c); 0 (native) the C or CUDA library */
   const char *oracle; /* kernelbench: the task's oracle .py (get_init_inputs); NULL for a task
-                         without a pytorch oracle (the build is then refused: b->ok = 0) */
+                         without a pytorch oracle (the build is then refused: b->ok = 0);
+                         reference: the task's module (.py: Model, get_inputs) */
+  int reference;      /* 1: no candidate: torch.compile of the task's module `oracle` compiled
+                         ahead into the reference caches (kb__compile_reference); trusted */
 };
 
 /* Builds `req` with `cc` or finds it in the cache, filling `b` (initialised; its old contents
@@ -170,6 +173,25 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
 int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__compile_req *req,
                             const atomic_int *cancel, struct kb__build *b,
                             struct kb_error *err);
+
+/* torch.compile of a task's own module compiled ahead (req->reference; the dispatch of
+ * kb__compile_cancellable), in compile_kb.c: kb_build_modelnew.py --reference runs the module
+ * twice on the device as the trusted PyTorch worker times it, in a time-limited process
+ * (posix_spawn), with Triton's and inductor's caches in kb__reference_jit_dir(), where the
+ * trusted worker's point (sandbox_client.h, jit_dir): its torch.compile timing then finds the
+ * compilation done on the compile pool's CPUs while the device ran other evaluations
+ * (docs/sandbox.md, "torch.compile compiled ahead"). Done once per key (the SHA-256 of
+ * "reference", the module's text, the backend, the architecture, the interpreter and the
+ * builder script): <cache>/<key>.ref records it. b->ok = 1 and b->label "reference" when the
+ * builder ran (b->reason says why nothing was compiled, when so: no torch.compile, no device,
+ * inputs too large for a shared turn); b->ok = 0 with the reason when it failed or timed out.
+ * Nothing here is a verdict on a candidate. Errors as kb__compile_req. */
+int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compile_req *req,
+                          const atomic_int *cancel, struct kb__build *b, struct kb_error *err);
+
+/* The reference caches' folder, `<cache>/reference.jit`, into `out` (`size` bytes). Returns
+ * KB_OK, or KB_EINVAL when the compiler has no cache folder or the path does not fit. */
+int kb__reference_jit_dir(const struct kb__compiler *cc, char *out, size_t size);
 
 /* kb__compile_req() of an untrusted candidate for the compiler's default architecture. */
 int kb__compile(const struct kb__compiler *cc, const char *source, const char *knobs,

@@ -15,6 +15,7 @@
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/hash.h"
+#include "kb/log.h"
 #include "proc.h"
 #include "sandbox_client.h"
 #include "spawn_tool.h"
@@ -135,8 +136,9 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
   struct kb_buf env;
   kb_buf_init(&env);
   int rc = KB_OK;
-  FILE *f = fopen(src, "w");
-  if (f == NULL || fputs(req->source ? req->source : "", f) < 0 || fclose(f) != 0) {
+  FILE *f = req->reference ? NULL : fopen(src, "w");
+  if (!req->reference &&
+      (f == NULL || fputs(req->source ? req->source : "", f) < 0 || fclose(f) != 0)) {
     if (f != NULL)
       fclose(f);
     return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", src, strerror(errno));
@@ -182,9 +184,14 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
     envp[i] = cc->envp[i];
   for (int i = 0; i < N_EXTRA_ENV; i++)
     envp[n_env + i] = extra[i];
-  char *argv[] = {(char *)kb__sandbox_python(), "-I", "-B", (char *)script, "--source", src,
-                  "--oracle", (char *)req->oracle, "--out", (char *)tmp, "--backend",
-                  cc->lang == KB__LANG_CUDA ? "cuda" : "host", NULL};
+  char *backend = cc->lang == KB__LANG_CUDA ? "cuda" : "host";
+  char *candidate[] = {(char *)kb__sandbox_python(), "-I", "-B", (char *)script, "--source", src,
+                       "--oracle", (char *)req->oracle, "--out", (char *)tmp, "--backend",
+                       backend, NULL};
+  char *reference[] = {(char *)kb__sandbox_python(), "-I", "-B", (char *)script, "--reference",
+                       "--oracle", (char *)req->oracle, "--out", (char *)tmp, "--backend",
+                       backend, NULL};
+  char **argv = req->reference ? reference : candidate;
   struct kb__proc_result res;
   kb__proc_result_init(&res);
   double timeout = req->timeout_s > 0 ? req->timeout_s : KB_BUILD_TIMEOUT_S;
@@ -296,5 +303,75 @@ out:
     kb__build_release(b);
   else
     b->format = KB_FORMAT_KERNELBENCH;
+  return rc;
+}
+
+int kb__reference_jit_dir(const struct kb__compiler *cc, char *out, size_t size) {
+  if (cc->cache_dir == NULL)
+    return KB_EINVAL;
+  int n = snprintf(out, size, "%s/reference.jit", cc->cache_dir);
+  return n > 0 && (size_t)n < size ? KB_OK : KB_EINVAL;
+}
+
+/* Kept whole (52 lines): the marker's lookup, the run and the marker share the paths and the
+ * one clean-up. */
+int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compile_req *req,
+                          const atomic_int *cancel, struct kb__build *b, struct kb_error *err) {
+  kb__build_release(b);
+  snprintf(b->label, sizeof b->label, "reference");
+  if (req->oracle == NULL)
+    return kb_error_set(err, KB_EINVAL, "a reference build needs the task's module");
+  struct kb_buf module, script_text;
+  kb_buf_init(&module);
+  kb_buf_init(&script_text);
+  char *script = kb__sandbox_builder_script();
+  char marker[4096], tmp[4096], jit[4096];
+  tmp[0] = '\0';
+  int rc = script ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (rc == KB_OK)
+    rc = kb_buf_read_file(&module, req->oracle, err);
+  if (rc == KB_OK && kb_buf_read_file(&script_text, script, NULL) != KB_OK)
+    rc = kb_error_set(err, KB_ENOTFOUND, "the ModelNew builder \"%s\" is not readable (set "
+                      "KB_SANDBOX_DIR to its folder)", script);
+  if (rc == KB_OK && kb__reference_jit_dir(cc, jit, sizeof jit) != KB_OK)
+    rc = kb_error_set(err, KB_EINVAL, "no cache folder for the reference's caches");
+  /* the key of a ModelNew build whose source is the word "reference" and whose oracle is the
+   * module; its marker's suffix (.ref, not .kb) keeps the two apart */
+  struct kb__compile_req keyed = {.source = "reference", .arch = req->arch};
+  if (rc == KB_OK)
+    rc = kb_key(cc, &keyed, module.data, script_text.data, b->key, err);
+  if (rc)
+    goto out;
+  snprintf(marker, sizeof marker, "%s/%s.ref", cc->cache_dir, b->key);
+  if (access(marker, F_OK) == 0) { /* compiled ahead before, by this runner or another */
+    b->ok = b->cached = 1;
+    goto out;
+  }
+  snprintf(tmp, sizeof tmp, "%s/tmpref.XXXXXX", cc->cache_dir);
+  if (mkdtemp(tmp) == NULL) {
+    rc = kb_error_set(err, KB_EIO, "cannot create a build folder in \"%s\": %s", cc->cache_dir,
+                      strerror(errno));
+    tmp[0] = '\0';
+    goto out;
+  }
+  rc = run_builder(cc, req, script, tmp, jit, cancel, b, err);
+  if (rc == KB_OK && b->ok) {
+    /* the builder's own word: compiled ("warmed"), or why not (kept for the log line) */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/build.json", tmp);
+    json_t *m = json_load_file(path, 0, NULL);
+    const char *why = json_string_value(json_object_get(m, "reason"));
+    if (json_is_false(json_object_get(m, "warmed")))
+      snprintf(b->reason, sizeof b->reason, "%s", why ? why : "not compiled");
+    else if (rename(path, marker) != 0) /* compiled: recorded for every later runner */
+      kb_warn("cannot record \"%s\": %s", marker, strerror(errno));
+    json_decref(m);
+  }
+out:
+  if (tmp[0] != '\0')
+    kb_remove_tree(tmp, NULL);
+  kb_free(script);
+  kb_buf_release(&module);
+  kb_buf_release(&script_text);
   return rc;
 }

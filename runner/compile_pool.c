@@ -20,10 +20,11 @@
 struct job {
   struct job *next;
   char *source, *knobs, *flags, *arch; /* owned copies; arch may be NULL */
-  char *oracle;                        /* owned copy; NULL unless kernelbench */
+  char *oracle;                        /* owned copy; NULL unless kernelbench or reference */
   double timeout_s;
   int trusted;
   int format;                          /* enum kb_cand_format */
+  int reference;                       /* torch.compile of a task's module, compiled ahead */
   double submitted; /* monotonic seconds */
   struct kb__compiled result;
 };
@@ -102,7 +103,8 @@ static void *worker_main(void *arg) {
                                   .timeout_s = j->timeout_s,
                                   .trusted = j->trusted,
                                   .format = j->format,
-                                  .oracle = j->oracle};
+                                  .oracle = j->oracle,
+                                  .reference = j->reference};
     j->result.rc =
         kb__compile_cancellable(p->cc, &req, &p->stop, &j->result.build, &j->result.err);
     j->result.build_s = kb_now_mono() - start;
@@ -228,6 +230,7 @@ int kb__compile_pool_submit(struct kb__compile_pool *p, uint64_t tag,
   j->timeout_s = req->timeout_s;
   j->trusted = req->trusted;
   j->format = req->format;
+  j->reference = req->reference;
   if (!dup_opt(&j->source, req->source ? req->source : "") || !dup_opt(&j->knobs, req->knobs) ||
       !dup_opt(&j->flags, req->flags) || !dup_opt(&j->arch, req->arch) ||
       !dup_opt(&j->oracle, req->oracle)) {

@@ -298,10 +298,15 @@ static int sandbox_for(struct kb_evaluator *b, const struct kb_task *task, int t
     return KB_OK;
   struct kb__sandbox **slot = trusted ? &b->sb_torch_trusted : &b->sb_torch;
   if (*slot == NULL) {
+    /* the trusted worker's torch.compile finds what the compile pool compiled ahead there */
+    char jit[4096];
+    int ahead = trusted && b->kind == KB_BACKEND_CUDA &&
+                kb__reference_jit_dir(&b->cc, jit, sizeof jit) == KB_OK;
     struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH, .trusted = trusted,
                                   .backend = kb_backend_name(b->kind),
                                   .device = b->ordinal, .stop = b->stop,
-                                  .ro = {b->cc.cache_dir}, .n_ro = b->cc.cache_dir != NULL};
+                                  .ro = {b->cc.cache_dir}, .n_ro = b->cc.cache_dir != NULL,
+                                  .jit_dir = ahead ? jit : NULL};
     int rc = kb__sandbox_new(&so, slot, err);
     if (rc)
       return rc;

@@ -48,6 +48,7 @@ struct kb__sandbox {
   char tail[KB__SANDBOX_TAIL + 1]; /* stderr tail of the current call */
   size_t tail_len;
   char *ro[KB__SANDBOX_RO_MAX]; /* --ro paths, absolute (owned) */
+  char *jit_dir;             /* --jit folder (owned), NULL when none */
   char confinement[24];      /* the level the last child's hello reported, "" before one */
   int n_ro;
 };
@@ -224,12 +225,23 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
     return kb_error_set(err, KB_EINVAL, "at most %d read-only paths for the sandbox",
                         KB__SANDBOX_RO_MAX);
   }
+  if (o->jit_dir != NULL && (!o->trusted || o->worker != KB__SANDBOX_TORCH)) {
+    kb_free(sb->program);
+    kb_free(sb);
+    return kb_error_set(err, KB_EINVAL, "a JIT cache folder is for a trusted PyTorch worker");
+  }
+  if (o->jit_dir != NULL && (sb->jit_dir = kb_strdup(o->jit_dir)) == NULL) {
+    kb_free(sb->program);
+    kb_free(sb);
+    return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
+  }
   for (int i = 0; i < o->n_ro; i++) {
     char abs[PATH_MAX];
     const char *p = realpath(o->ro[i], abs) != NULL ? abs : o->ro[i];
     if ((sb->ro[sb->n_ro] = kb_strdup(p)) == NULL) {
       for (int j = 0; j < sb->n_ro; j++)
         kb_free(sb->ro[j]);
+      kb_free(sb->jit_dir);
       kb_free(sb->program);
       kb_free(sb);
       return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
@@ -346,6 +358,7 @@ void kb__sandbox_free(struct kb__sandbox *sb) {
   stop_child(sb, NULL, NULL);
   for (int i = 0; i < sb->n_ro; i++)
     kb_free(sb->ro[i]);
+  kb_free(sb->jit_dir);
   kb_free(sb->program);
   kb_free(sb);
 }
@@ -479,7 +492,8 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   char isolated[] = "-I";
   char ro_opt[] = "--ro";
   char trusted[] = "--trusted";
-  char *argv[14 + 2 * KB__SANDBOX_RO_MAX] = {python, isolated, sb->program, "--backend",
+  char jit_opt[] = "--jit";
+  char *argv[16 + 2 * KB__SANDBOX_RO_MAX] = {python, isolated, sb->program, "--backend",
                                              sb->backend, "--device", device, "--dir", sb->dir,
                                              "--parent", parent};
   int na = 11;
@@ -489,6 +503,10 @@ int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err) {
   }
   if (sb->trusted)
     argv[na++] = trusted;
+  if (sb->jit_dir != NULL) {
+    argv[na++] = jit_opt;
+    argv[na++] = sb->jit_dir;
+  }
   char **args = sb->worker == KB__SANDBOX_TORCH ? argv : argv + 2;
   have_fa = posix_spawn_file_actions_init(&fa) == 0;
   have_at = posix_spawnattr_init(&at) == 0;

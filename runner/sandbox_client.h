@@ -50,6 +50,10 @@ struct kb__sandbox_opts {
                                          oracles and task files live; each must exist when the
                                          child starts (borrowed; copied, made absolute) */
   int n_ro;
+  const char *jit_dir;      /* a trusted PyTorch worker's Triton and inductor caches (--jit: the
+                               compile pool's `<cache>/reference.jit`, where torch.compile of the
+                               task's module is compiled ahead; compile.h); NULL: its own
+                               (borrowed; copied). Refused for a confined one. */
 };
 
 /* How a call ended. */

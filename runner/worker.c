@@ -31,6 +31,7 @@
 #define MAX_CACHED_TASKS 256
 #define MAX_AHEAD 64
 #define ORACLE_TAG (UINT64_C(1) << 32) /* pool tags of oracle pre-builds: ORACLE_TAG | task */
+#define REFERENCE_TAG (UINT64_C(1) << 33) /* ... of torch.compile compiled ahead: | task */
 #define IDLE_MIN_MS 5     /* first poll when nothing can be claimed */
 #define IDLE_MAX_MS 50    /* polls at most this far apart: promotions land within milliseconds */
 
@@ -69,6 +70,7 @@ struct worker {
                                the loop stops claiming at N and leaves at N evaluated) */
   struct split split;       /* the time split (runner thread only) */
   int oracle_built[MAX_CACHED_TASKS]; /* 1: the task's oracle build was queued on the pool */
+  int reference_built[MAX_CACHED_TASKS]; /* 1: its torch.compile was queued on the pool */
 
   /* Shared with the heartbeat thread. */
   pthread_mutex_t lock;
@@ -332,6 +334,42 @@ static void prebuild_oracle(struct worker *w, const struct kb_task *task) {
   kb_buf_release(&src);
 }
 
+/* Queues torch.compile of `task`'s PyTorch module (its pytorch oracle, or the torch_reference
+ * of a CUDA task) on the pool the first time the task is met, on CUDA (compile.h,
+ * kb__compile_reference): the trusted worker's torch.compile timing at the task's full tier then
+ * finds the compilation in the reference caches instead of compiling while the device waits.
+ * Room as for prebuild_oracle; collected by the loop, which logs it. */
+static void prebuild_reference(struct worker *w, const struct kb_task *task) {
+  int idx = (int)(task - w->tasks);
+  const char *module = task->oracle_kind == KB_ORACLE_PYTORCH ? task->oracle_path
+                                                               : task->torch_ref_path;
+  if (idx < 0 || idx >= MAX_CACHED_TASKS || w->reference_built[idx] || module == NULL ||
+      strcmp(w->opts->backend, "cuda") != 0)
+    return;
+  int free_slots = w->ahead - held_count(w);
+  if (kb__compile_pool_space(w->pool) < free_slots + 2)
+    return;
+  w->reference_built[idx] = 1;
+  struct kb__compile_req req = {.oracle = module, .reference = 1, .trusted = 1};
+  struct kb_error e = {0};
+  if (kb__compile_pool_submit(w->pool, REFERENCE_TAG | (uint64_t)idx, &req, &e) == KB_OK)
+    kb_debug("task %s: torch.compile of its module queued ahead", task->id);
+}
+
+/* The pool's job of prebuild_reference for task `idx`, finished: logged and dropped. */
+static void reference_built(struct worker *w, const struct kb__compiled *c) {
+  int idx = (int)(c->tag & ~REFERENCE_TAG);
+  const char *id = idx >= 0 && idx < w->n_tasks ? w->tasks[idx].id : "?";
+  if (c->rc != KB_OK)
+    kb_warn("task %s: torch.compile of its module not compiled ahead: %s", id, c->err.msg);
+  else if (!c->build.ok || c->build.reason[0] != '\0')
+    kb_info("task %s: torch.compile of its module not compiled ahead: %s", id,
+            c->build.reason[0] ? c->build.reason : "the builder failed");
+  else
+    kb_debug("task %s: torch.compile of its module compiled ahead%s in %.1f s", id,
+             c->build.cached ? " (already, by an earlier run)" : "", c->build_s);
+}
+
 /* Holds claim `c` in the free slot `slot` and queues its build (or releases it at once when
  * the runner is leaving). */
 static int start_slot(struct worker *w, int slot, const struct kb_claim *c, struct kb_error *err) {
@@ -348,8 +386,10 @@ static int start_slot(struct worker *w, int slot, const struct kb_claim *c, stru
   memset(&cand, 0, sizeof cand);
   struct kb_error e = {0};
   const struct kb_task *task = find_task(w, c->task, &e);
-  if (task != NULL)
+  if (task != NULL) {
     prebuild_oracle(w, task);
+    prebuild_reference(w, task);
+  }
   int rc = task ? kb_catalog_get_candidate(&w->q, c->candidate, &cand, &e) : e.code;
   if (rc == KB_OK) {
     struct kb__compile_req req = {.source = cand.source, .knobs = cand.knobs,
@@ -670,8 +710,11 @@ static int loop(struct worker *w, int *why, struct kb_error *err) {
     }
     if (!got)
       continue;
-    if (built.tag & ORACLE_TAG) {
-      kb__compiled_release(&built); /* an oracle pre-build: it is in the compile cache now */
+    if (built.tag & (ORACLE_TAG | REFERENCE_TAG)) {
+      /* a pre-build: in the compile cache, or the reference caches, now */
+      if (built.tag & REFERENCE_TAG)
+        reference_built(w, &built);
+      kb__compiled_release(&built);
       continue;
     }
     rc = evaluate_slot(w, (int)built.tag, &built, err);

@@ -1,6 +1,7 @@
 """kb_build_modelnew.py: the compile tier of a KernelBench-format candidate (class ModelNew).
 
 usage: python3 -I kb_build_modelnew.py --source FILE --oracle FILE --out DIR --backend host|cuda
+       python3 -I kb_build_modelnew.py --reference --oracle FILE --out DIR --backend host|cuda
 
 The runner (runner/compile_kb.c) runs it as it runs nvcc: posix_spawn, a scrubbed environment
 (PATH, LD_LIBRARY_PATH, HOME, LC_ALL=C, and TMPDIR, TORCH_EXTENSIONS_DIR, TRITON_CACHE_DIR,
@@ -28,6 +29,18 @@ cache, a time limit, its output captured as the build log. It
    compilers' caches and tool probes before it confines itself), "jit_dir": the folder of
    TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR (the runner's `<key>.jit`, outside DIR: it
    keeps its path, which inductor writes into what it caches)}.
+
+With --reference there is no candidate: the task's own module (Model of the oracle file, task
+code the runner trusts) is compiled with torch.compile and run twice as the trusted worker runs
+it (kb_sandbox_torch.time_torch: built under torch.manual_seed(MODEL_SEED), training mode, strict
+f32, no_grad, inductor's own compile threads), so that Triton's and inductor's caches in the
+runner's reference folder (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR: `<cache>/reference.jit`,
+which the trusted worker's caches point at, never a candidate's) hold its compilation before the
+full tier times torch.compile: the compile pool does it on the CPUs beside the evaluations,
+while the device would otherwise wait for it (docs/sandbox.md, "torch.compile compiled ahead").
+DIR/build.json: {"status": "ok", "label": "reference", "warmed": true or false, "reason" when
+false (no torch.compile, no device, the pass failed: the trusted worker then compiles it
+itself, as before)}.
 
 A candidate that fails a rule or a step is {"status": "compile_error" or "rejected",
 "reason"} in DIR/build.json, exit status 0 (a verdict); {"status": "infra_error", "reason"}
@@ -257,6 +270,45 @@ def build(args):
     return result
 
 
+def reference(args):
+    """--reference: torch.compile of the task's own module run as the trusted worker runs it,
+    its caches in the runner's reference folder (the module docstring). Never a verdict on
+    anything: "warmed" false with the reason when it could not (the trusted worker then
+    compiles the module itself)."""
+    def skipped(why):
+        print("reference not warmed: %s" % why, file=sys.stderr)
+        return {"status": "ok", "label": "reference", "warmed": False, "reason": why[:255]}
+    if args["backend"] != "cuda":
+        return skipped("the host backend (compiled ahead on CUDA only)")
+    import torch
+    if not hasattr(torch, "compile"):
+        return skipped("no torch.compile in torch %s" % torch.__version__)
+    if not torch.cuda.is_available():
+        return skipped("no CUDA device visible")
+    if not os.environ.get("TRITON_CACHE_DIR") or not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return skipped("TRITON_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR not set")
+    out_dir = os.path.abspath(args["out"])
+    turn = gpu_turn(out_dir)
+    try:
+        with open(args["oracle"], encoding="utf-8") as f:
+            oracle = run_file(args["oracle"], f.read(), "kb_reference")
+        torch.manual_seed(MODEL_SEED)
+        module = oracle["Model"](*oracle["get_init_inputs"]())
+    except Exception as e:
+        return skipped("Model(*get_init_inputs()) raised %s: %s" % (type(e).__name__,
+                                                                   first_line(e)))
+    size = turn.size(torch, module, oracle)
+    if size is None or not turn.shared:
+        # a pass alone at the device beside the runner's workers is not worth the memory: such
+        # tasks are few operators on large tensors, quick to compile
+        return skipped("inputs and parameters %s, over a shared warm-up turn's share"
+                       % ("unknown" if size is None else "%.0f MiB" % (size / 2**20)))
+    failed = warm_up_turns(torch, torch.compile(module), oracle, turn, one_thread=False)
+    if failed is not None:
+        return skipped(failed["reason"])
+    return {"status": "ok", "label": "reference", "warmed": True}
+
+
 def needs_warmup(label, source):
     """A forward pass on the device fills only the caches of JIT compilers: torch.compile's
     (inductor) and Triton's. A plain-torch file or a load_inline extension (built when the file
@@ -323,17 +375,20 @@ class gpu_turn:
         return False
 
 
-def warm_up(torch, module, oracle):
+def warm_up(torch, module, oracle, one_thread=True):
     """Two forward passes on the device under the worker's numerics, so that the JIT compilers
-    fill their caches in the build folder. Returns None, or the exception of a failed pass
-    (logged)."""
+    fill their caches in the build folder. `one_thread`: inductor compiles in this process, as
+    the confined worker does (its caches' entries are the confined worker's); False for the
+    reference, which the trusted worker compiles with inductor's own threads. Returns None, or
+    the exception of a failed pass (logged)."""
     # strict f32 as in the worker (kb_sandbox_torch.strict_f32): inductor's choices depend on it
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     try:
         import torch._inductor.config as config
-        config.compile_threads = 1  # as in the confined worker (kb_sandbox_torch.jit_imports)
+        if one_thread:
+            config.compile_threads = 1  # as in the confined worker (kb_sandbox_torch.jit_imports)
     except Exception:
         pass
     try:
@@ -359,7 +414,7 @@ def warm_up(torch, module, oracle):
         torch.cuda.empty_cache()
 
 
-def warm_up_turns(torch, module, oracle, turn):
+def warm_up_turns(torch, module, oracle, turn, one_thread=True):
     """The warm-up pass in its turn at the device; out of device memory, once more in a turn
     alone (the runner's workers drop prepared tasks and other passes end in between). Returns
     None, or the build's verdict when the pass failed: "infra_error" when the device ran out
@@ -375,7 +430,7 @@ def warm_up_turns(torch, module, oracle, turn):
             if attempt:
                 room_for(torch, size)
             waited = time.monotonic() - t0
-            failed = warm_up(torch, module, oracle)
+            failed = warm_up(torch, module, oracle, one_thread)
         print("warm-up: %s turn (inputs and parameters %s), waited %.1f s for it, pass %.1f s%s"
               % ("shared" if turn.shared else "exclusive",
                  "unknown" if size is None else "%.0f MiB" % (size / 2**20), waited,
@@ -521,14 +576,23 @@ def first_line(e):
 
 
 def parse_args(argv):
-    args = {"source": None, "oracle": None, "out": None, "backend": "host"}
+    args = {"source": None, "oracle": None, "out": None, "backend": "host", "reference": False}
     i = 0
-    while i + 1 < len(argv) and argv[i] in ("--source", "--oracle", "--out", "--backend"):
-        args[argv[i][2:]] = argv[i + 1]
-        i += 2
-    if i != len(argv) or None in (args["source"], args["oracle"], args["out"]) or \
+    while i < len(argv):
+        if argv[i] == "--reference":
+            args["reference"] = True
+            i += 1
+        elif i + 1 < len(argv) and argv[i] in ("--source", "--oracle", "--out", "--backend"):
+            args[argv[i][2:]] = argv[i + 1]
+            i += 2
+        else:
+            break
+    if i != len(argv) or None in (args["oracle"], args["out"]) or \
+            (args["source"] is None) != args["reference"] or \
             args["backend"] not in ("host", "cuda"):
         print("usage: kb_build_modelnew.py --source FILE --oracle FILE --out DIR "
+              "--backend host|cuda\n"
+              "       kb_build_modelnew.py --reference --oracle FILE --out DIR "
               "--backend host|cuda", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     return args
@@ -536,7 +600,7 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
-    result = build(args)
+    result = reference(args) if args["reference"] else build(args)
     if result["status"] != "ok":
         # the build folder's name is of no use to the reader (and differs on every build)
         result["reason"] = result["reason"].replace(os.path.abspath(args["out"]) + "/", "")

@@ -3909,11 +3909,12 @@ def do_prepare(req, prepared, used):
 
 
 USAGE = ("usage: kb_sandbox_torch.py --backend host|cuda --device N --dir DIR --parent PID "
-         "[--ro PATH]... [--trusted]")
+         "[--ro PATH]... [--trusted [--jit DIR]]")
 
 
 def parse_args(argv):
-    args = {"backend": "host", "device": 0, "dir": "", "parent": 0, "ro": [], "trusted": False}
+    args = {"backend": "host", "device": 0, "dir": "", "parent": 0, "ro": [], "trusted": False,
+            "jit": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -3922,6 +3923,9 @@ def parse_args(argv):
             i += 1
         elif a == "--ro" and i + 1 < len(argv):
             args["ro"].append(argv[i + 1])
+            i += 2
+        elif a == "--jit" and i + 1 < len(argv):
+            args["jit"] = argv[i + 1]
             i += 2
         elif a in ("--backend", "--device", "--dir", "--parent") and i + 1 < len(argv):
             v = argv[i + 1]
@@ -3938,13 +3942,34 @@ def parse_args(argv):
     if args["backend"] not in ("host", "cuda"):
         print("kb_sandbox_torch: --backend must be host or cuda", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+    if args["jit"] is not None and not args["trusted"]:
+        print("kb_sandbox_torch: --jit is for a trusted worker only", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     return args
+
+
+def reference_caches(folder):
+    """A trusted worker's Triton and inductor caches in `folder` (--jit: the runner's
+    `<cache>/reference.jit`), where the compile pool compiled the task's module ahead
+    (kb_build_modelnew.py --reference), so that its torch.compile timing finds the compilation
+    there (docs/sandbox.md, "torch.compile compiled ahead"). Set before torch is imported. Only
+    trusted processes write there: this worker and the reference builds."""
+    for var, sub in (("TRITON_CACHE_DIR", "triton"), ("TORCHINDUCTOR_CACHE_DIR", "inductor")):
+        path = os.path.join(folder, sub)
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:  # its own caches then, as without --jit
+            print("reference caches %s: %s" % (path, e), file=sys.stderr)
+            return
+        os.environ[var] = path
 
 
 def main(argv):
     global CONF
     args = parse_args(argv)
     CONF = Confinement(args)  # the library is loaded now: its absence is a start failure
+    if args["jit"]:
+        reference_caches(args["jit"])
     sock = setup(args)
     open_device(args["backend"], args["device"])
     Surface.parse()  # its own source, read before confinement

@@ -26,6 +26,7 @@
 #include "kb/buf.h"
 #include "kb/error.h"
 #include "proc.h"
+#include "sandbox_client.h"
 #include "spawn_tool.h"
 
 #define ABI_DIR KB_SOURCE_DIR "/common/include"
@@ -326,6 +327,73 @@ static void test_cache_hit_and_arch(void **state) {
   kb_free(source);
 }
 
+/* torch.compile of a task's module compiled ahead (kb__compile_reference): the builder runs
+ * trusted on the module, never a verdict; done once per key, recorded by <key>.ref, which a
+ * later run finds without running anything; the key follows the module's text. Here (no GPU,
+ * or a torch without torch.compile) the builder says why it compiled nothing, and nothing is
+ * recorded; on a GPU machine with torch 2 it compiles and records. A trusted PyTorch worker
+ * takes the reference caches; a confined one may not. */
+static void test_reference_ahead(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kb-test-reference.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  struct kb__compiler cc;
+  struct kb_error err = {0};
+  if (kb__compiler_init_cuda(&cc, dir, KB_NVCC, ABI_DIR, "sm_90", &err) != KB_OK)
+    fail_msg("nvcc: %s", err.msg);
+  const char *module = KB_SOURCE_DIR "/tasks/cuda/softmax/torch_reference.py";
+  struct kb__compile_req req = {.oracle = module, .reference = 1, .trusted = 1};
+  struct kb__build b;
+  kb__build_init(&b);
+  assert_int_equal(kb__compile_req(&cc, &req, &b, &err), KB_OK);
+  print_message("reference: ok %d, cached %d, %.1f s, \"%s\"\n", b.ok, b.cached, b.seconds,
+                b.reason);
+  assert_true(b.ok);
+  assert_false(b.cached);
+  assert_string_equal(b.label, "reference");
+  char marker[512], jit[512];
+  snprintf(marker, sizeof marker, "%s/%s.ref", dir, b.key);
+  /* recorded exactly when the builder compiled something */
+  assert_int_equal(access(marker, F_OK) == 0, b.reason[0] == '\0');
+  assert_int_equal(kb__reference_jit_dir(&cc, jit, sizeof jit), KB_OK);
+  assert_true(strcmp(jit + strlen(dir), "/reference.jit") == 0);
+  char key[KB_CAND_ID_LEN + 1];
+  snprintf(key, sizeof key, "%s", b.key);
+  /* a record of an earlier run: found, nothing runs */
+  FILE *f = fopen(marker, "w");
+  assert_non_null(f);
+  fclose(f);
+  kb__build_release(&b);
+  assert_int_equal(kb__compile_req(&cc, &req, &b, &err), KB_OK);
+  assert_true(b.ok && b.cached);
+  assert_string_equal(b.key, key);
+  kb__build_release(&b);
+  /* another module's text, another key */
+  char other[512], cmd[1200];
+  snprintf(other, sizeof other, "%s/module.py", dir);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s' && echo '# changed' >> '%s'", module, other, other);
+  assert_int_equal(system(cmd), 0);
+  req.oracle = other;
+  assert_int_equal(kb__compile_req(&cc, &req, &b, &err), KB_OK);
+  assert_string_not_equal(b.key, key);
+  kb__build_release(&b);
+  /* a missing module is the runner's error, not a verdict */
+  req.oracle = "/nonexistent/module.py";
+  struct kb_error missing = {0};
+  assert_int_not_equal(kb__compile_req(&cc, &req, &b, &missing), KB_OK);
+  assert_non_null(strstr(missing.msg, "/nonexistent/module.py"));
+  kb__build_release(&b);
+  /* the reference caches go to a trusted PyTorch worker only */
+  struct kb__sandbox *sb = NULL;
+  struct kb__sandbox_opts so = {.worker = KB__SANDBOX_TORCH, .backend = "cuda", .jit_dir = jit};
+  err = (struct kb_error){0};
+  assert_int_equal(kb__sandbox_new(&so, &sb, &err), KB_EINVAL);
+  assert_null(sb);
+  print_message("confined worker with the reference caches: %s\n", err.msg);
+  kb__compiler_release(&cc);
+  kb_remove_tree(dir, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_catalogue),
@@ -333,6 +401,7 @@ int main(void) {
       cmocka_unit_test(test_nvcc_flags),
       cmocka_unit_test(test_errors_and_timeout),
       cmocka_unit_test(test_cache_hit_and_arch),
+      cmocka_unit_test(test_reference_ahead),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
