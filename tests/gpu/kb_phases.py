@@ -25,6 +25,10 @@ EVAL = re.compile(r"eval: .*?([\d.]+) s in the sandbox \(load %s, check %s, warm
 BASE = re.compile(r"the same-run baseline's samples ([\d.]+) s")
 REUSED = re.compile(r"torch (eager and torch.compile|compile) times reused")
 EAGER = re.compile(r"torch eager's samples in the same process ([\d.]+) s")
+# torch.compile of a task's module compiled ahead on the compile pool (runner/worker.c
+# reference_built, since 2026-12-07), or not, with why
+AHEAD = re.compile(r"torch.compile of its module compiled ahead(?: \(already.*\))? in ([\d.]+) s")
+NOT_AHEAD = re.compile(r"torch.compile of its module not compiled ahead: (.*)")
 
 
 def num(text):
@@ -39,6 +43,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     tiers, preps, torch_t, reused, failed = {}, {}, [0, 0.0, 0.0, 0.0, 0.0], 0, []
+    ahead, not_ahead = [0, 0.0], {}
     ev = [0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # n, sandbox, load, check, samples,
     for line in open(sys.argv[1], errors="replace"):  # fresh, recheck, baseline, eager
         m = ITEM.search(line)
@@ -80,6 +85,16 @@ def main():
         if m:
             ev[8] += float(m.group(1))
             continue
+        m = AHEAD.search(line)
+        if m:
+            ahead[0] += 1
+            ahead[1] += float(m.group(1))
+            continue
+        m = NOT_AHEAD.search(line)
+        if m:
+            why = m.group(1).strip()[:80]
+            not_ahead[why] = not_ahead.get(why, 0) + 1
+            continue
         if REUSED.search(line):
             reused += 1
     print("# tier  items  evaluating_s  of_which_preparing_s")
@@ -91,6 +106,9 @@ def main():
     print("# torch eager/compile requests: %d, %.1f s in the trusted worker (eager %.1f, compile "
           "%.1f), %.1f s with its start and preparation; reused %d times" % (tuple(torch_t) +
                                                                             (reused,)))
+    print("# torch.compile compiled ahead on the compile pool: %d, %.1f s of pool time; not: %d%s"
+          % (ahead[0], ahead[1], sum(not_ahead.values()),
+             "".join("\n#   %d x %s" % (n, w) for w, n in sorted(not_ahead.items()))))
     print("# torch timings that failed: %d%s" % (len(failed), "".join("\n#   " + f for f in failed)))
     print("# PyTorch worker evaluations: %d, %.1f s in the sandbox: load %.1f, check %.1f, "
           "samples %.1f, fresh %.1f, re-check %.1f, same-run baseline %.1f, torch eager %.1f"
