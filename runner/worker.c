@@ -528,7 +528,8 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
     return -1;
   redisReply *rep = NULL;
   if (kb_redis_commandf(w->redis, &rep, &e, "HGET %s %s", key, c->candidate) != KB_OK) {
-    kb_warn("item %s: its metrics mark not read (no metrics pass; every witness round): %s", c->item, e.msg);
+    kb_warn("item %s: its metrics mark not read (no metrics pass; every witness round): %s",
+            c->item, e.msg);
     return -1;
   }
   double bound = -1;
@@ -537,8 +538,8 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
     double v = strtod(rep->str, &end);
     bound = end != rep->str && *end == '\0' && isfinite(v) && v >= 0 ? v : -1;
     if (bound < 0)
-      kb_warn("item %s: metrics mark \"%.40s\" of %s is not a number >= 0; no metrics pass, every witness round",
-              c->item, rep->str, key);
+      kb_warn("item %s: metrics mark \"%.40s\" of %s is not a number >= 0; no metrics pass, "
+              "every witness round", c->item, rep->str, key);
   }
   freeReplyObject(rep);
   if (bound >= 0)
