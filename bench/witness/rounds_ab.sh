@@ -58,7 +58,7 @@ for n in $(seq 1 "$REPEAT"); do
   run new "$NEW" "$n"
 done
 echo "build  wall_s  items  full_items  witnesses  rounds  one_round  witness_s"
-column -t "$T/rows.txt"
+cat "$T/rows.txt"
 "$PY" - "$T/rows.txt" "$REPEAT" "$TASKS" "$PER_TASK" "$ETA" <<'PY'
 import json, statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
