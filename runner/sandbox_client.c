@@ -230,10 +230,22 @@ int kb__sandbox_new(const struct kb__sandbox_opts *o, struct kb__sandbox **out,
     kb_free(sb);
     return kb_error_set(err, KB_EINVAL, "a JIT cache folder is for a trusted PyTorch worker");
   }
-  if (o->jit_dir != NULL && (sb->jit_dir = kb_strdup(o->jit_dir)) == NULL) {
-    kb_free(sb->program);
-    kb_free(sb);
-    return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
+  if (o->jit_dir != NULL) {
+    /* made here and passed absolute: the worker starts in its own folder */
+    char abs[PATH_MAX];
+    if (mkdir(o->jit_dir, 0755) != 0 && errno != EEXIST) {
+      int rc = kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", o->jit_dir,
+                            strerror(errno));
+      kb_free(sb->program);
+      kb_free(sb);
+      return rc;
+    }
+    const char *p = realpath(o->jit_dir, abs) != NULL ? abs : o->jit_dir;
+    if ((sb->jit_dir = kb_strdup(p)) == NULL) {
+      kb_free(sb->program);
+      kb_free(sb);
+      return kb_error_set(err, KB_ENOMEM, "cannot create the sandbox: out of memory");
+    }
   }
   for (int i = 0; i < o->n_ro; i++) {
     char abs[PATH_MAX];

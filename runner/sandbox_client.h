@@ -53,7 +53,8 @@ struct kb__sandbox_opts {
   const char *jit_dir;      /* a trusted PyTorch worker's Triton and inductor caches (--jit: the
                                compile pool's `<cache>/reference.jit`, where torch.compile of the
                                task's module is compiled ahead; compile.h); NULL: its own
-                               (borrowed; copied). Refused for a confined one. */
+                               (borrowed; created when missing, copied absolute). Refused
+                               (KB_EINVAL) for a confined one; KB_EIO when it cannot be made. */
 };
 
 /* How a call ended. */

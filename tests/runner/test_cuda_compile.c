@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -390,6 +391,16 @@ static void test_reference_ahead(void **state) {
   assert_int_equal(kb__sandbox_new(&so, &sb, &err), KB_EINVAL);
   assert_null(sb);
   print_message("confined worker with the reference caches: %s\n", err.msg);
+  /* a trusted one: the folder made (the worker is not started here) */
+  kb_remove_tree(jit, NULL);
+  so.trusted = 1;
+  err = (struct kb_error){0};
+  if (kb__sandbox_new(&so, &sb, &err) != KB_OK)
+    fail_msg("trusted worker with the reference caches: %s", err.msg);
+  struct stat st;
+  assert_int_equal(stat(jit, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  kb__sandbox_free(sb);
   kb__compiler_release(&cc);
   kb_remove_tree(dir, NULL);
 }
