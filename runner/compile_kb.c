@@ -216,7 +216,23 @@ out:
   return rc;
 }
 
-/* Kept whole (76 lines): the cache lookup, the build and the move into place share the paths
+/* The builder's inputs: its script's path into `*script` (new; the caller frees it, also on an
+ * error), the text of the task's module `module_path` into `module` and the script's text into
+ * `script_text` (both initialised by the caller). Errors: KB_ENOMEM, the read's (KB_EIO,
+ * KB_ENOTFOUND), KB_ENOTFOUND for an unreadable script. */
+static int builder_inputs(const char *module_path, struct kb_buf *module,
+                          struct kb_buf *script_text, char **script, struct kb_error *err) {
+  *script = kb__sandbox_builder_script();
+  if (*script == NULL)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  int rc = kb_buf_read_file(module, module_path, err);
+  if (rc == KB_OK && kb_buf_read_file(script_text, *script, NULL) != KB_OK)
+    rc = kb_error_set(err, KB_ENOTFOUND, "the ModelNew builder \"%s\" is not readable (set "
+                      "KB_SANDBOX_DIR to its folder)", *script);
+  return rc;
+}
+
+/* Kept whole (82 lines): the cache lookup, the build and the move into place share the paths
  * and the one clean-up. */
 int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__compile_req *req,
                             const atomic_int *cancel, struct kb__build *b,
@@ -231,15 +247,10 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
   struct kb_buf oracle, script_text;
   kb_buf_init(&oracle);
   kb_buf_init(&script_text);
-  char *script = kb__sandbox_builder_script();
+  char *script = NULL;
   char entry[4096], failed[4200], tmp[4096];
   tmp[0] = '\0';
-  int rc = script ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
-  if (rc == KB_OK)
-    rc = kb_buf_read_file(&oracle, req->oracle, err);
-  if (rc == KB_OK && kb_buf_read_file(&script_text, script, NULL) != KB_OK)
-    rc = kb_error_set(err, KB_ENOTFOUND, "the ModelNew builder \"%s\" is not readable (set "
-                      "KB_SANDBOX_DIR to its folder)", script);
+  int rc = builder_inputs(req->oracle, &oracle, &script_text, &script, err);
   if (rc == KB_OK)
     rc = kb_key(cc, req, oracle.data, script_text.data, b->key, err);
   if (rc)
@@ -313,7 +324,7 @@ int kb__reference_jit_dir(const struct kb__compiler *cc, char *out, size_t size)
   return n > 0 && (size_t)n < size ? KB_OK : KB_EINVAL;
 }
 
-/* Kept whole (52 lines): the marker's lookup, the run and the marker share the paths and the
+/* Kept whole (55 lines): the marker's lookup, the run and the marker share the paths and the
  * one clean-up. */
 int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compile_req *req,
                           const atomic_int *cancel, struct kb__build *b, struct kb_error *err) {
@@ -324,15 +335,10 @@ int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compil
   struct kb_buf module, script_text;
   kb_buf_init(&module);
   kb_buf_init(&script_text);
-  char *script = kb__sandbox_builder_script();
+  char *script = NULL;
   char marker[4096], tmp[4096], jit[4096];
   tmp[0] = '\0';
-  int rc = script ? KB_OK : kb_error_set(err, KB_ENOMEM, "out of memory");
-  if (rc == KB_OK)
-    rc = kb_buf_read_file(&module, req->oracle, err);
-  if (rc == KB_OK && kb_buf_read_file(&script_text, script, NULL) != KB_OK)
-    rc = kb_error_set(err, KB_ENOTFOUND, "the ModelNew builder \"%s\" is not readable (set "
-                      "KB_SANDBOX_DIR to its folder)", script);
+  int rc = builder_inputs(req->oracle, &module, &script_text, &script, err);
   if (rc == KB_OK && kb__reference_jit_dir(cc, jit, sizeof jit) != KB_OK)
     rc = kb_error_set(err, KB_EINVAL, "no cache folder for the reference's caches");
   /* the key of a ModelNew build whose source is the word "reference" and whose oracle is the
