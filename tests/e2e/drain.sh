@@ -12,15 +12,18 @@ for verb in drain cancel; do
   SCHED=$!; BG_PIDS+=($SCHED)
   "$BIN/kb-runner" --campaign "$verb" --cache "$T/cache" 2> "$T/$verb.runner.log" &
   RUNNER=$!; BG_PIDS+=($RUNNER)
-  # mid-run: 3 results in and at least 2 items open; the runner is held still (SIGSTOP) while
-  # the command lands, so that a fast runner cannot finish the campaign in between (it holds at
-  # most one item under evaluation; what it claimed ahead is released, so something stays undone)
+  # mid-run: 3 results in and at least 2 items open, read while the runner is held still
+  # (SIGSTOP, its compile threads too) and kept so while the command lands, so that a fast runner
+  # cannot finish the campaign in between (it holds at most one item under evaluation; what it
+  # claimed ahead is released, so something stays undone). Read before the stop, the count could
+  # fall between the read and the stop: under ASan a compile-tier item completes in that window.
   for _ in $(seq 600); do
+    kill -STOP $RUNNER
     [ "$(rcli XLEN "kb:{$verb}:results")" -ge 3 ] && [ "$(rcli HGET "kb:{$verb}:meta" open)" -ge 2 ] &&
       break
+    kill -CONT $RUNNER
     sleep 0.05
   done
-  kill -STOP $RUNNER
   "$BIN/kb-submit" "$verb" "$verb" | grep -q "campaign \"$verb\"" || fail "$verb printed nothing"
   kill -CONT $RUNNER
   wait_pid $SCHED 120 || fail "scheduler failed after $verb: $(tail -3 "$T/$verb.sched.log")"
