@@ -709,7 +709,10 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
                                         offsetof(struct seccomp_data, nr));
   f[7] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 2, 0);
   f[8] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 1, 0);
-  f[9] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+  /* any other call made from the gate goes on to the allow-list like any call: a candidate
+   * that finds the gate (its bytes are in the sandbox's text) gets opens and writes from it,
+   * nothing more (before 2026-12-07 this jump landed on the allow below: every call passed) */
+  f[9] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0);
   f[10] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   ssize_t got;
   while ((got = read(pfd[0], f + k, (cap - k) * sizeof *f)) > 0) {

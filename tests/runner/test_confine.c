@@ -30,6 +30,7 @@
 #include "sandbox_client.h"
 
 #define CATALOGUE KB_SOURCE_DIR "/tests/catalogue/host"
+#define CANDIDATES KB_SOURCE_DIR "/tests/runner/candidates"
 
 static struct runner_fixture fx;
 
@@ -102,6 +103,24 @@ static void test_blocked_calls(void **state) {
     kb_result_release(&r);
   }
   assert_int_equal(access("/tmp/kb-confine-escape", F_OK), -1); /* never created */
+}
+
+/* The sandbox's own system call (the open gate of confine.c), found by its bytes and called
+ * with socket(2): only opens and writes pass from there, the rest goes on to the allow-list
+ * (before 2026-12-07 every call did: ok). An honest candidate is ok after it. */
+static void test_gate_borrowed(void **state) {
+  (void)state;
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  if (!l.seccomp)
+    skip();
+  struct kb_result r;
+  fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/gate_socket.c", "", FX_TIER_SMOKE, &r);
+  fixture_expect(&r, KB_STATUS_REJECTED, "called socket(2), which candidates may not use");
+  kb_result_release(&r);
+  eval_file("sys_honest", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
 }
 
 /* The runner's secret is in this process's initial environment; a candidate reading
@@ -194,6 +213,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocked_calls),
+      cmocka_unit_test(test_gate_borrowed),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
