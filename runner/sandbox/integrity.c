@@ -13,6 +13,7 @@
 #include "kb/alloc.h"
 
 #define MAX_OBJECTS 256
+#define MAX_SEGMENTS (2 * MAX_OBJECTS) /* RELRO and, on the host, code */
 #define MAX_MAPS 4096
 #define MAPS_BYTES (1 << 20) /* the maps file read at most this much */
 
@@ -20,6 +21,7 @@ struct relro {
   uintptr_t start;
   size_t len;
   uint64_t sum;
+  int code;      /* 1: an executable PT_LOAD segment (host); 0: PT_GNU_RELRO */
   char name[96];
 };
 
@@ -33,7 +35,7 @@ struct kb__integrity {
   int fd;
   int host;
   int n_relro, n_maps;
-  struct relro relro[MAX_OBJECTS];
+  struct relro relro[MAX_SEGMENTS];
   struct map *maps; /* MAX_MAPS (owned) */
   char *text;       /* MAPS_BYTES + 1 (owned) */
 };
@@ -81,23 +83,28 @@ struct walk {
   int changed;
 };
 
-/* dl_iterate_phdr's callback: each object's PT_GNU_RELRO segment, recorded or compared. */
+/* dl_iterate_phdr's callback: each object's PT_GNU_RELRO segment and, on the host, its
+ * executable PT_LOAD segments (its code, the vDSO's included), recorded or compared. */
 static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
   struct walk *w = data;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_GNU_RELRO || ph->p_memsz == 0)
+    int code = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) != 0;
+    if ((ph->p_type != PT_GNU_RELRO && !(code && w->g->host)) || ph->p_memsz == 0)
       continue;
     uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
-    size_t len = (size_t)ph->p_memsz;
+    size_t len = (size_t)ph->p_filesz; /* code: what the file maps; RELRO: p_memsz */
+    if (!code)
+      len = (size_t)ph->p_memsz;
     struct kb__integrity *g = w->g;
     if (!w->check) {
-      if (g->n_relro >= MAX_OBJECTS)
+      if (g->n_relro >= MAX_SEGMENTS)
         return 0;
       struct relro *r = &g->relro[g->n_relro++];
       r->start = start;
       r->len = len;
+      r->code = code;
       r->sum = checksum((const unsigned char *)start, len);
       snprintf(r->name, sizeof r->name, "%s",
                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "the sandbox");
@@ -105,11 +112,15 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
     }
     for (int k = 0; k < g->n_relro; k++) {
       const struct relro *r = &g->relro[k];
-      if (r->start != start || r->len != len)
+      if (r->start != start || r->len != len || r->code != code)
         continue;
       if (checksum((const unsigned char *)start, len) != r->sum && !w->changed) {
-        snprintf(w->why, w->size, "the relocated read-only data of %s (%zu bytes at %#" PRIxPTR
-                 ": its function table) changed", r->name, len, start);
+        if (code)
+          snprintf(w->why, w->size, "the code of %s (%zu bytes at %#" PRIxPTR ") changed",
+                   r->name, len, start);
+        else
+          snprintf(w->why, w->size, "the relocated read-only data of %s (%zu bytes at %#"
+                   PRIxPTR ": its function table) changed", r->name, len, start);
         w->changed = 1;
       }
     }

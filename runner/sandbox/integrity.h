@@ -20,6 +20,10 @@
  *     were put back;
  *   - on the host, any executable mapping that no file backs (code a candidate wrote for
  *     itself), but for the kernel's [vdso] and [vsyscall].
+ *   - on the host, the code (every executable PT_LOAD segment) of every object loaded then, the
+ *     vDSO's included, by the same checksum: code rewritten in place with its protection put
+ *     back leaves the maps as they were (tests/runner/candidates/text_patch.c rewrote the C
+ *     library's clock_gettime to run 40x slow, ok, and so was every candidate after it).
  * What is not held: the sandbox's writable data (its heap, the dynamic loader's lazily bound
  * entries outside RELRO), which a candidate can still change without a trace here.
  *

@@ -123,6 +123,24 @@ static void test_gate_borrowed(void **state) {
   kb_result_release(&r);
 }
 
+/* Code of the sandbox's process rewritten in place, its protection put back (libc's
+ * clock_gettime made to run 40x slow): the check between candidates finds the changed code,
+ * the candidate is rejected and its process ends, so the next candidate is timed on a true
+ * clock. */
+static void test_code_rewritten(void **state) {
+  (void)state;
+#if !defined(__x86_64__)
+  skip();
+#endif
+  struct kb_result r;
+  fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/text_patch.c", "", FX_TIER_SMOKE, &r);
+  fixture_expect(&r, KB_STATUS_REJECTED, "changed the sandbox's own process: the code of");
+  kb_result_release(&r);
+  eval_file("sys_honest", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+}
+
 /* The runner's secret is in this process's initial environment; a candidate reading
  * /proc/<parent>/environ or /proc/<parent>/mem from its constructor (inside the load window,
  * where read-only opens pass the filter) must be refused by Landlock: it aborts when it finds
@@ -214,6 +232,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocked_calls),
       cmocka_unit_test(test_gate_borrowed),
+      cmocka_unit_test(test_code_rewritten),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
