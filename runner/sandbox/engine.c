@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "confine.h"
+#include "integrity.h"
 #include "kb/alloc.h"
 #include "kb/clock.h"
 #include "verify.h"
@@ -209,6 +210,7 @@ void *kb__load_forward(const char *path, kb__forward_fn *fn, struct kb_error *er
   kb__confine_load_begin(); /* the loader's read-only opens pass (confine.h) */
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   kb__confine_load_end();
+  kb__fpenv_restore(); /* its constructors ran */
   if (lib == NULL) {
     const char *e = dlerror();
     e = e ? e : "unknown error";
@@ -243,7 +245,9 @@ static int call(struct kb__dev *d, const struct kb__prepared *p, forward_fn fn, 
     kb__tensor_describe(&in[i], &p->in_spec[i], p->cand + p->in_off[s * p->n_in + i]);
   for (int o = 0; o < p->n_out; o++)
     kb__tensor_describe(&out[o], &p->out_spec[o], p->cand + offs[o]);
-  return fn(in, p->n_in, out, p->n_out, d->stream);
+  int ret = fn(in, p->n_in, out, p->n_out, d->stream);
+  kb__fpenv_restore(); /* its rounding mode and FTZ/DAZ stop here (integrity.h) */
+  return ret;
 }
 
 /* The outputs of slot `s` at per-set offsets `offs` (chk_off, tim_off). */
@@ -1899,6 +1903,7 @@ static void evaluation_end(struct evaluation *ev) {
     dlclose(ev->lib);
   if (ev->blib != NULL && !r->v->fatal)
     dlclose(ev->blib);
+  kb__fpenv_restore(); /* their destructors ran */
 }
 
 int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,

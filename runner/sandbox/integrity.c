@@ -3,6 +3,7 @@
 #include "integrity.h"
 
 #include <errno.h>
+#include <fenv.h>
 #include <inttypes.h>
 #include <link.h>
 #include <stdint.h>
@@ -268,4 +269,39 @@ void kb__integrity_free(struct kb__integrity *g) {
   kb_free(g->maps);
   kb_free(g->text);
   kb_free(g);
+}
+
+/* The environment kb__fpenv_save recorded. */
+static struct {
+  int saved;
+  fenv_t env;
+#if defined(__x86_64__)
+  unsigned int mxcsr;   /* SSE control and status; bits 0-5 are the sticky flags */
+  unsigned short x87cw; /* x87 control word */
+#endif
+} fp;
+
+void kb__fpenv_save(void) {
+  if (fegetenv(&fp.env) != 0)
+    return;
+#if defined(__x86_64__)
+  __asm__ volatile("stmxcsr %0" : "=m"(fp.mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(fp.x87cw));
+#endif
+  fp.saved = 1;
+}
+
+void kb__fpenv_restore(void) {
+  if (!fp.saved)
+    return;
+#if defined(__x86_64__)
+  unsigned int mxcsr;
+  unsigned short cw;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(cw));
+  if (((mxcsr ^ fp.mxcsr) & ~0x3fu) == 0 && cw == fp.x87cw)
+    return;
+  __asm__ volatile("fnclex"); /* no pending x87 exception raised by the load below */
+#endif
+  fesetenv(&fp.env);
 }

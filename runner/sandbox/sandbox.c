@@ -15,6 +15,7 @@
 
 #include "confine.h"
 #include "dev.h"
+#include "integrity.h"
 #include "kb/error.h"
 #include "serve.h"
 #ifdef KB_HAVE_CUPTI_TRACE
@@ -112,6 +113,7 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
     fprintf(stderr, "kb-sandbox: cupti set-up: %s\n", cerr.msg);
 #endif
   json_object_seed(0);
+  kb__fpenv_save(); /* what each candidate's call leaves is put back to this (integrity.h) */
   /* the witness's outputs (witness_calls.h): opened now, as no file can be once confined */
   int wfd = a->dir != NULL ? open(WITNESS_FILE, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC |
                                                     O_NOFOLLOW, 0600)

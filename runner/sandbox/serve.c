@@ -564,8 +564,10 @@ static int eval(struct server *sv, json_t *req) {
 static int witness_load(struct server *sv, const char *path, struct kb_error *err) {
   if (sv->witness_path != NULL && strcmp(sv->witness_path, path) == 0)
     return KB_OK;
-  if (sv->witness_lib != NULL)
+  if (sv->witness_lib != NULL) {
     dlclose(sv->witness_lib);
+    kb__fpenv_restore(); /* its destructors ran (integrity.h) */
+  }
   kb_free(sv->witness_path);
   sv->witness_lib = NULL;
   sv->witness_path = NULL;

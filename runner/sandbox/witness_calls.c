@@ -1,5 +1,6 @@
 /* The witness's calls in kb-sandbox (see witness_calls.h). */
 #include "witness_calls.h"
+#include "integrity.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,6 +302,7 @@ static void one_call(struct kb__dev *d, struct kb__witness_bufs *c, kb__forward_
     kb__tensor_describe(&c->out_desc[o], &t->outputs[o], c->out[o]);
   double a = now_s(d);
   int ret = fn(c->in_desc, t->n_in, c->out_desc, t->n_out, d->stream);
+  kb__fpenv_restore(); /* integrity.h */
   e = d->sync(d, &err);
   *module_s += now_s(d) - a;
   if (ret != 0 || e) {

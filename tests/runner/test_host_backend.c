@@ -377,6 +377,24 @@ static void test_witness_rounds_follow_the_mark(void **state) {
   kb_free(source);
 }
 
+/* A candidate that leaves the floating-point environment changed (rounding up, FTZ and DAZ)
+ * after each call: the sandbox puts its own back after every call, so the candidate's fresh
+ * inputs are redrawn as they were checksummed and the honest seeds after it in the same process
+ * are still right (before, it was "modified its inputs" and sum's naive seed after it
+ * wrong_output). */
+static void test_fenv_left_changed(void **state) {
+  (void)state;
+  struct kb_result r;
+  eval_file(&fx.sum, CANDIDATES "/fenv_leak.c", FX_TIER_SCREEN, &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+  for (int i = 0; i < fx.sum.n_seeds; i++) {
+    eval_file(&fx.sum, fx.sum.seeds[i].path, FX_TIER_SCREEN, &r);
+    fixture_expect(&r, KB_STATUS_OK, NULL);
+    kb_result_release(&r);
+  }
+}
+
 /* Runs last: freeing the backend ends its sandbox, and every process an evaluation started was
  * reaped. */
 static void test_no_children_left(void **state) {
@@ -408,6 +426,7 @@ int main(void) {
       cmocka_unit_test(test_calls_exit),
       cmocka_unit_test(test_returns_error),
       cmocka_unit_test(test_stateful),
+      cmocka_unit_test(test_fenv_left_changed),
       cmocka_unit_test(test_bad_flag),
       cmocka_unit_test(test_cache),
       cmocka_unit_test(test_compile_timeout),
