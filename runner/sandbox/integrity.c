@@ -109,7 +109,7 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data) {
       r->sum = checksum((const unsigned char *)start, len);
       snprintf(r->name, sizeof r->name, "%s",
                info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "the sandbox");
-      return 0;
+      continue; /* the object's next segment: its code comes before its RELRO */
     }
     for (int k = 0; k < g->n_relro; k++) {
       const struct relro *r = &g->relro[k];
