@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -194,6 +195,15 @@ static void say(const char *buf, size_t n) {
 #endif
 
 static char gate_path[4096]; /* the copy of an open's path that the gate opens */
+
+long kb__confine_send(int fd, const void *p, size_t n) {
+  long r = kb__confine_gate(SYS_sendto, fd, (long)p, (long)n, MSG_NOSIGNAL, 0);
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
 
 /* Copies the NUL-ended string at `p` into gate_path; 0, or -1 when too long. */
 static int copy_path(const char *p) {
@@ -579,9 +589,48 @@ static int rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned
   return 0;
 }
 
-/* Kept whole (129 lines): one seccomp program built rule after rule; its order is the filter. */
-static int build_filter(int profile, int census, struct sock_fprog *out, char *why,
-                        size_t size) {
+/* Calls whose first argument is a descriptor through which a candidate could write to the
+ * protocol, close it or copy it (profiles C, with kb__confine_opts.proto). */
+static const char *const proto_guarded[] = {"write", "writev", "pwrite64", "sendto", "sendmsg",
+                                            "close", "dup", "fcntl"};
+
+static int is_guarded(const char *name) {
+  for (size_t i = 0; i < sizeof proto_guarded / sizeof proto_guarded[0]; i++)
+    if (strcmp(name, proto_guarded[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/* Allows `name` on any descriptor but those of o->proto: below the lowest, above the highest,
+ * and each one between them. */
+static int rule_not_proto(scmp_filter_ctx ctx, const char *name,
+                          const struct kb__confine_opts *o, char *why, size_t size) {
+  int lo = o->proto[0], hi = o->proto[0];
+  for (int i = 1; i < o->n_proto; i++) {
+    lo = o->proto[i] < lo ? o->proto[i] : lo;
+    hi = o->proto[i] > hi ? o->proto[i] : hi;
+  }
+  struct scmp_arg_cmp below = SCMP_A0(SCMP_CMP_LT, (scmp_datum_t)lo);
+  struct scmp_arg_cmp above = SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)hi);
+  int rc = rule(ctx, SCMP_ACT_ALLOW, name, 1, &below, why, size);
+  if (rc == 0)
+    rc = rule(ctx, SCMP_ACT_ALLOW, name, 1, &above, why, size);
+  for (int fd = lo + 1; rc == 0 && fd < hi; fd++) {
+    int held = 0;
+    for (int i = 0; i < o->n_proto; i++)
+      held |= o->proto[i] == fd;
+    struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fd);
+    if (!held)
+      rc = rule(ctx, SCMP_ACT_ALLOW, name, 1, &eq, why, size);
+  }
+  return rc;
+}
+
+/* Kept whole (141 lines): one seccomp program built rule after rule; its order is the filter. */
+static int build_filter(const struct kb__confine_opts *o, int census, struct sock_fprog *out,
+                        char *why, size_t size) {
+  int profile = o->profile;
+  int guard = profile != KB__CONFINE_PYTHON && o->n_proto > 0;
   int mask = profile == KB__CONFINE_PYTHON ? P_PY
              : profile == KB__CONFINE_C_CUDA ? P_CUDA
                                              : P_HOST;
@@ -595,7 +644,9 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
   if (rc)
     snprintf(why, size, "seccomp: cannot set the action of other ABIs");
   for (size_t i = 0; rc == 0 && i < sizeof allow / sizeof allow[0]; i++)
-    if (allow[i].profiles & mask)
+    if ((allow[i].profiles & mask) && guard && is_guarded(allow[i].name))
+      rc = rule_not_proto(ctx, allow[i].name, o, why, size);
+    else if (allow[i].profiles & mask)
       rc = rule(ctx, SCMP_ACT_ALLOW, allow[i].name, 0, NULL, why, size);
   pid_t self = getpid();
   /* signals to itself only (abort, raise); disarming the SIGSYS handler is itself blocked */
@@ -680,9 +731,9 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
       close(pfd[0]);
     return -1;
   }
-  /* the gate prefix (see the gate above): opens made by kb__confine_gate pass (all calls made
-   * by it in census mode); the rest goes on to libseccomp's program */
-  enum { PREFIX = 11 };
+  /* the gate prefix (see the gate above): opens, writes and sends made by kb__confine_gate pass
+   * (all calls made by it in census mode); the rest goes on to libseccomp's program */
+  enum { PREFIX = 12 };
   uint64_t ip = (uint64_t)(uintptr_t)kb__confine_gate_ret;
   size_t cap = 4096;
   struct sock_filter *f = calloc(cap, sizeof *f);
@@ -707,13 +758,14 @@ static int build_filter(int profile, int census, struct sock_fprog *out, char *w
   else
     f[6] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                                         offsetof(struct seccomp_data, nr));
-  f[7] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 2, 0);
-  f[8] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 1, 0);
+  f[7] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 3, 0);
+  f[8] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 2, 0);
+  f[9] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendto, 1, 0);
   /* any other call made from the gate goes on to the allow-list like any call: a candidate
    * that finds the gate (its bytes are in the sandbox's text) gets opens and writes from it,
    * nothing more (before 2026-12-07 this jump landed on the allow below: every call passed) */
-  f[9] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0);
-  f[10] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  f[10] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0);
+  f[11] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   ssize_t got;
   while ((got = read(pfd[0], f + k, (cap - k) * sizeof *f)) > 0) {
     k += (size_t)got / sizeof *f;
@@ -810,7 +862,7 @@ int kb__confine_apply(const struct kb__confine_opts *o, struct kb__confine_level
       snprintf(why, size, "cannot install the SIGSYS handler: %s", strerror(errno));
       return -1;
     }
-    if (build_filter(o->profile, st.census, &prog, why, size) != 0)
+    if (build_filter(o, st.census, &prog, why, size) != 0)
       return -1;
     unsigned flags = o->profile == KB__CONFINE_PYTHON ? SECCOMP_FILTER_FLAG_TSYNC : 0;
     long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);

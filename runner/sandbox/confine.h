@@ -49,6 +49,9 @@ struct kb__confine_opts {
   const char *rw_dir;                   /* the working folder (borrowed); NULL: none */
   const char *ro[KB__CONFINE_RO_MAX];   /* readable files and folders (borrowed) */
   int n_ro;
+  int proto[2];                         /* profiles C: the protocol's descriptors, which only
+                                           kb__confine_send may write, close or duplicate */
+  int n_proto;                          /* 0: none guarded */
 };
 
 /* What this node reaches, without changing anything: seccomp filters available (with
@@ -73,6 +76,10 @@ void kb__confine_current(struct kb__confine_level *out);
  * clone and ptrace, which the C profiles block; docs/sandbox.md), with exit() otherwise. In
  * census mode it first writes the thread count. */
 _Noreturn void kb__confine_exit(int code);
+
+/* send(fd, p, n, MSG_NOSIGNAL) made through the filter's gate: the one way to write to a
+ * descriptor of kb__confine_opts.proto once confined. A count, or -1 with errno. */
+long kb__confine_send(int fd, const void *p, size_t n);
 
 /* The library-load window of profile C: between these two calls read-only opens are made (the
  * dynamic loader's), outside it an open is a blocked call. Cheap; nesting is not counted. */

@@ -27,8 +27,14 @@ static int wait_ms(double deadline) {
 
 static int past(double deadline) { return deadline > 0 && kb_now_mono() >= deadline; }
 
+static kb__proto_send_fn sender; /* kb__proto_set_sender's; NULL: send(2) */
+
+void kb__proto_set_sender(kb__proto_send_fn fn) { sender = fn; }
+
 /* write() that does not raise SIGPIPE on sockets. */
 static ssize_t put(int fd, const void *p, size_t n) {
+  if (sender != NULL)
+    return (ssize_t)sender(fd, p, n);
   ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
   if (w < 0 && errno == ENOTSOCK)
     w = write(fd, p, n);

@@ -37,6 +37,15 @@ enum kb__frame_status {
   KB__FRAME_IO           /* read error (errno in the message) */
 };
 
+/* How frames are written: a function like send(2) with MSG_NOSIGNAL (a count, or -1 with
+ * errno). */
+typedef long (*kb__proto_send_fn)(int fd, const void *p, size_t n);
+
+/* Makes every later frame write go through `fn` (NULL: send(2), write(2) where `fd` is not a
+ * socket). A confined kb-sandbox sets its filter's gate (kb__confine_send), since its filter
+ * lets no other code write to the protocol's descriptors (docs/sandbox.md, "Confinement"). */
+void kb__proto_set_sender(kb__proto_send_fn fn);
+
 /* Writes `len` bytes of `data` (borrowed) as one frame to `fd`, waiting at most until
  * `deadline` (kb_now_mono() seconds; <= 0: no limit). Errors: KB_EINVAL (too large), KB_EIO
  * (peer gone: EPIPE, ECONNRESET; other errors), KB_ETIMEOUT. */

@@ -17,6 +17,7 @@
 #include "dev.h"
 #include "integrity.h"
 #include "kb/error.h"
+#include "proto.h"
 #include "serve.h"
 #ifdef KB_HAVE_CUPTI_TRACE
 #include "cupti_trace.h"
@@ -53,10 +54,12 @@ static void close_others(int keep1, int keep2) {
 
 /* Confines this process (confine.h) over the working folder and `a`'s read-only paths.
  * Returns 0, or -1 after saying why on stderr. */
-static int confine(const struct kb__sandbox_args *a, int cuda) {
+static int confine(const struct kb__sandbox_args *a, int cuda, int in, int out) {
   struct kb__confine_opts co = {
       .profile = cuda ? KB__CONFINE_C_CUDA : KB__CONFINE_C_HOST,
-      .rw_dir = a->dir != NULL ? "." : NULL};
+      .rw_dir = a->dir != NULL ? "." : NULL,
+      .proto = {in, out},
+      .n_proto = 2};
   for (int i = 0; i < a->n_ro && i < KB__CONFINE_RO_MAX; i++)
     co.ro[co.n_ro++] = a->ro[i];
   struct kb__confine_level level;
@@ -65,6 +68,9 @@ static int confine(const struct kb__sandbox_args *a, int cuda) {
     fprintf(stderr, "kb-sandbox: cannot confine the process: %s\n", why);
     return -1;
   }
+  /* the filter lets no other code write to, close or copy the protocol's descriptors: a
+   * candidate cannot put a frame of its own in front of the sandbox's reply */
+  kb__proto_set_sender(kb__confine_send);
   return 0;
 }
 
@@ -124,7 +130,7 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
   struct kb__serve_opts so = {.ordinal = a->device, .in_fd = in, .out_fd = out,
                               .trusted = a->trusted, .witness_fd = wfd, .maps_fd = maps_fd};
   /* a trusted sandbox loads no candidate: the oracle and the confined sandbox's file only */
-  if (!a->trusted && confine(a, cuda) != 0)
+  if (!a->trusted && confine(a, cuda, in, out) != 0)
     return KB_EXIT_CONFINE;
   rc = kb__sandbox_serve(&d, &so);
   if (rc != 3)

@@ -123,6 +123,27 @@ static void test_gate_borrowed(void **state) {
   kb_result_release(&r);
 }
 
+/* A reply frame of the candidate's own written into the protocol's socket: the filter lets only
+ * the sandbox's gate write there, so it is rejected for the write, and the next candidate gets
+ * its own verdict (no stale reply in the channel). */
+static void test_forged_reply(void **state) {
+  (void)state;
+  struct kb__confine_level l;
+  kb__confine_probe(&l);
+  if (!l.seccomp)
+    skip();
+#if !defined(__x86_64__)
+  skip();
+#endif
+  struct kb_result r;
+  fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/proto_forge.c", "", FX_TIER_SMOKE, &r);
+  fixture_expect(&r, KB_STATUS_REJECTED, "called write(2), which candidates may not use");
+  kb_result_release(&r);
+  eval_file("sys_honest", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+}
+
 /* Code of the sandbox's process rewritten in place, its protection put back (libc's
  * clock_gettime made to run 40x slow): the check between candidates finds the changed code,
  * the candidate is rejected and its process ends, so the next candidate is timed on a true
@@ -233,6 +254,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_blocked_calls),
       cmocka_unit_test(test_gate_borrowed),
       cmocka_unit_test(test_code_rewritten),
+      cmocka_unit_test(test_forged_reply),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
