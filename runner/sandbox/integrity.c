@@ -6,9 +6,11 @@
 #include <fenv.h>
 #include <inttypes.h>
 #include <link.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kb/alloc.h"
@@ -17,6 +19,7 @@
 #define MAX_SEGMENTS (2 * MAX_OBJECTS) /* RELRO and, on the host, code */
 #define MAX_MAPS 4096
 #define MAPS_BYTES (1 << 20) /* the maps file read at most this much */
+#define MAX_SIGNAL 65 /* signals 1..64 */
 
 struct relro {
   uintptr_t start;
@@ -32,9 +35,20 @@ struct map {
   char perms[5];
 };
 
+/* One signal's disposition as the snapshot found it. */
+struct disposition {
+  int known;            /* 1: sigaction answered for it */
+  void (*handler)(int); /* sa_handler (sa_sigaction shares it) */
+  int flags;            /* sa_flags */
+};
+
 struct kb__integrity {
   int fd;
   int host;
+  dev_t maps_dev;                        /* the maps descriptor's file, as opened */
+  ino_t maps_ino;
+  struct disposition sig[MAX_SIGNAL];    /* every signal's disposition */
+  sigset_t blocked;                      /* the signal mask */
   int n_relro, n_maps;
   struct relro relro[MAX_SEGMENTS];
   struct map *maps; /* MAX_MAPS (owned) */
@@ -198,11 +212,46 @@ int kb__integrity_new(int maps_fd, int host, struct kb__integrity **out, struct 
   }
   g->fd = maps_fd;
   g->host = host;
+  struct stat sb;
+  if (maps_fd >= 0 && fstat(maps_fd, &sb) == 0) {
+    g->maps_dev = sb.st_dev;
+    g->maps_ino = sb.st_ino;
+  }
   *out = g;
   return KB_OK;
 }
 
+/* Every signal's disposition (but SIGSYS's, which the filter keeps: asking is refused too)
+ * and the signal mask, recorded (`check` 0) or compared. Returns 1 at the first change (`why`),
+ * else 0. */
+static int signals(struct kb__integrity *g, int check, char *why, size_t size) {
+  for (int sig = 1; sig < MAX_SIGNAL; sig++) {
+    struct sigaction sa;
+    if (sig == SIGSYS || sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0)
+      continue;
+    struct disposition *d = &g->sig[sig];
+    if (!check) {
+      d->known = 1;
+      d->handler = sa.sa_handler;
+      d->flags = sa.sa_flags;
+    } else if (d->known && (d->handler != sa.sa_handler || d->flags != sa.sa_flags)) {
+      snprintf(why, size, "the action of signal %d (%s) changed", sig, strsignal(sig));
+      return 1;
+    }
+  }
+  sigset_t now;
+  if (sigprocmask(SIG_BLOCK, NULL, check ? &now : &g->blocked) != 0 || !check)
+    return 0;
+  for (int sig = 1; sig < MAX_SIGNAL; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP && sigismember(&now, sig) != sigismember(&g->blocked, sig)) {
+      snprintf(why, size, "the signal mask changed (signal %d, %s)", sig, strsignal(sig));
+      return 1;
+    }
+  return 0;
+}
+
 int kb__integrity_snapshot(struct kb__integrity *g, struct kb_error *err) {
+  signals(g, 0, NULL, 0);
   g->n_relro = 0;
   struct walk w = {.g = g};
   dl_iterate_phdr(each_object, &w);
@@ -218,6 +267,14 @@ int kb__integrity_check(struct kb__integrity *g, char *why, size_t size, struct 
   dl_iterate_phdr(each_object, &w);
   if (w.changed)
     return 1;
+  if (signals(g, 1, why, size))
+    return 1;
+  struct stat sb;
+  if (g->fd >= 0 && (fstat(g->fd, &sb) != 0 || sb.st_dev != g->maps_dev ||
+                     sb.st_ino != g->maps_ino)) {
+    snprintf(why, size, "its descriptor of /proc/self/maps (%d) was closed or replaced", g->fd);
+    return 1;
+  }
   struct map *now = kb_calloc(MAX_MAPS, sizeof *now);
   if (now == NULL) {
     kb_error_set(err, KB_ENOMEM, "out of memory");

@@ -24,6 +24,8 @@
  *     vDSO's included, by the same checksum: code rewritten in place with its protection put
  *     back leaves the maps as they were (tests/runner/candidates/text_patch.c rewrote the C
  *     library's clock_gettime to run 40x slow, ok, and so was every candidate after it).
+ *   - every signal's action (SIGSYS's aside: the filter keeps it) and the signal mask, and the
+ *     file behind the maps descriptor (a candidate could close it and put another there);
  * What is not held: the sandbox's writable data (its heap, the dynamic loader's lazily bound
  * entries outside RELRO), which a candidate can still change without a trace here.
  *

@@ -123,6 +123,31 @@ static void test_gate_borrowed(void **state) {
   kb_result_release(&r);
 }
 
+/* A signal's action or the check's own maps descriptor left changed: the check between
+ * candidates sees both (leaves_signals.c, compiled twice), and the next candidate is ok. */
+static void test_left_behind(void **state) {
+  (void)state;
+#if !defined(__x86_64__)
+  skip();
+#endif
+  static const struct {
+    const char *flags, *want;
+  } cases[] = {
+      {"-DKB_LEAVE=1", "changed the sandbox's own process: the action of signal 15"},
+      {"-DKB_LEAVE=2", "changed the sandbox's own process: its descriptor of /proc/self/maps"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct kb_result r;
+    fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/leaves_signals.c", cases[i].flags,
+                      FX_TIER_SMOKE, &r);
+    fixture_expect(&r, KB_STATUS_REJECTED, cases[i].want);
+    kb_result_release(&r);
+    eval_file("sys_honest", &r);
+    fixture_expect(&r, KB_STATUS_OK, NULL);
+    kb_result_release(&r);
+  }
+}
+
 /* A reply frame of the candidate's own written into the protocol's socket: the filter lets only
  * the sandbox's gate write there, so it is rejected for the write, and the next candidate gets
  * its own verdict (no stale reply in the channel). */
@@ -255,6 +280,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gate_borrowed),
       cmocka_unit_test(test_code_rewritten),
       cmocka_unit_test(test_forged_reply),
+      cmocka_unit_test(test_left_behind),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
