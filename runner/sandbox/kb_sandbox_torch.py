@@ -139,6 +139,11 @@ DEV = None  # the torch.device
 STREAM = None  # torch.cuda.Stream of the candidate (cuda)
 CUDART = None  # libcudart through ctypes (cuda): the L2 persisting window's reset
 CONF = None  # the Confinement
+# descriptors 0, 1 and 2 -> the worker's own copy of each (setup), to put them back after a
+# candidate pointed them elsewhere (process_settings)
+STD_FDS = {}
+# the signals the worker ignores (setup)
+IGNORED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class KbTensor(ctypes.Structure):
@@ -190,7 +195,7 @@ def setup(args):
         pass
     if args["parent"] > 0 and os.getppid() != args["parent"]:
         sys.exit(1)
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+    for s in IGNORED_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_CORE, (1, 1))  # 1 byte: no core, not even piped (confine.c)
     proto = os.dup(0)
@@ -206,6 +211,8 @@ def setup(args):
             except OSError:
                 pass
     os.set_inheritable(proto, False)
+    for fd in (0, 1, 2):
+        STD_FDS[fd] = os.dup(fd)
     if args["dir"]:
         os.chdir(args["dir"])
     return socket.socket(fileno=proto)
@@ -1639,6 +1646,22 @@ def set_warning_filters(filters):
     warnings._filters_mutated()
 
 
+def std_fds():
+    """What descriptors 0, 1 and 2 are: (fd, device, inode) each."""
+    return tuple((fd, os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1, 2))
+
+
+def set_std_fds(_):
+    for fd, copy in STD_FDS.items():
+        os.dup2(copy, fd)
+
+
+def set_ignored_signals(handlers):
+    for s, h in zip(IGNORED_SIGNALS, handlers):
+        if h is not None:
+            signal.signal(s, h)
+
+
 def set_gc(state):
     gc.set_threshold(*state[0])
     (gc.enable if state[1] else gc.disable)()
@@ -1646,7 +1669,9 @@ def set_gc(state):
 
 def process_settings():
     """The process's and the interpreter's own settings that outlive a call and that a candidate
-    can change from Python: its CPU affinity, working folder, umask and environment; the
+    can change from Python: its CPU affinity, working folder, umask, environment, descriptors
+    0-2 (a candidate that pointed stderr at /dev/null took the next one's "blocked system
+    call" account from the runner) and ignored signals; the
     interpreter's switch interval, recursion limit, collector, warning filters and standard
     streams; torch's oneDNN switch and denormal flushing (found 2026-12-07: a ReLU that pinned
     the worker to one CPU, slowed thread switches and the collector, turned warnings into errors
@@ -1670,6 +1695,10 @@ def process_settings():
             ("sys.getrecursionlimit()", sys.getrecursionlimit(), sys.setrecursionlimit),
             ("the collector's thresholds", (gc.get_threshold(), gc.isenabled()), set_gc),
             ("warnings.filters", tuple(warnings.filters), set_warning_filters),
+            ("the worker's descriptors 0, 1 and 2", read(std_fds), set_std_fds),
+            ("the worker's signal handlers",
+             read(lambda: tuple(signal.getsignal(s) for s in IGNORED_SIGNALS)),
+             set_ignored_signals),
             ("sys.stdout", sys.stdout, lambda v: setattr(sys, "stdout", v)),
             ("sys.stderr", sys.stderr, lambda v: setattr(sys, "stderr", v)),
             ("torch.backends.mkldnn.enabled", read(lambda: mkldnn.enabled),

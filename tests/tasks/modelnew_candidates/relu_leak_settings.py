@@ -1,9 +1,11 @@
 # An honest ReLU that leaves the process's and the interpreter's settings changed for whatever
 # the worker runs next: the main thread pinned to one CPU, thread switches every microsecond,
 # the collector after every allocation, a recursion limit of 200, warnings turned into errors,
-# oneDNN off, denormals flushed, umask 777, a variable in the environment. Before 2026-12-07
-# it was ok and every later candidate of that worker ran so (the next file's constructor saw
-# all of it). ok, and the settings set back (relu_probe_leaks.py after it is ok).
+# oneDNN off, denormals flushed, umask 777, a variable in the environment, stderr pointed at
+# /dev/null (the next file's "blocked system call" account lost), SIGTERM no longer ignored.
+# Before 2026-12-07 it was ok and every later candidate of that worker ran so (the next file's
+# constructor saw all of it). ok, and the settings set back (relu_probe_leaks.py after it is
+# ok).
 import gc
 import os
 import sys
@@ -32,4 +34,9 @@ class ModelNew(nn.Module):
             torch.set_flush_denormal(True)
             os.umask(0o777)
             os.environ["KB_LEAK"] = "1"
+            null = os.open("/dev/null", os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            signal = sys.modules["signal"]  # imported by the worker (the static rules refuse it)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return torch.relu(x)

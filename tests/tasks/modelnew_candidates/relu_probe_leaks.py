@@ -33,6 +33,11 @@ def leaks():
         bad.append("umask 777")
     if "KB_LEAK" in os.environ:
         bad.append("KB_LEAK in the environment")
+    if os.readlink("/proc/self/fd/2") == "/dev/null":
+        bad.append("stderr at /dev/null")
+    signal = sys.modules["signal"]
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        bad.append("SIGTERM not ignored")
     if type(sys.modules.get("math")).__name__ == "KbProxy":
         bad.append('sys.modules["math"]')
     if sys.modules.get("torch.nn.functional") is not torch.nn.functional:
