@@ -22,7 +22,8 @@ kb-test-torch-eval:
     worker's protocol socket -> rejected, a new worker;
   - 1_relu at smoke, load_inline files whose module level (run by the compile tier) writes
     into the cache beside its build folder or opens a TCP connection -> compile_error,
-    PermissionError (the builder's Landlock rules), nothing written;
+    PermissionError (the builder's Landlock rules), nothing written; one that starts a process
+    in a session of its own -> compile_error, the process killed when the build ends;
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
@@ -296,6 +297,33 @@ def build_confined(tool, relu, c, cache):
           "nothing written beside the build folder")
 
 
+def sleepers():
+    """Pids of `sleep 987` processes (relu_build_daemon.py's)."""
+    out = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read() == b"sleep\x00987\x00":
+                    out.append(int(name))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def build_leftovers(tool, relu, c, cache):
+    """A load_inline file whose module level starts a process in a session of its own (past the
+    static rules, through importlib): the builder kills it when the build ends (end_leftovers),
+    whatever the verdict."""
+    before = sleepers()
+    rc, lines = evaluate(tool, relu, [c("relu_build_daemon")], "1", cache)
+    left = [p for p in sleepers() if p not in before]
+    for p in left:
+        os.kill(p, 9)
+    check(rc == 0 and [x["status"] for x in lines] == ["compile_error"] and not left,
+          "a process started by the compile tier's run of the file does not outlive the build "
+          "(%s, left %s)" % ([x["status"] for x in lines], left))
+
+
 def cuda_inputs(importer, tool, tmp, cache):
     """A task file that makes its inputs on "cuda" (kernelbench_extra/18_cuda_inputs.py):
     imported for the host, its identity seed ok there (the worker makes them on the CPU)."""
@@ -381,6 +409,7 @@ def main(argv):
         tampering(tool, relu, c, cache)
         leaks(tool, relu, c, cache)
         build_confined(tool, relu, c, cache)
+        build_leftovers(tool, relu, c, cache)
 
         reference_tampering(tool, os.path.join(out, "12_small_linear"), c, cache)
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
