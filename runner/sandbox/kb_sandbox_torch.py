@@ -2894,15 +2894,33 @@ def point_jit_caches(folder, built=None):
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
 
 
+def fresh_jit_copies():
+    """Drops the confined worker's copies of the builds' JIT caches (writable_jit_dir, and the
+    empty caches of jit_dir) before an evaluation's code runs, so that each evaluation copies
+    anew what it uses. The copies are in the worker's own folder, which every candidate of the
+    worker may write: kept between evaluations, a file a candidate put into the copy of another
+    build (its same-run baseline's, or a later tier's of any build whose copy stayed) was what
+    inductor or Triton loaded for that build afterwards (found by reading, 2026-12-07: the copy
+    was reused whenever its folder existed). What a candidate writes during its own evaluation
+    is still read in it (its baseline's copy included)."""
+    global JIT_FOLDER
+    JIT_FOLDER = None
+    if CONF is None or CONF.trusted:
+        return
+    for name in ("jit", "jit-empty"):
+        shutil.rmtree(os.path.join(os.path.realpath(CONF.rw), name), ignore_errors=True)
+
+
 def writable_jit_dir(d):
     """A confined worker's copy of the build's JIT folder `d` in its own folder,
     `<--dir>/jit/<name of d>`: inductor writes into its cache while it runs a cached module
     whenever a file it wants is not there (an output code file, a newer graph's entry), and the
     build's folder is read-only here (measured on an H100, torch 2.11, 2026-12-06: three honest
     torch.compile seeds ended `crash`, "PermissionError: ... <key>.jit/inductor/ur/.<pid>.<tid>
-    .tmp"). The copy is made once per build, under a temporary name renamed into place (a copy
-    cut short is never used); the folder keeps the last two copies made (a candidate and its
-    same-run baseline take turns), older ones are removed before a new copy.
+    .tmp"). The copy is made once per build and evaluation (fresh_jit_copies), under a
+    temporary name renamed into place (a copy cut short is never used); the folder keeps the
+    last two copies made (a candidate and its same-run baseline take turns), older ones are
+    removed before a new copy.
     What a run writes there stays in this worker's folder: the shared cache is never written by
     a confined process. Returns `d` itself when `d` is already in the worker's folder or the
     copy fails (no room: said on stderr, and the run then meets the read-only folder as
@@ -3221,6 +3239,7 @@ def evaluate(task, e):
         phases[name] = phases.get(name, 0.0) + now - mark[0]
         mark[0] = now
     try:
+        fresh_jit_copies()
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
         if e["format"] == "kernelbench":

@@ -194,34 +194,37 @@ def leaks(tool, relu, c, cache):
     the interpreter's settings (CPU affinity, switch interval, collector, recursion limit,
     warning filters, oneDNN, denormals, umask, environment) and what a later import finds
     (sys.modules entries replaced or planted, an import hook, a builtin added): each ok and set
-    back, relu_probe_leaks.py after each finds none of it, the same worker going on. An
+    back, relu_probe_leaks.py after each finds none of it, the same worker going on; a file
+    planted in the worker's copies of the builds' JIT caches: gone for the next evaluation
+    (relu_jit_probe.py ok). An
     out-of-memory error of the file's own making: crash, not the device's infra_error; a
     KeyboardInterrupt from forward: crash naming it, the worker going on. Then a reply written
     on the worker's protocol socket from forward(): rejected (no nonce), a new worker, and the
     honest file after it ok."""
     order = ["relu_leak_settings", "relu_probe_leaks", "relu_leak_imports", "relu_probe_leaks",
-             "relu_fake_oom", "relu_interrupt", "relu_forge_reply", "relu_torch"]
+             "relu_jit_plant", "relu_jit_probe", "relu_fake_oom", "relu_interrupt",
+             "relu_forge_reply", "relu_torch"]
     rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
     got = [x["status"] for x in lines]
-    check(rc == 0 and got == ["ok"] * 4 + ["crash", "crash", "rejected", "ok"],
-          "leaks verdicts %s (want 4 ok, 2 crash, rejected, ok)" % got)
+    check(rc == 0 and got == ["ok"] * 6 + ["crash", "crash", "rejected", "ok"],
+          "leaks verdicts %s (want 6 ok, 2 crash, rejected, ok)" % got)
     if len(lines) != len(order):
         return
-    for k in (1, 3):
+    for k in (1, 3, 5):
         check(lines[k]["status"] == "ok", "%s after %s: nothing left (%s)"
               % (order[k], order[k - 1], lines[k]["reason"]))
-    check(lines[4]["reason"].startswith("ModelNew.forward raised RuntimeError on input set 0 "
+    check(lines[6]["reason"].startswith("ModelNew.forward raised RuntimeError on input set 0 "
                                         "(check call): CUDA out of memory"),
-          "an out-of-memory error of its own: the candidate's crash: %s" % lines[4]["reason"])
-    check(lines[5]["reason"].startswith("ModelNew.forward raised KeyboardInterrupt on input "
+          "an out-of-memory error of its own: the candidate's crash: %s" % lines[6]["reason"])
+    check(lines[7]["reason"].startswith("ModelNew.forward raised KeyboardInterrupt on input "
                                         "set 0"),
-          "KeyboardInterrupt from forward: crash, named: %s" % lines[5]["reason"])
-    why = lines[6]["reason"]
+          "KeyboardInterrupt from forward: crash, named: %s" % lines[7]["reason"])
+    why = lines[8]["reason"]
     check(why.startswith("wrote on the sandbox's protocol socket: a reply without the "
-                         "request's nonce") and lines[6]["median_us"] is None,
+                         "request's nonce") and lines[8]["median_us"] is None,
           "a reply forged on the protocol socket: rejected, no timing: %s" % why)
     starts = [x["starts"] for x in lines]
-    check(starts[0] == starts[6] and starts[7] > starts[6],
+    check(starts[0] == starts[8] and starts[9] > starts[8],
           "the same worker through the set-backs and the crashes, a new one after the forged "
           "reply: starts %s" % starts)
 
