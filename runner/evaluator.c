@@ -626,6 +626,10 @@ retry:;
   case KB__SB_STOPPED:
     rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
     goto out;
+  case KB__SB_FORGED:
+    rc = kb_error_set(err, KB_EINTERNAL, "task \"%s\": the sandbox's answer to prepare was not "
+                      "its own: %s", task->id, call.detail);
+    goto out;
   }
   const char *op = json_string_value(json_object_get(call.reply, "op"));
   if (strcmp(op, "prepare") == 0 && json_is_true(json_object_get(call.reply, "oom")) &&
@@ -915,8 +919,16 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
     if (call->signal)
       set_reason(r, "killed by %s", kb__signal_name(call->signal, sbuf, sizeof sbuf));
     else
-      set_reason(r, "exited with status %d before the evaluation finished (kb_forward must "
-                 "return)", call->exit_code);
+      set_reason(r, "exited with status %d before the evaluation finished (kb_forward or "
+                 "ModelNew.forward must return)", call->exit_code);
+    append_output(r, call->tail);
+    return;
+  case KB__SB_FORGED:
+    /* the sandbox's code frames every reply with the request's nonce, which candidate code
+     * never sees: this frame was written by the code it ran (docs/sandbox.md, "Framing") */
+    r->status = KB_STATUS_REJECTED;
+    set_reason(r, "wrote on the sandbox's protocol socket: %s, which the sandbox did not send "
+               "(the sandbox is replaced)", call->detail);
     append_output(r, call->tail);
     return;
   case KB__SB_REPLY:

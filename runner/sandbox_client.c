@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -642,12 +643,44 @@ void kb__sb_call_release(struct kb__sb_call *call) {
   call->reply = NULL;
 }
 
+/* A request's nonce: 16 bytes of the kernel's generator in hex, into `out` (33 bytes). */
+static int new_nonce(char out[33], struct kb_error *err) {
+  unsigned char b[16];
+  if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b)
+    return kb_error_set(err, KB_EIO, "no random bytes for a request's nonce: %s",
+                        strerror(errno));
+  for (size_t i = 0; i < sizeof b; i++)
+    snprintf(out + 2 * i, 3, "%02x", b[i]);
+  return KB_OK;
+}
+
+/* Whether the child has written anything that no request asked for: candidate code of the
+ * last request, after its reply (a thread), writing on the protocol socket. */
+static int unasked(const struct kb__sandbox *sb) {
+  struct pollfd p = {.fd = sb->sock, .events = POLLIN};
+  return sb->sock >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s,
                      struct kb__sb_call *call, struct kb_error *err) {
   memset(call, 0, sizeof *call);
+  if (sb->pid > 0 && unasked(sb)) {
+    kb_warn("the sandbox (pid %d) wrote on its protocol socket after its last reply: code it "
+            "ran did (a reply the sandbox did not send); replaced", (int)sb->pid);
+    stop_child(sb, NULL, NULL);
+  }
   int rc = kb__sandbox_start(sb, err);
   if (rc)
     return rc;
+  char nonce[33];
+  rc = new_nonce(nonce, err);
+  if (rc)
+    return rc;
+  json_t *q = json_copy((json_t *)req);
+  if (q == NULL || json_object_set_new(q, "nonce", json_string(nonce)) != 0) {
+    json_decref(q);
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  }
   drain_stderr(sb);
   sb->tail_len = 0;
   sb->tail[0] = '\0';
@@ -656,11 +689,27 @@ int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s
   struct kb_error io = {0};
   int st;
   json_t *reply = NULL;
-  if (kb__msg_write(sb->sock, req, deadline, &io) != KB_OK)
+  if (kb__msg_write(sb->sock, q, deadline, &io) != KB_OK)
     st = io.code == KB_ETIMEOUT ? KB__FRAME_TIMEOUT : KB__FRAME_EOF;
   else
     st = read_reply(sb, deadline, &reply, &io);
+  json_decref(q);
   call->seconds = kb_now_mono() - t0;
+  const char *echo = st == KB__FRAME_OK ? json_string_value(json_object_get(reply, "nonce"))
+                                        : NULL;
+  if (st == KB__FRAME_OK && (echo == NULL || strcmp(echo, nonce) != 0)) {
+    snprintf(call->detail, sizeof call->detail, "a reply %s the request's nonce (op \"%.32s\")",
+             echo == NULL ? "without" : "with another nonce than",
+             json_is_string(json_object_get(reply, "op"))
+                 ? json_string_value(json_object_get(reply, "op"))
+                 : "");
+    json_decref(reply);
+    reply = NULL;
+    st = KB__FRAME_IO;
+  } else if (st != KB__FRAME_OK && st != KB__FRAME_TIMEOUT && st != KB__FRAME_STOPPED &&
+             st != KB__FRAME_EOF && st != KB__FRAME_TRUNCATED) {
+    snprintf(call->detail, sizeof call->detail, "not a protocol message: %.100s", io.msg);
+  }
   switch (st) {
   case KB__FRAME_OK:
     call->outcome = KB__SB_REPLY;
@@ -685,10 +734,9 @@ int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s
     wait_exit(sb, 2.0);
     stop_child(sb, &call->signal, &call->exit_code);
     break;
-  default:
+  default: /* the child's own code frames every reply with the nonce: code it ran wrote this */
+    call->outcome = KB__SB_FORGED;
     stop_child(sb, NULL, NULL);
-    rc = kb_error_set(err, io.code ? io.code : KB_EIO, "sandbox sent a malformed reply: %s",
-                      io.msg);
     break;
   }
   tail_text(sb, call->tail, sizeof call->tail);

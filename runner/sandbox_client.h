@@ -62,7 +62,10 @@ enum kb__sb_outcome {
   KB__SB_REPLY = 0, /* a reply arrived: `reply` */
   KB__SB_TIMEOUT,   /* none before the timeout; the child's group was killed */
   KB__SB_DIED,      /* the child ended first (signal or exit, and its stderr tail) */
-  KB__SB_STOPPED    /* the stop flag was set first; the child's group was killed */
+  KB__SB_STOPPED,   /* the stop flag was set first; the child's group was killed */
+  KB__SB_FORGED     /* a frame the child's own code did not send for this request (without
+                       the request's nonce, or not a protocol message): code it runs wrote on
+                       the protocol socket; the child's group was killed (`detail`) */
 };
 
 struct kb__sb_call {
@@ -72,6 +75,7 @@ struct kb__sb_call {
   int exit_code;        /* KB__SB_DIED: its exit status when it exited */
   double seconds;       /* from sending to the outcome, wall clock */
   char tail[KB__SANDBOX_TAIL + 1]; /* the child's stderr during this call (tail), NUL-ended */
+  char detail[160];     /* KB__SB_FORGED: what was wrong with the frame, NUL-ended */
 };
 
 /* The child's arguments: --backend, --device, --dir, --parent and one --ro PATH per `ro` path
@@ -122,11 +126,14 @@ void kb__sandbox_free(struct kb__sandbox *sb);
  * KB_ENOMEM, KB_EIO (working folder). */
 int kb__sandbox_start(struct kb__sandbox *sb, struct kb_error *err);
 
-/* Sends `req` (borrowed) and waits up to `timeout_s` seconds for the reply, starting the child
- * first when needed (that start is not counted in the timeout). Fills `call` (caller-owned;
- * reply released with kb__sb_call_release). Returns KB_OK whenever an outcome is known; errors
- * of kb__sandbox_start(), and KB_EIO/KB_EPARSE for a reply that is not a protocol message (the
- * child is killed: it cannot be trusted any more). */
+/* Sends `req` (borrowed) with a "nonce" of its own (16 random bytes in hex, which the child's
+ * code echoes in its reply and candidate code never sees) and waits up to `timeout_s` seconds
+ * for the reply, starting the child first when needed (that start is not counted in the
+ * timeout). A child that wrote anything since the last reply is replaced first (logged). Fills
+ * `call` (caller-owned; reply released with kb__sb_call_release): a reply without the nonce,
+ * or one that is not a protocol message, is KB__SB_FORGED (the child is killed: it cannot be
+ * trusted any more). Returns KB_OK whenever an outcome is known; errors of
+ * kb__sandbox_start(), KB_ENOMEM, KB_EIO when the kernel gives no random bytes. */
 int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s,
                      struct kb__sb_call *call, struct kb_error *err);
 void kb__sb_call_release(struct kb__sb_call *call);

@@ -17,6 +17,7 @@
 
 /* Poll period while the tool runs, milliseconds: bounds how late a timeout or cancel acts. */
 #define POLL_MS 20
+#define TERM_GRACE_S 2.0 /* seconds a tool out of time gets between SIGTERM and SIGKILL */
 
 /* Reads what is available from `*fd` into `b`, keeping about the last `cap` bytes (`*dropped`
  * counts the rest). Closes `*fd` and sets it to -1 at end of file or on error. */
@@ -145,6 +146,22 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
     if (kb_now_mono() >= deadline) {
       res->timed_out = 1;
       break;
+    }
+  }
+  /* out of time or cancelled: SIGTERM first, and up to TERM_GRACE_S for the tool to end, so a
+   * tool that adopted what it started (kb_build_modelnew.py: a process of a candidate's file
+   * in a session of its own) can end it too; the group's kill below does not reach that one */
+  if (res->timed_out || cancelled) {
+    kill(pid, SIGTERM);
+    double until = kb_now_mono() + TERM_GRACE_S;
+    while (kb_now_mono() < until) {
+      siginfo_t info;
+      memset(&info, 0, sizeof info);
+      int w = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+      if ((w == 0 && info.si_pid == pid) || (w < 0 && errno != EINTR))
+        break;
+      drain_tail(&out_pipe[0], &res->output, keep_output, &dropped);
+      poll(NULL, 0, POLL_MS);
     }
   }
   /* the tool's group goes, with whatever it left running; then the tool is reaped */

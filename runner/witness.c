@@ -186,6 +186,10 @@ static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, j
              KB_WITNESS_LIMIT_S);
   } else if (call.outcome == KB__SB_TIMEOUT) {
     rc = kb_error_set(err, KB_ETIMEOUT, "the trusted worker ran out of the witness's time");
+  } else if (cand && call.outcome == KB__SB_FORGED) {
+    v->status = KB_STATUS_REJECTED;
+    snprintf(v->reason, sizeof v->reason, "wrote on the worker's protocol socket during a "
+             "witness call: %s, which the worker did not send", call.detail);
   } else if (cand && call.outcome == KB__SB_DIED) {
     v->status = KB_STATUS_CRASH;
     snprintf(v->reason, sizeof v->reason, "the worker ended during a witness call%s%.200s",
@@ -193,7 +197,9 @@ static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, j
   } else {
     rc = kb_error_set(err, call.outcome == KB__SB_STOPPED ? KB_EINTERRUPTED : KB_ECHILD,
                       "the %s worker %s during the witness", cand ? "confined" : "trusted",
-                      call.outcome == KB__SB_STOPPED ? "was stopped" : "ended");
+                      call.outcome == KB__SB_STOPPED  ? "was stopped"
+                      : call.outcome == KB__SB_FORGED ? "sent a reply not its own"
+                                                      : "ended");
   }
   kb__sb_call_release(&call);
   return rc;

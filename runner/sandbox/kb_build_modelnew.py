@@ -53,11 +53,13 @@ import fcntl
 import hashlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
 
 EXIT_USAGE = 2
+EXIT_TERMINATED = 3  # SIGTERM: the runner's time limit or cancel (end_leftovers ran)
 MODEL_SEED = 0
 # modules whose use would start processes, open sockets or load arbitrary libraries; the
 # confined worker traps them anyway, this process is not confined
@@ -228,6 +230,7 @@ def build(args):
     why = confine_writes(writable)
     print("confinement: %s" % (why or "Landlock, writes to %s only" % ", ".join(writable)),
           file=sys.stderr)
+    adopt_orphans()
     try:
         ns = run_file(cand_path, source, "kb_candidate")
     except ExtensionError as e:
@@ -598,9 +601,78 @@ def parse_args(argv):
     return args
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans():
+    """Makes this builder the subreaper of what the file's code starts (prctl), so a process
+    that leaves its group and its parent (a new session, a double fork) is still its child, and
+    makes SIGTERM end the build through end_leftovers."""
+    import ctypes
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1), ctypes.c_ulong(0),
+                                ctypes.c_ulong(0), ctypes.c_ulong(0))
+    except (OSError, AttributeError):
+        pass
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_TERMINATED))
+
+
+def children():
+    """This process's children, {pid: command line}, from /proc."""
+    me = str(os.getpid())
+    out = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+            if stat[stat.rindex(")") + 2:].split()[1] != me:
+                continue
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(name)] = cmd or "pid %s" % name
+    return out
+
+
+def end_leftovers():
+    """Kills, and reaps, every process the build left running: the runner kills the builder's
+    process group, but a process the file's code started in a session of its own outlived it
+    (found 2026-12-07: relu_build_daemon.py's `sleep` ran on after its build; the static rules
+    do not see importlib.import_module("subprocess")). Orphans come to this builder
+    (adopt_orphans), so it kills its children until none is left (a killed parent's children
+    come next). Returns their command lines, for the build log. Inductor's compile workers, which
+    end with their parent anyway, are among them after a torch.compile warm-up."""
+    killed = []
+    for _ in range(100):
+        kids = children()
+        if not kids:
+            break
+        for pid, cmd in kids.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(cmd[:80])
+            except OSError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return killed
+
+
 def main(argv):
     args = parse_args(argv)
-    result = reference(args) if args["reference"] else build(args)
+    try:
+        result = reference(args) if args["reference"] else build(args)
+    finally:
+        left = end_leftovers()
+        if left:
+            print("killed %d process(es) the build left running: %s" % (len(left),
+                  "; ".join(left[:5])), file=sys.stderr)
     if result["status"] != "ok":
         # the build folder's name is of no use to the reader (and differs on every build)
         result["reason"] = result["reason"].replace(os.path.abspath(args["out"]) + "/", "")

@@ -139,6 +139,11 @@ DEV = None  # the torch.device
 STREAM = None  # torch.cuda.Stream of the candidate (cuda)
 CUDART = None  # libcudart through ctypes (cuda): the L2 persisting window's reset
 CONF = None  # the Confinement
+# descriptors 0, 1 and 2 -> the worker's own copy of each (setup), to put them back after a
+# candidate pointed them elsewhere (process_settings)
+STD_FDS = {}
+# the signals the worker ignores (setup)
+IGNORED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
 class KbTensor(ctypes.Structure):
@@ -169,7 +174,12 @@ def read_exact(sock, n):
     return bytes(buf)
 
 
-def send(sock, msg):
+def send(sock, nonce, msg):
+    """Sends `msg` with the request's `nonce` (None: none): the runner takes a reply without
+    its request's nonce for one candidate code wrote on the socket (docs/sandbox.md,
+    "Framing"). The nonce lives only in serve()'s frame, out of candidate code's reach."""
+    if nonce is not None:
+        msg["nonce"] = nonce
     data = json.dumps(msg, allow_nan=False).encode()
     sock.sendall(struct.pack(">I", len(data)) + data)
 
@@ -185,7 +195,7 @@ def setup(args):
         pass
     if args["parent"] > 0 and os.getppid() != args["parent"]:
         sys.exit(1)
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+    for s in IGNORED_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_CORE, (1, 1))  # 1 byte: no core, not even piped (confine.c)
     proto = os.dup(0)
@@ -201,6 +211,8 @@ def setup(args):
             except OSError:
                 pass
     os.set_inheritable(proto, False)
+    for fd in (0, 1, 2):
+        STD_FDS[fd] = os.dup(fd)
     if args["dir"]:
         os.chdir(args["dir"])
     return socket.socket(fileno=proto)
@@ -1593,7 +1605,105 @@ def perf_settings():
             ("torch.are_deterministic_algorithms_enabled()",
              torch.are_deterministic_algorithms_enabled(), torch.use_deterministic_algorithms),
             ("torch.is_grad_enabled()", torch.is_grad_enabled(), torch.set_grad_enabled),
-            ("torch.get_num_threads()", torch.get_num_threads(), torch.set_num_threads)]
+            ("torch.get_num_threads()", torch.get_num_threads(), torch.set_num_threads)] + \
+        [(n, v, put) for n, v, put in process_settings() if v is not MISSING]
+
+
+# the environment variables the worker itself sets (JIT caches, inductor's threads)
+WORKER_ENV = frozenset(("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_LIBCUDA_PATH",
+                        "TORCHINDUCTOR_COMPILE_THREADS"))
+
+
+def environment():
+    """os.environ but WORKER_ENV, as a frozenset of its items."""
+    return frozenset((k, v) for k, v in os.environ.items() if k not in WORKER_ENV)
+
+
+def set_environment(items):
+    """os.environ set back to `items` (environment()), WORKER_ENV left alone."""
+    want = dict(items)
+    for k in [k for k in os.environ if k not in WORKER_ENV and k not in want]:
+        del os.environ[k]
+    for k, v in want.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+
+
+def denormals_flushed():
+    """Whether this thread flushes denormal floats to zero (torch.set_flush_denormal, which has
+    no getter): a denormal times one reads as zero then."""
+    return (torch.tensor([1e-39]) * torch.tensor([1.0])).item() == 0.0
+
+
+def read_umask():
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def set_warning_filters(filters):
+    warnings.filters[:] = list(filters)
+    warnings._filters_mutated()
+
+
+def std_fds():
+    """What descriptors 0, 1 and 2 are: (fd, device, inode) each."""
+    return tuple((fd, os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (0, 1, 2))
+
+
+def set_std_fds(_):
+    for fd, copy in STD_FDS.items():
+        os.dup2(copy, fd)
+
+
+def set_ignored_signals(handlers):
+    for s, h in zip(IGNORED_SIGNALS, handlers):
+        if h is not None:
+            signal.signal(s, h)
+
+
+def set_gc(state):
+    gc.set_threshold(*state[0])
+    (gc.enable if state[1] else gc.disable)()
+
+
+def process_settings():
+    """The process's and the interpreter's own settings that outlive a call and that a candidate
+    can change from Python: its CPU affinity, working folder, umask, environment, descriptors
+    0-2 (a candidate that pointed stderr at /dev/null took the next one's "blocked system
+    call" account from the runner) and ignored signals; the
+    interpreter's switch interval, recursion limit, collector, warning filters and standard
+    streams; torch's oneDNN switch and denormal flushing (found 2026-12-07: a ReLU that pinned
+    the worker to one CPU, slowed thread switches and the collector, turned warnings into errors
+    and oneDNN off was ok, and every later candidate of that worker ran so: affinity [0], gc
+    (1, 1, 1), a recursion limit of 120 that made the next file fail to load). (name, value,
+    setter) triples as perf_settings; MISSING for one this platform or torch lacks. Set back
+    after each evaluation, and held at their first values while the same-run baseline and torch
+    eager are sampled, as perf_settings are."""
+    def read(fn):
+        try:
+            return fn()
+        except Exception:
+            return MISSING
+    mkldnn = torch.backends.mkldnn
+    return [("the worker's CPU affinity", read(lambda: frozenset(os.sched_getaffinity(0))),
+             lambda v: os.sched_setaffinity(0, v)),
+            ("the worker's working folder", read(os.getcwd), os.chdir),
+            ("the worker's umask", read(read_umask), os.umask),
+            ("the worker's environment", read(environment), set_environment),
+            ("sys.getswitchinterval()", sys.getswitchinterval(), sys.setswitchinterval),
+            ("sys.getrecursionlimit()", sys.getrecursionlimit(), sys.setrecursionlimit),
+            ("the collector's thresholds", (gc.get_threshold(), gc.isenabled()), set_gc),
+            ("warnings.filters", tuple(warnings.filters), set_warning_filters),
+            ("the worker's descriptors 0, 1 and 2", read(std_fds), set_std_fds),
+            ("the worker's signal handlers",
+             read(lambda: tuple(signal.getsignal(s) for s in IGNORED_SIGNALS)),
+             set_ignored_signals),
+            ("sys.stdout", sys.stdout, lambda v: setattr(sys, "stdout", v)),
+            ("sys.stderr", sys.stderr, lambda v: setattr(sys, "stderr", v)),
+            ("torch.backends.mkldnn.enabled", read(lambda: mkldnn.enabled),
+             lambda v: setattr(mkldnn, "enabled", v)),
+            ("torch.set_flush_denormal", read(denormals_flushed), torch.set_flush_denormal)]
 
 
 def raw_attr(owner, key):
@@ -1800,6 +1910,70 @@ def interpreter_hooks():
             ("gc.callbacks", tuple(gc.callbacks)))
 
 
+def imported_from_file(mod):
+    """Whether the sys.modules entry `mod` is a module imported from a file of a library or the
+    standard library, or built into the interpreter (what a later import may find there), by what
+    it says of its origin."""
+    spec = getattr(mod, "__spec__", None)
+    origin = getattr(spec, "origin", None) or getattr(mod, "__file__", None)
+    if not isinstance(origin, str) or not isinstance(mod, type(sys)):
+        return False
+    if origin in ("built-in", "frozen"):
+        return True
+    real = real_path(origin)
+    return trusted_file(real) or (real.startswith(TRUSTED["stdlib"]) and
+                                  not real.startswith(TRUSTED["never"]))
+
+
+class Imports:
+    """What a later `import` and a later name lookup find, recorded before an evaluation's
+    candidate code runs and set back after it: the entries of sys.modules, the import machinery
+    (sys.meta_path, sys.path_hooks, sys.path) and the builtins. A candidate that put a proxy
+    under sys.modules["torch.nn.functional"] or sys.modules["math"], an import hook on
+    sys.meta_path or a name among the builtins changed what the next candidates of the worker
+    import (found 2026-12-07, ok before). A module it imported stays; an entry added that is no
+    module imported from a library's or the standard library's file (imported_from_file) is
+    dropped, so the next import loads the real one."""
+
+    def __init__(self):
+        self.modules = dict(sys.modules)
+        self.names = list(self.modules)
+        self.objects = list(self.modules.values())
+        self.machinery = [(n, list(getattr(sys, n))) for n in ("meta_path", "path_hooks", "path")]
+        self.builtins = dict(vars(builtins))
+
+    def set_back(self):
+        """Puts back what changed; returns what it put back, a list of names."""
+        out = []
+        mods = sys.modules
+        if len(mods) != len(self.names) or any(map(operator.is_not, map(mods.get, self.names),
+                                                    self.objects)):
+            for name, mod in self.modules.items():
+                if mods.get(name, MISSING) is not mod:
+                    mods[name] = mod
+                    out.append("sys.modules[%r]" % name)
+            for name in [n for n in mods if n not in self.modules]:
+                if not imported_from_file(mods[name]):
+                    del mods[name]
+                    out.append("sys.modules[%r]" % name)
+        for name, was in self.machinery:
+            now = getattr(sys, name)
+            if len(now) != len(was) or any(map(operator.is_not, now, was)):
+                now[:] = was
+                out.append("sys." + name)
+        b = vars(builtins)
+        if len(b) != len(self.builtins) or any(b.get(k, MISSING) is not v
+                                               for k, v in self.builtins.items()):
+            for k in [k for k in b if k not in self.builtins]:
+                del b[k]
+                out.append("the builtin " + k)
+            for k, v in self.builtins.items():
+                if b.get(k, MISSING) is not v:
+                    b[k] = v
+                    out.append("the builtin " + k)
+        return out
+
+
 class Surface:
     """What the evaluator calls and reads, recorded when made (before an evaluation's candidate
     code runs); changed() names the first thing that is no longer the same object (or, for the
@@ -1869,6 +2043,7 @@ class Surface:
         self.reached = len(INTROSPECTION)
         self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
         self.threads = frozenset(current_frames())  # the worker's own Python threads
+        self.imports = Imports()  # set back, not compared
 
     def initial_speed(self):
         """A context: while it is entered, the speed settings (perf_settings) are as they were
@@ -1879,11 +2054,16 @@ class Surface:
         return SpeedSettings(self.perf)
 
     def changed(self, set_back=True):
-        """What changed, or None; with `set_back` the speed settings are first set back."""
+        """What changed, or None; with `set_back` the speed and process settings are first set
+        back, and, when nothing else changed, the imports (Imports)."""
         if set_back:
-            for (_, was, put), (_, now, _) in zip(self.perf, perf_settings()):
+            for (name, was, put), (_, now, _) in zip(self.perf, perf_settings()):
                 if now != was:
-                    put(was)
+                    try:
+                        put(was)
+                    except Exception as err:
+                        return "%s changed and cannot be set back (%s)" % (name,
+                                                                           first_line(err))
         if len(INTROSPECTION) > self.reached:
             return "it reached for %s (refused)" % INTROSPECTION[self.reached]
         for (name, was), (_, now) in zip(self.hooks, interpreter_hooks()):
@@ -1906,6 +2086,8 @@ class Surface:
             if now is not was and now != was:
                 return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),
                                              "unset" if now is MISSING else repr(now))
+        if set_back:
+            self.imports.set_back()
         return None
 
 
@@ -1983,6 +2165,7 @@ class Run:
         self.pending = []  # a ModelNew's outputs not yet copied into the evaluator's buffers
         self.surface = None  # the evaluation's Surface, checked before each copy (settle)
         self.flush = l2_flush_buffer() if e["flush_l2"] else None
+        self.ooms = device_ooms()  # before any candidate code: ran_out
 
     def call(self, fn, s, outs, who, phase):
         if isinstance(fn, ModuleCandidate):
@@ -2711,15 +2894,33 @@ def point_jit_caches(folder, built=None):
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(d, "inductor")
 
 
+def fresh_jit_copies():
+    """Drops the confined worker's copies of the builds' JIT caches (writable_jit_dir, and the
+    empty caches of jit_dir) before an evaluation's code runs, so that each evaluation copies
+    anew what it uses. The copies are in the worker's own folder, which every candidate of the
+    worker may write: kept between evaluations, a file a candidate put into the copy of another
+    build (its same-run baseline's, or a later tier's of any build whose copy stayed) was what
+    inductor or Triton loaded for that build afterwards (found by reading, 2026-12-07: the copy
+    was reused whenever its folder existed). What a candidate writes during its own evaluation
+    is still read in it (its baseline's copy included)."""
+    global JIT_FOLDER
+    JIT_FOLDER = None
+    if CONF is None or CONF.trusted:
+        return
+    for name in ("jit", "jit-empty"):
+        shutil.rmtree(os.path.join(os.path.realpath(CONF.rw), name), ignore_errors=True)
+
+
 def writable_jit_dir(d):
     """A confined worker's copy of the build's JIT folder `d` in its own folder,
     `<--dir>/jit/<name of d>`: inductor writes into its cache while it runs a cached module
     whenever a file it wants is not there (an output code file, a newer graph's entry), and the
     build's folder is read-only here (measured on an H100, torch 2.11, 2026-12-06: three honest
     torch.compile seeds ended `crash`, "PermissionError: ... <key>.jit/inductor/ur/.<pid>.<tid>
-    .tmp"). The copy is made once per build, under a temporary name renamed into place (a copy
-    cut short is never used); the folder keeps the last two copies made (a candidate and its
-    same-run baseline take turns), older ones are removed before a new copy.
+    .tmp"). The copy is made once per build and evaluation (fresh_jit_copies), under a
+    temporary name renamed into place (a copy cut short is never used); the folder keeps the
+    last two copies made (a candidate and its same-run baseline take turns), older ones are
+    removed before a new copy.
     What a run writes there stays in this worker's folder: the shared cache is never written by
     a confined process. Returns `d` itself when `d` is already in the worker's folder or the
     copy fails (no room: said on stderr, and the run then meets the read-only folder as
@@ -2907,7 +3108,7 @@ class ModuleCandidate:
                 raise
             except SystemExit as err:  # the worker goes on: the verdict is this file's
                 raise Verdict(bad, "%scandidate.py called sys.exit(%r)" % (who, err.code))
-            except Exception as err:
+            except BaseException as err:  # KeyboardInterrupt, a class of its own: the same
                 raise Verdict(bad, "%scandidate.py raised %s: %s" % (who, type(err).__name__,
                                                                      first_line(err)))
             model_new = ns.get("ModelNew")
@@ -2918,7 +3119,7 @@ class ModuleCandidate:
                 with on_device():
                     module = model_new(*task.ns["get_init_inputs"]())
                 self.module = module.to(DEV)  # training mode, as the task's Model
-            except (Exception, SystemExit) as err:
+            except BaseException as err:
                 raise Verdict(bad, "%sModelNew(*get_init_inputs()) raised %s: %s (ModelNew "
                               "takes the constructor arguments of the task's Model)"
                               % (who, type(err).__name__, first_line(err)))
@@ -3005,8 +3206,8 @@ class ModuleCandidate:
         except SystemExit as err:
             raise Verdict("crash", "%sModelNew.forward called sys.exit(%r) on input set %d (%s "
                           "call)" % (who or self.who, err.code, s, phase))
-        except Exception as err:
-            if out_of_memory(err):  # the device is shared: not the candidate's verdict
+        except BaseException as err:  # not only Exception: KeyboardInterrupt ended the worker
+            if ran_out(err, run.ooms):  # the device is shared: not the candidate's verdict
                 raise Verdict("infra_error", "%sModelNew.forward on input set %d (%s call): %s"
                               % (who or self.who, s, phase, oom_reason(err)), fatal=True)
             text = first_line(err)
@@ -3038,6 +3239,7 @@ def evaluate(task, e):
         phases[name] = phases.get(name, 0.0) + now - mark[0]
         mark[0] = now
     try:
+        fresh_jit_copies()
         if "kernelbench" in (e["format"], e["baseline_format"]):
             kernelbench_imports()
         if e["format"] == "kernelbench":
@@ -3178,7 +3380,7 @@ def evaluate(task, e):
         # out of device memory is the shared device's (infra_error); anything else in code
         # that only runs with the candidate's objects about is laid to the candidate, as when
         # it ended the worker (crash) before; a change of the evaluator is rejected below
-        oom = out_of_memory(err)
+        oom = ran_out(err, run.ooms)
         reply["status"] = "infra_error" if oom else "crash"
         reply["reason"] = ("the worker %s" % oom_reason(err) if oom else
                            "the evaluation failed in the worker's code: %s: %s"
@@ -3425,6 +3627,7 @@ def witness(task, w, fn):
     trusted = CONF.trusted
     host = []
     module_s = 0.0
+    ooms = device_ooms()
     t0 = MONOTONIC()
     try:
         with torch.no_grad():
@@ -3448,7 +3651,7 @@ def witness(task, w, fn):
         reply["status"], reply["reason"] = v.status, v.reason[:255]
         return reply
     except Exception as err:
-        if out_of_memory(err):
+        if (trusted and out_of_memory(err)) or ran_out(err, ooms):
             reply["status"], reply["reason"] = "infra_error", oom_reason(err)[:255]
         else:
             reply["status"] = "infra_error" if trusted else "crash"
@@ -3564,13 +3767,14 @@ def serve(sock, backend, ordinal):
         return task
 
     while True:
+        nonce = None
         head = read_exact(sock, 4)
         if head is None:
             return 0
         n = struct.unpack(">I", head)[0]
         if n > MAX_FRAME:
-            send(sock, {"op": "error", "field": "", "reason": "frame of %d bytes is over the "
-                        "16 MiB limit" % n})
+            send(sock, nonce, {"op": "error", "field": "", "reason": "frame of %d bytes is "
+                               "over the 16 MiB limit" % n})
             return 1
         body = read_exact(sock, n)
         if body is None:
@@ -3578,32 +3782,34 @@ def serve(sock, backend, ordinal):
         try:
             req = json.loads(body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as err:
-            send(sock, {"op": "error", "field": "", "reason": "not a JSON object: %s" % err})
+            send(sock, nonce, {"op": "error", "field": "", "reason": "not a JSON object: %s" % err})
             continue
         if not isinstance(req, dict) or not isinstance(req.get("op"), str):
-            send(sock, {"op": "error", "field": "" if not isinstance(req, dict) else "op",
-                        "reason": "a request must be a JSON object with a string \"op\""})
+            send(sock, nonce, {"op": "error", "field": "" if not isinstance(req, dict) else "op",
+                               "reason": "a request must be a JSON object with a string "
+                                         "\"op\""})
             continue
         op = req["op"]
+        nonce = req.get("nonce") if isinstance(req.get("nonce"), str) else None
         try:
             if op == "hello":
-                send(sock, hello(backend, ordinal))
+                send(sock, nonce, hello(backend, ordinal))
             elif op == "quit":
-                send(sock, {"op": "bye"})
+                send(sock, nonce, {"op": "bye"})
                 return 0
             elif op == "prepare":
                 key = get(req, "key", "str")
                 t0 = time.monotonic()
                 if key in prepared:
                     touch(key)
-                    send(sock, {"op": "prepare", "ok": True, "key": key, "cached": True,
-                                "seconds": 0.0})
+                    send(sock, nonce, {"op": "prepare", "ok": True, "key": key,
+                                       "cached": True, "seconds": 0.0})
                     continue
                 reply = do_prepare(req, prepared, used)
                 if reply["ok"]:
                     touch(key)
                 reply["seconds"] = time.monotonic() - t0
-                send(sock, reply)
+                send(sock, nonce, reply)
             elif op == "eval":
                 if CONF.trusted:
                     raise BadRequest("op", '"op": this worker is trusted (--trusted): it times '
@@ -3618,11 +3824,11 @@ def serve(sock, backend, ordinal):
                 memory_line(task, e["key"], "eval", prepared)
                 if task.damaged:
                     del prepared[e["key"]]
-                send(sock, reply)
+                send(sock, nonce, reply)
                 if reply["fatal"]:
                     return 3
             elif op == "release":
-                send(sock, do_release(req, prepared))
+                send(sock, nonce, do_release(req, prepared))
             elif op == "witness":
                 w = witness_spec(req)
                 task = use(w["key"])
@@ -3638,7 +3844,7 @@ def serve(sock, backend, ordinal):
                 t0 = time.monotonic()
                 reply = witness(task, w, fn)
                 reply["seconds"] = time.monotonic() - t0
-                send(sock, reply)
+                send(sock, nonce, reply)
             elif op == "torch":
                 if not CONF.trusted:
                     raise BadRequest("op", '"op": "torch" goes to the trusted worker '
@@ -3651,11 +3857,11 @@ def serve(sock, backend, ordinal):
                 reply["seconds"] = time.monotonic() - t0
                 memory_line(task, e["key"], "torch", prepared)
                 drop_if_large(prepared, e["key"])
-                send(sock, reply)
+                send(sock, nonce, reply)
             else:
                 raise BadRequest("op", 'unknown request "%s"' % op)
         except BadRequest as b:
-            send(sock, {"op": "error", "field": b.field, "reason": b.reason})
+            send(sock, nonce, {"op": "error", "field": b.field, "reason": b.reason})
 
 
 def do_release(req, prepared):
@@ -3762,6 +3968,28 @@ def out_of_memory(err):
     """1 when `err` (a RuntimeError) is the device being out of memory."""
     oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
     return (oom is not None and isinstance(err, oom)) or "out of memory" in str(err)
+
+
+def device_ooms():
+    """The caching allocator's count of allocations it could not make on the device (CUDA), or
+    None (the host: no device to share)."""
+    if DEV is None or DEV.type != "cuda":
+        return None
+    try:
+        return int(torch.cuda.memory_stats(DEV).get("num_ooms", 0))
+    except Exception:
+        return None
+
+
+def ran_out(err, before):
+    """Whether `err`, raised while candidate code ran, is the shared device out of memory: an
+    out-of-memory error (out_of_memory) while the allocator's count of failed allocations
+    (device_ooms) grew since `before`, taken before the candidate's code ran. Its text alone is
+    the candidate's to write: relu_fake_oom.py raised RuntimeError("CUDA out of memory. ...")
+    from forward and was infra_error (the worker replaced, the item retried up to
+    max_attempts) instead of crash (found 2026-12-07). Never on the host."""
+    now = device_ooms() if before is not None else None
+    return out_of_memory(err) and now is not None and now > before
 
 
 def oom_reason(err):

@@ -32,6 +32,7 @@ struct server {
   struct kb__dev *d;
   int ordinal;
   int out_fd;
+  char nonce[40];            /* the current request's "nonce", echoed in its reply ("": none) */
   int trusted;               /* kb-sandbox --trusted: loads no candidate */
   int witness_fd;            /* its witness file, -1: none */
   char *witness_path;        /* the library the witness calls, kept loaded between its rounds
@@ -58,9 +59,16 @@ static int dist_from_name(const char *name) {
   return -1;
 }
 
-/* Sends `msg` (stolen). Returns 0, or 1 when the channel is broken. */
+/* Sends `msg` (stolen) with the request's nonce: the runner takes a reply without it for one
+ * that candidate code wrote on the socket (docs/sandbox.md, "Framing"). Returns 0, or 1 when
+ * the channel is broken. */
 static int reply(struct server *sv, json_t *msg) {
   struct kb_error err = {0};
+  if (msg != NULL && sv->nonce[0] != '\0' &&
+      json_object_set_new(msg, "nonce", json_string(sv->nonce)) != 0) {
+    json_decref(msg);
+    msg = NULL;
+  }
   int rc = msg ? kb__msg_write(sv->out_fd, msg, 0, &err) : KB_ENOMEM;
   json_decref(msg);
   return rc != KB_OK;
@@ -713,10 +721,14 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
     }
     json_t *req = NULL;
     int step = 0;
+    sv.nonce[0] = '\0';
     if (kb__msg_parse(text, len, &req, &err) != KB_OK) {
       step = reply_error(&sv, json_is_object(req) ? "op" : "", err.msg);
     } else {
       const char *op = json_string_value(json_object_get(req, "op"));
+      const char *nonce = json_string_value(json_object_get(req, "nonce"));
+      if (nonce != NULL && snprintf(sv.nonce, sizeof sv.nonce, "%s", nonce) >= (int)sizeof sv.nonce)
+        sv.nonce[0] = '\0'; /* longer than the runner's: not echoed, the runner says so */
       if (strcmp(op, "witness") != 0 && strcmp(op, "check") != 0) { /* the witness is over:
                                         its device memory is the next evaluation's */
         kb__witness_bufs_free(d, sv.witness_bufs);

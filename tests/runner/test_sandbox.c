@@ -350,6 +350,36 @@ static char *script(const char *name, const char *body) {
   return path;
 }
 
+/* A reply without the request's nonce (what candidate code writing on the protocol socket
+ * sends: docs/sandbox.md, "Framing") is KB__SB_FORGED, the child killed. */
+static void test_forged_reply(void **state) {
+  (void)state;
+  struct kb_error err = {0};
+  char *prog = script("forger.sh",
+                      "head -c 18 >/dev/null\n"
+                      "printf '\\000\\000\\000\\016{\"op\":\"hello\"}'\n"
+                      "head -c 4 >/dev/null\n"
+                      "printf '\\000\\000\\000\\015{\"op\":\"eval\"}'\n"
+                      "exec sleep 30");
+  struct kb__sandbox_opts o = {.program = prog, .backend = "host", .start_timeout_s = 5};
+  struct kb__sandbox *sb = NULL;
+  assert_int_equal(kb__sandbox_new(&o, &sb, &err), KB_OK);
+  json_t *req = json_pack("{s:s}", "op", "eval");
+  struct kb__sb_call call;
+  double t0 = kb_now_mono();
+  if (kb__sandbox_call(sb, req, 5, &call, &err) != KB_OK)
+    fail_msg("call: %s", err.msg);
+  assert_int_equal(call.outcome, KB__SB_FORGED);
+  assert_null(call.reply);
+  assert_non_null(strstr(call.detail, "a reply without the request's nonce (op \"eval\")"));
+  assert_true(kb_now_mono() - t0 < 3);
+  assert_int_equal(kb__sandbox_pid(sb), 0);
+  kb__sb_call_release(&call);
+  kb__sandbox_free(sb);
+  kb_free(prog);
+  json_decref(req);
+}
+
 static void test_dies_mid_message(void **state) {
   (void)state;
   struct kb_error err = {0};
@@ -978,6 +1008,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frame_roundtrip),
       cmocka_unit_test(test_malformed_requests),
+      cmocka_unit_test(test_forged_reply),
       cmocka_unit_test(test_oversized_frame),
       cmocka_unit_test(test_dies_mid_message),
       cmocka_unit_test(test_segfault_restarts),

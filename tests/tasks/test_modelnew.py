@@ -16,9 +16,14 @@ kb-test-torch-eval:
   - 1_relu at smoke, candidates that change the evaluator from inside its process (the clock,
     torch.Tensor.__le__, a constant of the worker, TF32, a dispatch mode left entered) ->
     rejected, what changed named, a new worker each; cuDNN's autotuner -> ok, set back;
+  - 1_relu at smoke, candidates that leave the process's settings or the imports changed for
+    the next ones -> ok, set back (a probe after each finds nothing); an out-of-memory error
+    of the file's own, a KeyboardInterrupt -> crash, the worker going on; a reply forged on the
+    worker's protocol socket -> rejected, a new worker;
   - 1_relu at smoke, load_inline files whose module level (run by the compile tier) writes
     into the cache beside its build folder or opens a TCP connection -> compile_error,
-    PermissionError (the builder's Landlock rules), nothing written;
+    PermissionError (the builder's Landlock rules), nothing written; one that starts a process
+    in a session of its own -> compile_error, the process killed when the build ends;
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
@@ -183,6 +188,47 @@ def tampering(tool, relu, c, cache):
           "files: starts %s" % starts)
 
 
+def leaks(tool, relu, c, cache):
+    """Candidates that leave the worker changed for the next ones without changing what the
+    evaluator checks (found 2026-12-07, each ok then and the change kept): the process's and
+    the interpreter's settings (CPU affinity, switch interval, collector, recursion limit,
+    warning filters, oneDNN, denormals, umask, environment) and what a later import finds
+    (sys.modules entries replaced or planted, an import hook, a builtin added): each ok and set
+    back, relu_probe_leaks.py after each finds none of it, the same worker going on; a file
+    planted in the worker's copies of the builds' JIT caches: gone for the next evaluation
+    (relu_jit_probe.py ok). An
+    out-of-memory error of the file's own making: crash, not the device's infra_error; a
+    KeyboardInterrupt from forward: crash naming it, the worker going on. Then a reply written
+    on the worker's protocol socket from forward(): rejected (no nonce), a new worker, and the
+    honest file after it ok."""
+    order = ["relu_leak_settings", "relu_probe_leaks", "relu_leak_imports", "relu_probe_leaks",
+             "relu_jit_plant", "relu_jit_probe", "relu_fake_oom", "relu_interrupt",
+             "relu_forge_reply", "relu_torch"]
+    rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
+    got = [x["status"] for x in lines]
+    check(rc == 0 and got == ["ok"] * 6 + ["crash", "crash", "rejected", "ok"],
+          "leaks verdicts %s (want 6 ok, 2 crash, rejected, ok)" % got)
+    if len(lines) != len(order):
+        return
+    for k in (1, 3, 5):
+        check(lines[k]["status"] == "ok", "%s after %s: nothing left (%s)"
+              % (order[k], order[k - 1], lines[k]["reason"]))
+    check(lines[6]["reason"].startswith("ModelNew.forward raised RuntimeError on input set 0 "
+                                        "(check call): CUDA out of memory"),
+          "an out-of-memory error of its own: the candidate's crash: %s" % lines[6]["reason"])
+    check(lines[7]["reason"].startswith("ModelNew.forward raised KeyboardInterrupt on input "
+                                        "set 0"),
+          "KeyboardInterrupt from forward: crash, named: %s" % lines[7]["reason"])
+    why = lines[8]["reason"]
+    check(why.startswith("wrote on the sandbox's protocol socket: a reply without the "
+                         "request's nonce") and lines[8]["median_us"] is None,
+          "a reply forged on the protocol socket: rejected, no timing: %s" % why)
+    starts = [x["starts"] for x in lines]
+    check(starts[0] == starts[8] and starts[9] > starts[8],
+          "the same worker through the set-backs and the crashes, a new one after the forged "
+          "reply: starts %s" % starts)
+
+
 def reference_tampering(tool, linear, c, cache):
     """Candidates that slow down, in the worker's process, the task's own module it is compared
     with (torch eager and the same-run baseline are timed there, interleaved with the
@@ -252,6 +298,33 @@ def build_confined(tool, relu, c, cache):
           "the compile tier's writes outside its folder and TCP refused: %s" % got)
     check(not os.path.exists(os.path.join(cache, "kb_escaped.txt")),
           "nothing written beside the build folder")
+
+
+def sleepers():
+    """Pids of `sleep 987` processes (relu_build_daemon.py's)."""
+    out = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read() == b"sleep\x00987\x00":
+                    out.append(int(name))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def build_leftovers(tool, relu, c, cache):
+    """A load_inline file whose module level starts a process in a session of its own (past the
+    static rules, through importlib): the builder kills it when the build ends (end_leftovers),
+    whatever the verdict."""
+    before = sleepers()
+    rc, lines = evaluate(tool, relu, [c("relu_build_daemon")], "1", cache)
+    left = [p for p in sleepers() if p not in before]
+    for p in left:
+        os.kill(p, 9)
+    check(rc == 0 and [x["status"] for x in lines] == ["compile_error"] and not left,
+          "a process started by the compile tier's run of the file does not outlive the build "
+          "(%s, left %s)" % ([x["status"] for x in lines], left))
 
 
 def cuda_inputs(importer, tool, tmp, cache):
@@ -337,7 +410,9 @@ def main(argv):
         relu = os.path.join(out, "1_relu")
         relu_smoke(tool, relu, c, cache)
         tampering(tool, relu, c, cache)
+        leaks(tool, relu, c, cache)
         build_confined(tool, relu, c, cache)
+        build_leftovers(tool, relu, c, cache)
 
         reference_tampering(tool, os.path.join(out, "12_small_linear"), c, cache)
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
