@@ -469,14 +469,14 @@ static json_t *prepare_request(const struct kb_task *task, const char *key, cons
                    "atol", task->atol, "rtol", task->rtol, "must_read", task->must_read);
 }
 
-/* Asks the runner's other PyTorch worker (the confined one when `trusted`, else the trusted
- * one), if it runs, to drop its prepared tasks but the one under `keep` (NULL: all) and give
- * their device memory back: the two share the GPU, and one's tasks can leave no room for the
- * other's next (measured on the H200 with KernelBench level 1: 30 GiB held by the trusted
- * worker made the confined one's prepare of a 6 GiB task fail); a worker that still holds
- * more than 1/LEAK_FRACTION of the device beyond its kept task is stopped. Returns 1 when it
- * answered. */
-static int release_worker(struct kb__sandbox *sb, const char *keep) {
+/* Asks the PyTorch worker `sb`, if it runs, to drop its prepared tasks but the one under
+ * `keep` (NULL: all) and give their device memory back: the two workers share the GPU, and
+ * one's tasks can leave no room for the other's next (measured on the H200 with KernelBench
+ * level 1: 30 GiB held by the trusted worker made the confined one's prepare of a 6 GiB task
+ * fail); with `may_stop`, a worker that still holds more than 1/LEAK_FRACTION of the device
+ * beyond its kept task is stopped (without it the worker is about to be used, as the confined
+ * one is by the witness that follows its evaluation). Returns 1 when it answered. */
+static int release_worker(struct kb__sandbox *sb, const char *keep, int may_stop) {
   if (sb == NULL || kb__sandbox_pid(sb) <= 0)
     return 0;
   json_t *req = json_pack("{s:s, s:s}", "op", "release", "keep", keep ? keep : "");
@@ -496,7 +496,7 @@ static int release_worker(struct kb__sandbox *sb, const char *keep) {
   double held = ok ? json_number_value(json_object_get(call.reply, "held_bytes")) : 0;
   double kept = ok ? json_number_value(json_object_get(call.reply, "kept_bytes")) : 0;
   double total = ok ? json_number_value(json_object_get(call.reply, "total_bytes")) : 0;
-  if (total > 0 && held - kept > total / LEAK_FRACTION) {
+  if (may_stop && total > 0 && held - kept > total / LEAK_FRACTION) {
     kb_warn("PyTorch worker %d holds %.1f GiB of device memory beyond its prepared tasks' "
             "%.1f GiB (over 1/%d of the device): stopped; a new one starts at its next request",
             (int)kb__sandbox_pid(sb), held / gib, kept / gib, LEAK_FRACTION);
@@ -507,22 +507,28 @@ static int release_worker(struct kb__sandbox *sb, const char *keep) {
   return ok;
 }
 
-static int release_sibling(struct kb_evaluator *b, int trusted, const char *keep) {
-  return release_worker(trusted ? b->sb_torch : b->sb_torch_trusted, keep);
+/* release_worker on the runner's other PyTorch worker: the confined one when `trusted`, else
+ * the trusted one. */
+static int release_sibling(struct kb_evaluator *b, int trusted, const char *keep, int may_stop) {
+  return release_worker(trusted ? b->sb_torch : b->sb_torch_trusted, keep, may_stop);
 }
 
 /* Builds the oracle of `task` (trusted) unless built, and makes the sandbox prepare the task
  * (with `trusted`, the trusted PyTorch worker of a pytorch task, or of a task with a
  * torch_reference, which it prepares with that module), starting the sandbox first
  * when it does not run: all of it before `deadline` (monotonic seconds; the setup limit of
- * kb/ladder.h), each step given what is left. `key` gets the fingerprint. Errors (infra):
+ * kb/ladder.h), each step given what is left. `key` gets the fingerprint. When the worker runs
+ * out of device memory the other worker is released (release_sibling) and the prepare asked
+ * once more: `sibling_keep`, when not NULL, is the other worker's task that must stay (the
+ * witness's confined worker holds the candidate it is about to call). Errors (infra):
  * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
  * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
  * KB_ENOMEM. */
 /* Kept whole (124 lines): one request and its reply's cases, read in the order the protocol
  * (docs/sandbox.md) gives them. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
-                   char key[KB_CAND_ID_LEN + 1], double deadline, struct kb_error *err) {
+                   char key[KB_CAND_ID_LEN + 1], const char *sibling_keep, double deadline,
+                   struct kb_error *err) {
   struct kb_buf src;
   struct kb__build build;
   struct kb__sb_call call;
@@ -633,7 +639,7 @@ retry:;
   }
   const char *op = json_string_value(json_object_get(call.reply, "op"));
   if (strcmp(op, "prepare") == 0 && json_is_true(json_object_get(call.reply, "oom")) &&
-      !retried && release_sibling(b, trusted, NULL)) {
+      !retried && release_sibling(b, trusted, sibling_keep, sibling_keep == NULL)) {
     retried = 1; /* the other worker's tasks took the room: once more with them dropped */
     kb__sb_call_release(&call);
     memset(&call, 0, sizeof call);
@@ -1065,7 +1071,7 @@ static int torch_request(struct kb_evaluator *b, const struct kb_task *task,
   struct kb__sandbox *sb = NULL;
   int timed_out = 0;
   double t0 = kb_now_mono();
-  int prc = prepare(b, task, 1, key, deadline, &err);
+  int prc = prepare(b, task, 1, key, NULL, deadline, &err);
   b->prepare_s += kb_now_mono() - t0;
   if (prc == KB_OK)
     prc = sandbox_for(b, task, 1, &sb, &err);
@@ -1115,7 +1121,7 @@ static int torch_request(struct kb_evaluator *b, const struct kb_task *task,
   if (t.samples > 0 && t.median_us > 0)
     *median_us = t.median_us;
   /* it times one task at a time: what it holds of others is room the confined worker needs */
-  release_worker(sb, key);
+  release_worker(sb, key, 1);
   const char *note = json_string_value(json_object_get(call.reply, "torch_note"));
   if (note != NULL && *note)
     kb_info("task %s: %s", task->id, note);
@@ -1188,7 +1194,7 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
                         struct kb_error *err) {
   int rc = KB_OK;
   if (task->oracle_kind == KB_ORACLE_PYTORCH) {
-    rc = prepare(b, task, 1, tkey, deadline, err);
+    rc = prepare(b, task, 1, tkey, key, deadline, err);
     if (rc == KB_OK)
       rc = sandbox_for(b, task, 1, &p->trusted, err);
     *cand_req = json_pack("{s:s}", "key", key);
@@ -1293,7 +1299,7 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
   /* the trusted worker's witness draws and outputs stay in its allocator's cache: room the
    * confined worker needs for its next evaluation, as after a torch request */
   if (torch && p.trusted != NULL && rc != KB_ETIMEOUT)
-    release_worker(p.trusted, tkey);
+    release_worker(p.trusted, tkey, 1);
   if (rc && v.status == KB_STATUS_OK) {
     v.status = KB_STATUS_INFRA_ERROR;
     snprintf(v.reason, sizeof v.reason, "the witness did not run: %.200s", err.msg);
@@ -1418,8 +1424,21 @@ static void timing_options(struct kb_evaluator *b, const struct kb_task *task, i
     json_object_set_new(req, "fresh_min", json_integer(1));
 }
 
+/* Whether `call` is an eval reply of infra_error for the device out of memory ("oom": the
+ * PyTorch worker's allocations or the candidate's, counted by torch's allocator). */
+static int out_of_room(const struct kb__sb_call *call) {
+  if (call->outcome != KB__SB_REPLY || !json_is_true(json_object_get(call->reply, "oom")))
+    return 0;
+  const char *status = json_string_value(json_object_get(call->reply, "status"));
+  return status != NULL && strcmp(status, "infra_error") == 0;
+}
+
 /* Builds one eval request, sends it, and copies the reply's fields into
- * the result in the order the protocol lists them. */
+ * the result in the order the protocol lists them. An evaluation that ran out of device
+ * memory while the trusted worker held some is asked once more after that worker released
+ * its tasks (on an 80 GB H100, KernelBench's l1_38/l1_39 at 8 GiB a tensor: the confined
+ * worker held its planned 56 GiB, the trusted one 16 GiB, and the call's 8 GiB output did not
+ * fit; every attempt ended infra_error the same way). */
 static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const struct kb__build *build,
                     const struct kb_tier *tier, int tier_index, int flags, struct kb_result *r,
                     struct kb_error *err) {
@@ -1440,10 +1459,13 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
    * torch timing call; set on every path from here, errors included */
   char key[KB_CAND_ID_LEN + 1];
   struct kb__sandbox *sb = NULL;
+  double used_s = 0;
+  int room_asked = 0;
+again:;
   double t_prep = kb_now_mono();
-  rc = prepare(b, task, 0, key, t_prep + KB_SETUP_LIMIT_S, err);
-  double used_s = kb_now_mono() - t_prep;
-  b->prepare_s += used_s;
+  rc = prepare(b, task, 0, key, NULL, t_prep + KB_SETUP_LIMIT_S, err);
+  used_s += kb_now_mono() - t_prep;
+  b->prepare_s += kb_now_mono() - t_prep;
   if (rc == KB_OK)
     rc = sandbox_for(b, task, 0, &sb, err);
   if (rc)
@@ -1487,6 +1509,18 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   if (call.outcome == KB__SB_STOPPED) {
     rc = kb_error_set(err, KB_EINTERRUPTED, "evaluation stopped: the runner is leaving");
     goto out;
+  }
+  if (out_of_room(&call) && !room_asked && release_sibling(b, 0, NULL, 1)) {
+    room_asked = 1; /* the worker replaced itself (fatal): prepared anew, with the room */
+    kb_info("task %s: the evaluation ran out of device memory; once more with the trusted "
+            "worker's tasks released", task->id);
+    kb_free(baseline);
+    baseline = NULL;
+    json_decref(req);
+    req = NULL;
+    kb__sb_call_release(&call);
+    memset(&call, 0, sizeof call);
+    goto again;
   }
   snprintf(r->confinement, sizeof r->confinement, "%s", kb__sandbox_confinement(sb));
   judge(b, tier, &call, r);

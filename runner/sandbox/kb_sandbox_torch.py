@@ -1524,11 +1524,12 @@ def plain_tensor(t):
 
 
 class Verdict(Exception):
-    def __init__(self, status, reason, fatal=False):
+    def __init__(self, status, reason, fatal=False, oom=False):
         Exception.__init__(self, reason)
         self.status = status
         self.reason = reason
         self.fatal = fatal
+        self.oom = oom  # the shared device out of memory (the eval reply's "oom")
 
 
 # ---- the evaluator's integrity -----------------------------------------------------------------
@@ -3209,7 +3210,8 @@ class ModuleCandidate:
         except BaseException as err:  # not only Exception: KeyboardInterrupt ended the worker
             if ran_out(err, run.ooms):  # the device is shared: not the candidate's verdict
                 raise Verdict("infra_error", "%sModelNew.forward on input set %d (%s call): %s"
-                              % (who or self.who, s, phase, oom_reason(err)), fatal=True)
+                              % (who or self.who, s, phase, oom_reason(err)), fatal=True,
+                              oom=True)
             text = first_line(err)
             raise Verdict("crash", "%sModelNew.forward raised %s on input set %d (%s call): %s"
                           % (who or self.who, type(err).__name__, s, phase, text),
@@ -3372,6 +3374,8 @@ def evaluate(task, e):
         reply["status"] = v.status
         reply["reason"] = v.reason[:255]
         reply["fatal"] = v.fatal
+        if v.oom:
+            reply["oom"] = True
         reply.pop("timing", None)
     except Failure as f:
         reply["status"] = "infra_error"
@@ -3381,6 +3385,8 @@ def evaluate(task, e):
         # that only runs with the candidate's objects about is laid to the candidate, as when
         # it ended the worker (crash) before; a change of the evaluator is rejected below
         oom = ran_out(err, run.ooms)
+        if oom:  # the runner makes room (the other worker's tasks) and asks once more
+            reply["oom"] = True
         reply["status"] = "infra_error" if oom else "crash"
         reply["reason"] = ("the worker %s" % oom_reason(err) if oom else
                            "the evaluation failed in the worker's code: %s: %s"
