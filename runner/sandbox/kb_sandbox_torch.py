@@ -60,6 +60,7 @@ import math
 import mmap
 import operator
 import os
+import random as py_random
 import re
 import resource
 import shutil
@@ -880,7 +881,7 @@ def checksum(t):
     at 32 bits, plus the chunk's offset times its sum). Summed on the tensor's device into int64
     without an int64 copy of the data, one wait for the host at the end (the int64 copy, the
     int64 weights and two waits per chunk before: 5.4 s against 2.9 s for 1 GiB on this CPU)."""
-    flat = t.reshape(-1).view(torch.uint8)
+    flat = t.reshape(-1).contiguous().view(torch.uint8)  # a strided view has no byte view
     if flat.numel() % 4 == 0:
         flat = flat.view(torch.int32)
     n = flat.numel()
@@ -1132,6 +1133,27 @@ def seed_all(seed):
         torch.default_generator.manual_seed(seed)
     else:
         torch.manual_seed(seed)
+    # the generators a task file may draw from besides torch's (random.randint in
+    # get_inputs(), np.random.randn in forward()): the same draws each time too
+    py_random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % 2**32)
+
+
+def host_rng_state():
+    """The state of Python's random and, once something imported NumPy, of NumPy's global
+    generator, comparable with ==: a forward() that changes it draws random numbers outside
+    torch (reference())."""
+    state = [py_random.getstate()]
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            st = np.random.get_state()
+            state.append((st[1].tobytes(), st[2], st[3], st[4]))
+        except Exception:  # a NumPy without the legacy state
+            pass
+    return state
 
 
 def standard(s):
@@ -1189,12 +1211,15 @@ def reference(task, inputs, what):
             if random is not False:  # unknown (the first call) or random: the same draws
                 seed_all(RANDOM_SEED)
             if random is None:
+                host = host_rng_state()
                 try:
                     outs, ops = random_ops(task.module, forward_args(task, inputs))
                 except Exception:  # the module's own error, or one the dispatch mode causes:
                     seed_all(RANDOM_SEED)  # the plain run decides (and names its error)
                     outs, ops = run_module(task.module, forward_args(task, inputs)), []
-                task.random = bool(ops)
+                # Python's or NumPy's generator (random.random() in forward()): seeded alike
+                # before every reference and ModelNew call as torch's is
+                task.random = bool(ops) or host_rng_state() != host
             else:
                 outs = run_module(task.module, forward_args(task, inputs))
         except Exception as e:
@@ -2106,8 +2131,8 @@ def first_line(e):
 
 def bitwise_first(x, y):
     """The flat index of the first element of x whose bytes differ from y's, -1 when none."""
-    a = x.reshape(-1).view(torch.uint8)
-    b = y.reshape(-1).view(torch.uint8)
+    a = x.reshape(-1).contiguous().view(torch.uint8)
+    b = y.reshape(-1).contiguous().view(torch.uint8)
     diff = (a != b).nonzero()
     return int(diff[0][0]) // x.element_size() if diff.numel() else -1
 
@@ -3441,8 +3466,10 @@ def witness(task, w, fn):
                     got = library_outputs(task, fn, ins)
                 sync()
                 module_s += CLOCK() - a
+                # contiguous: a module may return a view (x[:, ::2], whose reshape(-1) is
+                # a strided view that cannot be read as bytes)
                 host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
-                             .to("cpu") for g, p in zip(got, where)])
+                             .to("cpu").contiguous() for g, p in zip(got, where)])
                 del ins, got
     except Verdict as v:
         reply["status"], reply["reason"] = v.status, v.reason[:255]
