@@ -129,6 +129,14 @@ BROKEN = {
                              "draw to the next (", "): a scalar input must have the same value "
                              "in every input set; make it a constant or a 0-d tensor "
                              "(torch.randint(1, 9, ()))"),
+    "bad_edits_parameter.py": "forward() changes the module's parameter \"w\" in place: a "
+                              "parameter is an input of the task, and the kernel ABI's inputs "
+                              "are read-only, so a candidate doing the same is rejected (and "
+                              "each call gives other outputs); keep the changed value in a new "
+                              "tensor",
+    "bad_random_shape.py": ("get_inputs() item 0 (x) changes from one draw to the next (f32[",
+                            "): a task has one shape and dtype per input; draw the sizes once, "
+                            "at module level"),
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",

@@ -31,7 +31,8 @@ kb-test-torch-eval:
     identity ok, the same ReLU without the dropout wrong_output;
   - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py (view
     outputs, a BOM with CRLF and prints, NumPy's and Python's generators): imported (--json's
-    stdout JSON only), each identity ok at smoke and full, a wrong slice wrong_output.
+    stdout JSON only), each identity ok at smoke and full, a wrong slice wrong_output;
+    22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
 """
@@ -371,6 +372,18 @@ def odd_files(importer, tool, tmp, c, cache):
         got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
         check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
               % (n, got, want[n], [x.get("reason", "")[:200] for x in lines]))
+    # a call counter in a buffer: imported with a warning naming it, the identity rejected
+    src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0 and "warning: forward() changes the module's buffer \"calls\" in "
+          "place" in p.stderr, "a buffer changed by forward(): imported, named in a warning")
+    task = os.path.join(out, "22_buffer_counter")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
+          lines[0]["reason"].startswith("not deterministic"),
+          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
 
 
 def main(argv):
