@@ -918,7 +918,10 @@ def compare(got, ref, dtype, atol, rtol, secret=None):
             ec = ep.view(torch.uint8).to(torch.float64)
         else:
             gc = g[at:at + m].to(torch.float64)
-            ec = ep.to(torch.float64)
+            # a copy even of an f64 reference: ep is zeroed below and ec at the end, and for
+            # f64 .to() would return ep itself (the masked path then compared with zeros, the
+            # unmasked one zeroed the caller's tensor: every f64 identity was wrong_output)
+            ec = ep.to(torch.float64, copy=True)
         if secret is not None:
             ep.view(-1).view(torch.uint8).zero_()
         fin = torch.isfinite(gc) & torch.isfinite(ec)
@@ -2035,8 +2038,10 @@ class Run:
                           "the worker; the worker restarts)" % what, fatal=True)
         for cand, dsts, got, ins in pending:
             keep = list(ins) + cand.state
-            for d, g, spec in zip(dsts, got, self.task.outputs):
+            # every output copied before any is poisoned: outputs may share memory (return y, y)
+            for d, g in zip(dsts, got):
                 d.copy_(g)
+            for g, spec in zip(got, self.task.outputs):
                 if not any(shares(g, x) for x in keep):
                     poison(g, spec["dtype"])
 

@@ -29,9 +29,10 @@ kb-test-torch-eval:
     .to("cuda")): imported for the host, its identity ok there;
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
     identity ok, the same ReLU without the dropout wrong_output;
-  - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py (view
-    outputs, a BOM with CRLF and prints, NumPy's and Python's generators): imported (--json's
-    stdout JSON only), each identity ok at smoke and full, a wrong slice wrong_output;
+  - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
+    23_shared_outputs.py, 24_f64_outputs.py (view outputs, a BOM with CRLF and prints, NumPy's
+    and Python's generators, outputs sharing memory, f64): imported (--json's stdout JSON
+    only), each identity ok at smoke and full, a wrong slice and a wrong f64 sum wrong_output;
     22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
@@ -329,10 +330,13 @@ def odd_files(importer, tool, tmp, c, cache):
     the constructor, forward() and get_inputs(), a __main__ block; once refused as a syntax
     error, its prints once mixed into --json's stdout), 21_host_random (NumPy's generator in
     get_inputs(), Python's random in forward(); the identity was once rejected for "modified
-    its inputs" and wrong_output). Each imported, --json's stdout JSON only, its identity ok
-    at smoke and full; the slice's other columns wrong_output."""
+    its inputs" and wrong_output), 23_shared_outputs (return y, y; a parameter, a buffer: the
+    worker once poisoned y between copying the two), 24_f64_outputs (the comparison once
+    zeroed f64 references). Each imported, --json's stdout JSON only, its identity ok
+    at smoke and full; the slice's other columns and an f64 sum off by 1e-3 wrong_output."""
     out = os.path.join(tmp, "tasks-odd")
-    names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random"]
+    names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
+             "24_f64_outputs"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -362,12 +366,20 @@ def odd_files(importer, tool, tmp, c, cache):
                                 ("identity.py", "full", "ok"),
                                 ("views_wrong.py", "full", "wrong_output")],
             "20_bom_crlf_prints": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
-            "21_host_random": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")]}
+            "21_host_random": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "23_shared_outputs": [("identity.py", "smoke", "ok"),
+                                  ("identity.py", "full", "ok")],
+            "24_f64_outputs": [("identity.py", "smoke", "ok"),
+                               ("f64_wrong.py", "smoke", "wrong_output"),
+                               ("identity.py", "full", "ok"),
+                               ("f64_wrong.py", "full", "wrong_output")]}
     for n in names:
         task = os.path.join(out, n)
         cands = [os.path.join(task, "seeds", "identity.py")]
         if n == "19_view_outputs":
             cands.append(c("views_wrong"))
+        if n == "24_f64_outputs":
+            cands.append(c("f64_wrong"))
         rc, lines = evaluate(tool, task, cands, "1,3", cache)
         got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
         check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
