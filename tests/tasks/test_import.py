@@ -137,6 +137,10 @@ BROKEN = {
     "bad_random_shape.py": ("get_inputs() item 0 (x) changes from one draw to the next (f32[",
                             "): a task has one shape and dtype per input; draw the sizes once, "
                             "at module level"),
+    "bad_sparse_output.py": "forward() output 0 is a sparse_coo tensor: kernelbrain tensors "
+                            "are dense (strided); make it one with .to_dense()",
+    "bad_multiline_error.py": "Model(*get_init_inputs()) raised ValueError: no such "
+                              "configuration (line 10)",
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",

@@ -30,8 +30,8 @@ kb-test-torch-eval:
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
     identity ok, the same ReLU without the dropout wrong_output;
   - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
-    23_shared_outputs.py, 24_f64_outputs.py (view outputs, a BOM with CRLF and prints, NumPy's
-    and Python's generators, outputs sharing memory, f64): imported (--json's stdout JSON
+    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py (view outputs, a BOM with CRLF and prints, NumPy's
+    and Python's generators, outputs sharing memory, f64, torch.jit.script): imported (--json's stdout JSON
     only), each identity ok at smoke and full, a wrong slice and a wrong f64 sum wrong_output;
     22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
@@ -332,11 +332,12 @@ def odd_files(importer, tool, tmp, c, cache):
     get_inputs(), Python's random in forward(); the identity was once rejected for "modified
     its inputs" and wrong_output), 23_shared_outputs (return y, y; a parameter, a buffer: the
     worker once poisoned y between copying the two), 24_f64_outputs (the comparison once
-    zeroed f64 references). Each imported, --json's stdout JSON only, its identity ok
+    zeroed f64 references), 25_jit_script (torch.jit.script at module level: the importer once
+    could not give it the source). Each imported, --json's stdout JSON only, its identity ok
     at smoke and full; the slice's other columns and an f64 sum off by 1e-3 wrong_output."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
-             "24_f64_outputs"]
+             "24_f64_outputs", "25_jit_script"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -369,6 +370,7 @@ def odd_files(importer, tool, tmp, c, cache):
             "21_host_random": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "23_shared_outputs": [("identity.py", "smoke", "ok"),
                                   ("identity.py", "full", "ok")],
+            "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "24_f64_outputs": [("identity.py", "smoke", "ok"),
                                ("f64_wrong.py", "smoke", "wrong_output"),
                                ("identity.py", "full", "ok"),
