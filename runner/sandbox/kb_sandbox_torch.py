@@ -60,6 +60,7 @@ import math
 import mmap
 import operator
 import os
+import random as py_random
 import re
 import resource
 import shutil
@@ -892,7 +893,7 @@ def checksum(t):
     at 32 bits, plus the chunk's offset times its sum). Summed on the tensor's device into int64
     without an int64 copy of the data, one wait for the host at the end (the int64 copy, the
     int64 weights and two waits per chunk before: 5.4 s against 2.9 s for 1 GiB on this CPU)."""
-    flat = t.reshape(-1).view(torch.uint8)
+    flat = t.reshape(-1).contiguous().view(torch.uint8)  # a strided view has no byte view
     if flat.numel() % 4 == 0:
         flat = flat.view(torch.int32)
     n = flat.numel()
@@ -929,7 +930,10 @@ def compare(got, ref, dtype, atol, rtol, secret=None):
             ec = ep.view(torch.uint8).to(torch.float64)
         else:
             gc = g[at:at + m].to(torch.float64)
-            ec = ep.to(torch.float64)
+            # a copy even of an f64 reference: ep is zeroed below and ec at the end, and for
+            # f64 .to() would return ep itself (the masked path then compared with zeros, the
+            # unmasked one zeroed the caller's tensor: every f64 identity was wrong_output)
+            ec = ep.to(torch.float64, copy=True)
         if secret is not None:
             ep.view(-1).view(torch.uint8).zero_()
         fin = torch.isfinite(gc) & torch.isfinite(ec)
@@ -1144,6 +1148,27 @@ def seed_all(seed):
         torch.default_generator.manual_seed(seed)
     else:
         torch.manual_seed(seed)
+    # the generators a task file may draw from besides torch's (random.randint in
+    # get_inputs(), np.random.randn in forward()): the same draws each time too
+    py_random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % 2**32)
+
+
+def host_rng_state():
+    """The state of Python's random and, once something imported NumPy, of NumPy's global
+    generator, comparable with ==: a forward() that changes it draws random numbers outside
+    torch (reference())."""
+    state = [py_random.getstate()]
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            st = np.random.get_state()
+            state.append((st[1].tobytes(), st[2], st[3], st[4]))
+        except Exception:  # a NumPy without the legacy state
+            pass
+    return state
 
 
 def standard(s):
@@ -1201,12 +1226,15 @@ def reference(task, inputs, what):
             if random is not False:  # unknown (the first call) or random: the same draws
                 seed_all(RANDOM_SEED)
             if random is None:
+                host = host_rng_state()
                 try:
                     outs, ops = random_ops(task.module, forward_args(task, inputs))
                 except Exception:  # the module's own error, or one the dispatch mode causes:
                     seed_all(RANDOM_SEED)  # the plain run decides (and names its error)
                     outs, ops = run_module(task.module, forward_args(task, inputs)), []
-                task.random = bool(ops)
+                # Python's or NumPy's generator (random.random() in forward()): seeded alike
+                # before every reference and ModelNew call as torch's is
+                task.random = bool(ops) or host_rng_state() != host
             else:
                 outs = run_module(task.module, forward_args(task, inputs))
         except Exception as e:
@@ -2194,8 +2222,10 @@ class Run:
                           "the worker; the worker restarts)" % what, fatal=True)
         for cand, dsts, got, ins in pending:
             keep = list(ins) + cand.state
-            for d, g, spec in zip(dsts, got, self.task.outputs):
+            # every output copied before any is poisoned: outputs may share memory (return y, y)
+            for d, g in zip(dsts, got):
                 d.copy_(g)
+            for g, spec in zip(got, self.task.outputs):
                 if not any(shares(g, x) for x in keep):
                     poison(g, spec["dtype"])
 
@@ -2290,8 +2320,8 @@ def first_line(e):
 
 def bitwise_first(x, y):
     """The flat index of the first element of x whose bytes differ from y's, -1 when none."""
-    a = x.reshape(-1).view(torch.uint8)
-    b = y.reshape(-1).view(torch.uint8)
+    a = x.reshape(-1).contiguous().view(torch.uint8)
+    b = y.reshape(-1).contiguous().view(torch.uint8)
     diff = (a != b).nonzero()
     return int(diff[0][0]) // x.element_size() if diff.numel() else -1
 
@@ -3650,8 +3680,10 @@ def witness(task, w, fn):
                     got = library_outputs(task, fn, ins)
                 sync()
                 module_s += CLOCK() - a
+                # contiguous: a module may return a view (x[:, ::2], whose reshape(-1) is
+                # a strided view that cannot be read as bytes)
                 host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
-                             .to("cpu") for g, p in zip(got, where)])
+                             .to("cpu").contiguous() for g, p in zip(got, where)])
                 del ins, got
     except Verdict as v:
         reply["status"], reply["reason"] = v.status, v.reason[:255]

@@ -121,6 +121,26 @@ BROKEN = {
     "bad_edits_input.py": "forward() changes its input \"b\" in place: the kernel ABI's inputs "
                           "are read-only, so a candidate doing the same is rejected; make the "
                           "reference work on a copy (x = x.clone())",
+    "bad_edits_input_data.py": "forward() changes its input \"x\" in place: the kernel ABI's "
+                               "inputs are read-only, so a candidate doing the same is rejected; "
+                               "make the reference work on a copy (x = x.clone())",
+    # (start, end): the middle is the two values Python's random.randint drew
+    "bad_random_scalar.py": ("get_inputs() item 1 (k) is a Python int that changes from one "
+                             "draw to the next (", "): a scalar input must have the same value "
+                             "in every input set; make it a constant or a 0-d tensor "
+                             "(torch.randint(1, 9, ()))"),
+    "bad_edits_parameter.py": "forward() changes the module's parameter \"w\" in place: a "
+                              "parameter is an input of the task, and the kernel ABI's inputs "
+                              "are read-only, so a candidate doing the same is rejected (and "
+                              "each call gives other outputs); keep the changed value in a new "
+                              "tensor",
+    "bad_random_shape.py": ("get_inputs() item 0 (x) changes from one draw to the next (f32[",
+                            "): a task has one shape and dtype per input; draw the sizes once, "
+                            "at module level"),
+    "bad_sparse_output.py": "forward() output 0 is a sparse_coo tensor: kernelbrain tensors "
+                            "are dense (strided); make it one with .to_dense()",
+    "bad_multiline_error.py": "Model(*get_init_inputs()) raised ValueError: no such "
+                              "configuration (line 10)",
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",

@@ -33,7 +33,12 @@ kb-test-torch-eval:
   - kernelbench_extra/18_cuda_inputs.py (inputs made with .cuda(), device="cuda" and
     .to("cuda")): imported for the host, its identity ok there;
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
-    identity ok, the same ReLU without the dropout wrong_output.
+    identity ok, the same ReLU without the dropout wrong_output;
+  - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
+    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py (view outputs, a BOM with CRLF and prints, NumPy's
+    and Python's generators, outputs sharing memory, f64, torch.jit.script): imported (--json's stdout JSON
+    only), each identity ok at smoke and full, a wrong slice and a wrong f64 sum wrong_output;
+    22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
 """
@@ -390,6 +395,84 @@ def scalars(importer, tool, tmp, cache):
           "the identity of a task with Python scalars gets Python numbers: %s" % got)
 
 
+def odd_files(importer, tool, tmp, c, cache):
+    """Task files of kernelbench_extra/ that KernelBench's format allows and the importer or the
+    worker once mishandled: 19_view_outputs (outputs that are a transpose, an expanded row, a
+    strided slice and the input itself; the witness at full once crashed the worker reading
+    the slice's bytes), 20_bom_crlf_prints (a byte order mark, CRLF, prints and a warning in
+    the constructor, forward() and get_inputs(), a __main__ block; once refused as a syntax
+    error, its prints once mixed into --json's stdout), 21_host_random (NumPy's generator in
+    get_inputs(), Python's random in forward(); the identity was once rejected for "modified
+    its inputs" and wrong_output), 23_shared_outputs (return y, y; a parameter, a buffer: the
+    worker once poisoned y between copying the two), 24_f64_outputs (the comparison once
+    zeroed f64 references), 25_jit_script (torch.jit.script at module level: the importer once
+    could not give it the source). Each imported, --json's stdout JSON only, its identity ok
+    at smoke and full; the slice's other columns and an f64 sum off by 1e-3 wrong_output."""
+    out = os.path.join(tmp, "tasks-odd")
+    names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
+             "24_f64_outputs", "25_jit_script"]
+    p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
+                       [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    try:
+        lines = [json.loads(x) for x in p.stdout.splitlines()]
+    except ValueError:
+        lines = []
+    check(p.returncode == 0 and [x.get("id") for x in lines] == names and
+          all(x.get("ok") for x in lines),
+          "odd files imported, --json's stdout JSON Lines only: %r" % p.stdout[:300])
+    check("building Model" in p.stderr and "forward (16, 64)" in p.stderr,
+          "what the task file prints goes to stderr")
+    check("warning: forward() draws random numbers (random (Python's generator))" in p.stderr,
+          "Python's generator in forward() named in the warning")
+    try:
+        with open(os.path.join(out, "20_bom_crlf_prints", "reference.py"), "rb") as f:
+            head = f.read(3)
+        with open(os.path.join(out, "21_host_random", "kernelbench.json")) as f:
+            ops = json.load(f).get("random_ops")
+    except (OSError, ValueError):
+        head, ops = b"", None
+    check(head == b"# A", "reference.py without the byte order mark: %r" % head)
+    check(ops == ["random (Python's generator)"], "21_host_random random_ops: %s" % ops)
+    want = {"19_view_outputs": [("identity.py", "smoke", "ok"),
+                                ("views_wrong.py", "smoke", "wrong_output"),
+                                ("identity.py", "full", "ok"),
+                                ("views_wrong.py", "full", "wrong_output")],
+            "20_bom_crlf_prints": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "21_host_random": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "23_shared_outputs": [("identity.py", "smoke", "ok"),
+                                  ("identity.py", "full", "ok")],
+            "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "24_f64_outputs": [("identity.py", "smoke", "ok"),
+                               ("f64_wrong.py", "smoke", "wrong_output"),
+                               ("identity.py", "full", "ok"),
+                               ("f64_wrong.py", "full", "wrong_output")]}
+    for n in names:
+        task = os.path.join(out, n)
+        cands = [os.path.join(task, "seeds", "identity.py")]
+        if n == "19_view_outputs":
+            cands.append(c("views_wrong"))
+        if n == "24_f64_outputs":
+            cands.append(c("f64_wrong"))
+        rc, lines = evaluate(tool, task, cands, "1,3", cache)
+        got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
+        check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
+              % (n, got, want[n], [x.get("reason", "")[:200] for x in lines]))
+    # a call counter in a buffer: imported with a warning naming it, the identity rejected
+    src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0 and "warning: forward() changes the module's buffer \"calls\" in "
+          "place" in p.stderr, "a buffer changed by forward(): imported, named in a warning")
+    task = os.path.join(out, "22_buffer_counter")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
+          lines[0]["reason"].startswith("not deterministic"),
+          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
+
+
 def main(argv):
     importer, tool, cands = argv[1:4]
     worker_dir = os.path.dirname(tool)
@@ -457,6 +540,7 @@ def main(argv):
         dropout(importer, tool, tmp, c, cache)
         scalars(importer, tool, tmp, cache)
         cuda_inputs(importer, tool, tmp, cache)
+        odd_files(importer, tool, tmp, c, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
