@@ -23,6 +23,12 @@
 #define CAMPAIGN_SCHEMA "kernelbrain.campaign/1"
 #define GPU_SECONDS_MAX 1e9 /* about 31 years; keeps milliseconds far inside int64 */
 #define SAMPLES_MAX 1000000
+/* A tier's time limits, seconds: one day, lease_seconds' cap. Larger ones overflowed the
+ * reservation (kb_tier_reserve_ms) and the sandbox refuses a max_seconds or a sampling budget
+ * (0.7 of the timeout) over 1e9 s, so the campaign validated and then failed at its first
+ * timed evaluation. */
+#define TIER_SECONDS_MAX 86400.0
+#define TIER_NOISE_MAX 1e9 /* the sandbox's cap on the noise target */
 
 /* The default ladder (docs/campaign.md has the same table). */
 static const struct kb_tier default_tiers[] = {
@@ -201,14 +207,14 @@ static int parse_tier(struct ctx *x, json_t *arr, int index) {
     rc = kb_json_get_int(f, item, path, "max_samples", required, 1, SAMPLES_MAX, &v, x->err);
   t->max_samples = (int)v;
   if (rc == KB_OK)
-    rc = kb_json_get_number(f, item, path, "max_seconds", required, DBL_MIN, DBL_MAX,
+    rc = kb_json_get_number(f, item, path, "max_seconds", required, DBL_MIN, TIER_SECONDS_MAX,
                             &t->max_seconds, x->err);
   if (rc == KB_OK)
-    rc = kb_json_get_number(f, item, path, "noise", required, DBL_MIN, DBL_MAX, &t->noise,
-                            x->err);
+    rc = kb_json_get_number(f, item, path, "noise", required, DBL_MIN, TIER_NOISE_MAX,
+                            &t->noise, x->err);
   if (rc == KB_OK)
-    rc = kb_json_get_number(f, item, path, "timeout_seconds", required, DBL_MIN, DBL_MAX,
-                            &t->timeout_s, x->err);
+    rc = kb_json_get_number(f, item, path, "timeout_seconds", required, DBL_MIN,
+                            TIER_SECONDS_MAX, &t->timeout_s, x->err);
   if (rc)
     return rc;
   /* the compile tier does not time, so its sample counts are not checked against each other */
@@ -520,9 +526,18 @@ static int resolve_tasks(struct ctx *x, json_t *tasks) {
                               rel, strerror(errno));
     char json_path[PATH_MAX + 16];
     int len = snprintf(json_path, sizeof json_path, "%s/task.json", real);
-    if (len < 0 || (size_t)len >= sizeof json_path || access(json_path, R_OK) != 0)
+    if (len < 0 || (size_t)len >= sizeof json_path)
+      return kb_jsonfile_fail(x->f, x->err, path, "\"%s\": task folder \"%s\": path too long",
+                              path, rel);
+    if (access(json_path, R_OK) != 0)
       return kb_jsonfile_fail(x->f, x->err, path,
-                              "\"%s\": task folder \"%s\" has no readable task.json", path, rel);
+                              "\"%s\": task folder \"%s\" has no readable task.json: %s", path,
+                              rel, strerror(errno));
+    /* a folder, FIFO or device named task.json would pass access() and hang or fail the read */
+    if (stat(json_path, &st) != 0 || !S_ISREG(st.st_mode))
+      return kb_jsonfile_fail(x->f, x->err, path,
+                              "\"%s\": the task.json of task folder \"%s\" is not a regular file",
+                              path, rel);
     for (int j = 0; j < c->n_tasks; j++) {
       if (strcmp(c->task_dirs[j], real) == 0) {
         char other[KB_JSON_PATH_MAX];

@@ -7,12 +7,16 @@
  */
 #include "kb/jsonfile.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kb/alloc.h"
 #include "kb/buf.h"
@@ -373,11 +377,48 @@ static int parse_text(struct kb_jsonfile *f, const char *name, char *text, size_
   return KB_OK;
 }
 
+/* Reads the regular file `path` into `b`. Opened without blocking and checked before any
+ * read: a FIFO would wait for a writer forever, /dev/zero never ends, a sparse file of 10 GB
+ * would be read whole. */
+static int read_json_file(struct kb_buf *b, const char *path, struct kb_error *err) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return kb_error_set(err, KB_EIO, "cannot open \"%s\": %s", path, strerror(errno));
+  int rc = KB_OK;
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    rc = kb_error_set(err, KB_EIO, "cannot read \"%s\": %s", path, strerror(errno));
+  else if (S_ISDIR(st.st_mode))
+    rc = kb_error_set(err, KB_EPARSE, "%s: is a folder, not a JSON file", path);
+  else if (!S_ISREG(st.st_mode))
+    rc = kb_error_set(err, KB_EPARSE,
+                      "%s: not a regular file (a FIFO, socket or device is not read)", path);
+  else if (st.st_size > KB_JSONFILE_MAX)
+    rc = kb_error_set(err, KB_EPARSE, "%s: too large: %lld bytes, at most %d", path,
+                      (long long)st.st_size, KB_JSONFILE_MAX);
+  char chunk[8192];
+  while (rc == KB_OK) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      rc = kb_error_set(err, KB_EIO, "cannot read \"%s\": %s", path, strerror(errno));
+    if (n <= 0)
+      break;
+    if (b->len + (size_t)n > KB_JSONFILE_MAX) /* it grew since fstat */
+      rc = kb_error_set(err, KB_EPARSE, "%s: too large: over %d bytes", path, KB_JSONFILE_MAX);
+    else if (kb_buf_add(b, chunk, (size_t)n) != KB_OK)
+      rc = kb_error_set(err, KB_ENOMEM, "cannot read \"%s\": out of memory", path);
+  }
+  close(fd);
+  return rc;
+}
+
 int kb_jsonfile_load(struct kb_jsonfile *f, const char *path, struct kb_error *err) {
   memset(f, 0, sizeof *f);
   struct kb_buf b;
   kb_buf_init(&b);
-  int rc = kb_buf_read_file(&b, path, err);
+  int rc = read_json_file(&b, path, err);
   if (rc) {
     kb_buf_release(&b);
     return rc;

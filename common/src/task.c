@@ -414,9 +414,11 @@ static int parse_tolerance(struct ctx *c, json_t *root) {
     return rc;
   rc = kb_jsonfile_check_unknown(c->f, tol, "tolerance", tolerance_fields, c->err);
   if (rc == KB_OK)
-    rc = kb_json_get_number(c->f, tol, "tolerance", "atol", 0, 0, DBL_MAX, &t->atol, c->err);
+    rc = kb_json_get_number(c->f, tol, "tolerance", "atol", 0, 0, KB_INPUT_BOUND_MAX, &t->atol,
+                            c->err);
   if (rc == KB_OK)
-    rc = kb_json_get_number(c->f, tol, "tolerance", "rtol", 0, 0, DBL_MAX, &t->rtol, c->err);
+    rc = kb_json_get_number(c->f, tol, "tolerance", "rtol", 0, 0, KB_INPUT_BOUND_MAX, &t->rtol,
+                            c->err);
   return rc;
 }
 
@@ -439,9 +441,11 @@ static int parse_sets(struct ctx *c, json_t *root) {
     if (rc == KB_OK)
       rc = kb_json_get_enum(c->f, item, path, "distribution", 1, dist_names, &s->dist, c->err);
     if (rc == KB_OK)
-      rc = kb_json_get_number(c->f, item, path, "low", 1, -DBL_MAX, DBL_MAX, &s->low, c->err);
+      rc = kb_json_get_number(c->f, item, path, "low", 1, -KB_INPUT_BOUND_MAX,
+                              KB_INPUT_BOUND_MAX, &s->low, c->err);
     if (rc == KB_OK)
-      rc = kb_json_get_number(c->f, item, path, "high", 1, -DBL_MAX, DBL_MAX, &s->high, c->err);
+      rc = kb_json_get_number(c->f, item, path, "high", 1, -KB_INPUT_BOUND_MAX,
+                              KB_INPUT_BOUND_MAX, &s->high, c->err);
     if (rc)
       return rc;
     s->seed = (uint64_t)seed;
@@ -453,6 +457,20 @@ static int parse_sets(struct ctx *c, json_t *root) {
     if (s->dist != KB_DIST_NORMAL && !(s->high > s->low))
       return kb_jsonfile_fail(c->f, c->err, high, "\"%s\" must be greater than \"%s.low\"",
                               high, path);
+    /* the sandbox draws integers from [ceil(low), ceil(high)) (kb_gen_integer_range of
+     * runner/sandbox/inputs_gen.h): refuse here what it would refuse at every evaluation */
+    if (s->dist == KB_DIST_INTEGERS && !(ceil(s->high) > ceil(s->low)))
+      return kb_jsonfile_fail(c->f, c->err, high,
+                              "\"%s\": no integer in [%g, %g): \"integers\" draws from "
+                              "ceil(low) up to ceil(high), exclusive",
+                              high, s->low, s->high);
+    if (s->dist == KB_DIST_INTEGERS &&
+        (fabs(ceil(s->low)) > 0x1p62 || fabs(ceil(s->high)) > 0x1p62 ||
+         ceil(s->high) - ceil(s->low) > 0x1p62))
+      return kb_jsonfile_fail(c->f, c->err, high,
+                              "\"%s\": \"integers\" bounds must lie within -2^62..2^62 and "
+                              "span at most 2^62",
+                              high);
   }
   c->t->n_sets = (int)json_array_size(arr);
   return KB_OK;

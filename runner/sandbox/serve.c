@@ -173,9 +173,11 @@ static int read_sets(json_t *req, struct kb__prep_spec *s, char *field, struct k
     if (rc == KB_OK)
       rc = kb__msg_str(o, path, "distribution", 1, &dist, field, FIELD_MAX, err);
     if (rc == KB_OK)
-      rc = kb__msg_num(o, path, "low", 1, -1e300, 1e300, &set->low, field, FIELD_MAX, err);
+      rc = kb__msg_num(o, path, "low", 1, -KB_INPUT_BOUND_MAX, KB_INPUT_BOUND_MAX, &set->low,
+                       field, FIELD_MAX, err);
     if (rc == KB_OK)
-      rc = kb__msg_num(o, path, "high", 1, -1e300, 1e300, &set->high, field, FIELD_MAX, err);
+      rc = kb__msg_num(o, path, "high", 1, -KB_INPUT_BOUND_MAX, KB_INPUT_BOUND_MAX, &set->high,
+                       field, FIELD_MAX, err);
     if (rc)
       break;
     set->seed = (uint64_t)seed;
@@ -225,9 +227,9 @@ static int read_spec(json_t *req, struct kb__prep_spec *s, struct kb_tensor_spec
   if (rc == KB_OK)
     rc = read_sets(req, s, field, err);
   if (rc == KB_OK)
-    rc = kb__msg_num(req, "", "atol", 1, 0, 1e300, &s->atol, field, fsize, err);
+    rc = kb__msg_num(req, "", "atol", 1, 0, KB_INPUT_BOUND_MAX, &s->atol, field, fsize, err);
   if (rc == KB_OK)
-    rc = kb__msg_num(req, "", "rtol", 1, 0, 1e300, &s->rtol, field, fsize, err);
+    rc = kb__msg_num(req, "", "rtol", 1, 0, KB_INPUT_BOUND_MAX, &s->rtol, field, fsize, err);
   s->must_read = 1.0;
   if (rc == KB_OK)
     rc = kb__msg_num(req, "", "must_read", 0, 0, 1, &s->must_read, field, fsize, err);

@@ -32,9 +32,14 @@ struct kb_jsonfile {
   struct kb_jsonpos *pos; /* positions by path (owned) */
 };
 
+/* Largest file kb_jsonfile_load reads, bytes: a task or campaign file is a few KiB. */
+#define KB_JSONFILE_MAX (64 * 1024 * 1024)
+
 /* Reads and parses `path` (borrowed; also the name in messages) as one strict JSON document:
  * duplicate keys are errors and nothing may follow the top-level object or array. On a syntax
- * error: KB_EPARSE "path:line:col: <jansson's message>". KB_EIO when unreadable, KB_ENOMEM.
+ * error: KB_EPARSE "path:line:col: <jansson's message>". KB_EPARSE "path: ..." too when `path`
+ * is not a regular file (a folder, a FIFO, a device such as /dev/zero: never read, so never a
+ * hang) or is over KB_JSONFILE_MAX bytes. KB_EIO when unreadable, KB_ENOMEM.
  * `f` is caller-owned and zeroed first; on success release it with kb_jsonfile_release (on
  * failure it is already released). */
 int kb_jsonfile_load(struct kb_jsonfile *f, const char *path, struct kb_error *err);

@@ -50,6 +50,8 @@ struct kb_jsonfile;
 #define KB_MAX_TENSORS 1024
 #define KB_MAX_SETS 32
 #define KB_MAX_SEEDS 32
+/* largest magnitude of an input set's low/high and of a tolerance: the sandbox refuses more */
+#define KB_INPUT_BOUND_MAX 1e300
 
 enum kb_backend { KB_BACKEND_HOST = 0, KB_BACKEND_CUDA = 1 };
 enum kb_oracle_kind { KB_ORACLE_C = 0, KB_ORACLE_CUDA, KB_ORACLE_PYTORCH, KB_ORACLE_DATA };
