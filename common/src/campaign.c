@@ -755,6 +755,11 @@ static int parse_campaign(struct ctx *x) {
     return rc;
   if (name[0] == '\0')
     return kb_jsonfile_fail(f, x->err, "name", "\"name\" must be a non-empty string");
+  long at = kb_text_control_at(name);
+  if (at >= 0)
+    return kb_jsonfile_fail(f, x->err, "name", "\"name\" has a control character (0x%02x at "
+                            "offset %ld): it is shown on terminals",
+                            (unsigned)(unsigned char)name[at], at);
   c->name = kb_strdup(name);
   if (c->name == NULL)
     return nomem(x);

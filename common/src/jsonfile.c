@@ -841,6 +841,13 @@ int kb_json_utf8_valid(const char *s, size_t len) {
   return 1;
 }
 
+long kb_text_control_at(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return (long)(p - (const unsigned char *)s);
+  return -1;
+}
+
 char *kb_json_utf8_sanitize(const char *s) {
   size_t len = strlen(s);
   char *out = kb_strndup(s, len);

@@ -240,6 +240,11 @@ static int get_text(struct ctx *c, json_t *obj, const char *path, const char *ke
   kb_json_path(full, sizeof full, path, key);
   if (s[0] == '\0')
     return kb_jsonfile_fail(c->f, c->err, full, "\"%s\" must be a non-empty string", full);
+  long at = kb_text_control_at(s);
+  if (at >= 0)
+    return kb_jsonfile_fail(c->f, c->err, full, "\"%s\" has a control character (0x%02x at "
+                            "offset %ld): it is shown on terminals", full,
+                            (unsigned)(unsigned char)s[at], at);
   *out = kb_strdup(s);
   return *out ? KB_OK : nomem(c);
 }

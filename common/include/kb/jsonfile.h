@@ -141,6 +141,10 @@ int kb_json_utf8_valid(const char *s, size_t len);
 /* Returns a copy of NUL-terminated `s` (borrowed) with every byte that is not part of a valid
  * UTF-8 sequence replaced by '?', so it can go into a JSON string (new), or NULL on ENOMEM. */
 char *kb_json_utf8_sanitize(const char *s);
+/* The offset in NUL-terminated `s` (borrowed) of its first control character (bytes 0x01-0x1f
+ * and 0x7f: a newline, a tab, an escape that would reach a terminal from a name shown by
+ * status, watch or report), or -1 when it has none. */
+long kb_text_control_at(const char *s);
 /* Copies at most `cap - 1` bytes of `src` (borrowed; reading at most `max` bytes of it; NULL
  * copies nothing) into `dst` (`cap` > 0 bytes), NUL-terminated and NUL-padded; a cut never
  * splits a UTF-8 sequence. For fixed-size text fields (results, HDF5 rows). */
