@@ -2046,6 +2046,22 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
 }
 
 /* kb__store_flush(): the two-phase commit described at the top of this file. */
+/* KB_EWRITE when the store's path no longer names the file it has open (removed, or replaced
+ * by another file, while open): what it committed went to a file nobody will read, so it must
+ * not be acknowledged. KB_OK when it does, or when the descriptor is unknown (data_fd). */
+static int check_in_place(const struct kb_store *s, struct kb_error *err) {
+  struct stat open_st, path_st;
+  if (s->data_fd < 0 || fstat(s->data_fd, &open_st) != 0)
+    return KB_OK;
+  if (stat(s->path, &path_st) != 0)
+    return kb_error_set(err, KB_EWRITE, "%s: cannot commit: the file was removed while open: "
+                        "%s (errno %d)", s->path, strerror(errno), errno);
+  if (path_st.st_dev != open_st.st_dev || path_st.st_ino != open_st.st_ino)
+    return kb_error_set(err, KB_EWRITE, "%s: cannot commit: the file was replaced while open "
+                        "(another file at its path)", s->path);
+  return KB_OK;
+}
+
 static int flush_impl(struct kb_store *s, struct kb_error *err) {
   if (s == NULL)
     return kb_error_set(err, KB_EINVAL, "kb__store_flush: no store");
@@ -2067,6 +2083,8 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
   }
   if (!rc)
     rc = flush_sync(s, err);
+  if (!rc)
+    rc = check_in_place(s, err);
   if (rc) {
     s->failed = 1;
     return rc;
