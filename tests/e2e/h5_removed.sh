@@ -5,7 +5,11 @@
 # the next commit that the path no longer names its file, acknowledges nothing more, and exits 9
 # naming the file; the next kb-scheduler makes the file again from the results stream
 # ("rebuilding it from the results retained in redis"). Then the same with the file replaced by
-# another one (mv over it). At the end every result is in its file once, the ledger is exact.
+# another one (mv over it). Then the file cut to half its size while no scheduler runs (a
+# truncated copy, a disk that lost its tail): before this, recovery (h5clear) opened it, the
+# committed rows named bytes past the cut, which read back as zeros (sources that define
+# nothing); now the store says the file was cut short and the scheduler rebuilds it from redis.
+# At the end every result is in its file once, the ledger is exact.
 BIN=$1
 source "$(dirname "$0")/../lib/common.sh"
 start_redis
@@ -50,9 +54,14 @@ fault "replaced" "$R/sum.h5: cannot commit: the file was replaced while open" \
   bash -c "cp '$R/sum.h5' '$T/copy.h5' && mv '$T/copy.h5' '$R/sum.h5'"
 grep -q "$R/sum.h5: no such file, though the results stream holds results of task \"sum\"; rebuilding" \
   "$T/sched.log" || fail "the restart did not say it rebuilt the removed file"
+size=$(stat -c %s "$R/sum.h5")
+truncate -s $((size / 2)) "$R/sum.h5"
+note "sum.h5 cut from $size to $((size / 2)) bytes"
 start_sched
 wait_pid $SCHED 120 || fail "scheduler failed: $(tail -3 "$T/sched.log")"
 wait_pid $RUNNER 30 || fail "runner failed: $(tail -3 "$T/runner.log")"
+grep -q "$R/sum.h5: cannot open: the file ends at byte $((size / 2)), before the committed data of .*: it was cut short; rebuilding" \
+  "$T/sched.log" || fail "the restart did not find sum.h5 cut short: $(grep sum.h5 "$T/sched.log" | tail -3)"
 [ "$(rcli HGET 'kb:{hr}:meta' state)" = done ] || fail "campaign not done"
 ledger_exact hr
 for task in sum matmul; do
