@@ -431,7 +431,8 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
     if (p == l->sched_pid) {
       l->sched_pid = 0;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        rc = kb_error_set(err, KB_ECHILD, "kb-scheduler failed (%s %d); see %s/scheduler.log",
+        rc = kb_error_set(err, KB_ECHILD, "kb-scheduler failed (%s %d); see %s/scheduler.log; "
+                          "run the same command to resume",
                           WIFEXITED(status) ? "exit code" : "signal",
                           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                           l->redis_dir);
