@@ -274,6 +274,13 @@ static int complete_slot(struct worker *w, int slot, struct kb_result *r, int ma
       kb_warn("%s: %s; result dropped, the item runs again", done.item, err->msg);
       kb_error_clear(err);
       rc = KB_OK;
+    } else if (rc == KB_ENOTFOUND) {
+      /* redis lost the claim itself: restarted from an AOF that ends before it (a power loss
+       * under appendfsync everysec, a replica promoted). The item is queued again there. */
+      kb_warn("%s: %s: redis lost this claim (restarted without its last writes?); result "
+              "dropped, the item runs again", done.item, err->msg);
+      kb_error_clear(err);
+      rc = KB_OK;
     } else if (rc == KB_OK) {
       if (!dup && r->cost_ms > done.cost_ms)
         kb_warn("%s: cost %lld ms overran its reservation of %lld ms: the overrun of %lld ms "

@@ -2,6 +2,7 @@
 #include "sched.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -108,6 +109,15 @@ static struct kb_task_pop *task_pop(struct sched *s, const char *task_id, struct
 static int rebuild_file(struct sched *s, const char *path, const struct kb_store_task_info *info,
                         struct kb_store **out, struct kb_error *err);
 
+/* 1 when the population holds results of `task` (its file had rows written to it, or was to
+ * have them: the stream's results were read at start), else 0. */
+static int seen_results(const struct sched *s, const char *task) {
+  for (int i = 0; i < s->pop.n; i++)
+    if (strcmp(s->pop.tasks[i].task, task) == 0)
+      return s->pop.tasks[i].evaluations > 0;
+  return 0;
+}
+
 static struct open_store *get_store(struct sched *s, const char *task_id, struct kb_error *err) {
   for (int i = 0; i < s->n_stores; i++)
     if (strcmp(s->stores[i].task, task_id) == 0)
@@ -133,9 +143,17 @@ static struct open_store *get_store(struct sched *s, const char *task_id, struct
                                     .spec_json = rep->element[0]->str,
                                     .reference = rep->element[1]->str};
   struct kb_store *store = NULL;
-  int rc = kb__store_open(path, &info, &store, err);
-  if (rc == KB_EHDF5) /* not even recovery could open it: rebuild it from redis */
+  int rc;
+  if (access(path, F_OK) != 0 && errno == ENOENT && seen_results(s, task_id)) {
+    /* removed while results of the task were recorded in it: make it again from redis */
+    kb_error_set(err, KB_ENOTFOUND, "%s: no such file, though the results stream holds "
+                 "results of task \"%s\"", path, task_id);
     rc = rebuild_file(s, path, &info, &store, err);
+  } else {
+    rc = kb__store_open(path, &info, &store, err);
+    if (rc == KB_EHDF5) /* not even recovery could open it: rebuild it from redis */
+      rc = rebuild_file(s, path, &info, &store, err);
+  }
   if (rc == KB_OK) /* LLM exchanges a killed scheduler had not committed (llm_audit.h) */
     rc = kb__llm_audit_sync(&s->q, store, task_id, NULL, err);
   if (rc) {
@@ -498,6 +516,29 @@ static void release_entries(struct entry *e, int n) {
       kb_result_release(&e[i].result);
 }
 
+/* fsyncs the folder holding `path`, so that a rename into it survives a crash. Returns KB_OK,
+ * or KB_EWRITE (a write fault: the scheduler exits 9) or KB_EIO naming the folder and errno. */
+static int sync_parent(const char *path, struct kb_error *err) {
+  char dir[1300];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rc = fd < 0 ? -1 : fsync(fd);
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  if (rc == 0)
+    return KB_OK;
+  int code = e == EIO || e == ENOSPC || e == EDQUOT || e == EROFS ? KB_EWRITE : KB_EIO;
+  return kb_error_set(err, code, "%s: cannot sync: %s (errno %d)", dir, strerror(e), e);
+}
+
 /* A task file that cannot be opened at all, not even by the store's recovery, is rebuilt from
  * what redis retains: the results stream, which nothing trims, and the candidates
  * (kb:{cid}:cand:<id>), which live as long as the campaign. Every result of the task in the
@@ -512,8 +553,9 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   snprintf(aside, sizeof aside, "%s.corrupt-%ld", path, (long)time(NULL));
   snprintf(tmp, sizeof tmp, "%s.rebuild", path);
   snprintf(tmp_lock, sizeof tmp_lock, "%s.lock", tmp);
-  kb_warn("%s; rebuilding it from the results retained in redis, the bad file kept as %s",
-          err->msg, aside);
+  int missing = access(path, F_OK) != 0 && errno == ENOENT;
+  kb_warn("%s; rebuilding it from the results retained in redis%s%s", err->msg,
+          missing ? "" : ", the bad file kept as ", missing ? "" : aside);
   kb_error_clear(err);
   if (unlink(tmp) != 0 && errno != ENOENT) /* a rebuild killed half-way */
     return kb_error_set(err, KB_EIO, "cannot remove \"%s\": %s", tmp, strerror(errno));
@@ -570,13 +612,15 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   unlink(tmp_lock);
   if (rc)
     return rc;
-  if (link(path, aside) != 0 && errno != EEXIST)
+  if (link(path, aside) != 0 && errno != EEXIST && errno != ENOENT) /* ENOENT: none to keep */
     return kb_error_set(err, KB_EIO, "cannot keep \"%s\" as \"%s\": %s", path, aside,
                         strerror(errno));
   if (rename(tmp, path) != 0)
     return kb_error_set(err, KB_EIO, "cannot move \"%s\" to \"%s\": %s", tmp, path,
                         strerror(errno));
-  rc = kb__store_open(path, info, out, err);
+  rc = sync_parent(path, err); /* the rename on disk before anything is acknowledged */
+  if (rc == KB_OK)
+    rc = kb__store_open(path, info, out, err);
   if (rc == KB_OK)
     kb_info("%s: rebuilt from %ld results", path, written);
   return rc;

@@ -503,6 +503,7 @@ struct kb_store {
   int dirty;                 /* something was written since the last flush */
   int failed;                /* a write failed half-way; the file must be reopened */
   int recovered;             /* KB_STORE_RECOVERED_* bits */
+  off_t found_size;          /* bytes the file had when found, before h5clear or HDF5 touched it */
 };
 
 /* Saves HDF5's automatic error printing and switches it off; quiet_end() restores it. */
@@ -1540,9 +1541,57 @@ static int repair(struct kb_store *s, const struct agg_row *stored, struct kb_er
 
 /* Loads an existing file: cut back to its last commit, then the candidates and evaluations
  * into memory, then the repairs of what landed after that commit. */
+/* KB_EHDF5 when the chunk holding element `count - 1` of `ds` (a 1-D table or heap, `count`
+ * committed elements) lies past `eof`, the file's size: the file was cut short (a truncated
+ * copy, a disk that lost its tail), and reading that chunk would give zeros, not an error. The
+ * last element's chunk is the last one written to it, so the one most likely lost. */
+static int check_tail(const struct kb_store *s, hid_t ds, const char *name, int64_t count,
+                      off_t eof, struct kb_error *err) {
+  if (ds < 0 || count <= 0)
+    return KB_OK;
+  hid_t space = H5Dget_space(ds);
+  hsize_t at[1] = {(hsize_t)(count - 1)};
+  haddr_t addr = HADDR_UNDEF;
+  hsize_t size = 0;
+  herr_t got = space >= 0 ? H5Dget_chunk_info_by_coord(ds, at, NULL, &addr, &size) : -1;
+  if (space >= 0)
+    H5Sclose(space);
+  if (got < 0 || addr == HADDR_UNDEF) /* contiguous, or a chunk never written: nothing to lose */
+    return KB_OK;
+  if ((uint64_t)addr + size > (uint64_t)eof)
+    return kb_error_set(err, KB_EHDF5, "%s: cannot open: the file ends at byte %lld, before "
+                        "the committed data of %s (%llu bytes at %llu): it was cut short",
+                        s->path, (long long)eof, name, (unsigned long long)size,
+                        (unsigned long long)addr);
+  return KB_OK;
+}
+
+/* check_tail() for every table and heap, up to the commit `c`, against the size the file had
+ * when found (found_size). */
+static int check_tails(const struct kb_store *s, const struct commit_rec *c,
+                       struct kb_error *err) {
+  off_t eof = s->found_size;
+  int rc = check_tail(s, s->cand_ds, "/candidates", c->candidates, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->eval_ds, "/evaluations", c->evaluations, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->src_ds, "/sources/data", c->source_bytes, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->log_ds, "/compile_logs/data", c->compile_log_bytes, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->kern_ds, "/profiles/kernels", c->kernels, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->llm_ds, "/llm/requests", c->llm, eof, err);
+  if (rc == KB_OK)
+    rc = check_tail(s, s->text_ds, "/llm/text", c->llm_bytes, eof, err);
+  return rc;
+}
+
 static int load(struct kb_store *s, struct kb_error *err) {
   struct commit_rec c;
   int rc = read_commit(s, &c, err);
+  if (rc == KB_OK)
+    rc = check_tails(s, &c, err);
   if (rc == KB_OK)
     rc = cut_to_commit(s, &c, err);
   if (rc)
@@ -1665,7 +1714,12 @@ static int open_impl(const char *path, const struct kb_store_task_info *info,
     rc = create_file(s, info, err);
     if (rc)
       goto out;
+    if (stat(path, &st) != 0) {
+      rc = sysfail(err, errno, path, "stat");
+      goto out;
+    }
   }
+  s->found_size = st.st_size; /* h5clear and HDF5 extend a cut file to its stored end */
   rc = open_file(s, err);
   if (!rc)
     rc = check_root(s, info, err);
@@ -2046,6 +2100,22 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
 }
 
 /* kb__store_flush(): the two-phase commit described at the top of this file. */
+/* KB_EWRITE when the store's path no longer names the file it has open (removed, or replaced
+ * by another file, while open): what it committed went to a file nobody will read, so it must
+ * not be acknowledged. KB_OK when it does, or when the descriptor is unknown (data_fd). */
+static int check_in_place(const struct kb_store *s, struct kb_error *err) {
+  struct stat open_st, path_st;
+  if (s->data_fd < 0 || fstat(s->data_fd, &open_st) != 0)
+    return KB_OK;
+  if (stat(s->path, &path_st) != 0)
+    return kb_error_set(err, KB_EWRITE, "%s: cannot commit: the file was removed while open: "
+                        "%s (errno %d)", s->path, strerror(errno), errno);
+  if (path_st.st_dev != open_st.st_dev || path_st.st_ino != open_st.st_ino)
+    return kb_error_set(err, KB_EWRITE, "%s: cannot commit: the file was replaced while open "
+                        "(another file at its path)", s->path);
+  return KB_OK;
+}
+
 static int flush_impl(struct kb_store *s, struct kb_error *err) {
   if (s == NULL)
     return kb_error_set(err, KB_EINVAL, "kb__store_flush: no store");
@@ -2067,6 +2137,8 @@ static int flush_impl(struct kb_store *s, struct kb_error *err) {
   }
   if (!rc)
     rc = flush_sync(s, err);
+  if (!rc)
+    rc = check_in_place(s, err);
   if (rc) {
     s->failed = 1;
     return rc;

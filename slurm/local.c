@@ -32,6 +32,9 @@
 extern char **environ;
 
 #define MAX_RUNNERS 64
+#define REDIS_ARGV_MAX 32
+/* times kb-launch starts its redis-server again after it died, before it gives up */
+#define REDIS_RESTARTS_MAX 5
 
 struct local {
   const struct kb_local_opts *o;
@@ -42,6 +45,9 @@ struct local {
   char addr[200];        /* "unix:<sock>" or the given address */
   char tmp_sock_dir[64]; /* mkdtemp folder when the socket path would be too long */
   pid_t redis_pid;
+  char *redis_argv[REDIS_ARGV_MAX]; /* its command line (borrowed strings), for a restart */
+  char redis_pidfile[2200];
+  int redis_restarts;    /* times the redis-server was started again after it died */
   pid_t sched_pid;
   pid_t runner_pids[MAX_RUNNERS];
   int runner_status[MAX_RUNNERS]; /* waitpid status of a runner that exited */
@@ -167,19 +173,21 @@ static int prepare_dirs(struct local *l, struct kb_error *err) {
   return KB_OK;
 }
 
+static int run_redis(struct local *l, struct kb_error *err);
+
 /* redis-server on a socket in the campaign folder, with kb_redis_server_settings (kb/redis.h). */
 static int start_redis(struct local *l, struct kb_error *err) {
-  char log[2200];
-  snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
-  char pidfile[2200];
-  snprintf(pidfile, sizeof pidfile, "%s/%s", l->redis_dir, KB_LAUNCH_REDIS_PIDFILE);
-  char *argv[32] = {"redis-server", "--port", "0", "--unixsocket", l->sock,
-                    "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no",
-                    "--pidfile", pidfile};
-  int n = 13;
-  for (int i = 0; kb_redis_server_settings[i] && n < 31; i++)
-    argv[n++] = kb_redis_server_settings[i];
-  argv[n] = NULL;
+  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", l->sock,
+                  "--unixsocketperm", "700", "--dir", l->redis_dir, "--daemonize", "no",
+                  "--pidfile", l->redis_pidfile};
+  snprintf(l->redis_pidfile, sizeof l->redis_pidfile, "%s/%s", l->redis_dir,
+           KB_LAUNCH_REDIS_PIDFILE);
+  int n = 0;
+  for (; n < (int)(sizeof argv / sizeof *argv); n++)
+    l->redis_argv[n] = argv[n];
+  for (int i = 0; kb_redis_server_settings[i] && n < REDIS_ARGV_MAX - 1; i++)
+    l->redis_argv[n++] = kb_redis_server_settings[i];
+  l->redis_argv[n] = NULL;
   snprintf(l->addr, sizeof l->addr, "unix:%s", l->sock);
   struct kb_redis *other = NULL;
   struct kb_redis_opts oo = {.addr = l->addr, .retry_ms = 1, .no_credentials = 1};
@@ -192,7 +200,16 @@ static int start_redis(struct local *l, struct kb_error *err) {
       (getenv("KB_REDIS_PASSWORD_FILE") && *getenv("KB_REDIS_PASSWORD_FILE")))
     kb_info("KB_REDIS_PASSWORD(_FILE) not used: the redis-server kb-launch starts has no "
             "password; its unix socket (mode 0700) is open to this user only");
-  int rc = spawn_redis(argv, log, &l->redis_pid, err);
+  return run_redis(l, err);
+}
+
+/* Spawns the redis-server of start_redis() (its command line in l->redis_argv) and waits until
+ * it accepts connections. Returns KB_OK, or KB_ECONN naming its log when it exits at start (a
+ * damaged AOF: the log says which file) or does not answer within 10 s. */
+static int run_redis(struct local *l, struct kb_error *err) {
+  char log[2200];
+  snprintf(log, sizeof log, "%s/redis.log", l->redis_dir);
+  int rc = spawn_redis(l->redis_argv, log, &l->redis_pid, err);
   if (rc)
     return rc;
   for (int i = 0; i < 200; i++) {
@@ -371,6 +388,31 @@ static int check_runners(struct local *l, struct kb_error *err) {
   return KB_OK;
 }
 
+/* Starts the redis-server we run again on its AOF when it died (kill -9, the OOM killer, a
+ * crash): the scheduler and the runners reconnect by themselves, so the campaign goes on instead
+ * of waiting forever on a socket nobody listens on. Returns KB_OK (running, or started again),
+ * or KB_ECONN once it died more than REDIS_RESTARTS_MAX times or does not start again (its log
+ * says why, e.g. an AOF damaged in the middle). */
+static int check_redis(struct local *l, struct kb_error *err) {
+  int status = 0;
+  if (l->redis_pid <= 0 || waitpid(l->redis_pid, &status, WNOHANG) != l->redis_pid)
+    return KB_OK;
+  l->redis_pid = 0;
+  const char *how = WIFEXITED(status) ? "exited with status" : "was killed by signal";
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+  if (l->redis_restarts >= REDIS_RESTARTS_MAX)
+    return kb_error_set(err, KB_ECONN, "redis-server %s %d after %d restarts; not started "
+                        "again; see %s/redis.log; run the same command to resume", how, code,
+                        l->redis_restarts, l->redis_dir);
+  l->redis_restarts++;
+  kb_warn("redis-server %s %d; starting it again on its AOF in %s (restart %d of at most %d)",
+          how, code, l->redis_dir, l->redis_restarts, REDIS_RESTARTS_MAX);
+  int rc = run_redis(l, err);
+  if (rc == KB_OK)
+    kb_info("redis-server is back; the scheduler and the runners reconnect");
+  return rc;
+}
+
 /* Waits for the scheduler to end the campaign. */
 static int wait_scheduler(struct local *l, struct kb_error *err) {
   int tty = isatty(STDERR_FILENO);
@@ -389,13 +431,16 @@ static int wait_scheduler(struct local *l, struct kb_error *err) {
     if (p == l->sched_pid) {
       l->sched_pid = 0;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        rc = kb_error_set(err, KB_ECHILD, "kb-scheduler failed (%s %d); see %s/scheduler.log",
+        rc = kb_error_set(err, KB_ECHILD, "kb-scheduler failed (%s %d); see %s/scheduler.log; "
+                          "run the same command to resume",
                           WIFEXITED(status) ? "exit code" : "signal",
                           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                           l->redis_dir);
       break;
     }
-    rc = check_runners(l, err);
+    rc = check_redis(l, err);
+    if (rc == KB_OK)
+      rc = check_runners(l, err);
     if (rc)
       break;
     if (r && tick % 5 == 0)

@@ -297,9 +297,9 @@ const char *kb_redis_addr(const struct kb_redis *r) { return r->addr; }
 
 void kb_redis_set_retry(struct kb_redis *r, int retry_ms) { r->retry_ms = retry_ms; }
 
-/* Logs "redis at ADDR: why; reconnecting" at most once per WARN_EVERY_MS in the process, with
- * the count of the reconnects since the last line. */
-static void warn_reconnect(const struct kb_redis *r, const char *why) {
+/* Logs "redis at ADDR: why; <verb>" at most once per WARN_EVERY_MS in the process, with the
+ * count of the reconnects and retries since the last line. */
+static void warn_retry(const struct kb_redis *r, const char *why, const char *verb) {
   long now = mono_ms(), last = atomic_load(&warned_ms);
   if ((last != 0 && now - last < WARN_EVERY_MS) ||
       !atomic_compare_exchange_strong(&warned_ms, &last, now)) {
@@ -308,10 +308,14 @@ static void warn_reconnect(const struct kb_redis *r, const char *why) {
   }
   long others = atomic_exchange(&unwarned, 0);
   if (others > 0)
-    kb_warn("redis at %s: %s; reconnecting (%ld more times in the last %ld s)", r->addr, why,
+    kb_warn("redis at %s: %s; %s (%ld more times in the last %ld s)", r->addr, why, verb,
             others, (now - last) / 1000);
   else
-    kb_warn("redis at %s: %s; reconnecting", r->addr, why);
+    kb_warn("redis at %s: %s; %s", r->addr, why, verb);
+}
+
+static void warn_reconnect(const struct kb_redis *r, const char *why) {
+  warn_retry(r, why, "reconnecting");
 }
 
 /* Sends one formatted command (`cmd`, `len` bytes, from redisFormatCommand*) and reads its
@@ -335,6 +339,18 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
           mono_ms() < deadline) {
         freeReplyObject(rr);
         kb_sleep_ms(50);
+        continue;
+      }
+      /* Over its maxmemory, the server refuses a write command, and a script at its first
+       * write, so before it changed anything: wait for memory to be freed or the limit
+       * raised, with the same backoff, within the same budget. */
+      if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "OOM ", 4) == 0 &&
+          mono_ms() < deadline) {
+        warn_retry(r, "out of memory (maxmemory reached)", "retrying");
+        freeReplyObject(rr);
+        long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
+        kb_sleep_ms(wait < deadline - mono_ms() ? wait : 1);
+        delay = delay * 2 > 2000 ? 2000 : delay * 2;
         continue;
       }
       *reply = rep;
