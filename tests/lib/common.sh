@@ -99,6 +99,28 @@ ledger_exact() {
   echo "ledger $cid: total=$total available=$avail spent=$spent" >&2
 }
 
+# campaign_whole CID RESULTS TASK...: the campaign CID ended whole after its faults: state done,
+# the ledger exact (ledger_exact), each TASK's file under RESULTS holds every result the
+# scheduler acknowledged once and nothing is left pending (check_writer.py), and the files hold
+# exactly the items done or dead, at least two evaluations a task (check_results.py --done).
+campaign_whole() {
+  local cid=$1 results=$2 task counts done_n
+  shift 2
+  [ "$(rcli HGET "kb:{$cid}:meta" state)" = done ] || fail "campaign $cid not done"
+  ledger_exact "$cid"
+  for task in "$@"; do
+    counts=$($KB_PY "$TESTS_DIR/e2e/check_writer.py" "$T/redis/redis.sock" "$cid" "$results" \
+      "$task") || fail "$task.h5 does not hold every acknowledged result once: $counts"
+    $KB_PY -c 'import json, sys
+c = json.loads(sys.argv[1]); f = c["files"][sys.argv[2]]
+sys.exit(0 if c["pending"] == 0 and f["rows"] == f["acked"] > 0 else 1)' "$counts" "$task" ||
+      fail "not every result once in $task.h5: $counts"
+  done
+  done_n=$(( $(rcli HGET "kb:{$cid}:meta" done) + $(rcli HGET "kb:{$cid}:meta" dead) ))
+  $KB_PY "$TESTS_DIR/e2e/check_results.py" "$results" --campaign "$cid" --tasks "$@" \
+    --min-evaluations 2 --done "$done_n"
+}
+
 # stream_json KEY FIELD OUT: writes the FIELD of every entry of stream KEY, one per line.
 stream_json() {
   local key=$1 field=$2 out=$3
