@@ -1464,8 +1464,9 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
 again:;
   double t_prep = kb_now_mono();
   rc = prepare(b, task, 0, key, NULL, t_prep + KB_SETUP_LIMIT_S, err);
-  used_s += kb_now_mono() - t_prep;
-  b->prepare_s += kb_now_mono() - t_prep;
+  double prep_s = kb_now_mono() - t_prep;
+  used_s += prep_s;
+  b->prepare_s += prep_s;
   if (rc == KB_OK)
     rc = sandbox_for(b, task, 0, &sb, err);
   if (rc)

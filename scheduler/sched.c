@@ -2,7 +2,6 @@
 #include "sched.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -516,29 +515,6 @@ static void release_entries(struct entry *e, int n) {
       kb_result_release(&e[i].result);
 }
 
-/* fsyncs the folder holding `path`, so that a rename into it survives a crash. Returns KB_OK,
- * or KB_EWRITE (a write fault: the scheduler exits 9) or KB_EIO naming the folder and errno. */
-static int sync_parent(const char *path, struct kb_error *err) {
-  char dir[1300];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    slash[1] = '\0';
-  else if (slash != NULL)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  int rc = fd < 0 ? -1 : fsync(fd);
-  int e = errno;
-  if (fd >= 0)
-    close(fd);
-  if (rc == 0)
-    return KB_OK;
-  int code = e == EIO || e == ENOSPC || e == EDQUOT || e == EROFS ? KB_EWRITE : KB_EIO;
-  return kb_error_set(err, code, "%s: cannot sync: %s (errno %d)", dir, strerror(e), e);
-}
-
 /* A task file that cannot be opened at all, not even by the store's recovery, is rebuilt from
  * what redis retains: the results stream, which nothing trims, and the candidates
  * (kb:{cid}:cand:<id>), which live as long as the campaign. Every result of the task in the
@@ -618,7 +594,7 @@ static int rebuild_file(struct sched *s, const char *path, const struct kb_store
   if (rename(tmp, path) != 0)
     return kb_error_set(err, KB_EIO, "cannot move \"%s\" to \"%s\": %s", tmp, path,
                         strerror(errno));
-  rc = sync_parent(path, err); /* the rename on disk before anything is acknowledged */
+  rc = kb__store_sync_folder(path, err); /* the rename on disk before anything is acknowledged */
   if (rc == KB_OK)
     rc = kb__store_open(path, info, out, err);
   if (rc == KB_OK)

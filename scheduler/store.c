@@ -1051,22 +1051,30 @@ out:
   return rc;
 }
 
+int kb__store_sync_folder(const char *path, struct kb_error *err) {
+  char *dir = kb_strdup(path);
+  if (dir == NULL)
+    return nomem(err, path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    slash[1] = '\0';
+  else if (slash != NULL)
+    *slash = '\0';
+  int rc = sync_path(slash != NULL ? dir : ".", 1, err);
+  kb_free(dir);
+  return rc;
+}
+
 /* Syncs the finished `tmp`, renames it to `path` (`*made` 0 from then on: `tmp` is gone) and
- * syncs the folder of `path`. `dir` is a copy of `path` (caller-owned), cut here. */
-static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
-                        struct kb_error *err) {
+ * syncs the folder of `path`. */
+static int put_in_place(const char *tmp, const char *path, int *made, struct kb_error *err) {
   int rc = sync_path(tmp, 0, err);
   if (rc)
     return rc;
   if (rename(tmp, path) != 0)
     return sysfail(err, errno, path, "rename from \"%s\"", tmp);
   *made = 0;
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    slash[1] = '\0';
-  else if (slash != NULL)
-    *slash = '\0';
-  return sync_path(slash != NULL ? dir : ".", 1, err);
+  return kb__store_sync_folder(path, err);
 }
 
 /* Builds the whole file in "<path>.tmp" and renames it to `path`, so that `path` never holds a
@@ -1075,13 +1083,12 @@ static int put_in_place(const char *tmp, const char *path, char *dir, int *made,
 static int create_file(struct kb_store *s, const struct kb_store_task_info *info,
                        struct kb_error *err) {
   int rc = KB_OK;
-  char *tmp = NULL, *dir = NULL;
+  char *tmp = NULL;
   hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
   int made = 0; /* tmp exists and must go on failure */
   size_t plen = strlen(s->path);
   tmp = kb_malloc(plen + sizeof ".tmp");
-  dir = kb_strdup(s->path);
-  if (tmp == NULL || dir == NULL) {
+  if (tmp == NULL) {
     rc = nomem(err, s->path);
     goto out;
   }
@@ -1111,13 +1118,12 @@ static int create_file(struct kb_store *s, const struct kb_store_task_info *info
     rc = h5fail(err, tmp, "close file");
     goto out;
   }
-  rc = put_in_place(tmp, s->path, dir, &made, err);
+  rc = put_in_place(tmp, s->path, &made, err);
 out:
   close_file(&f);
   close_id(&fapl, H5Pclose);
   if (rc && made)
     unlink(tmp);
-  kb_free(dir);
   kb_free(tmp);
   return rc;
 }
@@ -1539,8 +1545,6 @@ static int repair(struct kb_store *s, const struct agg_row *stored, struct kb_er
   return KB_OK;
 }
 
-/* Loads an existing file: cut back to its last commit, then the candidates and evaluations
- * into memory, then the repairs of what landed after that commit. */
 /* KB_EHDF5 when the chunk holding element `count - 1` of `ds` (a 1-D table or heap, `count`
  * committed elements) lies past `eof`, the file's size: the file was cut short (a truncated
  * copy, a disk that lost its tail), and reading that chunk would give zeros, not an error. The
@@ -1587,6 +1591,8 @@ static int check_tails(const struct kb_store *s, const struct commit_rec *c,
   return rc;
 }
 
+/* Loads an existing file: cut back to its last commit, then the candidates and evaluations
+ * into memory, then the repairs of what landed after that commit. */
 static int load(struct kb_store *s, struct kb_error *err) {
   struct commit_rec c;
   int rc = read_commit(s, &c, err);
@@ -2099,7 +2105,6 @@ static int flush_sync(struct kb_store *s, struct kb_error *err) {
   return KB_OK;
 }
 
-/* kb__store_flush(): the two-phase commit described at the top of this file. */
 /* KB_EWRITE when the store's path no longer names the file it has open (removed, or replaced
  * by another file, while open): what it committed went to a file nobody will read, so it must
  * not be acknowledged. KB_OK when it does, or when the descriptor is unknown (data_fd). */
@@ -2116,6 +2121,7 @@ static int check_in_place(const struct kb_store *s, struct kb_error *err) {
   return KB_OK;
 }
 
+/* kb__store_flush(): the two-phase commit described at the top of this file. */
 static int flush_impl(struct kb_store *s, struct kb_error *err) {
   if (s == NULL)
     return kb_error_set(err, KB_EINVAL, "kb__store_flush: no store");

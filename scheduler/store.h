@@ -39,6 +39,11 @@ struct kb_store_task_info {
  * `info` NULL), KB_EIO, KB_ENOMEM. The store is not thread-safe: one thread at a time. */
 int kb__store_open(const char *path, const struct kb_store_task_info *info, struct kb_store **out,
                   struct kb_error *err);
+/* Durably syncs the folder holding `path` (borrowed), so that a rename into it survives a
+ * crash: what the store does after writing a new file, and what a caller that renames a task
+ * file into place (a rebuild) must do before anything is acknowledged. Errors: KB_EWRITE (a
+ * write fault: EIO, ENOSPC, EROFS, ...) or KB_EIO naming the folder and errno, KB_ENOMEM. */
+int kb__store_sync_folder(const char *path, struct kb_error *err);
 /* 1 when a candidate with `id` is stored, else 0. */
 int kb__store_has_candidate(const struct kb_store *s, const char *id);
 /* Appends `c` (borrowed) to /candidates and its source to /sources/data, once. `*added` (may be
