@@ -104,7 +104,8 @@ for k in $(seq "$KILLS"); do
   mapfile -t fs < <(files)
   if [ ${#skip[@]} -gt 0 ]; then
     # the file overwritten at the previous kill: rebuilt by the restarted scheduler by now
-    grep -q "rebuilt from" "$T/sched.log" || fail "garbage file not rebuilt: $(tail -5 "$T/sched.log")"
+    grep -q "/${skip[0]}.h5: rebuilt from" "$T/sched.log" ||
+      fail "garbage file ${skip[0]}.h5 not rebuilt: $(tail -5 "$T/sched.log")"
     ls "$T/results/wk/${skip[0]}.h5".corrupt-* > /dev/null || fail "the bad file was not kept aside"
     [ ! -e "$T/results/wk/${skip[0]}.h5.rebuild" ] || fail "the rebuild left its temporary file"
     skip=()
@@ -132,7 +133,8 @@ for k in $(seq "$KILLS"); do
   start_sched
   kill -CONT "$RUNNER" "$PROFILER"
   if [ ${#skip[@]} -gt 0 ]; then # let it get to the rebuild before the next kill
-    for _ in $(seq 300); do grep -q "rebuilt from" "$T/sched.log" && break; sleep 0.1; done
+    # (the victim's own line: a file the killed writer had not yet made is rebuilt too)
+    for _ in $(seq 300); do grep -q "/${skip[0]}.h5: rebuilt from" "$T/sched.log" && break; sleep 0.1; done
   fi
 done
 note "$KILLS kills done: $(cat "$T/check.json")"
