@@ -80,6 +80,7 @@ start_sched() {
   SCHED=$!; BG_PIDS+=($SCHED)
 }
 results() { rcli XLEN 'kb:{wk}:results'; }
+since_mark() { tail -n "+$((mark + 1))" "$T/sched.log"; } # the scheduler's log after line $mark
 files() { for t in "${TASKS[@]}"; do [ -e "$T/results/wk/$t.h5" ] && echo "$T/results/wk/$t.h5"; done; true; }
 
 "$BIN/kb-runner" --campaign wk --cache "$T/cache" --name r1 2>> "$T/runner.log" &
@@ -88,6 +89,7 @@ RUNNER=$!; BG_PIDS+=($RUNNER)
 PROFILER=$!; BG_PIDS+=($PROFILER)
 start_sched
 skip=()
+mark=0
 for k in $(seq "$KILLS"); do
   if [ $((k % 2)) -eq 0 ]; then
     before=$(results)
@@ -104,7 +106,7 @@ for k in $(seq "$KILLS"); do
   mapfile -t fs < <(files)
   if [ ${#skip[@]} -gt 0 ]; then
     # the file overwritten at the previous kill: rebuilt by the restarted scheduler by now
-    grep -q "/${skip[0]}.h5: rebuilt from" "$T/sched.log" ||
+    since_mark | grep -q "/${skip[0]}.h5: rebuilt from" ||
       fail "garbage file ${skip[0]}.h5 not rebuilt: $(tail -5 "$T/sched.log")"
     ls "$T/results/wk/${skip[0]}.h5".corrupt-* > /dev/null || fail "the bad file was not kept aside"
     [ ! -e "$T/results/wk/${skip[0]}.h5.rebuild" ] || fail "the rebuild left its temporary file"
@@ -129,12 +131,14 @@ for k in $(seq "$KILLS"); do
     head -c 1000 /dev/urandom > "${fs[0]}.rebuild" # as if an earlier rebuild had been killed
     note "overwrote $victim.h5 with 4 KiB of garbage (and left a half-made $victim.h5.rebuild)"
     skip=("$victim")
+    mark=$(wc -l < "$T/sched.log") # its rebuild is looked for in what the restart logs
   fi
   start_sched
   kill -CONT "$RUNNER" "$PROFILER"
   if [ ${#skip[@]} -gt 0 ]; then # let it get to the rebuild before the next kill
-    # (the victim's own line: a file the killed writer had not yet made is rebuilt too)
-    for _ in $(seq 300); do grep -q "/${skip[0]}.h5: rebuilt from" "$T/sched.log" && break; sleep 0.1; done
+    # (the victim's own line, logged after the overwrite: a file the killed writer had not
+    # made yet is rebuilt too, the victim itself perhaps at an earlier kill)
+    for _ in $(seq 300); do since_mark | grep -q "/${skip[0]}.h5: rebuilt from" && break; sleep 0.1; done
   fi
 done
 note "$KILLS kills done: $(cat "$T/check.json")"
