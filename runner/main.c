@@ -11,6 +11,7 @@
 #include "evaluator.h"
 #include "kb/log.h"
 #include "kb/signals.h"
+#include "kb/task.h"
 #include "worker.h"
 
 static volatile sig_atomic_t stop_requested = 0;
@@ -203,6 +204,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "kb-runner: unexpected argument \"%s\"\n", argv[optind]);
     else
       fprintf(stderr, "kb-runner: missing --campaign ID\n");
+    return kb_cli_try_help("kb-runner");
+  }
+  if (!kb_id_valid(o.campaign)) {
+    fprintf(stderr, "kb-runner: --campaign \"%s\": not a campaign id (1 to 63 characters of a-z, "
+            "0-9, \"_\", \".\", \"-\", starting with a letter or digit)\n", o.campaign);
     return kb_cli_try_help("kb-runner");
   }
   static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT};

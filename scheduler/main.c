@@ -9,6 +9,7 @@
 #include "kb/error.h"
 #include "kb/log.h"
 #include "kb/signals.h"
+#include "kb/task.h"
 #include "sched.h"
 #include "store.h"
 
@@ -82,6 +83,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "kb-scheduler: unexpected argument \"%s\"\n", argv[optind]);
     else
       fprintf(stderr, "kb-scheduler: missing --campaign ID\n");
+    return kb_cli_try_help("kb-scheduler");
+  }
+  if (!kb_id_valid(o.campaign)) {
+    fprintf(stderr, "kb-scheduler: --campaign \"%s\": not a campaign id (1 to 63 characters of a-z, "
+            "0-9, \"_\", \".\", \"-\", starting with a letter or digit)\n", o.campaign);
     return kb_cli_try_help("kb-scheduler");
   }
   static const int sigs[] = {SIGTERM, SIGINT};

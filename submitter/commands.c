@@ -123,6 +123,10 @@ static int resolve_id(const char *arg, char *id, size_t size, struct kb_error *e
     kb_campaign_release(&c);
     return KB_OK;
   }
+  if (!kb_id_valid(arg))
+    return kb_error_set(err, KB_EINVAL, "\"%s\" is neither a campaign file (an existing .json) "
+                        "nor a campaign id (1 to 63 characters of a-z, 0-9, \"_\", \".\", \"-\", "
+                        "starting with a letter or digit)", arg);
   if (snprintf(id, size, "%s", arg) >= (int)size)
     return kb_error_set(err, KB_EINVAL, "campaign id \"%s\" is too long", arg);
   return KB_OK;

@@ -43,11 +43,17 @@ check_usage() { # PATTERN PROG ARGS...
 check_usage "missing --campaign" kb-runner
 check_usage "below --min-tier 3" kb-runner --campaign c --min-tier 3 --max-tier 1
 check_usage "missing --campaign" kb-scheduler
+check_usage "not a campaign id" kb-runner --campaign "Softmax Sweep"
+check_usage "not a campaign id" kb-scheduler --campaign ""
 check_usage "missing the command" kb-submit
 check_usage "missing the campaign file" kb-submit status
 check_usage "unknown command" kb-submit frobnicate c.json
 check_usage "missing the command" kb-submit archive
 check_usage "--runners" kb-launch --local --runners x c.json
+# a campaign argument that is neither a file nor an id: bad input (3), before any connection
+run kb-submit status "Softmax Sweep"
+[ $rc -eq 3 ] && grep -q "neither a campaign file" "$err" && ! grep -q redis "$err" ||
+  fail "kb-submit status 'Softmax Sweep': exit $rc, stderr: $(head -c 300 "$err")"
 check_usage "missing TASK_DIR" kb-test-eval --backend host
 
 # every kb-submit command's own help: its usage line on stdout, exit 0, wherever --help stands
