@@ -626,6 +626,43 @@ static int rule_not_proto(scmp_filter_ctx ctx, const char *name,
   return rc;
 }
 
+/* Is `sig` one whose action a candidate may set in `profile`? Never SIGSYS (the filter's own
+ * handler). A handler is candidate code that runs after its call returned, when the evaluator
+ * does what raises the signal: a SIGSEGV handler ran the work when the evaluator first touched
+ * outputs the call had left inaccessible (mprotect), after the timer stopped
+ * (tests/catalogue/host/lazy_fault.c, ok at screen at 3.5 us against the honest 514 us, and
+ * tests/tasks/torch_candidates/relu_lazy_fault.c in the PyTorch worker, before 2026-12-07). So
+ * on the host a C candidate sets no action at all (the sandbox sets its own before it confines
+ * itself, and no alarm can be set there); the PyTorch worker sets the actions of the signals it
+ * ignores again after each evaluation, so there the faults' alone are refused (SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE, SIGTRAP: the evaluator's own reads and writes raise those). The CUDA profile
+ * keeps the rule before (not SIGSYS): what the driver sets is not measured, and the outputs
+ * there are device memory, which the evaluator does not read through host faults. */
+static int settable_signal(int profile, int sig) {
+  if (sig == SIGSYS || profile == KB__CONFINE_C_HOST)
+    return 0;
+  if (profile == KB__CONFINE_C_CUDA)
+    return 1;
+  return sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGTRAP;
+}
+
+/* The rules for rt_sigaction: reading an action (a null new action) always; setting one for
+ * the signals settable_signal allows, one rule each, and every real-time signal but in the C
+ * host profile. */
+static int sigaction_rules(scmp_filter_ctx ctx, int profile, char *why, size_t size) {
+  struct scmp_arg_cmp query = SCMP_A1(SCMP_CMP_EQ, 0);
+  int rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &query, why, size);
+  for (int sig = 1; rc == 0 && sig < 32; sig++) {
+    struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sig);
+    if (settable_signal(profile, sig))
+      rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &eq, why, size);
+  }
+  struct scmp_arg_cmp realtime = SCMP_A0(SCMP_CMP_GE, 32);
+  if (rc == 0 && profile != KB__CONFINE_C_HOST)
+    rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &realtime, why, size);
+  return rc;
+}
+
 /* Kept whole (141 lines): one seccomp program built rule after rule; its order is the filter. */
 static int build_filter(const struct kb__confine_opts *o, int census, struct sock_fprog *out,
                         char *why, size_t size) {
@@ -649,9 +686,8 @@ static int build_filter(const struct kb__confine_opts *o, int census, struct soc
     else if (allow[i].profiles & mask)
       rc = rule(ctx, SCMP_ACT_ALLOW, allow[i].name, 0, NULL, why, size);
   pid_t self = getpid();
-  /* signals to itself only (abort, raise); disarming the SIGSYS handler is itself blocked */
+  /* signals to itself only (abort, raise); which actions it may set: sigaction_rules */
   struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)self);
-  struct scmp_arg_cmp not_sys = SCMP_A0(SCMP_CMP_NE, SIGSYS);
   if (rc == 0)
     rc = rule(ctx, SCMP_ACT_ALLOW, "kill", 1, &to_self, why, size);
   if (rc == 0)
@@ -659,7 +695,7 @@ static int build_filter(const struct kb__confine_opts *o, int census, struct soc
   if (rc == 0 && profile == KB__CONFINE_C_HOST)
     rc = rule(ctx, SCMP_ACT_ALLOW, "tkill", 1, &to_self, why, size);
   if (rc == 0)
-    rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &not_sys, why, size);
+    rc = sigaction_rules(ctx, profile, why, size);
   /* limits may be read, never set (as root they could be raised again), but the stack's of
    * the process itself: NVRTC raises it before compiling (measured on the H200: cuDNN's
    * runtime-compiled convolution engines under torch.compile, KernelBench level 1 tasks 82, 84

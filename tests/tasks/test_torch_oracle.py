@@ -404,6 +404,18 @@ def main(argv):
         check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
               "not deterministic" in got[0][1] and got[1][0] == "ok",
               "1_relu: second call disagrees -> not deterministic; honest ok: %s" % (got,))
+        # lazy evaluation through a fault handler: the call leaves its output inaccessible and
+        # a SIGSEGV handler computes it when the worker first touches it, after the timer
+        # stopped (ok at screen at some 80 us against the honest 1150 us before 2026-12-07):
+        # the filter refuses the handler (runner/sandbox/confine.c, sigaction_rules)
+        # (x86-64: the candidate finds libc's functions with a raw futex(2) probe)
+        if platform.machine() == "x86_64":
+            rc, lines = evaluate(tool, relu, [c("relu_lazy_fault"), c("relu_honest")], "2",
+                                 cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
+                  "called rt_sigaction(2)" in got[0][1] and got[1][0] == "ok",
+                  "1_relu: work left to a SIGSEGV handler -> rejected; honest ok: %s" % (got,))
         # the confinement: a raw socket(2) is rejected naming the call; the runner's (here
         # kb-test-torch-eval's) environment holds a canary the candidate must not read
         if platform.machine() == "x86_64":
