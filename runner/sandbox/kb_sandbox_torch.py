@@ -1864,6 +1864,34 @@ class Reach:
         return None
 
 
+def native_threads():
+    """The ids of this process's threads, Python's and native ones alike (/proc/self/task, which
+    the confined worker may read), as a set of strings; empty when it cannot be read."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
+def threads_left(before):
+    """The threads of this process that are not among `before` (native_threads()), each as
+    "tid (name)", at most 8. A candidate's native thread (pthread_create from a C library, a C++
+    std::thread of an extension: no Python frame shows it to foreign_threads) outlives its
+    evaluation: relu_spinner.c left one spinning on a CPU, and the honest relu_honest.c after it
+    in that worker was rejected by the witness at the full tier (its samples 1275 us a call, the
+    runner's clock 8398 us), found 2026-12-07. The runner replaces the worker after the
+    evaluation's witness when there is one."""
+    out = []
+    for tid in sorted(native_threads() - before, key=lambda t: int(t) if t.isdigit() else 0):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # ended meanwhile
+        out.append("%s (%s)" % (tid, name[:32]))
+    return out[:8]
+
+
 def foreign_threads(known):
     """Python threads running now that are not in `known` (thread idents) and that candidate code
     runs: a frame of code that is neither a library's, the worker's, a reference's nor the
@@ -3282,6 +3310,7 @@ def evaluate(task, e):
     start = MONOTONIC()
     lib = blib = fn = None
     surface = None
+    threads = None  # native_threads() before any code of the candidate ran
     # seconds per phase, for the runner's debug line (runner/evaluator.c, as the C sandbox's):
     # load (imports, the surface, the candidate's module), check (the check calls, integrity,
     # determinism), samples (warm-up and timed samples with the unseen calls between them),
@@ -3311,6 +3340,7 @@ def evaluate(task, e):
         distrust(e["library"])
         distrust(e.get("baseline"))
         # before any code of the candidate or the baseline runs
+        threads = native_threads()
         surface = Surface(getattr(task, "module", None))
         run.surface = surface
         if e["format"] == "kernelbench":
@@ -3450,6 +3480,9 @@ def evaluate(task, e):
         reply.pop("timing", None)
     finally:
         tampered(surface, reply)
+        left = threads_left(threads) if threads is not None else []
+        if left:
+            reply["threads_left"] = left
         if reply["status"] == "ok" and e["max_samples"] > 0:
             LAST_OK[e["key"]] = (fn, lib)  # for the witness that follows (the lib stays loaded)
         if not reply["fatal"]:
