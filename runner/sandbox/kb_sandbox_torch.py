@@ -1879,8 +1879,10 @@ def threads_left(before):
     std::thread of an extension: no Python frame shows it to foreign_threads) outlives its
     evaluation: relu_spinner.c left one spinning on a CPU, and the honest relu_honest.c after it
     in that worker was rejected by the witness at the full tier (its samples 1275 us a call, the
-    runner's clock 8398 us), found 2026-12-07. The runner replaces the worker after the
-    evaluation's witness when there is one."""
+    runner's clock 8398 us), found 2026-12-07. A C library candidate is rejected for one at
+    the first check (Surface.watch_native); for a ModelNew, whose torch may start threads of its
+    own, the reply names them and the runner replaces the worker after the evaluation's witness
+    when there is one."""
     out = []
     for tid in sorted(native_threads() - before, key=lambda t: int(t) if t.isdigit() else 0):
         try:
@@ -2100,6 +2102,7 @@ class Surface:
         self.reached = len(INTROSPECTION)
         self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
         self.threads = frozenset(current_frames())  # the worker's own Python threads
+        self.native = None  # native_threads() when a C library candidate is watched (watch_native)
         self.imports = Imports()  # set back, not compared
 
     def initial_speed(self):
@@ -2109,6 +2112,15 @@ class Surface:
         itself (cuDNN's autotuner), but one that turned cuDNN off or the host's threads down
         would otherwise slow what its speed is compared with, in its own process."""
         return SpeedSettings(self.perf)
+
+    def watch_native(self, before):
+        """Counts, from now on, any thread of the process that is not among `before`
+        (native_threads()) as one the candidate started: for a C library candidate, whose code
+        runs no torch (a ModelNew's torch may start threads of its own, so there only the worker
+        is replaced after the evaluation: threads_left). relu_thread_after_return.c queued each
+        call's job for a native thread of its own and returned at once: ok at screen at 17.3 us
+        a call before 2026-12-07, the work done after the timed window."""
+        self.native = before
 
     def changed(self, set_back=True):
         """What changed, or None; with `set_back` the speed and process settings are first set
@@ -2139,6 +2151,9 @@ class Surface:
         started = foreign_threads(self.threads)
         if started:
             return "a thread it started was still running (at %s)" % ", ".join(started[:3])
+        left = threads_left(self.native) if self.native is not None else []
+        if left:
+            return "a native thread it started was still running (%s)" % ", ".join(left[:3])
         for (name, was), (_, now) in zip(self.flags, surface_flags()):
             if now is not was and now != was:
                 return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),
@@ -3347,6 +3362,7 @@ def evaluate(task, e):
             fn = ModuleCandidate(task, e["library"], "")
             reply["label"] = fn.label
         else:
+            surface.watch_native(threads)
             lib, fn = load_library(e["library"], "")
         bfn = None
         if e.get("baseline") and e["max_samples"] > 0:

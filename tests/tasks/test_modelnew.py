@@ -236,6 +236,17 @@ def leaks(tool, relu, c, cache):
     check(starts[0] == starts[8] and starts[9] > starts[8],
           "the same worker through the set-backs and the crashes, a new one after the forged "
           "reply: starts %s" % starts)
+    # threads no Python frame shows, left in the worker (torch's pool grown to four): the
+    # verdict stays ok, the worker is replaced after the evaluation (threads_left), and an
+    # honest file leaves nothing to replace it for
+    order = ["relu_more_threads", "relu_torch", "relu_torch"]
+    rc, lines = evaluate(tool, relu, [c(n) for n in order], "1", cache)
+    got = [x["status"] for x in lines]
+    starts = [x["starts"] for x in lines]
+    check(rc == 0 and got == ["ok"] * 3 and len(starts) == 3 and starts[1] == starts[0] + 1 and
+          starts[2] == starts[1],
+          "threads left by torch for a ModelNew: ok, the worker replaced after it only (%s, "
+          "starts %s)" % (got, starts))
 
 
 def reference_tampering(tool, linear, c, cache):

@@ -416,17 +416,21 @@ def main(argv):
             check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
                   "called rt_sigaction(2)" in got[0][1] and got[1][0] == "ok",
                   "1_relu: work left to a SIGSEGV handler -> rejected; honest ok: %s" % (got,))
-        # a native thread left spinning in the worker (relu_spinner.c; foreign_threads sees
-        # Python threads only) ran on beside the next candidates: the honest relu after it was
-        # rejected by the witness at the full tier before 2026-12-07. The worker lists the
-        # threads left ("threads_left") and the runner replaces it after the evaluation.
+        # native threads of a C library (foreign_threads sees Python threads only): one doing
+        # each call's work after the call returned (relu_thread_after_return.c, ok at screen
+        # at 17 us a call before 2026-12-07) and one left spinning (relu_spinner.c, which got
+        # the honest relu after it rejected by the witness at the full tier): rejected at the
+        # first check (Surface.watch_native), the worker replaced, the honest file after ok
         if platform.machine() == "x86_64":
-            rc, lines = evaluate(tool, relu, [c("relu_spinner"), c("relu_honest")], "1", cache)
-            check(rc == 0 and len(lines) == 2 and lines[1]["status"] == "ok" and
-                  lines[1]["starts"] == lines[0]["starts"] + 1,
-                  "1_relu: a thread left running -> the worker replaced before the next "
-                  "candidate (starts %s), which is ok: %s"
-                  % ([x.get("starts") for x in lines], [x.get("status") for x in lines]))
+            rc, lines = evaluate(tool, relu, [c("relu_thread_after_return"), c("relu_spinner"),
+                                              c("relu_honest")], "2", cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 3 and
+                  all(g[0] == "rejected" and "a native thread it started was still running"
+                      in g[1] for g in got[:2]) and got[2][0] == "ok" and
+                  lines[2]["starts"] == lines[1]["starts"] + 1,
+                  "1_relu: native threads of a C library -> rejected, a new worker, the honest "
+                  "one ok: %s (starts %s)" % (got, [x.get("starts") for x in lines]))
         # the confinement: a raw socket(2) is rejected naming the call; the runner's (here
         # kb-test-torch-eval's) environment holds a canary the candidate must not read
         if platform.machine() == "x86_64":
