@@ -150,6 +150,24 @@ static void test_left_behind(void **state) {
   }
 }
 
+/* Code of its own left in an anonymous executable page, hidden behind 5,000 one-page mappings
+ * (hides_mapping.c): the check reads every mapping, not the first 4,096 (ok before 2026-12-07),
+ * and the next candidate is ok. */
+static void test_hidden_mapping(void **state) {
+  (void)state;
+#if !defined(__x86_64__)
+  skip();
+#endif
+  struct kb_result r;
+  fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/hides_mapping.c", "", FX_TIER_SMOKE, &r);
+  fixture_expect(&r, KB_STATUS_REJECTED,
+                 "changed the sandbox's own process: an executable mapping that no file backs");
+  kb_result_release(&r);
+  eval_file("sys_honest", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+}
+
 /* A reply frame of the candidate's own written into the protocol's socket: the filter lets only
  * the sandbox's gate write there, so it is rejected for the write, and the next candidate gets
  * its own verdict (no stale reply in the channel). */
@@ -283,6 +301,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_code_rewritten),
       cmocka_unit_test(test_forged_reply),
       cmocka_unit_test(test_left_behind),
+      cmocka_unit_test(test_hidden_mapping),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
