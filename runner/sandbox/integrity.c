@@ -346,6 +346,46 @@ int kb__integrity_check(struct kb__integrity *g, char *why, size_t size, struct 
   return changed;
 }
 
+struct object_sum {
+  uintptr_t fn;  /* an address inside the object's code */
+  uint64_t sum;  /* its code's and RELRO's checksums, combined */
+  int found;
+};
+
+/* dl_iterate_phdr's callback: the object whose executable segment holds o->fn, summed. */
+static int sum_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct object_sum *o = data;
+  int holds = 0;
+  for (int i = 0; i < info->dlpi_phnum && !holds; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+    holds = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) != 0 && start <= o->fn &&
+            o->fn < start + (uintptr_t)ph->p_memsz;
+  }
+  if (!holds)
+    return 0;
+  uint64_t sum = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    int code = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) != 0;
+    if ((!code && ph->p_type != PT_GNU_RELRO) || ph->p_memsz == 0)
+      continue;
+    const unsigned char *start = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    sum = sum * 0x100000001b3ULL ^ checksum(start, code ? ph->p_filesz : ph->p_memsz);
+  }
+  o->sum = sum;
+  o->found = 1;
+  return 1;
+}
+
+int kb__integrity_object_sum(const void *fn, uint64_t *sum) {
+  struct object_sum o = {.fn = (uintptr_t)fn};
+  dl_iterate_phdr(sum_object, &o);
+  *sum = o.sum;
+  return o.found ? 0 : -1;
+}
+
 /* dl_iterate_phdr's callback: 1 (stop) at the object named *data. */
 static int named(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
