@@ -257,7 +257,8 @@ def reference_tampering(tool, linear, c, cache):
     a global forward pre-hook registered, nn.Linear.forward replaced, a memoizer that
     replaces torch.nn.functional.linear to return what it kept, and a thread that keeps the
     interpreter busy while the candidate is not calling (foreign_threads); and one that gives
-    its own code torch's file name to pass the frame checks as torch (CODE_EVENTS), with an
+    its own code torch's file name to pass the frame checks as torch (CODE_EVENTS); one that
+    slows the same-run baseline's own module (Surface.keep_baseline), with an
     honest file that imports standard modules not loaded yet after it. Each rejected at full with what
     it changed named, before any timing is reported. Then three that first turn the worker's
     own checks off (reached through sys.modules["__main__"]), which only the witness catches
@@ -267,8 +268,8 @@ def reference_tampering(tool, linear, c, cache):
     range of its same-run baseline)."""
     order = ["linear_slow_reference", "linear_slow_reference_hook", "linear_slow_reference_class",
              "linear_patch_oracle", "linear_slow_reference_thread", "linear_spoof_name",
-             "linear_unchecked_slow_reference", "linear_forge_timer", "linear_forge_check",
-             "linear_imports", "linear_torch"]
+             "linear_slow_baseline", "linear_unchecked_slow_reference", "linear_forge_timer",
+             "linear_forge_check", "linear_imports", "linear_torch"]
     named = {"linear_slow_reference": "torch.nn.functional.linear was replaced",
              "linear_slow_reference_hook": "torch.nn.modules.module._global_forward_pre_hooks "
                                            "was changed",
@@ -277,6 +278,8 @@ def reference_tampering(tool, linear, c, cache):
              "linear_slow_reference_thread": "a thread it started was still running (at "
                                              "candidate.py:",
              "linear_spoof_name": "it reached for code.__new__ of code named ",
+             "linear_slow_baseline": "the same-run baseline's module's class Model.forward was "
+                                     "replaced",
              "linear_unchecked_slow_reference": "slowed the reference in its process: torch "
                                                 "eager took ",
              "linear_forge_timer": "timing not confirmed outside its process: its samples say "
@@ -285,8 +288,8 @@ def reference_tampering(tool, linear, c, cache):
                                    "its process: output \"out\" of witness call 1 of "}
     rc, lines = evaluate(tool, linear, [c(n) for n in order], "3", cache)
     got = [x["status"] for x in lines]
-    check(rc == 0 and got == ["rejected"] * 9 + ["ok"] * 2,
-          "reference tampering verdicts %s (want 9 rejected, then 2 ok)" % got)
+    check(rc == 0 and got == ["rejected"] * 10 + ["ok"] * 2,
+          "reference tampering verdicts %s (want 10 rejected, then 2 ok)" % got)
     for n, x in zip(order, lines):
         if n in named:
             check(named[n] in x["reason"] and x["median_us"] is None and
