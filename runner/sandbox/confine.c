@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
@@ -32,7 +33,7 @@
 #error "confine.c: the open gate knows x86-64 and aarch64 only"
 #endif
 
-/* libkb-confine.so exports the three functions of CONTRACTS.md only */
+/* libkb-confine.so exports the three functions of CONTRACTS.md and kb_confine_code_sum only */
 #ifdef KB_CONFINE_EXPORT
 #define KB_CONFINE_API __attribute__((visibility("default")))
 #else
@@ -957,6 +958,66 @@ KB_CONFINE_API int kb_confine_python(const char *rw_dir, const char *ro_paths, c
   int rc = kb__confine_apply(&o, &l, why, size);
   free(copy); /* the rules hold descriptors' targets, not these strings */
   return rc;
+}
+
+/* The code sum's walk: the objects named, their executable segments summed. */
+struct code_walk {
+  const char *names; /* ':'-separated substrings of an object's path; "[main]" the program */
+  uint64_t sum;
+  int objects;
+};
+
+/* 1 when `path` (dl_iterate_phdr's name: "" for the program) is one of w->names. */
+static int code_named(const struct code_walk *w, const char *path) {
+  for (const char *n = w->names; *n;) {
+    const char *end = strchr(n, ':');
+    size_t len = end != NULL ? (size_t)(end - n) : strlen(n);
+    char one[128];
+    if (len > 0 && len < sizeof one) {
+      memcpy(one, n, len);
+      one[len] = '\0';
+      if (strcmp(one, "[main]") == 0 ? path[0] == '\0' : strstr(path, one) != NULL)
+        return 1;
+    }
+    n += len + (end != NULL);
+  }
+  return 0;
+}
+
+static int code_each(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct code_walk *w = data;
+  if (!code_named(w, info->dlpi_name != NULL ? info->dlpi_name : ""))
+    return 0;
+  w->objects++;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0)
+      continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over 8-byte words, then the tail */
+    size_t n = (size_t)ph->p_filesz, k = 0;
+    for (; k + 8 <= n; k += 8) {
+      uint64_t v;
+      memcpy(&v, p + k, sizeof v);
+      h = (h ^ v) * 0x100000001b3ULL;
+    }
+    for (; k < n; k++)
+      h = (h ^ p[k]) * 0x100000001b3ULL;
+    w->sum = (w->sum ^ h) * 0x100000001b3ULL;
+  }
+  return 0;
+}
+
+/* A checksum of the code (every executable PT_LOAD segment) of the loaded objects named in
+ * `names` (':'-separated substrings of their paths; "[main]" the program itself), into *sum;
+ * returns how many objects were summed. For the PyTorch worker, which holds its own clock and
+ * C library to them between candidates (kb_sandbox_torch.py, CodeSum). */
+KB_CONFINE_API int kb_confine_code_sum(const char *names, uint64_t *sum) {
+  struct code_walk w = {.names = names != NULL ? names : "", .sum = 0, .objects = 0};
+  dl_iterate_phdr(code_each, &w);
+  *sum = w.sum;
+  return w.objects;
 }
 
 KB_CONFINE_API const char *kb_confine_level(void) { return st.level.level; }

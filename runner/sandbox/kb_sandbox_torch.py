@@ -219,6 +219,14 @@ def setup(args):
     return socket.socket(fileno=proto)
 
 
+# The objects whose code the worker holds to what it was once confined (Confinement.code_sum):
+# the interpreter (the program, or libpython where it is shared: time.perf_counter), the C
+# library and the vDSO (clock_gettime), ctypes' libffi and _ctypes (the calls into a library).
+# torch's own libraries are not summed (hundreds of megabytes): torch eager's time is held
+# by the witness's comparison with the trusted worker (eager_held).
+CODE_OBJECTS = b"[main]:libpython:libc.so:linux-vdso:libffi:_ctypes"
+
+
 class Confinement:
     """libkb-confine.so's kb_confine_python(), applied once, before the first candidate library
     is loaded (after CUDA is initialised: the context, the libraries, the device nodes are open
@@ -227,6 +235,7 @@ class Confinement:
     def __init__(self, args):
         self.lib = None
         self.done = False
+        self.code = None  # code_sum() once confined, before the first candidate library
         self.trusted = args["trusted"]
         self.rw = os.path.abspath(args["dir"] or os.getcwd())
         self.ro = [os.path.abspath(p) for p in args["ro"]]
@@ -244,6 +253,9 @@ class Confinement:
             self.lib.kb_confine_level.argtypes = []
             self.lib.kb_confine_landlock_abi.restype = ctypes.c_int
             self.lib.kb_confine_landlock_abi.argtypes = []
+            self.lib.kb_confine_code_sum.restype = ctypes.c_int
+            self.lib.kb_confine_code_sum.argtypes = [ctypes.c_char_p,
+                                                     ctypes.POINTER(ctypes.c_uint64)]
         except (OSError, AttributeError) as e:
             self.lib = None
             if os.environ.get("KB_CONFINE_OPTIONAL") != "1":
@@ -253,6 +265,28 @@ class Confinement:
                 sys.exit(EXIT_CONFINE)
             self.note = "unconfined: %s not loaded (KB_CONFINE_OPTIONAL=1): %s" % (
                 CONFINE_LIB, first_line(e))
+
+    def code_sum(self):
+        """A checksum of the code of the interpreter, the C library, the vDSO and ctypes'
+        libraries (CODE_OBJECTS: the worker's clocks and the calls into a candidate's library
+        run there), or None without the library."""
+        if self.lib is None:
+            return None
+        total = ctypes.c_uint64()
+        self.lib.kb_confine_code_sum(CODE_OBJECTS, ctypes.byref(total))
+        return total.value
+
+    def code_changed(self):
+        """What of CODE_OBJECTS' code changed since the worker was confined, or None. A C
+        library loaded in this process can rewrite it and put the protection back:
+        relu_text_patch.c rewrote the C library's clock_gettime to return the time divided by
+        40, ok at screen at 33.5 us a call for its 1374 us, and the honest relu_honest.c after
+        it in that worker was timed at 33.3 us, before 2026-12-07 (kb-sandbox's check of its
+        own code: docs/sandbox.md, "Between candidates")."""
+        if self.code is None or self.code_sum() == self.code:
+            return None
+        return ("changed the worker's own process: the code of the interpreter, the C library "
+                "or the vDSO changed (a clock the worker reads runs there); the worker restarts")
 
     def describe(self):
         """The hello's "confinement": the level reached once confined, before that the level
@@ -283,6 +317,7 @@ class Confinement:
         if rc != 0:
             raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
         self.done = True
+        self.code = self.code_sum()
         answer_probes()
         trust_paths()
         sys.addaudithook(refuse_processes)
@@ -2179,6 +2214,17 @@ class Surface:
         return None
 
 
+def code_tampered(reply):
+    """Rejects (fatal) the request in `reply` when the code the worker holds changed
+    (Confinement.code_changed); the timings go."""
+    what = CONF.code_changed()
+    if what is None:
+        return
+    for k in ("timing", "baseline_timing", "eager_timing"):
+        reply.pop(k, None)
+    reply["status"], reply["reason"], reply["fatal"] = "rejected", what[:255], True
+
+
 def tampered(surface, reply):
     """Rejects (fatal) the evaluation in `reply` when `surface` changed; whatever the verdict
     was, the process is no longer the evaluator it was."""
@@ -3516,6 +3562,7 @@ def evaluate(task, e):
         reply.pop("timing", None)
     finally:
         tampered(surface, reply)
+        code_tampered(reply)
         left = threads_left(threads) if threads is not None else []
         if left:
             reply["threads_left"] = left
@@ -3790,6 +3837,10 @@ def witness(task, w, fn):
             reply["reason"] = ("a witness call raised %s: %s" % (type(err).__name__,
                                                                   first_line(err)))[:255]
         return reply
+    if not trusted:  # the candidate's calls: its code may have rewritten the worker's
+        code_tampered(reply)
+        if reply["status"] != "ok":
+            return reply
     mine = w["path"] if not trusted else os.path.join(CONF.rw, "witness-reference.bin")
     with open(mine, "wb") as f:
         for outs in host:

@@ -431,6 +431,19 @@ def main(argv):
                   lines[2]["starts"] == lines[1]["starts"] + 1,
                   "1_relu: native threads of a C library -> rejected, a new worker, the honest "
                   "one ok: %s (starts %s)" % (got, [x.get("starts") for x in lines]))
+        # the C library's clock_gettime rewritten in place (relu_text_patch.c, the protection
+        # put back): ok at screen at 33.5 us for its 1374 us before 2026-12-07, and the honest
+        # relu after it in that worker timed 40x fast too; now the worker's own code is held
+        # (Confinement.code_changed): rejected, a new worker, the honest one ok
+        if platform.machine() == "x86_64":
+            rc, lines = evaluate(tool, relu, [c("relu_text_patch"), c("relu_honest")], "2",
+                                 cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
+                  "changed the worker's own process: the code of" in got[0][1] and
+                  got[1][0] == "ok" and lines[1]["starts"] == lines[0]["starts"] + 1,
+                  "1_relu: libc's clock rewritten -> rejected, a new worker, the honest one "
+                  "ok: %s" % (got,))
         # the confinement: a raw socket(2) is rejected naming the call; the runner's (here
         # kb-test-torch-eval's) environment holds a canary the candidate must not read
         if platform.machine() == "x86_64":
