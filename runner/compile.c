@@ -731,8 +731,12 @@ static int hash_part(struct kb_sha256 *h, const char *s) {
 }
 
 /* The fixed part of every build command, between the compiler and -I. The CUDA one gets the
- * architecture inserted after -O3. */
-static const char *const fixed_c[] = {"-O2", "-std=c11", "-shared", "-fPIC"};
+ * architecture inserted after -O3. Host libraries are linked with full RELRO (-z now): every
+ * function a library calls resolved at load and its table inside the read-only segment the
+ * sandbox checksums for the libraries it compares a candidate with (the oracle, the same-run
+ * baseline: kb__integrity_object_sum), so no candidate rewrites their calls unseen. */
+static const char *const fixed_c[] = {"-O2", "-std=c11", "-shared", "-fPIC",
+                                      "-Wl,-z,relro,-z,now"};
 static const char *const fixed_cuda[] = {"-O3",     "-shared", "-Xcompiler",       "-fPIC",
                                          "-cudart", "shared",  "--resource-usage"};
 

@@ -1,7 +1,8 @@
 /* Compiling candidates into a content-addressed cache: tier 0 of the ladder.
  *
  * Two languages (allowlist.h): host C, built with
- *   <cc> -O2 -std=c11 -shared -fPIC -I<abi dir> <knobs> <flags> -o lib.so candidate.c -lm
+ *   <cc> -O2 -std=c11 -shared -fPIC -Wl,-z,relro,-z,now -I<abi dir> <knobs> <flags> -o lib.so
+ *          candidate.c -lm
  * and CUDA, built with
  *   <nvcc> -O3 -arch=<arch> -shared -Xcompiler -fPIC -cudart shared --resource-usage
  *          -I<abi dir> <knobs> <flags> -o lib.so candidate.cu

@@ -1339,6 +1339,25 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
   return took;
 }
 
+/* Replaces the PyTorch worker `sb` (kills it: the next call starts a new one) when the eval
+ * reply in `call` lists threads the candidate's code left in it ("threads_left": a native
+ * thread, which foreign_threads does not see, runs on beside the next candidates; before
+ * 2026-12-07 one left spinning by tests/tasks/torch_candidates/relu_spinner.c got the honest
+ * relu_honest.c after it rejected by the witness). Called after the witness, which calls the
+ * candidate in that process, and before the trusted worker times torch. */
+static void replace_if_threads_left(const struct kb_task *task, const struct kb__sb_call *call,
+                                    struct kb__sandbox *sb) {
+  json_t *left = call->outcome == KB__SB_REPLY ? json_object_get(call->reply, "threads_left")
+                                               : NULL;
+  if (!json_is_array(left) || json_array_size(left) == 0)
+    return;
+  const char *first = json_string_value(json_array_get(left, 0));
+  kb_warn("task %s: the candidate left %zu thread(s) running in the worker (%s%s): the worker "
+          "is replaced", task->id, json_array_size(left), first ? first : "?",
+          json_array_size(left) > 1 ? ", ..." : "");
+  kb__sandbox_kill(sb);
+}
+
 /* Tier 0's verdict on `build` into `r` (the compile tier's fields, the label, a build that
  * failed, a library without kb_forward, a ModelNew for a task without a pytorch oracle).
  * Returns KB_OK with *done = 1 when `r` holds the verdict, *done = 0 when the build may run;
@@ -1538,6 +1557,7 @@ again:;
              json_number_value(json_object_get(tail, "idle_us")));
   if ((flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += witness(b, task, tier_index, key, build, sb, r);
+  replace_if_threads_left(task, &call, sb);
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&

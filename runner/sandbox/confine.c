@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
@@ -32,7 +33,7 @@
 #error "confine.c: the open gate knows x86-64 and aarch64 only"
 #endif
 
-/* libkb-confine.so exports the three functions of CONTRACTS.md only */
+/* libkb-confine.so exports the three functions of CONTRACTS.md and kb_confine_code_sum only */
 #ifdef KB_CONFINE_EXPORT
 #define KB_CONFINE_API __attribute__((visibility("default")))
 #else
@@ -626,6 +627,43 @@ static int rule_not_proto(scmp_filter_ctx ctx, const char *name,
   return rc;
 }
 
+/* Is `sig` one whose action a candidate may set in `profile`? Never SIGSYS (the filter's own
+ * handler). A handler is candidate code that runs after its call returned, when the evaluator
+ * does what raises the signal: a SIGSEGV handler ran the work when the evaluator first touched
+ * outputs the call had left inaccessible (mprotect), after the timer stopped
+ * (tests/catalogue/host/lazy_fault.c, ok at screen at 3.5 us against the honest 514 us, and
+ * tests/tasks/torch_candidates/relu_lazy_fault.c in the PyTorch worker, before 2026-12-07). So
+ * on the host a C candidate sets no action at all (the sandbox sets its own before it confines
+ * itself, and no alarm can be set there); the PyTorch worker sets the actions of the signals it
+ * ignores again after each evaluation, so there the faults' alone are refused (SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE, SIGTRAP: the evaluator's own reads and writes raise those). The CUDA profile
+ * keeps the rule before (not SIGSYS): what the driver sets is not measured, and the outputs
+ * there are device memory, which the evaluator does not read through host faults. */
+static int settable_signal(int profile, int sig) {
+  if (sig == SIGSYS || profile == KB__CONFINE_C_HOST)
+    return 0;
+  if (profile == KB__CONFINE_C_CUDA)
+    return 1;
+  return sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGTRAP;
+}
+
+/* The rules for rt_sigaction: reading an action (a null new action) always; setting one for
+ * the signals settable_signal allows, one rule each, and every real-time signal but in the C
+ * host profile. */
+static int sigaction_rules(scmp_filter_ctx ctx, int profile, char *why, size_t size) {
+  struct scmp_arg_cmp query = SCMP_A1(SCMP_CMP_EQ, 0);
+  int rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &query, why, size);
+  for (int sig = 1; rc == 0 && sig < 32; sig++) {
+    struct scmp_arg_cmp eq = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sig);
+    if (settable_signal(profile, sig))
+      rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &eq, why, size);
+  }
+  struct scmp_arg_cmp realtime = SCMP_A0(SCMP_CMP_GE, 32);
+  if (rc == 0 && profile != KB__CONFINE_C_HOST)
+    rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &realtime, why, size);
+  return rc;
+}
+
 /* Kept whole (141 lines): one seccomp program built rule after rule; its order is the filter. */
 static int build_filter(const struct kb__confine_opts *o, int census, struct sock_fprog *out,
                         char *why, size_t size) {
@@ -649,9 +687,8 @@ static int build_filter(const struct kb__confine_opts *o, int census, struct soc
     else if (allow[i].profiles & mask)
       rc = rule(ctx, SCMP_ACT_ALLOW, allow[i].name, 0, NULL, why, size);
   pid_t self = getpid();
-  /* signals to itself only (abort, raise); disarming the SIGSYS handler is itself blocked */
+  /* signals to itself only (abort, raise); which actions it may set: sigaction_rules */
   struct scmp_arg_cmp to_self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)self);
-  struct scmp_arg_cmp not_sys = SCMP_A0(SCMP_CMP_NE, SIGSYS);
   if (rc == 0)
     rc = rule(ctx, SCMP_ACT_ALLOW, "kill", 1, &to_self, why, size);
   if (rc == 0)
@@ -659,7 +696,7 @@ static int build_filter(const struct kb__confine_opts *o, int census, struct soc
   if (rc == 0 && profile == KB__CONFINE_C_HOST)
     rc = rule(ctx, SCMP_ACT_ALLOW, "tkill", 1, &to_self, why, size);
   if (rc == 0)
-    rc = rule(ctx, SCMP_ACT_ALLOW, "rt_sigaction", 1, &not_sys, why, size);
+    rc = sigaction_rules(ctx, profile, why, size);
   /* limits may be read, never set (as root they could be raised again), but the stack's of
    * the process itself: NVRTC raises it before compiling (measured on the H200: cuDNN's
    * runtime-compiled convolution engines under torch.compile, KernelBench level 1 tasks 82, 84
@@ -921,6 +958,66 @@ KB_CONFINE_API int kb_confine_python(const char *rw_dir, const char *ro_paths, c
   int rc = kb__confine_apply(&o, &l, why, size);
   free(copy); /* the rules hold descriptors' targets, not these strings */
   return rc;
+}
+
+/* The code sum's walk: the objects named, their executable segments summed. */
+struct code_walk {
+  const char *names; /* ':'-separated substrings of an object's path; "[main]" the program */
+  uint64_t sum;
+  int objects;
+};
+
+/* 1 when `path` (dl_iterate_phdr's name: "" for the program) is one of w->names. */
+static int code_named(const struct code_walk *w, const char *path) {
+  for (const char *n = w->names; *n;) {
+    const char *end = strchr(n, ':');
+    size_t len = end != NULL ? (size_t)(end - n) : strlen(n);
+    char one[128];
+    if (len > 0 && len < sizeof one) {
+      memcpy(one, n, len);
+      one[len] = '\0';
+      if (strcmp(one, "[main]") == 0 ? path[0] == '\0' : strstr(path, one) != NULL)
+        return 1;
+    }
+    n += len + (end != NULL);
+  }
+  return 0;
+}
+
+static int code_each(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct code_walk *w = data;
+  if (!code_named(w, info->dlpi_name != NULL ? info->dlpi_name : ""))
+    return 0;
+  w->objects++;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X) == 0)
+      continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over 8-byte words, then the tail */
+    size_t n = (size_t)ph->p_filesz, k = 0;
+    for (; k + 8 <= n; k += 8) {
+      uint64_t v;
+      memcpy(&v, p + k, sizeof v);
+      h = (h ^ v) * 0x100000001b3ULL;
+    }
+    for (; k < n; k++)
+      h = (h ^ p[k]) * 0x100000001b3ULL;
+    w->sum = (w->sum ^ h) * 0x100000001b3ULL;
+  }
+  return 0;
+}
+
+/* A checksum of the code (every executable PT_LOAD segment) of the loaded objects named in
+ * `names` (':'-separated substrings of their paths; "[main]" the program itself), into *sum;
+ * returns how many objects were summed. For the PyTorch worker, which holds its own clock and
+ * C library to them between candidates (kb_sandbox_torch.py, CodeSum). */
+KB_CONFINE_API int kb_confine_code_sum(const char *names, uint64_t *sum) {
+  struct code_walk w = {.names = names != NULL ? names : "", .sum = 0, .objects = 0};
+  dl_iterate_phdr(code_each, &w);
+  *sum = w.sum;
+  return w.objects;
 }
 
 KB_CONFINE_API const char *kb_confine_level(void) { return st.level.level; }

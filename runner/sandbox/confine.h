@@ -27,6 +27,7 @@
 #define KB_SANDBOX_CONFINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum kb__confine_profile {
   KB__CONFINE_C_HOST = 0, /* kb-sandbox: no ioctl either */
@@ -95,5 +96,9 @@ const char *kb_confine_level(void);
 /* kb_confine_landlock_abi: the Landlock ABI reached once confined; before that the ABI this
  * node offers (0: none). */
 int kb_confine_landlock_abi(void);
+/* kb_confine_code_sum: a checksum of the code of the loaded objects named in `names`
+ * (':'-separated substrings of their paths, "[main]" the program) into *sum; returns how many
+ * objects it summed. */
+int kb_confine_code_sum(const char *names, uint64_t *sum);
 
 #endif

@@ -107,6 +107,7 @@ struct kb__prepared {
   uint64_t *sum0;            /* per input: fresh_sample's checksums before a call (owned) */
   void *oracle_lib;          /* kept loaded for the fresh references (owned) */
   forward_fn oracle;
+  uint64_t oracle_sum;       /* its code's and RELRO's checksum once loaded (oracle_changed) */
   double oracle_s;           /* the slowest oracle run at prepare, seconds */
   double fill_s;             /* the slowest draw of one set's inputs at prepare, seconds */
   int damaged;               /* the candidate changed inputs or references */
@@ -172,6 +173,20 @@ static uint64_t fresh_seed(const struct kb__prepared *p) {
 
 const char *kb__prepared_key(const struct kb__prepared *p) { return p->key; }
 int kb__prepared_damaged(const struct kb__prepared *p) { return p->damaged; }
+
+/* 1 when the code or the function table of `p`'s oracle is no longer what was loaded (the
+ * task is then damaged: prepared anew, its library loaded again), else 0. On the host the
+ * oracle runs in the candidates' process, and the fresh references come from it: a candidate
+ * that rewrote it could make them agree with its own outputs, or leave it wrong for the
+ * candidates after it. */
+int kb__prepared_oracle_changed(struct kb__prepared *p) {
+  uint64_t now = 0;
+  if (p->oracle_lib == NULL || (kb__integrity_object_sum((const void *)p->oracle, &now) == 0 &&
+                                now == p->oracle_sum))
+    return 0;
+  p->damaged = 1;
+  return 1;
+}
 size_t kb__prepared_bytes(const struct kb__prepared *p) { return p->bytes; }
 double kb__prepared_oracle_s(const struct kb__prepared *p) { return p->oracle_s; }
 
@@ -497,6 +512,8 @@ int kb__prepare(struct kb__dev *d, const struct kb__prep_spec *s, struct kb__pre
     p->oracle_lib = kb__load_forward(s->oracle, &p->oracle, &le);
     if (p->oracle_lib == NULL)
       rc = kb_error_set(err, le.code, "cannot load the oracle: %s", le.msg);
+    else if (kb__integrity_object_sum((const void *)p->oracle, &p->oracle_sum) != 0)
+      rc = kb_error_set(err, KB_ELOAD, "the oracle's code cannot be found in the process");
   }
   for (int k = 0; k < s->n_sets && rc == KB_OK; k++)
     rc = prep_set(d, p, k, err);
@@ -1013,6 +1030,13 @@ static int fresh_sample(struct run *r, forward_fn fn, int calls, int control, in
     }
     if (control)
       continue; /* its own contents: the timed re-check judges its outputs, no oracle run */
+    if (kb__prepared_oracle_changed(p)) {
+      r->v->status = KB_STATUS_REJECTED;
+      say(r->v->reason, sizeof r->v->reason, "changed the oracle's code (the library the "
+          "references of unseen inputs come from) during its evaluation");
+      p->holds[s] = -1;
+      return 1;
+    }
     ret = call_oracle(d, p, p->oracle, s, p->fresh_off, &e, &r->derr);
     if (e) {
       device_error(r, "device error in the oracle on unseen inputs");
@@ -1396,6 +1420,7 @@ struct evaluation {
   struct run r;
   void *lib, *blib;         /* the candidate's and the baseline's libraries (dlclosed at the end) */
   forward_fn fn, bfn;       /* their kb_forward; bfn NULL without a baseline */
+  uint64_t bsum;            /* the baseline's code's and RELRO's checksum once loaded */
   double *samples, *bsamples; /* timed samples of the candidate and the baseline (owned) */
   struct fresh fr;
   uint32_t timed_mask;      /* sets whose timed outputs hold a timed call's results */
@@ -1430,6 +1455,11 @@ static int phase_load(struct evaluation *ev) {
     if (ev->blib == NULL) {
       v->status = KB_STATUS_INFRA_ERROR;
       say(v->reason, sizeof v->reason, "cannot load the baseline: %s", le.msg);
+      return 1;
+    }
+    if (kb__integrity_object_sum((const void *)ev->bfn, &ev->bsum) != 0) {
+      v->status = KB_STATUS_INFRA_ERROR;
+      say(v->reason, sizeof v->reason, "the baseline's code cannot be found in the process");
       return 1;
     }
   }
@@ -1675,6 +1705,25 @@ static int chunk_size(const struct evaluation *ev, int room) {
   return k < 1 ? 1 : k;
 }
 
+/* 1 with the verdict set when the same-run baseline's code or function table is no longer what
+ * was loaded, else 0. It runs in the candidate's process, between the candidate's samples:
+ * tests/runner/candidates/slows_baseline.c put a jump to a slow function of its own at the start
+ * of the baseline's kb_forward (the page made writable and protected again) and was ok at the
+ * full tier, its same-run speedup 4.03 for the 1.00 of the same code without the jump, before
+ * 2026-12-07. Checked after every chunk of samples (its last call's state is what the baseline
+ * ran with) and before the libraries are closed (their destructors run then). */
+static int baseline_changed(struct evaluation *ev) {
+  uint64_t now = 0;
+  if (ev->bfn == NULL ||
+      (kb__integrity_object_sum((const void *)ev->bfn, &now) == 0 && now == ev->bsum))
+    return 0;
+  struct kb__verdict *v = ev->r.v;
+  v->status = KB_STATUS_REJECTED;
+  say(v->reason, sizeof v->reason, "changed the same-run baseline's code (the library its "
+      "speed is compared with, loaded in its process)");
+  return 1;
+}
+
 /* Queues the `k` samples of one chunk (each followed by the baseline's when there is one) and
  * waits once. Returns 0, or 1 with the verdict set. */
 static int chunk_queue(struct evaluation *ev, int k, int per, int *bnext, uint32_t *bmask) {
@@ -1714,7 +1763,7 @@ static int phase_samples(struct evaluation *ev) {
   int stop = 0;
   while (ev->n < e->max_samples && !stop) {
     int k = chunk_size(ev, room);
-    if (chunk_queue(ev, k, per, &bnext, &bmask))
+    if (chunk_queue(ev, k, per, &bnext, &bmask) || baseline_changed(ev))
       return 1;
     r->v->chunks++;
     /* every sample of the chunk read first (a fresh sample below reuses the timer slots) into
@@ -1864,6 +1913,12 @@ static int phase_metrics(struct evaluation *ev) {
   return 0;
 }
 
+/* A verdict made after timing keeps no timing: a rejected candidate's numbers are not reported. */
+static void clear_timing(struct evaluation *ev) {
+  memset(&ev->r.v->timing, 0, sizeof ev->r.v->timing);
+  memset(&ev->r.v->baseline, 0, sizeof ev->r.v->baseline);
+}
+
 /* What every evaluation ends with, however far it got: a trace still running is ended (its
  * records dropped), the inputs put back, the arrays freed, the libraries closed (unless the
  * process is not to be trusted any more). */
@@ -1899,11 +1954,21 @@ static void evaluation_end(struct evaluation *ev) {
   kb_free(ev->fr.f);
   kb_free(ev->fr.c);
   kb_free(ev->fr.pl);
+  if (r->v->status == KB_STATUS_OK && baseline_changed(ev))
+    clear_timing(ev);
   if (ev->lib != NULL && !r->v->fatal)
     dlclose(ev->lib);
   if (ev->blib != NULL && !r->v->fatal)
     dlclose(ev->blib);
   kb__fpenv_restore(); /* their destructors ran */
+  /* after the candidate's destructors too: a rewritten oracle would make the fresh references
+   * of the candidates after it (serve.c checks every prepared task's after each evaluation) */
+  if (kb__prepared_oracle_changed(r->p) && r->v->status == KB_STATUS_OK) {
+    r->v->status = KB_STATUS_REJECTED;
+    say(r->v->reason, sizeof r->v->reason, "changed the oracle's code (the library the "
+        "references of unseen inputs come from) during its evaluation");
+    clear_timing(ev);
+  }
 }
 
 int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eval_spec *e,

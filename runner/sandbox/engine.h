@@ -207,6 +207,10 @@ double kb__prepared_oracle_s(const struct kb__prepared *p);
 /* 1 when the candidate damaged `p` (its inputs or references changed): drop it. */
 int kb__prepared_damaged(const struct kb__prepared *p);
 
+/* 1 when the code or function table of `p`'s oracle (loaded in this process) changed since it
+ * was loaded; `p` is then damaged (kb__prepared_damaged), to be prepared anew. Else 0. */
+int kb__prepared_oracle_changed(struct kb__prepared *p);
+
 /* Evaluates `e` against `p` on `d`, filling `v`. Every outcome about the candidate is a verdict
  * (returns KB_OK); KB_ENOMEM only when the engine itself ran out of memory, with v->reason set
  * (the verdict then says infra_error). */

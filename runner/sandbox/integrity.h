@@ -35,6 +35,7 @@
 #define KB_SANDBOX_INTEGRITY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kb/error.h"
 
@@ -58,6 +59,14 @@ int kb__integrity_check(struct kb__integrity *g, char *why, size_t size, struct 
  * after it: on the host, where candidates are C and none needs that, the sandbox treats it as a
  * change (a CUDA library's C++ may hold unique symbols honestly). */
 int kb__integrity_loaded(const char *path);
+
+/* The checksum of the code (every executable PT_LOAD segment) and of the read-only-after-
+ * relocation segment (its resolved function table, when linked with -z relro -z now) of the
+ * loaded object that holds the function `fn`, into *sum: what the sandbox runs of a library it
+ * compares a candidate with (the oracle of the fresh references, the same-run baseline), which
+ * the candidate's code, in the same process, could rewrite. Returns 0, or -1 when no loaded
+ * object holds `fn`. */
+int kb__integrity_object_sum(const void *fn, uint64_t *sum);
 
 /* The floating-point environment between candidates. A candidate runs on the sandbox's one
  * thread, and the rounding mode, flush-to-zero and denormals-are-zero and the exception masks it

@@ -219,6 +219,14 @@ def setup(args):
     return socket.socket(fileno=proto)
 
 
+# The objects whose code the worker holds to what it was once confined (Confinement.code_sum):
+# the interpreter (the program, or libpython where it is shared: time.perf_counter), the C
+# library and the vDSO (clock_gettime), ctypes' libffi and _ctypes (the calls into a library).
+# torch's own libraries are not summed (hundreds of megabytes): torch eager's time is held
+# by the witness's comparison with the trusted worker (eager_held).
+CODE_OBJECTS = b"[main]:libpython:libc.so:linux-vdso:libffi:_ctypes"
+
+
 class Confinement:
     """libkb-confine.so's kb_confine_python(), applied once, before the first candidate library
     is loaded (after CUDA is initialised: the context, the libraries, the device nodes are open
@@ -227,6 +235,7 @@ class Confinement:
     def __init__(self, args):
         self.lib = None
         self.done = False
+        self.code = None  # code_sum() once confined, before the first candidate library
         self.trusted = args["trusted"]
         self.rw = os.path.abspath(args["dir"] or os.getcwd())
         self.ro = [os.path.abspath(p) for p in args["ro"]]
@@ -244,6 +253,9 @@ class Confinement:
             self.lib.kb_confine_level.argtypes = []
             self.lib.kb_confine_landlock_abi.restype = ctypes.c_int
             self.lib.kb_confine_landlock_abi.argtypes = []
+            self.lib.kb_confine_code_sum.restype = ctypes.c_int
+            self.lib.kb_confine_code_sum.argtypes = [ctypes.c_char_p,
+                                                     ctypes.POINTER(ctypes.c_uint64)]
         except (OSError, AttributeError) as e:
             self.lib = None
             if os.environ.get("KB_CONFINE_OPTIONAL") != "1":
@@ -253,6 +265,28 @@ class Confinement:
                 sys.exit(EXIT_CONFINE)
             self.note = "unconfined: %s not loaded (KB_CONFINE_OPTIONAL=1): %s" % (
                 CONFINE_LIB, first_line(e))
+
+    def code_sum(self):
+        """A checksum of the code of the interpreter, the C library, the vDSO and ctypes'
+        libraries (CODE_OBJECTS: the worker's clocks and the calls into a candidate's library
+        run there), or None without the library."""
+        if self.lib is None:
+            return None
+        total = ctypes.c_uint64()
+        self.lib.kb_confine_code_sum(CODE_OBJECTS, ctypes.byref(total))
+        return total.value
+
+    def code_changed(self):
+        """What of CODE_OBJECTS' code changed since the worker was confined, or None. A C
+        library loaded in this process can rewrite it and put the protection back:
+        relu_text_patch.c rewrote the C library's clock_gettime to return the time divided by
+        40, ok at screen at 33.5 us a call for its 1374 us, and the honest relu_honest.c after
+        it in that worker was timed at 33.3 us, before 2026-12-07 (kb-sandbox's check of its
+        own code: docs/sandbox.md, "Between candidates")."""
+        if self.code is None or self.code_sum() == self.code:
+            return None
+        return ("changed the worker's own process: the code of the interpreter, the C library "
+                "or the vDSO changed (a clock the worker reads runs there); the worker restarts")
 
     def describe(self):
         """The hello's "confinement": the level reached once confined, before that the level
@@ -283,6 +317,7 @@ class Confinement:
         if rc != 0:
             raise Failure("cannot confine the worker: %s" % why.value.decode(errors="replace"))
         self.done = True
+        self.code = self.code_sum()
         answer_probes()
         trust_paths()
         sys.addaudithook(refuse_processes)
@@ -1815,10 +1850,17 @@ class Reach:
         if model is None or not isinstance(model, torch.nn.Module):
             return
         src = sys.modules.get(type(model).__module__)
-        if src is not None and src is not torch:
-            self.keep_table("the task's %s." % type(model).__module__, vars(src), kept)
+        self.keep_module(model, "the task's", vars(src) if src is not None and src is not torch
+                         else None)
+
+    def keep_module(self, model, whose, namespace):
+        """Records `model` (an nn.Module) and each of its submodules as __init__ says, labelled
+        `whose` ("the task's"), and the globals of its file (`namespace`, a dict, or None). Also
+        for the same-run baseline's ModelNew once loaded (Surface.keep_baseline)."""
+        if namespace is not None:
+            self.keep_table("%s globals: " % whose, namespace, kept)
         for path, sub in model.named_modules():
-            who = "the task's module%s" % ("." + path if path else "")
+            who = "%s module%s" % (whose, "." + path if path else "")
             for c in type(sub).__mro__:
                 if c is object or c.__module__.split(".")[0] == "torch":
                     break
@@ -1862,6 +1904,36 @@ class Reach:
             if placement(t) != was:
                 return "%s was changed" % label
         return None
+
+
+def native_threads():
+    """The ids of this process's threads, Python's and native ones alike (/proc/self/task, which
+    the confined worker may read), as a set of strings; empty when it cannot be read."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
+def threads_left(before):
+    """The threads of this process that are not among `before` (native_threads()), each as
+    "tid (name)", at most 8. A candidate's native thread (pthread_create from a C library, a C++
+    std::thread of an extension: no Python frame shows it to foreign_threads) outlives its
+    evaluation: relu_spinner.c left one spinning on a CPU, and the honest relu_honest.c after it
+    in that worker was rejected by the witness at the full tier (its samples 1275 us a call, the
+    runner's clock 8398 us), found 2026-12-07. A C library candidate is rejected for one at
+    the first check (Surface.watch_native); for a ModelNew, whose torch may start threads of its
+    own, the reply names them and the runner replaces the worker after the evaluation's witness
+    when there is one."""
+    out = []
+    for tid in sorted(native_threads() - before, key=lambda t: int(t) if t.isdigit() else 0):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # ended meanwhile
+        out.append("%s (%s)" % (tid, name[:32]))
+    return out[:8]
 
 
 def foreign_threads(known):
@@ -2072,6 +2144,7 @@ class Surface:
         self.reached = len(INTROSPECTION)
         self.reach = Reach(model)  # what the task's module goes through (`model`: its instance)
         self.threads = frozenset(current_frames())  # the worker's own Python threads
+        self.native = None  # native_threads() when a C library candidate is watched (watch_native)
         self.imports = Imports()  # set back, not compared
 
     def initial_speed(self):
@@ -2081,6 +2154,24 @@ class Surface:
         itself (cuDNN's autotuner), but one that turned cuDNN off or the host's threads down
         would otherwise slow what its speed is compared with, in its own process."""
         return SpeedSettings(self.perf)
+
+    def keep_baseline(self, candidate):
+        """Records the same-run baseline's module (a ModuleCandidate, loaded after this surface
+        was taken) as the task's is (Reach.keep_module): its class's methods, the instance's,
+        its submodules and hooks, the globals of its file. The candidate runs first in the same
+        process and reaches it through torch.nn.Module.__subclasses__(): relu_slow_baseline.py
+        made the identity baseline's Model.forward wait 200 us before it ran, and was ok at the
+        full tier at a same-run speedup of 6.56 (1.24 for plain torch.relu) before 2026-12-07."""
+        self.reach.keep_module(candidate.module, "the same-run baseline's", candidate.ns)
+
+    def watch_native(self, before):
+        """Counts, from now on, any thread of the process that is not among `before`
+        (native_threads()) as one the candidate started: for a C library candidate, whose code
+        runs no torch (a ModelNew's torch may start threads of its own, so there only the worker
+        is replaced after the evaluation: threads_left). relu_thread_after_return.c queued each
+        call's job for a native thread of its own and returned at once: ok at screen at 17.3 us
+        a call before 2026-12-07, the work done after the timed window."""
+        self.native = before
 
     def changed(self, set_back=True):
         """What changed, or None; with `set_back` the speed and process settings are first set
@@ -2111,6 +2202,9 @@ class Surface:
         started = foreign_threads(self.threads)
         if started:
             return "a thread it started was still running (at %s)" % ", ".join(started[:3])
+        left = threads_left(self.native) if self.native is not None else []
+        if left:
+            return "a native thread it started was still running (%s)" % ", ".join(left[:3])
         for (name, was), (_, now) in zip(self.flags, surface_flags()):
             if now is not was and now != was:
                 return "%s was %s, is %s" % (name, "unset" if was is MISSING else repr(was),
@@ -2118,6 +2212,17 @@ class Surface:
         if set_back:
             self.imports.set_back()
         return None
+
+
+def code_tampered(reply):
+    """Rejects (fatal) the request in `reply` when the code the worker holds changed
+    (Confinement.code_changed); the timings go."""
+    what = CONF.code_changed()
+    if what is None:
+        return
+    for k in ("timing", "baseline_timing", "eager_timing"):
+        reply.pop(k, None)
+    reply["status"], reply["reason"], reply["fatal"] = "rejected", what[:255], True
 
 
 def tampered(surface, reply):
@@ -2193,6 +2298,7 @@ class Run:
         self.max_rel = None
         self.pending = []  # a ModelNew's outputs not yet copied into the evaluator's buffers
         self.surface = None  # the evaluation's Surface, checked before each copy (settle)
+        self.collector_was = None  # gc.isenabled() when a ModelNew's call returned (settle)
         self.flush = l2_flush_buffer() if e["flush_l2"] else None
         self.ooms = device_ooms()  # before any candidate code: ran_out
 
@@ -2207,11 +2313,34 @@ class Run:
             raise Verdict("crash", "%skb_forward returned %d on input set %d (%s call)"
                           % (who, ret, s, phase))
 
+    def collector_off(self):
+        """Turns the garbage collector off as a ModelNew's forward returns, until its outputs are
+        copied (settle turns it back on). A collection runs Python code of the candidate: the
+        finalizers (__del__, weakref callbacks) of its objects in reference cycles. With the
+        collector's threshold set low, the first collection after forward returned came at one
+        of the worker's allocations after the timed window closed and before the copy, and a
+        finalizer computed the outputs there: relu_gc_finalizer.py, ok at screen at 28.8 us
+        against plain torch.relu's 61.7 us before 2026-12-07. gc.isenabled and gc.disable
+        allocate nothing, and nothing the worker allocates comes between forward's return and
+        this call."""
+        if self.collector_was is None:
+            self.collector_was = gc.isenabled()
+        gc.disable()
+
     def settle(self):
         """Copies the outputs a ModelNew returned into the evaluator's (poisoned) buffers, after
         the timed window, then poisons the returned tensors: memory the allocator hands out
         again never holds an earlier call's answer. Tensors sharing memory with an input, a
-        parameter or a buffer of the module are left alone."""
+        parameter or a buffer of the module are left alone. Then turns the collector back on if
+        it was on when the call returned (collector_off)."""
+        try:
+            self.copy_out()
+        finally:
+            was, self.collector_was = self.collector_was, None
+            if was:
+                gc.enable()
+
+    def copy_out(self):
         pending, self.pending = self.pending, []
         # checked for a C library too: loaded in this process, it can reach the interpreter
         what = self.surface.changed(set_back=False) if self.surface else None
@@ -3142,6 +3271,7 @@ class ModuleCandidate:
             except BaseException as err:  # KeyboardInterrupt, a class of its own: the same
                 raise Verdict(bad, "%scandidate.py raised %s: %s" % (who, type(err).__name__,
                                                                      first_line(err)))
+            self.ns = ns  # the file's globals (Surface.keep_baseline)
             model_new = ns.get("ModelNew")
             if not isinstance(model_new, type) or not issubclass(model_new, torch.nn.Module):
                 raise Verdict(bad, "%sModelNew is not a torch.nn.Module class" % who)
@@ -3232,6 +3362,7 @@ class ModuleCandidate:
             if getattr(t, "random", False):
                 seed_all(RANDOM_SEED)  # the reference's draws (reference())
             got = self.module(*args)
+            run.collector_off()  # first: before the worker allocates anything
             if legacy is not None:
                 STREAM.wait_stream(legacy)
         except SystemExit as err:
@@ -3257,6 +3388,7 @@ def evaluate(task, e):
     start = MONOTONIC()
     lib = blib = fn = None
     surface = None
+    threads = None  # native_threads() before any code of the candidate ran
     # seconds per phase, for the runner's debug line (runner/evaluator.c, as the C sandbox's):
     # load (imports, the surface, the candidate's module), check (the check calls, integrity,
     # determinism), samples (warm-up and timed samples with the unseen calls between them),
@@ -3286,19 +3418,24 @@ def evaluate(task, e):
         distrust(e["library"])
         distrust(e.get("baseline"))
         # before any code of the candidate or the baseline runs
+        threads = native_threads()
         surface = Surface(getattr(task, "module", None))
         run.surface = surface
-        if e["format"] == "kernelbench":
-            fn = ModuleCandidate(task, e["library"], "")
-            reply["label"] = fn.label
-        else:
-            lib, fn = load_library(e["library"], "")
+        # the baseline first, recorded before any code of the candidate runs: the candidate
+        # could otherwise rewrite it as it is made (Surface.keep_baseline)
         bfn = None
         if e.get("baseline") and e["max_samples"] > 0:
             if e["baseline_format"] == "kernelbench":
                 bfn = ModuleCandidate(task, e["baseline"], "baseline ")
+                surface.keep_baseline(bfn)
             else:
                 blib, bfn = load_library(e["baseline"], "baseline ")
+        if e["format"] == "kernelbench":
+            fn = ModuleCandidate(task, e["library"], "")
+            reply["label"] = fn.label
+        else:
+            surface.watch_native(threads)
+            lib, fn = load_library(e["library"], "")
         phase("load")
         for s in range(run.n):
             poison_set(task.chk, s, task)
@@ -3425,6 +3562,10 @@ def evaluate(task, e):
         reply.pop("timing", None)
     finally:
         tampered(surface, reply)
+        code_tampered(reply)
+        left = threads_left(threads) if threads is not None else []
+        if left:
+            reply["threads_left"] = left
         if reply["status"] == "ok" and e["max_samples"] > 0:
             LAST_OK[e["key"]] = (fn, lib)  # for the witness that follows (the lib stays loaded)
         if not reply["fatal"]:
@@ -3696,6 +3837,10 @@ def witness(task, w, fn):
             reply["reason"] = ("a witness call raised %s: %s" % (type(err).__name__,
                                                                   first_line(err)))[:255]
         return reply
+    if not trusted:  # the candidate's calls: its code may have rewritten the worker's
+        code_tampered(reply)
+        if reply["status"] != "ok":
+            return reply
     mine = w["path"] if not trusted else os.path.join(CONF.rw, "witness-reference.bin")
     with open(mine, "wb") as f:
         for outs in host:

@@ -465,6 +465,17 @@ static void settle_taint(const char *why, int *status, char *reason, size_t size
   *fatal = 1;
 }
 
+/* Closes the library the witness loaded, if any. */
+static void witness_unload(struct server *sv) {
+  if (sv->witness_lib != NULL) {
+    dlclose(sv->witness_lib);
+    kb__fpenv_restore(); /* its destructors ran (integrity.h) */
+  }
+  kb_free(sv->witness_path);
+  sv->witness_lib = NULL;
+  sv->witness_path = NULL;
+}
+
 /* An eval request: read field by field in the protocol's order (docs/sandbox.md), then the
  * evaluation and its reply (verdict_json). */
 static int eval(struct server *sv, json_t *req) {
@@ -541,6 +552,11 @@ static int eval(struct server *sv, json_t *req) {
   e.sample_chunk = (int)chunk;
   e.fresh_min = (int)fresh_min;
   kb__prep_keep_use(&sv->keep, at);
+  /* the library the last witness called is closed first: kept loaded, the code of an earlier
+   * candidate could be rewritten by this one (tests/runner/candidates/slows_baseline.c put a
+   * jump into its own code in every kb_forward it found), and a later evaluation of the same
+   * file would find it loaded, rewritten (crash, by SIGSEGV, before 2026-12-07) */
+  witness_unload(sv);
   double t0 = kb_now_mono();
   struct kb__verdict v;
   /* on the host the candidate's library must be gone after its evaluation, unless the sandbox
@@ -548,8 +564,20 @@ static int eval(struct server *sv, json_t *req) {
   int check_gone = sv->integrity != NULL && !sv->d->gpu && !kb__integrity_loaded(e.library);
   kb__evaluate(sv->d, sv->tasks[at], &e, &v);
   double seconds = kb_now_mono() - t0;
-  if (kb__prepared_damaged(sv->tasks[at]))
-    unprepare(sv, at);
+  /* every prepared task's oracle, not only this one's: a rewritten one would make the fresh
+   * references of the next candidates of its task (the evaluated task's own: kb__evaluate) */
+  for (int i = 0; i < KB_PREP_SLOTS; i++)
+    if (i != at && sv->tasks[i] != NULL && kb__prepared_oracle_changed(sv->tasks[i]) &&
+        v.status == KB_STATUS_OK) {
+      v.status = KB_STATUS_REJECTED;
+      snprintf(v.reason, sizeof v.reason, "changed the oracle's code of another prepared task "
+               "(the library the references of unseen inputs come from)");
+      memset(&v.timing, 0, sizeof v.timing);
+      memset(&v.baseline, 0, sizeof v.baseline);
+    }
+  for (int i = 0; i < KB_PREP_SLOTS; i++)
+    if (sv->tasks[i] != NULL && kb__prepared_damaged(sv->tasks[i]))
+      unprepare(sv, i);
   char why[200];
   int changed = tainted(sv, why, sizeof why);
   if (!changed && check_gone && kb__integrity_loaded(e.library)) {
@@ -574,13 +602,7 @@ static int eval(struct server *sv, json_t *req) {
 static int witness_load(struct server *sv, const char *path, struct kb_error *err) {
   if (sv->witness_path != NULL && strcmp(sv->witness_path, path) == 0)
     return KB_OK;
-  if (sv->witness_lib != NULL) {
-    dlclose(sv->witness_lib);
-    kb__fpenv_restore(); /* its destructors ran (integrity.h) */
-  }
-  kb_free(sv->witness_path);
-  sv->witness_lib = NULL;
-  sv->witness_path = NULL;
+  witness_unload(sv);
   sv->witness_lib = kb__load_forward(path, &sv->witness_fn, err);
   if (sv->witness_lib == NULL)
     return err->code ? err->code : KB_ELOAD;

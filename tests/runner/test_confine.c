@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "confine.h"
+#include "evaluator.h"
 #include "fixture.h"
 #include "kb/alloc.h"
 #include "kb/campaign.h"
@@ -123,8 +124,10 @@ static void test_gate_borrowed(void **state) {
   kb_result_release(&r);
 }
 
-/* A signal's action or the check's own maps descriptor left changed: the check between
- * candidates sees both (leaves_signals.c, compiled twice), and the next candidate is ok. */
+/* A signal's action or the check's own maps descriptor left changed (leaves_signals.c, compiled
+ * twice): on the host the filter refuses any new signal action since 2026-12-07 (the check
+ * between candidates, which saw it before, still stands behind it on the GPU); the check sees
+ * the descriptor; the next candidate is ok. */
 static void test_left_behind(void **state) {
   (void)state;
 #if !defined(__x86_64__)
@@ -133,7 +136,7 @@ static void test_left_behind(void **state) {
   static const struct {
     const char *flags, *want;
   } cases[] = {
-      {"-DKB_LEAVE=1", "changed the sandbox's own process: the action of signal 15"},
+      {"-DKB_LEAVE=1", "called rt_sigaction(2), which candidates may not use"},
       {"-DKB_LEAVE=2", "changed the sandbox's own process: its descriptor of /proc/self/maps"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -146,6 +149,60 @@ static void test_left_behind(void **state) {
     fixture_expect(&r, KB_STATUS_OK, NULL);
     kb_result_release(&r);
   }
+}
+
+/* Code of its own left in an anonymous executable page, hidden behind 5,000 one-page mappings
+ * (hides_mapping.c): the check reads every mapping, not the first 4,096 (ok before 2026-12-07),
+ * and the next candidate is ok. */
+static void test_hidden_mapping(void **state) {
+  (void)state;
+#if !defined(__x86_64__)
+  skip();
+#endif
+  struct kb_result r;
+  fixture_eval_file(&fx, &fx.row_sum, CANDIDATES "/hides_mapping.c", "", FX_TIER_SMOKE, &r);
+  fixture_expect(&r, KB_STATUS_REJECTED,
+                 "changed the sandbox's own process: an executable mapping that no file backs");
+  kb_result_release(&r);
+  eval_file("sys_honest", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+}
+
+/* The full tier of `name` (a catalogue file), with the witness (KB_EVAL_FULL), into `r`. */
+static void eval_full(const char *name, struct kb_result *r) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.c", CATALOGUE, name);
+  char *source = tu_slurp(path);
+  struct kb_error err = {0};
+  int rc = fixture_eval(&fx, &fx.row_sum, source, "", &fx.ladder.tiers[FX_TIER_FULL],
+                        FX_TIER_FULL, KB_EVAL_FULL, r, &err);
+  kb_free(source);
+  if (rc != KB_OK)
+    fail_msg("evaluate %s: %s", name, err.msg);
+}
+
+/* A library the sandbox keeps loaded between evaluations: the one its last witness called.
+ * rewrites_oracle.c puts a jump into its own code at the start of every kb_forward loaded
+ * before it; the witness's library (honest_naive.c's, from the evaluation before) was one, and
+ * the same file evaluated again found it loaded, rewritten: crash (SIGSEGV) before 2026-12-07.
+ * Now the witness's library is closed before each evaluation; the rewritten oracle is found
+ * (rejected) and loaded again, and the honest file is ok. */
+static void test_kept_library(void **state) {
+  (void)state;
+#if !defined(__x86_64__)
+  skip();
+#endif
+  struct kb_result r;
+  eval_full("honest_naive", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
+  eval_file("rewrites_oracle", &r);
+  fixture_expect(&r, KB_STATUS_REJECTED, "changed the oracle's code");
+  kb_result_release(&r);
+  eval_full("honest_naive", &r);
+  fixture_expect(&r, KB_STATUS_OK, NULL);
+  kb_result_release(&r);
 }
 
 /* A reply frame of the candidate's own written into the protocol's socket: the filter lets only
@@ -281,6 +338,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_code_rewritten),
       cmocka_unit_test(test_forged_reply),
       cmocka_unit_test(test_left_behind),
+      cmocka_unit_test(test_hidden_mapping),
+      cmocka_unit_test(test_kept_library),
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),

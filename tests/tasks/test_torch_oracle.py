@@ -404,6 +404,46 @@ def main(argv):
         check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
               "not deterministic" in got[0][1] and got[1][0] == "ok",
               "1_relu: second call disagrees -> not deterministic; honest ok: %s" % (got,))
+        # lazy evaluation through a fault handler: the call leaves its output inaccessible and
+        # a SIGSEGV handler computes it when the worker first touches it, after the timer
+        # stopped (ok at screen at some 80 us against the honest 1150 us before 2026-12-07):
+        # the filter refuses the handler (runner/sandbox/confine.c, sigaction_rules)
+        # (x86-64: the candidate finds libc's functions with a raw futex(2) probe)
+        if platform.machine() == "x86_64":
+            rc, lines = evaluate(tool, relu, [c("relu_lazy_fault"), c("relu_honest")], "2",
+                                 cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
+                  "called rt_sigaction(2)" in got[0][1] and got[1][0] == "ok",
+                  "1_relu: work left to a SIGSEGV handler -> rejected; honest ok: %s" % (got,))
+        # native threads of a C library (foreign_threads sees Python threads only): one doing
+        # each call's work after the call returned (relu_thread_after_return.c, ok at screen
+        # at 17 us a call before 2026-12-07) and one left spinning (relu_spinner.c, which got
+        # the honest relu after it rejected by the witness at the full tier): rejected at the
+        # first check (Surface.watch_native), the worker replaced, the honest file after ok
+        if platform.machine() == "x86_64":
+            rc, lines = evaluate(tool, relu, [c("relu_thread_after_return"), c("relu_spinner"),
+                                              c("relu_honest")], "2", cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 3 and
+                  all(g[0] == "rejected" and "a native thread it started was still running"
+                      in g[1] for g in got[:2]) and got[2][0] == "ok" and
+                  lines[2]["starts"] == lines[1]["starts"] + 1,
+                  "1_relu: native threads of a C library -> rejected, a new worker, the honest "
+                  "one ok: %s (starts %s)" % (got, [x.get("starts") for x in lines]))
+        # the C library's clock_gettime rewritten in place (relu_text_patch.c, the protection
+        # put back): ok at screen at 33.5 us for its 1374 us before 2026-12-07, and the honest
+        # relu after it in that worker timed 40x fast too; now the worker's own code is held
+        # (Confinement.code_changed): rejected, a new worker, the honest one ok
+        if platform.machine() == "x86_64":
+            rc, lines = evaluate(tool, relu, [c("relu_text_patch"), c("relu_honest")], "2",
+                                 cache)
+            got = [(x["status"], x["reason"]) for x in lines]
+            check(rc == 0 and len(got) == 2 and got[0][0] == "rejected" and
+                  "changed the worker's own process: the code of" in got[0][1] and
+                  got[1][0] == "ok" and lines[1]["starts"] == lines[0]["starts"] + 1,
+                  "1_relu: libc's clock rewritten -> rejected, a new worker, the honest one "
+                  "ok: %s" % (got,))
         # the confinement: a raw socket(2) is rejected naming the call; the runner's (here
         # kb-test-torch-eval's) environment holds a canary the candidate must not read
         if platform.machine() == "x86_64":

@@ -8,7 +8,11 @@
  *   before confinement) closed and /dev/null put in its place: the check then read no mapping.
  * Both are set with inline system calls (no import shows). The check now compares every
  * signal's action and the signal mask with the snapshot, and the maps descriptor's file:
- * rejected, "changed the sandbox's own process: ...". It sums the rows of row_sum honestly. */
+ * rejected, "changed the sandbox's own process: ...". Since 2026-12-07 the host's filter refuses
+ * the first at the call ("called rt_sigaction(2), which candidates may not use": a handler is
+ * code that runs after the call returned, tests/catalogue/host/lazy_fault.c); the check between
+ * candidates still sees it where the filter allows it (CUDA). It sums the rows of row_sum
+ * honestly. */
 #include <stdint.h>
 #include <sys/stat.h>
 
