@@ -80,7 +80,9 @@ enum kb_exit {
   KB_EXIT_INTERRUPTED = 130,
   KB_EXIT_DEVICE = 8,   /* the sandbox cannot open its device (no driver, no such GPU) */
   KB_EXIT_WRITE = 9     /* results cannot be written: ENOSPC, EDQUOT, EROFS, EIO, EPERM; every
-                           result stays in redis unacknowledged (kb-scheduler, kb-launch) */
+                           result stays in redis unacknowledged (kb-scheduler, kb-launch); or a
+                           runner's build cache cannot be written: its items are released
+                           (kb-runner) */
 };
 /* Maps an error code to the process exit code main() should return. */
 int kb_exit_code(int code);
