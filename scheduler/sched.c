@@ -647,17 +647,38 @@ static int ack(struct sched *s, struct entry *e, int n, struct kb_error *err) {
   return rc;
 }
 
-/* Reads one batch from the group: pending entries first ("0"), then new ones (">"). */
+/* KB_EGONE when the campaign's meta hash is not in Redis any more (a Redis restarted without its
+ * data, or flushed: the results stream and its group went with it), else `rc` with `why`. */
+static int gone_or(struct sched *s, int rc, const struct kb_error *why, struct kb_error *err) {
+  char key[200];
+  kb_queue_key(&s->q, key, sizeof key, KB_KEY_META);
+  redisReply *rep = NULL;
+  struct kb_error e = {0};
+  int exists = kb_redis_commandf(s->redis, &rep, &e, "EXISTS %s", key) == KB_OK &&
+               rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 ? 0 : 1;
+  if (rep)
+    freeReplyObject(rep);
+  if (!exists)
+    return kb_error_set(err, KB_EGONE, "%s does not exist: the campaign is gone from redis at %s "
+                        "(restarted without its data, or flushed); nothing written", key,
+                        kb_redis_addr(s->redis));
+  return kb_error_set(err, rc, "%s", why->msg);
+}
+
+/* Reads one batch from the group: pending entries first ("0"), then new ones (">"). Errors:
+ * the command's, KB_EGONE when the group is gone with the campaign (gone_or). */
 static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *n,
                       struct kb_error *err) {
   redisReply *rep = NULL;
-  int rc = kb_redis_commandf(s->redis, &rep, err,
+  struct kb_error rerr = {0};
+  int rc = kb_redis_commandf(s->redis, &rep, &rerr,
                              "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
                              CONSUMER, BATCH, *pending_mode ? 0 : kb__gen_busy(&s->gen) ? 50 : 500,
                              s->key_results,
                              *pending_mode ? "0" : ">");
   if (rc)
-    return rc;
+    return strstr(rerr.msg, "NOGROUP") ? gone_or(s, rc, &rerr, err)
+                                       : kb_error_set(err, rc, "%s", rerr.msg);
   *n = 0;
   if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
       rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements == 2)
