@@ -30,13 +30,15 @@
 #include "llm_audit.h"
 #include "policy.h"
 #include "population.h"
+#include "sched_lock.h"
 #include "summary.h"
 
 #define GROUP "scheduler"
 /* One consumer name for every incarnation of the scheduler: a restarted scheduler must see the
  * entries its killed predecessor read but did not acknowledge (XREADGROUP ... 0 returns only the
- * caller's own pending entries). There is one scheduler per campaign; the HDF5 files' lock
- * stops a second one. */
+ * caller's own pending entries). There is one scheduler per campaign: the scheduler lock
+ * (sched_lock.h), taken before anything is read, stops a second one; the HDF5 files' lock
+ * stands behind it. */
 #define CONSUMER "main"
 #define BATCH 128
 #define MAX_FILES 1024
@@ -64,6 +66,7 @@ struct sched {
   int stale_said;             /* stale leases last reported by report_stale, 0 = none */
   struct kb_gen gen;          /* generators: tune, llm (gen_core.h) */
   int generated;              /* candidates the last gen tick enqueued */
+  struct kb__sched_lock lock; /* the campaign's one scheduler (sched_lock.h) */
 };
 
 
@@ -665,6 +668,20 @@ static int gone_or(struct sched *s, int rc, const struct kb_error *why, struct k
   return kb_error_set(err, rc, "%s", why->msg);
 }
 
+/* `*n` = the entries of the results stream read by the group but not acknowledged. */
+static int pending_count(struct sched *s, long *n, struct kb_error *err) {
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err, "XPENDING %s %s", s->key_results, GROUP);
+  if (rc)
+    return rc;
+  *n = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+               rep->element[0]->type == REDIS_REPLY_INTEGER
+           ? (long)rep->element[0]->integer
+           : 0;
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
 /* Reads one batch from the group: pending entries first ("0"), then new ones (">"). Errors:
  * the command's, KB_EGONE when the group is gone with the campaign (gone_or). */
 static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *n,
@@ -976,6 +993,8 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
     int n = 0;
     if (rc == KB_OK)
       rc = read_batch(s, &pending_mode, e, &n, err);
+    if (rc == KB_OK) /* another scheduler took over: write and acknowledge nothing more */
+      rc = kb__sched_lock_check(&s->lock, err);
     if (rc == KB_OK && n > 0)
       rc = handle_batch(s, e, n, 1, err);
     if (rc == KB_OK)
@@ -1023,6 +1042,18 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
         continue;
     }
     if (why) {
+      /* entries read but not acknowledged by another reader of the group (a second scheduler
+       * refused once it had read them, or one that lost the lock) are ours to record first */
+      long pending = 0;
+      rc = pending_count(s, &pending, err);
+      if (rc)
+        return rc;
+      if (pending > 0) {
+        kb_warn("%ld result%s read but not recorded by another scheduler; recording %s now",
+                pending, pending == 1 ? "" : "s", pending == 1 ? "it" : "them");
+        pending_mode = 1;
+        continue;
+      }
       *finished = 1;
       return finish(s, why, err);
     }
@@ -1049,6 +1080,8 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
   int rc = kb_redis_connect(&ro, &s.redis, err);
   if (rc == KB_OK)
     rc = attach(&s, err);
+  if (rc == KB_OK) /* before anything of the campaign is read: the open charges, the stream */
+    rc = kb__sched_lock_take(&s.lock, s.redis, &s.q, kb_redis_addr(s.redis), err);
   if (rc == KB_OK) {
     kb__population_init(&s.pop, s.q.n_tiers);
     rc = load_search(&s, err);
@@ -1066,6 +1099,7 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
     kb__store_close(s.stores[i].store);
   kb__gen_release(&s.gen);
   kb__population_release(&s.pop);
+  kb__sched_lock_release(&s.lock, rc == KB_ELOCKED ? NULL : s.redis);
   kb_redis_free(s.redis);
   kb_free(s.stores);
   kb_free(e);
