@@ -19,6 +19,7 @@
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/hash.h"
+#include "kb/log.h"
 #include "proc.h"
 #include "spawn_tool.h"
 
@@ -43,6 +44,7 @@
 #define ERR_NAME "build.err"
 #define META_NAME "build.meta"
 #define PROBE_NAME "probe"
+#define SUM_NAME "build.sum"
 /* Environment variables a compiler keeps; everything else is dropped. */
 static const char *const kept_env[] = {"PATH", "LD_LIBRARY_PATH", "HOME"};
 
@@ -151,6 +153,20 @@ static int write_file(const char *path, const void *data, size_t len, struct kb_
   }
   if (close(fd) != 0)
     return write_fail(err, path, errno);
+  return KB_OK;
+}
+
+/* fsync()s the file at `path`. Errors: write_fail's. */
+static int sync_file(const char *path, struct kb_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return write_fail(err, path, errno);
+  if (fsync(fd) != 0) {
+    int e = errno;
+    close(fd);
+    return write_fail(err, path, e);
+  }
+  close(fd);
   return KB_OK;
 }
 
@@ -1045,7 +1061,7 @@ static void cache_text(const char *tmp_dir, const char *name, const char *text,
 
 /* The cache's files of one key. */
 struct cache_paths {
-  char *so, *log, *err, *meta; /* owned */
+  char *so, *log, *err, *meta, *sum; /* owned */
 };
 
 static void cache_paths_release(struct cache_paths *p) {
@@ -1053,18 +1069,53 @@ static void cache_paths_release(struct cache_paths *p) {
   kb_free(p->log);
   kb_free(p->err);
   kb_free(p->meta);
+  kb_free(p->sum);
 }
 
 static int cache_paths_make(const char *dir, const char *key, struct cache_paths *p) {
-  static const char *const ext[] = {"so", "log", "err", "meta"};
-  char **slots[] = {&p->so, &p->log, &p->err, &p->meta};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const ext[] = {"so", "log", "err", "meta", "sum"};
+  char **slots[] = {&p->so, &p->log, &p->err, &p->meta, &p->sum};
+  for (size_t i = 0; i < 5; i++) {
     char name[KB_CAND_ID_LEN + 8];
     int n = snprintf(name, sizeof name, "%s.%s", key, ext[i]);
     if (n < 0 || (size_t)n >= sizeof name || join_path(dir, name, slots[i]) != KB_OK)
       return KB_ENOMEM;
   }
   return KB_OK;
+}
+
+/* The SHA-256 of the file at `path` into `hex`. Errors: kb_buf_read_file's, KB_ENOMEM. */
+static int file_sha256(const char *path, char hex[65], struct kb_error *err) {
+  struct kb_buf b;
+  kb_buf_init(&b);
+  int rc = kb_buf_read_file(&b, path, err);
+  if (rc == KB_OK)
+    rc = kb_sha256_hex(b.data ? b.data : "", b.len, hex, err);
+  kb_buf_release(&b);
+  return rc;
+}
+
+/* 1 when the cached library `p->so` is whole: its SHA-256 is the one `p->sum` recorded when it
+ * was stored. Else 0 with `why` (`size` bytes) saying what differs: the file cut short or
+ * damaged since (a crash before the disk had it, a full disk, a hand), or stored without a sum
+ * (an older version, or a store interrupted between the two). */
+static int cached_lib_whole(const struct cache_paths *p, char *why, size_t size) {
+  struct kb_buf want;
+  kb_buf_init(&want);
+  char got[65] = "";
+  struct kb_error e = {0};
+  int whole = 0;
+  if (kb_buf_read_file(&want, p->sum, NULL) != KB_OK)
+    snprintf(why, size, "no checksum beside it");
+  else if (file_sha256(p->so, got, &e) != KB_OK)
+    snprintf(why, size, "%.200s", e.msg);
+  else if (want.len < 64 || memcmp(want.data, got, 64) != 0)
+    snprintf(why, size, "its SHA-256 is %.12s..., %.12s... was stored", got,
+             want.len >= 12 ? want.data : "(nothing)");
+  else
+    whole = 1;
+  kb_buf_release(&want);
+  return whole;
 }
 
 /* The import check of a library that built: `b` becomes rejected unless every import is on
@@ -1140,6 +1191,16 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
     goto out;
   }
 
+  if (access(paths.so, R_OK) == 0) {
+    char why[256];
+    if (!cached_lib_whole(&paths, why, sizeof why)) {
+      /* never a verdict from a damaged library: it is built again, as if never cached */
+      kb_warn("build cache: %s is not the library that was stored (%s); building it again",
+              paths.so, why);
+      unlink(paths.so);
+      unlink(paths.sum);
+    }
+  }
   if (access(paths.so, R_OK) == 0) {
     b->ok = 1;
     b->cached = 1;
@@ -1250,8 +1311,17 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
     } else {
       b->log = trimmed_log(&res);
     }
-    /* log and meta go into place before the library: whoever sees the library sees them */
+    /* log, meta and the library's checksum go into place before the library, which is on
+     * the disk first (fsync): whoever sees the library sees them, and a crash cannot leave a
+     * library that looks whole but is not (a cache hit checks the sum: cached_lib_whole) */
     cache_text(tmp_dir, LOG_NAME, b->log, paths.log);
+    char sum[65];
+    rc = sync_file(lib_tmp, err);
+    if (rc == KB_OK)
+      rc = file_sha256(lib_tmp, sum, err);
+    if (rc)
+      goto out;
+    cache_text(tmp_dir, SUM_NAME, sum, paths.sum);
     if (rename(lib_tmp, paths.so) != 0) {
       rc = write_fail(err, paths.so, errno);
       goto out;
