@@ -793,16 +793,17 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
     return st->leased == 0 ? "cancelled" : NULL;
   if (strcmp(st->state, "done") == 0)
     return "done";
-  if (strcmp(st->state, "draining") == 0)
-    return st->leased == 0 ? "drained: no new evaluations started, the last ones finished" : NULL;
+  if (strcmp(st->state, "draining") == 0) /* by kb-submit drain, or at the deadline (loop) */
+    return st->leased > 0                                    ? NULL
+           : s->deadline > 0 && kb_now_wall() > s->deadline ? "deadline passed"
+                                                             : "drained: no new evaluations "
+                                                               "started, the last ones finished";
   if (strcmp(st->state, "running") != 0)
     return NULL;
   if (st->open == 0 && !kb__gen_active(&s->gen, &s->pop, st))
     return EVALUATED;
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
-  if (s->deadline > 0 && kb_now_wall() > s->deadline)
-    return "deadline passed";
   if (st->leased == 0 && all_stopped(s))
     return "every task stopped (target speedup or stagnation)";
   return NULL;
@@ -1029,6 +1030,21 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
         return rc;
       if (s->generated > 0) /* the status read above no longer counts every open item */
         continue;
+    }
+    /* The deadline passed: nothing new starts, and the evaluations under way finish and are
+     * recorded before the campaign ends (over(), draining). Ending it at once left their
+     * results, charged, in the stream and in no file. */
+    if (strcmp(st.state, "running") == 0 && s->deadline > 0 && kb_now_wall() > s->deadline) {
+      rc = kb_queue_set_state(&s->q, "running", "draining", "deadline passed", s->who, err);
+      if (rc == KB_ESTATE) { /* drained or cancelled meanwhile: that state stands */
+        kb_error_clear(err);
+        rc = KB_OK;
+      }
+      if (rc)
+        return rc;
+      kb_info("deadline passed: no new evaluations start; the campaign ends once the %lld under "
+              "way are recorded", (long long)st.leased);
+      continue;
     }
     /* The status was read before the stream: if nothing was open then and a read of new
      * entries (not of our pending ones) found nothing, every result is in the files. */
