@@ -28,19 +28,42 @@ static int call(struct kb_redis *r, const struct kb__sched_lock *l, const char *
 
 enum holder { HOLDER_ELSEWHERE, HOLDER_ALIVE_HERE, HOLDER_DEAD_HERE };
 
-/* Where `holder` (a lock's value) runs: a process of this host that exists or no longer does,
- * or another host (or a value without host and pid), whose process cannot be asked. */
+/* This process's host and PID namespace, "H/pidns:[N]": two processes whose places are equal
+ * see each other's pids (containers may share a host name, not a PID namespace). */
+static void place(char *out, size_t size) {
+  char host[64] = "", ns[64] = "";
+  gethostname(host, sizeof host - 1);
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  ns[n > 0 ? n : 0] = '\0';
+  snprintf(out, size, "%s/%s", host, ns);
+}
+
+/* Where `holder` (a lock's value) runs: a process of this place (host and PID namespace) that
+ * exists or no longer does, or elsewhere (or a value without place and pid), whose process
+ * cannot be asked. */
 static enum holder holder_where(const char *holder) {
-  char host[64] = "", mine[64] = "";
+  char where[160] = "", mine[160];
   long pid = 0;
   const char *h = strstr(holder, " host="), *p = strstr(holder, " pid=");
-  if (h == NULL || p == NULL || sscanf(h, " host=%63s", host) != 1 ||
+  if (h == NULL || p == NULL || sscanf(h, " host=%159s", where) != 1 ||
       sscanf(p, " pid=%ld", &pid) != 1 || pid <= 0)
     return HOLDER_ELSEWHERE;
-  gethostname(mine, sizeof mine - 1);
-  if (strcmp(host, mine) != 0)
+  place(mine, sizeof mine);
+  if (strcmp(where, mine) != 0)
     return HOLDER_ELSEWHERE;
   if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+    return HOLDER_DEAD_HERE;
+  /* killed but not yet reaped (its parent killed too, say): a zombie holds nothing */
+  char path[64], stat[256] = "";
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    if (fgets(stat, sizeof stat, f) == NULL)
+      stat[0] = '\0';
+    fclose(f);
+  }
+  const char *paren = strrchr(stat, ')');
+  if (paren != NULL && paren[1] == ' ' && paren[2] == 'Z')
     return HOLDER_DEAD_HERE;
   return HOLDER_ALIVE_HERE;
 }
@@ -99,15 +122,15 @@ int kb__sched_lock_take(struct kb__sched_lock *l, struct kb_redis *r, const stru
   kb_queue_key(q, l->key, sizeof l->key, KB_KEY_SCHED_LOCK);
   kb_queue_key(q, l->meta, sizeof l->meta, KB_KEY_META);
   snprintf(l->addr, sizeof l->addr, "%s", addr ? addr : "");
-  char host[64] = "";
-  gethostname(host, sizeof host - 1);
+  char where[160];
+  place(where, sizeof where);
   FILE *u = fopen("/dev/urandom", "rb");
   unsigned long long token = 0;
   if (u == NULL || fread(&token, sizeof token, 1, u) != 1)
     token = (unsigned long long)getpid() * 2654435761u ^ (unsigned long long)(kb_now_wall() * 1e6);
   if (u != NULL)
     fclose(u);
-  snprintf(l->value, sizeof l->value, "%016llx host=%s pid=%ld since=%.0f", token, host,
+  snprintf(l->value, sizeof l->value, "%016llx host=%.100s pid=%ld since=%.0f", token, where,
            (long)getpid(), kb_now_wall() * 1000);
   double give_up = kb_now_mono() + KB_SCHED_LOCK_TTL_MS / 1000.0 + 2;
   int said = 0;
@@ -145,8 +168,9 @@ int kb__sched_lock_take(struct kb__sched_lock *l, struct kb_redis *r, const stru
     freeReplyObject(rep);
     if (holder[0] == '\0')
       return kb_error_set(err, KB_EREDIS, "sched_lock: unexpected reply from redis");
-    /* a live process here is refused at once; one elsewhere may be gone: its lock expires */
-    if (kb_now_mono() >= give_up || holder_where(holder) == HOLDER_ALIVE_HERE)
+    /* a holder that renews its lock is alive wherever it runs (its pid here may also be a
+     * reused one): refused once the lock did not expire in its time to live */
+    if (kb_now_mono() >= give_up)
       return kb_error_set(err, KB_ELOCKED, "campaign \"%s\" has a scheduler already: %s (%s, "
                           "renewed every %d s); a second one would split its results: stop it, "
                           "or wait for it to end", q->cid, holder, l->key,

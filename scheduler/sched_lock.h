@@ -3,11 +3,11 @@
  * LLM generator's open charges) and renews from a thread of its own while it runs.
  *
  * A second kb-scheduler of the campaign, on any host and with any results folder, is refused
- * (KB_ELOCKED, exit 5) naming the holder: at once when the holder is a live process of the same
- * host, else once the lock did not expire within its time to live. A holder killed with kill -9
- * does not block its restart: on the same host a holder whose process is gone is taken over at
- * once; from another host the lock is waited for until it expires (KB_SCHED_LOCK_TTL_MS after
- * its last renewal).
+ * (KB_ELOCKED, exit 5) naming the holder once the lock did not expire within its time to live
+ * and 2 s (its holder renews it). A holder killed with kill -9 does not block its restart: on
+ * the same host and PID namespace a holder whose process is gone (or a zombie) is taken over at
+ * once; from elsewhere the lock is waited for until it expires (KB_SCHED_LOCK_TTL_MS after its
+ * last renewal).
  */
 #ifndef KB_SCHED_SCHED_LOCK_H
 #define KB_SCHED_SCHED_LOCK_H
@@ -23,7 +23,7 @@ struct kb_redis;
 struct kb__sched_lock {
   char key[200];            /* kb:{cid}:scheduler */
   char meta[200];           /* kb:{cid}:meta */
-  char value[200];          /* "<token> host=H pid=P since=MS": this scheduler's */
+  char value[200];          /* "<token> host=H/pidns:[N] pid=P since=MS": this scheduler's */
   char addr[512];           /* the redis address, for the renewal thread's own connection */
   pthread_t thread;         /* renews every TTL / 4 */
   int started;              /* 1 while the thread runs */
@@ -34,9 +34,9 @@ struct kb__sched_lock {
 };
 
 /* Takes the lock of `q`'s campaign over `r` (borrowed; `addr` its address, copied, for the
- * renewal thread) and starts renewing it. Takes over at once from a holder of this host whose
- * process is gone; refuses at once a live one of this host; waits, logging once, for a holder
- * of another host, at most until its lock expires (KB_SCHED_LOCK_TTL_MS and 2 s more). Errors:
+ * renewal thread) and starts renewing it. Takes over at once from a holder of this host and PID
+ * namespace whose process is gone; else waits, logging once, at most until the lock expires
+ * (KB_SCHED_LOCK_TTL_MS and 2 s more). Errors:
  * KB_ELOCKED "campaign \"ID\" has a scheduler already: <holder> (...)" when it is still
  * held, KB_EGONE, the connection's. `l` is the caller's; kb__sched_lock_release() after. */
 int kb__sched_lock_take(struct kb__sched_lock *l, struct kb_redis *r, const struct kb_queue *q,

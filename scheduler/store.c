@@ -550,8 +550,8 @@ static herr_t h5walk(unsigned n, const H5E_error2_t *e, void *data) {
 
 /* Records "<path>: cannot <op>: <innermost hdf5 error>" as KB_EHDF5, or, when a file driver
  * failed with a write fault (kb_write_errno_code, kb/fs.h), "<path>: cannot <op>: <strerror>
- * (errno N)" as KB_EWRITE. Call it right after the failing HDF5 call, before any other HDF5 call replaces the
- * error stack. Returns the code. */
+ * (errno N)" as KB_EWRITE. Call it right after the failing HDF5 call, before any other HDF5
+ * call replaces the error stack. Returns the code. */
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* What failed, from a caller's format and arguments, into `op` (never unterminated). */

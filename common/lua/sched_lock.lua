@@ -3,9 +3,10 @@
 -- over two sets of files, or leave the entries it read pending when its task files' lock then
 -- stops it; so each scheduler holds this lock, renewed while it runs, before it reads anything.
 -- KEYS: 1 the lock (string kb:{cid}:scheduler), 2 meta
--- ARGV: 1 op ("take" | "renew" | "release"), 2 this scheduler's value ("<token> host=H pid=P
---       since=MS"), 3 ttl_ms (take, renew), 4 (take) the value of a holder the caller found
---       dead (its process gone on the caller's host), or ""
+-- ARGV: 1 op ("take" | "renew" | "release"), 2 this scheduler's value ("<token>
+--       host=H/pidns:[N] pid=P since=MS"), 3 ttl_ms (take, renew), 4 (take) the value of a
+--       holder the caller found dead (its process gone on the caller's host and PID
+--       namespace), or ""
 -- Returns: take: {"ok"}, or {"held", value, pttl ms} (nothing written); renew: 1 held (again,
 -- when it had expired and nobody took it), 0 lost (another scheduler holds it); release: 1
 -- released, 0 not ours.

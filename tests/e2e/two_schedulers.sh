@@ -6,8 +6,8 @@
 # campaign ended "done" with a result in Redis that no file holds. With another --results
 # folder it was not stopped at all, and results were split over two sets of files.
 #   1. two kb-schedulers started at once: one exits 5 naming the holder of the scheduler lock
-#      (kb:{tw}:scheduler), before it read anything;
-#   2. a third with another --results folder while the first runs: exit 5, no file made there;
+#      (kb:{tw}:scheduler) once it did not expire (12 s), having read nothing;
+#   2. a third with another --results folder meanwhile: exit 5, no file made there;
 #   3. kill -9 of the holder, restarted at once: the lock is taken over from the dead process
 #      (same host) without waiting for it to expire;
 #   4. an entry read by another reader of the group and never acknowledged (redis-cli
@@ -33,24 +33,26 @@ refused() { # PID LOG: exit 5 with the one line naming the lock's holder
     fail "$2 does not name the holder: $(tail -1 "$T/$2")"
 }
 
-note "1. two schedulers at once"
+note "1. two schedulers at once, 2. a third with another results folder"
 sched a.log; A=$!; BG_PIDS+=($A)
 sched b.log; B=$!; BG_PIDS+=($B)
 "$BIN/kb-runner" --campaign tw --cache "$T/cache" --name r1 2> "$T/runner.log" &
 RUNNER=$!; BG_PIDS+=($RUNNER)
-for _ in $(seq 100); do
-  kill -0 "$A" 2> /dev/null && kill -0 "$B" 2> /dev/null || break
+sleep 0.5
+sched c.log --results "$T/other"; C=$!; BG_PIDS+=($C)
+# the holder renews its lock: the others are refused once it did not expire (12 s)
+for _ in $(seq 200); do
+  alive=0
+  for p in $A $B $C; do kill -0 "$p" 2> /dev/null && alive=$((alive + 1)); done
+  [ "$alive" -le 1 ] && break
   sleep 0.1
 done
 if kill -0 "$A" 2> /dev/null; then SCHED=$A LOSER=$B L=b.log; else SCHED=$B LOSER=$A L=a.log; fi
 refused "$LOSER" "$L"
-kill -0 "$SCHED" 2> /dev/null || fail "both schedulers stopped"
-for _ in $(seq 300); do [ "$(results)" -ge 3 ] && break; sleep 0.05; done
-
-note "2. a third with another results folder"
-sched c.log --results "$T/other"; C=$!; BG_PIDS+=($C)
 refused "$C" c.log
+kill -0 "$SCHED" 2> /dev/null || fail "every scheduler stopped"
 [ ! -e "$T/other/tw" ] || [ -z "$(ls -A "$T/other/tw")" ] || fail "the refused scheduler made files"
+[ "$(results)" -ge 1 ] || fail "no result yet"
 
 note "3. kill -9 of the holder, restarted at once"
 kill -9 "$SCHED"; wait "$SCHED" 2> /dev/null || true
