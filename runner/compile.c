@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "kb/error.h"
 #include "kb/fs.h"
 #include "kb/hash.h"
+#include "kb/log.h"
 #include "proc.h"
 #include "spawn_tool.h"
 
@@ -29,6 +31,11 @@
 #define CUDA_OUTPUT_KEEP (256 * 1024)
 /* A temporary build folder this old was left by a runner that died mid-build. */
 #define STALE_TMP_S 3600
+/* Free space a build needs in the cache's file system (bytes): a compiler that failed with less
+ * left there was more likely starved of disk than given bad source (kb__cache_check). */
+#define CACHE_MIN_FREE (32L << 20)
+/* Bytes of the file kb__cache_check writes to see that the cache takes writes (quota, device). */
+#define PROBE_BYTES (64 * 1024)
 /* Names inside a temporary build folder. */
 #define SRC_NAME_C "candidate.c"
 #define SRC_NAME_CUDA "candidate.cu"
@@ -36,6 +43,8 @@
 #define LOG_NAME "build.log"
 #define ERR_NAME "build.err"
 #define META_NAME "build.meta"
+#define PROBE_NAME "probe"
+#define SUM_NAME "build.sum"
 /* Environment variables a compiler keeps; everything else is dropped. */
 static const char *const kept_env[] = {"PATH", "LD_LIBRARY_PATH", "HOME"};
 
@@ -94,7 +103,8 @@ static int count_words(char *const *words) {
   return n;
 }
 
-/* mkdir -p. Errors: KB_EIO naming the folder. */
+/* mkdir -p. Errors: KB_EWRITE (a write fault, kb_write_errno_code) or KB_EIO naming the
+ * folder. */
 static int make_dirs(const char *path, struct kb_error *err) {
   char *copy = kb_strdup(path);
   if (copy == NULL)
@@ -106,7 +116,9 @@ static int make_dirs(const char *path, struct kb_error *err) {
     char saved = *p;
     *p = '\0';
     if (mkdir(copy, 0777) != 0 && errno != EEXIST) {
-      rc = kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", copy, strerror(errno));
+      int e = errno;
+      rc = kb_error_set(err, kb_write_errno_code(e), "%s: cannot create: %s (errno %d)", copy,
+                        strerror(e), e);
       break;
     }
     *p = saved;
@@ -122,18 +134,39 @@ static int make_dirs(const char *path, struct kb_error *err) {
   return rc;
 }
 
-/* Writes `len` bytes to a new file `path`. Errors: KB_EIO. */
+/* "<path>: cannot write: <strerror(e)> (errno e)" as KB_EWRITE for a write fault (kb/fs.h:
+ * the runner leaves, it is not the candidate's), else KB_EIO. Returns the code. */
+static int write_fail(struct kb_error *err, const char *path, int e) {
+  return kb_error_set(err, kb_write_errno_code(e), "%s: cannot write: %s (errno %d)", path,
+                      strerror(e), e);
+}
+
+/* Writes `len` bytes to a new file `path`. Errors: write_fail's. */
 static int write_file(const char *path, const void *data, size_t len, struct kb_error *err) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(errno));
+    return write_fail(err, path, errno);
   if (kb_write_all(fd, data, len) != 0) {
     int e = errno;
     close(fd);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(e));
+    return write_fail(err, path, e);
   }
   if (close(fd) != 0)
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", path, strerror(errno));
+    return write_fail(err, path, errno);
+  return KB_OK;
+}
+
+/* fsync()s the file at `path`. Errors: write_fail's. */
+static int sync_file(const char *path, struct kb_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return write_fail(err, path, errno);
+  if (fsync(fd) != 0) {
+    int e = errno;
+    close(fd);
+    return write_fail(err, path, e);
+  }
+  close(fd);
   return KB_OK;
 }
 
@@ -193,6 +226,47 @@ static void remove_stale_tmp(const char *cache_dir) {
     kb_free(path);
   }
   closedir(d);
+}
+
+int kb__cache_check(const char *cache_dir, struct kb_error *err) {
+  struct statvfs vfs;
+  int e = 0;
+  if (statvfs(cache_dir, &vfs) != 0)
+    e = errno;
+  else if (vfs.f_flag & ST_RDONLY)
+    e = EROFS;
+  unsigned long long avail = e == 0 ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
+  if (e == 0 && (avail < (unsigned long long)CACHE_MIN_FREE ||
+                 (vfs.f_files > 0 && vfs.f_favail == 0)))
+    return kb_error_set(err, KB_EWRITE, "%s: cannot build: %s (errno %d): %llu KiB free, a "
+                        "build needs %ld MiB", cache_dir, strerror(ENOSPC), ENOSPC,
+                        avail / 1024, CACHE_MIN_FREE >> 20);
+  char *dir = NULL;
+  if (e == 0 && join_path(cache_dir, "tmp.XXXXXX", &dir) != KB_OK)
+    return kb_error_set(err, KB_ENOMEM, "out of memory");
+  if (e == 0 && mkdtemp(dir) == NULL)
+    e = errno;
+  else if (e == 0) {
+    static const char zeros[4096];
+    char *file = NULL;
+    if (join_path(dir, PROBE_NAME, &file) == KB_OK) {
+      int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0)
+        e = errno;
+      for (int i = 0; fd >= 0 && e == 0 && i < PROBE_BYTES / (int)sizeof zeros; i++)
+        if (kb_write_all(fd, zeros, sizeof zeros) != 0)
+          e = errno;
+      if (fd >= 0 && close(fd) != 0 && e == 0)
+        e = errno;
+    }
+    kb_free(file);
+    remove_build_dir(dir);
+  }
+  kb_free(dir);
+  if (e == 0)
+    return KB_OK;
+  return kb_error_set(err, kb_write_errno_code(e), "%s: cannot build: %s (errno %d)", cache_dir,
+                      strerror(e), e);
 }
 
 /* 1 when `path` is a regular file this process may execute. */
@@ -991,7 +1065,7 @@ static void cache_text(const char *tmp_dir, const char *name, const char *text,
 
 /* The cache's files of one key. */
 struct cache_paths {
-  char *so, *log, *err, *meta; /* owned */
+  char *so, *log, *err, *meta, *sum; /* owned */
 };
 
 static void cache_paths_release(struct cache_paths *p) {
@@ -999,18 +1073,53 @@ static void cache_paths_release(struct cache_paths *p) {
   kb_free(p->log);
   kb_free(p->err);
   kb_free(p->meta);
+  kb_free(p->sum);
 }
 
 static int cache_paths_make(const char *dir, const char *key, struct cache_paths *p) {
-  static const char *const ext[] = {"so", "log", "err", "meta"};
-  char **slots[] = {&p->so, &p->log, &p->err, &p->meta};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const ext[] = {"so", "log", "err", "meta", "sum"};
+  char **slots[] = {&p->so, &p->log, &p->err, &p->meta, &p->sum};
+  for (size_t i = 0; i < 5; i++) {
     char name[KB_CAND_ID_LEN + 8];
     int n = snprintf(name, sizeof name, "%s.%s", key, ext[i]);
     if (n < 0 || (size_t)n >= sizeof name || join_path(dir, name, slots[i]) != KB_OK)
       return KB_ENOMEM;
   }
   return KB_OK;
+}
+
+/* The SHA-256 of the file at `path` into `hex`. Errors: kb_buf_read_file's, KB_ENOMEM. */
+static int file_sha256(const char *path, char hex[65], struct kb_error *err) {
+  struct kb_buf b;
+  kb_buf_init(&b);
+  int rc = kb_buf_read_file(&b, path, err);
+  if (rc == KB_OK)
+    rc = kb_sha256_hex(b.data ? b.data : "", b.len, hex, err);
+  kb_buf_release(&b);
+  return rc;
+}
+
+/* 1 when the cached library `p->so` is whole: its SHA-256 is the one `p->sum` recorded when it
+ * was stored. Else 0 with `why` (`size` bytes) saying what differs: the file cut short or
+ * damaged since (a crash before the disk had it, a full disk, a hand), or stored without a sum
+ * (an older version, or a store interrupted between the two). */
+static int cached_lib_whole(const struct cache_paths *p, char *why, size_t size) {
+  struct kb_buf want;
+  kb_buf_init(&want);
+  char got[65] = "";
+  struct kb_error e = {0};
+  int whole = 0;
+  if (kb_buf_read_file(&want, p->sum, NULL) != KB_OK)
+    snprintf(why, size, "no checksum beside it");
+  else if (file_sha256(p->so, got, &e) != KB_OK)
+    snprintf(why, size, "%.200s", e.msg);
+  else if (want.len < 64 || memcmp(want.data, got, 64) != 0)
+    snprintf(why, size, "its SHA-256 is %.12s..., %.12s... was stored", got,
+             want.len >= 12 ? want.data : "(nothing)");
+  else
+    whole = 1;
+  kb_buf_release(&want);
+  return whole;
 }
 
 /* The import check of a library that built: `b` becomes rejected unless every import is on
@@ -1087,6 +1196,16 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
   }
 
   if (access(paths.so, R_OK) == 0) {
+    char why[256];
+    if (!cached_lib_whole(&paths, why, sizeof why)) {
+      /* never a verdict from a damaged library: it is built again, as if never cached */
+      kb_warn("build cache: %s is not the library that was stored (%s); building it again",
+              paths.so, why);
+      unlink(paths.so);
+      unlink(paths.sum);
+    }
+  }
+  if (access(paths.so, R_OK) == 0) {
     b->ok = 1;
     b->cached = 1;
     b->lib_path = paths.so;
@@ -1114,8 +1233,9 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
     goto out;
   }
   if (mkdtemp(tmp_dir) == NULL) {
-    rc = kb_error_set(err, KB_EIO, "cannot create a build folder in \"%s\": %s", cc->cache_dir,
-                      strerror(errno));
+    int e = errno;
+    rc = kb_error_set(err, kb_write_errno_code(e), "%s: cannot create a build folder: %s "
+                      "(errno %d)", cc->cache_dir, strerror(e), e);
     kb_free(tmp_dir);
     tmp_dir = NULL;
     goto out;
@@ -1195,10 +1315,19 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
     } else {
       b->log = trimmed_log(&res);
     }
-    /* log and meta go into place before the library: whoever sees the library sees them */
+    /* log, meta and the library's checksum go into place before the library, which is on
+     * the disk first (fsync): whoever sees the library sees them, and a crash cannot leave a
+     * library that looks whole but is not (a cache hit checks the sum: cached_lib_whole) */
     cache_text(tmp_dir, LOG_NAME, b->log, paths.log);
+    char sum[65];
+    rc = sync_file(lib_tmp, err);
+    if (rc == KB_OK)
+      rc = file_sha256(lib_tmp, sum, err);
+    if (rc)
+      goto out;
+    cache_text(tmp_dir, SUM_NAME, sum, paths.sum);
     if (rename(lib_tmp, paths.so) != 0) {
-      rc = kb_error_set(err, KB_EIO, "cannot store \"%s\": %s", paths.so, strerror(errno));
+      rc = write_fail(err, paths.so, errno);
       goto out;
     }
     b->ok = 1;
@@ -1209,10 +1338,21 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
     goto out;
   }
   b->log = trimmed_log(&res);
+  if (!res.signal) {
+    /* a compiler starved of disk fails like one given bad source ("No space left on device"
+     * from ld or as): neither the candidate's verdict nor remembered, the runner leaves; what
+     * the build wrote goes first, so a candidate that fills the disk fails on its own */
+    remove_build_dir(tmp_dir);
+    rc = kb__cache_check(cc->cache_dir, err);
+    if (rc)
+      goto out;
+  }
   if (res.exited && res.exit_code != 0) {
     failure_reason(b->log, res.exit_code, b->reason, sizeof b->reason);
-    /* only a plain failure is deterministic enough to remember */
-    cache_text(tmp_dir, ERR_NAME, b->log, paths.err);
+    /* only a plain failure is deterministic enough to remember (in the emptied build folder
+     * made again; best effort) */
+    if (mkdir(tmp_dir, 0700) == 0)
+      cache_text(tmp_dir, ERR_NAME, b->log, paths.err);
   } else {
     char sig[32];
     if (snprintf(b->reason, sizeof b->reason, "does not compile: compiler %s",

@@ -194,6 +194,15 @@ int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compil
  * KB_OK, or KB_EINVAL when the compiler has no cache folder or the path does not fit. */
 int kb__reference_jit_dir(const struct kb__compiler *cc, char *out, size_t size);
 
+/* Whether the build cache `cache_dir` (borrowed) can take a build, asked after a build failed
+ * (with its own folder removed first, so what a candidate's build wrote does not count):
+ * KB_EWRITE "<cache_dir>: cannot build: <strerror> (errno N)" when its file system is
+ * read-only, has under 32 MiB or no inode free, or a 64 KiB file cannot be written there (a
+ * quota, a failing device). Such a failure is the machine's: it is neither the candidate's
+ * verdict nor remembered in the cache, and the runner leaves (exit 9) with its items released.
+ * KB_OK otherwise; KB_ENOMEM. */
+int kb__cache_check(const char *cache_dir, struct kb_error *err);
+
 /* kb__compile_req() of an untrusted candidate for the compiler's default architecture. */
 int kb__compile(const struct kb__compiler *cc, const char *source, const char *knobs,
                 const char *flags, struct kb__build *b, struct kb_error *err);

@@ -141,7 +141,8 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
       (f == NULL || fputs(req->source ? req->source : "", f) < 0 || fclose(f) != 0)) {
     if (f != NULL)
       fclose(f);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s", src, strerror(errno));
+    return kb_error_set(err, kb_write_errno_code(errno), "%s: cannot write: %s (errno %d)", src,
+                        strerror(errno), errno);
   }
   static const char *const dirs[] = {"tmp", "ext", "triton", "inductor"};
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
@@ -151,7 +152,8 @@ static int run_builder(const struct kb__compiler *cc, const struct kb__compile_r
                      : ((mkdir(jit, 0755) == 0 || errno == EEXIST) &&
                         (mkdir(sub, 0755) == 0 || errno == EEXIST)) ? 0 : -1;
     if (made != 0)
-      return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", sub, strerror(errno));
+      return kb_error_set(err, kb_write_errno_code(errno), "%s: cannot create: %s (errno %d)",
+                          sub, strerror(errno), errno);
   }
   int n_env = 0;
   while (cc->envp[n_env] != NULL)
@@ -271,8 +273,8 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
     goto out;
   snprintf(tmp, sizeof tmp, "%s/tmpkb.XXXXXX", cc->cache_dir);
   if (mkdtemp(tmp) == NULL) {
-    rc = kb_error_set(err, KB_EIO, "cannot create a build folder in \"%s\": %s", cc->cache_dir,
-                      strerror(errno));
+    rc = kb_error_set(err, kb_write_errno_code(errno), "%s: cannot create a build folder: %s "
+                      "(errno %d)", cc->cache_dir, strerror(errno), errno);
     tmp[0] = '\0';
     goto out;
   }
@@ -294,7 +296,8 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
     if (rename(tmp, entry) == 0)
       tmp[0] = '\0';
     else if (errno != EEXIST && errno != ENOTEMPTY) {
-      rc = kb_error_set(err, KB_EIO, "cannot store \"%s\": %s", entry, strerror(errno));
+      rc = kb_error_set(err, kb_write_errno_code(errno), "%s: cannot store: %s (errno %d)", entry,
+                        strerror(errno), errno);
       goto out;
     }
     b->lib_path = kb_strdup(entry);
@@ -302,7 +305,13 @@ int kb__compile_kernelbench(const struct kb__compiler *cc, const struct kb__comp
       rc = kb_error_set(err, KB_ENOMEM, "out of memory");
   } else if (!b->infra && strstr(b->reason, "timed out") == NULL &&
              strstr(b->reason, "builder") == NULL) {
-    write_failure(failed, b); /* a plain verdict is deterministic enough to remember */
+    /* a plain verdict is deterministic enough to remember, unless the cache was starved of
+     * disk (kb__cache_check: then it is the machine's failure, and the runner leaves) */
+    kb_remove_tree(tmp, NULL);
+    tmp[0] = '\0';
+    rc = kb__cache_check(cc->cache_dir, err);
+    if (rc == KB_OK)
+      write_failure(failed, b);
   }
 out:
   if (tmp[0] != '\0')
@@ -355,8 +364,8 @@ int kb__compile_reference(const struct kb__compiler *cc, const struct kb__compil
   }
   snprintf(tmp, sizeof tmp, "%s/tmpref.XXXXXX", cc->cache_dir);
   if (mkdtemp(tmp) == NULL) {
-    rc = kb_error_set(err, KB_EIO, "cannot create a build folder in \"%s\": %s", cc->cache_dir,
-                      strerror(errno));
+    rc = kb_error_set(err, kb_write_errno_code(errno), "%s: cannot create a build folder: %s "
+                      "(errno %d)", cc->cache_dir, strerror(errno), errno);
     tmp[0] = '\0';
     goto out;
   }

@@ -67,7 +67,8 @@ static void usage(FILE *out) {
         "\n"
         "environment: KB_REDIS, KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE, KB_LOG, KB_CACHE,\n"
         "  KB_SANDBOX_DIR (folder of kb-sandbox and kb-sandbox-cuda; default: next to kb-runner)\n"
-        "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable\n",
+        "exit codes: 0 campaign over or asked to stop, 1 failure, 2 usage, 4 redis unreachable,\n"
+        "  9 the build cache cannot be written (full disk, quota, read-only): items released\n",
         out);
 }
 

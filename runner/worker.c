@@ -554,12 +554,29 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
   return bound;
 }
 
+/* This runner cannot evaluate anything (`code`: KB_ECHILD, the sandbox does not start: a GPU
+ * gone, a driver failure; KB_EWRITE, its build cache cannot take a write: a full disk or
+ * quota, a read-only or failing file system): the item in `slot` goes back (a release, not an
+ * attempt, so no item is used up by the machine's fault) and `err` gets `why` (borrowed), for
+ * the runner to leave with. Returns `code`. */
+static int leave_slot(struct worker *w, int slot, int code, const char *why,
+                      struct kb_error *err) {
+  char msg[sizeof err->msg];
+  snprintf(msg, sizeof msg, "%s", why);
+  release_slot(w, slot, code == KB_EWRITE ? "its build cache cannot be written"
+                                          : "the sandbox does not start", err);
+  kb_error_clear(err);
+  return kb_error_set(err, code, "%s", msg);
+}
+
 /* Evaluates the finished build `b` of the item in `slot` and completes or releases it. Items
  * not yet under evaluation when the campaign drains or is cancelled are released: only the
  * evaluation under way is recorded. */
 static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
                          struct kb_error *err) {
   const struct kb_claim *c = &w->held[slot].claim;
+  if (b->rc == KB_EWRITE)
+    return leave_slot(w, slot, b->rc, b->err.msg, err);
   if (b->rc != KB_OK)
     return infra_slot(w, slot, b->err.msg, err);
   if (*w->opts->stop)
@@ -596,13 +613,9 @@ static int evaluate_slot(struct worker *w, int slot, struct kb__compiled *b,
     kb_result_release(&r);
     return release_slot(w, slot, "evaluation interrupted", err);
   }
-  if (rc == KB_ECHILD) {
-    /* the sandbox does not start any more (a GPU gone, a driver failure): this runner cannot
-     * evaluate anything; give the item back and leave with the reason */
+  if (rc == KB_ECHILD || rc == KB_EWRITE) {
     kb_result_release(&r);
-    release_slot(w, slot, "the sandbox does not start", err);
-    kb_error_clear(err);
-    return kb_error_set(err, KB_ECHILD, "%s", e.msg);
+    return leave_slot(w, slot, rc, e.msg, err);
   }
   if (rc) { /* the device time used until the failure (r.cost_ms) is still charged */
     r.status = KB_STATUS_INFRA_ERROR;

@@ -49,6 +49,8 @@ struct pending {
   char charge[KB_CHARGE_ID_MAX];
   char parents[2][KB_CAND_ID_LEN + 1];
   char *prompt;           /* system + user, for the audit (owned) */
+  int64_t est_in;         /* tokens reserved for the prompt: request bytes / 3 + 16 */
+  int64_t est_out;        /* tokens reserved for the answer: max_tokens */
 };
 
 struct kb_gen_llm {
@@ -566,7 +568,9 @@ int kb__gen_llm_request(struct kb_gen_llm *l, const struct kb_task *task, const 
     goto out;
   }
   p->prompt = kb_buf_detach(&both);
-  int64_t estimate = (int64_t)(strlen(body) / 3) + 16 + l->cfg->max_tokens;
+  p->est_in = (int64_t)(strlen(body) / 3) + 16;
+  p->est_out = l->cfg->max_tokens;
+  int64_t estimate = p->est_in + p->est_out;
   rc = open_charge(l, p, task->id, estimate, err);
   if (rc)
     goto out;
@@ -621,8 +625,9 @@ static int audit(struct kb_gen_llm *l, const struct pending *p, const char *stat
   if (rc == KB_OK)
     rc = kb_compress(resp, strlen(resp), &zr, &zr_len, err);
   if (rc == KB_OK) {
-    char attempts[16], tin[24], tout[24], parents[2 * KB_CAND_ID_LEN + 2];
+    char attempts[16], tin[24], tout[24], unrep[16], parents[2 * KB_CAND_ID_LEN + 2];
     snprintf(attempts, sizeof attempts, "%d", d->attempts);
+    snprintf(unrep, sizeof unrep, "%d", d->unreported);
     snprintf(tin, sizeof tin, "%lld", (long long)d->tokens_in);
     snprintf(tout, sizeof tout, "%lld", (long long)d->tokens_out);
     snprintf(parents, sizeof parents, "%s%s%s", p->parents[0], p->parents[1][0] ? "," : "",
@@ -633,8 +638,8 @@ static int audit(struct kb_gen_llm *l, const struct pending *p, const char *stat
                           tin,          "tokens_out", tout,       "candidate",
                           cand_id,      "parents",  parents,      "error",
                           d->error,     "prompt",   zp,           "response",
-                          zr,           "model",    l->cfg->model};
-    size_t lens[27];
+                          zr,           "model",    l->cfg->model, "unreported", unrep};
+    size_t lens[29];
     int n = (int)(sizeof argv / sizeof argv[0]);
     for (int i = 0; i < n; i++)
       lens[i] = i == 22 ? zp_len : i == 24 ? zr_len : strlen(argv[i]);
@@ -665,9 +670,25 @@ static int settle(struct kb_gen_llm *l, const struct pending *p, int64_t tokens,
   return rc;
 }
 
+/* What request `p` is charged, into `d`'s counts (so the audit shows it): what the API
+ * reported, plus the reservation (`est_in` + `est_out`) for each attempt it may have billed
+ * without a readable usage, each count capped at KB_LLM_TOKENS_MAX. Never less than the API
+ * billed where the reservation holds an attempt's real use. */
+static int64_t charged_tokens(const struct pending *p, struct kb_llm_done *d) {
+  for (int i = 0; i < d->unreported; i++) {
+    d->tokens_in = kb__llm_tokens_add(d->tokens_in, p->est_in);
+    d->tokens_out = kb__llm_tokens_add(d->tokens_out, p->est_out);
+  }
+  if (d->unreported > 0)
+    kb_warn("llm: %s: %d attempt%s answered without a readable usage; charged %lld tokens "
+            "each (the reservation)", p->charge, d->unreported, d->unreported == 1 ? "" : "s",
+            (long long)(p->est_in + p->est_out));
+  return d->tokens_in + d->tokens_out;
+}
+
 static int finished(struct kb_gen_llm *l, struct pending *p, struct kb_llm_done *d,
                     struct kb_error *err) {
-  int64_t tokens = d->tokens_in + d->tokens_out;
+  int64_t tokens = charged_tokens(p, d);
   int rc = settle(l, p, tokens, err);
   if (rc)
     return rc;

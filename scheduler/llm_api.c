@@ -55,9 +55,38 @@ void kb__llm_reply_release(struct kb_llm_reply *r) {
   memset(r, 0, sizeof *r);
 }
 
-static int64_t int_field(json_t *o, const char *key) {
-  json_t *v = json_object_get(o, key);
-  return json_is_integer(v) && json_integer_value(v) > 0 ? (int64_t)json_integer_value(v) : 0;
+int64_t kb__llm_tokens_add(int64_t a, int64_t b) {
+  return a + b > KB_LLM_TOKENS_MAX ? KB_LLM_TOKENS_MAX : a + b;
+}
+
+/* Count `key` of `usage` into `*out` (capped at KB_LLM_TOKENS_MAX); 0 when it is not a whole
+ * number of at least `min`. */
+static int usage_count(json_t *usage, const char *key, int64_t min, int64_t *out) {
+  json_t *v = json_object_get(usage, key);
+  if (!json_is_integer(v) || json_integer_value(v) < min)
+    return 0;
+  json_int_t n = json_integer_value(v);
+  *out = n > KB_LLM_TOKENS_MAX ? KB_LLM_TOKENS_MAX : (int64_t)n;
+  return 1;
+}
+
+/* Reads `usage` into `r`: both counts of an answer, or none and `unreported` when either is
+ * missing or unusable (a prompt costs at least one token); an "error" reply is charged
+ * whichever counts it carries, and nothing else. */
+static void read_usage(int api, json_t *usage, int is_error, struct kb_llm_reply *r) {
+  int64_t in = 0, out = 0;
+  int in_ok = json_is_object(usage) &&
+              usage_count(usage, api == KB_LLM_ANTHROPIC ? "input_tokens" : "prompt_tokens", 1,
+                          &in);
+  int out_ok = json_is_object(usage) &&
+               usage_count(usage, api == KB_LLM_ANTHROPIC ? "output_tokens"
+                                                          : "completion_tokens", 0, &out);
+  if (is_error || (in_ok && out_ok)) {
+    r->tokens_in = in;
+    r->tokens_out = out;
+  } else {
+    r->unreported = 1;
+  }
 }
 
 /* Appends the text parts of `content` (a string, or an array of {"type":"text","text":...}). */
@@ -86,9 +115,11 @@ int kb__llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_rep
   memset(r, 0, sizeof *r);
   json_error_t jerr;
   json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-  if (root == NULL)
+  if (root == NULL) {
+    r->unreported = 1; /* an answer cut short or garbled: billed all the same */
     return kb_error_set(err, KB_EPARSE, "llm reply is not json (%d bytes): %s at %d:%d",
                         (int)len, jerr.text, jerr.line, jerr.column);
+  }
   int rc = KB_OK;
   struct kb_buf b;
   kb_buf_init(&b);
@@ -96,14 +127,11 @@ int kb__llm_parse_reply(int api, const char *body, size_t len, struct kb_llm_rep
   json_t *error = json_object_get(root, "error");
   int found = 0;
   if (!json_is_object(root)) {
+    r->unreported = 1;
     rc = kb_error_set(err, KB_EPARSE, "llm reply is not a json object");
     goto out;
   }
-  if (json_is_object(usage)) {
-    r->tokens_in = int_field(usage, api == KB_LLM_ANTHROPIC ? "input_tokens" : "prompt_tokens");
-    r->tokens_out =
-        int_field(usage, api == KB_LLM_ANTHROPIC ? "output_tokens" : "completion_tokens");
-  }
+  read_usage(api, usage, error != NULL && !json_is_null(error), r);
   if (error != NULL && !json_is_null(error)) {
     json_t *msg = json_object_get(error, "message");
     rc = kb_error_set(err, KB_EPARSE, "llm reply is an error: %.200s",

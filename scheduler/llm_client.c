@@ -28,7 +28,8 @@ struct req {
   struct kb_buf reply;     /* body received */
   double retry_after;      /* seconds from the last answer's Retry-After, -1 when none */
   int attempts;
-  int64_t tokens_in, tokens_out;
+  int64_t tokens_in, tokens_out; /* reported, summed over attempts (capped) */
+  int unreported;          /* attempts the API may have billed without a readable usage */
   long http_status;
   char error[256];
 };
@@ -260,6 +261,7 @@ static void finish(struct kb_llm_client *c, struct req *r, int code, char *text,
   c->n--;
   struct kb_llm_done d = {.user = r->user, .code = code, .text = text,
                           .tokens_in = r->tokens_in, .tokens_out = r->tokens_out,
+                          .unreported = r->unreported,
                           .attempts = r->attempts, .http_status = r->http_status};
   snprintf(d.error, sizeof d.error, "%s", code == KB_OK ? "" : r->error);
   fn(&d, arg);
@@ -270,7 +272,9 @@ static void finish(struct kb_llm_client *c, struct req *r, int code, char *text,
 /* One attempt of `r` ended with `res`: finish it, or schedule a retry. */
 static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
                          kb_llm_done_fn fn, void *arg) {
+  long sent = 0; /* bytes of the request that went out: 0 when it never reached the server */
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->http_status);
+  curl_easy_getinfo(r->easy, CURLINFO_REQUEST_SIZE, &sent);
   curl_multi_remove_handle(c->multi, r->easy);
   curl_easy_cleanup(r->easy);
   r->easy = NULL;
@@ -281,6 +285,10 @@ static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
     code = res == CURLE_OPERATION_TIMEDOUT ? KB_ETIMEOUT : KB_EIO;
     snprintf(r->error, sizeof r->error, "%s", curl_easy_strerror(res));
     retry = 1;
+    /* the server had the request and no refusal came back (a timeout, a connection cut
+     * mid-answer, an answer too long): it may have generated and billed the answer */
+    if (sent > 0 && (r->http_status == 0 || r->http_status == 200))
+      r->unreported++;
   } else if (r->http_status == 429 || r->http_status >= 500) {
     code = KB_EIO;
     snprintf(r->error, sizeof r->error, "http %ld: %.160s", r->http_status, r->reply.data);
@@ -292,8 +300,9 @@ static void attempt_done(struct kb_llm_client *c, struct req *r, CURLcode res,
     struct kb_llm_reply rep;
     struct kb_error perr = {0};
     code = kb__llm_parse_reply(c->o.api, r->reply.data, r->reply.len, &rep, &perr);
-    r->tokens_in += rep.tokens_in;
-    r->tokens_out += rep.tokens_out;
+    r->tokens_in = kb__llm_tokens_add(r->tokens_in, rep.tokens_in);
+    r->tokens_out = kb__llm_tokens_add(r->tokens_out, rep.tokens_out);
+    r->unreported += rep.unreported;
     if (code == KB_OK) {
       text = rep.text;
       rep.text = NULL;

@@ -5,8 +5,10 @@
  * usable reply (truncated or garbage JSON): the delay doubles from `backoff_s` up to
  * `backoff_max_s`, with jitter (a random 50..100% of it), and is never shorter than the
  * server's Retry-After (seconds or an HTTP date; capped at 600 s). Other statuses (400, 401,
- * 403, 404, ...) fail at once. Tokens that replies report are summed over all attempts, so
- * every token the API billed is known to the caller.
+ * 403, 404, ...) fail at once. Tokens that replies report are summed over all attempts, and
+ * attempts the API may have billed without saying how much (an answer without a readable usage,
+ * a body cut short, a timeout or a broken connection after the request went out) are counted,
+ * so the caller can charge every token the API billed.
  *
  * Single-threaded: the scheduler's loop calls kb__llm_client_poll() between its other work.
  */
@@ -37,6 +39,10 @@ struct kb_llm_done {
   char *text;           /* the answer's text when code is KB_OK (owned by the client) */
   int64_t tokens_in;    /* prompt tokens reported, summed over attempts */
   int64_t tokens_out;   /* completion tokens reported, summed over attempts */
+  int unreported;       /* attempts the API may have billed but reported no usable usage for:
+                         * a 200 without one (llm_api.h), or no answer after the request went
+                         * out (timeout, connection cut, answer too long); not 429, 5xx, 4xx,
+                         * an "error" reply or a connection never made */
   int attempts;         /* attempts made */
   long http_status;     /* of the last attempt, 0 when none answered */
   char error[256];      /* for code != KB_OK: what the last attempt got */

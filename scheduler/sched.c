@@ -30,13 +30,15 @@
 #include "llm_audit.h"
 #include "policy.h"
 #include "population.h"
+#include "sched_lock.h"
 #include "summary.h"
 
 #define GROUP "scheduler"
 /* One consumer name for every incarnation of the scheduler: a restarted scheduler must see the
  * entries its killed predecessor read but did not acknowledge (XREADGROUP ... 0 returns only the
- * caller's own pending entries). There is one scheduler per campaign; the HDF5 files' lock
- * stops a second one. */
+ * caller's own pending entries). There is one scheduler per campaign: the scheduler lock
+ * (sched_lock.h), taken before anything is read, stops a second one; the HDF5 files' lock
+ * stands behind it. */
 #define CONSUMER "main"
 #define BATCH 128
 #define MAX_FILES 1024
@@ -64,6 +66,7 @@ struct sched {
   int stale_said;             /* stale leases last reported by report_stale, 0 = none */
   struct kb_gen gen;          /* generators: tune, llm (gen_core.h) */
   int generated;              /* candidates the last gen tick enqueued */
+  struct kb__sched_lock lock; /* the campaign's one scheduler (sched_lock.h) */
 };
 
 
@@ -647,17 +650,52 @@ static int ack(struct sched *s, struct entry *e, int n, struct kb_error *err) {
   return rc;
 }
 
-/* Reads one batch from the group: pending entries first ("0"), then new ones (">"). */
+/* KB_EGONE when the campaign's meta hash is not in Redis any more (a Redis restarted without its
+ * data, or flushed: the results stream and its group went with it), else `rc` with `why`. */
+static int gone_or(struct sched *s, int rc, const struct kb_error *why, struct kb_error *err) {
+  char key[200];
+  kb_queue_key(&s->q, key, sizeof key, KB_KEY_META);
+  redisReply *rep = NULL;
+  struct kb_error e = {0};
+  int exists = kb_redis_commandf(s->redis, &rep, &e, "EXISTS %s", key) == KB_OK &&
+               rep->type == REDIS_REPLY_INTEGER && rep->integer == 0 ? 0 : 1;
+  if (rep)
+    freeReplyObject(rep);
+  if (!exists)
+    return kb_error_set(err, KB_EGONE, "%s does not exist: the campaign is gone from redis at %s "
+                        "(restarted without its data, or flushed); nothing written", key,
+                        kb_redis_addr(s->redis));
+  return kb_error_set(err, rc, "%s", why->msg);
+}
+
+/* `*n` = the entries of the results stream read by the group but not acknowledged. */
+static int pending_count(struct sched *s, long *n, struct kb_error *err) {
+  redisReply *rep = NULL;
+  int rc = kb_redis_commandf(s->redis, &rep, err, "XPENDING %s %s", s->key_results, GROUP);
+  if (rc)
+    return rc;
+  *n = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+               rep->element[0]->type == REDIS_REPLY_INTEGER
+           ? (long)rep->element[0]->integer
+           : 0;
+  freeReplyObject(rep);
+  return KB_OK;
+}
+
+/* Reads one batch from the group: pending entries first ("0"), then new ones (">"). Errors:
+ * the command's, KB_EGONE when the group is gone with the campaign (gone_or). */
 static int read_batch(struct sched *s, int *pending_mode, struct entry *e, int *n,
                       struct kb_error *err) {
   redisReply *rep = NULL;
-  int rc = kb_redis_commandf(s->redis, &rep, err,
+  struct kb_error rerr = {0};
+  int rc = kb_redis_commandf(s->redis, &rep, &rerr,
                              "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s", GROUP,
                              CONSUMER, BATCH, *pending_mode ? 0 : kb__gen_busy(&s->gen) ? 50 : 500,
                              s->key_results,
                              *pending_mode ? "0" : ">");
   if (rc)
-    return rc;
+    return strstr(rerr.msg, "NOGROUP") ? gone_or(s, rc, &rerr, err)
+                                       : kb_error_set(err, rc, "%s", rerr.msg);
   *n = 0;
   if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
       rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements == 2)
@@ -755,16 +793,17 @@ static const char *over(struct sched *s, const struct kb_queue_status *st) {
     return st->leased == 0 ? "cancelled" : NULL;
   if (strcmp(st->state, "done") == 0)
     return "done";
-  if (strcmp(st->state, "draining") == 0)
-    return st->leased == 0 ? "drained: no new evaluations started, the last ones finished" : NULL;
+  if (strcmp(st->state, "draining") == 0) /* by kb-submit drain, or at the deadline (loop) */
+    return st->leased > 0                                    ? NULL
+           : s->deadline > 0 && kb_now_wall() > s->deadline ? "deadline passed"
+                                                             : "drained: no new evaluations "
+                                                               "started, the last ones finished";
   if (strcmp(st->state, "running") != 0)
     return NULL;
   if (st->open == 0 && !kb__gen_active(&s->gen, &s->pop, st))
     return EVALUATED;
   if (st->leased == 0 && st->cheapest_ready > st->gpu_available)
     return "budget exhausted";
-  if (s->deadline > 0 && kb_now_wall() > s->deadline)
-    return "deadline passed";
   if (st->leased == 0 && all_stopped(s))
     return "every task stopped (target speedup or stagnation)";
   return NULL;
@@ -955,6 +994,8 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
     int n = 0;
     if (rc == KB_OK)
       rc = read_batch(s, &pending_mode, e, &n, err);
+    if (rc == KB_OK) /* another scheduler took over: write and acknowledge nothing more */
+      rc = kb__sched_lock_check(&s->lock, err);
     if (rc == KB_OK && n > 0)
       rc = handle_batch(s, e, n, 1, err);
     if (rc == KB_OK)
@@ -990,6 +1031,21 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
       if (s->generated > 0) /* the status read above no longer counts every open item */
         continue;
     }
+    /* The deadline passed: nothing new starts, and the evaluations under way finish and are
+     * recorded before the campaign ends (over(), draining). Ending it at once left their
+     * results, charged, in the stream and in no file. */
+    if (strcmp(st.state, "running") == 0 && s->deadline > 0 && kb_now_wall() > s->deadline) {
+      rc = kb_queue_set_state(&s->q, "running", "draining", "deadline passed", s->who, err);
+      if (rc == KB_ESTATE) { /* drained or cancelled meanwhile: that state stands */
+        kb_error_clear(err);
+        rc = KB_OK;
+      }
+      if (rc)
+        return rc;
+      kb_info("deadline passed: no new evaluations start; the campaign ends once the %lld under "
+              "way are recorded", (long long)st.leased);
+      continue;
+    }
     /* The status was read before the stream: if nothing was open then and a read of new
      * entries (not of our pending ones) found nothing, every result is in the files. */
     const char *why = n == 0 && read_new ? over(s, &st) : NULL;
@@ -1002,6 +1058,18 @@ static int loop(struct sched *s, struct entry *e, int *finished, struct kb_error
         continue;
     }
     if (why) {
+      /* entries read but not acknowledged by another reader of the group (a second scheduler
+       * refused once it had read them, or one that lost the lock) are ours to record first */
+      long pending = 0;
+      rc = pending_count(s, &pending, err);
+      if (rc)
+        return rc;
+      if (pending > 0) {
+        kb_warn("%ld result%s read but not recorded by another scheduler; recording %s now",
+                pending, pending == 1 ? "" : "s", pending == 1 ? "it" : "them");
+        pending_mode = 1;
+        continue;
+      }
       *finished = 1;
       return finish(s, why, err);
     }
@@ -1028,6 +1096,8 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
   int rc = kb_redis_connect(&ro, &s.redis, err);
   if (rc == KB_OK)
     rc = attach(&s, err);
+  if (rc == KB_OK) /* before anything of the campaign is read: the open charges, the stream */
+    rc = kb__sched_lock_take(&s.lock, s.redis, &s.q, kb_redis_addr(s.redis), err);
   if (rc == KB_OK) {
     kb__population_init(&s.pop, s.q.n_tiers);
     rc = load_search(&s, err);
@@ -1045,6 +1115,7 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
     kb__store_close(s.stores[i].store);
   kb__gen_release(&s.gen);
   kb__population_release(&s.pop);
+  kb__sched_lock_release(&s.lock, rc == KB_ELOCKED ? NULL : s.redis);
   kb_redis_free(s.redis);
   kb_free(s.stores);
   kb_free(e);

@@ -50,6 +50,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 
 extern char **environ;
 
@@ -547,27 +548,10 @@ static herr_t h5walk(unsigned n, const H5E_error2_t *e, void *data) {
   return 0;
 }
 
-/* KB_EWRITE for the errors of a file that cannot take more writes (full disk, quota, read-only
- * or immutable file, failing device), else KB_EIO. */
-static int io_code(int e) {
-  switch (e) {
-  case ENOSPC:
-  case EDQUOT:
-  case EROFS:
-  case EIO:
-  case EPERM:
-  case EACCES:
-  case EFBIG:
-    return KB_EWRITE;
-  default:
-    return KB_EIO;
-  }
-}
-
 /* Records "<path>: cannot <op>: <innermost hdf5 error>" as KB_EHDF5, or, when a file driver
- * failed with a write fault (io_code), "<path>: cannot <op>: <strerror> (errno N)" as
- * KB_EWRITE. Call it right after the failing HDF5 call, before any other HDF5 call replaces the
- * error stack. Returns the code. */
+ * failed with a write fault (kb_write_errno_code, kb/fs.h), "<path>: cannot <op>: <strerror>
+ * (errno N)" as KB_EWRITE. Call it right after the failing HDF5 call, before any other HDF5
+ * call replaces the error stack. Returns the code. */
 static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* What failed, from a caller's format and arguments, into `op` (never unterminated). */
@@ -584,7 +568,7 @@ static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) 
   va_start(ap, fmt);
   format_op(op, sizeof op, fmt, ap);
   va_end(ap);
-  if (d.sys_errno != 0 && io_code(d.sys_errno) == KB_EWRITE) {
+  if (d.sys_errno != 0 && kb_write_errno_code(d.sys_errno) == KB_EWRITE) {
     write_failures++;
     return kb_error_set(err, KB_EWRITE, "%s: cannot %s: %s (errno %d)", path, op,
                         strerror(d.sys_errno), d.sys_errno);
@@ -595,8 +579,8 @@ static int h5fail(struct kb_error *err, const char *path, const char *fmt, ...) 
 }
 
 /* Records "<path>: cannot <op>: <strerror(e)> (errno e)" for a failed system call on `path`, as
- * KB_EWRITE for a write fault (io_code), else KB_EIO: the one form of every write error's
- * message, as h5fail's. Returns the code. */
+ * KB_EWRITE for a write fault (kb_write_errno_code, kb/fs.h), else KB_EIO: the one form of
+ * every write error's message, as h5fail's. Returns the code. */
 static int sysfail(struct kb_error *err, int e, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int sysfail(struct kb_error *err, int e, const char *path, const char *fmt, ...) {
@@ -605,7 +589,8 @@ static int sysfail(struct kb_error *err, int e, const char *path, const char *fm
   va_start(ap, fmt);
   format_op(op, sizeof op, fmt, ap);
   va_end(ap);
-  return kb_error_set(err, io_code(e), "%s: cannot %s: %s (errno %d)", path, op, strerror(e), e);
+  return kb_error_set(err, kb_write_errno_code(e), "%s: cannot %s: %s (errno %d)", path, op,
+                      strerror(e), e);
 }
 
 static int nomem(struct kb_error *err, const char *path) {

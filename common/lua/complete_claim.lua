@@ -134,7 +134,7 @@ end
 
 local m = redis.call('HMGET', meta, 'state', 'lease_ms', 'task_caps', 'open', 'done',
                      'affinity_ms', 'aff', 'layout')
-local bad_layout = kb_layout_check(m[8])
+local bad_layout = kb_layout_check(meta, m[1], m[8])
 if bad_layout then
   return bad_layout
 end

@@ -2,19 +2,20 @@
 -- KEYS: 1 meta, 2 items, 3 queue of the tier
 -- ARGV: 1 item id, 2 candidate id, 3 task id, 4 tier, 5 cost_ms, 6 priority (lower goes first)
 -- Returns 1 when enqueued, 0 when the item already existed (in any state).
--- Errors: KB_STATE when the campaign is not submitting or running or stores its items in
--- another layout (kb_layout_check), KB_INVAL for a tier or cost that is not a non-negative
--- integer, a priority that is not a finite number, a candidate id that is not 64 hex digits, an
--- item id that is not "<candidate>:<tier>" or a task id that is empty or holds "|" or a
--- control character (the item line's separator, prelude.lua).
+-- Errors: KB_GONE when the campaign is not in this redis (kb_gone), KB_STATE when it is not
+-- submitting or running or stores its items in another layout (kb_layout_check), KB_INVAL for
+-- a tier or cost that is not a non-negative integer, a priority that is not a finite number, a
+-- candidate id that is not 64 hex digits, an item id that is not "<candidate>:<tier>" or a task
+-- id that is empty or holds "|" or a control character (the item line's separator,
+-- prelude.lua).
 local m = redis.call('HMGET', KEYS[1], 'state', 'layout')
 local state = m[1]
-if state ~= 'submitting' and state ~= 'running' then
-  return redis.error_reply('KB_STATE campaign is ' .. tostring(state or 'missing'))
-end
-local bad_layout = kb_layout_check(m[2])
+local bad_layout = kb_layout_check(KEYS[1], state, m[2])
 if bad_layout then
   return bad_layout
+end
+if state ~= 'submitting' and state ~= 'running' then
+  return redis.error_reply('KB_STATE campaign is ' .. tostring(state))
 end
 local tier, cost, priority = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if not tier or tier < 0 or tier ~= math.floor(tier) or not cost or cost < 0 or

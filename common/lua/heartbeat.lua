@@ -3,8 +3,13 @@
 -- ARGV: 1 runner name, then pairs of (item id, lease token)
 -- Returns {extended count, campaign state}. Leases whose token does not match (the item was
 -- reaped and maybe claimed by another runner) are left alone.
+-- Errors: KB_GONE when the campaign is not in this redis (kb_gone): nothing written.
 local now = kb_now_ms()
 local m = redis.call('HMGET', KEYS[1], 'lease_ms', 'state')
+local gone = kb_gone(KEYS[1], m[2])
+if gone then
+  return gone
+end
 local lease_ms = tonumber(m[1] or '0')
 redis.call('HSET', KEYS[4], ARGV[1], now)
 local n = 0

@@ -16,8 +16,8 @@ local expired = redis.call('ZRANGEBYSCORE', lease, '-inf', now, 'LIMIT', 0, tonu
 if #expired == 0 then
   return {0, 0}
 end
-local mf = redis.call('HMGET', meta, 'max_attempts', 'tiers', 'backend', 'layout')
-local bad_layout = kb_layout_check(mf[4])
+local mf = redis.call('HMGET', meta, 'max_attempts', 'tiers', 'backend', 'layout', 'state')
+local bad_layout = kb_layout_check(meta, mf[5], mf[4])
 if bad_layout then
   return bad_layout
 end

@@ -4,12 +4,22 @@
 --       ([{"name":..,"cost_ms":..}]), 6 max_attempts, 7 lease_ms, 8 backend,
 --       9 gpu_ms total, 10 llm_tokens total, 11 who
 -- Returns "created", or "resume" when an identical submission was interrupted before it opened.
--- Errors: KB_EXISTS when the campaign exists with another spec or already opened.
+-- Errors: KB_EXISTS when the campaign exists with another spec or already opened (an
+-- interrupted submission of another spec says how to finish or cancel it).
 local meta, ledger, log, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local state = redis.call('HGET', meta, 'state')
 if state then
-  if state == 'submitting' and redis.call('HGET', meta, 'spec_sha') == ARGV[3] then
+  local sha = redis.call('HGET', meta, 'spec_sha')
+  if state == 'submitting' and sha == ARGV[3] then
     return 'resume'
+  end
+  if state == 'submitting' then -- a submission killed half way, of another campaign file
+    return redis.error_reply('KB_EXISTS campaign "' .. ARGV[1] .. '" has an interrupted ' ..
+                             'submission of another campaign file (sha256 ' ..
+                             string.sub(tostring(sha), 1, 12) .. '..., this one ' ..
+                             string.sub(ARGV[3], 1, 12) .. '...): submit that file again to ' ..
+                             'finish it, or cancel it (kb-submit cancel ' .. ARGV[1] ..
+                             ') and submit this one under another id')
   end
   return redis.error_reply('KB_EXISTS campaign "' .. ARGV[1] .. '" already exists (state ' ..
                            state .. ')')

@@ -29,8 +29,11 @@ int kb_mkdirs(const char *path, struct kb_error *err) {
       return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
     *p = '/';
   }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s", tmp, strerror(errno));
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+    int e = errno;
+    return kb_error_set(err, kb_write_errno_code(e), "cannot create \"%s\": %s (errno %d)", tmp,
+                        strerror(e), e);
+  }
   return KB_OK;
 }
 
@@ -44,18 +47,21 @@ static int write_file(const char *path, const void *data, size_t len, int durabl
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     int e = errno;
-    return kb_error_set(err, KB_EIO, "cannot create \"%s\": %s (errno %d)", tmp, strerror(e), e);
+    return kb_error_set(err, kb_write_errno_code(e), "cannot create \"%s\": %s (errno %d)", tmp,
+                        strerror(e), e);
   }
   if (kb_write_all(fd, data, len) != 0 || (durable && fsync(fd) != 0)) {
     int e = errno;
     close(fd);
     unlink(tmp);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s (errno %d)", tmp, strerror(e), e);
+    return kb_error_set(err, kb_write_errno_code(e), "cannot write \"%s\": %s (errno %d)", tmp,
+                        strerror(e), e);
   }
   if (close(fd) != 0 || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": %s (errno %d)", path, strerror(e), e);
+    return kb_error_set(err, kb_write_errno_code(e), "cannot write \"%s\": %s (errno %d)", path,
+                        strerror(e), e);
   }
   if (!durable)
     return KB_OK;
@@ -68,8 +74,9 @@ static int write_file(const char *path, const void *data, size_t len, int durabl
     int e = errno;
     if (dfd >= 0)
       close(dfd);
-    return kb_error_set(err, KB_EIO, "cannot write \"%s\": cannot sync its folder: %s (errno %d)",
-                        path, strerror(e), e);
+    return kb_error_set(err, kb_write_errno_code(e),
+                        "cannot write \"%s\": cannot sync its folder: %s (errno %d)", path,
+                        strerror(e), e);
   }
   close(dfd);
   return KB_OK;

@@ -66,6 +66,7 @@ int kb_exit_code(int code) {
   case KB_ECONN:
   case KB_EAUTH:
   case KB_ENOTREDIS:
+  case KB_EGONE:
     return KB_EXIT_REDIS;
   case KB_EEXISTS:
   case KB_ESTATE:

@@ -52,3 +52,18 @@ int kb_remove_tree(const char *path, struct kb_error *err) {
                         strerror(first_errno));
   return KB_OK;
 }
+
+int kb_write_errno_code(int e) {
+  switch (e) {
+  case ENOSPC:
+  case EDQUOT:
+  case EROFS:
+  case EIO:
+  case EPERM:
+  case EACCES:
+  case EFBIG:
+    return KB_EWRITE;
+  default:
+    return KB_EIO;
+  }
+}

@@ -57,7 +57,7 @@ redis-server "$T/settings.conf" --port 0 --unixsocket "$SOCK" --unixsocketperm 7
 for _ in $(seq 100); do redis-cli -s "$SOCK" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
 BG_PIDS+=("$(cat "$T/orphan.pid")") # stopped by the rerun; by the cleanup if the test fails first
 "$BIN/kb-launch" --local "$T/ll.json" > "$T/c.out" 2> "$T/c.err" ||
-  fail "rerun failed: $(tail -5 "$T/c.err")"
+  fail "rerun failed: $(tail -5 "$T/c.err"; tail -5 "$R"/redis/scheduler*.log 2>/dev/null)"
 grep -q "stopped 1 process a killed kb-launch left running" "$T/c.err" ||
   fail "the rerun did not stop the redis left behind: $(cat "$T/c.err")"
 for _ in $(seq 50); do gone && break; sleep 0.05; done

@@ -82,8 +82,12 @@ for task in sum matmul; do
   done
 done
 [ "$spent" -eq "$audited" ] || fail "llm tokens spent $spent, audit streams say $audited"
-billed=$($KB_PY -c 'import json,sys; print(sum(e["prompt_tokens"] + e["completion_tokens"] for e in map(json.loads, open(sys.argv[1]))))' "$T/llm.jsonl")
-[ "$spent" -le "$billed" ] && [ "$spent" -gt 0 ] || fail "spent $spent, the fake billed $billed"
+# what the fake billed is printed, not compared: an answer billed without a readable usage (the
+# truncated one) is charged its reservation, more than it billed, and one billed while the
+# scheduler was killed is never charged (docs/generators.md, "Tokens"); test_gen_llm checks
+# both bounds where no kill is involved
+billed=$($KB_PY -c 'import json,sys; print(sum(e["billed"] for e in map(json.loads, open(sys.argv[1]))))' "$T/llm.jsonl")
+[ "$spent" -gt 0 ] || fail "no llm tokens spent"
 echo "llm tokens: spent=$spent audited=$audited billed by the fake=$billed" >&2
 
 note "what the model was asked"

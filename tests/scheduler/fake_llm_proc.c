@@ -111,6 +111,22 @@ int kbt_fake_totals(struct kbt_fake *f, int status, long *requests, int64_t *tok
   return rc;
 }
 
+int64_t kbt_fake_billed(struct kbt_fake *f) {
+  FILE *in = fopen(f->log, "r");
+  if (in == NULL)
+    return 0; /* no request yet */
+  char line[1 << 16];
+  int64_t billed = 0;
+  while (billed >= 0 && fgets(line, sizeof line, in)) {
+    json_t *o = json_loads(line, 0, NULL);
+    json_t *v = json_object_get(o, "billed");
+    billed = json_is_integer(v) ? billed + json_integer_value(v) : -1;
+    json_decref(o);
+  }
+  fclose(in);
+  return billed;
+}
+
 void kbt_fake_stop(struct kbt_fake *f) {
   if (f->pid > 0) {
     kill(f->pid, SIGTERM);

@@ -22,9 +22,12 @@ int kbt_fake_start(struct kbt_fake *f, const char *python, const char *script,
                    const char *const *argv);
 /* Replaces the fake's behaviour queue ("429,ok"). Returns 0 or -1. */
 int kbt_fake_script(struct kbt_fake *f, const char *behaviours);
-/* Sums the logged requests: count, billed prompt + completion tokens, and those whose status
- * was `status` (0: any). Returns 0 or -1. */
+/* Sums the logged requests whose status was `status` (0: any): their count and the prompt +
+ * completion tokens their replies reported. Returns 0 or -1. */
 int kbt_fake_totals(struct kbt_fake *f, int status, long *requests, int64_t *tokens);
+/* The tokens a provider bills for every logged request (the log's "billed": also answers whose
+ * usage the reply hid or garbled), or -1 when the log cannot be read. */
+int64_t kbt_fake_billed(struct kbt_fake *f);
 /* Stops it (SIGTERM, then SIGKILL) and removes its folder. */
 void kbt_fake_stop(struct kbt_fake *f);
 

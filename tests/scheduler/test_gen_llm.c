@@ -1,6 +1,7 @@
 /* The llm generator with a real redis-server and the fake LLM server: every request's tokens
- * are reserved, then posted as the API reported them or voided, so the ledger is exact after
- * 429s, 500s, truncated and error answers and answers without code; audit entries; charges left
+ * are reserved, then posted as the API reported them (an answer without a readable usage at its
+ * reservation) or voided, so the ledger is exact after 429s, 500s, truncated and error answers
+ * and answers without code, and never below what the API billed; audit entries; charges left
  * open by a killed scheduler are voided at start; a budget too small stops requests.
  * usage: test_gen_llm PYTHON FAKE_LLM_PY */
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include "kb/compress.h"
 #include "kb/error.h"
 #include "ledger.h"
+#include "llm_api.h"
 #include "kb/queue.h"
 #include "kb/redis.h"
 #include "redis_fixture.h"
@@ -109,6 +111,23 @@ static long long int_reply(struct kb_redis *r, const char *fmt, const char *key)
   return v;
 }
 
+/* The sum of the integer field `field` over the audit stream `key`. */
+static int64_t audit_sum(struct kb_redis *r, const char *key, const char *field) {
+  redisReply *rep = NULL;
+  struct kb_error err = {0};
+  if (kb_redis_commandf(r, &rep, &err, "XRANGE %s - +", key))
+    fail_msg("%s", err.msg);
+  int64_t sum = 0;
+  for (size_t i = 0; i < rep->elements; i++) {
+    redisReply *f = rep->element[i]->element[1];
+    for (size_t k = 0; k + 1 < f->elements; k += 2)
+      if (strcmp(f->element[k]->str, field) == 0)
+        sum += strtoll(f->element[k + 1]->str, NULL, 10);
+  }
+  freeReplyObject(rep);
+  return sum;
+}
+
 static void test_tokens_exact_after_failures(void **state) {
   (void)state;
   struct kb_redis *r = kbg_connect(server.addr);
@@ -138,14 +157,22 @@ static void test_tokens_exact_after_failures(void **state) {
   assert_int_equal(st.failed, 1);
   assert_int_equal(e.n, 2);
   assert_string_equal(e.names[0], "llm-translate-1");
-  /* the ledger holds nothing and spent exactly what the fake billed */
+  /* the ledger holds nothing and spent exactly what the replies reported, plus the
+   * reservation of each of the two truncated answers (billed, their usage unreadable): so at
+   * least what the fake billed */
   long n = 0;
-  int64_t billed = 0;
-  assert_int_equal(kbt_fake_totals(&fake, 0, &n, &billed), 0);
+  int64_t reported = 0;
+  assert_int_equal(kbt_fake_totals(&fake, 0, &n, &reported), 0);
   assert_int_equal(n, 9);
-  assert_true(billed > 0);
-  assert_int_equal(ledger(r, "llm1", "spent"), billed);
-  assert_int_equal(st.tokens, billed);
+  assert_true(reported > 0);
+  int64_t spent = ledger(r, "llm1", "spent");
+  assert_int_equal(audit_sum(r, "kb:{llm1}:llm:sum", "unreported"), 2);
+  assert_int_equal(audit_sum(r, "kb:{llm1}:llm:sum", "tokens_in") +
+                       audit_sum(r, "kb:{llm1}:llm:sum", "tokens_out"),
+                   spent);
+  assert_true(spent > reported);
+  assert_true(spent >= kbt_fake_billed(&fake));
+  assert_int_equal(st.tokens, spent);
   assert_int_equal(ledger(r, "llm1", "held"), 0);
   assert_int_equal(ledger(r, "llm1", "available") + ledger(r, "llm1", "spent"),
                    ledger(r, "llm1", "total"));
@@ -179,6 +206,57 @@ static void test_tokens_exact_after_failures(void **state) {
     kb_free(prompt);
   }
   freeReplyObject(rep);
+  kb__gen_llm_free(l);
+  kb__population_release(&pop);
+  kb_redis_free(r);
+}
+
+/* Answers the API billed but whose usage cannot be read (no usage, a negative count and a
+ * string, both counts 0, a body cut mid-way by a closed connection) are charged their
+ * request's reservation, never nothing: the ledger spends at least what the provider billed.
+ * Counts no request can reach (2^63 - 1 each: their sum overflowed) are charged whole at the
+ * cap, which leaves the budget below 0 and stops the generator. */
+static void test_unreadable_usage_never_undercharged(void **state) {
+  (void)state;
+  struct kb_redis *r = kbg_connect(server.addr);
+  struct kb_queue q;
+  kbg_campaign(r, "llm4", "{}", 1000000, &q);
+  struct kb_gen_llm_cfg c = cfg();
+  struct kb_gen_llm *l = NULL;
+  struct kb_error err = {0};
+  if (kb__gen_llm_new(&q, &c, "sk-test", 3, &l, &err))
+    fail_msg("new: %s", err.msg);
+  struct kb_task t;
+  make_task(&t);
+  struct kb_population pop;
+  kb__population_init(&pop, 3);
+  struct kb_task_pop *tp = kb__population_task(&pop, "sum");
+  struct emitted e = {0};
+  int64_t billed0 = kbt_fake_billed(&fake);
+  assert_int_equal(kbt_fake_script(&fake, "nousage,badusage,zerousage,cut,ok"), 0);
+  for (int i = 0; i < 4; i++)
+    one_request(l, &t, tp, &e);
+  assert_int_equal(e.n, 4); /* every answer carried its kernel */
+  int64_t billed = kbt_fake_billed(&fake) - billed0;
+  int64_t spent = ledger(r, "llm4", "spent");
+  assert_true(billed > 0);
+  if (spent < billed)
+    fail_msg("the provider billed %lld tokens, the ledger spent %lld", (long long)billed,
+             (long long)spent);
+  const char *stream = "kb:{llm4}:llm:sum";
+  assert_int_equal(audit_sum(r, stream, "tokens_in") + audit_sum(r, stream, "tokens_out"),
+                   spent);
+  assert_int_equal(audit_sum(r, stream, "unreported"), 4);
+  assert_int_equal(ledger(r, "llm4", "held"), 0);
+  assert_int_equal(ledger(r, "llm4", "available") + spent, ledger(r, "llm4", "total"));
+  /* a lie beyond any request */
+  assert_int_equal(kbt_fake_script(&fake, "hugeusage"), 0);
+  one_request(l, &t, tp, &e);
+  assert_int_equal(ledger(r, "llm4", "spent") - spent, 2 * KB_LLM_TOKENS_MAX);
+  assert_int_equal(ledger(r, "llm4", "held"), 0);
+  assert_true(ledger(r, "llm4", "available") < 0);
+  assert_int_equal(kb__gen_llm_request(l, &t, "REF", tp, &err), KB_EBUDGET);
+  assert_true(kb__gen_llm_out_of_tokens(l));
   kb__gen_llm_free(l);
   kb__population_release(&pop);
   kb_redis_free(r);
@@ -419,6 +497,7 @@ int main(int argc, char **argv) {
   script = argv[2];
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tokens_exact_after_failures),
+      cmocka_unit_test(test_unreadable_usage_never_undercharged),
       cmocka_unit_test(test_open_charges_voided_at_start),
       cmocka_unit_test(test_kernelbench_answers),
   };

@@ -138,8 +138,10 @@ static void test_500_then_ok_and_truncated(void **state) {
   run(c, BODY_ANTHROPIC, o, 1);
   assert_int_equal(o[0].d.code, KB_OK);
   assert_int_equal(o[0].d.attempts, 4);
-  /* only the last answer billed anything; the client's sum matches the fake's */
+  /* only the last answer reported tokens; the client's sum matches the fake's; the truncated
+   * answer is counted as billed without a usage, the 500s are not */
   assert_int_equal(o[0].d.tokens_in + o[0].d.tokens_out, billed() - before);
+  assert_int_equal(o[0].d.unreported, 1);
   kb_free(o[0].text);
   kb__llm_client_free(c);
 }
@@ -152,7 +154,27 @@ static void test_timeout_then_ok(void **state) {
   run(c, BODY_OPENAI, o, 1);
   assert_int_equal(o[0].d.code, KB_OK);
   assert_int_equal(o[0].d.attempts, 2);
+  assert_int_equal(o[0].d.unreported, 1); /* the server had the request: it may bill it */
   kb_free(o[0].text);
+  kb__llm_client_free(c);
+}
+
+/* A request that never reached a server (nothing listens on the port) was billed by nobody:
+ * it fails after its retries with no attempt counted as unreported. */
+static void test_never_sent_not_billed(void **state) {
+  (void)state;
+  struct kb_llm_client_opts opts = {.api = KB_LLM_OPENAI,
+                                    .endpoint = "http://127.0.0.1:1/v1/chat/completions",
+                                    .key = "sk-test", .concurrency = 1, .timeout_s = 2,
+                                    .max_retries = 1, .backoff_s = 0.05, .backoff_max_s = 0.1};
+  struct kb_llm_client *c = NULL;
+  struct kb_error err = {0};
+  assert_int_equal(kb__llm_client_new(&opts, &c, &err), KB_OK);
+  struct outcome o[1] = {{0}};
+  run(c, BODY_OPENAI, o, 1);
+  assert_int_equal(o[0].d.code, KB_EIO);
+  assert_int_equal(o[0].d.attempts, 2);
+  assert_int_equal(o[0].d.unreported, 0);
   kb__llm_client_free(c);
 }
 
@@ -168,6 +190,7 @@ static void test_retries_run_out(void **state) {
   assert_non_null(strstr(o[0].d.error, "http 500"));
   assert_null(o[0].text);
   assert_int_equal(o[0].d.tokens_in + o[0].d.tokens_out, 0);
+  assert_int_equal(o[0].d.unreported, 0);
   kb__llm_client_free(c);
   /* garbage until the end: a parse error, not retried forever */
   assert_int_equal(kbt_fake_script(&fake, "truncated,error,truncated"), 0);
@@ -232,6 +255,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ok_both_apis),
       cmocka_unit_test(test_429_retry_after_honoured),
       cmocka_unit_test(test_500_then_ok_and_truncated),
+      cmocka_unit_test(test_never_sent_not_billed),
       cmocka_unit_test(test_timeout_then_ok),
       cmocka_unit_test(test_retries_run_out),
       cmocka_unit_test(test_401_not_retried),

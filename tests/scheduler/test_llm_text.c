@@ -258,7 +258,37 @@ static void test_reply_parsing(void **state) {
                          &r),
                    KB_EPARSE);
   assert_int_equal(r.tokens_in, 9);
+  assert_int_equal(r.unreported, 0);
   assert_null(r.text);
+  assert_int_equal(parse(KB_LLM_OPENAI, "{\"choices\":[{\"mess", &r), KB_EPARSE);
+  assert_int_equal(r.unreported, 1); /* billed all the same */
+  /* an answer whose usage cannot be read: counts 0, unreported (charged its reservation) */
+  const char *unusable[] = {"", ",\"usage\":null", ",\"usage\":{\"prompt_tokens\":7}",
+                            ",\"usage\":{\"prompt_tokens\":-5,\"completion_tokens\":3}",
+                            ",\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":\"3\"}",
+                            ",\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":0}",
+                            ",\"usage\":{\"prompt_tokens\":7.5,\"completion_tokens\":3}"};
+  for (size_t i = 0; i < sizeof unusable / sizeof unusable[0]; i++) {
+    char body[300];
+    snprintf(body, sizeof body, "{\"choices\":[{\"message\":{\"content\":\"hi\"}}]%s}",
+             unusable[i]);
+    assert_int_equal(parse(KB_LLM_OPENAI, body, &r), KB_OK);
+    if (r.unreported != 1 || r.tokens_in != 0 || r.tokens_out != 0)
+      fail_msg("%s: unreported %d, %lld + %lld tokens", body, r.unreported,
+               (long long)r.tokens_in, (long long)r.tokens_out);
+    kb__llm_reply_release(&r);
+  }
+  /* counts beyond any request are capped, so their sum cannot overflow */
+  assert_int_equal(parse(KB_LLM_ANTHROPIC,
+                         "{\"content\":\"x\",\"usage\":{\"input_tokens\":9223372036854775807,"
+                         "\"output_tokens\":9223372036854775807}}",
+                         &r),
+                   KB_OK);
+  assert_int_equal(r.tokens_in, KB_LLM_TOKENS_MAX);
+  assert_int_equal(r.tokens_out, KB_LLM_TOKENS_MAX);
+  assert_int_equal(r.unreported, 0);
+  kb__llm_reply_release(&r);
+  assert_int_equal(kb__llm_tokens_add(KB_LLM_TOKENS_MAX, KB_LLM_TOKENS_MAX), KB_LLM_TOKENS_MAX);
   assert_int_equal(parse(KB_LLM_OPENAI, "{\"choices\":[]}", &r), KB_EPARSE);
   assert_int_equal(parse(KB_LLM_OPENAI, "[1,2]", &r), KB_EPARSE);
 }

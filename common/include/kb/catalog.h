@@ -45,7 +45,8 @@ int kb_catalog_get_candidate(struct kb_queue *q, const char *id, struct kb_candi
 /* Creates `path` and its missing parents with mode 0755 (like mkdir -p). */
 int kb_mkdirs(const char *path, struct kb_error *err);
 /* Writes `len` bytes of `data` (borrowed) to `path` atomically (temp file in the same folder,
- * then rename). Errors: KB_EIO naming the file and the errno, KB_EINVAL (path too long). */
+ * then rename). Errors: KB_EWRITE (a write fault: kb_write_errno_code, kb/fs.h) or KB_EIO naming
+ * the file and the errno, KB_EINVAL (path too long). */
 int kb_write_file_atomic(const char *path, const void *data, size_t len, struct kb_error *err);
 /* kb_write_file_atomic() made durable: the temp file is fsync'd before the rename and the folder
  * after it, so a failure that shows only at the fsync (thin-provisioned or network storage) is

@@ -35,7 +35,8 @@
   X(INTERNAL, "internal error")                                                               \
   X(WRITE, "results cannot be written (disk full, quota, read-only or i/o error)")            \
   X(LOCKED, "held by another process")                                                         \
-  X(NOTREDIS, "the peer is not a redis server")
+  X(NOTREDIS, "the peer is not a redis server")                                               \
+  X(GONE, "the campaign is gone from redis")
 
 enum kb_err {
 #define KB_ERR_ENUM(name, desc) KB_E##name,
@@ -72,7 +73,8 @@ enum kb_exit {
   KB_EXIT_FAILURE = 1,  /* anything not listed below */
   KB_EXIT_USAGE = 2,    /* bad command line */
   KB_EXIT_INPUT = 3,    /* malformed campaign, task bundle or candidate */
-  KB_EXIT_REDIS = 4,    /* redis unreachable or authentication failed */
+  KB_EXIT_REDIS = 4,    /* redis unreachable or authentication failed, or the campaign gone
+                           from it mid-run (a redis restarted without its data) */
   KB_EXIT_CONFLICT = 5, /* campaign already exists, or in the wrong state */
   KB_EXIT_BUDGET = 6,   /* budget exhausted before the work was done */
   KB_EXIT_CONFINE = 7,  /* the node cannot confine sandboxes as the campaign's sandbox.require
@@ -80,7 +82,9 @@ enum kb_exit {
   KB_EXIT_INTERRUPTED = 130,
   KB_EXIT_DEVICE = 8,   /* the sandbox cannot open its device (no driver, no such GPU) */
   KB_EXIT_WRITE = 9     /* results cannot be written: ENOSPC, EDQUOT, EROFS, EIO, EPERM; every
-                           result stays in redis unacknowledged (kb-scheduler, kb-launch) */
+                           result stays in redis unacknowledged (kb-scheduler, kb-launch); or a
+                           runner's build cache cannot be written: its items are released
+                           (kb-runner) */
 };
 /* Maps an error code to the process exit code main() should return. */
 int kb_exit_code(int code);

@@ -1,5 +1,6 @@
 /* File-system steps more than one process takes the same way: writing a whole buffer to a file
- * descriptor, and removing a folder with everything in it.
+ * descriptor, removing a folder with everything in it, and telling a write fault from other
+ * failures.
  */
 #ifndef KB_FS_H
 #define KB_FS_H
@@ -18,5 +19,12 @@ int kb_write_all(int fd, const void *buf, size_t n);
  * stays and the rest is removed all the same. Returns KB_OK, or KB_EIO `cannot remove "<entry>":
  * <why>` naming the first entry that could not be removed (`err` may be NULL). */
 int kb_remove_tree(const char *path, struct kb_error *err);
+
+/* KB_EWRITE for an errno that says the file system cannot take more writes (a full disk or
+ * quota, a read-only or immutable file, a failing device: ENOSPC, EDQUOT, EROFS, EIO, EPERM,
+ * EACCES, EFBIG), else KB_EIO. The one rule for which write errors are the machine's, not the
+ * input's: the scheduler stops on them (results, summary.json) and a runner leaves (its build
+ * cache), both with exit 9. */
+int kb_write_errno_code(int e);
 
 #endif

@@ -114,6 +114,10 @@
  * marked reads it before such an evaluation. Outside: the scheduler (writes), kb-runner
  * (reads). */
 #define KB_KEY_METRICS "metrics"
+/* string, with a time to live: the value "<token> host=H/pidns:[N] pid=P since=MS" of the
+ * campaign's one scheduler, renewed while it runs (scheduler/sched_lock.h). Script:
+ * sched_lock. */
+#define KB_KEY_SCHED_LOCK "scheduler"
 /* string: the queue benchmark's debit counter (bench/queue), no other process reads it. */
 #define KB_KEY_BENCH_DEBIT "bench:debit"
 

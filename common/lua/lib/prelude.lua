@@ -98,9 +98,27 @@ end
 -- scripts that write items (kb_layout_check).
 local KB_LAYOUT = '2'
 
--- Nil when meta's "layout" (`v`, as read) is this version's, else the error reply that refuses
--- the campaign (nothing written): a campaign stored in another layout is never read as bad state.
-local function kb_layout_check(v)
+-- Nil when the campaign whose meta hash is `meta` is there (`state`, its "state" field as read,
+-- is set: every campaign has one from register on), else the error reply KB_GONE: its keys are
+-- gone from this Redis (one restarted without its data, a FLUSHALL), and a script that went on
+-- would re-create fragments of a campaign that no longer exists. Every script that changes a
+-- registered campaign asks this first and writes nothing when it answers.
+local function kb_gone(meta, state)
+  if state then
+    return nil
+  end
+  return redis.error_reply('KB_GONE ' .. meta .. ' does not exist: the campaign is gone from ' ..
+                           'this redis (restarted without its data, or flushed); nothing written')
+end
+
+-- Nil when the campaign of `meta` is there (kb_gone, `state` its "state" as read) and its
+-- "layout" (`v`, as read) is this version's, else the error reply that refuses the campaign
+-- (nothing written): a campaign stored in another layout is never read as bad state.
+local function kb_layout_check(meta, state, v)
+  local gone = kb_gone(meta, state)
+  if gone then
+    return gone
+  end
   if v == KB_LAYOUT then
     return nil
   end
