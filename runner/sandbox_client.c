@@ -167,6 +167,8 @@ char *kb__sandbox_program(const char *backend) {
 
 char *kb__sandbox_torch_script(void) { return find_sandbox_file("kb_sandbox_torch.py"); }
 
+char *kb__tool_guard_program(void) { return find_sandbox_file("kb-tool-guard"); }
+
 char *kb__sandbox_builder_script(void) { return find_sandbox_file("kb_build_modelnew.py"); }
 
 const char *kb__sandbox_python(void) {

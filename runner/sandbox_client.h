@@ -87,6 +87,9 @@ struct kb__sb_call {
  * in the build's KB_SANDBOX_DIR_DEFAULT. Returns a new string (kb_free), or NULL when out of
  * memory. */
 char *kb__sandbox_program(const char *backend);
+/* kb-tool-guard (runner/guard/guard.h), found as kb__sandbox_program finds kb-sandbox. Returns a
+ * new string (kb_free), or NULL when out of memory. */
+char *kb__tool_guard_program(void);
 /* Finds the PyTorch worker kb_sandbox_torch.py the same way (a new string, kb_free; NULL when
  * out of memory). */
 char *kb__sandbox_torch_script(void);

@@ -5,15 +5,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kb/alloc.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/log.h"
+#include "sandbox_client.h"
 
 /* Poll period while the tool runs, milliseconds: bounds how late a timeout or cancel acts. */
 #define POLL_MS 20
@@ -46,6 +51,39 @@ static void drain_tail(int *fd, struct kb_buf *b, size_t cap, size_t *dropped) {
       *dropped += cut;
     }
   }
+}
+
+/* kb-tool-guard's path once found (NULL when it is not there: tools are then spawned as they
+ * are, and a killed runner leaves them running; said once). */
+static char *guard_path;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void find_guard(void) {
+  char *p = kb__tool_guard_program();
+  if (p != NULL && access(p, X_OK) == 0) {
+    guard_path = p;
+    return;
+  }
+  kb_warn("%s not found: compilers run without it, and outlive a runner that is killed",
+          p ? p : "kb-tool-guard");
+  kb_free(p);
+}
+
+/* `argv` to spawn through kb-tool-guard: a new array (kb_free; its strings borrowed but for
+ * `pid`, the caller's buffer), or NULL (out of memory). */
+static char **guarded_argv(char *const argv[], char *pid) {
+  size_t n = 0;
+  while (argv[n] != NULL)
+    n++;
+  char **g = kb_calloc(n + 4, sizeof *g);
+  if (g == NULL)
+    return NULL;
+  g[0] = guard_path;
+  g[1] = "--parent";
+  g[2] = pid;
+  for (size_t i = 0; i <= n; i++)
+    g[3 + i] = argv[i];
+  return g;
 }
 
 /* Kept whole (135 lines): the pipe, the spawn, the watchdog loop and the reaping share the
@@ -107,9 +145,27 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
     goto out;
   }
 
+  /* through kb-tool-guard when it is there (it ends the tool's group if this process dies);
+   * a tool that cannot run is said here, as posix_spawn would */
+  pthread_once(&guard_once, find_guard);
+  char pid_text[24];
+  char **run = NULL;
+  if (guard_path != NULL) {
+    if (access(argv[0], X_OK) != 0) {
+      rc = kb_error_set(err, KB_ECHILD, "cannot run \"%s\": %s", argv[0], strerror(errno));
+      goto out;
+    }
+    snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
+    run = guarded_argv(argv, pid_text);
+    if (run == NULL) {
+      rc = kb_error_set(err, KB_ENOMEM, "out of memory");
+      goto out;
+    }
+  }
   double t0 = kb_now_mono();
   pid_t pid;
-  e = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
+  e = posix_spawn(&pid, run ? run[0] : argv[0], &fa, &attr, run ? run : argv, envp);
+  kb_free(run);
   close(out_pipe[1]);
   out_pipe[1] = -1;
   if (e != 0) {

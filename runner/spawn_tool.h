@@ -5,9 +5,10 @@
  * async-signal-safe steps. The tool gets its own process group (a timeout or a cancel kills
  * everything it started: nvcc runs cicc, ptxas, gcc, ld), default signal dispositions and an
  * empty mask, /dev/null as stdin, stdout and stderr on one pipe whose tail is kept, and no
- * other descriptor. Unlike the sandbox (sandbox_client.h) there is no parent-death signal: a tool whose runner
- * was killed runs to its end (at most its own timeout's worth of work), and dies of SIGPIPE if
- * it writes after that.
+ * other descriptor. posix_spawn cannot ask for a parent-death signal, so the tool is started
+ * through kb-tool-guard (runner/guard/guard.h), which leads its group, kills the group when the
+ * runner dies and passes a SIGTERM on; where that program is missing, tools are spawned
+ * directly (said once) and one whose runner was killed runs on.
  */
 #ifndef KB_RUNNER_SPAWN_TOOL_H
 #define KB_RUNNER_SPAWN_TOOL_H
