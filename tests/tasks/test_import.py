@@ -144,8 +144,17 @@ BROKEN = {
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
-    "bad_hangs.py": "did not finish in 15 s (--file-timeout): does get_inputs(), the "
-                    "constructor or forward() return?",
+    "bad_sets_default_dtype.py": "changes torch's process-wide setting "
+                                 "torch.get_default_dtype() (torch.float32, then torch.float64): "
+                                 "the PyTorch worker runs several tasks and candidates in one "
+                                 "process, so a task file must leave it as it found it (pass "
+                                 "dtype= to the tensors and modules it makes; torch.no_grad() in "
+                                 "a with block)",
+    # (start, end): the loop stops at its line 14 or 15, whichever runs when the signal comes
+    "bad_hangs.py": ("did not finish in 15 s (--file-timeout): stopped at line 1",
+                     ", in get_inputs()"),
+    "bad_sleeps_at_top.py": "did not finish in 15 s (--file-timeout): stopped at line 9, in the "
+                            "file's top level",
     # (start, end): the middle is torch's own message, which differs between versions (torch
     # 1.13 names the operator: "operator aten::_local_scalar_dense has no meta kernel ...")
     # (--device cpu in that run, so a GPU machine gives the same message)
@@ -362,6 +371,15 @@ def check_options(tool, out):
     check(c2["id"] == "c2" and c2["backend"] == "host" and c2["budget"]["gpu_seconds"] == 7.5
           and c2["tasks"] == ["host/l2_6_conv_relu_bias_add", "host/l2_9_half_matmul"],
           "--campaign with --backend host and --gpu-seconds", json.dumps(c2))
+
+    # a file that set torch's default dtype: the file after it still imported as f32
+    settled = os.path.join(out, "settled")
+    rc, stdout, stderr = run(tool, "--out", settled,
+                             os.path.join(FILES, "bad_sets_default_dtype.py"),
+                             os.path.join(FILES, "1_relu.py"))
+    task = json.load(open(os.path.join(settled, "1_relu", "task.json")))
+    check(rc == 1 and [x["dtype"] for x in task["inputs"] + task["outputs"]] == ["f32", "f32"],
+          "the default dtype set back after the file that changed it", stdout + stderr)
 
     # the same id twice in one run; --device auto over --cpu-limit: CUDA where there is one
     relu = os.path.join(FILES, "1_relu.py")
