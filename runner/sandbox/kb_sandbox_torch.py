@@ -669,6 +669,7 @@ def warm_up():
     torch.randint(0, 4, (8,), device=DEV)
     z = (x.to(torch.float64) - y.to(torch.float64)).abs()
     bool(torch.isfinite(z).all())
+    bool(((z == z) | torch.isnan(z)).any())
     int((z > 0).sum())
     (z > 1).nonzero()
     x.view(torch.int32).to(torch.int64).sum()
@@ -911,8 +912,10 @@ def checksum(t):
 
 
 def compare(got, ref, dtype, atol, rtol, secret=None):
-    """kb__verify's rule. `ref` is masked (its flat integer view, mask_) when `secret` is given.
-    The float64 temporaries that hold reference values are zeroed before they are freed.
+    """kb__verify's rule, and where the reference is not finite (a task file's log(x) of
+    normal inputs: NaN; exp(100 x): inf) the same value: NaN for NaN, the same infinity. `ref`
+    is masked (its flat integer view, mask_) when `secret` is given. The float64 temporaries
+    that hold reference values are zeroed before they are freed.
     Returns (bad, checked, first_bad, got, expected, max_abs, max_rel)."""
     g = got.reshape(-1)
     e = ref.reshape(-1)
@@ -940,6 +943,13 @@ def compare(got, ref, dtype, atol, rtol, secret=None):
         diff = (gc - ec).abs()
         lim = ec.abs()
         ok = fin & (diff <= lim.mul_(rtol).add_(atol))
+        nonfinite = torch.isfinite(ec).logical_not_()
+        if bool(nonfinite.any()):  # a few bool temporaries, for a chunk that has such elements
+            same = torch.eq(gc, ec)  # the same infinity
+            same |= torch.isnan(gc).logical_and_(torch.isnan(ec))
+            ok |= same.logical_and_(nonfinite)
+            del same
+        del nonfinite
         if dtype == "bool":
             ok = ok & (gc <= 1)
         nb = int((~ok).sum())
@@ -982,6 +992,13 @@ class Task:
 
 
 def exec_reference(path):
+    """The task file at `path` run as a module: its namespace, or Failure. It runs with the
+    generators seeded (MODEL_SEED), as a ModelNew file is (ModuleCandidate) and the compile
+    tier runs both (kb_build_modelnew.run_file): a tensor the file draws at module level (a
+    constant forward() uses, a tensor get_inputs() returns) has the same values in every
+    process and in the identity seed, which is the task file again. Unseeded, the identity of
+    `PROJ = torch.randn(64, 32)` was wrong_output, and a module-level tensor returned by
+    get_inputs() was rejected by the witness (drawn again in the trusted process)."""
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -989,6 +1006,7 @@ def exec_reference(path):
         raise Failure("cannot read the oracle %s: %s" % (path, e))
     ns = {"__name__": "kb_reference", "__file__": path}
     try:
+        seed_all(MODEL_SEED)
         exec(compile(source, path, "exec"), ns)
     except Exception as e:
         raise Failure("the oracle %s raised %s: %s" % (os.path.basename(path), type(e).__name__, e))
@@ -1256,8 +1274,11 @@ def reference(task, inputs, what):
         c = base.contiguous()
         if shares(c, base):
             c = c.clone()
-        if spec["dtype"] in FLOATS and not bool(torch.isfinite(c).all()):
-            raise Failure('the oracle\'s output "%s" of %s is not finite' % (spec["name"], what))
+        # NaN and infinities are compared as values (compare); but NaN everywhere is the
+        # poison a call's outputs start with: nothing would tell a candidate that does nothing
+        if spec["dtype"] in FLOATS and c.numel() and bool(torch.isnan(c).all()):
+            raise Failure('the oracle\'s output "%s" of %s is NaN in every element: there is '
+                          'nothing to check a candidate against' % (spec["name"], what))
         refs.append(c)
     # the module's own output tensors are zeroed unless they share memory with an input, a
     # parameter or a buffer: no reference stays behind, unmasked, in memory the allocator hands
@@ -3134,6 +3155,7 @@ class ModuleCandidate:
         ns = {"__name__": "kb_candidate_%d" % ModuleCandidate.count, "__file__": path}
         try:
             try:
+                seed_all(MODEL_SEED)  # module-level draws as the reference's (exec_reference)
                 exec(compile(source, path, "exec"), ns)
             except Verdict:
                 raise

@@ -35,9 +35,12 @@ kb-test-torch-eval:
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
     identity ok, the same ReLU without the dropout wrong_output;
   - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
-    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py (view outputs, a BOM with CRLF and prints, NumPy's
-    and Python's generators, outputs sharing memory, f64, torch.jit.script): imported (--json's stdout JSON
-    only), each identity ok at smoke and full, a wrong slice and a wrong f64 sum wrong_output;
+    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py, 26_module_draws.py,
+    27_nonfinite.py (view outputs, a BOM with CRLF and prints, NumPy's and Python's generators,
+    outputs sharing memory, f64, torch.jit.script, tensors drawn at module level, NaN and
+    infinities in the reference): imported (--json's stdout JSON only), each identity ok at
+    smoke and full, a wrong slice, a wrong f64 sum and NaN turned into 0 wrong_output;
+    28_all_nan.py (an output NaN everywhere): not prepared, the output named;
     22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
@@ -406,11 +409,17 @@ def odd_files(importer, tool, tmp, c, cache):
     its inputs" and wrong_output), 23_shared_outputs (return y, y; a parameter, a buffer: the
     worker once poisoned y between copying the two), 24_f64_outputs (the comparison once
     zeroed f64 references), 25_jit_script (torch.jit.script at module level: the importer once
-    could not give it the source). Each imported, --json's stdout JSON only, its identity ok
-    at smoke and full; the slice's other columns and an f64 sum off by 1e-3 wrong_output."""
+    could not give it the source), 26_module_draws (tensors drawn at module level, one returned
+    by get_inputs(), one a CPU tensor from NumPy: the importer once stopped with a traceback in
+    its real run, the identity was wrong_output and then rejected by the witness; a warning
+    names the tensor get_inputs() returns every time), 27_nonfinite (NaN and infinities in the
+    reference's outputs: the worker once refused to prepare it). Each imported, --json's stdout
+    JSON only, its identity ok at smoke and full; the slice's other columns, an f64 sum off by
+    1e-3 and NaN turned into 0 wrong_output. 28_all_nan (an output NaN everywhere): no verdict,
+    the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
-             "24_f64_outputs", "25_jit_script"]
+             "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -426,6 +435,9 @@ def odd_files(importer, tool, tmp, c, cache):
           "what the task file prints goes to stderr")
     check("warning: forward() draws random numbers (random (Python's generator))" in p.stderr,
           "Python's generator in forward() named in the warning")
+    check("26_module_draws.py: warning: get_inputs() item 1 (mask) is the same tensor on every "
+          "call (made once, at module level?)" in p.stderr,
+          "a tensor get_inputs() returns every time: named in a warning")
     try:
         with open(os.path.join(out, "20_bom_crlf_prints", "reference.py"), "rb") as f:
             head = f.read(3)
@@ -444,6 +456,12 @@ def odd_files(importer, tool, tmp, c, cache):
             "23_shared_outputs": [("identity.py", "smoke", "ok"),
                                   ("identity.py", "full", "ok")],
             "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "26_module_draws": [("identity.py", "smoke", "ok"),
+                                ("identity.py", "full", "ok")],
+            "27_nonfinite": [("identity.py", "smoke", "ok"),
+                             ("nonfinite_wrong.py", "smoke", "wrong_output"),
+                             ("identity.py", "full", "ok"),
+                             ("nonfinite_wrong.py", "full", "wrong_output")],
             "24_f64_outputs": [("identity.py", "smoke", "ok"),
                                ("f64_wrong.py", "smoke", "wrong_output"),
                                ("identity.py", "full", "ok"),
@@ -455,10 +473,23 @@ def odd_files(importer, tool, tmp, c, cache):
             cands.append(c("views_wrong"))
         if n == "24_f64_outputs":
             cands.append(c("f64_wrong"))
+        if n == "27_nonfinite":
+            cands.append(c("nonfinite_wrong"))
         rc, lines = evaluate(tool, task, cands, "1,3", cache)
         got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
         check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
               % (n, got, want[n], [x.get("reason", "")[:200] for x in lines]))
+    # an output NaN in every element: the worker refuses to prepare it, naming the output
+    src = os.path.join(HERE, "kernelbench_extra", "28_all_nan.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "28_all_nan")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and 'the oracle\'s output "out1" of input '
+          'set 0 is NaN in every element: there is nothing to check a candidate against'
+          in err[0], "an output NaN everywhere: not prepared, named: %s" % err[0][-300:])
     # a call counter in a buffer: imported with a warning naming it, the identity rejected
     src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
