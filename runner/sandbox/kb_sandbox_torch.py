@@ -2657,7 +2657,7 @@ class Unseen:
         try:
             refs = reference(task, again, what)
         except Failure:
-            refs = None  # the module's outputs on these inputs are not finite: not verified
+            refs = None  # an output NaN everywhere on these inputs (reference): not verified
             self.unverified += 1
         del again  # not beside the references during the comparison (peak_bytes)
         for o, spec_o in enumerate(task.outputs if refs is not None else []):
