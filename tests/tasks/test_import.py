@@ -96,6 +96,12 @@ EXPECTED = {
                       F32_TOL, NORMAL, [2], ["randn"]),
     "16_init_item": ([t("x", "f32", [8, 4]), t("scales", "f32", [4])],
                      [t("out", "f32", [8, 4])], F32_TOL, NORMAL, [4], ["randn", "parameter"]),
+    # constructor arguments that are not JSON values: recorded, the class and inf by repr
+    "17_init_objects": ([t("x", "f32", [4, 16]), t("fc_weight", "f32", [16, 16]),
+                         t("fc_bias", "f32", [16])], [t("out", "f32", [8, 8])], F32_TOL, NORMAL,
+                        [16, {"repr": "<class 'torch.nn.modules.activation.GELU'>"},
+                         {"scale": 0.5, "shape": [8, 8]}, "torch.float32", {"repr": "inf"}],
+                        ["randn", "parameter", "parameter"]),
 }
 # the meta device cannot run forward() (float() of a tensor; max_pool3d_with_indices on torch
 # 1.13) or the constructor (.item()): shapes from a real CPU run

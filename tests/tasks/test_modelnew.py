@@ -36,10 +36,11 @@ kb-test-torch-eval:
     identity ok, the same ReLU without the dropout wrong_output;
   - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
     23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py, 26_module_draws.py,
-    27_nonfinite.py (view outputs, a BOM with CRLF and prints, NumPy's and Python's generators,
-    outputs sharing memory, f64, torch.jit.script, tensors drawn at module level, NaN and
-    infinities in the reference): imported (--json's stdout JSON only), each identity ok at
-    smoke and full, a wrong slice, a wrong f64 sum and NaN turned into 0 wrong_output;
+    27_nonfinite.py, 29_big_int64.py (view outputs, a BOM with CRLF and prints, NumPy's and
+    Python's generators, outputs sharing memory, f64, torch.jit.script, tensors drawn at module
+    level, NaN and infinities in the reference, i64 beyond 2^53): imported (--json's stdout
+    JSON only), each identity ok at smoke and full, a wrong slice, a wrong f64 sum, NaN turned
+    into 0 and an i64 off by one wrong_output;
     28_all_nan.py (an output NaN everywhere): not prepared, the output named;
     22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
@@ -415,11 +416,14 @@ def odd_files(importer, tool, tmp, c, cache):
     names the tensor get_inputs() returns every time), 27_nonfinite (NaN and infinities in the
     reference's outputs: the worker once refused to prepare it). Each imported, --json's stdout
     JSON only, its identity ok at smoke and full; the slice's other columns, an f64 sum off by
-    1e-3 and NaN turned into 0 wrong_output. 28_all_nan (an output NaN everywhere): no verdict,
+    1e-3, NaN turned into 0 and i64 results off by one (29_big_int64: once passed, float64's
+    rounding) wrong_output. kernelbench/17_init_objects (constructor arguments a class, a dict,
+    a dtype, inf; once refused by the importer): the identity ok. 28_all_nan (an output NaN everywhere): no verdict,
     the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
-             "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite"]
+             "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite",
+             "29_big_int64"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -458,6 +462,10 @@ def odd_files(importer, tool, tmp, c, cache):
             "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "26_module_draws": [("identity.py", "smoke", "ok"),
                                 ("identity.py", "full", "ok")],
+            "29_big_int64": [("identity.py", "smoke", "ok"),
+                             ("big_int_wrong.py", "smoke", "wrong_output"),
+                             ("identity.py", "full", "ok"),
+                             ("big_int_wrong.py", "full", "wrong_output")],
             "27_nonfinite": [("identity.py", "smoke", "ok"),
                              ("nonfinite_wrong.py", "smoke", "wrong_output"),
                              ("identity.py", "full", "ok"),
@@ -475,10 +483,26 @@ def odd_files(importer, tool, tmp, c, cache):
             cands.append(c("f64_wrong"))
         if n == "27_nonfinite":
             cands.append(c("nonfinite_wrong"))
+        if n == "29_big_int64":
+            cands.append(c("big_int_wrong"))
         rc, lines = evaluate(tool, task, cands, "1,3", cache)
         got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
         check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
               % (n, got, want[n], [x.get("reason", "")[:200] for x in lines]))
+        if n == "29_big_int64" and len(lines) > 1:
+            m = re.match(r'output "out" of input set 0: element 0 is (\d+), expected (\d+) '
+                         r'\(64 of 64 bad\)', lines[1]["reason"])
+            check(m is not None and int(m.group(1)) == int(m.group(2)) + 1,
+                  "i64 off by one: both values exact: %s" % lines[1]["reason"])
+    # constructor arguments that are not JSON (a class, a dict, a dtype, inf): the identity ok
+    src = os.path.join(FILES, "17_init_objects.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "17_init_objects")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok"],
+          "constructor arguments a class and a dict: imported, the identity ok: %s %s"
+          % (p.stderr[-300:], [x.get("reason") for x in lines]))
     # an output NaN in every element: the worker refuses to prepare it, naming the output
     src = os.path.join(HERE, "kernelbench_extra", "28_all_nan.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
