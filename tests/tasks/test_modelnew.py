@@ -418,7 +418,9 @@ def odd_files(importer, tool, tmp, c, cache):
     JSON only, its identity ok at smoke and full; the slice's other columns, an f64 sum off by
     1e-3, NaN turned into 0 and i64 results off by one (29_big_int64: once passed, float64's
     rounding) wrong_output. kernelbench/17_init_objects (constructor arguments a class, a dict,
-    a dtype, inf; once refused by the importer): the identity ok. 28_all_nan (an output NaN everywhere): no verdict,
+    a dtype, inf; once refused by the importer): the identity ok. 30_own_generator (noise from a
+    torch.Generator the module holds): the warning says no candidate can match, the identity
+    rejected as not deterministic. 28_all_nan (an output NaN everywhere): no verdict,
     the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
@@ -514,6 +516,19 @@ def odd_files(importer, tool, tmp, c, cache):
     check(p.returncode == 0 and rc == 1 and not lines and 'the oracle\'s output "out1" of input '
           'set 0 is NaN in every element: there is nothing to check a candidate against'
           in err[0], "an output NaN everywhere: not prepared, named: %s" % err[0][-300:])
+    # random numbers from a generator the module holds: a warning saying no candidate can match
+    src = os.path.join(HERE, "kernelbench_extra", "30_own_generator.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0 and "warning: forward() draws random numbers (aten::randn) from a "
+          "torch.Generator of its own" in p.stderr and "the identity included, can match"
+          in p.stderr, "a generator of the module's own: imported, named in its own warning")
+    task = os.path.join(out, "30_own_generator")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
+          lines[0]["reason"].startswith("not deterministic"),
+          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
     # a call counter in a buffer: imported with a warning naming it, the identity rejected
     src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
