@@ -1537,9 +1537,13 @@ def prepare_task(req):
     task.trusted_only = CONF is None or CONF.trusted
     task.secret = int.from_bytes(os.urandom(8), "little") >> 2
     task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
+    task.draw_s = 0.0  # the slowest draw of one input set: the runner sizes the witness by it
     for k in range(len(task.sets)):
         try:
+            t0 = CLOCK()
             inputs = draw(task, k)
+            sync()
+            task.draw_s = max(task.draw_s, CLOCK() - t0)
         except Failure:
             raise
         except Exception as e:
@@ -3875,7 +3879,8 @@ def serve(sock, backend, ordinal):
                 if key in prepared:
                     touch(key)
                     send(sock, nonce, {"op": "prepare", "ok": True, "key": key,
-                                       "cached": True, "seconds": 0.0})
+                                       "cached": True, "seconds": 0.0,
+                                       "draw_s": prepared[key].draw_s})
                     continue
                 reply = do_prepare(req, prepared, used)
                 if reply["ok"]:
@@ -4191,7 +4196,7 @@ def do_prepare(req, prepared, used):
             task = prepare_task(req)
             prepared[key] = task
             reply = {"op": "prepare", "ok": True, "key": key, "cached": False,
-                     "sets": len(task.sets)}
+                     "sets": len(task.sets), "draw_s": task.draw_s}
             if task.sets_note:
                 reply["sets_note"] = task.sets_note[:255]
             return reply
