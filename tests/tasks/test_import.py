@@ -102,6 +102,11 @@ EXPECTED = {
                         [16, {"repr": "<class 'torch.nn.modules.activation.GELU'>"},
                          {"scale": 0.5, "shape": [8, 8]}, "torch.float32", {"repr": "inf"}],
                         ["randn", "parameter", "parameter"]),
+    # integer inputs only, of different bounds: standard sets (get_inputs() as it is)
+    "18_index_tables": ([t("w", "i64", [32]), t("k", "i64", [32]),
+                         t("words_weight", "f32", [1000, 16]), t("kinds_weight", "f32", [10, 16])],
+                        [t("out", "f32", [32, 16])], F32_TOL, NORMAL, [],
+                        ["randint", "randint", "parameter", "parameter"]),
 }
 # the meta device cannot run forward() (float() of a tensor; max_pool3d_with_indices on torch
 # 1.13) or the constructor (.item()): shapes from a real CPU run
@@ -150,6 +155,13 @@ BROKEN = {
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
+    "bad_not_utf8.py": "cannot read it as utf-8: byte 0xe9 at offset 43 is not valid there; save "
+                       "the file as UTF-8, or declare its encoding on its first line (# -*- "
+                       "coding: latin-1 -*-)",
+    "bad_imports_sibling.py": "imports kb_sibling_pkg, which is kb_sibling_pkg next to it, not "
+                              "an installed module (line 6): a task is this one file (the "
+                              "PyTorch worker runs it alone); copy what it needs from "
+                              "kb_sibling_pkg into it",
     "bad_value_shape.py": ("forward() output 0 has a shape that depends on the input values ([",
                            "): a task has one shape per output; return a result of a fixed "
                            "size (a mask, or values padded to a fixed length)"),

@@ -417,15 +417,18 @@ def odd_files(importer, tool, tmp, c, cache):
     reference's outputs: the worker once refused to prepare it). Each imported, --json's stdout
     JSON only, its identity ok at smoke and full; the slice's other columns, an f64 sum off by
     1e-3, NaN turned into 0 and i64 results off by one (29_big_int64: once passed, float64's
-    rounding) wrong_output. kernelbench/17_init_objects (constructor arguments a class, a dict,
-    a dtype, inf; once refused by the importer): the identity ok. 30_own_generator (noise from a
-    torch.Generator the module holds): the warning says no candidate can match, the identity
-    rejected as not deterministic. 28_all_nan (an output NaN everywhere): no verdict,
-    the output named."""
+    rounding) wrong_output. 31_slow_get_inputs (a 50 ms get_inputs(): the witness's calls once
+    ran past its 30 s) and 32_latin1 (a file in Latin-1, declared: once refused; reference.py
+    in UTF-8) ok at full. kernelbench/17_init_objects (constructor arguments a class,
+    a dict, a dtype, inf; once refused by the importer) and kernelbench/18_index_tables
+    (integer inputs of different bounds; once never prepared): the identity ok.
+    30_own_generator (noise from a torch.Generator the module holds): the warning says no
+    candidate can match, the identity rejected as not deterministic. 28_all_nan (an output NaN
+    everywhere): no verdict, the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
              "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite",
-             "29_big_int64"]
+             "29_big_int64", "31_slow_get_inputs", "32_latin1"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -452,6 +455,13 @@ def odd_files(importer, tool, tmp, c, cache):
     except (OSError, ValueError):
         head, ops = b"", None
     check(head == b"# A", "reference.py without the byte order mark: %r" % head)
+    try:
+        with open(os.path.join(out, "32_latin1", "reference.py"), "rb") as f:
+            latin = f.read().decode("utf-8")
+    except (OSError, ValueError) as e:
+        latin = str(e)
+    check(latin.startswith("# -*- coding: utf-8 -*-\n") and 'NAME = "caf\u00e9"' in latin,
+          "a Latin-1 file: reference.py in UTF-8, its declaration utf-8: %r" % latin[:200])
     check(ops == ["random (Python's generator)"], "21_host_random random_ops: %s" % ops)
     want = {"19_view_outputs": [("identity.py", "smoke", "ok"),
                                 ("views_wrong.py", "smoke", "wrong_output"),
@@ -464,6 +474,9 @@ def odd_files(importer, tool, tmp, c, cache):
             "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "26_module_draws": [("identity.py", "smoke", "ok"),
                                 ("identity.py", "full", "ok")],
+            "31_slow_get_inputs": [("identity.py", "smoke", "ok"),
+                                   ("identity.py", "full", "ok")],
+            "32_latin1": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "29_big_int64": [("identity.py", "smoke", "ok"),
                              ("big_int_wrong.py", "smoke", "wrong_output"),
                              ("identity.py", "full", "ok"),
@@ -496,15 +509,18 @@ def odd_files(importer, tool, tmp, c, cache):
                          r'\(64 of 64 bad\)', lines[1]["reason"])
             check(m is not None and int(m.group(1)) == int(m.group(2)) + 1,
                   "i64 off by one: both values exact: %s" % lines[1]["reason"])
-    # constructor arguments that are not JSON (a class, a dict, a dtype, inf): the identity ok
-    src = os.path.join(FILES, "17_init_objects.py")
-    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    task = os.path.join(out, "17_init_objects")
-    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
-    check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok"],
-          "constructor arguments a class and a dict: imported, the identity ok: %s %s"
-          % (p.stderr[-300:], [x.get("reason") for x in lines]))
+    # constructor arguments that are not JSON (a class, a dict, a dtype, inf); integer inputs
+    # of different bounds: each imported, the identity ok
+    for n in ("17_init_objects", "18_index_tables"):
+        p = subprocess.run([importer, "--backend", "host", "--out", out,
+                            os.path.join(FILES, n + ".py")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        task = os.path.join(out, n)
+        rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1",
+                             cache)
+        check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok"],
+              "%s: imported, the identity ok: %s %s"
+              % (n, p.stderr[-300:], [x.get("reason") for x in lines]))
     # an output NaN in every element: the worker refuses to prepare it, naming the output
     src = os.path.join(HERE, "kernelbench_extra", "28_all_nan.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
