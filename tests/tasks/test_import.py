@@ -403,6 +403,21 @@ def check_options(tool, out):
     check(rc == 1 and [x["dtype"] for x in task["inputs"] + task["outputs"]] == ["f32", "f32"],
           "the default dtype set back after the file that changed it", stdout + stderr)
 
+    # a file that moves the working folder and makes warnings errors: set back after it, so
+    # relative paths and --out still hold and the next file's warning stays one
+    moved = os.path.join(out, "moved", "here")
+    os.makedirs(moved)
+    extra = os.path.join(HERE, "kernelbench_extra")
+    for f in ("33_moves_cwd.py", "34_implicit_dim.py"):
+        shutil.copy(os.path.join(extra, f), moved)
+    shutil.copy(os.path.join(FILES, "1_relu.py"), moved)
+    r = subprocess.run([PY, tool, "--out", "bundles", "33_moves_cwd.py", "1_relu.py",
+                        "34_implicit_dim.py"], capture_output=True, text=True, cwd=moved)
+    check(r.returncode == 0 and sorted(os.listdir(os.path.join(moved, "bundles"))) ==
+          ["1_relu", "33_moves_cwd", "34_implicit_dim"] and
+          not os.path.exists(os.path.join(out, "moved", "bundles")),
+          "os.chdir and warnings.simplefilter of a file set back after it", r.stdout + r.stderr)
+
     # the same id twice in one run; --device auto over --cpu-limit: CUDA where there is one
     relu = os.path.join(FILES, "1_relu.py")
     dup = os.path.join(out, "dup")
