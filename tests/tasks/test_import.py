@@ -155,6 +155,10 @@ BROKEN = {
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
+    "bad_patches_torch.py": "replaces torch.nn.functional.gelu: a task file must leave torch as "
+                            "it found it (the PyTorch worker runs several tasks in one process, "
+                            "and another task's code would get it); call a function of the "
+                            "file's own instead",
     "bad_not_utf8.py": "cannot read it as utf-8: byte 0xe9 at offset 43 is not valid there; save "
                        "the file as UTF-8, or declare its encoding on its first line (# -*- "
                        "coding: latin-1 -*-)",
