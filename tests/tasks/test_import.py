@@ -155,6 +155,8 @@ BROKEN = {
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
+    "bad_tensor_subclass.py": "the importer failed on this file (a bug of kb-import-kernelbench; "
+                              "the traceback is above): RuntimeError: no layout today",
     "bad_patches_torch.py": "replaces torch.nn.functional.gelu: a task file must leave torch as "
                             "it found it (the PyTorch worker runs several tasks in one process, "
                             "and another task's code would get it); call a function of the "
