@@ -419,7 +419,8 @@ def odd_files(importer, tool, tmp, c, cache):
     1e-3, NaN turned into 0 and i64 results off by one (29_big_int64: once passed, float64's
     rounding) wrong_output. 31_slow_get_inputs (a 50 ms get_inputs(): the witness's calls once
     ran past its 30 s) and 32_latin1 (a file in Latin-1, declared: once refused; reference.py
-    in UTF-8) ok at full. kernelbench/17_init_objects (constructor arguments a class,
+    in UTF-8) and 35_many_params (700 parameters and 700 outputs: once timed out at smoke) ok
+    at full. kernelbench/17_init_objects (constructor arguments a class,
     a dict, a dtype, inf; once refused by the importer) and kernelbench/18_index_tables
     (integer inputs of different bounds; once never prepared): the identity ok.
     30_own_generator (noise from a torch.Generator the module holds): the warning says no
@@ -428,7 +429,7 @@ def odd_files(importer, tool, tmp, c, cache):
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
              "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite",
-             "29_big_int64", "31_slow_get_inputs", "32_latin1"]
+             "29_big_int64", "31_slow_get_inputs", "32_latin1", "35_many_params"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -477,6 +478,7 @@ def odd_files(importer, tool, tmp, c, cache):
             "31_slow_get_inputs": [("identity.py", "smoke", "ok"),
                                    ("identity.py", "full", "ok")],
             "32_latin1": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "35_many_params": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
             "29_big_int64": [("identity.py", "smoke", "ok"),
                              ("big_int_wrong.py", "smoke", "wrong_output"),
                              ("identity.py", "full", "ok"),
