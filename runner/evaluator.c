@@ -107,6 +107,8 @@ struct kb_evaluator {
   long preparations;           /* prepares the sandbox did not have cached */
   double witness_s;            /* seconds spent in witness() so far */
   long witness_rounds;         /* witness rounds completed so far (second witnesses included) */
+  double torch_draw_s;         /* the last PyTorch worker's prepare: its slowest draw of one
+                                  input set (get_inputs()), seconds; 0: not known */
   char recent[KB_AFFINITY_MAX][KB_ID_MAX]; /* tasks prepared, most recent first */
   int n_recent;
 };
@@ -655,6 +657,8 @@ retry:;
     struct oracle *o = torch_module ? NULL : oracle_of(b, key);
     if (o != NULL) /* kb-sandbox's: what sizes the witness (witness_plan) */
       o->run_us = json_number_value(json_object_get(call.reply, "oracle_s")) * 1e6;
+    if (torch_module) /* the PyTorch worker's: the same (0 when it did not say) */
+      b->torch_draw_s = json_number_value(json_object_get(call.reply, "draw_s"));
     if (fresh && json_is_integer(json_object_get(call.reply, "bytes"))) /* kb-sandbox's */
       kb_debug("task %s: prepared in the %s worker in %.3f s (%.1f MiB; the worker's prepared "
                "tasks %.1f MiB, %d dropped for room%s)", task->id,
@@ -1200,6 +1204,10 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
     *cand_req = json_pack("{s:s}", "key", key);
     *ref_req = json_pack("{s:s}", "key", tkey);
     p->calls = kb__witness_calls(r->timing.median_us, r->torch_eager_us);
+    /* each call's inputs are drawn by get_inputs() in both workers (the trusted one's prepare
+     * just above said how long a draw takes) */
+    p->calls = kb__witness_fit_calls(p->calls, b->torch_draw_s, r->timing.median_us,
+                                     r->torch_eager_us);
   } else {
     struct oracle *o = oracle_of(b, key);
     if (o == NULL)

@@ -60,6 +60,21 @@ int kb__witness_cpu_calls(double claimed_us, double oracle_us, int64_t input_ele
   return want > KB_WITNESS_CPU_MAX_CALLS ? KB_WITNESS_CPU_MAX_CALLS : (int)want;
 }
 
+int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double eager_us) {
+  if (!(draw_s > 0)) /* NAN compares false */
+    return calls;
+  double call_us = 0;
+  if (claimed_us > call_us)
+    call_us = claimed_us;
+  if (eager_us > call_us)
+    call_us = eager_us;
+  double per_s = draw_s + call_us * 1e-6;
+  double fit = floor(KB_WITNESS_LIMIT_S / 4.0 / (2.0 * KB_WITNESS_ROUNDS * per_s));
+  if (fit < WITNESS_MIN_CALLS)
+    fit = WITNESS_MIN_CALLS;
+  return calls < fit ? calls : (int)fit;
+}
+
 int kb__witness_rounds(double claimed_us, double rank_bound_us) {
   /* a claim slower than the bound ranks below a claim already witnessed at three rounds (the
    * bound is a witnessed result's median, or a stale one that only widens it): a faster false

@@ -70,6 +70,14 @@ int kb__witness_calls(double claimed_us, double eager_us);
  * is the rounds' noise) at the candidate's claim, at most KB_WITNESS_CPU_MAX_CALLS. */
 int kb__witness_cpu_calls(double claimed_us, double oracle_us, int64_t input_elems);
 
+/* `calls`, or fewer, so that one witness's requests (both workers, KB_WITNESS_ROUNDS rounds,
+ * each call after a draw of its inputs taking `draw_s` seconds, and the call itself: the slower
+ * of `claimed_us` and `eager_us`) take at most a quarter of KB_WITNESS_LIMIT_S, the second
+ * witness twice that; never under the minimum of 3. A PyTorch task's get_inputs() slower than
+ * its call (inputs made in Python, a large input of a cheap operator) made 256 calls overrun
+ * the limit: the identity timed out. `draw_s` 0 or NAN: unknown, `calls` as given. */
+int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double eager_us);
+
 /* Judges `o` against the confined worker's claims, `claimed_us` (the candidate's median) and
  * `eager_same_us` (torch eager timed in its process; NAN when none), into `v`. `cuda`: the
  * device's rule (a host's clock is the noisier); `kind` (enum kb__witness_kind) names the

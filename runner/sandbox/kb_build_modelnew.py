@@ -200,6 +200,16 @@ def wrap_builders(out_dir, record):
 
 
 def run_file(path, source, name):
+    """The file run as a module, with the generators seeded as the PyTorch worker seeds them
+    before it runs a task file or a ModelNew file (kb_sandbox_torch.exec_reference): a tensor
+    drawn at module level has the same values here, in the worker and in the reference."""
+    import random
+    import torch
+    torch.manual_seed(MODEL_SEED)
+    random.seed(MODEL_SEED)
+    np = sys.modules.get("numpy")  # torch imports NumPy where it is installed
+    if np is not None:
+        np.random.seed(MODEL_SEED)
     ns = {"__name__": name, "__file__": path}
     exec(compile(source, path, "exec"), ns)
     return ns

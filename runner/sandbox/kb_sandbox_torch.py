@@ -704,6 +704,7 @@ def warm_up():
     torch.randint(0, 4, (8,), device=DEV)
     z = (x.to(torch.float64) - y.to(torch.float64)).abs()
     bool(torch.isfinite(z).all())
+    bool(((z == z) | torch.isnan(z)).any())
     int((z > 0).sum())
     (z > 1).nonzero()
     x.view(torch.int32).to(torch.int64).sum()
@@ -946,8 +947,10 @@ def checksum(t):
 
 
 def compare(got, ref, dtype, atol, rtol, secret=None):
-    """kb__verify's rule. `ref` is masked (its flat integer view, mask_) when `secret` is given.
-    The float64 temporaries that hold reference values are zeroed before they are freed.
+    """kb__verify's rule, and where the reference is not finite (a task file's log(x) of
+    normal inputs: NaN; exp(100 x): inf) the same value: NaN for NaN, the same infinity. `ref`
+    is masked (its flat integer view, mask_) when `secret` is given. The float64 temporaries
+    that hold reference values are zeroed before they are freed.
     Returns (bad, checked, first_bad, got, expected, max_abs, max_rel)."""
     g = got.reshape(-1)
     e = ref.reshape(-1)
@@ -969,12 +972,25 @@ def compare(got, ref, dtype, atol, rtol, secret=None):
             # f64 .to() would return ep itself (the masked path then compared with zeros, the
             # unmasked one zeroed the caller's tensor: every f64 identity was wrong_output)
             ec = ep.to(torch.float64, copy=True)
+        # i64 beyond 2^53 rounds in float64 (x * 1000003 of values near 2^42: a result off by
+        # one compared equal), so, as kb__verify, different values never differ by 0
+        differ = g[at:at + m] != ep if dtype == "i64" else None
         if secret is not None:
             ep.view(-1).view(torch.uint8).zero_()
         fin = torch.isfinite(gc) & torch.isfinite(ec)
         diff = (gc - ec).abs()
+        if differ is not None:
+            diff.masked_fill_(differ.logical_and_(diff == 0), 1.0)
+            del differ
         lim = ec.abs()
         ok = fin & (diff <= lim.mul_(rtol).add_(atol))
+        nonfinite = torch.isfinite(ec).logical_not_()
+        if bool(nonfinite.any()):  # a few bool temporaries, for a chunk that has such elements
+            same = torch.eq(gc, ec)  # the same infinity
+            same |= torch.isnan(gc).logical_and_(torch.isnan(ec))
+            ok |= same.logical_and_(nonfinite)
+            del same
+        del nonfinite
         if dtype == "bool":
             ok = ok & (gc <= 1)
         nb = int((~ok).sum())
@@ -988,6 +1004,10 @@ def compare(got, ref, dtype, atol, rtol, secret=None):
             i = int((~ok).nonzero()[0][0])
             first = at + i
             fg, fe = float(gc[i]), float(ec[i])
+            if dtype == "i64":  # exact: float64 prints both sides of an off-by-one alike
+                fg = int(g[first])
+                fe = int(unmasked_chunk(e, first, 1, secret, dtype)[0] if secret is not None
+                         else e[first])
         bad += nb
         for t in (ec, diff, lim):
             t.zero_()
@@ -999,6 +1019,8 @@ def describe(bad, checked, first, g, e):
 
 
 def fmt(x):
+    if isinstance(x, int):
+        return str(x)
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -1017,6 +1039,13 @@ class Task:
 
 
 def exec_reference(path):
+    """The task file at `path` run as a module: its namespace, or Failure. It runs with the
+    generators seeded (MODEL_SEED), as a ModelNew file is (ModuleCandidate) and the compile
+    tier runs both (kb_build_modelnew.run_file): a tensor the file draws at module level (a
+    constant forward() uses, a tensor get_inputs() returns) has the same values in every
+    process and in the identity seed, which is the task file again. Unseeded, the identity of
+    `PROJ = torch.randn(64, 32)` was wrong_output, and a module-level tensor returned by
+    get_inputs() was rejected by the witness (drawn again in the trusted process)."""
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -1024,6 +1053,7 @@ def exec_reference(path):
         raise Failure("cannot read the oracle %s: %s" % (path, e))
     ns = {"__name__": "kb_reference", "__file__": path}
     try:
+        seed_all(MODEL_SEED)
         exec(compile(source, path, "exec"), ns)
     except Exception as e:
         raise Failure("the oracle %s raised %s: %s" % (os.path.basename(path), type(e).__name__, e))
@@ -1291,22 +1321,34 @@ def reference(task, inputs, what):
         c = base.contiguous()
         if shares(c, base):
             c = c.clone()
-        if spec["dtype"] in FLOATS and not bool(torch.isfinite(c).all()):
-            raise Failure('the oracle\'s output "%s" of %s is not finite' % (spec["name"], what))
+        # NaN and infinities are compared as values (compare); but NaN everywhere is the
+        # poison a call's outputs start with: nothing would tell a candidate that does nothing
+        if spec["dtype"] in FLOATS and c.numel() and bool(torch.isnan(c).all()):
+            raise Failure('the oracle\'s output "%s" of %s is NaN in every element: there is '
+                          'nothing to check a candidate against' % (spec["name"], what))
         refs.append(c)
     # the module's own output tensors are zeroed unless they share memory with an input, a
     # parameter or a buffer: no reference stays behind, unmasked, in memory the allocator hands
     # out again (the caller masks or zeroes the copies)
     keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
+    kept = set(storage_ptr(x) for x in keep)
     for t in outs:
-        if isinstance(t, torch.Tensor) and not any(shares(t, x) for x in keep):
+        if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
             t.detach().zero_()
     return refs
 
 
+def storage_ptr(t):
+    """The address of the storage under tensor `t`, the same for every view of it. A set of
+    them answers "does it share memory with any of these" at once: comparing each output with
+    each input and parameter took 1 s a call for a module of 400 parameters and 400 outputs,
+    and its identity timed out at smoke (10 s)."""
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else \
+        t.storage().data_ptr()
+
+
 def shares(a, b):
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() if hasattr(
-        a, "untyped_storage") else a.storage().data_ptr() == b.storage().data_ptr()
+    return storage_ptr(a) == storage_ptr(b)
 
 
 # ---- the candidate's memory and the evaluator's -----------------------------------------------
@@ -1539,9 +1581,13 @@ def prepare_task(req):
     task.trusted_only = CONF is None or CONF.trusted
     task.secret = int.from_bytes(os.urandom(8), "little") >> 2
     task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
+    task.draw_s = 0.0  # the slowest draw of one input set: the runner sizes the witness by it
     for k in range(len(task.sets)):
         try:
+            t0 = CLOCK()
             inputs = draw(task, k)
+            sync()
+            task.draw_s = max(task.draw_s, CLOCK() - t0)
         except Failure:
             raise
         except Exception as e:
@@ -2350,12 +2396,12 @@ class Run:
                           "may not change torch, Python's builtins, the interpreter's hooks or "
                           "the worker; the worker restarts)" % what, fatal=True)
         for cand, dsts, got, ins in pending:
-            keep = list(ins) + cand.state
+            kept = set(storage_ptr(x) for x in list(ins) + cand.state)
             # every output copied before any is poisoned: outputs may share memory (return y, y)
             for d, g in zip(dsts, got):
                 d.copy_(g)
             for g, spec in zip(got, self.task.outputs):
-                if not any(shares(g, x) for x in keep):
+                if storage_ptr(g) not in kept:
                     poison(g, spec["dtype"])
 
     def sync(self, s, phase):
@@ -2765,7 +2811,7 @@ class Unseen:
         try:
             refs = reference(task, again, what)
         except Failure:
-            refs = None  # the module's outputs on these inputs are not finite: not verified
+            refs = None  # an output NaN everywhere on these inputs (reference): not verified
             self.unverified += 1
         del again  # not beside the references during the comparison (peak_bytes)
         for o, spec_o in enumerate(task.outputs if refs is not None else []):
@@ -3263,6 +3309,7 @@ class ModuleCandidate:
         ns = {"__name__": "kb_candidate_%d" % ModuleCandidate.count, "__file__": path}
         try:
             try:
+                seed_all(MODEL_SEED)  # module-level draws as the reference's (exec_reference)
                 exec(compile(source, path, "exec"), ns)
             except Verdict:
                 raise
@@ -3986,7 +4033,8 @@ def serve(sock, backend, ordinal):
                 if key in prepared:
                     touch(key)
                     send(sock, nonce, {"op": "prepare", "ok": True, "key": key,
-                                       "cached": True, "seconds": 0.0})
+                                       "cached": True, "seconds": 0.0,
+                                       "draw_s": prepared[key].draw_s})
                     continue
                 reply = do_prepare(req, prepared, used)
                 if reply["ok"]:
@@ -4302,7 +4350,7 @@ def do_prepare(req, prepared, used):
             task = prepare_task(req)
             prepared[key] = task
             reply = {"op": "prepare", "ok": True, "key": key, "cached": False,
-                     "sets": len(task.sets)}
+                     "sets": len(task.sets), "draw_s": task.draw_s}
             if task.sets_note:
                 reply["sets_note"] = task.sets_note[:255]
             return reply

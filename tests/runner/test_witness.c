@@ -146,6 +146,14 @@ static void sizes_the_requests(void **state) {
   assert_int_equal(kb__witness_cpu_calls(NAN, 2900, 4194304), 11);
   assert_int_equal(kb__witness_cpu_calls(100, 100, 4194304), KB_WITNESS_CPU_MAX_CALLS);
   assert_int_equal(kb__witness_cpu_calls(10000, 10000, 16), 3);
+  /* a PyTorch task's draws: 256 calls of 8 us after 50 ms draws would take 77 s; a quarter of
+   * the 30 s limit over 2 workers x 3 rounds of (50 ms + 9 us) is 24 calls */
+  assert_int_equal(kb__witness_fit_calls(256, 0.05, 8, 9), 24);
+  assert_int_equal(kb__witness_fit_calls(256, 1e-5, 8, 9), 256); /* quick draws: as given */
+  assert_int_equal(kb__witness_fit_calls(256, 0.0, 8, 9), 256);  /* not known */
+  assert_int_equal(kb__witness_fit_calls(256, NAN, 8, 9), 256);
+  assert_int_equal(kb__witness_fit_calls(32, 2.0, 8, 9), 3);     /* the minimum */
+  assert_int_equal(kb__witness_fit_calls(256, 0.01, 8, 90000), 12); /* the slower call counts */
 }
 
 /* Three rounds for a claim that could rank among its task's best, one for a claim no faster

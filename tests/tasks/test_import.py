@@ -96,6 +96,17 @@ EXPECTED = {
                       F32_TOL, NORMAL, [2], ["randn"]),
     "16_init_item": ([t("x", "f32", [8, 4]), t("scales", "f32", [4])],
                      [t("out", "f32", [8, 4])], F32_TOL, NORMAL, [4], ["randn", "parameter"]),
+    # constructor arguments that are not JSON values: recorded, the class and inf by repr
+    "17_init_objects": ([t("x", "f32", [4, 16]), t("fc_weight", "f32", [16, 16]),
+                         t("fc_bias", "f32", [16])], [t("out", "f32", [8, 8])], F32_TOL, NORMAL,
+                        [16, {"repr": "<class 'torch.nn.modules.activation.GELU'>"},
+                         {"scale": 0.5, "shape": [8, 8]}, "torch.float32", {"repr": "inf"}],
+                        ["randn", "parameter", "parameter"]),
+    # integer inputs only, of different bounds: standard sets (get_inputs() as it is)
+    "18_index_tables": ([t("w", "i64", [32]), t("k", "i64", [32]),
+                         t("words_weight", "f32", [1000, 16]), t("kinds_weight", "f32", [10, 16])],
+                        [t("out", "f32", [32, 16])], F32_TOL, NORMAL, [],
+                        ["randint", "randint", "parameter", "parameter"]),
 }
 # the meta device cannot run forward() (float() of a tensor; max_pool3d_with_indices on torch
 # 1.13) or the constructor (.item()): shapes from a real CPU run
@@ -144,8 +155,33 @@ BROKEN = {
     "bad_missing_module.py": "needs the Python module kb_made_up_module_for_tests, not "
                              "installed here (line 3)",
     "bad_exits.py": "executing the file called sys.exit(3) (line 7)",
-    "bad_hangs.py": "did not finish in 15 s (--file-timeout): does get_inputs(), the "
-                    "constructor or forward() return?",
+    "bad_tensor_subclass.py": "the importer failed on this file (a bug of kb-import-kernelbench; "
+                              "the traceback is above): RuntimeError: no layout today",
+    "bad_patches_torch.py": "replaces torch.nn.functional.gelu: a task file must leave torch as "
+                            "it found it (the PyTorch worker runs several tasks in one process, "
+                            "and another task's code would get it); call a function of the "
+                            "file's own instead",
+    "bad_not_utf8.py": "cannot read it as utf-8: byte 0xe9 at offset 43 is not valid there; save "
+                       "the file as UTF-8, or declare its encoding on its first line (# -*- "
+                       "coding: latin-1 -*-)",
+    "bad_imports_sibling.py": "imports kb_sibling_pkg, which is kb_sibling_pkg next to it, not "
+                              "an installed module (line 6): a task is this one file (the "
+                              "PyTorch worker runs it alone); copy what it needs from "
+                              "kb_sibling_pkg into it",
+    "bad_value_shape.py": ("forward() output 0 has a shape that depends on the input values ([",
+                           "): a task has one shape per output; return a result of a fixed "
+                           "size (a mask, or values padded to a fixed length)"),
+    "bad_sets_default_dtype.py": "changes torch's process-wide setting "
+                                 "torch.get_default_dtype() (torch.float32, then torch.float64): "
+                                 "the PyTorch worker runs several tasks and candidates in one "
+                                 "process, so a task file must leave it as it found it (pass "
+                                 "dtype= to the tensors and modules it makes; torch.no_grad() in "
+                                 "a with block)",
+    # (start, end): the loop stops at its line 14 or 15, whichever runs when the signal comes
+    "bad_hangs.py": ("did not finish in 15 s (--file-timeout): stopped at line 1",
+                     ", in get_inputs()"),
+    "bad_sleeps_at_top.py": "did not finish in 15 s (--file-timeout): stopped at line 9, in the "
+                            "file's top level",
     # (start, end): the middle is torch's own message, which differs between versions (torch
     # 1.13 names the operator: "operator aten::_local_scalar_dense has no meta kernel ...")
     # (--device cpu in that run, so a GPU machine gives the same message)
@@ -245,7 +281,8 @@ def check_messages(stderr):
                      x.endswith(msg[1])]
             check(len(found) == 1, "message for %s" % fname,
                   "want: %s...%s\ngot:\n%s" % (head + msg[0], msg[1], stderr))
-            if found and " 1.13" in found[0]:  # torch 1.13 says which operator
+            if fname == "bad_meta_too_large.py" and found and " 1.13" in found[0]:
+                # torch 1.13 says which operator
                 check("operator aten::_local_scalar_dense has no meta kernel in torch 1.13" in
                       found[0], "the operator is named", found[0])
             continue
@@ -362,6 +399,30 @@ def check_options(tool, out):
     check(c2["id"] == "c2" and c2["backend"] == "host" and c2["budget"]["gpu_seconds"] == 7.5
           and c2["tasks"] == ["host/l2_6_conv_relu_bias_add", "host/l2_9_half_matmul"],
           "--campaign with --backend host and --gpu-seconds", json.dumps(c2))
+
+    # a file that set torch's default dtype: the file after it still imported as f32
+    settled = os.path.join(out, "settled")
+    rc, stdout, stderr = run(tool, "--out", settled,
+                             os.path.join(FILES, "bad_sets_default_dtype.py"),
+                             os.path.join(FILES, "1_relu.py"))
+    task = json.load(open(os.path.join(settled, "1_relu", "task.json")))
+    check(rc == 1 and [x["dtype"] for x in task["inputs"] + task["outputs"]] == ["f32", "f32"],
+          "the default dtype set back after the file that changed it", stdout + stderr)
+
+    # a file that moves the working folder and makes warnings errors: set back after it, so
+    # relative paths and --out still hold and the next file's warning stays one
+    moved = os.path.join(out, "moved", "here")
+    os.makedirs(moved)
+    extra = os.path.join(HERE, "kernelbench_extra")
+    for f in ("33_moves_cwd.py", "34_implicit_dim.py"):
+        shutil.copy(os.path.join(extra, f), moved)
+    shutil.copy(os.path.join(FILES, "1_relu.py"), moved)
+    r = subprocess.run([PY, tool, "--out", "bundles", "33_moves_cwd.py", "1_relu.py",
+                        "34_implicit_dim.py"], capture_output=True, text=True, cwd=moved)
+    check(r.returncode == 0 and sorted(os.listdir(os.path.join(moved, "bundles"))) ==
+          ["1_relu", "33_moves_cwd", "34_implicit_dim"] and
+          not os.path.exists(os.path.join(out, "moved", "bundles")),
+          "os.chdir and warnings.simplefilter of a file set back after it", r.stdout + r.stderr)
 
     # the same id twice in one run; --device auto over --cpu-limit: CUDA where there is one
     relu = os.path.join(FILES, "1_relu.py")

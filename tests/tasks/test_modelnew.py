@@ -35,9 +35,13 @@ kb-test-torch-eval:
   - kernelbench_extra/17_dropout.py (a dropout in training mode): imported with a warning, its
     identity ok, the same ReLU without the dropout wrong_output;
   - kernelbench_extra/19_view_outputs.py, 20_bom_crlf_prints.py, 21_host_random.py,
-    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py (view outputs, a BOM with CRLF and prints, NumPy's
-    and Python's generators, outputs sharing memory, f64, torch.jit.script): imported (--json's stdout JSON
-    only), each identity ok at smoke and full, a wrong slice and a wrong f64 sum wrong_output;
+    23_shared_outputs.py, 24_f64_outputs.py, 25_jit_script.py, 26_module_draws.py,
+    27_nonfinite.py, 29_big_int64.py (view outputs, a BOM with CRLF and prints, NumPy's and
+    Python's generators, outputs sharing memory, f64, torch.jit.script, tensors drawn at module
+    level, NaN and infinities in the reference, i64 beyond 2^53): imported (--json's stdout
+    JSON only), each identity ok at smoke and full, a wrong slice, a wrong f64 sum, NaN turned
+    into 0 and an i64 off by one wrong_output;
+    28_all_nan.py (an output NaN everywhere): not prepared, the output named;
     22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
@@ -424,11 +428,26 @@ def odd_files(importer, tool, tmp, c, cache):
     its inputs" and wrong_output), 23_shared_outputs (return y, y; a parameter, a buffer: the
     worker once poisoned y between copying the two), 24_f64_outputs (the comparison once
     zeroed f64 references), 25_jit_script (torch.jit.script at module level: the importer once
-    could not give it the source). Each imported, --json's stdout JSON only, its identity ok
-    at smoke and full; the slice's other columns and an f64 sum off by 1e-3 wrong_output."""
+    could not give it the source), 26_module_draws (tensors drawn at module level, one returned
+    by get_inputs(), one a CPU tensor from NumPy: the importer once stopped with a traceback in
+    its real run, the identity was wrong_output and then rejected by the witness; a warning
+    names the tensor get_inputs() returns every time), 27_nonfinite (NaN and infinities in the
+    reference's outputs: the worker once refused to prepare it). Each imported, --json's stdout
+    JSON only, its identity ok at smoke and full; the slice's other columns, an f64 sum off by
+    1e-3, NaN turned into 0 and i64 results off by one (29_big_int64: once passed, float64's
+    rounding) wrong_output. 31_slow_get_inputs (a 50 ms get_inputs(): the witness's calls once
+    ran past its 30 s) and 32_latin1 (a file in Latin-1, declared: once refused; reference.py
+    in UTF-8) and 35_many_params (700 parameters and 700 outputs: once timed out at smoke) ok
+    at full. kernelbench/17_init_objects (constructor arguments a class,
+    a dict, a dtype, inf; once refused by the importer) and kernelbench/18_index_tables
+    (integer inputs of different bounds; once never prepared): the identity ok.
+    30_own_generator (noise from a torch.Generator the module holds): the warning says no
+    candidate can match, the identity rejected as not deterministic. 28_all_nan (an output NaN
+    everywhere): no verdict, the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
-             "24_f64_outputs", "25_jit_script"]
+             "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite",
+             "29_big_int64", "31_slow_get_inputs", "32_latin1", "35_many_params"]
     p = subprocess.run([importer, "--backend", "host", "--json", "--out", out] +
                        [os.path.join(HERE, "kernelbench_extra", n + ".py") for n in names],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -444,6 +463,9 @@ def odd_files(importer, tool, tmp, c, cache):
           "what the task file prints goes to stderr")
     check("warning: forward() draws random numbers (random (Python's generator))" in p.stderr,
           "Python's generator in forward() named in the warning")
+    check("26_module_draws.py: warning: get_inputs() item 1 (mask) is the same tensor on every "
+          "call (made once, at module level?)" in p.stderr,
+          "a tensor get_inputs() returns every time: named in a warning")
     try:
         with open(os.path.join(out, "20_bom_crlf_prints", "reference.py"), "rb") as f:
             head = f.read(3)
@@ -452,6 +474,13 @@ def odd_files(importer, tool, tmp, c, cache):
     except (OSError, ValueError):
         head, ops = b"", None
     check(head == b"# A", "reference.py without the byte order mark: %r" % head)
+    try:
+        with open(os.path.join(out, "32_latin1", "reference.py"), "rb") as f:
+            latin = f.read().decode("utf-8")
+    except (OSError, ValueError) as e:
+        latin = str(e)
+    check(latin.startswith("# -*- coding: utf-8 -*-\n") and 'NAME = "caf\u00e9"' in latin,
+          "a Latin-1 file: reference.py in UTF-8, its declaration utf-8: %r" % latin[:200])
     check(ops == ["random (Python's generator)"], "21_host_random random_ops: %s" % ops)
     want = {"19_view_outputs": [("identity.py", "smoke", "ok"),
                                 ("views_wrong.py", "smoke", "wrong_output"),
@@ -462,6 +491,20 @@ def odd_files(importer, tool, tmp, c, cache):
             "23_shared_outputs": [("identity.py", "smoke", "ok"),
                                   ("identity.py", "full", "ok")],
             "25_jit_script": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "26_module_draws": [("identity.py", "smoke", "ok"),
+                                ("identity.py", "full", "ok")],
+            "31_slow_get_inputs": [("identity.py", "smoke", "ok"),
+                                   ("identity.py", "full", "ok")],
+            "32_latin1": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "35_many_params": [("identity.py", "smoke", "ok"), ("identity.py", "full", "ok")],
+            "29_big_int64": [("identity.py", "smoke", "ok"),
+                             ("big_int_wrong.py", "smoke", "wrong_output"),
+                             ("identity.py", "full", "ok"),
+                             ("big_int_wrong.py", "full", "wrong_output")],
+            "27_nonfinite": [("identity.py", "smoke", "ok"),
+                             ("nonfinite_wrong.py", "smoke", "wrong_output"),
+                             ("identity.py", "full", "ok"),
+                             ("nonfinite_wrong.py", "full", "wrong_output")],
             "24_f64_outputs": [("identity.py", "smoke", "ok"),
                                ("f64_wrong.py", "smoke", "wrong_output"),
                                ("identity.py", "full", "ok"),
@@ -473,10 +516,55 @@ def odd_files(importer, tool, tmp, c, cache):
             cands.append(c("views_wrong"))
         if n == "24_f64_outputs":
             cands.append(c("f64_wrong"))
+        if n == "27_nonfinite":
+            cands.append(c("nonfinite_wrong"))
+        if n == "29_big_int64":
+            cands.append(c("big_int_wrong"))
         rc, lines = evaluate(tool, task, cands, "1,3", cache)
         got = [(x["candidate"], x["tier"], x["status"]) for x in lines]
         check(rc == 0 and got == want[n], "%s: %s (want %s; %s)"
               % (n, got, want[n], [x.get("reason", "")[:200] for x in lines]))
+        if n == "29_big_int64" and len(lines) > 1:
+            m = re.match(r'output "out" of input set 0: element 0 is (\d+), expected (\d+) '
+                         r'\(64 of 64 bad\)', lines[1]["reason"])
+            check(m is not None and int(m.group(1)) == int(m.group(2)) + 1,
+                  "i64 off by one: both values exact: %s" % lines[1]["reason"])
+    # constructor arguments that are not JSON (a class, a dict, a dtype, inf); integer inputs
+    # of different bounds: each imported, the identity ok
+    for n in ("17_init_objects", "18_index_tables"):
+        p = subprocess.run([importer, "--backend", "host", "--out", out,
+                            os.path.join(FILES, n + ".py")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        task = os.path.join(out, n)
+        rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1",
+                             cache)
+        check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok"],
+              "%s: imported, the identity ok: %s %s"
+              % (n, p.stderr[-300:], [x.get("reason") for x in lines]))
+    # an output NaN in every element: the worker refuses to prepare it, naming the output
+    src = os.path.join(HERE, "kernelbench_extra", "28_all_nan.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "28_all_nan")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and 'the oracle\'s output "out1" of input '
+          'set 0 is NaN in every element: there is nothing to check a candidate against'
+          in err[0], "an output NaN everywhere: not prepared, named: %s" % err[0][-300:])
+    # random numbers from a generator the module holds: a warning saying no candidate can match
+    src = os.path.join(HERE, "kernelbench_extra", "30_own_generator.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0 and "warning: forward() draws random numbers (aten::randn) from a "
+          "torch.Generator of its own" in p.stderr and "the identity included, can match"
+          in p.stderr, "a generator of the module's own: imported, named in its own warning")
+    task = os.path.join(out, "30_own_generator")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
+          lines[0]["reason"].startswith("not deterministic"),
+          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
     # a call counter in a buffer: imported with a warning naming it, the identity rejected
     src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
