@@ -187,6 +187,17 @@ def send(sock, nonce, msg):
 
 # ---- process set-up ---------------------------------------------------------------------------
 
+def first_to_die():
+    """The OOM killer's first choice (oom_score_adj 1000), as kb-sandbox's confined process: a
+    candidate that exhausts the node's memory ends its own evaluation (a crash), not the runner,
+    the trusted worker or Redis, which it could otherwise pick for their size."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError as e:
+        print("kb_sandbox_torch: cannot set its oom_score_adj: %s" % e, file=sys.stderr)
+
+
 def setup(args):
     """Mirrors kb-sandbox's set-up: protocol off fds 0/1, other fds closed, signals, no core."""
     try:
@@ -199,6 +210,8 @@ def setup(args):
     for s in IGNORED_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_CORE, (1, 1))  # 1 byte: no core, not even piped (confine.c)
+    if not args["trusted"]:
+        first_to_die()
     proto = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

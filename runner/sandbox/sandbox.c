@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +75,19 @@ static int confine(const struct kb__sandbox_args *a, int cuda, int in, int out) 
   return 0;
 }
 
+/* Makes this process the one the kernel's OOM killer takes first (oom_score_adj 1000): a
+ * candidate that exhausts the node's memory (or the Slurm job's cgroup) must end its own
+ * evaluation as a crash ("killed by SIGKILL"), not the runner, its trusted worker or Redis,
+ * which the killer could otherwise pick for their larger size. Raising one's own score needs
+ * no privilege; a failure (no /proc) is said and changes nothing else. */
+static void first_to_die(void) {
+  int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, "1000", 4) != 4)
+    fprintf(stderr, "kb-sandbox: cannot set its oom_score_adj: %s\n", strerror(errno));
+  if (fd >= 0)
+    close(fd);
+}
+
 int kb__sandbox_run(const struct kb__sandbox_args *a) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (a->parent > 0 && getppid() != a->parent)
@@ -88,6 +102,8 @@ int kb__sandbox_run(const struct kb__sandbox_args *a) {
     signal(ignore[i], SIG_IGN);
   struct rlimit no_core = {1, 1}; /* 1 byte: no core file, and no piped core (confine.c) */
   setrlimit(RLIMIT_CORE, &no_core);
+  if (!a->trusted)
+    first_to_die();
 
   int in = fcntl(0, F_DUPFD_CLOEXEC, PROTO_FD_MIN);
   int out = fcntl(1, F_DUPFD_CLOEXEC, PROTO_FD_MIN);

@@ -9,7 +9,9 @@
  * SIGUSR2: those are for the runner, which ends this process itself), restores the default
  * action of SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT and SIGTRAP (so a candidate's fault ends
  * the process with that signal, also in sanitizer builds), dies with its parent
- * (PR_SET_PDEATHSIG), writes no core files, opens the device, sets up what CUDA, CUPTI and the
+ * (PR_SET_PDEATHSIG), writes no core files, is the OOM killer's first choice unless --trusted
+ * (oom_score_adj 1000: a candidate that exhausts memory ends its own evaluation), opens the
+ * device, sets up what CUDA, CUPTI and the
  * JSON library would set up lazily later (CUPTI's trace and Range Profiler, jansson's hash seed
  * from /dev/urandom), confines itself (confine.h: seccomp, Landlock over `dir`, `ro` and the
  * system folders, rlimits; not with --trusted) and serves. Before confining it opens its

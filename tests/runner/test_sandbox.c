@@ -984,6 +984,13 @@ static void test_env_scrubbed(void **state) {
   assert_true(saw_path);
   assert_true(saw_cuda);
   kb_buf_release(&env);
+  /* the OOM killer's first choice: a candidate exhausting memory ends its own evaluation */
+  snprintf(path, sizeof path, "/proc/%d/oom_score_adj", pid);
+  struct kb_buf adj;
+  kb_buf_init(&adj);
+  assert_int_equal(kb_buf_read_file(&adj, path, &err), KB_OK);
+  assert_int_equal(atoi(adj.data), 1000);
+  kb_buf_release(&adj);
   /* it works in a folder of its own, which goes when it goes */
   char cwd[512] = "";
   snprintf(path, sizeof path, "/proc/%d/cwd", pid);

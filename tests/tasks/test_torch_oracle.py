@@ -147,6 +147,9 @@ def protocol(worker, task_dir, rw):
         check(conf.get("level") in LEVELS and isinstance(conf.get("seccomp"), bool) and
               isinstance(conf.get("landlock_abi"), int) and h.get("trusted") is False,
               "hello says the confinement it will apply: %s" % conf)
+        with open("/proc/%d/oom_score_adj" % p.pid) as f:
+            adj = f.read().strip()
+        check(adj == "1000", "the confined worker is the OOM killer's first choice: %s" % adj)
         task = json.load(open(os.path.join(task_dir, "task.json")))
         good = {"op": "prepare", "key": "k1", "oracle": os.path.join(task_dir, "reference.py"),
                 "inputs": task["inputs"], "outputs": task["outputs"],
