@@ -116,7 +116,9 @@ int kb__store_has_evaluation(const struct kb_store *s, const char *candidate, in
 enum kb_store_recovery {
   KB_STORE_RECOVERED_FLAGS = 1,    /* cleared the SWMR status flags with h5clear */
   KB_STORE_RECOVERED_DROPPED = 2,  /* dropped rows or bytes written after the last flush */
-  KB_STORE_RECOVERED_REPAIRED = 4  /* recomputed candidate columns or reset /best */
+  KB_STORE_RECOVERED_REPAIRED = 4, /* recomputed candidate columns or reset /best */
+  KB_STORE_RECOVERED_REMADE = 8    /* made anew: it had committed nothing, and the writer killed
+                                    * in its first moments left it beyond recovery */
 };
 /* KB_STORE_RECOVERED_* bits for the open that made `s`; 0 for a clean open. */
 int kb__store_recovered(const struct kb_store *s);
