@@ -33,7 +33,8 @@
 #error "confine.c: the open gate knows x86-64 and aarch64 only"
 #endif
 
-/* libkb-confine.so exports the three functions of CONTRACTS.md and kb_confine_code_sum only */
+/* libkb-confine.so exports the three functions of CONTRACTS.md, kb_confine_code_sum and
+ * kb_confine_no_unix_sockets (the compile tier's filter) only */
 #ifdef KB_CONFINE_EXPORT
 #define KB_CONFINE_API __attribute__((visibility("default")))
 #else
@@ -957,6 +958,53 @@ KB_CONFINE_API int kb_confine_python(const char *rw_dir, const char *ro_paths, c
   struct kb__confine_level l;
   int rc = kb__confine_apply(&o, &l, why, size);
   free(copy); /* the rules hold descriptors' targets, not these strings */
+  return rc;
+}
+
+/* Kept whole (45 lines): one filter, its rules in the order a reader checks them. */
+KB_CONFINE_API int kb_confine_no_unix_sockets(char *why, size_t size) {
+  char local[8];
+  if (why == NULL || size == 0) {
+    why = local;
+    size = sizeof local;
+  }
+  why[0] = '\0';
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == NULL) {
+    snprintf(why, size, "seccomp: cannot create a filter");
+    return -1;
+  }
+  /* a process of another ABI (i386, x32) is ended at its first call: socketcall(2) hides the
+   * family in memory the filter cannot read; no compiler of a build is such a program. TSYNC:
+   * the interpreter's threads (torch's) get the filter too */
+  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) == 0 &&
+                   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) == 0
+               ? 0
+               : -1;
+  if (rc != 0)
+    snprintf(why, size, "seccomp: cannot set the filter's attributes");
+  /* the kernel reads the family and the type as ints: only the low 32 bits are compared, so a
+   * family with high bits set is still AF_UNIX here */
+  struct scmp_arg_cmp unix_family = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffU, AF_UNIX);
+  struct scmp_arg_cmp dgram = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xfU, SOCK_DGRAM); /* SOCK_TYPE_MASK */
+  if (rc == 0)
+    rc = rule(ctx, SCMP_ACT_ERRNO(EACCES), "socket", 1, &unix_family, why, size);
+  /* a stream or seqpacket pair is connected for life (connect: EISCONN); a datagram one may
+   * connect(2) or sendto(2) any named socket */
+  if (rc == 0)
+    rc = rule(ctx, SCMP_ACT_ERRNO(EACCES), "socketpair", 1, &dgram, why, size);
+  /* io_uring makes sockets and connects them without these system calls (IORING_OP_SOCKET) */
+  static const char *const uring[] = {"io_uring_setup", "io_uring_enter", "io_uring_register"};
+  for (size_t i = 0; rc == 0 && i < sizeof uring / sizeof *uring; i++)
+    rc = rule(ctx, SCMP_ACT_ERRNO(ENOSYS), uring[i], 0, NULL, why, size);
+  if (rc == 0) {
+    int r = seccomp_load(ctx); /* sets no_new_privs first (libseccomp's default) */
+    if (r != 0) {
+      snprintf(why, size, "seccomp: cannot load the filter: %s", strerror(-r));
+      rc = -1;
+    }
+  }
+  seccomp_release(ctx);
   return rc;
 }
 

@@ -91,6 +91,15 @@ void kb__confine_load_end(void);
  * kb_confine_python: `ro_paths` is ':'-separated; profile KB__CONFINE_PYTHON. Returns 0, or -1
  * with the reason in `why`. Idempotent. */
 int kb_confine_python(const char *rw_dir, const char *ro_paths, char *why, size_t size);
+/* kb_confine_no_unix_sockets: for the compile tier (kb_build_modelnew.py), which must start
+ * compilers, so none of the profiles above fits. A seccomp filter on the calling process, every
+ * thread of it (TSYNC) and everything it starts afterwards, that allows every system call except:
+ * socket(AF_UNIX, ...) and socketpair(..., SOCK_DGRAM, ...) fail with EACCES (an errno, so a
+ * library's probe of nscd or syslog falls back), io_uring_setup/_enter/_register with ENOSYS;
+ * a call of another ABI (i386, x32) ends the process. Sets no_new_privs. Returns 0, or -1 with
+ * the reason in `why` (the filter is then not in force). Stacks: a second call adds a second,
+ * equal filter. docs/sandbox.md, "The compile tier". */
+int kb_confine_no_unix_sockets(char *why, size_t size);
 /* kb_confine_level: the level reached, or "none" (static: lives as long as the process). */
 const char *kb_confine_level(void);
 /* kb_confine_landlock_abi: the Landlock ABI reached once confined; before that the ABI this

@@ -240,6 +240,15 @@ def build(args):
     why = confine_writes(writable)
     print("confinement: %s" % (why or "Landlock, writes to %s only" % ", ".join(writable)),
           file=sys.stderr)
+    if args["backend"] == "cuda":
+        # the driver's start (cuInit) probes the MPS daemon's unix socket: made here, before
+        # the filter below, whose EACCES it was never tested against
+        torch.cuda.is_available()
+    why = no_unix_sockets()
+    if why:
+        return {"status": "infra_error", "reason": "the file's code is not run: %s" % why}
+    print("confinement: seccomp, no unix socket of its own (socket(AF_UNIX) EACCES)",
+          file=sys.stderr)
     adopt_orphans()
     try:
         ns = run_file(cand_path, source, "kb_candidate")
@@ -509,16 +518,18 @@ def libcuda_path():
         print("TRITON_LIBCUDA_PATH not set: %s" % first_line(e), file=sys.stderr)
 
 
-# ---- confinement of the candidate's code in this process (Landlock) ----------------------------
+# ---- confinement of the candidate's code in this process (Landlock, a seccomp filter) ----------
 # The file's own code runs here (its module level, ModelNew's constructor, a warm-up pass) with
 # the runner's rights and must exec compilers, so the worker's seccomp filter does not fit. What
 # Landlock gives instead, where the kernel has it: writes only inside the build folder, the
 # runner's JIT folder of this key, TMPDIR and /dev (the device nodes, /dev/null); no TCP bind or
 # connect (ABI 4); no signal to a process outside this one and its children, and no abstract
 # unix socket outside them (ABI 6). Reads are not restricted (compilers read the toolkit, the
-# headers, torch). Inherited by every process it starts. docs/sandbox.md, "The compile tier"
-# (runner/sandbox/confine.c has Landlock too, but its rules restrict reads and come with a
-# seccomp filter that forbids starting processes: neither fits a build).
+# headers, torch), and Landlock does not cover a connection to a pathname unix socket: a
+# seccomp filter of its own (no_unix_sockets, after Landlock) denies making one. Both are
+# inherited by every process it starts. docs/sandbox.md, "The compile tier"
+# (runner/sandbox/confine.c's Landlock rules restrict reads and its profiles' seccomp filters
+# forbid starting processes: neither fits a build; its kb_confine_no_unix_sockets is this one).
 LL_CREATE_RULESET, LL_ADD_RULE, LL_RESTRICT_SELF = 444, 445, 446  # the same on every arch
 LL_VERSION = 1 << 0
 LL_RULE_PATH_BENEATH = 1
@@ -578,6 +589,35 @@ def confine_writes(paths):
             return "landlock_restrict_self: %s" % os.strerror(ctypes.get_errno())
     finally:
         os.close(rs)
+    return ""
+
+
+CONFINE_LIB = "libkb-confine.so"  # next to this script, as for the worker (kb_sandbox_torch.py)
+
+
+def no_unix_sockets():
+    """libkb-confine.so's kb_confine_no_unix_sockets(): a seccomp filter on this process, its
+    threads and everything it starts (nvcc, ninja, the host compiler, inductor's and Triton's
+    subprocesses) under which socket(AF_UNIX) and a datagram socketpair fail with EACCES and
+    io_uring with ENOSYS. Landlock does not cover a connection to a pathname unix socket, and
+    reads are not restricted: without it the file's code could connect to a campaign's Redis
+    (kb-launch --local serves it on results/<campaign>/redis/redis.sock, its password file
+    readable) and forge results. A stream socketpair stays (connected for life: Python's
+    multiprocessing, asyncio); so do os.pipe and the fork and spawn contexts (inductor's compile
+    workers); a forkserver context cannot start. Returns "" or why it could not: the build
+    then stops before the file's code runs (infra_error, never cached)."""
+    import ctypes
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), CONFINE_LIB)
+    try:
+        lib = ctypes.CDLL(path)
+        fn = lib.kb_confine_no_unix_sockets
+    except (OSError, AttributeError) as e:
+        return "cannot load %s: %s" % (path, first_line(e))
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    why = ctypes.create_string_buffer(256)
+    if fn(why, ctypes.sizeof(why)) != 0:
+        return why.value.decode("utf-8", "replace") or "kb_confine_no_unix_sockets failed"
     return ""
 
 

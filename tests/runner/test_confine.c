@@ -5,6 +5,8 @@
  * that reads its parent's /proc entries (environ, mem) finds no secret of the runner's; the level
  * is in the sandbox's hello and in every result; a campaign that requires a level this machine
  * cannot reach is refused. The candidates are tests/catalogue/host/sys_*.c (task row_sum).
+ * The compile tier's filter (kb_confine_no_unix_sockets) in a child process: no unix socket but
+ * a connected pair, no io_uring, the rest as before, also in a program it executes.
  *
  * The test process plays the runner: it re-executes itself once with KB_TEST_SECRET=<random
  * canary> in its initial environment (what /proc/<pid>/environ shows), then spawns the sandbox
@@ -18,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -318,6 +323,58 @@ static void test_campaign_require(void **state) {
   assert_non_null(strstr(err.msg, "reaches \"seccomp\""));
 }
 
+/* In a child under kb_confine_no_unix_sockets: 0, or the number of the first check that failed. */
+static int unix_sockets_child(void) {
+  char why[256];
+  if (kb_confine_no_unix_sockets(why, sizeof why) != 0) {
+    fprintf(stderr, "kb_confine_no_unix_sockets: %s\n", why);
+    return 1;
+  }
+  errno = 0;
+  if (socket(AF_UNIX, SOCK_STREAM, 0) != -1 || errno != EACCES)
+    return 2;
+  /* the kernel reads the family as an int: high bits set are still AF_UNIX */
+  errno = 0;
+  if (syscall(SYS_socket, (1L << 32) | AF_UNIX, SOCK_DGRAM, 0) != -1 || errno != EACCES)
+    return 3;
+  int pair[2];
+  errno = 0;
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != -1 || errno != EACCES)
+    return 4;
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    return 5;
+  int inet = socket(AF_INET, SOCK_STREAM, 0); /* TCP is Landlock's (the builder's rules) */
+  if (inet < 0)
+    return 6;
+  close(inet);
+  char params[120] = {0}; /* struct io_uring_params */
+  errno = 0;
+  if (syscall(425 /* io_uring_setup */, 8, params) != -1 || errno != ENOSYS)
+    return 7;
+  pid_t pid = fork(); /* a program it executes has the filter too */
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", "exec python3 -c 'import socket; socket.socket(socket.AF_UNIX)' "
+          "2>/dev/null", (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 1)
+    return 8;
+  return 0;
+}
+
+static void test_build_unix_sockets(void **state) {
+  (void)state;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0)
+    _exit(unix_sockets_child());
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   if (getenv("KB_TEST_SECRET") == NULL) {
@@ -343,6 +400,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_secret),
       cmocka_unit_test(test_hello_level),
       cmocka_unit_test(test_campaign_require),
+      cmocka_unit_test(test_build_unix_sockets),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -23,7 +23,9 @@ kb-test-torch-eval:
   - 1_relu at smoke, load_inline files whose module level (run by the compile tier) writes
     into the cache beside its build folder or opens a TCP connection -> compile_error,
     PermissionError (the builder's Landlock rules), nothing written; one that starts a process
-    in a session of its own -> compile_error, the process killed when the build ends;
+    in a session of its own -> compile_error, the process killed when the build ends; one that
+    connects to unix sockets this test listens on (stream, datagram) -> compile_error,
+    PermissionError (the builder's seccomp filter), nothing reached them;
   - 12_small_linear at smoke: ModelNew with its own nn.Linear (built under the task's seed, so
     the parameters are Model's) -> ok; a constructor that is not Model's -> compile_error;
   - tasks/host/gelu (a C oracle): a ModelNew is compile_error, "runs only on a task with a
@@ -327,6 +329,44 @@ def build_confined(tool, relu, c, cache):
           "nothing written beside the build folder")
 
 
+def build_unix_sockets(tool, relu, c, tmp, cache):
+    """A load_inline file whose module level connects to unix sockets beside the cache (a
+    stream one, as Redis's redis.sock of kb-launch --local, and a datagram one, also through a
+    datagram socketpair): Landlock does not cover them; the builder's seccomp filter
+    (kb_build_modelnew.no_unix_sockets) does: compile_error, PermissionError, nothing reached
+    the listeners."""
+    import socket
+    stream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        stream.bind(os.path.join(tmp, "kb_listen.sock"))
+        stream.listen(8)
+        stream.setblocking(False)
+        dgram.bind(os.path.join(tmp, "kb_listen_dgram.sock"))
+        dgram.setblocking(False)
+        rc, lines = evaluate(tool, relu, [c("relu_build_unix")], "1", cache)
+        reached = []
+        try:
+            conn, _ = stream.accept()  # a connection made and closed still waits here
+            conn.settimeout(1)
+            reached.append("stream: connected, read %r" % conn.recv(64))
+            conn.close()
+        except BlockingIOError:
+            pass
+        try:
+            reached.append("dgram: %r" % dgram.recv(64))
+        except BlockingIOError:
+            pass
+    finally:
+        stream.close()
+        dgram.close()
+    got = [(x["status"], x["reason"]) for x in lines]
+    check(rc == 0 and len(got) == 1 and got[0][0] == "compile_error" and
+          "PermissionError" in got[0][1],
+          "the compile tier's unix socket connections refused: %s" % got)
+    check(not reached, "nothing reached the unix sockets the test listens on: %s" % reached)
+
+
 def sleepers():
     """Pids of `sleep 987` processes (relu_build_daemon.py's)."""
     out = []
@@ -602,6 +642,7 @@ def main(argv):
         leaks(tool, relu, c, cache)
         build_confined(tool, relu, c, cache)
         build_leftovers(tool, relu, c, cache)
+        build_unix_sockets(tool, relu, c, tmp, cache)
 
         reference_tampering(tool, os.path.join(out, "12_small_linear"), c, cache)
         rc, lines = evaluate(tool, os.path.join(out, "12_small_linear"),
