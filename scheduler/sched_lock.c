@@ -172,9 +172,9 @@ int kb__sched_lock_take(struct kb__sched_lock *l, struct kb_redis *r, const stru
      * reused one): refused once the lock did not expire in its time to live */
     if (kb_now_mono() >= give_up)
       return kb_error_set(err, KB_ELOCKED, "campaign \"%s\" has a scheduler already: %s (%s, "
-                          "renewed every %d s); a second one would split its results: stop it, "
+                          "renewed every %.1f s); a second one would split its results: stop it, "
                           "or wait for it to end", q->cid, holder, l->key,
-                          KB_SCHED_LOCK_TTL_MS / 4000);
+                          KB_SCHED_LOCK_TTL_MS / 4000.0);
     if (!said)
       kb_info("waiting for the scheduler lock %s held by %s (it expires in %.1f s unless its "
               "holder renews it)", l->key, holder, pttl / 1000.0);
