@@ -40,6 +40,11 @@ sched b.log; B=$!; BG_PIDS+=($B)
 RUNNER=$!; BG_PIDS+=($RUNNER)
 sleep 0.5
 sched c.log --results "$T/other"; C=$!; BG_PIDS+=($C)
+# from its first result on, the rest of the work waits for step 4, which needs results arriving:
+# the refusals below take 12 s, in which the runner finished the campaign, and no second result
+# came (the clean-clone CI, twice)
+for _ in $(seq 600); do [ "$(results)" -ge 1 ] && break; sleep 0.05; done
+kill -STOP "$RUNNER"
 # the holder renews its lock: the others are refused once it did not expire (12 s)
 for _ in $(seq 200); do
   alive=0
@@ -53,9 +58,6 @@ refused "$C" c.log
 kill -0 "$SCHED" 2> /dev/null || fail "every scheduler stopped"
 [ ! -e "$T/other/tw" ] || [ -z "$(ls -A "$T/other/tw")" ] || fail "the refused scheduler made files"
 [ "$(results)" -ge 1 ] || fail "no result yet"
-# the rest of the work waits for step 4, which needs results arriving (on a loaded machine the
-# runner had all but finished the campaign by then, and no second result came)
-kill -STOP "$RUNNER"
 
 note "3. kill -9 of the holder, restarted at once"
 kill -9 "$SCHED"; wait "$SCHED" 2> /dev/null || true
