@@ -156,20 +156,6 @@ static int write_file(const char *path, const void *data, size_t len, struct kb_
   return KB_OK;
 }
 
-/* fsync()s the file at `path`. Errors: write_fail's. */
-static int sync_file(const char *path, struct kb_error *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return write_fail(err, path, errno);
-  if (fsync(fd) != 0) {
-    int e = errno;
-    close(fd);
-    return write_fail(err, path, e);
-  }
-  close(fd);
-  return KB_OK;
-}
-
 /* `*out` = new "dir/name". Errors: KB_ENOMEM. */
 static int join_path(const char *dir, const char *name, char **out) {
   struct kb_buf b;
@@ -1320,7 +1306,7 @@ int kb__compile_cancellable(const struct kb__compiler *cc, const struct kb__comp
      * library that looks whole but is not (a cache hit checks the sum: cached_lib_whole) */
     cache_text(tmp_dir, LOG_NAME, b->log, paths.log);
     char sum[65];
-    rc = sync_file(lib_tmp, err);
+    rc = kb_fsync_path(lib_tmp, 0) == 0 ? KB_OK : write_fail(err, lib_tmp, errno);
     if (rc == KB_OK)
       rc = file_sha256(lib_tmp, sum, err);
     if (rc)

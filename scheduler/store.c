@@ -943,17 +943,11 @@ static herr_t make_group(hid_t file, const char *name) {
   return H5Gclose(g);
 }
 
-/* Durably syncs file or directory `path`. Errors: KB_EIO. */
+/* Durably syncs file or directory `path` (kb_fsync_path). Errors: KB_EIO naming the step. */
 static int sync_path(const char *path, int dir, struct kb_error *err) {
-  int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC);
-  if (fd < 0)
-    return sysfail(err, errno, path, "open to sync");
-  int rc = fsync(fd);
-  int e = errno;
-  close(fd);
-  if (rc != 0)
-    return sysfail(err, e, path, "sync");
-  return KB_OK;
+  if (kb_fsync_path(path, dir) == 0)
+    return KB_OK;
+  return sysfail(err, errno, path, "sync");
 }
 
 /* Writes the root attributes of new file `f` (named `tmp` in messages): format, campaign,

@@ -1,8 +1,9 @@
-/* Whole writes and tree removal (see kb/fs.h). */
+/* Whole writes, syncs by name and tree removal (see kb/fs.h). */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH and FTW_PHYS */
 #include "kb/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,17 @@ int kb_write_all(int fd, const void *buf, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+int kb_fsync_path(const char *path, int dir) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return rc == 0 ? 0 : -1;
 }
 
 /* The first entry nftw's callback could not remove, per thread (nftw passes no user data). */

@@ -1,5 +1,5 @@
 /* File-system steps more than one process takes the same way: writing a whole buffer to a file
- * descriptor, removing a folder with everything in it, and telling a write fault from other
+ * descriptor, syncing a file or folder by name, removing a folder with everything in it, and telling a write fault from other
  * failures.
  */
 #ifndef KB_FS_H
@@ -13,6 +13,11 @@ struct kb_error;
  * Returns 0, or -1 with errno set (EIO when write() wrote nothing); the file offset then
  * stands after what was written. Does not close `fd`. */
 int kb_write_all(int fd, const void *buf, size_t n);
+
+/* fsync()s the file or, with `dir` non-zero, the folder at `path` (borrowed): opened read-only
+ * (a folder with O_DIRECTORY), synced, closed. Returns 0, or -1 with errno set by the step that
+ * failed (the open or the sync). */
+int kb_fsync_path(const char *path, int dir);
 
 /* Removes `path` (borrowed) and, when it is a folder, everything under it; symbolic links are
  * removed, never followed. A `path` that does not exist is not an error. What cannot be removed
