@@ -79,7 +79,8 @@ void kb__confine_current(struct kb__confine_level *out);
 _Noreturn void kb__confine_exit(int code);
 
 /* send(fd, p, n, MSG_NOSIGNAL) made through the filter's gate: the one way to write to a
- * descriptor of kb__confine_opts.proto once confined. A count, or -1 with errno. */
+ * descriptor of kb__confine_opts.proto once confined; write(2) from the gate when `fd` is no
+ * socket (a pipe: SIGPIPE is then not held off). A count, or -1 with errno. */
 long kb__confine_send(int fd, const void *p, size_t n);
 
 /* The library-load window of profile C: between these two calls read-only opens are made (the
