@@ -9,10 +9,12 @@ usage: build_sockets.py OUT_DIR      (from the repository root, after kb_gpu_env
    warm-up pass runs inductor and ptxas in the builder), relu_triton.py (Triton) -> ok each;
    relu_build_unix.py (connects to the stream and datagram unix sockets this script listens on)
    -> compile_error, PermissionError, nothing reached the listeners.
-2. The filter applied first (libkb-confine.so of KB_SANDBOX_DIR), then what the builder itself
-   does before it: the driver's start (cuInit, which probes the MPS daemon's unix socket) and
+2. The builder's order outside the builder: the driver's start (cuInit, which probes the MPS
+   daemon's unix socket) first, then the filter (libkb-confine.so of KB_SANDBOX_DIR), then
    torch.compile with inductor's compile-worker pool (compile_threads as configured, the
-   subprocess pool's fork or spawn workers): whether they work with socket(AF_UNIX) refused.
+   subprocess pool's fork or spawn workers) -> works. And the other order, the filter first:
+   cuInit fails (on the H100 at fd75fd1, "Error 304: OS call failed"), which is why the builder
+   starts the driver before its filter; printed, not a failure either way.
 Prints one line per check; exits 1 when one failed.
 """
 import ctypes
@@ -35,10 +37,12 @@ def check(cond, what):
 
 PROBE = r"""
 import ctypes, os, sys
+import torch
+if sys.argv[1] == "driver-first":
+    torch.cuda.init()
 lib = ctypes.CDLL(os.path.join(os.environ["KB_SANDBOX_DIR"], "libkb-confine.so"))
 why = ctypes.create_string_buffer(256)
 assert lib.kb_confine_no_unix_sockets(why, 256) == 0, why.value
-import torch
 import torch._inductor.config as cfg
 print("cuda", torch.cuda.is_available(), "compile_threads", cfg.compile_threads,
       "start", getattr(cfg, "worker_start_method", None), flush=True)
@@ -88,11 +92,16 @@ def main(out):
     except BlockingIOError:
         pass
     check(not reached, "nothing reached the listeners: %s" % reached)
-    p = subprocess.run([sys.executable, "-c", PROBE], stdout=subprocess.PIPE,
+    p = subprocess.run([sys.executable, "-c", PROBE, "driver-first"], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=600)
     print(p.stdout[-3000:])
     check(p.returncode == 0 and "cuda True" in p.stdout and "compiled True" in p.stdout,
-          "cuInit and inductor's compile workers with the filter applied first")
+          "cuInit, then the filter, then inductor's compile workers (the builder's order)")
+    p = subprocess.run([sys.executable, "-c", PROBE, "filter-first"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=600)
+    print("note: the filter first, then cuInit: %s" %
+          ("works" if p.returncode == 0 and "cuda True" in p.stdout else
+           "fails (why the builder starts the driver first): " + p.stdout.strip()[-300:]))
     return 1 if failures else 0
 
 
