@@ -14,6 +14,10 @@
 #include "kb/result.h"
 #include "witness.h"
 
+/* the `cuda` column: 1 a device, 0 a host's wall clock (a PyTorch worker), CPU a host's
+ * kb-sandbox on the kernel's count of each process's CPU time (the plan's cpu_clock) */
+#define CPU 2
+
 struct judge_case {
   const char *what;
   int cuda;
@@ -81,6 +85,26 @@ static const struct judge_case cases[] = {
      120, 100, KB_STATUS_OK, 0, ""},
     {"the host: a claim ten times under", 0, 32, {0.0352, 0.0352, 0.0352}, {0.0032, 0.0032, 0.0032},
      {100, 100, 100}, 100, 100, KB_STATUS_REJECTED, 0, "timing not confirmed"},
+    /* a host's kb-sandbox on its CPU-time clock: 1.5x and 20 us. forges_timer_state
+     * (tests/catalogue/host, task row_sum, 2026-12-07): its samples shortened to 2.3 us by
+     * writing the sandbox's timer state, its calls witnessed at 68.7 us a call (64 calls, the
+     * oracle 620 us): within the wall clock's 3x and 100 us, ok before */
+    {"the host's CPU clock: samples forged under 100 us", CPU, 64,
+     {0.0108672, 0.0108672, 0.0108672}, {0.0461632, 0.0461632, 0.0461632}, {620.2, 620.2, 620.2},
+     2.3, NAN, KB_STATUS_REJECTED, 0, "timing not confirmed outside its process"},
+    /* the same calls claimed honestly (honest_unrolled: 65.6 us) */
+    {"the host's CPU clock: the same calls honest", CPU, 64,
+     {0.0108672, 0.0108672, 0.0108672}, {0.0461632, 0.0461632, 0.0461632}, {620.2, 620.2, 620.2},
+     65.6, NAN, KB_STATUS_OK, 0, ""},
+    /* the most over its claim an honest seed of tasks/host was witnessed (attention's naive
+     * seed, 6509.4 us against 5519.9, 1.18x; 4 calls, the oracle 7723.2 us) */
+    {"the host's CPU clock: an honest seed at 1.18x", CPU, 4,
+     {0.0320, 0.0320, 0.0320}, {0.0368552, 0.0368552, 0.0368552}, {7723.2, 7723.2, 7723.2},
+     5519.9, NAN, KB_STATUS_OK, 0, ""},
+    /* witnessed 1.62x its claim: over 1.5x and 20 us (the wall clock's rule let it through) */
+    {"the host's CPU clock: 1.62x its claim", CPU, 10,
+     {0.0262, 0.0262, 0.0262}, {0.0200, 0.0200, 0.0200}, {1000, 1000, 1000},
+     1000, NAN, KB_STATUS_REJECTED, 0, "timing not confirmed"},
     /* no eager beside the candidate (NAN): only its own time judged */
     {"no eager beside it", 1, 32,
      {0.0050, 0.0050, 0.0050}, {0.0050, 0.0050, 0.0050}, {100, 100, 100},
@@ -100,10 +124,12 @@ static void judges_the_table(void **state) {
       o.ref_s[r] = c->ref_s[r];
       o.module_us[r] = c->module_us[r];
     }
+    o.cpu_clock = c->cuda == CPU;
     struct kb__witness_verdict v;
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
-    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda, KB__WITNESS_TORCH, &v);
+    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda == 1,
+                      o.cpu_clock ? KB__WITNESS_ORACLE : KB__WITNESS_TORCH, &v);
     print_message("%s: %s %s\n", c->what, kb_status_name(v.status), v.reason);
     assert_int_equal(v.status, c->status);
     assert_int_equal(v.eager_held, c->eager_held);
