@@ -29,13 +29,14 @@
 #define HOST_FACTOR 3.0
 #define HOST_SLACK_US 100.0
 /* A host's kb-sandbox on the kernel's count of each process's CPU time: the same C around the
- * calls in both processes, no wait for a device, and another process's load not counted. Every
- * seed of tasks/host at the full tier on this 2-core machine was witnessed at 0.73-1.18x its
- * claim (2026-12-07, two passes; the host's samples are wall time, at least the CPU time). The
- * wall clock's 3x and 100 us let any claim of a call under 100 us through: the catalogue's
- * forges_timer_state, its samples shortened by writing the sandbox's timer state, was ok at
- * 2.3 us a call (220x same-run) for calls witnessed at 69 us */
-#define CPU_FACTOR 1.5
+ * calls in both processes, no wait for a device, and another process's load not counted, but
+ * its caches and memory shared. Every seed of tasks/host at the full tier on this 2-core
+ * machine, beside the other test runs, was witnessed at 0.41-1.36x its claim (2026-12-07, four
+ * passes; row_sum's tuned seed once at 1.45x; the host's samples are wall time, at least the
+ * CPU time, hence the low ones). The wall clock's 3x and 100 us let any claim of a call under
+ * 100 us through: the catalogue's forges_timer_state, its samples shortened by writing the
+ * sandbox's timer state, was ok at 2.3 us a call (220x same-run) for calls witnessed at 69 us */
+#define CPU_FACTOR 2.0
 #define CPU_SLACK_US 20.0
 #define EAGER_HELD 1.5  /* eager in the candidate's process over the trusted one's: reported */
 #define EAGER_SLOWED 3.0 /* ... : rejected */

@@ -85,7 +85,7 @@ int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double ea
  * device's rule (a host's wall clock is the noisier); `o->cpu_clock`: the CPU-time rule (a
  * host's kb-sandbox, timed by the kernel's count of each process's CPU time); `kind` (enum
  * kb__witness_kind) names the reference in the reasons. The rules (docs/sandbox.md):
- *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (1.5x
+ *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x
  *    and 20 us on a host's CPU-time clock, 2x and 30 us on a device, 3x and 100 us on a host's
  *    wall clock) plus, for a PyTorch worker, the trusted worker's time around each of its
  *    module calls: rejected (its samples were faster than its calls on fresh inputs);
