@@ -1,7 +1,7 @@
 /* The witness's calls in kb-sandbox (see witness_calls.h). */
 #include "witness_calls.h"
 #include "integrity.h"
-#include "inputs.h"
+#include "reflect.h"
 
 #include <errno.h>
 #include <fcntl.h>

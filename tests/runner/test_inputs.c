@@ -14,6 +14,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "inputs.h"
+#include "reflect.h"
 
 static uint32_t bits32(float f) {
   uint32_t b;
