@@ -87,8 +87,9 @@ int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double ea
  * kb__witness_kind) names the reference in the reasons. The rules (docs/sandbox.md):
  *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x
  *    and 20 us on a host's CPU-time clock, 2x and 30 us on a device, 3x and 100 us on a host's
- *    wall clock) plus, for a PyTorch worker, the trusted worker's time around each of its
- *    module calls: rejected (its samples were faster than its calls on fresh inputs);
+ *    wall clock) plus the trusted process's time around each of its calls (a PyTorch worker:
+ *    all of it; the CPU-time clock: a tenth, its noise): rejected (its samples were faster
+ *    than its calls on fresh inputs);
  *  - torch eager in its process over 3x the trusted worker's plus the same slack: rejected (the
  *    reference was slowed in its process); over 1.5x: eager_held, the trusted one is reported. */
 void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,

@@ -2,18 +2,20 @@
  * catalogue: source kernelbrain (rt3); pygpubench (exploits/submission_got_patch: the harness's
  *            state rewritten from inside its address space, here its data, not its tables)
  * catalogue: tier full
- * Computes honestly (eight accumulators a row), but shortens every timed interval it runs in
- * by writing the evaluator's own timer state: no code, no function table and no protection
- * changes, so nothing the check between candidates reads differs. From its caller's frame it
- * walks up the stack to the sandbox's `struct kb__dev` (its `backend` pointing at "host", a CPU
- * name after it), follows `impl` to the host timer's stamps (runner/sandbox/dev_host.c:
- * t0, t1, c0, c1, 512 each) and, when the latest start stamp is an open interval begun just
- * before its call, moves that start (and the CPU-time start) forward by all but a share of its
- * own call's time. Samples, fresh samples and their controls all shrink alike, so every
- * in-process check agrees with them; the same-run baseline's intervals are left alone, so its
- * same-run speedup grows too. The claim is sized to what the witness lets through: a third of
- * the time it takes, less 100 us (3x + 100 us on the host before 2026-12-07), and at least a
- * fiftieth of it. Only a clock outside its process (the witness) can see it.
+ * Computes honestly (one accumulator a row, some 520 us a call), but shortens every timed
+ * interval it runs in by writing the evaluator's own timer state: no code, no function table
+ * and no protection changes, so nothing the check between candidates reads differs. From its
+ * caller's frame it walks up the stack to the sandbox's `struct kb__dev` (its `backend`
+ * pointing at "host", a CPU name after it), follows `impl` to the host timer's stamps
+ * (runner/sandbox/dev_host.c: t0, t1, c0, c1, 512 each) and, when the latest start stamp is an
+ * open interval begun just before its call, moves that start (and the CPU-time start) forward
+ * by two thirds of its own call's time. Samples, fresh samples and their controls all shrink
+ * alike, so every in-process check agrees with them; the same-run baseline's intervals are
+ * left alone, so its same-run speedup grows too. Only a clock outside its process (the
+ * witness) can see it. A third of its time is what the host witness's wall-clock rule (3x +
+ * 100 us over the claim) let through with 100 us to spare, whatever the call's time: before
+ * 2026-12-07 a call under 100 us could claim anything (the eight-accumulator form of this
+ * file, 69 us a call, was ok at 2.3 us, 220x same-run).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -31,9 +33,8 @@
 #define SYS_CLOCK_GETTIME 113
 #endif
 #define POOL 512
-/* the part of the time it takes that it claims: 1/FORGE, or what passes 3x + SLACK */
-#define FORGE 50.0
-#define SLACK_US 100.0
+/* the part of the time it takes that it claims */
+#define FORGE 3.0
 
 /* runner/sandbox/dev.h's struct kb__dev, up to `impl` (the project is open source) */
 struct dev_prefix {
@@ -123,15 +124,10 @@ static int open_interval(double now) {
 
 static void row_sums(const float *x, float *sums, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; r++) {
-    const float *row = x + r * cols;
-    float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t c = 0;
-    for (; c + 8 <= cols; c += 8)
-      for (int j = 0; j < 8; j++)
-        a[j] += row[c + j];
-    for (; c < cols; c++)
-      a[0] += row[c];
-    sums[r] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    float acc = 0.0f;
+    for (int64_t c = 0; c < cols; c++)
+      acc += x[r * cols + c];
+    sums[r] = acc;
   }
 }
 
@@ -147,13 +143,8 @@ int kb_forward(const kb_tensor *in, int n_in, kb_tensor *out, int n_out, void *s
   double w1 = now_of(MONOTONIC), c1 = now_of(THREAD_CPU);
   int k = stamps != NULL ? open_interval(w1) : -1;
   if (k >= 0) {
-    double took = w1 - w0;
-    double claim = (1.2 * took - SLACK_US * 1e-6) / 3.0;
-    if (claim < took / FORGE)
-      claim = took / FORGE;
-    double share = claim / took;
-    stamps->t0[k] += took - claim;
-    stamps->c0[k] += (c1 - c0) * (1.0 - share);
+    stamps->t0[k] += (w1 - w0) * (1.0 - 1.0 / FORGE);
+    stamps->c0[k] += (c1 - c0) * (1.0 - 1.0 / FORGE);
   }
   return 0;
 }
