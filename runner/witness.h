@@ -42,6 +42,8 @@ struct kb__witness_obs {
   double ref_s[KB_WITNESS_ROUNDS];    /* the trusted worker's, its comparison left out, seconds */
   double module_us[KB_WITNESS_ROUNDS]; /* the trusted worker's own time of one module call,
                                           microseconds (mean over the request's calls) */
+  int cpu_clock;                      /* 1: cand_s and ref_s are each process's CPU time (the
+                                          plan's cpu_clock): the tight rule of kb__witness_judge */
 };
 
 /* The witness's verdict. */
@@ -80,11 +82,14 @@ int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double ea
 
 /* Judges `o` against the confined worker's claims, `claimed_us` (the candidate's median) and
  * `eager_same_us` (torch eager timed in its process; NAN when none), into `v`. `cuda`: the
- * device's rule (a host's clock is the noisier); `kind` (enum kb__witness_kind) names the
- * reference in the reasons. The rules (docs/sandbox.md):
- *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x and
- *    30 us on a device, 3x and 100 us on a host) plus the trusted worker's time around each of
- *    its module calls: rejected (its samples were faster than its calls on fresh inputs);
+ * device's rule (a host's wall clock is the noisier); `o->cpu_clock`: the CPU-time rule (a
+ * host's kb-sandbox, timed by the kernel's count of each process's CPU time); `kind` (enum
+ * kb__witness_kind) names the reference in the reasons. The rules (docs/sandbox.md):
+ *  - the candidate's witnessed time cand_us over a factor times its claim plus a slack (2x
+ *    and 20 us on a host's CPU-time clock, 2x and 30 us on a device, 3x and 100 us on a host's
+ *    wall clock) plus the trusted process's time around each of its calls (a PyTorch worker:
+ *    all of it; the CPU-time clock: a tenth, its noise): rejected (its samples were faster
+ *    than its calls on fresh inputs);
  *  - torch eager in its process over 3x the trusted worker's plus the same slack: rejected (the
  *    reference was slowed in its process); over 1.5x: eager_held, the trusted one is reported. */
 void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,

@@ -81,6 +81,13 @@ double kb__dtype_load(int dtype, const void *data, int64_t i) {
   return NAN;
 }
 
+double kb__dtype_round(int dtype, double v) {
+  union element x;
+  if (kb__dtype_store(dtype, &x, v) != KB_OK)
+    return NAN;
+  return kb__dtype_load(dtype, &x, 0);
+}
+
 int kb__inputs_fill(const struct kb_input_set *set, int tensor, int dtype, void *data, int64_t n,
                    struct kb_error *err) {
   int size = kb_dtype_size(dtype);

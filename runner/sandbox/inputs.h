@@ -61,5 +61,8 @@ int kb__dtype_store(int dtype, void *dst, double v);
 /* Element `i` of the array `data` (borrowed) of `dtype` as a double; NAN for an unknown dtype.
  * I64 values beyond 2^53 lose their low bits. */
 double kb__dtype_load(int dtype, const void *data, int64_t i);
+/* `v` as `dtype` holds it (kb__dtype_store's rounding or clamp, read back); NAN for an unknown
+ * dtype. */
+double kb__dtype_round(int dtype, double v);
 
 #endif

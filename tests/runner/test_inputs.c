@@ -14,6 +14,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "inputs.h"
+#include "reflect.h"
 
 static uint32_t bits32(float f) {
   uint32_t b;
@@ -228,13 +229,61 @@ static void test_load_store(void **state) {
   assert_true(isnan(kb__dtype_load(99, buf, 0)));
 }
 
+/* kb__inputs_reflect: about half the elements reflected about the distribution's centre, the
+ * rest untouched, every one still in the distribution's range; the same key the same
+ * elements; integer dtypes outside the integers distribution left alone. */
+static void test_reflect(void **state) {
+  (void)state;
+  enum { N = 1000 }; /* not a multiple of 64: the last word's bits too */
+  const struct {
+    struct kb_input_set set;
+    int dtype;
+    double sum, lo, hi; /* the reflection; lo > hi: none */
+  } cases[] = {
+      {{7, KB_DIST_UNIFORM, -1, 1}, KB_F32, 0, -1, 1},
+      {{7, KB_DIST_UNIFORM, 0, 100}, KB_F32, 100, 0, 100},
+      {{7, KB_DIST_NORMAL, 3, 2}, KB_F32, 6, -INFINITY, INFINITY},
+      {{7, KB_DIST_INTEGERS, -1000, 1000}, KB_F32, -1, -1000, 999},
+      {{7, KB_DIST_UNIFORM, -1, 1}, KB_F64, 0, -1, 1},
+      {{7, KB_DIST_UNIFORM, 0, 4}, KB_F16, 4, 0, 4},
+      {{7, KB_DIST_NORMAL, 0, 1}, KB_BF16, 0, -INFINITY, INFINITY},
+      {{7, KB_DIST_INTEGERS, 0, 10}, KB_I64, 9, 0, 9},
+      {{7, KB_DIST_INTEGERS, 0, 2}, KB_BOOL, 1, 0, 1},
+      {{7, KB_DIST_UNIFORM, 0, 10}, KB_I32, 0, 1, 0},
+  };
+  static unsigned char a[N * 8], b[N * 8], c[N * 8];
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int dt = cases[k].dtype;
+    assert_int_equal(kb__inputs_fill(&cases[k].set, 0, dt, a, N, NULL), KB_OK);
+    memcpy(b, a, sizeof a);
+    memcpy(c, a, sizeof a);
+    assert_int_equal(kb__inputs_reflect(&cases[k].set, 99, dt, b, N, NULL), KB_OK);
+    assert_int_equal(kb__inputs_reflect(&cases[k].set, 99, dt, c, N, NULL), KB_OK);
+    assert_memory_equal(b, c, (size_t)N * (size_t)kb_dtype_size(dt));
+    int changed = 0;
+    for (int64_t i = 0; i < N; i++) {
+      double v = kb__dtype_load(dt, a, i), r = kb__dtype_load(dt, b, i);
+      if (r == v)
+        continue;
+      changed++;
+      assert_true(cases[k].lo <= cases[k].hi);
+      assert_true(r >= cases[k].lo && r <= cases[k].hi);
+      assert_true(fabs(r - kb__dtype_round(dt, cases[k].sum - v)) <= 1e-12);
+    }
+    if (cases[k].lo > cases[k].hi)
+      assert_int_equal(changed, 0);
+    else
+      assert_in_range(changed, N * 35 / 100, N * 65 / 100);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_splitmix_reference), cmocka_unit_test(test_known_values),
       cmocka_unit_test(test_deterministic),      cmocka_unit_test(test_distributions),
       cmocka_unit_test(test_integer_conversions), cmocka_unit_test(test_bad_sets),
       cmocka_unit_test(test_f16),                cmocka_unit_test(test_bf16),
-      cmocka_unit_test(test_load_store),
+      cmocka_unit_test(test_load_store),          cmocka_unit_test(test_reflect),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

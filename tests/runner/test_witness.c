@@ -14,6 +14,10 @@
 #include "kb/result.h"
 #include "witness.h"
 
+/* the `cuda` column: 1 a device, 0 a host's wall clock (a PyTorch worker), CPU a host's
+ * kb-sandbox on the kernel's count of each process's CPU time (the plan's cpu_clock) */
+#define CPU 2
+
 struct judge_case {
   const char *what;
   int cuda;
@@ -81,6 +85,34 @@ static const struct judge_case cases[] = {
      120, 100, KB_STATUS_OK, 0, ""},
     {"the host: a claim ten times under", 0, 32, {0.0352, 0.0352, 0.0352}, {0.0032, 0.0032, 0.0032},
      {100, 100, 100}, 100, 100, KB_STATUS_REJECTED, 0, "timing not confirmed"},
+    /* a host's kb-sandbox on its CPU-time clock: 2x and 20 us. forges_timer_state
+     * (tests/catalogue/host, task row_sum, 2026-12-07): its samples shortened to 2.3 us by
+     * writing the sandbox's timer state, its calls witnessed at 68.7 us a call (64 calls, the
+     * oracle 620 us): within the wall clock's 3x and 100 us, ok before */
+    {"the host's CPU clock: samples forged under 100 us", CPU, 64,
+     {0.0108672, 0.0108672, 0.0108672}, {0.0461632, 0.0461632, 0.0461632}, {620.2, 620.2, 620.2},
+     2.3, NAN, KB_STATUS_REJECTED, 0, "timing not confirmed outside its process"},
+    /* the same calls claimed honestly (honest_unrolled: 65.6 us) */
+    {"the host's CPU clock: the same calls honest", CPU, 64,
+     {0.0108672, 0.0108672, 0.0108672}, {0.0461632, 0.0461632, 0.0461632}, {620.2, 620.2, 620.2},
+     65.6, NAN, KB_STATUS_OK, 0, ""},
+    /* the most over its claim an honest seed of tasks/host was witnessed under load
+     * (row_sum's tuned seed, 163.7 us against 113.2, 1.45x; 64 calls, the oracle 593.3 us) */
+    {"the host's CPU clock: an honest seed at 1.45x", CPU, 64,
+     {0.0356544, 0.0356544, 0.0356544}, {0.0631488, 0.0631488, 0.0631488}, {593.3, 593.3, 593.3},
+     113.2, NAN, KB_STATUS_OK, 0, ""},
+    /* under ASan at -O0 (layernorm's tuned seed, 2026-12-07: 788.4 us against 363.3, 16 calls,
+     * the oracle 1900 us, 9981 us around each call in the trusted process): over 2x and 20 us,
+     * under the tenth of the time around the calls that the two processes' shares of the
+     * caches and memory move */
+    {"the host's CPU clock: an honest seed under ASan", CPU, 16,
+     {0.1723104, 0.1723104, 0.1723104}, {0.190096, 0.190096, 0.190096}, {1900, 1900, 1900},
+     363.3, NAN, KB_STATUS_OK, 0, ""},
+    /* witnessed 2.2x its claim, 1000 us around each call: over 2x, 20 us and 100 us (the wall
+     * clock's rule let it through) */
+    {"the host's CPU clock: 2.2x its claim", CPU, 10,
+     {0.0320, 0.0320, 0.0320}, {0.0200, 0.0200, 0.0200}, {1000, 1000, 1000},
+     1000, NAN, KB_STATUS_REJECTED, 0, "timing not confirmed"},
     /* no eager beside the candidate (NAN): only its own time judged */
     {"no eager beside it", 1, 32,
      {0.0050, 0.0050, 0.0050}, {0.0050, 0.0050, 0.0050}, {100, 100, 100},
@@ -100,10 +132,12 @@ static void judges_the_table(void **state) {
       o.ref_s[r] = c->ref_s[r];
       o.module_us[r] = c->module_us[r];
     }
+    o.cpu_clock = c->cuda == CPU;
     struct kb__witness_verdict v;
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
-    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda, KB__WITNESS_TORCH, &v);
+    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda == 1,
+                      o.cpu_clock ? KB__WITNESS_ORACLE : KB__WITNESS_TORCH, &v);
     print_message("%s: %s %s\n", c->what, kb_status_name(v.status), v.reason);
     assert_int_equal(v.status, c->status);
     assert_int_equal(v.eager_held, c->eager_held);
