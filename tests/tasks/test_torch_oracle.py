@@ -248,6 +248,14 @@ def trusted(worker, task_dir, rw):
                       "max_samples": 2, "flush_l2": False})
             check(r.get("op") == "error" and r.get("field") == "modes",
                   "modes %r is refused, naming the field: %s" % (bad, r))
+        # a released task is freed: nothing of the last request holds it (the request loop's
+        # `task` local held it until the next request; on a GPU, gigabytes of its sets)
+        r = call({"op": "release", "keep": "t"})
+        check(r.get("dropped") == 0 and r.get("tasks_alive") == 1,
+              "release keeping the task: 1 task alive: %s" % r)
+        r = call({"op": "release"})
+        check(r.get("dropped") == 1 and r.get("tasks_alive") == 0,
+              "release of all after torch requests: no task alive: %s" % r)
         check(call({"op": "quit"}) == {"op": "bye"}, "trusted: quit -> bye")
         check(p.wait(timeout=10) == 0, "trusted: exit status 0 after quit")
     finally:
