@@ -4138,6 +4138,7 @@ def do_release(req, prepared):
     dropped = [k for k in prepared if k != keep]
     for k in dropped:
         del prepared[k]
+        LAST_OK.pop(k, None)  # a dropped task's last candidate (a ModelNew holds its weights)
     give_back_memory()
     # the tasks still alive after the collection: the kept one, or none; more is a dropped task
     # something still holds (docs/sandbox.md, "release")
