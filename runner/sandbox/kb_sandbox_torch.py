@@ -53,6 +53,7 @@ task) the same way, on its own stream and the same input sets: "torch_eager" and
 worker refuses "eval"; an untrusted one refuses "torch".
 """
 import builtins
+import contextlib
 import ctypes
 import gc
 import json
@@ -1178,16 +1179,56 @@ def draw(task, k, s=None):
             continue
         g = torch.Generator(device=DEV)
         g.manual_seed((s["seed"] * 1000003 + i) % (2**63))
-        if spec["dtype"] in FLOATS:
-            if s["distribution"] == "normal":
-                t.normal_(s["low"], s["high"], generator=g)
-            elif s["distribution"] == "uniform":
-                t.uniform_(s["low"], s["high"], generator=g)
-            else:
-                t.random_(int(s["low"]), int(s["high"]), generator=g)
-        elif s["distribution"] == "integers" and spec["dtype"] != "bool":
-            t.random_(int(s["low"]), int(s["high"]), generator=g)
+        if spec["dtype"] in FLOATS or (s["distribution"] == "integers" and
+                                       spec["dtype"] != "bool"):
+            fill(t, s, g)
     return got
+
+
+def fill(t, s, g):
+    """Draws set `s`'s distribution into `t` (contiguous) from generator `g`: with torch's
+    in-place draw in t's dtype where that takes the bounds, else (bounds past the dtype: f16
+    uniform [-1e30, 1e30), integers in [-1e9, 1e9) for f16 or u8, [0, 1e12) for i32) in
+    float64 or int64, CHUNK elements at a time, each value stored as kb-sandbox stores it
+    (runner/sandbox/inputs.c): rounded to a float dtype (an overflow an infinity), clamped to an
+    integer dtype's range. task.json allows bounds up to 1e300, and kb-sandbox draws any of
+    them; torch's draws refuse such bounds ("from is out of bounds for c10::Half"), and such a
+    task was never prepared: every candidate infra_error."""
+    dist, low, high = s["distribution"], s["low"], s["high"]
+    if dist == "integers":  # kb-sandbox draws from ceil(low) up to ceil(high), exclusive
+        low, high = math.ceil(low), math.ceil(high)
+    if t.dtype.is_floating_point:  # what torch's own draws take (else they raise or warn)
+        exact = 2 ** {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24}.get(t.dtype, 53)
+        big = torch.finfo(t.dtype).max
+        native = dist == "normal" or (dist == "uniform" and -big <= low and high <= big) or \
+            (dist == "integers" and -exact <= low and high <= exact)
+    else:
+        lim = torch.iinfo(t.dtype)
+        native = lim.min <= low and high - 1 <= lim.max
+    if native:
+        if dist == "normal":
+            t.normal_(low, high, generator=g)
+        elif dist == "uniform":
+            t.uniform_(low, high, generator=g)
+        else:
+            t.random_(low, high, generator=g)
+        return
+    flat = t.view(-1)
+    wide = torch.int64 if dist == "integers" else torch.float64
+    lim = None if t.dtype.is_floating_point else torch.iinfo(t.dtype)
+    for at in range(0, flat.numel(), CHUNK):
+        v = torch.empty(min(CHUNK, flat.numel() - at), dtype=wide, device=t.device)
+        if dist == "normal":
+            v.normal_(low, high, generator=g)
+        elif dist == "uniform":
+            v.uniform_(low, high, generator=g)
+        else:
+            v.random_(low, high, generator=g)
+        if lim is not None:
+            v = v.floor_() if v.is_floating_point() else v
+            v.clamp_(lim.min, lim.max)
+        flat[at:at + v.numel()].copy_(v)
+        del v
 
 
 # Python scalars among get_inputs() (a float scale, an int dim, a bool flag): the candidate gets a
@@ -1349,6 +1390,66 @@ def reference(task, inputs, what):
         if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
             t.detach().zero_()
     return refs
+
+
+def reference_pure(task, inputs, before, refs):
+    """The reference as a function of its inputs, on input set 0 at prepare: its first call
+    left the inputs as they were (`before`: their checksums) and a second call on them gives
+    the first's outputs `refs` (within the task's tolerance, NaN for NaN; torch's generator
+    seeded alike when the task draws random numbers). Raises Failure naming what differs. A
+    reference that edits its input (a hand-written bundle's `x.mul_(2)`), or whose outputs
+    change from call to call (a counter kept in the module, BatchNorm's running statistics read
+    back in eval mode, a torch.Generator of its own), was once prepared, and every candidate,
+    the identity included, was then `rejected` ("modified its inputs", "not deterministic")."""
+    for i, (t, spec) in enumerate(zip(inputs, task.inputs)):
+        if checksum(t) != before[i]:
+            raise Failure('the reference changes its input "%s" (inputs[%d]) in place: inputs '
+                          'are read-only, so every candidate doing the same would be rejected; '
+                          'make forward() work on a copy (x.clone())' % (spec["name"], i))
+    with no_tf32():
+        if task.random:
+            seed_all(RANDOM_SEED)
+        try:
+            outs = run_module(task.module, forward_args(task, inputs))
+        except Exception as e:
+            raise Failure("input set 0, a second call: %s: %s" % (type(e).__name__, e))
+    try:
+        if len(outs) != len(refs):
+            raise Failure("the module returns %d outputs on a second call on input set 0, %d on "
+                          "the first" % (len(outs), len(refs)))
+        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
+            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
+                raise Failure('output "%s" (outputs[%d]) is %s on a second call on input set '
+                              '0, %s on the first' % (spec["name"], o, describe_tensor(t),
+                                                      describe_tensor(r)))
+            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
+                                                task.rtol)
+            if bad:
+                raise Failure('the reference is not deterministic: element %d of output "%s" '
+                              'is %s on a first call on input set 0 and %s on a second (%d of '
+                              '%d differ beyond the tolerance): state kept between calls?'
+                              % (first, spec["name"], fmt(e), fmt(g), bad, n))
+    finally:  # as reference() leaves them: no reference values behind in freed memory
+        keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
+        kept = set(storage_ptr(x) for x in keep)
+        for t in outs:
+            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
+                t.detach().zero_()
+
+
+@contextlib.contextmanager
+def no_tf32():
+    """TF32 off on CUDA for the reference's calls (set back after)."""
+    if DEV.type != "cuda":
+        yield
+        return
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def storage_ptr(t):
@@ -1605,7 +1706,10 @@ def prepare_task(req):
             raise
         except Exception as e:
             raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
+        before = [checksum(t) for t in inputs] if k == 0 else None
         refs = reference(task, inputs, "input set %d" % k)
+        if k == 0:
+            reference_pure(task, inputs, before, refs)
         if task.trusted_only:
             task.set_inputs.append(inputs)
             for r in refs:

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import weakref
 
+from worker_module import load_worker
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
 failures = []
@@ -302,6 +304,86 @@ def frames_not_held(worker):
           "cycle)")
 
 
+WIDE_REFERENCE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b, c, d):
+        return a.float(), b.int() + 1, c // 2, d * 0.5
+
+
+def get_inputs():
+    return [torch.randn(8, 64).half(), torch.randint(0, 9, (8, 64), dtype=torch.uint8),
+            torch.randint(0, 9, (8, 64), dtype=torch.int32), torch.randn(8, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def wide_sets(worker, tool, tmp, cache):
+    """A hand-written PyTorch-oracle bundle whose input sets reach past its dtypes (task.json
+    allows bounds up to 1e300; kb-sandbox draws in double and stores each value as its dtype
+    does: floats rounded, an overflow an infinity, integers clamped to the dtype's range):
+    integers in [-1e9, 1e9) for f16, u8, i32 and f32 inputs, uniform [-1e30, 1e30), integers
+    in [0, 1e12). The worker drew with torch's own in-place draws, which refuse such bounds
+    ("from is out of bounds for c10::Half", "... for unsigned char", "to - 1 is out of bounds
+    for int"): the task was never prepared and every candidate infra_error. Now drawn as
+    kb-sandbox draws them: prepared, the values as the dtypes hold them, the identity ok at
+    screen (every set)."""
+    d = os.path.join(tmp, "wide")
+    os.makedirs(os.path.join(d, "seeds"))
+    with open(os.path.join(d, "reference.py"), "w") as f:
+        f.write(WIDE_REFERENCE)
+    with open(os.path.join(d, "seeds", "identity.py"), "w") as f:
+        f.write(WIDE_REFERENCE + "\nModelNew = Model\n")
+    shape = [8, 64]
+    inputs = [{"name": n, "dtype": t, "shape": shape}
+              for n, t in (("a", "f16"), ("b", "u8"), ("c", "i32"), ("d", "f32"))]
+    outputs = [{"name": n, "dtype": t, "shape": shape}
+               for n, t in (("o0", "f32"), ("o1", "i32"), ("o2", "i32"), ("o3", "f32"))]
+    sets = [{"seed": 1, "distribution": "integers", "low": -1e9, "high": 1e9},
+            {"seed": 2, "distribution": "uniform", "low": -1e30, "high": 1e30},
+            {"seed": 3, "distribution": "integers", "low": 0, "high": 1e12}]
+    with open(os.path.join(d, "task.json"), "w") as f:
+        json.dump({"schema": "kernelbrain.task/1", "id": "wide", "name": "wide sets",
+                   "backend": "host", "oracle": {"kind": "pytorch", "source": "reference.py"},
+                   "inputs": inputs, "outputs": outputs, "tolerance": {"atol": 0, "rtol": 0},
+                   "input_sets": sets,
+                   "seeds": [{"name": "identity", "source": "seeds/identity.py"}],
+                   "baseline": "identity"}, f)
+    w = load_worker(worker, with_torch=False)
+    w.open_device("host", 0)
+    try:
+        task = w.prepare_task({"op": "prepare", "key": "wide", "inputs": inputs,
+                               "oracle": os.path.join(d, "reference.py"), "outputs": outputs,
+                               "sets": sets, "atol": 0, "rtol": 0})
+    except w.Failure as e:
+        check(False, "wide sets: the worker prepares the task: %s" % e)
+        return
+    import torch
+    a, b, c, x = task.set_inputs[0]
+    check(bool(torch.isinf(a).any()) and bool((a[torch.isfinite(a)].abs() <= 65504).all()) and
+          bool((a == a.float().round()).all()),
+          "wide sets: f16 integers beyond 65504 are infinities, the others whole")
+    check(set(b.unique().tolist()) <= set(range(256)) and {0, 255} <= set(b.unique().tolist()),
+          "wide sets: u8 integers clamped to 0..255: %s" % b.unique().tolist()[:8])
+    check(int(c.min()) < -1000 and int(c.max()) > 1000 and bool((x == x.round()).all()),
+          "wide sets: i32 and f32 integers drawn in [-1e9, 1e9)")
+    a, b, c, x = task.set_inputs[1]
+    check(bool(torch.isinf(a).all()) and bool(torch.isfinite(x).all()) and
+          float(x.abs().max()) > 1e28, "wide sets: uniform [-1e30, 1e30): f16 infinite, f32 not")
+    _, b, c, _ = task.set_inputs[2]
+    check(int(c.max()) == 2**31 - 1 and int(b.max()) == 255,
+          "wide sets: integers beyond i32 clamped to 2^31 - 1, u8 to 255")
+    rc, lines = evaluate(tool, d, [os.path.join(d, "seeds", "identity.py")], "2", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["ok"] and lines[0]["sets_checked"] == 3,
+          "wide sets: the identity ok at screen over the 3 sets: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
+
+
 def main(argv):
     importer, tool, cands, worker = argv[1:5]
     built = os.path.join(os.path.dirname(tool), "kb_sandbox_torch.py")
@@ -331,6 +413,7 @@ def main(argv):
         few_sets(worker, relu, rw)
         trusted(worker, relu, rw)
         no_library(worker, tmp)
+        wide_sets(worker, tool, tmp, cache)
 
         order = ["relu_honest", "relu_wrong", "relu_edits_input", "relu_crash", "relu_hang",
                  "relu_honest"]
