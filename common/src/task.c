@@ -351,7 +351,7 @@ static int parse_tensors(struct ctx *c, json_t *root, const char *key,
       return rc;
     char shape_path[KB_JSON_PATH_MAX];
     kb_json_path(shape_path, sizeof shape_path, path, "shape");
-    int64_t bytes = kb_dtype_size(ts->dtype);
+    int64_t numel = 1;
     ts->ndim = (int)json_array_size(shape);
     for (int d = 0; d < ts->ndim; d++) {
       char dim_path[KB_JSON_PATH_MAX];
@@ -373,10 +373,11 @@ static int parse_tensors(struct ctx *c, json_t *root, const char *key,
         return kb_jsonfile_fail(c->f, c->err, dim_path, "\"%s\" must be a positive integer",
                                 dim_path);
       ts->shape[d] = v;
-      if (bytes > INT64_MAX / v)
+      if (v > KB_MAX_NUMEL / numel) /* numel <= 2^40 and v < 2^31: no overflow */
         return kb_jsonfile_fail(c->f, c->err, shape_path,
-                                "\"%s\" is too large: over 2^63 bytes", shape_path);
-      bytes *= v;
+                                "\"%s\" is too large: over 2^40 elements (%lld), what a "
+                                "sandbox can hold", shape_path, (long long)KB_MAX_NUMEL);
+      numel *= v;
     }
   }
   *n_out = (int)json_array_size(arr);
