@@ -4158,6 +4158,8 @@ def serve(sock, backend, ordinal):
                     touch(key)
                 reply["seconds"] = time.monotonic() - t0
                 send(sock, nonce, reply)
+                if reply.get("fatal"):  # state a task's code left that cannot be set back
+                    return 3
             elif op == "eval":
                 if CONF.trusted:
                     raise BadRequest("op", '"op": this worker is trusted (--trusted): it times '
@@ -4443,7 +4445,79 @@ def make_room(task, prepared, used):
         give_back_memory()
 
 
+def flag_setters():
+    """How each of surface_flags() is set back after a task's code changed it: {name: setter};
+    a flag without one (a mode left entered, an aten kernel registered) cannot be."""
+    b = torch.backends
+    return {"torch.backends.cuda.matmul.allow_tf32":
+            lambda v: setattr(b.cuda.matmul, "allow_tf32", v),
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_fp16_reduced_precision_reduction", v),
+            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_bf16_reduced_precision_reduction", v),
+            "torch.backends.cudnn.allow_tf32": lambda v: setattr(b.cudnn, "allow_tf32", v),
+            "torch.get_float32_matmul_precision()": torch.set_float32_matmul_precision,
+            "torch.get_default_dtype()": torch.set_default_dtype}
+
+
+# what a task's code (reference.py: its top level, Model(), get_inputs(), forward()) may not
+# change at prepare, besides surface_flags(): among process_settings(), the one that changes
+# what later tasks compute
+TASK_FLAGS = ("torch.set_flush_denormal",)
+
+
+def task_left(before):
+    """After a prepare: sets back what the task's code changed of the process-wide state that
+    `before` ((surface_flags(), perf_settings()) taken before it) recorded. Returns (why, fatal):
+    `why` names the first change of surface_flags() or TASK_FLAGS (what makes later tasks'
+    references compute otherwise: the default dtype, TF32, denormals flushed), None when only
+    speed and process settings moved (set back silently, as after a candidate's evaluation);
+    `fatal` when one cannot be set back (the worker exits after its reply). The worker runs
+    several tasks in one process: a hand-written bundle whose reference.py called
+    torch.set_default_dtype(torch.float64) at its top level made every task prepared after it
+    in the same worker fail ("input "x" is float64, the task says f32"), and one calling
+    torch.set_flush_denormal(True) changed their references."""
+    flags, perf = before
+    why, fatal = None, False
+
+    def note(name, was, now):
+        return ("reference.py changes %s (%s, then %s) at prepare: the worker runs other tasks in "
+                "this process, so a task's code (its top level, Model(), get_inputs(), "
+                "forward()) must leave it as it found it" % (name, was, now))
+    for (name, was, put), (_, now, _) in zip(perf, perf_settings()):
+        if now != was:
+            if name in TASK_FLAGS and why is None:
+                why = note(name, was, now)
+            try:
+                put(was)
+            except Exception:
+                fatal = True
+    setters = flag_setters()
+    for (name, was), (_, now) in zip(flags, surface_flags()):
+        if now is not was and now != was:
+            if why is None:
+                why = note(name, "unset" if was is MISSING else was,
+                           "unset" if now is MISSING else now)
+            try:
+                setters[name](was)
+            except Exception:  # no setter (a mode, an aten kernel), or it refused
+                fatal = True
+    return why, fatal
+
+
 def do_prepare(req, prepared, used):
+    before = (surface_flags(), perf_settings())
+    reply = prepare_reply(req, prepared, used)
+    why, fatal = task_left(before)
+    if why is not None or fatal:
+        prepared.pop(req["key"], None)
+        reply = {"op": "prepare", "ok": False, "fatal": fatal, "oom": False,
+                 "reason": (why or "reference.py changed the worker's state at prepare past "
+                            "setting back")[:255]}
+    return reply
+
+
+def prepare_reply(req, prepared, used):
     key = req["key"]
     plan = Task()  # field errors before any work
     plan.inputs = tensors(req, "inputs")

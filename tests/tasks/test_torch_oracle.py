@@ -384,6 +384,73 @@ def wide_sets(worker, tool, tmp, cache):
           % [(x["status"], x.get("reason")) for x in lines])
 
 
+SETTING_REFERENCES = {
+    "dtype": ("torch.set_default_dtype(torch.float64)\n", ""),
+    "denormals": ("", "        torch.set_flush_denormal(True)\n"),
+    "threads": ("", "        torch.set_num_threads(1)\n"),
+    "mode": ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
+             "class Passthrough(TorchDispatchMode):\n"
+             "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+             "        return func(*args, **(kwargs or {}))\n\n\n"
+             "Passthrough().__enter__()\n", "")}
+
+
+def task_settings(worker, task_dir, tmp, rw):
+    """Hand-written bundles whose reference.py changes the worker's process-wide settings at
+    prepare (the importer refuses such files; a bundle written by hand meets only the worker,
+    which runs several tasks in one process): torch.set_default_dtype(torch.float64) at its top
+    level, torch.set_flush_denormal(True) in forward(): the prepare fails naming the setting,
+    set back, and 1_relu prepared next in the same worker is f32 (it was not prepared: "input
+    "x" is float64, the task says f32"); torch.set_num_threads(1) in forward() (speed only):
+    prepared, set back; a dispatch mode entered at its top level (cannot be set back): the
+    prepare fails, fatal, and the worker exits."""
+    task = json.load(open(os.path.join(task_dir, "task.json")))
+    relu = {"op": "prepare", "oracle": os.path.join(task_dir, "reference.py"),
+            "inputs": task["inputs"], "outputs": task["outputs"], "sets": task["input_sets"],
+            "atol": 1e-4, "rtol": 1e-4}
+    files = {}
+    for name, (top, fwd) in SETTING_REFERENCES.items():
+        files[name] = os.path.join(tmp, "settings_%s.py" % name)
+        with open(files[name], "w") as f:
+            f.write("import torch\nimport torch.nn as nn\n%s\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n%s        return torch.relu(x)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(16, 16384)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n" % (top, fwd))
+    a, p = start_worker(worker, rw)
+    call = functools.partial(rpc, a)
+    try:
+        threads = call(dict(relu, key="threads0"))
+        for name, setting, was, now in (("dtype", "torch.get_default_dtype()", "torch.float32",
+                                         "torch.float64"),
+                                        ("denormals", "torch.set_flush_denormal", "False",
+                                         "True")):
+            r = call(dict(relu, key=name, oracle=files[name]))
+            check(r.get("ok") is False and r.get("fatal") is False and r.get("reason", "")
+                  .startswith("reference.py changes %s (%s, then %s) at prepare: the worker "
+                              "runs other tasks in this process" % (setting, was, now)),
+                  "settings: %s changed at prepare: refused, named: %s" % (name, r))
+            r = call(dict(relu, key="after_" + name))
+            check(r.get("ok") is True and r.get("cached") is False,
+                  "settings: 1_relu prepared after it in the same worker: %s" % r)
+        r = call(dict(relu, key="threads", oracle=files["threads"]))
+        check(r.get("ok") is True and threads.get("ok") is True,
+              "settings: a reference setting torch's threads (speed only) prepared: %s" % r)
+        r = call(dict(relu, key="mode", oracle=files["mode"]))
+        check(r.get("ok") is False and r.get("fatal") is True and
+              "torch dispatch modes entered (0, then 1)" in r.get("reason", ""),
+              "settings: a dispatch mode left entered: refused, fatal: %s" % r)
+        try:
+            code = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 3, "settings: the worker exits after the fatal refusal (%s)" % code)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
+
+
 def main(argv):
     importer, tool, cands, worker = argv[1:5]
     built = os.path.join(os.path.dirname(tool), "kb_sandbox_torch.py")
@@ -414,6 +481,7 @@ def main(argv):
         trusted(worker, relu, rw)
         no_library(worker, tmp)
         wide_sets(worker, tool, tmp, cache)
+        task_settings(worker, relu, tmp, rw)
 
         order = ["relu_honest", "relu_wrong", "relu_edits_input", "relu_crash", "relu_hang",
                  "relu_honest"]
