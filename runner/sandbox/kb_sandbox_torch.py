@@ -1437,6 +1437,48 @@ def reference_pure(task, inputs, before, refs):
                 t.detach().zero_()
 
 
+def reference_fresh(task, inputs, refs, k):
+    """The last input set's references `refs`, made by the task's module after the sets before
+    it, against a new Model's first call on the same inputs (built as the first, under
+    MODEL_SEED; torch's generator seeded alike for a random task). Raises Failure when they
+    differ: the reference keeps state from call to call that a second call on the same inputs
+    does not show (reference_pure): a result cached on the first call (a scale, a table) and
+    used for every later input. Such a reference was prepared, the references of every set but
+    the first were stale, and an honest candidate was wrong_output while the identity (which
+    caches alike) was ok."""
+    seed_all(MODEL_SEED)
+    try:
+        with on_device():
+            fresh = task.ns["Model"](*task.ns["get_init_inputs"]()).to(DEV)
+        with no_tf32():
+            if task.random:
+                seed_all(RANDOM_SEED)
+            outs = run_module(fresh, forward_args(task, inputs))
+    except Exception as e:
+        raise Failure("input set %d, a new Model's first call: %s: %s" % (k, type(e).__name__, e))
+    try:
+        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
+            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
+                raise Failure('output "%s" (outputs[%d]) of input set %d is %s from a new '
+                              'Model, %s after the earlier sets' % (spec["name"], o, k,
+                                                                    describe_tensor(t),
+                                                                    describe_tensor(r)))
+            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
+                                                task.rtol)
+            if bad:
+                raise Failure('the reference depends on earlier calls: element %d of output "%s"'
+                              ' of input set %d is %s after the earlier sets and %s from a new '
+                              'Model (%d of %d differ): state kept between calls (a cache)?'
+                              % (first, spec["name"], k, fmt(e), fmt(g), bad, n))
+    finally:
+        keep = list(inputs) + list(fresh.parameters()) + list(fresh.buffers())
+        kept = set(storage_ptr(x) for x in keep)
+        for t in outs:
+            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
+                t.detach().zero_()
+        del fresh
+
+
 @contextlib.contextmanager
 def no_tf32():
     """TF32 off on CUDA for the reference's calls (set back after)."""
@@ -1710,6 +1752,8 @@ def prepare_task(req):
         refs = reference(task, inputs, "input set %d" % k)
         if k == 0:
             reference_pure(task, inputs, before, refs)
+        elif k == len(task.sets) - 1:
+            reference_fresh(task, inputs, refs, k)
         if task.trusted_only:
             task.set_inputs.append(inputs)
             for r in refs:

@@ -627,6 +627,20 @@ def impure_references(importer, tool, tmp, cache):
               in err[0],
               "%s: not prepared, the reference named not deterministic: %s"
               % (n, [x.get("reason") for x in lines] or err[0][-400:]))
+    # a result cached on the first call and used for every later input: not prepared, the set
+    # named (an honest candidate was once wrong_output, the identity ok)
+    src = os.path.join(HERE, "kernelbench_extra", "38_cached_scale.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "38_cached_scale")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "2", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and "the sandbox cannot prepare it: the "
+          "reference depends on earlier calls: element 0 of output \"out\" of input set 2 is "
+          in err[0] and "state kept between calls (a cache)?" in err[0],
+          "38_cached_scale: not prepared, the stale set named: %s"
+          % ([x.get("reason") for x in lines] or err[0][-400:]))
     # a hand-written bundle whose reference edits its input in place (the importer refuses such
     # a file; a bundle written by hand meets only the worker): not prepared, the input named
     edits = os.path.join(out, "relu_edits_ref")
