@@ -4549,10 +4549,41 @@ def task_left(before):
     return why, fatal
 
 
+def threads_of_task(known, oracle):
+    """Python threads running now that are not in `known` (thread idents) and that a task's code
+    left (reference.py's frames on their stack, or what foreign_frames counts as a candidate's:
+    a target that is not Python code), each as "file:line" of its top frame, at most 3."""
+    frames = current_frames()
+    try:
+        out = []
+        for ident, top in frames.items():
+            if ident in known:
+                continue
+            frame, mine = top, False
+            while frame is not None and not mine:
+                mine = real_path(frame.f_code.co_filename) == oracle
+                frame = frame.f_back
+            if mine or foreign_frames({ident: top}, ()):
+                out.append("%s:%d" % (os.path.basename(top.f_code.co_filename), top.f_lineno))
+        return out[:3]
+    finally:
+        frames.clear()
+
+
 def do_prepare(req, prepared, used):
     before = (surface_flags(), perf_settings())
+    frames = current_frames()
+    known = frozenset(frames)
+    frames.clear()
     reply = prepare_reply(req, prepared, used)
     why, fatal = task_left(before)
+    left = threads_of_task(known, real_path(req.get("oracle") or ""))
+    if left and why is None:
+        # the candidates evaluated next in this process would be blamed for it ("a thread it
+        # started was still running"), an honest one rejected; it may run on: a new worker
+        why, fatal = ("reference.py leaves a thread running after prepare (at %s): the worker "
+                      "evaluates candidates in this process, and they would be blamed for it; "
+                      "join it before forward() returns" % ", ".join(left)), True
     if why is not None or fatal:
         prepared.pop(req["key"], None)
         reply = {"op": "prepare", "ok": False, "fatal": fatal, "oom": False,

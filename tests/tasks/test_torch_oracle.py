@@ -449,6 +449,33 @@ def task_settings(worker, task_dir, tmp, rw):
             p.kill()
             p.wait()
         a.close()
+    # a thread forward() starts and leaves running: every candidate evaluated after it was
+    # rejected for it ("a thread it started was still running"), honest ones included
+    thread = os.path.join(tmp, "settings_thread.py")
+    with open(thread, "w") as f:
+        f.write("import threading\nimport time\n\nimport torch\nimport torch.nn as nn\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        threading.Thread("
+                "target=time.sleep, args=(5,), daemon=True).start()\n"
+                "        return torch.relu(x)\n\n\n"
+                "def get_inputs():\n    return [torch.randn(16, 16384)]\n\n\n"
+                "def get_init_inputs():\n    return []\n")
+    a, p = start_worker(worker, rw)
+    try:
+        r = rpc(a, dict(relu, key="thread", oracle=thread))
+        check(r.get("ok") is False and r.get("fatal") is True and r.get("reason", "").startswith(
+              "reference.py leaves a thread running after prepare (at ") and "join it before "
+              "forward() returns" in r.get("reason", ""),
+              "settings: a thread left running by forward(): refused, fatal: %s" % r)
+        try:
+            code = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 3, "settings: the worker exits after it (%s)" % code)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
 
 
 def main(argv):
