@@ -4510,6 +4510,42 @@ def flag_setters():
 TASK_FLAGS = ("torch.set_flush_denormal",)
 
 
+# torch's operator modules, whose public names a task's code must leave as it found them
+TORCH_API = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
+             "torch.fft", "torch.special")
+
+
+def torch_api():
+    """The public names of TORCH_API, torch.Tensor and torch.nn's classes with their values:
+    [(owner's name, owner, {name: value})] (as kb-import-kernelbench's torch_names)."""
+    owners = [(n, sys.modules[n]) for n in TORCH_API if sys.modules.get(n) is not None]
+    owners += [("torch.Tensor", torch.Tensor)]
+    owners += [("torch.nn." + n, c) for n, c in vars(torch.nn).items() if isinstance(c, type)]
+    return [(name, owner, {k: v for k, v in vars(owner).items() if not k.startswith("_")})
+            for name, owner in owners]
+
+
+def api_left(before):
+    """Sets back every name of torch_api() `before` that a task's code replaced or added since
+    (a submodule imported meanwhile is not a change); returns the first as "replaces
+    torch.nn.functional.gelu", or None. A hand-written reference.py that replaced F.gelu at its
+    top level changed the references of every task prepared after it in the same worker."""
+    why = None
+    for name, owner, names in before:
+        for k, v in list(vars(owner).items()):
+            if k.startswith("_") or (k in names and names[k] is v):
+                continue
+            if k not in names and isinstance(v, type(sys)):
+                continue
+            if why is None:
+                why = "%s %s.%s" % ("replaces" if k in names else "adds", name, k)
+            if k in names:
+                setattr(owner, k, names[k])
+            else:
+                delattr(owner, k)
+    return why
+
+
 def task_left(before):
     """After a prepare: sets back what the task's code changed of the process-wide state that
     `before` ((surface_flags(), perf_settings()) taken before it) recorded. Returns (why, fatal):
@@ -4575,8 +4611,14 @@ def do_prepare(req, prepared, used):
     frames = current_frames()
     known = frozenset(frames)
     frames.clear()
+    api = torch_api()
     reply = prepare_reply(req, prepared, used)
     why, fatal = task_left(before)
+    patched = api_left(api)
+    if patched and why is None:
+        why = ("reference.py %s at prepare: the worker runs other tasks in this process, and "
+               "their references would run it; a task's code must leave torch as it found it "
+               "(call a function of its own)" % patched)
     left = threads_of_task(known, real_path(req.get("oracle") or ""))
     if left and why is None:
         # the candidates evaluated next in this process would be blamed for it ("a thread it

@@ -388,6 +388,10 @@ SETTING_REFERENCES = {
     "dtype": ("torch.set_default_dtype(torch.float64)\n", ""),
     "denormals": ("", "        torch.set_flush_denormal(True)\n"),
     "threads": ("", "        torch.set_num_threads(1)\n"),
+    "patch": ("import torch.nn.functional as F\n\nF.gelu = lambda x, approximate=\"none\": x\n",
+              ""),
+    "uses_gelu": ("import torch.nn.functional as F\n\n"
+                  "assert F.gelu(torch.ones(1)).item() < 0.9, \"F.gelu is replaced\"\n", ""),
     "mode": ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
              "class Passthrough(TorchDispatchMode):\n"
              "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
@@ -399,7 +403,8 @@ def task_settings(worker, task_dir, tmp, rw):
     """Hand-written bundles whose reference.py changes the worker's process-wide settings at
     prepare (the importer refuses such files; a bundle written by hand meets only the worker,
     which runs several tasks in one process): torch.set_default_dtype(torch.float64) at its top
-    level, torch.set_flush_denormal(True) in forward(): the prepare fails naming the setting,
+    level, torch.set_flush_denormal(True) in forward(), F.gelu replaced at its top level (the
+    next task's reference ran the replacement): the prepare fails naming the setting,
     set back, and 1_relu prepared next in the same worker is f32 (it was not prepared: "input
     "x" is float64, the task says f32"); torch.set_num_threads(1) in forward() (speed only):
     prepared, set back; a dispatch mode entered at its top level (cannot be set back): the
@@ -432,6 +437,12 @@ def task_settings(worker, task_dir, tmp, rw):
             r = call(dict(relu, key="after_" + name))
             check(r.get("ok") is True and r.get("cached") is False,
                   "settings: 1_relu prepared after it in the same worker: %s" % r)
+        r = call(dict(relu, key="patch", oracle=files["patch"]))
+        check(r.get("ok") is False and r.get("reason", "").startswith(
+              "reference.py replaces torch.nn.functional.gelu at prepare: the worker runs other "
+              "tasks in this process"), "settings: F.gelu replaced: refused, named: %s" % r)
+        r = call(dict(relu, key="uses_gelu", oracle=files["uses_gelu"]))
+        check(r.get("ok") is True, "settings: F.gelu set back for the next task: %s" % r)
         r = call(dict(relu, key="threads", oracle=files["threads"]))
         check(r.get("ok") is True and threads.get("ok") is True,
               "settings: a reference setting torch's threads (speed only) prepared: %s" % r)
