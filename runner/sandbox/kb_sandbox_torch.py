@@ -4030,9 +4030,12 @@ def witness(task, w, fn):
                 sync()
                 module_s += CLOCK() - a
                 # contiguous: a module may return a view (x[:, ::2], whose reshape(-1) is
-                # a strided view that cannot be read as bytes)
+                # a strided view that cannot be read as bytes); a copy: on the host .to("cpu")
+                # is the tensor itself, and a module that writes every call into one buffer it
+                # returns (an output allocated once) had every call read as the last one's, an
+                # honest candidate beside such a reference, or such a candidate, rejected
                 host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
-                             .to("cpu").contiguous() for g, p in zip(got, where)])
+                             .to("cpu", copy=True).contiguous() for g, p in zip(got, where)])
                 del ins, got
     except Verdict as v:
         reply["status"], reply["reason"] = v.status, v.reason[:255]

@@ -669,6 +669,27 @@ def impure_references(importer, tool, tmp, cache):
           % ([x.get("reason") for x in lines] or err[0][-400:]))
 
 
+def out_buffers(importer, tool, tmp, c, relu, cache):
+    """Outputs written into a buffer allocated once and returned on every call: a reference doing
+    so (kernelbench_extra/39_out_buffer.py) with an honest candidate, and a ReLU candidate doing
+    so on 1_relu: each ok at the full tier. On the host the witness's calls kept views of the
+    buffer, not copies, so every call read as the last: both were rejected."""
+    out = os.path.join(tmp, "tasks-outbuf")
+    src = os.path.join(HERE, "kernelbench_extra", "39_out_buffer.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "39_out_buffer")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py"),
+                                      c("out_buffer_honest")], "3", cache)
+    check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok", "ok"],
+          "39_out_buffer: the identity and an honest candidate ok at full: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
+    rc, lines = evaluate(tool, relu, [c("relu_out_buffer")], "3", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["ok"],
+          "1_relu: a ReLU writing into its own reused buffer ok at full: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
+
+
 def main(argv):
     importer, tool, cands = argv[1:4]
     worker_dir = os.path.dirname(tool)
@@ -739,6 +760,7 @@ def main(argv):
         cuda_inputs(importer, tool, tmp, cache)
         odd_files(importer, tool, tmp, c, cache)
         impure_references(importer, tool, tmp, cache)
+        out_buffers(importer, tool, tmp, c, relu, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
