@@ -1392,6 +1392,27 @@ def reference(task, inputs, what):
     return refs
 
 
+def drawn_alike(task, sums):
+    """Input set 0 drawn a second time must hold the first draw's values (`sums`: their
+    checksums): the worker draws every set, unseen ones and the witness's in two processes,
+    from get_inputs() under a seed, and compares draws made apart. Raises Failure naming the
+    input. get_inputs() drawing from a source the worker does not seed
+    (np.random.default_rng(), os.urandom, the clock) was prepared, and every candidate, the
+    identity included, was rejected for "modified its inputs" (an unseen set drawn twice
+    differed)."""
+    again = draw(task, 0)
+    try:
+        for i, (t, spec) in enumerate(zip(again, task.inputs)):
+            if checksum(t) != sums[i]:
+                raise Failure('get_inputs() gives input "%s" (inputs[%d]) other values on a '
+                              'second draw under the same seed: draw from torch\'s, NumPy\'s '
+                              'global or Python\'s generator, which the worker seeds (not '
+                              'np.random.default_rng(), os.urandom or the clock)'
+                              % (spec["name"], i))
+    finally:
+        del again
+
+
 def reference_pure(task, inputs, before, refs):
     """The reference as a function of its inputs, on input set 0 at prepare: its first call
     left the inputs as they were (`before`: their checksums) and a second call on them gives
@@ -1749,6 +1770,8 @@ def prepare_task(req):
         except Exception as e:
             raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
         before = [checksum(t) for t in inputs] if k == 0 else None
+        if k == 0:
+            drawn_alike(task, before)
         refs = reference(task, inputs, "input set %d" % k)
         if k == 0:
             reference_pure(task, inputs, before, refs)

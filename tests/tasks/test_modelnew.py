@@ -641,6 +641,20 @@ def impure_references(importer, tool, tmp, cache):
           in err[0] and "state kept between calls (a cache)?" in err[0],
           "38_cached_scale: not prepared, the stale set named: %s"
           % ([x.get("reason") for x in lines] or err[0][-400:]))
+    # get_inputs() drawing from a generator the worker does not seed: not prepared, the input
+    # named (every candidate was once rejected for "modified its inputs")
+    src = os.path.join(HERE, "kernelbench_extra", "40_unseeded_inputs.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "40_unseeded_inputs")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and "the sandbox cannot prepare it: "
+          "get_inputs() gives input \"x\" (inputs[0]) other values on a second draw under the "
+          "same seed" in err[0],
+          "40_unseeded_inputs: not prepared, the input named: %s"
+          % ([x.get("reason") for x in lines] or err[0][-400:]))
     # a hand-written bundle whose reference edits its input in place (the importer refuses such
     # a file; a bundle written by hand meets only the worker): not prepared, the input named
     edits = os.path.join(out, "relu_edits_ref")
