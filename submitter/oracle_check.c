@@ -20,16 +20,33 @@ extern char **environ;
 #define OUTPUT_KEPT 600 /* bytes of a tool's message kept in the error */
 
 /* Python run on every PyTorch oracle: argv[1..] are paths; prints "path: why" and exits 1 for
- * the first that does not parse or defines no class Model at module level. */
+ * the first that does not parse, defines no class Model at module level, or binds no
+ * get_inputs or get_init_inputs there (a def, an assignment or an import: the PyTorch worker
+ * calls both; without them every evaluation of the task was infra_error). */
 static const char py_check[] =
     "import ast, sys\n"
+    "def bound(t):\n"
+    "    for n in t.body:\n"
+    "        if isinstance(n, (ast.FunctionDef, ast.ClassDef)):\n"
+    "            yield n.name\n"
+    "        elif isinstance(n, (ast.Assign, ast.AnnAssign)):\n"
+    "            for x in (n.targets if isinstance(n, ast.Assign) else [n.target]):\n"
+    "                if isinstance(x, ast.Name):\n"
+    "                    yield x.id\n"
+    "        elif isinstance(n, (ast.Import, ast.ImportFrom)):\n"
+    "            for a in n.names:\n"
+    "                yield a.asname or a.name.split('.')[0]\n"
     "for p in sys.argv[1:]:\n"
     "    try:\n"
     "        t = ast.parse(open(p, encoding='utf-8').read(), p)\n"
     "    except (SyntaxError, UnicodeDecodeError) as e:\n"
     "        print('%s: %s' % (p, e)); sys.exit(1)\n"
     "    if not any(isinstance(n, ast.ClassDef) and n.name == 'Model' for n in t.body):\n"
-    "        print('%s: defines no class Model' % p); sys.exit(1)\n";
+    "        print('%s: defines no class Model' % p); sys.exit(1)\n"
+    "    names = set(bound(t))\n"
+    "    for f in ('get_inputs', 'get_init_inputs'):\n"
+    "        if f not in names:\n"
+    "            print('%s: defines no %s() at its top level' % (p, f)); sys.exit(1)\n";
 
 /* A tool started by start(): its pid and the read end of its output. */
 struct job {
@@ -210,7 +227,7 @@ static int check_pytorch(const struct kb_submission *s, struct kb_error *err) {
     struct kb_buf tail;
     kb_buf_init(&tail);
     rc = kb_buf_adds(&tail, skip <= strlen(msg) ? msg + skip : msg);
-    rc = rc == KB_OK ? fail(bad, "python: parse, class Model", &tail, err)
+    rc = rc == KB_OK ? fail(bad, "python: parse, class Model, get_inputs, get_init_inputs", &tail, err)
                      : kb_error_set(err, KB_ENOMEM, "out of memory");
     kb_buf_release(&tail);
   }

@@ -351,7 +351,7 @@ static int parse_tensors(struct ctx *c, json_t *root, const char *key,
       return rc;
     char shape_path[KB_JSON_PATH_MAX];
     kb_json_path(shape_path, sizeof shape_path, path, "shape");
-    int64_t bytes = kb_dtype_size(ts->dtype);
+    int64_t numel = 1;
     ts->ndim = (int)json_array_size(shape);
     for (int d = 0; d < ts->ndim; d++) {
       char dim_path[KB_JSON_PATH_MAX];
@@ -373,10 +373,11 @@ static int parse_tensors(struct ctx *c, json_t *root, const char *key,
         return kb_jsonfile_fail(c->f, c->err, dim_path, "\"%s\" must be a positive integer",
                                 dim_path);
       ts->shape[d] = v;
-      if (bytes > INT64_MAX / v)
+      if (v > KB_MAX_NUMEL / numel) /* numel <= 2^40 and v < 2^31: no overflow */
         return kb_jsonfile_fail(c->f, c->err, shape_path,
-                                "\"%s\" is too large: over 2^63 bytes", shape_path);
-      bytes *= v;
+                                "\"%s\" is too large: over 2^40 elements (%lld), what a "
+                                "sandbox can hold", shape_path, (long long)KB_MAX_NUMEL);
+      numel *= v;
     }
   }
   *n_out = (int)json_array_size(arr);
@@ -596,6 +597,28 @@ static int check_tensor_names(struct ctx *c) {
   return KB_OK;
 }
 
+/* The oracle kinds a backend runs: host "c" or "pytorch", cuda "cuda" or "pytorch"; "data"
+ * none yet. Any other pairing was accepted, and then every evaluation of the task was the
+ * runner's infra_error ("the host backend needs a host task with a c or pytorch oracle"). */
+static int check_oracle_kind(struct ctx *c) {
+  const struct kb_task *t = c->t;
+  if (t->oracle_kind == KB_ORACLE_PYTORCH)
+    return KB_OK;
+  int want = t->backend == KB_BACKEND_HOST ? KB_ORACLE_C : KB_ORACLE_CUDA;
+  if (t->oracle_kind == want)
+    return KB_OK;
+  if (t->oracle_kind == KB_ORACLE_DATA)
+    return kb_jsonfile_fail(c->f, c->err, "oracle.kind",
+                            "\"oracle.kind\" \"data\" is not run by any backend yet: a \"%s\" "
+                            "task's oracle is \"%s\" or \"pytorch\"",
+                            kb_backend_name(t->backend), oracle_names[want]);
+  return kb_jsonfile_fail(c->f, c->err, "oracle.kind",
+                          "\"oracle.kind\" \"%s\" does not run on the \"%s\" backend: a \"%s\" "
+                          "task's oracle is \"%s\" or \"pytorch\"",
+                          oracle_names[t->oracle_kind], kb_backend_name(t->backend),
+                          kb_backend_name(t->backend), oracle_names[want]);
+}
+
 static int parse_task(struct ctx *c) {
   const struct kb_jsonfile *f = c->f;
   struct kb_task *t = c->t;
@@ -618,6 +641,8 @@ static int parse_task(struct ctx *c) {
     rc = kb_jsonfile_check_unknown(f, oracle, "oracle", oracle_fields, c->err);
   if (rc == KB_OK)
     rc = kb_json_get_enum(f, oracle, "oracle", "kind", 1, oracle_names, &t->oracle_kind, c->err);
+  if (rc == KB_OK)
+    rc = check_oracle_kind(c);
   if (rc == KB_OK)
     rc = get_file(c, oracle, "oracle", "source", 1, &t->oracle_path);
   if (rc == KB_OK)

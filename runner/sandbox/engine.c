@@ -123,7 +123,7 @@ static size_t spec_bytes(const struct kb_tensor_spec *s, int64_t *numel) {
     return 0;
   int64_t n = 1;
   for (int d = 0; d < s->ndim; d++) {
-    if (s->shape[d] <= 0 || s->shape[d] > (INT64_C(1) << 40) / n)
+    if (s->shape[d] <= 0 || s->shape[d] > KB_MAX_NUMEL / n)
       return 0;
     n *= s->shape[d];
   }

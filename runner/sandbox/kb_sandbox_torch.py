@@ -53,6 +53,7 @@ task) the same way, on its own stream and the same input sets: "torch_eager" and
 worker refuses "eval"; an untrusted one refuses "torch".
 """
 import builtins
+import contextlib
 import ctypes
 import gc
 import json
@@ -1185,16 +1186,56 @@ def draw(task, k, s=None):
             continue
         g = torch.Generator(device=DEV)
         g.manual_seed((s["seed"] * 1000003 + i) % (2**63))
-        if spec["dtype"] in FLOATS:
-            if s["distribution"] == "normal":
-                t.normal_(s["low"], s["high"], generator=g)
-            elif s["distribution"] == "uniform":
-                t.uniform_(s["low"], s["high"], generator=g)
-            else:
-                t.random_(int(s["low"]), int(s["high"]), generator=g)
-        elif s["distribution"] == "integers" and spec["dtype"] != "bool":
-            t.random_(int(s["low"]), int(s["high"]), generator=g)
+        if spec["dtype"] in FLOATS or (s["distribution"] == "integers" and
+                                       spec["dtype"] != "bool"):
+            fill(t, s, g)
     return got
+
+
+def fill(t, s, g):
+    """Draws set `s`'s distribution into `t` (contiguous) from generator `g`: with torch's
+    in-place draw in t's dtype where that takes the bounds, else (bounds past the dtype: f16
+    uniform [-1e30, 1e30), integers in [-1e9, 1e9) for f16 or u8, [0, 1e12) for i32) in
+    float64 or int64, CHUNK elements at a time, each value stored as kb-sandbox stores it
+    (runner/sandbox/inputs.c): rounded to a float dtype (an overflow an infinity), clamped to an
+    integer dtype's range. task.json allows bounds up to 1e300, and kb-sandbox draws any of
+    them; torch's draws refuse such bounds ("from is out of bounds for c10::Half"), and such a
+    task was never prepared: every candidate infra_error."""
+    dist, low, high = s["distribution"], s["low"], s["high"]
+    if dist == "integers":  # kb-sandbox draws from ceil(low) up to ceil(high), exclusive
+        low, high = math.ceil(low), math.ceil(high)
+    if t.dtype.is_floating_point:  # what torch's own draws take (else they raise or warn)
+        exact = 2 ** {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24}.get(t.dtype, 53)
+        big = torch.finfo(t.dtype).max
+        native = dist == "normal" or (dist == "uniform" and -big <= low and high <= big) or \
+            (dist == "integers" and -exact <= low and high <= exact)
+    else:
+        lim = torch.iinfo(t.dtype)
+        native = lim.min <= low and high - 1 <= lim.max
+    if native:
+        if dist == "normal":
+            t.normal_(low, high, generator=g)
+        elif dist == "uniform":
+            t.uniform_(low, high, generator=g)
+        else:
+            t.random_(low, high, generator=g)
+        return
+    flat = t.view(-1)
+    wide = torch.int64 if dist == "integers" else torch.float64
+    lim = None if t.dtype.is_floating_point else torch.iinfo(t.dtype)
+    for at in range(0, flat.numel(), CHUNK):
+        v = torch.empty(min(CHUNK, flat.numel() - at), dtype=wide, device=t.device)
+        if dist == "normal":
+            v.normal_(low, high, generator=g)
+        elif dist == "uniform":
+            v.uniform_(low, high, generator=g)
+        else:
+            v.random_(low, high, generator=g)
+        if lim is not None:
+            v = v.floor_() if v.is_floating_point() else v
+            v.clamp_(lim.min, lim.max)
+        flat[at:at + v.numel()].copy_(v)
+        del v
 
 
 # Python scalars among get_inputs() (a float scale, an int dim, a bool flag): the candidate gets a
@@ -1356,6 +1397,129 @@ def reference(task, inputs, what):
         if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
             t.detach().zero_()
     return refs
+
+
+def drawn_alike(task, sums):
+    """Input set 0 drawn a second time must hold the first draw's values (`sums`: their
+    checksums): the worker draws every set, unseen ones and the witness's in two processes,
+    from get_inputs() under a seed, and compares draws made apart. Raises Failure naming the
+    input. get_inputs() drawing from a source the worker does not seed
+    (np.random.default_rng(), os.urandom, the clock) was prepared, and every candidate, the
+    identity included, was rejected for "modified its inputs" (an unseen set drawn twice
+    differed)."""
+    again = draw(task, 0)
+    try:
+        for i, (t, spec) in enumerate(zip(again, task.inputs)):
+            if checksum(t) != sums[i]:
+                raise Failure('get_inputs() gives input "%s" (inputs[%d]) other values on a '
+                              'second draw under the same seed: draw from torch\'s, NumPy\'s '
+                              'global or Python\'s generator, which the worker seeds (not '
+                              'np.random.default_rng(), os.urandom or the clock)'
+                              % (spec["name"], i))
+    finally:
+        del again
+
+
+def reference_pure(task, inputs, before, refs):
+    """The reference as a function of its inputs, on input set 0 at prepare: its first call
+    left the inputs as they were (`before`: their checksums) and a second call on them gives
+    the first's outputs `refs` (within the task's tolerance, NaN for NaN; torch's generator
+    seeded alike when the task draws random numbers). Raises Failure naming what differs. A
+    reference that edits its input (a hand-written bundle's `x.mul_(2)`), or whose outputs
+    change from call to call (a counter kept in the module, BatchNorm's running statistics read
+    back in eval mode, a torch.Generator of its own), was once prepared, and every candidate,
+    the identity included, was then `rejected` ("modified its inputs", "not deterministic")."""
+    for i, (t, spec) in enumerate(zip(inputs, task.inputs)):
+        if checksum(t) != before[i]:
+            raise Failure('the reference changes its input "%s" (inputs[%d]) in place: inputs '
+                          'are read-only, so every candidate doing the same would be rejected; '
+                          'make forward() work on a copy (x.clone())' % (spec["name"], i))
+    with no_tf32():
+        if task.random:
+            seed_all(RANDOM_SEED)
+        try:
+            outs = run_module(task.module, forward_args(task, inputs))
+        except Exception as e:
+            raise Failure("input set 0, a second call: %s: %s" % (type(e).__name__, e))
+    try:
+        if len(outs) != len(refs):
+            raise Failure("the module returns %d outputs on a second call on input set 0, %d on "
+                          "the first" % (len(outs), len(refs)))
+        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
+            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
+                raise Failure('output "%s" (outputs[%d]) is %s on a second call on input set '
+                              '0, %s on the first' % (spec["name"], o, describe_tensor(t),
+                                                      describe_tensor(r)))
+            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
+                                                task.rtol)
+            if bad:
+                raise Failure('the reference is not deterministic: element %d of output "%s" '
+                              'is %s on a first call on input set 0 and %s on a second (%d of '
+                              '%d differ beyond the tolerance): state kept between calls?'
+                              % (first, spec["name"], fmt(e), fmt(g), bad, n))
+    finally:  # as reference() leaves them: no reference values behind in freed memory
+        keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
+        kept = set(storage_ptr(x) for x in keep)
+        for t in outs:
+            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
+                t.detach().zero_()
+
+
+def reference_fresh(task, inputs, refs, k):
+    """The last input set's references `refs`, made by the task's module after the sets before
+    it, against a new Model's first call on the same inputs (built as the first, under
+    MODEL_SEED; torch's generator seeded alike for a random task). Raises Failure when they
+    differ: the reference keeps state from call to call that a second call on the same inputs
+    does not show (reference_pure): a result cached on the first call (a scale, a table) and
+    used for every later input. Such a reference was prepared, the references of every set but
+    the first were stale, and an honest candidate was wrong_output while the identity (which
+    caches alike) was ok."""
+    seed_all(MODEL_SEED)
+    try:
+        with on_device():
+            fresh = task.ns["Model"](*task.ns["get_init_inputs"]()).to(DEV)
+        with no_tf32():
+            if task.random:
+                seed_all(RANDOM_SEED)
+            outs = run_module(fresh, forward_args(task, inputs))
+    except Exception as e:
+        raise Failure("input set %d, a new Model's first call: %s: %s" % (k, type(e).__name__, e))
+    try:
+        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
+            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
+                raise Failure('output "%s" (outputs[%d]) of input set %d is %s from a new '
+                              'Model, %s after the earlier sets' % (spec["name"], o, k,
+                                                                    describe_tensor(t),
+                                                                    describe_tensor(r)))
+            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
+                                                task.rtol)
+            if bad:
+                raise Failure('the reference depends on earlier calls: element %d of output "%s"'
+                              ' of input set %d is %s after the earlier sets and %s from a new '
+                              'Model (%d of %d differ): state kept between calls (a cache)?'
+                              % (first, spec["name"], k, fmt(e), fmt(g), bad, n))
+    finally:
+        keep = list(inputs) + list(fresh.parameters()) + list(fresh.buffers())
+        kept = set(storage_ptr(x) for x in keep)
+        for t in outs:
+            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
+                t.detach().zero_()
+        del fresh
+
+
+@contextlib.contextmanager
+def no_tf32():
+    """TF32 off on CUDA for the reference's calls (set back after)."""
+    if DEV.type != "cuda":
+        yield
+        return
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def storage_ptr(t):
@@ -1612,7 +1776,14 @@ def prepare_task(req):
             raise
         except Exception as e:
             raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
+        before = [checksum(t) for t in inputs] if k == 0 else None
+        if k == 0:
+            drawn_alike(task, before)
         refs = reference(task, inputs, "input set %d" % k)
+        if k == 0:
+            reference_pure(task, inputs, before, refs)
+        elif k == len(task.sets) - 1:
+            reference_fresh(task, inputs, refs, k)
         if task.trusted_only:
             task.set_inputs.append(inputs)
             for r in refs:
@@ -3889,9 +4060,12 @@ def witness(task, w, fn):
                 sync()
                 module_s += CLOCK() - a
                 # contiguous: a module may return a view (x[:, ::2], whose reshape(-1) is
-                # a strided view that cannot be read as bytes)
+                # a strided view that cannot be read as bytes); a copy: on the host .to("cpu")
+                # is the tensor itself, and a module that writes every call into one buffer it
+                # returns (an output allocated once) had every call read as the last one's, an
+                # honest candidate beside such a reference, or such a candidate, rejected
                 host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
-                             .to("cpu").contiguous() for g, p in zip(got, where)])
+                             .to("cpu", copy=True).contiguous() for g, p in zip(got, where)])
                 del ins, got
     except Verdict as v:
         reply["status"], reply["reason"] = v.status, v.reason[:255]
@@ -4077,6 +4251,8 @@ def handle(sock, nonce, op, req, device, prepared, used, use, touch):
             touch(key)
         reply["seconds"] = time.monotonic() - t0
         send(sock, nonce, reply)
+        if reply.get("fatal"):  # state a task's code left that cannot be set back
+            return 3
     elif op == "eval":
         if CONF.trusted:
             raise BadRequest("op", '"op": this worker is trusted (--trusted): it times '
@@ -4365,7 +4541,152 @@ def make_room(task, prepared, used):
         give_back_memory()
 
 
+def flag_setters():
+    """How each of surface_flags() is set back after a task's code changed it: {name: setter};
+    a flag without one (a mode left entered, an aten kernel registered) cannot be."""
+    b = torch.backends
+    return {"torch.backends.cuda.matmul.allow_tf32":
+            lambda v: setattr(b.cuda.matmul, "allow_tf32", v),
+            "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_fp16_reduced_precision_reduction", v),
+            "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+            lambda v: setattr(b.cuda.matmul, "allow_bf16_reduced_precision_reduction", v),
+            "torch.backends.cudnn.allow_tf32": lambda v: setattr(b.cudnn, "allow_tf32", v),
+            "torch.get_float32_matmul_precision()": torch.set_float32_matmul_precision,
+            "torch.get_default_dtype()": torch.set_default_dtype}
+
+
+# what a task's code (reference.py: its top level, Model(), get_inputs(), forward()) may not
+# change at prepare, besides surface_flags(): among process_settings(), the one that changes
+# what later tasks compute
+TASK_FLAGS = ("torch.set_flush_denormal",)
+
+
+# torch's operator modules, whose public names a task's code must leave as it found them
+TORCH_API = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
+             "torch.fft", "torch.special")
+
+
+def torch_api():
+    """The public names of TORCH_API, torch.Tensor and torch.nn's classes with their values:
+    [(owner's name, owner, {name: value})] (as kb-import-kernelbench's torch_names)."""
+    owners = [(n, sys.modules[n]) for n in TORCH_API if sys.modules.get(n) is not None]
+    owners += [("torch.Tensor", torch.Tensor)]
+    owners += [("torch.nn." + n, c) for n, c in vars(torch.nn).items() if isinstance(c, type)]
+    return [(name, owner, {k: v for k, v in vars(owner).items() if not k.startswith("_")})
+            for name, owner in owners]
+
+
+def api_left(before):
+    """Sets back every name of torch_api() `before` that a task's code replaced or added since
+    (a submodule imported meanwhile is not a change); returns the first as "replaces
+    torch.nn.functional.gelu", or None. A hand-written reference.py that replaced F.gelu at its
+    top level changed the references of every task prepared after it in the same worker."""
+    why = None
+    for name, owner, names in before:
+        for k, v in list(vars(owner).items()):
+            if k.startswith("_") or (k in names and names[k] is v):
+                continue
+            if k not in names and isinstance(v, type(sys)):
+                continue
+            if why is None:
+                why = "%s %s.%s" % ("replaces" if k in names else "adds", name, k)
+            if k in names:
+                setattr(owner, k, names[k])
+            else:
+                delattr(owner, k)
+    return why
+
+
+def task_left(before):
+    """After a prepare: sets back what the task's code changed of the process-wide state that
+    `before` ((surface_flags(), perf_settings()) taken before it) recorded. Returns (why, fatal):
+    `why` names the first change of surface_flags() or TASK_FLAGS (what makes later tasks'
+    references compute otherwise: the default dtype, TF32, denormals flushed), None when only
+    speed and process settings moved (set back silently, as after a candidate's evaluation);
+    `fatal` when one cannot be set back (the worker exits after its reply). The worker runs
+    several tasks in one process: a hand-written bundle whose reference.py called
+    torch.set_default_dtype(torch.float64) at its top level made every task prepared after it
+    in the same worker fail ("input "x" is float64, the task says f32"), and one calling
+    torch.set_flush_denormal(True) changed their references."""
+    flags, perf = before
+    why, fatal = None, False
+
+    def note(name, was, now):
+        return ("reference.py changes %s (%s, then %s) at prepare: the worker runs other tasks in "
+                "this process, so a task's code (its top level, Model(), get_inputs(), "
+                "forward()) must leave it as it found it" % (name, was, now))
+    for (name, was, put), (_, now, _) in zip(perf, perf_settings()):
+        if now != was:
+            if name in TASK_FLAGS and why is None:
+                why = note(name, was, now)
+            try:
+                put(was)
+            except Exception:
+                fatal = True
+    setters = flag_setters()
+    for (name, was), (_, now) in zip(flags, surface_flags()):
+        if now is not was and now != was:
+            if why is None:
+                why = note(name, "unset" if was is MISSING else was,
+                           "unset" if now is MISSING else now)
+            try:
+                setters[name](was)
+            except Exception:  # no setter (a mode, an aten kernel), or it refused
+                fatal = True
+    return why, fatal
+
+
+def threads_of_task(known, oracle):
+    """Python threads running now that are not in `known` (thread idents) and that a task's code
+    left (reference.py's frames on their stack, or what foreign_frames counts as a candidate's:
+    a target that is not Python code), each as "file:line" of its top frame, at most 3."""
+    frames = current_frames()
+    try:
+        out = []
+        for ident, top in frames.items():
+            if ident in known:
+                continue
+            frame, mine = top, False
+            while frame is not None and not mine:
+                mine = real_path(frame.f_code.co_filename) == oracle
+                frame = frame.f_back
+            if mine or foreign_frames({ident: top}, ()):
+                out.append("%s:%d" % (os.path.basename(top.f_code.co_filename), top.f_lineno))
+        return out[:3]
+    finally:
+        frames.clear()
+
+
 def do_prepare(req, prepared, used):
+    before = (surface_flags(), perf_settings())
+    frames = current_frames()
+    known = frozenset(frames)
+    frames.clear()
+    api = torch_api()
+    reply = prepare_reply(req, prepared, used)
+    why, fatal = task_left(before)
+    patched = api_left(api)
+    if patched and why is None:
+        why = ("reference.py %s at prepare: the worker runs other tasks in this process, and "
+               "their references would run it; a task's code must leave torch as it found it "
+               "(call a function of its own)" % patched)
+    left = threads_of_task(known, real_path(req.get("oracle") or ""))
+    if left and why is None:
+        # the candidates evaluated next in this process would be blamed for it ("a thread it
+        # started was still running"), an honest one rejected; it may run on: a new worker
+        why, fatal = ("reference.py leaves a thread running after prepare (at %s): the worker "
+                      "evaluates candidates in this process, and they would be blamed for it; "
+                      "join it before forward() returns" % ", ".join(left)), True
+    if why is not None or fatal:
+        prepared.pop(req["key"], None)
+        reply = {"op": "prepare", "ok": False, "fatal": fatal, "oom": False,
+                 "reason": (why or "reference.py changed the worker's state at prepare past "
+                            "setting back")[:255]}
+    return reply
+
+
+def prepare_reply(req, prepared, used):
     key = req["key"]
     plan = Task()  # field errors before any work
     plan.inputs = tensors(req, "inputs")

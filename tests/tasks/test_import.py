@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from worker_module import load_worker
 
@@ -464,6 +465,72 @@ def check_options(tool, out):
     check(rc == 2 and "cannot create" in stderr, "unwritable --out", stderr)
 
 
+FATAL = os.path.join(HERE, "kernelbench_fatal")
+
+
+def check_fatal(tool, out):
+    """Task files that end or stall the process importing them past Python's reach
+    (kernelbench_fatal/): os._exit(0) at the top level, a SIGSEGV in native code in get_inputs(),
+    SIGALRM ignored and a loop (the signal --file-timeout stops a file with), a write to file
+    descriptor 1 itself; a plain file after each. Each fatal file fails in one line naming it and
+    the cause, the plain files are imported, the summary comes, the exit status is 1, and --json's
+    stdout holds JSON Lines only. Once the importer stopped silently at os._exit (exit status 0,
+    no summary, the files after it lost) and waited forever on the loop. A FIFO and /dev/zero
+    given as files: "not a regular file" at once (the FIFO's open blocked, /dev/zero was read
+    until the timeout killed it, gigabytes of memory meanwhile)."""
+    names = sorted(f for f in os.listdir(FATAL) if f.endswith(".py"))
+    fatal = os.path.join(out, "fatal")
+    # not regular files: a FIFO (its open blocked), a device (/dev/zero read on and on)
+    odd = os.path.join(out, "odd")
+    os.makedirs(odd)
+    os.mkfifo(os.path.join(odd, "7_fifo.py"))
+    os.symlink("/dev/zero", os.path.join(odd, "8_zero.py"))
+    start = time.monotonic()
+    try:
+        r = subprocess.run([PY, tool, "--json", "--out", fatal, "--file-timeout", "2"] +
+                           [os.path.join(FATAL, n) for n in names] +
+                           [os.path.join(odd, "7_fifo.py"), os.path.join(odd, "8_zero.py")],
+                           capture_output=True, text=True, timeout=60)
+        rc, stdout, stderr = r.returncode, r.stdout, r.stderr
+    except subprocess.TimeoutExpired as e:
+        rc, stdout, stderr = None, e.stdout or "", "timed out after 60 s"
+    took = time.monotonic() - start
+    try:
+        lines = [json.loads(x) for x in stdout.splitlines()]
+    except ValueError:
+        lines = []
+    check(rc == 1 and [os.path.basename(x.get("file", "")) for x in lines] ==
+          names + ["7_fifo.py", "8_zero.py"],
+          "fatal files: exit status 1, one JSON line per file on stdout", "rc %s, %.1f s\n%s\n%s"
+          % (rc, took, stdout, stderr))
+    ok = [os.path.basename(x["file"]) for x in lines if x.get("ok")]
+    check(ok == ["2_good.py", "4_good.py", "6_writes_fd1.py"], "the plain files imported", ok)
+    check("noise from the task file on fd 1" in stderr, "fd 1 of the file's code goes to stderr",
+          stderr)
+    check("imported 3 of 8 files; 5 failed" in stderr, "fatal files: the summary", stderr)
+    for n, kind in (("7_fifo.py", "a FIFO"), ("8_zero.py", "a device")):
+        line = "kb-import-kernelbench: %s: cannot read: not a regular file (%s)" % (
+            os.path.join(odd, n), kind)
+        check(line in stderr.splitlines(), "message for %s" % n, "want: %s\ngot:\n%s"
+              % (line, stderr))
+    want = {"1_os_exit.py": "ended the process importing it (exit status 0) before it was "
+                            "imported: a task file must return from its code (os._exit(), a "
+                            "signal or a crash in native code ends the PyTorch worker the same "
+                            "way)",
+            "3_segfault.py": "ended the process importing it (killed by signal SIGSEGV) before "
+                             "it was imported: a task file must return from its code (os._exit("
+                             "), a signal or a crash in native code ends the PyTorch worker the "
+                             "same way)",
+            "5_ignores_alarm.py": "did not finish in 2 s (--file-timeout) and did not stop at "
+                                  "SIGALRM (ignored or blocked, or native code that does not "
+                                  "return): killed after 7 s"}
+    for n, msg in want.items():
+        line = "kb-import-kernelbench: %s: %s" % (os.path.join(FATAL, n), msg)
+        check(line in stderr.splitlines(), "message for %s" % n, "want: %s\ngot:\n%s"
+              % (line, stderr))
+    check(took < 30, "fatal files: done in %.1f s" % took)
+
+
 def main():
     tool = os.path.abspath(sys.argv[1])
     kb_submit = sys.argv[2] if len(sys.argv) > 2 else None
@@ -501,6 +568,7 @@ def main():
         if len(sys.argv) > 3:
             check_worker(out, sys.argv[3])
         check_options(tool, out)
+        check_fatal(tool, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))

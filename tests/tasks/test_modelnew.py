@@ -44,7 +44,9 @@ kb-test-torch-eval:
     JSON only), each identity ok at smoke and full, a wrong slice, a wrong f64 sum, NaN turned
     into 0 and an i64 off by one wrong_output;
     28_all_nan.py (an output NaN everywhere): not prepared, the output named;
-    22_buffer_counter.py: imported with a warning naming the buffer, the identity rejected.
+    22_buffer_counter.py, 30_own_generator.py, 36_call_counter.py, 37_running_stats.py
+    (references whose outputs change from call to call) and a hand-written bundle whose
+    reference edits its input: not prepared, the cause named.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
 """
@@ -481,9 +483,7 @@ def odd_files(importer, tool, tmp, c, cache):
     at full. kernelbench/17_init_objects (constructor arguments a class,
     a dict, a dtype, inf; once refused by the importer) and kernelbench/18_index_tables
     (integer inputs of different bounds; once never prepared): the identity ok.
-    30_own_generator (noise from a torch.Generator the module holds): the warning says no
-    candidate can match, the identity rejected as not deterministic. 28_all_nan (an output NaN
-    everywhere): no verdict, the output named."""
+    28_all_nan (an output NaN everywhere): no verdict, the output named."""
     out = os.path.join(tmp, "tasks-odd")
     names = ["19_view_outputs", "20_bom_crlf_prints", "21_host_random", "23_shared_outputs",
              "24_f64_outputs", "25_jit_script", "26_module_draws", "27_nonfinite",
@@ -592,31 +592,116 @@ def odd_files(importer, tool, tmp, c, cache):
     check(p.returncode == 0 and rc == 1 and not lines and 'the oracle\'s output "out1" of input '
           'set 0 is NaN in every element: there is nothing to check a candidate against'
           in err[0], "an output NaN everywhere: not prepared, named: %s" % err[0][-300:])
-    # random numbers from a generator the module holds: a warning saying no candidate can match
-    src = os.path.join(HERE, "kernelbench_extra", "30_own_generator.py")
+
+
+def impure_references(importer, tool, tmp, cache):
+    """References that are not a function of their inputs: the worker refuses to prepare the
+    task, naming what differs (each was once prepared, and every candidate, the identity
+    included, rejected as "not deterministic" or for "modified its inputs")."""
+    out = os.path.join(tmp, "tasks-impure")
+    # references that are not a function of their inputs: the worker refuses to prepare the
+    # task, naming what differs (each once prepared, and every candidate, the identity
+    # included, rejected): noise from a torch.Generator the module holds (the importer warns
+    # that no candidate can match), a call counter in a buffer (warned about) or in a plain
+    # Python attribute (nothing the importer sees), BatchNorm's running statistics read back in
+    # eval mode
+    not_det = ("the sandbox cannot prepare it: the reference is not deterministic: element 0 of "
+               "output \"out\" is ")
+    warns = {"30_own_generator": "warning: forward() draws random numbers (aten::randn) from a "
+                                 "torch.Generator of its own",
+             "22_buffer_counter": "warning: forward() changes the module's buffer \"calls\" in "
+                                  "place"}
+    for n in ("30_own_generator", "22_buffer_counter", "36_call_counter", "37_running_stats"):
+        src = os.path.join(HERE, "kernelbench_extra", n + ".py")
+        p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        print(p.stdout, p.stderr)
+        check(p.returncode == 0 and warns.get(n, "") in p.stderr,
+              "%s: imported%s" % (n, ", with its warning" if n in warns else ""))
+        task = os.path.join(out, n)
+        err = []
+        rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1",
+                             cache, err=err)
+        check(rc == 1 and not lines and not_det in err[0] and "on a first call on input set 0 "
+              "and " in err[0] and "differ beyond the tolerance): state kept between calls?"
+              in err[0],
+              "%s: not prepared, the reference named not deterministic: %s"
+              % (n, [x.get("reason") for x in lines] or err[0][-400:]))
+    # a result cached on the first call and used for every later input: not prepared, the set
+    # named (an honest candidate was once wrong_output, the identity ok)
+    src = os.path.join(HERE, "kernelbench_extra", "38_cached_scale.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    print(p.stdout, p.stderr)
-    check(p.returncode == 0 and "warning: forward() draws random numbers (aten::randn) from a "
-          "torch.Generator of its own" in p.stderr and "the identity included, can match"
-          in p.stderr, "a generator of the module's own: imported, named in its own warning")
-    task = os.path.join(out, "30_own_generator")
-    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
-    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
-          lines[0]["reason"].startswith("not deterministic"),
-          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
-    # a call counter in a buffer: imported with a warning naming it, the identity rejected
-    src = os.path.join(HERE, "kernelbench_extra", "22_buffer_counter.py")
+    task = os.path.join(out, "38_cached_scale")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "2", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and "the sandbox cannot prepare it: the "
+          "reference depends on earlier calls: element 0 of output \"out\" of input set 2 is "
+          in err[0] and "state kept between calls (a cache)?" in err[0],
+          "38_cached_scale: not prepared, the stale set named: %s"
+          % ([x.get("reason") for x in lines] or err[0][-400:]))
+    # get_inputs() drawing from a generator the worker does not seed: not prepared, the input
+    # named (every candidate was once rejected for "modified its inputs")
+    src = os.path.join(HERE, "kernelbench_extra", "40_unseeded_inputs.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    print(p.stdout, p.stderr)
-    check(p.returncode == 0 and "warning: forward() changes the module's buffer \"calls\" in "
-          "place" in p.stderr, "a buffer changed by forward(): imported, named in a warning")
-    task = os.path.join(out, "22_buffer_counter")
-    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache)
-    check(rc == 0 and [x["status"] for x in lines] == ["rejected"] and
-          lines[0]["reason"].startswith("not deterministic"),
-          "its identity rejected as not deterministic: %s" % [x.get("reason") for x in lines])
+    task = os.path.join(out, "40_unseeded_inputs")
+    err = []
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py")], "1", cache,
+                         err=err)
+    check(p.returncode == 0 and rc == 1 and not lines and "the sandbox cannot prepare it: "
+          "get_inputs() gives input \"x\" (inputs[0]) other values on a second draw under the "
+          "same seed" in err[0],
+          "40_unseeded_inputs: not prepared, the input named: %s"
+          % ([x.get("reason") for x in lines] or err[0][-400:]))
+    # a hand-written bundle whose reference edits its input in place (the importer refuses such
+    # a file; a bundle written by hand meets only the worker): not prepared, the input named
+    edits = os.path.join(out, "relu_edits_ref")
+    os.makedirs(os.path.join(edits, "seeds"))
+    with open(os.path.join(edits, "reference.py"), "w") as f:
+        f.write("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                "    def forward(self, x):\n        return torch.relu_(x)\n\n\n"
+                "def get_inputs():\n    return [torch.randn(16, 64)]\n\n\n"
+                "def get_init_inputs():\n    return []\n")
+    with open(os.path.join(edits, "task.json"), "w") as f:
+        json.dump({"schema": "kernelbrain.task/1", "id": "relu_edits_ref", "name": "relu",
+                   "backend": "host", "oracle": {"kind": "pytorch", "source": "reference.py"},
+                   "inputs": [{"name": "x", "dtype": "f32", "shape": [16, 64]}],
+                   "outputs": [{"name": "out", "dtype": "f32", "shape": [16, 64]}],
+                   "input_sets": [{"seed": 1, "distribution": "normal", "low": 0, "high": 1}],
+                   "seeds": [{"name": "identity", "source": "seeds/identity.py"}],
+                   "baseline": "identity"}, f)
+    with open(os.path.join(edits, "seeds", "identity.py"), "w") as f:
+        f.write(open(os.path.join(edits, "reference.py")).read() + "\nModelNew = Model\n")
+    err = []
+    rc, lines = evaluate(tool, edits, [os.path.join(edits, "seeds", "identity.py")], "1", cache,
+                         err=err)
+    check(rc == 1 and not lines and "the sandbox cannot prepare it: the reference changes its "
+          "input \"x\" (inputs[0]) in place" in err[0],
+          "a reference editing its input: not prepared, the input named: %s"
+          % ([x.get("reason") for x in lines] or err[0][-400:]))
+
+
+def out_buffers(importer, tool, tmp, c, relu, cache):
+    """Outputs written into a buffer allocated once and returned on every call: a reference doing
+    so (kernelbench_extra/39_out_buffer.py) with an honest candidate, and a ReLU candidate doing
+    so on 1_relu: each ok at the full tier. On the host the witness's calls kept views of the
+    buffer, not copies, so every call read as the last: both were rejected."""
+    out = os.path.join(tmp, "tasks-outbuf")
+    src = os.path.join(HERE, "kernelbench_extra", "39_out_buffer.py")
+    p = subprocess.run([importer, "--backend", "host", "--out", out, src],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    task = os.path.join(out, "39_out_buffer")
+    rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py"),
+                                      c("out_buffer_honest")], "3", cache)
+    check(p.returncode == 0 and rc == 0 and [x["status"] for x in lines] == ["ok", "ok"],
+          "39_out_buffer: the identity and an honest candidate ok at full: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
+    rc, lines = evaluate(tool, relu, [c("relu_out_buffer")], "3", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["ok"],
+          "1_relu: a ReLU writing into its own reused buffer ok at full: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
 
 
 def main(argv):
@@ -688,6 +773,8 @@ def main(argv):
         scalars(importer, tool, tmp, cache)
         cuda_inputs(importer, tool, tmp, cache)
         odd_files(importer, tool, tmp, c, cache)
+        impure_references(importer, tool, tmp, cache)
+        out_buffers(importer, tool, tmp, c, relu, cache)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

@@ -39,6 +39,8 @@ import sys
 import tempfile
 import weakref
 
+from worker_module import load_worker
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = os.path.join(HERE, "kernelbench")
 failures = []
@@ -310,6 +312,191 @@ def frames_not_held(worker):
           "cycle)")
 
 
+WIDE_REFERENCE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b, c, d):
+        return a.float(), b.int() + 1, c // 2, d * 0.5
+
+
+def get_inputs():
+    return [torch.randn(8, 64).half(), torch.randint(0, 9, (8, 64), dtype=torch.uint8),
+            torch.randint(0, 9, (8, 64), dtype=torch.int32), torch.randn(8, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def wide_sets(worker, tool, tmp, cache):
+    """A hand-written PyTorch-oracle bundle whose input sets reach past its dtypes (task.json
+    allows bounds up to 1e300; kb-sandbox draws in double and stores each value as its dtype
+    does: floats rounded, an overflow an infinity, integers clamped to the dtype's range):
+    integers in [-1e9, 1e9) for f16, u8, i32 and f32 inputs, uniform [-1e30, 1e30), integers
+    in [0, 1e12). The worker drew with torch's own in-place draws, which refuse such bounds
+    ("from is out of bounds for c10::Half", "... for unsigned char", "to - 1 is out of bounds
+    for int"): the task was never prepared and every candidate infra_error. Now drawn as
+    kb-sandbox draws them: prepared, the values as the dtypes hold them, the identity ok at
+    screen (every set)."""
+    d = os.path.join(tmp, "wide")
+    os.makedirs(os.path.join(d, "seeds"))
+    with open(os.path.join(d, "reference.py"), "w") as f:
+        f.write(WIDE_REFERENCE)
+    with open(os.path.join(d, "seeds", "identity.py"), "w") as f:
+        f.write(WIDE_REFERENCE + "\nModelNew = Model\n")
+    shape = [8, 64]
+    inputs = [{"name": n, "dtype": t, "shape": shape}
+              for n, t in (("a", "f16"), ("b", "u8"), ("c", "i32"), ("d", "f32"))]
+    outputs = [{"name": n, "dtype": t, "shape": shape}
+               for n, t in (("o0", "f32"), ("o1", "i32"), ("o2", "i32"), ("o3", "f32"))]
+    sets = [{"seed": 1, "distribution": "integers", "low": -1e9, "high": 1e9},
+            {"seed": 2, "distribution": "uniform", "low": -1e30, "high": 1e30},
+            {"seed": 3, "distribution": "integers", "low": 0, "high": 1e12}]
+    with open(os.path.join(d, "task.json"), "w") as f:
+        json.dump({"schema": "kernelbrain.task/1", "id": "wide", "name": "wide sets",
+                   "backend": "host", "oracle": {"kind": "pytorch", "source": "reference.py"},
+                   "inputs": inputs, "outputs": outputs, "tolerance": {"atol": 0, "rtol": 0},
+                   "input_sets": sets,
+                   "seeds": [{"name": "identity", "source": "seeds/identity.py"}],
+                   "baseline": "identity"}, f)
+    w = load_worker(worker, with_torch=False)
+    w.open_device("host", 0)
+    try:
+        task = w.prepare_task({"op": "prepare", "key": "wide", "inputs": inputs,
+                               "oracle": os.path.join(d, "reference.py"), "outputs": outputs,
+                               "sets": sets, "atol": 0, "rtol": 0})
+    except w.Failure as e:
+        check(False, "wide sets: the worker prepares the task: %s" % e)
+        return
+    import torch
+    a, b, c, x = task.set_inputs[0]
+    check(bool(torch.isinf(a).any()) and bool((a[torch.isfinite(a)].abs() <= 65504).all()) and
+          bool((a == a.float().round()).all()),
+          "wide sets: f16 integers beyond 65504 are infinities, the others whole")
+    check(set(b.unique().tolist()) <= set(range(256)) and {0, 255} <= set(b.unique().tolist()),
+          "wide sets: u8 integers clamped to 0..255: %s" % b.unique().tolist()[:8])
+    check(int(c.min()) < -1000 and int(c.max()) > 1000 and bool((x == x.round()).all()),
+          "wide sets: i32 and f32 integers drawn in [-1e9, 1e9)")
+    a, b, c, x = task.set_inputs[1]
+    check(bool(torch.isinf(a).all()) and bool(torch.isfinite(x).all()) and
+          float(x.abs().max()) > 1e28, "wide sets: uniform [-1e30, 1e30): f16 infinite, f32 not")
+    _, b, c, _ = task.set_inputs[2]
+    check(int(c.max()) == 2**31 - 1 and int(b.max()) == 255,
+          "wide sets: integers beyond i32 clamped to 2^31 - 1, u8 to 255")
+    rc, lines = evaluate(tool, d, [os.path.join(d, "seeds", "identity.py")], "2", cache)
+    check(rc == 0 and [x["status"] for x in lines] == ["ok"] and lines[0]["sets_checked"] == 3,
+          "wide sets: the identity ok at screen over the 3 sets: %s"
+          % [(x["status"], x.get("reason")) for x in lines])
+
+
+SETTING_REFERENCES = {
+    "dtype": ("torch.set_default_dtype(torch.float64)\n", ""),
+    "denormals": ("", "        torch.set_flush_denormal(True)\n"),
+    "threads": ("", "        torch.set_num_threads(1)\n"),
+    "patch": ("import torch.nn.functional as F\n\nF.gelu = lambda x, approximate=\"none\": x\n",
+              ""),
+    "uses_gelu": ("import torch.nn.functional as F\n\n"
+                  "assert F.gelu(torch.ones(1)).item() < 0.9, \"F.gelu is replaced\"\n", ""),
+    "mode": ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
+             "class Passthrough(TorchDispatchMode):\n"
+             "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+             "        return func(*args, **(kwargs or {}))\n\n\n"
+             "Passthrough().__enter__()\n", "")}
+
+
+def task_settings(worker, task_dir, tmp, rw):
+    """Hand-written bundles whose reference.py changes the worker's process-wide settings at
+    prepare (the importer refuses such files; a bundle written by hand meets only the worker,
+    which runs several tasks in one process): torch.set_default_dtype(torch.float64) at its top
+    level, torch.set_flush_denormal(True) in forward(), F.gelu replaced at its top level (the
+    next task's reference ran the replacement): the prepare fails naming the setting,
+    set back, and 1_relu prepared next in the same worker is f32 (it was not prepared: "input
+    "x" is float64, the task says f32"); torch.set_num_threads(1) in forward() (speed only):
+    prepared, set back; a dispatch mode entered at its top level (cannot be set back): the
+    prepare fails, fatal, and the worker exits."""
+    task = json.load(open(os.path.join(task_dir, "task.json")))
+    relu = {"op": "prepare", "oracle": os.path.join(task_dir, "reference.py"),
+            "inputs": task["inputs"], "outputs": task["outputs"], "sets": task["input_sets"],
+            "atol": 1e-4, "rtol": 1e-4}
+    files = {}
+    for name, (top, fwd) in SETTING_REFERENCES.items():
+        files[name] = os.path.join(tmp, "settings_%s.py" % name)
+        with open(files[name], "w") as f:
+            f.write("import torch\nimport torch.nn as nn\n%s\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n%s        return torch.relu(x)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(16, 16384)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n" % (top, fwd))
+    a, p = start_worker(worker, rw)
+    call = functools.partial(rpc, a)
+    try:
+        threads = call(dict(relu, key="threads0"))
+        for name, setting, was, now in (("dtype", "torch.get_default_dtype()", "torch.float32",
+                                         "torch.float64"),
+                                        ("denormals", "torch.set_flush_denormal", "False",
+                                         "True")):
+            r = call(dict(relu, key=name, oracle=files[name]))
+            check(r.get("ok") is False and r.get("fatal") is False and r.get("reason", "")
+                  .startswith("reference.py changes %s (%s, then %s) at prepare: the worker "
+                              "runs other tasks in this process" % (setting, was, now)),
+                  "settings: %s changed at prepare: refused, named: %s" % (name, r))
+            r = call(dict(relu, key="after_" + name))
+            check(r.get("ok") is True and r.get("cached") is False,
+                  "settings: 1_relu prepared after it in the same worker: %s" % r)
+        r = call(dict(relu, key="patch", oracle=files["patch"]))
+        check(r.get("ok") is False and r.get("reason", "").startswith(
+              "reference.py replaces torch.nn.functional.gelu at prepare: the worker runs other "
+              "tasks in this process"), "settings: F.gelu replaced: refused, named: %s" % r)
+        r = call(dict(relu, key="uses_gelu", oracle=files["uses_gelu"]))
+        check(r.get("ok") is True, "settings: F.gelu set back for the next task: %s" % r)
+        r = call(dict(relu, key="threads", oracle=files["threads"]))
+        check(r.get("ok") is True and threads.get("ok") is True,
+              "settings: a reference setting torch's threads (speed only) prepared: %s" % r)
+        r = call(dict(relu, key="mode", oracle=files["mode"]))
+        check(r.get("ok") is False and r.get("fatal") is True and
+              "torch dispatch modes entered (0, then 1)" in r.get("reason", ""),
+              "settings: a dispatch mode left entered: refused, fatal: %s" % r)
+        try:
+            code = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 3, "settings: the worker exits after the fatal refusal (%s)" % code)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
+    # a thread forward() starts and leaves running: every candidate evaluated after it was
+    # rejected for it ("a thread it started was still running"), honest ones included
+    thread = os.path.join(tmp, "settings_thread.py")
+    with open(thread, "w") as f:
+        f.write("import threading\nimport time\n\nimport torch\nimport torch.nn as nn\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        threading.Thread("
+                "target=time.sleep, args=(5,), daemon=True).start()\n"
+                "        return torch.relu(x)\n\n\n"
+                "def get_inputs():\n    return [torch.randn(16, 16384)]\n\n\n"
+                "def get_init_inputs():\n    return []\n")
+    a, p = start_worker(worker, rw)
+    try:
+        r = rpc(a, dict(relu, key="thread", oracle=thread))
+        check(r.get("ok") is False and r.get("fatal") is True and r.get("reason", "").startswith(
+              "reference.py leaves a thread running after prepare (at ") and "join it before "
+              "forward() returns" in r.get("reason", ""),
+              "settings: a thread left running by forward(): refused, fatal: %s" % r)
+        try:
+            code = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            code = None
+        check(code == 3, "settings: the worker exits after it (%s)" % code)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a.close()
+
+
 def main(argv):
     importer, tool, cands, worker = argv[1:5]
     built = os.path.join(os.path.dirname(tool), "kb_sandbox_torch.py")
@@ -339,6 +526,8 @@ def main(argv):
         few_sets(worker, relu, rw)
         trusted(worker, relu, rw)
         no_library(worker, tmp)
+        wide_sets(worker, tool, tmp, cache)
+        task_settings(worker, relu, tmp, rw)
 
         order = ["relu_honest", "relu_wrong", "relu_edits_input", "relu_crash", "relu_hang",
                  "relu_honest"]

@@ -50,6 +50,9 @@ struct kb_jsonfile;
 #define KB_MAX_TENSORS 1024
 #define KB_MAX_SETS 32
 #define KB_MAX_SEEDS 32
+/* elements of one tensor at most: what the sandboxes hold (runner/sandbox/engine.c); task.json
+ * refuses more (a shape of 2^60 elements was accepted, then every evaluation infra_error) */
+#define KB_MAX_NUMEL (INT64_C(1) << 40)
 /* largest magnitude of an input set's low/high and of a tolerance: the sandbox refuses more */
 #define KB_INPUT_BOUND_MAX 1e300
 
