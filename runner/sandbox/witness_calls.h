@@ -26,7 +26,8 @@
 #define KB__WITNESS_MAX_CALLS 256          /* calls per request, at most */
 #define KB__WITNESS_OUT_BYTES (64 << 20)   /* outputs written per request, at most */
 #define KB__WITNESS_BLOCKS 64              /* an output too large for that: blocks kept ... */
-#define KB__WITNESS_BLOCK (1 << 14)        /* ... of this many elements, drawn from the seed */
+#define KB__WITNESS_BLOCK (1 << 14)        /* ... of this many elements, at starts drawn after
+                                              each call (witness_spec.positions) */
 
 /* One witness request (borrowed strings and spec). */
 struct kb__witness_spec {
@@ -40,6 +41,13 @@ struct kb__witness_spec {
                             the outputs stay in memory */
   const char *check_path; /* the trusted sandbox: the confined one's file, compared after the
                              calls; NULL: no comparison */
+  /* The seed of call `call`'s block starts (sampled outputs only), asked of the runner after
+   * that call has returned and the device is idle (docs/sandbox.md, "The witness": a candidate
+   * that knew the starts before could compute those blocks only). Returns 0, or -1 with `why`
+   * set when the runner cannot be asked. NULL: the starts come from `seed` (a request without
+   * "ask_positions"). */
+  int (*positions)(void *ctx, int call, uint64_t *seed, char *why, size_t size);
+  void *positions_ctx;
 };
 
 /* Its answer. */
