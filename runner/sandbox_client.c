@@ -665,6 +665,46 @@ static int unasked(const struct kb__sandbox *sb) {
 
 int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s,
                      struct kb__sb_call *call, struct kb_error *err) {
+  return kb__sandbox_call_answering(sb, req, timeout_s, NULL, call, err);
+}
+
+/* Reads frames until the reply to the request under `nonce`: each frame of `ans`'s op before
+ * it (the child asking, with the nonce) answered with `ans->fn`'s answer and the nonce. A
+ * frame of that op without the nonce, or one the hook refuses, is KB__FRAME_IO with `detail`
+ * saying why. Returns a KB__FRAME_* status and the reply in *reply. */
+static int read_answering(struct kb__sandbox *sb, const char *nonce, double deadline,
+                          const struct kb__sb_answerer *ans, json_t **reply,
+                          struct kb_error *io, char *detail, size_t size) {
+  for (;;) {
+    int st = read_reply(sb, deadline, reply, io);
+    const char *op = st == KB__FRAME_OK ? json_string_value(json_object_get(*reply, "op")) : NULL;
+    if (ans == NULL || op == NULL || strcmp(op, ans->op) != 0)
+      return st;
+    const char *echo = json_string_value(json_object_get(*reply, "nonce"));
+    json_t *a = NULL;
+    if (echo == NULL || strcmp(echo, nonce) != 0)
+      snprintf(detail, size, "a \"%.32s\" frame %s the request's nonce", ans->op,
+               echo == NULL ? "without" : "with another nonce than");
+    else if (ans->fn(ans->ctx, *reply, &a, detail, size) == KB_OK && a != NULL &&
+             json_object_set_new(a, "nonce", json_string(nonce)) == 0) {
+      json_decref(*reply);
+      *reply = NULL;
+      int wr = kb__msg_write(sb->sock, a, deadline, io);
+      json_decref(a);
+      if (wr != KB_OK)
+        return io->code == KB_ETIMEOUT ? KB__FRAME_TIMEOUT : KB__FRAME_EOF;
+      continue;
+    }
+    json_decref(a);
+    json_decref(*reply);
+    *reply = NULL;
+    return KB__FRAME_IO;
+  }
+}
+
+int kb__sandbox_call_answering(struct kb__sandbox *sb, const json_t *req, double timeout_s,
+                               const struct kb__sb_answerer *ans, struct kb__sb_call *call,
+                               struct kb_error *err) {
   memset(call, 0, sizeof *call);
   if (sb->pid > 0 && unasked(sb)) {
     kb_warn("the sandbox (pid %d) wrote on its protocol socket after its last reply: code it "
@@ -694,7 +734,8 @@ int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s
   if (kb__msg_write(sb->sock, q, deadline, &io) != KB_OK)
     st = io.code == KB_ETIMEOUT ? KB__FRAME_TIMEOUT : KB__FRAME_EOF;
   else
-    st = read_reply(sb, deadline, &reply, &io);
+    st = read_answering(sb, nonce, deadline, ans, &reply, &io, call->detail,
+                        sizeof call->detail);
   json_decref(q);
   call->seconds = kb_now_mono() - t0;
   const char *echo = st == KB__FRAME_OK ? json_string_value(json_object_get(reply, "nonce"))
@@ -709,7 +750,7 @@ int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s
     reply = NULL;
     st = KB__FRAME_IO;
   } else if (st != KB__FRAME_OK && st != KB__FRAME_TIMEOUT && st != KB__FRAME_STOPPED &&
-             st != KB__FRAME_EOF && st != KB__FRAME_TRUNCATED) {
+             st != KB__FRAME_EOF && st != KB__FRAME_TRUNCATED && call->detail[0] == '\0') {
     snprintf(call->detail, sizeof call->detail, "not a protocol message: %.100s", io.msg);
   }
   switch (st) {

@@ -141,6 +141,23 @@ int kb__sandbox_call(struct kb__sandbox *sb, const json_t *req, double timeout_s
                      struct kb__sb_call *call, struct kb_error *err);
 void kb__sb_call_release(struct kb__sb_call *call);
 
+/* A request that asks back before it replies (the witness's "witness_positions", witness.h):
+ * each frame whose "op" is `op` that the child sends under the request's nonce before its reply
+ * is given to `fn`, which returns KB_OK with *answer (new; sent back with the nonce), or
+ * another code with `detail` saying why the frame is not one the request expects (the call is
+ * then KB__SB_FORGED: the child is killed). */
+struct kb__sb_answerer {
+  const char *op;
+  int (*fn)(void *ctx, const json_t *frame, json_t **answer, char *detail, size_t size);
+  void *ctx;
+};
+
+/* kb__sandbox_call, with `ans` (borrowed; NULL: none) answering the child's frames of its op
+ * until the reply; the call's `seconds` hold those round trips too. */
+int kb__sandbox_call_answering(struct kb__sandbox *sb, const json_t *req, double timeout_s,
+                               const struct kb__sb_answerer *ans, struct kb__sb_call *call,
+                               struct kb_error *err);
+
 /* Replaces the stop flag (borrowed; NULL: none). */
 void kb__sandbox_set_stop(struct kb__sandbox *sb, volatile sig_atomic_t *stop);
 

@@ -197,18 +197,48 @@ static json_int_t new_seed(void) {
   return (json_int_t)(x ? x : 1);
 }
 
-/* One witness request to `sb` until `deadline`: its reply in *rep (new) when it answered, its
- * seconds on this clock in *seconds. A worker that died or ran out of time: `v` says how when
- * it is the confined one (`cand`: crash, timeout), else an error. */
-static int ask(struct kb__sandbox *sb, json_t *req, double deadline, int cand, json_t **rep,
-               double *seconds, struct kb__witness_verdict *v, struct kb_error *err) {
+/* The positions of a round's sampled outputs (docs/sandbox.md, "The witness"): a seed per call,
+ * drawn by the runner and given to a worker only when it asks, after that call has returned
+ * (the frame {"op": "witness_positions", "call": i}): the same seeds to both workers, each
+ * asking in call order, once a call. */
+struct positions {
+  json_int_t seed[KB_WITNESS_MAX_CALLS];
+  int calls; /* seeds drawn */
+  int asked; /* calls answered to this worker so far */
+};
+
+/* kb__sb_answerer's hook: the next call's seed, or a refusal for a call out of order. */
+static int answer_positions(void *ctx, const json_t *frame, json_t **answer, char *detail,
+                            size_t size) {
+  struct positions *p = ctx;
+  json_t *c = json_object_get(frame, "call");
+  if (!json_is_integer(c) || json_integer_value(c) != p->asked || p->asked >= p->calls) {
+    snprintf(detail, size, "positions asked for call %lld, not call %d of %d",
+             json_is_integer(c) ? (long long)json_integer_value(c) : -1LL, p->asked, p->calls);
+    return KB_EINVAL;
+  }
+  *answer = json_pack("{s:s, s:I}", "op", "witness_positions", "seed", p->seed[p->asked]);
+  if (*answer == NULL)
+    return KB_ENOMEM;
+  p->asked++;
+  return KB_OK;
+}
+
+/* One witness request to `sb` until `deadline`, its positions asked of `pos`: its reply in
+ * *rep (new) when it answered, its seconds on this clock in *seconds. A worker that died or
+ * ran out of time: `v` says how when it is the confined one (`cand`: crash, timeout), else an
+ * error. */
+static int ask(struct kb__sandbox *sb, json_t *req, struct positions *pos, double deadline,
+               int cand, json_t **rep, double *seconds, struct kb__witness_verdict *v,
+               struct kb_error *err) {
   struct kb__sb_call call;
   memset(&call, 0, sizeof call);
   *rep = NULL;
   double left = deadline - kb_now_mono();
   if (left <= 0)
     return kb_error_set(err, KB_ETIMEOUT, "the witness ran out of its time");
-  int rc = kb__sandbox_call(sb, req, left, &call, err);
+  struct kb__sb_answerer ans = {.op = "witness_positions", .fn = answer_positions, .ctx = pos};
+  int rc = kb__sandbox_call_answering(sb, req, left, pos ? &ans : NULL, &call, err);
   if (rc)
     return rc;
   *seconds = call.seconds;
@@ -273,6 +303,7 @@ static json_t *round_req(const json_t *base, json_int_t seed, const struct kb__w
       json_object_set_new(q, "calls", json_integer(p->calls)) ||
       json_object_set_new(q, "path", json_string(path)) ||
       json_object_set_new(q, "flush_l2", json_boolean(p->flush)) ||
+      json_object_set_new(q, "ask_positions", json_true()) ||
       (check && json_object_set_new(q, "check", json_true()))) {
     json_decref(q);
     return NULL;
@@ -290,7 +321,7 @@ int kb__witness_check(struct kb__sandbox *sb, double deadline, struct kb__witnes
   json_t *rep = NULL;
   double seconds = 0;
   struct kb__witness_verdict cv = {.status = KB_STATUS_OK};
-  int rc = ask(sb, req, deadline, 1, &rep, &seconds, &cv, err);
+  int rc = ask(sb, req, NULL, deadline, 1, &rep, &seconds, &cv, err);
   json_decref(req);
   /* a changed process (or a crash) outranks what the clocks said; their numbers stay */
   if (rc == KB_OK && (rep == NULL ? cv.status != KB_STATUS_OK : not_ok(rep, &cv))) {
@@ -315,8 +346,14 @@ int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb
   int rounds = p->rounds < 1 || p->rounds > KB_WITNESS_ROUNDS ? KB_WITNESS_ROUNDS : p->rounds;
   for (int r = 0; r < rounds && rc == KB_OK; r++) {
     json_int_t seed = new_seed();
+    struct positions cpos = {.calls = p->calls < KB_WITNESS_MAX_CALLS ? p->calls
+                                                                      : KB_WITNESS_MAX_CALLS};
+    for (int i = 0; i < cpos.calls && seed != 0; i++)
+      if ((cpos.seed[i] = new_seed()) == 0)
+        seed = 0;
     if (seed == 0)
       return kb_error_set(err, KB_EIO, "no random seed for the witness");
+    struct positions tpos = cpos; /* the same seeds, asked again by the trusted process */
     json_t *cq = round_req(p->cand_req, seed, p, path, 0);
     json_t *tq = round_req(p->ref_req, seed, p, path, 1);
     json_t *crep = NULL, *trep = NULL;
@@ -326,7 +363,7 @@ int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb
       goto next;
     }
     double c0 = p->cpu_clock ? cpu_s(p->confined) : 0;
-    rc = ask(p->confined, cq, deadline, 1, &crep, &cs, v, err);
+    rc = ask(p->confined, cq, &cpos, deadline, 1, &crep, &cs, v, err);
     if (p->cpu_clock) /* read before any other process's turn: the kernel's count */
       cs = cpu_s(p->confined) - c0;
     if (rc || crep == NULL || not_ok(crep, v))
@@ -338,7 +375,7 @@ int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb
     if (pid > 0)
       kill(pid, SIGSTOP);
     double t0 = p->cpu_clock ? cpu_s(p->trusted) : 0;
-    rc = ask(p->trusted, tq, deadline, 0, &trep, &ts, v, err);
+    rc = ask(p->trusted, tq, &tpos, deadline, 0, &trep, &ts, v, err);
     if (p->cpu_clock)
       ts = cpu_s(p->trusted) - t0;
     if (pid > 0)
@@ -354,6 +391,13 @@ int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb
       snprintf(v->reason, sizeof v->reason,
                "the witness's calls disagree: %d in its process, %lld in the trusted one", got,
                (long long)json_integer_value(json_object_get(trep, "calls")));
+      goto next;
+    }
+    if (cpos.asked != tpos.asked) { /* both sample the same outputs of the same calls */
+      v->status = KB_STATUS_REJECTED;
+      snprintf(v->reason, sizeof v->reason,
+               "the witness's positions disagree: asked for %d calls in its process, %d in the "
+               "trusted one", cpos.asked, tpos.asked);
       goto next;
     }
     o->calls = got;

@@ -15,7 +15,11 @@
  * each with a new seed; each round is judged on its own (its two requests ran back to back,
  * under the same load) and the median round counts. Same code in both processes around the
  * calls (the draws, the L2 flush, the waits, the copies to the host and the file), so the
- * difference of the two clocks is the difference of the calls.
+ * difference of the two clocks is the difference of the calls. An output too large to be written
+ * whole is written at positions drawn from a seed per call that the runner gives each process
+ * only when it asks ({"op": "witness_positions", "call": i}, after that call has returned),
+ * each call once and in order, the same seeds to both: the confined process cannot know them
+ * while its calls run (docs/sandbox.md, "Sampled outputs: positions drawn after each call").
  */
 #ifndef KB_RUNNER_WITNESS_H
 #define KB_RUNNER_WITNESS_H

@@ -3964,7 +3964,8 @@ def witness_spec(req):
          "calls": get(req, "calls", "int", lo=1, hi=WITNESS_MAX_CALLS),
          "path": get(req, "path", "str"),
          "flush_l2": get(req, "flush_l2", "bool", False, False),
-         "check": get(req, "check", "bool", False, False)}
+         "check": get(req, "check", "bool", False, False),
+         "ask_positions": get(req, "ask_positions", "bool", False, False)}
     if not os.path.isabs(w["path"]):
         raise BadRequest("path", '"path" must be an absolute path')
     return w
@@ -3979,9 +3980,12 @@ def witness_set(task, seed, i):
 
 
 def witness_positions(task, seed):
-    """For each output: None (all of it is written), or the flat positions written (a sorted
-    sample of WITNESS_SAMPLE drawn from the seed, on the device) when the outputs of one call are
-    over a third of WITNESS_OUT_BYTES."""
+    """For each output: None (all of it is written), or the flat positions written (on the
+    device) when the outputs of one call are over a third of WITNESS_OUT_BYTES: one position
+    drawn from the seed in each of WITNESS_SAMPLE equal strata of the output, so sorted (a
+    sorted uniform sample cost 180 ms on the CPU for 6.3 M elements, the strata 20 ms; drawn
+    for every call, in both workers). A stratified sample misses a given set of positions no
+    more often than a uniform one of as many."""
     per_call = tensor_bytes(task.outputs)
     out = []
     for o, spec in enumerate(task.outputs):
@@ -3993,9 +3997,35 @@ def witness_positions(task, seed):
             continue
         g = torch.Generator()
         g.manual_seed((seed + 31 * (o + 1)) % (2**62))
-        idx = torch.randint(0, n, (WITNESS_SAMPLE,), generator=g, dtype=torch.int64)
-        out.append(torch.sort(idx).values.to(DEV))
+        k = torch.arange(WITNESS_SAMPLE + 1, dtype=torch.int64) * n // WITNESS_SAMPLE
+        starts, widths = k[:-1], k[1:] - k[:-1]
+        u = torch.rand(WITNESS_SAMPLE, generator=g, dtype=torch.float64)
+        idx = starts + torch.minimum((u * widths).to(torch.int64), widths - 1)
+        out.append(idx.to(DEV))
     return out
+
+
+def ask_positions(sock, nonce, i):
+    """The seed of witness call i's sampled positions, asked of the runner after that call has
+    returned ({"op": "witness_positions", "call": i} under the request's nonce; the answer
+    {"op": "witness_positions", "seed": s}). The runner draws the seeds and gives each only
+    when asked, each call once and in order: a candidate's code holds nothing from which it
+    could compute the positions compared while its call runs (docs/sandbox.md, "The
+    witness")."""
+    send(sock, nonce, {"op": "witness_positions", "call": i})
+    head = read_exact(sock, 4)
+    body = read_exact(sock, struct.unpack(">I", head)[0]) if head is not None else None
+    try:
+        ans = json.loads(body.decode("utf-8")) if body is not None else None
+    except (ValueError, UnicodeDecodeError):
+        ans = None
+    seed = ans.get("seed") if isinstance(ans, dict) else None
+    if (not isinstance(ans, dict) or ans.get("op") != "witness_positions"
+            or ans.get("nonce") != nonce or not isinstance(seed, int) or isinstance(seed, bool)
+            or not 1 <= seed <= 2**62):
+        raise Verdict("infra_error", "the positions of witness call %d: the runner's answer "
+                      "is not its positions" % (i + 1))
+    return seed
 
 
 def witness_calls(task, calls, where):
@@ -4026,7 +4056,7 @@ def library_outputs(task, fn, ins):
     return outs
 
 
-def witness(task, w, fn):
+def witness(task, w, fn, ask=None):
     """The "witness" request: `calls` calls of `fn` (the confined worker: the candidate of the
     last ok evaluation under the key; the trusted worker: the task's module, TF32 off as for the
     references) on inputs drawn from the seed, each after the L2 flush and a wait for the
@@ -4034,9 +4064,14 @@ def witness(task, w, fn):
     output by output, raw bytes; sampled positions only of an output too large). The trusted
     worker also times each module call (a wait for the device after it) and, with "check",
     compares `path` (the confined worker's file, written for the same seed) with its own
-    outputs afterwards: `verify_s` is that part, which the runner leaves out of its clock."""
+    outputs afterwards: `verify_s` is that part, which the runner leaves out of its clock.
+    With "ask_positions" the positions of a sampled output are drawn for each call from a seed
+    asked of the runner (`ask(i)`, ask_positions) once that call has returned and the device
+    is idle, the collector off from then until they are read: no candidate code runs between
+    its call's return and the sampling."""
     reply = {"op": "witness", "status": "ok", "reason": ""}
     where = witness_positions(task, w["seed"])
+    asked = w["ask_positions"] and ask is not None and any(p is not None for p in where)
     calls = witness_calls(task, w["calls"], where)
     flush = l2_flush_buffer() if w["flush_l2"] else None
     trusted = CONF.trusted
@@ -4059,13 +4094,23 @@ def witness(task, w, fn):
                     got = library_outputs(task, fn, ins)
                 sync()
                 module_s += CLOCK() - a
-                # contiguous: a module may return a view (x[:, ::2], whose reshape(-1) is
-                # a strided view that cannot be read as bytes); a copy: on the host .to("cpu")
-                # is the tensor itself, and a module that writes every call into one buffer it
-                # returns (an output allocated once) had every call read as the last one's, an
-                # honest candidate beside such a reference, or such a candidate, rejected
-                host.append([(g.reshape(-1) if p is None else g.reshape(-1).index_select(0, p))
-                             .to("cpu", copy=True).contiguous() for g, p in zip(got, where)])
+                collecting = gc.isenabled()
+                try:
+                    if asked:  # a finalizer of its objects would otherwise see the positions
+                        gc.disable()
+                        where = witness_positions(task, ask(i))
+                    # contiguous: a module may return a view (x[:, ::2], whose reshape(-1)
+                    # is a strided view that cannot be read as bytes); a copy: on the host
+                    # .to("cpu") is the tensor itself, and a module that writes every call
+                    # into one buffer it returns (an output allocated once) had every call
+                    # read as the last one's, an honest candidate beside such a reference, or
+                    # such a candidate, rejected
+                    host.append([(g.reshape(-1) if p is None else
+                                  g.reshape(-1).index_select(0, p)).to("cpu", copy=True)
+                                 .contiguous() for g, p in zip(got, where)])
+                finally:
+                    if asked and collecting:
+                        gc.enable()
                 del ins, got
     except Verdict as v:
         reply["status"], reply["reason"] = v.status, v.reason[:255]
@@ -4285,7 +4330,7 @@ def handle(sock, nonce, op, req, device, prepared, used, use, touch):
         if w["check"] and not CONF.trusted:
             raise BadRequest("check", '"check": only the trusted worker compares')
         t0 = time.monotonic()
-        reply = witness(task, w, fn)
+        reply = witness(task, w, fn, lambda i: ask_positions(sock, nonce, i))
         reply["seconds"] = time.monotonic() - t0
         send(sock, nonce, reply)
     elif op == "torch":

@@ -32,6 +32,7 @@ struct server {
   struct kb__dev *d;
   int ordinal;
   int out_fd;
+  int in_fd;
   char nonce[40];            /* the current request's "nonce", echoed in its reply ("": none) */
   int trusted;               /* kb-sandbox --trusted: loads no candidate */
   int witness_fd;            /* its witness file, -1: none */
@@ -610,8 +611,43 @@ static int witness_load(struct server *sv, const char *path, struct kb_error *er
   return KB_OK;
 }
 
+/* kb__witness_spec.positions: asks the runner for call `call`'s position seed under the
+ * request's nonce ({"op": "witness_positions", "call": i}) and reads its answer ({"op":
+ * "witness_positions", "seed": s}). Returns 0, or -1 with `why` set. */
+static int ask_positions(void *ctx, int call, uint64_t *seed, char *why, size_t size) {
+  struct server *sv = ctx;
+  struct kb_error err = {0};
+  char *text = NULL;
+  size_t len = 0;
+  json_t *ans = NULL;
+  int64_t s = 0;
+  char field[FIELD_MAX] = "";
+  int rc = reply(sv, json_pack("{s:s, s:i}", "op", "witness_positions", "call", call))
+               ? KB_EIO
+               : KB_OK;
+  if (rc == KB_OK && kb__frame_read(sv->in_fd, &text, &len, 0, NULL, &err) != KB__FRAME_OK)
+    rc = KB_EIO;
+  if (rc == KB_OK)
+    rc = kb__msg_parse(text, len, &ans, &err);
+  if (rc == KB_OK)
+    rc = kb__msg_int(ans, "", "seed", 1, 1, INT64_C(1) << 62, &s, field, sizeof field, &err);
+  if (rc == KB_OK) {
+    const char *op = json_string_value(json_object_get(ans, "op"));
+    const char *nonce = json_string_value(json_object_get(ans, "nonce"));
+    if (op == NULL || strcmp(op, "witness_positions") != 0 || nonce == NULL ||
+        strcmp(nonce, sv->nonce) != 0)
+      rc = kb_error_set(&err, KB_EPARSE, "the runner's answer is not its positions");
+  }
+  if (rc != KB_OK)
+    snprintf(why, size, "%s", err.msg[0] ? err.msg : "the runner cannot be asked");
+  *seed = (uint64_t)s;
+  json_decref(ans);
+  kb_free(text);
+  return rc == KB_OK ? 0 : -1;
+}
+
 /* The "witness" request (witness_calls.h): the task's fields as in prepare, and "seed",
- * "calls", "flush_l2"; the confined sandbox "library" (the candidate, its outputs into its
+ * "calls", "flush_l2", "ask_positions" (sampled outputs' positions asked after each call); the confined sandbox "library" (the candidate, its outputs into its
  * witness file); a trusted one "path" and "check" (the confined sandbox's file, compared with
  * the oracle's outputs). Returns 0 to go on, 1 when the channel broke, 3 when the process must
  * end. */
@@ -636,6 +672,9 @@ static int witness(struct server *sv, json_t *req) {
     rc = kb__msg_str(req, "", "library", !sv->trusted, &library, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_bool(req, "", "check", 0, &check, field, sizeof field, &err);
+  int asked = 0;
+  if (rc == KB_OK)
+    rc = kb__msg_bool(req, "", "ask_positions", 0, &asked, field, sizeof field, &err);
   if (rc == KB_OK)
     rc = kb__msg_str(req, "", "path", check, &path, field, sizeof field, &err);
   if (rc == KB_OK && sv->trusted && library != NULL) {
@@ -659,6 +698,10 @@ static int witness(struct server *sv, json_t *req) {
   w.calls = (int)calls;
   w.check_path = check ? path : NULL;
   w.oracle = sv->trusted;
+  if (asked) {
+    w.positions = ask_positions;
+    w.positions_ctx = sv;
+  }
   double t0 = kb_now_mono();
   struct kb__witness_reply r;
   memset(&r, 0, sizeof r);
@@ -712,6 +755,7 @@ int kb__sandbox_serve(struct kb__dev *d, const struct kb__serve_opts *o) {
   sv.d = d;
   sv.ordinal = o->ordinal;
   sv.out_fd = o->out_fd;
+  sv.in_fd = o->in_fd;
   sv.trusted = o->trusted;
   sv.witness_fd = o->witness_fd;
   int in_fd = o->in_fd;

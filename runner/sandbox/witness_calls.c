@@ -34,7 +34,8 @@ struct kb__witness_bufs {
   int64_t *in_n, *out_n;    /* elements */
   size_t *keep;             /* bytes kept of each output per call (whole, or its blocks) */
   size_t *slot;             /* the same rounded up to 8 bytes: each output's room per call */
-  int64_t *starts;          /* per output, KB__WITNESS_BLOCKS block starts; -1: kept whole */
+  int64_t *starts;          /* per output, KB__WITNESS_BLOCKS block starts of the call under
+                               way (drawn after it returned); starts[0] -1: kept whole */
   kb_tensor *in_desc, *out_desc;
   size_t per_call;          /* bytes kept per call (the slots) */
   unsigned char *host;      /* host_bytes of room for calls * per_call (owned) */
@@ -84,8 +85,8 @@ void kb__witness_bufs_free(struct kb__dev *d, struct kb__witness_bufs *c) {
 }
 
 /* What is kept of each output: all of it while one call's outputs take at most a third of
- * KB__WITNESS_OUT_BYTES, else KB__WITNESS_BLOCKS blocks at starts drawn from the seed (an
- * output smaller than the blocks is kept whole). */
+ * KB__WITNESS_OUT_BYTES, else KB__WITNESS_BLOCKS blocks at starts drawn after each call
+ * (call_starts; an output smaller than the blocks is kept whole). */
 static void plan_keep(struct kb__witness_bufs *c, int *sampled) {
   const struct kb__prep_spec *t = c->t;
   size_t whole = 0;
@@ -100,9 +101,7 @@ static void plan_keep(struct kb__witness_bufs *c, int *sampled) {
     st[0] = -1;
     c->keep[o] = (size_t)n * size;
     if (whole * 3 > KB__WITNESS_OUT_BYTES && n > (int64_t)KB__WITNESS_BLOCKS * KB__WITNESS_BLOCK) {
-      for (int j = 0; j < KB__WITNESS_BLOCKS; j++)
-        st[j] = (int64_t)(kb__mask_word(c->w->seed + 31u * (uint64_t)(o + 1), (uint64_t)j) %
-                          (uint64_t)(n - KB__WITNESS_BLOCK + 1));
+      st[0] = 0; /* sampled: its starts are drawn after each call */
       c->keep[o] = (size_t)KB__WITNESS_BLOCKS * KB__WITNESS_BLOCK * size;
       (*sampled)++;
     }
@@ -284,6 +283,31 @@ static int call_input(struct kb__dev *d, struct kb__witness_bufs *c, int i, int 
   return kb__inputs_reflect(&set, key, spec->dtype, c->cur[k], n, err);
 }
 
+/* The block starts of call `i`'s sampled outputs, from a seed the candidate's process does not
+ * hold before that call has returned: asked of the runner then (w->positions; its answer comes
+ * once the call is over and the device idle, and no candidate code runs in between: a confined
+ * kb-sandbox runs no thread, and the call has returned), else drawn from the request's seed.
+ * Returns 0, or -1 with `r` saying why. */
+static int call_starts(struct kb__witness_bufs *c, int i, struct kb__witness_reply *r) {
+  const struct kb__witness_spec *w = c->w;
+  uint64_t seed = kb__mask_word(w->seed ^ UINT64_C(0x9e3779b97f4a7c15), (uint64_t)i);
+  char why[160] = "";
+  if (w->positions != NULL && w->positions(w->positions_ctx, i, &seed, why, sizeof why) != 0) {
+    say(r, KB_STATUS_INFRA_ERROR, "the positions of witness call %d: %s", i + 1, why);
+    return -1;
+  }
+  for (int o = 0; o < c->t->n_out; o++) {
+    int64_t *st = c->starts + (size_t)o * KB__WITNESS_BLOCKS;
+    if (st[0] < 0)
+      continue;
+    int64_t n = c->out_n[o];
+    for (int j = 0; j < KB__WITNESS_BLOCKS; j++)
+      st[j] = (int64_t)(kb__mask_word(seed + 31u * (uint64_t)(o + 1), (uint64_t)j) %
+                        (uint64_t)(n - KB__WITNESS_BLOCK + 1));
+  }
+  return 0;
+}
+
 /* Call `i` of `fn` (the candidate's, or the oracle's when `oracle`): draws, poison, flush,
  * wait, the call and a wait (timed into *module_s), the kept outputs into the host buffer. */
 static void one_call(struct kb__dev *d, struct kb__witness_bufs *c, kb__forward_fn fn,
@@ -322,6 +346,8 @@ static void one_call(struct kb__dev *d, struct kb__witness_bufs *c, kb__forward_
           err.msg);
     return;
   }
+  if (r->sampled > 0 && call_starts(c, i, r) != 0)
+    return;
   unsigned char *at = c->host + (size_t)i * c->per_call;
   for (int o = 0; e == KB_OK && o < t->n_out; o++) {
     const int64_t *st = c->starts + (size_t)o * KB__WITNESS_BLOCKS;
@@ -417,9 +443,8 @@ static void compare_file(const struct kb__witness_bufs *c, const char *path,
         kb__verify_describe(&rep, what, sizeof what);
         say(r, KB_STATUS_REJECTED,
             "wrong on inputs drawn after the runner asked, read outside its process: output "
-            "\"%s\" of witness call %d of %d: %s (%lld of %lld bad)",
-            t->outputs[o].name, i + 1, r->calls, what, (long long)rep.bad,
-            (long long)rep.checked);
+            "\"%s\" of witness call %d of %d: %s",
+            t->outputs[o].name, i + 1, r->calls, what); /* what: "(B of N bad)" too */
         break;
       }
       at += c->slot[o];

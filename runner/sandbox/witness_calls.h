@@ -7,7 +7,9 @@
  * distribution, cycling); on the host each input is drawn once a request (one input set, picked
  * by the seed) and each call gets a window of it at an offset drawn from the seed. Each call's
  * outputs are poisoned, the L2 flushed when asked, a wait for the device, the call, a wait, and
- * its outputs copied to the host. The confined sandbox writes the outputs to its witness file
+ * its outputs copied to the host (of an output over a third of KB__WITNESS_OUT_BYTES, blocks at
+ * starts drawn from a seed asked of the runner once the call has returned: spec.positions).
+ * The confined sandbox writes the outputs to its witness file
  * (opened in its folder before it confined itself); the trusted one keeps its own and, when
  * asked, compares the confined sandbox's file with them (the task's tolerance), read while the
  * runner holds that process stopped.
@@ -26,7 +28,8 @@
 #define KB__WITNESS_MAX_CALLS 256          /* calls per request, at most */
 #define KB__WITNESS_OUT_BYTES (64 << 20)   /* outputs written per request, at most */
 #define KB__WITNESS_BLOCKS 64              /* an output too large for that: blocks kept ... */
-#define KB__WITNESS_BLOCK (1 << 14)        /* ... of this many elements, drawn from the seed */
+#define KB__WITNESS_BLOCK (1 << 14)        /* ... of this many elements, at starts drawn after
+                                              each call (witness_spec.positions) */
 
 /* One witness request (borrowed strings and spec). */
 struct kb__witness_spec {
@@ -40,6 +43,13 @@ struct kb__witness_spec {
                             the outputs stay in memory */
   const char *check_path; /* the trusted sandbox: the confined one's file, compared after the
                              calls; NULL: no comparison */
+  /* The seed of call `call`'s block starts (sampled outputs only), asked of the runner after
+   * that call has returned and the device is idle (docs/sandbox.md, "The witness": a candidate
+   * that knew the starts before could compute those blocks only). Returns 0, or -1 with `why`
+   * set when the runner cannot be asked. NULL: the starts come from `seed` (a request without
+   * "ask_positions"). */
+  int (*positions)(void *ctx, int call, uint64_t *seed, char *why, size_t size);
+  void *positions_ctx;
 };
 
 /* Its answer. */
@@ -51,7 +61,7 @@ struct kb__witness_reply {
   int fatal;             /* 1: the device is unusable, the process must end */
   int calls;             /* calls made: as asked, fewer when their outputs would be over
                             KB__WITNESS_OUT_BYTES, 1 at least */
-  int sampled;           /* outputs written as blocks drawn from the seed */
+  int sampled;           /* outputs written as blocks (their starts drawn after each call) */
   int64_t bytes;         /* bytes of outputs written (or kept) */
   double module_us;      /* mean time of one call (the call and the wait after it) */
   double verify_s;       /* the comparison, seconds; 0 when none */
