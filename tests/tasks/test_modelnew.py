@@ -47,7 +47,7 @@ kb-test-torch-eval:
     22_buffer_counter.py, 30_own_generator.py, 36_call_counter.py, 37_running_stats.py
     (references whose outputs change from call to call) and a hand-written bundle whose
     reference edits its input: not prepared, the cause named;
-  - kernelbench_extra/36_large_relu.py (outputs the witness samples): the identity ok at full,
+  - kernelbench_extra/41_large_relu.py (outputs the witness samples): the identity ok at full,
     a file that computes only the sampled positions, learnt from the seed, rejected.
 
 usage: test_modelnew.py IMPORTER TOOL CANDIDATES_DIR
@@ -707,25 +707,25 @@ def out_buffers(importer, tool, tmp, c, relu, cache):
 
 
 def sampled_witness(importer, tool, tmp, c, cache):
-    """kernelbench_extra/36_large_relu (an output of 22.5 MB a call, over a third of the
+    """kernelbench_extra/41_large_relu (an output of 22.5 MB a call, over a third of the
     witness's 64 MiB a request: the witness compares 2^20 positions of each call's): its
     identity ok at full; large_relu_witness_sample.py, which wraps the worker's
     witness_positions to learn the positions from the runner's seed and computes only those in
     the witness's calls, rejected by the witness (ok before the positions were drawn after each
     call, 2026-12-07)."""
     out = os.path.join(tmp, "tasks-sampled")
-    src = os.path.join(HERE, "kernelbench_extra", "36_large_relu.py")
+    src = os.path.join(HERE, "kernelbench_extra", "41_large_relu.py")
     p = subprocess.run([importer, "--backend", "host", "--out", out, src],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    check(p.returncode == 0, "import 36_large_relu: %s" % p.stdout[-300:])
-    task = os.path.join(out, "36_large_relu")
+    check(p.returncode == 0, "import 41_large_relu: %s" % p.stdout[-300:])
+    task = os.path.join(out, "41_large_relu")
     rc, lines = evaluate(tool, task, [os.path.join(task, "seeds", "identity.py"),
                                       c("large_relu_witness_sample")], "3", cache)
     got = [(x["status"], x.get("reason", "")) for x in lines]
     check(rc == 0 and [g[0] for g in got] == ["ok", "rejected"] and
           got[1][1].startswith("wrong on inputs drawn after the runner asked, read outside its "
                                "process: output \"out\" of witness call 1 of "),
-          "36_large_relu at full (sampled witness outputs): the identity ok, the file that "
+          "41_large_relu at full (sampled witness outputs): the identity ok, the file that "
           "computes only the positions drawn from the seed rejected: %s" % got)
 
 
