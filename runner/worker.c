@@ -770,7 +770,9 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
   pthread_mutex_init(&w.lock, NULL);
   pthread_t hb;
   int hb_started = 0;
-  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000};
+  /* asked to leave, it waits for a lost redis only briefly (KB_REDIS_STOP_WAIT_MS) */
+  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000,
+                             .stop = opts->stop};
   int rc = kb_redis_connect(&ro, &w.redis, err);
   if (rc == KB_OK)
     rc = kb_queue_open_wait(&w.q, w.redis, opts->campaign, opts->wait_s, opts->stop, err);
