@@ -355,12 +355,18 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
         kb_sleep_ms(50);
         continue;
       }
-      /* Over its maxmemory, the server refuses a write command, and a script at its first
-       * write, so before it changed anything: wait for memory to be freed or the limit
-       * raised, with the same backoff, within the same budget. */
-      if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "OOM ", 4) == 0 &&
-          mono_ms() < budget_end(r, deadline)) {
-        warn_retry(r, "out of memory (maxmemory reached)", "retrying");
+      /* Over its maxmemory (OOM), or unable to write its AOF or RDB (MISCONF: its disk full
+       * or failing), the server refuses a write command, and a script at its first write, so
+       * before it changed anything (the refusal's cause cannot change while a script runs):
+       * wait for memory or disk to be freed, with the same backoff, within the same budget.
+       * Before, a full disk under Redis ended every runner and the scheduler at once (exit 1),
+       * the runners' leases still held. */
+      int oom = rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "OOM ", 4) == 0;
+      int misconf = rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "MISCONF ", 8) == 0;
+      if ((oom || misconf) && mono_ms() < budget_end(r, deadline)) {
+        warn_retry(r, oom ? "out of memory (maxmemory reached)"
+                          : "cannot write its data to disk (MISCONF: its disk full or failing)",
+                   "retrying");
         freeReplyObject(rr);
         long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
         kb_sleep_ms(wait < budget_end(r, deadline) - mono_ms() ? wait : 1);
