@@ -555,15 +555,15 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
 }
 
 /* This runner cannot evaluate anything (`code`: KB_ECHILD, the sandbox does not start: a GPU
- * gone, a driver failure; KB_EWRITE, its build cache cannot take a write: a full disk or
- * quota, a read-only or failing file system): the item in `slot` goes back (a release, not an
+ * gone, a driver failure; KB_EWRITE, its build cache or its sandboxes' folder cannot take a
+ * write: a full disk or quota, a read-only or failing file system): the item in `slot` goes back (a release, not an
  * attempt, so no item is used up by the machine's fault) and `err` gets `why` (borrowed), for
  * the runner to leave with. Returns `code`. */
 static int leave_slot(struct worker *w, int slot, int code, const char *why,
                       struct kb_error *err) {
   char msg[sizeof err->msg];
   snprintf(msg, sizeof msg, "%s", why);
-  release_slot(w, slot, code == KB_EWRITE ? "its build cache cannot be written"
+  release_slot(w, slot, code == KB_EWRITE ? "this node cannot write its files"
                                           : "the sandbox does not start", err);
   kb_error_clear(err);
   return kb_error_set(err, code, "%s", msg);
