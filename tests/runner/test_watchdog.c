@@ -4,6 +4,7 @@
  * starved by the child) does not; a child that is never stopped times out on time. The runner's
  * stop is played by a busy wait between kb__watchdog_slice() and kb__watchdog_expired(). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,14 +18,24 @@
 #include "kb/clock.h"
 #include "watchdog.h"
 
-/* a child that spins on the CPU until killed */
+static void *spin(void *arg) {
+  (void)arg;
+  volatile unsigned long x = 0;
+  for (;;)
+    x++;
+  return NULL;
+}
+
+/* a child that spins on the CPU until killed, on four threads: on a loaded machine it still gets
+ * far more than a quarter of a CPU */
 static pid_t spinner(void) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    volatile unsigned long x = 0;
-    for (;;)
-      x++;
+    pthread_t t;
+    for (int i = 0; i < 3; i++)
+      pthread_create(&t, NULL, spin, NULL);
+    spin(NULL);
   }
   return pid;
 }
