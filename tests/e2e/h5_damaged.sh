@@ -14,6 +14,11 @@
 # usage: h5_damaged.sh BIN_DIR
 BIN=$1
 source "$(dirname "$0")/../lib/common.sh"
+# HDF5 1.10.8 loses an object on the error path of a damaged file's open (424 bytes, no
+# pointer left to it, inside libhdf5): LeakSanitizer of the ASan build would turn the
+# scheduler's exit into 1; the leak is the library's, not ours
+printf 'leak:libhdf5\n' > "$T/lsan.supp"
+export LSAN_OPTIONS="suppressions=$T/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 start_redis
 make_campaign hd '"ladder": [{"name": "compile"}, {"name": "smoke"},
              {"name": "screen", "max_seconds": 0.2},
