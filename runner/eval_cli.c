@@ -95,7 +95,8 @@ static int parse_args(struct session *s, int argc, char **argv) {
   o->repeat = 1;
   o->seeds = m->seeds;
   kb_cli_user_tmp("kb-cache", o->cache_default, sizeof o->cache_default);
-  o->cache = m->cache ? m->cache : getenv("KB_CACHE") ? getenv("KB_CACHE") : o->cache_default;
+  const char *env = getenv("KB_CACHE"); /* set but empty: as unset */
+  o->cache = m->cache ? m->cache : env && *env ? env : o->cache_default;
   static const struct option longopts[] = {
       {"backend", required_argument, NULL, 'b'}, {"cache", required_argument, NULL, 'C'},
       {"tiers", required_argument, NULL, 't'},   {"repeat", required_argument, NULL, 'r'},

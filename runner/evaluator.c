@@ -22,6 +22,7 @@
 #include "kb/buf.h"
 #include "kb/clock.h"
 #include "kb/error.h"
+#include "kb/fs.h"
 #include "kb/hash.h"
 #include "kb/jsonfile.h"
 #include "kb/ladder.h"
@@ -1256,10 +1257,12 @@ static void log_rounds(const struct kb_task *task, const struct kb__witness_obs 
  * trusted worker's by more than 1.5x) replaces r->torch_eager_us and drops the same-run
  * baseline, with a warning; both replace the confined process (kill it: the next call starts
  * one). A witness that cannot run is r's infra_error: an ok that nothing outside the
- * candidate's process saw is not reported. Returns the seconds it took (counted in the cost). */
+ * candidate's process saw is not reported; `*write_errno` gets the errno of a sandbox that could
+ * not write its witness file (a full $TMPDIR: the node's fault, not the candidate's), else 0.
+ * Returns the seconds it took (counted in the cost). */
 static double witness(struct kb_evaluator *b, const struct kb_task *task, int tier_index,
                       const char *key, const struct kb__build *build, struct kb__sandbox *sb,
-                      struct kb_result *r) {
+                      struct kb_result *r, int *write_errno) {
   double t0 = kb_now_mono();
   double deadline = t0 + KB_WITNESS_LIMIT_S;
   char tkey[KB_CAND_ID_LEN + 1] = "";
@@ -1342,6 +1345,8 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     r->baseline_median_us = NAN;
     r->same_run_speedup = NAN;
   }
+  /* a witness file its sandbox's folder could not take: the node's fault (evaluate) */
+  *write_errno = v.status == KB_STATUS_INFRA_ERROR ? v.write_errno : 0;
   double took = kb_now_mono() - t0;
   b->witness_s += took;
   return took;
@@ -1563,8 +1568,19 @@ again:;
              json_number_value(json_object_get(tail, "extra_us")),
              (long long)json_integer_value(json_object_get(tail, "samples")),
              json_number_value(json_object_get(tail, "idle_us")));
-  if ((flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
-    used_s += witness(b, task, tier_index, key, build, sb, r);
+  if ((flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK) {
+    int werr = 0;
+    char dir[512]; /* the sandbox's folder, gone with it when the witness replaces it */
+    snprintf(dir, sizeof dir, "%s", kb__sandbox_dir(sb) ? kb__sandbox_dir(sb) : "$TMPDIR");
+    used_s += witness(b, task, tier_index, key, build, sb, r, &werr);
+    if (werr != 0 && kb_write_errno_code(werr) == KB_EWRITE) {
+      /* the sandboxes' folder ($TMPDIR) is full or fails: every evaluation on this node would
+       * end so; the runner leaves, the item released, nothing recorded (as for its cache) */
+      rc = kb_error_set(err, KB_EWRITE, "%s: cannot write the witness file: %s (errno %d)",
+                        dir, strerror(werr), werr);
+      goto out;
+    }
+  }
   replace_if_threads_left(task, &call, sb);
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);

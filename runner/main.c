@@ -185,7 +185,9 @@ int main(int argc, char **argv) {
   static char cache_default[256];
   kb_cli_user_tmp("kb-cache", cache_default, sizeof cache_default);
   const char *cache = getenv("KB_CACHE");
-  struct kb_worker_opts o = {.backend = "host", .cache_dir = cache ? cache : cache_default,
+  if (cache == NULL || *cache == '\0') /* set but empty: as unset */
+    cache = cache_default;
+  struct kb_worker_opts o = {.backend = "host", .cache_dir = cache,
                              .min_tier = 0, .max_tier = -1, .wait_s = 60,
                              .torch_reuse_s = KB_TORCH_REUSE_S,
                              .metrics = KB_METRICS_MARKED,

@@ -25,6 +25,7 @@
 #include "kb/log.h"
 #include "proc.h"
 #include "sandbox/proto.h"
+#include "watchdog.h"
 
 #define POLL_MS 20
 
@@ -421,13 +422,13 @@ static int read_reply(struct kb__sandbox *sb, double deadline, json_t **out,
                       struct kb_error *err) {
   *out = NULL;
   double stop_seen = 0;
+  /* the time this job was suspended does not count (watchdog.h) */
+  struct kb__watchdog w;
+  kb__watchdog_init(&w, deadline - kb_now_mono(), sb->pid);
   for (;;) {
     struct pollfd pfd[2] = {{.fd = sb->sock, .events = POLLIN}, {.fd = sb->err_fd, .events = POLLIN}};
-    int wait = POLL_MS;
-    double left = (deadline - kb_now_mono()) * 1000.0;
-    if (left < wait)
-      wait = left > 0 ? (int)left + 1 : 0;
-    poll(pfd, sb->err_fd >= 0 ? 2 : 1, wait);
+    poll(pfd, sb->err_fd >= 0 ? 2 : 1, kb__watchdog_slice(&w, POLL_MS));
+    int expired = kb__watchdog_expired(&w);
     drain_stderr(sb);
     if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
       break;
@@ -437,13 +438,13 @@ static int read_reply(struct kb__sandbox *sb, double deadline, json_t **out,
       if (kb_now_mono() - stop_seen >= sb->grace_s)
         return KB__FRAME_STOPPED;
     }
-    if (kb_now_mono() >= deadline)
+    if (expired)
       return KB__FRAME_TIMEOUT;
   }
   /* a reply has begun: the rest of it follows quickly, or the child dies mid-message */
   char *text = NULL;
   size_t len = 0;
-  int st = kb__frame_read(sb->sock, &text, &len, deadline, NULL, err);
+  int st = kb__frame_read(sb->sock, &text, &len, w.deadline, NULL, err);
   drain_stderr(sb);
   if (st != KB__FRAME_OK)
     return st;

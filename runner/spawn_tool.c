@@ -19,6 +19,7 @@
 #include "kb/error.h"
 #include "kb/log.h"
 #include "sandbox_client.h"
+#include "watchdog.h"
 
 /* Poll period while the tool runs, milliseconds: bounds how late a timeout or cancel acts. */
 #define POLL_MS 20
@@ -176,15 +177,14 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
   if (fl >= 0)
     fcntl(out_pipe[0], F_SETFL, fl | O_NONBLOCK);
   size_t dropped = 0;
-  double deadline = t0 + timeout_s;
+  /* the time this job was suspended does not count (watchdog.h) */
+  struct kb__watchdog wd;
+  kb__watchdog_init(&wd, timeout_s, pid);
   int cancelled = 0;
   for (;;) {
     struct pollfd pfd = {.fd = out_pipe[0], .events = POLLIN};
-    int wait_ms = out_pipe[0] >= 0 ? POLL_MS : 1;
-    double left_ms = (deadline - kb_now_mono()) * 1000.0;
-    if (left_ms < wait_ms)
-      wait_ms = left_ms > 0 ? (int)left_ms + 1 : 0;
-    poll(&pfd, out_pipe[0] >= 0 ? 1 : 0, wait_ms);
+    poll(&pfd, out_pipe[0] >= 0 ? 1 : 0, kb__watchdog_slice(&wd, out_pipe[0] >= 0 ? POLL_MS : 1));
+    int expired = kb__watchdog_expired(&wd);
     drain_tail(&out_pipe[0], &res->output, keep_output, &dropped);
     /* WNOWAIT keeps the zombie, so its pid (and group id) cannot be reused before the kill
      * of its group below */
@@ -199,7 +199,7 @@ int kb__spawn_run(char *const argv[], char *const envp[], const char *dir, doubl
       cancelled = 1;
       break;
     }
-    if (kb_now_mono() >= deadline) {
+    if (expired) {
       res->timed_out = 1;
       break;
     }

@@ -284,6 +284,9 @@ static int not_ok(json_t *rep, struct kb__witness_verdict *v) {
   int s = kb_status_from_name(st);
   v->status = s < 0 ? KB_STATUS_INFRA_ERROR : s;
   snprintf(v->reason, sizeof v->reason, "%s", why ? why : "");
+  json_t *we = json_object_get(rep, "write_errno");
+  if (v->status == KB_STATUS_INFRA_ERROR && json_is_integer(we))
+    v->write_errno = (int)json_integer_value(we);
   return 1;
 }
 

@@ -62,6 +62,8 @@ struct kb__witness_verdict {
                         waits and copy), microseconds; NAN when not measured */
   int eager_held;    /* 1: torch eager in the candidate's process was over the trusted
                         worker's by more than 1.5x and the slack: eager_us is reported instead */
+  int write_errno;   /* a sandbox could not write its witness file (its folder's disk full,
+                        ...): that errno, with status infra_error; 0 */
 };
 
 /* Calls per witness request for a candidate claiming `claimed_us` a call and torch eager

@@ -555,15 +555,15 @@ static double metrics_mark(struct worker *w, const struct kb_claim *c) {
 }
 
 /* This runner cannot evaluate anything (`code`: KB_ECHILD, the sandbox does not start: a GPU
- * gone, a driver failure; KB_EWRITE, its build cache cannot take a write: a full disk or
- * quota, a read-only or failing file system): the item in `slot` goes back (a release, not an
+ * gone, a driver failure; KB_EWRITE, its build cache or its sandboxes' folder cannot take a
+ * write: a full disk or quota, a read-only or failing file system): the item in `slot` goes back (a release, not an
  * attempt, so no item is used up by the machine's fault) and `err` gets `why` (borrowed), for
  * the runner to leave with. Returns `code`. */
 static int leave_slot(struct worker *w, int slot, int code, const char *why,
                       struct kb_error *err) {
   char msg[sizeof err->msg];
   snprintf(msg, sizeof msg, "%s", why);
-  release_slot(w, slot, code == KB_EWRITE ? "its build cache cannot be written"
+  release_slot(w, slot, code == KB_EWRITE ? "this node cannot write its files"
                                           : "the sandbox does not start", err);
   kb_error_clear(err);
   return kb_error_set(err, code, "%s", msg);
@@ -770,7 +770,9 @@ int kb__worker_run(const struct kb_worker_opts *opts, int *why, struct kb_error 
   pthread_mutex_init(&w.lock, NULL);
   pthread_t hb;
   int hb_started = 0;
-  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000};
+  /* asked to leave, it waits for a lost redis only briefly (KB_REDIS_STOP_WAIT_MS) */
+  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000,
+                             .stop = opts->stop};
   int rc = kb_redis_connect(&ro, &w.redis, err);
   if (rc == KB_OK)
     rc = kb_queue_open_wait(&w.q, w.redis, opts->campaign, opts->wait_s, opts->stop, err);

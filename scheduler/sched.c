@@ -1092,7 +1092,9 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
     kb_free(s.stores);
     return kb_error_set(err, KB_ENOMEM, "out of memory");
   }
-  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000};
+  /* asked to stop, it waits for a lost redis only briefly (KB_REDIS_STOP_WAIT_MS) */
+  struct kb_redis_opts ro = {.addr = opts->redis, .retry_ms = opts->wait_s * 1000,
+                             .stop = opts->stop};
   int rc = kb_redis_connect(&ro, &s.redis, err);
   if (rc == KB_OK)
     rc = attach(&s, err);

@@ -51,6 +51,7 @@
 #include "kb/alloc.h"
 #include "kb/error.h"
 #include "kb/fs.h"
+#include "kb/h5.h"
 
 extern char **environ;
 
@@ -526,6 +527,10 @@ static void quiet_end(const struct quiet *q) { H5Eset_auto2(H5E_DEFAULT, q->func
 /* Failed writes and closes (full disk, read-only, quota): HDF5 keeps what it could not write
  * or close open, and its shutdown would try again, forever (kb__store_library_end). */
 static int write_failures;
+/* Files that could not be opened (a damaged file: its metadata's checksums fail): HDF5 keeps
+ * pieces of them it could not evict, and its shutdown would loop on them as on a failed write
+ * ("infinite loop closing library"). Counted apart: nothing was lost, nothing to warn about. */
+static int failed_opens;
 
 struct h5detail {
   char text[240]; /* the innermost error's description */
@@ -694,7 +699,9 @@ static hid_t make_fapl(void) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl < 0)
     return fapl;
-  if (H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
+  /* a damaged file fails its open (then rebuilt), never sleeps for good (kb/h5.h) */
+  if (H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0 ||
+      kb_h5_bound_retries(fapl) < 0) {
     H5Pclose(fapl);
     return H5I_INVALID_HID;
   }
@@ -2178,6 +2185,8 @@ int kb__store_open(const char *path, const struct kb_store_task_info *info, stru
                   struct kb_error *err) {
   int rc;
   QUIETLY(rc, open_impl(path, info, out, err));
+  if (rc == KB_EHDF5)
+    failed_opens++;
   return rc;
 }
 
@@ -2261,7 +2270,7 @@ int kb__store_recovered(const struct kb_store *s) { return s != NULL ? s->recove
 void kb__store_library_init(void) { H5dont_atexit(); }
 
 int kb__store_library_end(void) {
-  if (write_failures == 0)
+  if (write_failures == 0 && failed_opens == 0)
     H5close();
   return write_failures;
 }

@@ -132,7 +132,8 @@ void kb__store_close(struct kb_store *s);
  * shutdown at exit would retry that close in a loop ("infinite loop closing library") or
  * crash in H5F__close_cb. kb__store_library_end() ends the library instead. */
 void kb__store_library_init(void);
-/* Ends the HDF5 library (H5close) when no write or close failed; else leaves what HDF5 holds
+/* Ends the HDF5 library (H5close) when no write, close or open failed (an open of a damaged
+ * file leaves pieces HDF5 cannot evict either); else leaves what HDF5 holds
  * open to the operating system at exit (everything kb__store_flush() committed is durable
  * already). Call it after closing every store. Returns the number of failed writes and closes. */
 int kb__store_library_end(void);

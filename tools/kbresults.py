@@ -108,11 +108,46 @@ def _text(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
 
-def _open(path):
+# Reads of one piece of metadata whose checksum fails, at most, for an SWMR reader: kb/h5.h's
+# KB_H5_READ_ATTEMPTS, the C readers' bound. HDF5 1.10 retries such a read 100 times, sleeping
+# from 1 ns doubling each time, so a damaged file held this reader asleep for good; h5py has
+# no call for it, so it is set through the libhdf5 h5py loaded (found in /proc/self/maps).
+H5_READ_ATTEMPTS = 30
+
+
+def _swmr_fapl():
+    """An SWMR reader's file access list with the read attempts bounded (unbounded where the
+    library cannot be found: not Linux)."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST)
+    try:
+        with open("/proc/self/maps") as maps:
+            libs = [ln.split()[-1] for ln in maps
+                    if "/libhdf5" in ln and "_hl" not in ln and ".so" in ln]
+    except OSError:
+        libs = []
+    if libs:
+        import ctypes
+        lib = ctypes.CDLL(libs[0])
+        lib.H5Pset_metadata_read_attempts.argtypes = [ctypes.c_int64, ctypes.c_uint]
+        lib.H5Pset_metadata_read_attempts(fapl.id, H5_READ_ATTEMPTS)
+    return fapl
+
+
+def _open_h5(path):
+    """A task file, read-only: plainly, else (the scheduler still has it open, or was killed
+    with it open) as an SWMR reader. A file neither opens raises OSError naming it."""
     try:
         return h5py.File(path, "r")
-    except OSError:  # the scheduler still has it open: read it as an SWMR reader
-        return h5py.File(path, "r", libver="latest", swmr=True)
+    except OSError:
+        pass
+    try:
+        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ,
+                            fapl=_swmr_fapl())
+    except OSError as e:
+        raise OSError(f"{path}: cannot open as an HDF5 file: {e}") from None
+    return h5py.File(fid)
+
 
 
 def _columns(rows, table, task):
@@ -146,8 +181,15 @@ def _resolve(f, table, cols):
 
 
 def _read_file(path):
+    try:
+        return _read_file_h5(path)
+    except KeyError as e:  # h5py's for an object whose header does not read back
+        raise OSError(f"{path}: cannot read: {e.args[0] if e.args else e}") from None
+
+
+def _read_file_h5(path):
     out = {}
-    with _open(path) as f:
+    with _open_h5(path) as f:
         task = _text(f.attrs["task"])
         commit = f.attrs["commit"]
         names = commit.dtype.names or ()
@@ -239,7 +281,7 @@ def main(argv):
         return 2
     try:
         r = load(args[0])
-    except FileNotFoundError as e:
+    except OSError as e:  # no such folder, a file HDF5 cannot read (named)
         print("kbresults.py: %s" % e, file=sys.stderr)
         return 1
     if table and csv_out:

@@ -33,6 +33,8 @@ struct kb_redis {
   int connect_timeout_ms;
   int command_timeout_ms;
   int retry_ms;                   /* reconnect budget per command */
+  volatile sig_atomic_t *stop;    /* the process's stop flag (borrowed), or NULL */
+  long stop_ms;                   /* monotonic ms when it was first seen set, 0 before */
   char *user;                     /* ACL user or NULL (owned) */
   char *password;                 /* or NULL (owned, wiped on free) */
   char cred_source[600];          /* where the password came from, for messages; "" for none */
@@ -213,6 +215,17 @@ static int connect_once(struct kb_redis *r, struct kb_error *err) {
 
 static long mono_ms(void) { return (long)(kb_now_mono() * 1000); }
 
+/* The end of a command's budget: `deadline` (monotonic ms), or sooner once the process was asked
+ * to stop, KB_REDIS_STOP_WAIT_MS after that was first seen (then one attempt a command). */
+static long budget_end(struct kb_redis *r, long deadline) {
+  if (r->stop == NULL || !*r->stop)
+    return deadline;
+  if (r->stop_ms == 0)
+    r->stop_ms = mono_ms();
+  long end = r->stop_ms + KB_REDIS_STOP_WAIT_MS;
+  return end < deadline ? end : deadline;
+}
+
 /* Reconnects with capped exponential backoff (50 ms doubling to 2 s, full jitter) until
  * `deadline` (monotonic ms). */
 static int reconnect(struct kb_redis *r, long deadline, struct kb_error *err) {
@@ -226,12 +239,12 @@ static int reconnect(struct kb_redis *r, long deadline, struct kb_error *err) {
     int rc = connect_once(r, &attempt);
     if (rc == KB_OK)
       return KB_OK;
-    if (rc != KB_ECONN || mono_ms() >= deadline) {
+    if (rc != KB_ECONN || mono_ms() >= budget_end(r, deadline)) {
       kb_error_set(err, rc, "%s", attempt.msg);
       return rc;
     }
     long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
-    long left = deadline - mono_ms();
+    long left = budget_end(r, deadline) - mono_ms();
     if (wait > left)
       wait = left > 0 ? left : 1;
     kb_debug("redis at %s unreachable, retrying in %ld ms", r->addr, wait);
@@ -266,6 +279,7 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
   r->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
   r->command_timeout_ms = opts ? opts->command_timeout_ms : 0;
   r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
+  r->stop = opts ? opts->stop : NULL;
   r->rng = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)r;
   int rc = parse_addr(r, addr, err);
   if (rc == KB_OK && !(opts && opts->no_credentials))
@@ -336,20 +350,26 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
       redisReply *rr = rep;
       /* A restarted server answers LOADING while it replays its AOF: wait it out. */
       if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "LOADING", 7) == 0 &&
-          mono_ms() < deadline) {
+          mono_ms() < budget_end(r, deadline)) {
         freeReplyObject(rr);
         kb_sleep_ms(50);
         continue;
       }
-      /* Over its maxmemory, the server refuses a write command, and a script at its first
-       * write, so before it changed anything: wait for memory to be freed or the limit
-       * raised, with the same backoff, within the same budget. */
-      if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "OOM ", 4) == 0 &&
-          mono_ms() < deadline) {
-        warn_retry(r, "out of memory (maxmemory reached)", "retrying");
+      /* Over its maxmemory (OOM), or unable to write its AOF or RDB (MISCONF: its disk full
+       * or failing), the server refuses a write command, and a script at its first write, so
+       * before it changed anything (the refusal's cause cannot change while a script runs):
+       * wait for memory or disk to be freed, with the same backoff, within the same budget.
+       * Before, a full disk under Redis ended every runner and the scheduler at once (exit 1),
+       * the runners' leases still held. */
+      int oom = rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "OOM ", 4) == 0;
+      int misconf = rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "MISCONF ", 8) == 0;
+      if ((oom || misconf) && mono_ms() < budget_end(r, deadline)) {
+        warn_retry(r, oom ? "out of memory (maxmemory reached)"
+                          : "cannot write its data to disk (MISCONF: its disk full or failing)",
+                   "retrying");
         freeReplyObject(rr);
         long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
-        kb_sleep_ms(wait < deadline - mono_ms() ? wait : 1);
+        kb_sleep_ms(wait < budget_end(r, deadline) - mono_ms() ? wait : 1);
         delay = delay * 2 > 2000 ? 2000 : delay * 2;
         continue;
       }
@@ -367,11 +387,11 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
     warn_reconnect(r, r->ctx->errstr);
     redisFree(r->ctx);
     r->ctx = NULL;
-    if (mono_ms() >= deadline)
+    if (mono_ms() >= budget_end(r, deadline))
       return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
     /* a server that accepts and drops at once must not make this a busy loop */
     long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
-    kb_sleep_ms(wait < deadline - mono_ms() ? wait : 1);
+    kb_sleep_ms(wait < budget_end(r, deadline) - mono_ms() ? wait : 1);
     delay = delay * 2 > 2000 ? 2000 : delay * 2;
   }
 }

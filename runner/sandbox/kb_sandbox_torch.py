@@ -4128,10 +4128,16 @@ def witness(task, w, fn, ask=None):
         if reply["status"] != "ok":
             return reply
     mine = w["path"] if not trusted else os.path.join(CONF.rw, "witness-reference.bin")
-    with open(mine, "wb") as f:
-        for outs in host:
-            for h in outs:
-                f.write(h.view(torch.uint8).numpy().tobytes())
+    try:
+        with open(mine, "wb") as f:
+            for outs in host:
+                for h in outs:
+                    f.write(h.view(torch.uint8).numpy().tobytes())
+    except OSError as e:  # its folder's disk full or failing: the node's fault (write_errno)
+        reply["status"] = "infra_error"
+        reply["reason"] = ("the witness file cannot be written: %s" % e.strerror)[:255]
+        reply["write_errno"] = e.errno or 0
+        return reply
     reply.update(calls=calls, module_us=module_s * 1e6 / calls,
                  sampled=sum(p is not None for p in where), timed_s=MONOTONIC() - t0)
     if trusted and w["check"]:

@@ -720,11 +720,11 @@ static int witness(struct server *sv, json_t *req) {
   }
   kb_free(in);
   kb_free(out);
-  json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b}", "op", "witness",
-                          "status", kb_status_name(r.status), "reason", r.reason, "calls",
-                          r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,
+  json_t *msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:f, s:f, s:b, s:i}", "op",
+                          "witness", "status", kb_status_name(r.status), "reason", r.reason,
+                          "calls", r.calls, "sampled", r.sampled, "bytes", (json_int_t)r.bytes,
                           "module_us", r.module_us, "verify_s", r.verify_s, "timed_s",
-                          kb_now_mono() - t0, "fatal", r.fatal);
+                          kb_now_mono() - t0, "fatal", r.fatal, "write_errno", r.write_errno);
   int broken = reply(sv, msg);
   return broken ? 1 : r.fatal ? 3 : 0;
 }

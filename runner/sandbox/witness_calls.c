@@ -471,8 +471,10 @@ int kb__witness_calls(struct kb__dev *d, struct kb__witness_bufs **kept,
   if (rc == KB_OK && r->status == KB_STATUS_OK) {
     r->module_us = module_s * 1e6 / r->calls;
     int e = w->out_fd >= 0 ? write_all(w->out_fd, c->host, (size_t)r->bytes) : 0;
-    if (e)
+    if (e) {
       say(r, KB_STATUS_INFRA_ERROR, "the witness file cannot be written: %s", strerror(e));
+      r->write_errno = e;
+    }
   }
   if (rc == KB_OK && r->status == KB_STATUS_OK && w->check_path != NULL) {
     double v0 = now_s(d);

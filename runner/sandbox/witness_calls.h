@@ -65,6 +65,8 @@ struct kb__witness_reply {
   int64_t bytes;         /* bytes of outputs written (or kept) */
   double module_us;      /* mean time of one call (the call and the wait after it) */
   double verify_s;       /* the comparison, seconds; 0 when none */
+  int write_errno;       /* the errno of the failed write of the witness file (infra_error:
+                            the node's disk, not the candidate), 0 */
 };
 
 /* The buffers of a witness's calls, kept between its rounds (opaque). */

@@ -11,6 +11,7 @@
 
 #include "kb/alloc.h"
 #include "kb/error.h"
+#include "kb/h5.h"
 #include "report_data.h"
 
 #define FORMAT_PREFIX "kernelbrain.h5/" /* formats 1 to 3 are what this reader knows */
@@ -247,6 +248,20 @@ static herr_t read_rows(hid_t file, const char *name, hid_t mt, void *buf, int64
   return rc;
 }
 
+static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data) {
+  if (n == 0 && e->desc != NULL)
+    snprintf(data, 160, "%s", e->desc);
+  return 0;
+}
+
+/* HDF5's innermost error of the last failed call as ": <description>" into `out` (160 bytes),
+ * "" when it said none: what a damaged file's read ran into ("incorrect metadata checksum ...") */
+static void h5_reason(char out[160]) {
+  char d[160] = "";
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, d);
+  snprintf(out, 160, "%s%s", d[0] ? ": " : "", d);
+}
+
 /* Current extent of 1-D dataset `name`, or -1. */
 static int64_t extent(hid_t file, const char *name) {
   hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
@@ -312,13 +327,24 @@ static int read_string_attr(hid_t loc, const char *name, char *out, size_t cap) 
   return rc;
 }
 
-static hid_t open_file(const char *path) {
+/* Opens `path` read-only, as an SWMR reader first (a file its writer still has open, or left
+ * by a killed writer), else plainly. On failure `why` (160 bytes) gets h5_reason()'s text of
+ * the SWMR open's failure (the plain open's, when the SWMR one could not be tried). */
+static hid_t open_file(const char *path, char why[160]) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   hid_t f = -1;
-  if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0)
+  why[0] = '\0';
+  if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0 &&
+      kb_h5_bound_retries(fapl) >= 0) { /* a damaged file fails, never sleeps for good */
     f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
-  if (f < 0)
+    if (f < 0)
+      h5_reason(why);
+  }
+  if (f < 0) {
     f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0 && why[0] == '\0')
+      h5_reason(why);
+  }
   if (fapl >= 0)
     H5Pclose(fapl);
   return f;
@@ -644,6 +670,10 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
   struct commit_mem commit = {0};
   struct v2 v2;
   memset(&v2, 0, sizeof v2);
+  /* HDF5's shutdown at exit loops ("infinite loop closing library", a screen of its ids) on
+   * what a damaged file's failed reads leave in its caches; files read need no shutdown. Only
+   * the process's first HDF5 call can turn it off: later calls change nothing. */
+  H5dont_atexit();
   int rc = KB_OK;
   H5E_auto2_t func;
   void *data;
@@ -653,9 +683,10 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
   t->baseline_cand = -1;
   t->torch_eager_us = t->torch_compile_us = NAN;
   t->torch_tier = t->torch_best = t->problem = -1;
-  f = open_file(path);
+  char why[160];
+  f = open_file(path, why);
   if (f < 0) {
-    rc = kb_error_set(err, KB_EHDF5, "%s: cannot open as an HDF5 file", path);
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot open as an HDF5 file%s", path, why);
     goto out;
   }
   rc = read_header(f, path, format, sizeof format, t, r, err);
@@ -668,9 +699,12 @@ int kb__report_read_h5(const char *path, struct kb_rep_task *t, struct kb_report
     rc = kb_error_set(err, KB_EHDF5, "%s: cannot read attribute \"commit\"", path);
     goto out;
   }
-  int64_t nc = extent(f, "candidates"), ne = extent(f, "evaluations");
+  int64_t nc = extent(f, "candidates"), ne = nc < 0 ? -1 : extent(f, "evaluations");
   if (nc < 0 || ne < 0) {
-    rc = kb_error_set(err, KB_EHDF5, "%s: no \"/candidates\" or \"/evaluations\" table", path);
+    h5_reason(why);
+    rc = kb_error_set(err, KB_EHDF5, "%s: cannot open table \"/%s\" (a damaged file, or not "
+                      "written by kb-scheduler)%s", path, nc < 0 ? "candidates" : "evaluations",
+                      why);
     goto out;
   }
   nc = commit.candidates < nc ? commit.candidates : nc;

@@ -96,5 +96,15 @@ run "$dir/broken" "$good"
 [ $rc -eq 3 ] && grep -q "broken/task.json:1:" "$dir/err" ||
   fail "a malformed task.json: exit $rc: $(head -c 300 "$dir/err")"
 
+# KB_CACHE set but empty (a job script's `export KB_CACHE=$SCRATCH_CACHE` with the variable
+# unset): the default folder, as when unset; before, `cannot create "": No such file or
+# directory`, naming neither the variable nor a folder
+# (the default, /tmp/kb-cache-$USER, under a user name of this run's own)
+KB_CACHE= USER="kbt-eval-$$" "$bin/kb-eval" --tiers smoke "$task" "$good" > "$dir/out" 2> "$dir/err"
+rc=$?
+[ $rc -eq 0 ] && [ -d "/tmp/kb-cache-kbt-eval-$$" ] ||
+  fail "an empty KB_CACHE: exit $rc: $(tail -c 300 "$dir/err")"
+rm -rf "/tmp/kb-cache-kbt-eval-$$"
+
 [ $fails -eq 0 ] && echo "kb-eval: all checks passed" || echo "kb-eval: $fails failed"
 exit $((fails > 0))

@@ -18,6 +18,8 @@
  * and `watch` read it when given the campaign file and neither --redis nor $KB_REDIS. */
 #define KB_REDIS_ADDR_FILE "redis.env"
 
+#include <signal.h>
+
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
@@ -41,7 +43,16 @@ struct kb_redis_opts {
   int retry_ms;          /* total reconnect budget for one command; 0 = 10000 */
   int no_credentials;    /* 1: ignore KB_REDIS_USER, KB_REDIS_PASSWORD(_FILE) (a redis-server
                             started without a password, as kb-launch --local starts its own) */
+  volatile sig_atomic_t *stop; /* the process's stop flag (kb/signals.h; borrowed), or NULL: once
+                            it is set, a command waits for a lost redis at most
+                            KB_REDIS_STOP_WAIT_MS more, whatever is left of retry_ms */
 };
+
+/* How long a command may still wait for a lost or full redis once the process was asked to
+ * stop (kb_redis_opts.stop), ms: a runner asked to leave (Slurm's SIGTERM) while its redis was
+ * down waited out two budgets of --wait (124 s with the default 60) to release leases that
+ * expire by themselves anyway, and the scheduler one, before exiting. */
+#define KB_REDIS_STOP_WAIT_MS 2000
 
 /* Connects and authenticates. Sets SIGPIPE to ignored when it has its default action, so a
  * connection the server dropped is an error to handle, not the death of the process. Returns the connection in `*out` (new; kb_redis_free).
