@@ -35,7 +35,9 @@ import os
 import statistics
 import sys
 
-import h5py
+# the loader beside this script (tools/, build/bin): its reader opens a task file read-only,
+# as an SWMR reader when the scheduler holds it, with HDF5's read attempts bounded
+from kbresults import open_task_file
 
 KB_VERSION = "unknown"  # the build's copy in build/bin says "<version> (commit <sha>)"
 
@@ -62,49 +64,8 @@ def rel_se(e):
     return 1.2533 * sigma / med / math.sqrt(n)
 
 
-# Reads of one piece of metadata whose checksum fails, at most, for an SWMR reader: kb/h5.h's
-# KB_H5_READ_ATTEMPTS, the C readers' bound. HDF5 1.10 retries such a read 100 times, sleeping
-# from 1 ns doubling each time, so a damaged file held this reader asleep for good; h5py has
-# no call for it, so it is set through the libhdf5 h5py loaded (found in /proc/self/maps).
-H5_READ_ATTEMPTS = 30
-
-
-def _swmr_fapl():
-    """An SWMR reader's file access list with the read attempts bounded (unbounded where the
-    library cannot be found: not Linux)."""
-    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-    fapl.set_libver_bounds(h5py.h5f.LIBVER_LATEST, h5py.h5f.LIBVER_LATEST)
-    try:
-        with open("/proc/self/maps") as maps:
-            libs = [ln.split()[-1] for ln in maps
-                    if "/libhdf5" in ln and "_hl" not in ln and ".so" in ln]
-    except OSError:
-        libs = []
-    if libs:
-        import ctypes
-        lib = ctypes.CDLL(libs[0])
-        lib.H5Pset_metadata_read_attempts.argtypes = [ctypes.c_int64, ctypes.c_uint]
-        lib.H5Pset_metadata_read_attempts(fapl.id, H5_READ_ATTEMPTS)
-    return fapl
-
-
-def _open_h5(path):
-    """A task file, read-only: plainly, else (the scheduler still has it open, or was killed
-    with it open) as an SWMR reader. A file neither opens raises OSError naming it."""
-    try:
-        return h5py.File(path, "r")
-    except OSError:
-        pass
-    try:
-        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ,
-                            fapl=_swmr_fapl())
-    except OSError as e:
-        raise OSError(f"{path}: cannot open as an HDF5 file: {e}") from None
-    return h5py.File(fid)
-
-
 def export_task(path):
-    with _open_h5(path) as f:
+    with open_task_file(path) as f:
         commit = f.attrs["commit"]
         n_c, n_e = int(commit["candidates"]), int(commit["evaluations"])
         task = s(f.attrs["task"])

@@ -134,7 +134,7 @@ def _swmr_fapl():
     return fapl
 
 
-def _open_h5(path):
+def open_task_file(path):
     """A task file, read-only: plainly, else (the scheduler still has it open, or was killed
     with it open) as an SWMR reader. A file neither opens raises OSError naming it."""
     try:
@@ -189,7 +189,7 @@ def _read_file(path):
 
 def _read_file_h5(path):
     out = {}
-    with _open_h5(path) as f:
+    with open_task_file(path) as f:
         task = _text(f.attrs["task"])
         commit = f.attrs["commit"]
         names = commit.dtype.names or ()
