@@ -79,7 +79,7 @@ note "kb-submit archive add/import of KernelBench solutions (.py): pytorch-oracl
 KBA=$T/archive-kb # its own folder: the campaigns below see only $ARCH
 mkdir -p "$KBA"
 cp -r "$T/tasks/sum" "$T/tasks/tsum"
-printf 'import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.sum().reshape(1)\n' \
+printf 'import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.sum().reshape(1)\ndef get_inputs():\n    return [torch.randn(4194304)]\ndef get_init_inputs():\n    return []\n' \
   > "$T/tasks/tsum/model.py"
 $KB_PY -c 'import json, sys; t = json.load(open(sys.argv[1])); t["oracle"] = {"kind": "pytorch", "source": "model.py"}; json.dump(t, open(sys.argv[1], "w"))' \
   "$T/tasks/tsum/task.json"
