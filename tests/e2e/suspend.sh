@@ -6,7 +6,7 @@
 # time is not counted against the watchdog (runner/watchdog.h): every honest seed is ok, no
 # `timeout` row, the campaign done and its ledger exact. Before, the watchdog's deadline was on
 # the monotonic clock alone, which goes on while the job is stopped, and each evaluation under
-# way at a stop was recorded as `timeout: timed out after 3 s` at the resume.
+# way at a stop was recorded as `timeout: timed out after N s` at the resume.
 # usage: suspend.sh BIN_DIR
 BIN=$1
 source "$(dirname "$0")/../lib/common.sh"
@@ -21,8 +21,8 @@ cat > "$T/su.json" <<JSON
   "budget": {"gpu_seconds": 600},
   "lease_seconds": 60,
   "results_dir": "$T/results",
-  "ladder": [{"name": "compile"}, {"name": "smoke", "timeout_seconds": 3},
-             {"name": "screen", "timeout_seconds": 3}, {"name": "full", "timeout_seconds": 3}]
+  "ladder": [{"name": "compile"}, {"name": "smoke", "timeout_seconds": 5},
+             {"name": "screen", "timeout_seconds": 5}, {"name": "full", "timeout_seconds": 5}]
 }
 JSON
 "$BIN/kb-submit" submit "$T/su.json" > /dev/null
@@ -52,9 +52,9 @@ for _ in 1 2 3 4; do
     sleep 0.01
   done
   [ -n "$sb" ] || break
-  note "job suspended for 4 s (sandbox $sb busy)"
+  note "job suspended for 8 s (sandbox $sb busy)"
   kill -STOP $RUNNER "$sb"
-  sleep 4
+  sleep 8
   kill -CONT "$sb" $RUNNER
   stops=$((stops + 1))
 done
