@@ -52,7 +52,7 @@ left_full() {
   [ "$(rcli HGET 'kb:{cfull}:meta' dead)" -eq 0 ] || fail "an item is dead after runner r$n"
   [ -z "$(rcli HGET 'kb:{cfull}:meta' infra_retries)" ] ||
     fail "the full disk used up attempts: $(rcli HGET 'kb:{cfull}:meta' infra_last)"
-  ! ls "$CACHE" | grep -q '\.err$' || fail "a compile failure of the full disk was cached"
+  ! ls "$CACHE" | grep '\.err$' > /dev/null || fail "a compile failure of the full disk was cached"
 }
 results() { rcli XLEN 'kb:{cfull}:results'; }
 
@@ -87,5 +87,5 @@ for task in ("sum", "matmul"):
                if r["status"] in (b"infra_error", b"compile_error")]
         assert not bad, "%s: %s" % (task, bad)
 PY
-! ls "$CACHE" | grep -q '\.err$' || fail "a compile failure of the full disk was cached"
+! ls "$CACHE" | grep '\.err$' > /dev/null || fail "a compile failure of the full disk was cached"
 echo "PASS"

@@ -80,7 +80,10 @@ start_sched() {
   SCHED=$!; BG_PIDS+=($SCHED)
 }
 results() { rcli XLEN 'kb:{wk}:results'; }
-since_mark() { tail -n "+$((mark + 1))" "$T/sched.log"; } # the scheduler's log after line $mark
+# Whether the scheduler logged fixed string $1 after line $mark. grep reads the whole log (no -q):
+# with pipefail, grep -q quitting at its first match would let tail die of SIGPIPE mid-write and
+# fail the pipeline although the line is there (the clean-clone CI of 584dc20 failed on it).
+logged_since_mark() { tail -n "+$((mark + 1))" "$T/sched.log" | grep -F -- "$1" > /dev/null; }
 files() { for t in "${TASKS[@]}"; do [ -e "$T/results/wk/$t.h5" ] && echo "$T/results/wk/$t.h5"; done; true; }
 
 "$BIN/kb-runner" --campaign wk --cache "$T/cache" --name r1 2>> "$T/runner.log" &
@@ -106,7 +109,7 @@ for k in $(seq "$KILLS"); do
   mapfile -t fs < <(files)
   if [ ${#skip[@]} -gt 0 ]; then
     # the file overwritten at the previous kill: rebuilt by the restarted scheduler by now
-    since_mark | grep -q "/${skip[0]}.h5: rebuilt from" ||
+    logged_since_mark "/${skip[0]}.h5: rebuilt from" ||
       fail "garbage file ${skip[0]}.h5 not rebuilt: $(tail -5 "$T/sched.log")"
     ls "$T/results/wk/${skip[0]}.h5".corrupt-* > /dev/null || fail "the bad file was not kept aside"
     [ ! -e "$T/results/wk/${skip[0]}.h5.rebuild" ] || fail "the rebuild left its temporary file"
@@ -138,7 +141,7 @@ for k in $(seq "$KILLS"); do
   if [ ${#skip[@]} -gt 0 ]; then # let it get to the rebuild before the next kill
     # (the victim's own line, logged after the overwrite: a file the killed writer had not
     # made yet is rebuilt too, the victim itself perhaps at an earlier kill)
-    for _ in $(seq 300); do since_mark | grep -q "/${skip[0]}.h5: rebuilt from" && break; sleep 0.1; done
+    for _ in $(seq 300); do logged_since_mark "/${skip[0]}.h5: rebuilt from" && break; sleep 0.1; done
   fi
 done
 note "$KILLS kills done: $(cat "$T/check.json")"

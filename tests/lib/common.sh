@@ -1,6 +1,9 @@
 # Shared shell helpers for the integration tests. Source it; set BIN to the build's bin folder.
 # Every test gets its own temp folder and redis-server, and cleans both up on exit.
 set -euo pipefail
+# With pipefail, `producer | grep -q` can fail although the line is there: grep -q quits at its
+# first match and the producer dies of SIGPIPE mid-write. Where the producer writes more than one
+# pipe buffer's worth (a log, a listing), let grep read it all: `producer | grep pat > /dev/null`.
 
 KB_PY=${KB_PY:-/usr/bin/python3}
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

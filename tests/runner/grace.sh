@@ -37,10 +37,10 @@ JSON
   RUNNER=$!; BG_PIDS+=($RUNNER)
   # the smoke item (":1") leased: its evaluation starts at once (the build is cached)
   for _ in $(seq 600); do
-    rcli ZRANGE "kb:{$cid}:lease" 0 -1 | grep -q ':1$' && break
+    rcli ZRANGE "kb:{$cid}:lease" 0 -1 | grep ':1$' > /dev/null && break
     sleep 0.05
   done
-  rcli ZRANGE "kb:{$cid}:lease" 0 -1 | grep -q ':1$' || fail "$mode: the smoke item was never leased"
+  rcli ZRANGE "kb:{$cid}:lease" 0 -1 | grep ':1$' > /dev/null || fail "$mode: the smoke item was never leased"
   sleep 0.3
   t0=$(date +%s.%N)
   kill -TERM $RUNNER

@@ -48,7 +48,7 @@ grep -q "redis serving at $(hostname):" "$S/logs/redis-$R.out" || fail "redis: $
 grep -q "redis-server stopped" "$S/logs/redis-$R.out" || fail "redis job did not stop its server"
 [ ! -e "$S/redis/address" ] || fail "redis job left its address file behind"
 for j in "$R" "$SC" "$A"; do job_record "$j"; done | tee "$T/records.txt" >&2
-! grep -v "JobState=COMPLETED" "$T/records.txt" | grep -q JobId || fail "a job did not complete"
+! grep -v "JobState=COMPLETED" "$T/records.txt" | grep JobId > /dev/null || fail "a job did not complete"
 
 note "the campaign, from the AOF the redis job left"
 aof_redis "$S/redis"
