@@ -11,6 +11,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -31,7 +32,7 @@ struct kb_redis {
   int port;                       /* TCP port */
   char path[512];                 /* unix socket path, "" for TCP */
   int connect_timeout_ms;
-  int command_timeout_ms;
+  int reply_timeout_ms;           /* how long one command waits for its reply */
   int retry_ms;                   /* reconnect budget per command */
   volatile sig_atomic_t *stop;    /* the process's stop flag (borrowed), or NULL */
   long stop_ms;                   /* monotonic ms when it was first seen set, 0 before */
@@ -172,8 +173,8 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
   else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "LOADING", 7) != 0)
     rc = kb_error_set(err, KB_EREDIS, "redis at %s refused PING: %s", r->addr, rep->str);
   freeReplyObject(rep);
-  if (rc == KB_OK)
-    set_timeout(c, r->command_timeout_ms);
+  if (rc == KB_OK) /* a write to a server that reads nothing must not block for ever */
+    set_timeout(c, r->reply_timeout_ms);
   return rc;
 }
 
@@ -266,6 +267,21 @@ static void ignore_sigpipe(void) {
   }
 }
 
+/* $KB_REDIS_REPLY_TIMEOUT_MS, when set, replaces the default reply timeout. */
+static int reply_timeout_from_env(struct kb_redis *r, struct kb_error *err) {
+  const char *v = getenv("KB_REDIS_REPLY_TIMEOUT_MS");
+  if (v == NULL || *v == '\0')
+    return KB_OK;
+  char *end = NULL;
+  errno = 0;
+  long ms = strtol(v, &end, 10);
+  if (errno || *end || ms < 100 || ms > 86400000)
+    return kb_error_set(err, KB_EINVAL, "$KB_REDIS_REPLY_TIMEOUT_MS is \"%s\": want a whole "
+                        "number of milliseconds from 100 to 86400000", v);
+  r->reply_timeout_ms = (int)ms;
+  return KB_OK;
+}
+
 int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
                      struct kb_error *err) {
   *out = NULL;
@@ -277,11 +293,14 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
   if (addr == NULL || *addr == '\0')
     addr = "127.0.0.1:6379";
   r->connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
-  r->command_timeout_ms = opts ? opts->command_timeout_ms : 0;
+  r->reply_timeout_ms = opts && opts->reply_timeout_ms ? opts->reply_timeout_ms
+                                                       : KB_REDIS_REPLY_TIMEOUT_MS;
   r->retry_ms = opts && opts->retry_ms ? opts->retry_ms : 10000;
   r->stop = opts ? opts->stop : NULL;
   r->rng = (unsigned)mono_ms() ^ (unsigned)(uintptr_t)r;
   int rc = parse_addr(r, addr, err);
+  if (rc == KB_OK && !(opts && opts->reply_timeout_ms))
+    rc = reply_timeout_from_env(r, err);
   if (rc == KB_OK && !(opts && opts->no_credentials))
     rc = load_credentials(r, err);
   if (rc == KB_OK)
@@ -332,8 +351,52 @@ static void warn_reconnect(const struct kb_redis *r, const char *why) {
   warn_retry(r, why, "reconnecting");
 }
 
+/* Sends one formatted command on the connection and waits for its reply: at most
+ * reply_timeout_ms, and at most until budget_end once the process is asked to stop. The wait is
+ * poll(2) in slices, not a blocking read: hiredis's blocking read retries after EINTR, so a
+ * server that holds the connection open and answers nothing (stopped with SIGSTOP, hung, its
+ * host frozen) kept the process in read(2) for ever, SIGTERM included. Returns REDIS_OK with
+ * `*rep` (new), REDIS_ERR with r->ctx->err set by hiredis, or NO_REPLY_IN_TIME with `*waited_ms`
+ * (the connection is then unusable: the reply may still come). */
+#define NO_REPLY_IN_TIME 1
+static int exchange(struct kb_redis *r, const char *cmd, size_t len, void **rep,
+                    long *waited_ms) {
+  redisContext *c = r->ctx;
+  *rep = NULL;
+  *waited_ms = 0;
+  if (redisAppendFormattedCommand(c, cmd, len) != REDIS_OK)
+    return REDIS_ERR;
+  long start = mono_ms(), end = start + r->reply_timeout_ms;
+  int done = 0;
+  while (!done) /* the socket's send timeout (reply_timeout_ms) bounds each write */
+    if (redisBufferWrite(c, &done) != REDIS_OK)
+      return REDIS_ERR;
+  for (;;) {
+    if (redisGetReplyFromReader(c, rep) != REDIS_OK)
+      return REDIS_ERR;
+    if (*rep != NULL)
+      return REDIS_OK;
+    long now = mono_ms(), until = budget_end(r, end);
+    if (now >= until) {
+      *waited_ms = now - start;
+      return NO_REPLY_IN_TIME;
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    int n = poll(&p, 1, (int)(until - now < 200 ? until - now : 200));
+    if (n < 0 && errno != EINTR) {
+      c->err = REDIS_ERR_IO;
+      snprintf(c->errstr, sizeof c->errstr, "poll: %s", strerror(errno));
+      return REDIS_ERR;
+    }
+    if (n > 0 && redisBufferRead(c) != REDIS_OK)
+      return REDIS_ERR;
+  }
+}
+
 /* Sends one formatted command (`cmd`, `len` bytes, from redisFormatCommand*) and reads its
- * reply, reconnecting on I/O errors within the retry budget. On success `*reply` is the reply
+ * reply, reconnecting on I/O errors and on a reply that does not come within the reply timeout
+ * (as after a lost reply, the command is sent again: every write the project makes is a script
+ * that a resend leaves as one run would), within the retry budget. On success `*reply` is the reply
  * (new), possibly a Redis error reply. */
 static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redisReply **reply,
                           struct kb_error *err) {
@@ -345,8 +408,9 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
         return rc;
     }
     void *rep = NULL;
-    if (redisAppendFormattedCommand(r->ctx, cmd, len) == REDIS_OK &&
-        redisGetReply(r->ctx, &rep) == REDIS_OK && rep != NULL) {
+    long waited = 0;
+    int got = exchange(r, cmd, len, &rep, &waited);
+    if (got == REDIS_OK && rep != NULL) {
       redisReply *rr = rep;
       /* A restarted server answers LOADING while it replays its AOF: wait it out. */
       if (rr->type == REDIS_REPLY_ERROR && strncmp(rr->str, "LOADING", 7) == 0 &&
@@ -384,11 +448,17 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
       r->ctx = NULL;
       return KB_ENOTREDIS;
     }
-    warn_reconnect(r, r->ctx->errstr);
+    char why[160];
+    if (got == NO_REPLY_IN_TIME)
+      snprintf(why, sizeof why, "no reply in %ld ms (the server stopped, hung or overloaded)",
+               waited);
+    else
+      snprintf(why, sizeof why, "%s", r->ctx->errstr);
+    warn_reconnect(r, why);
     redisFree(r->ctx);
     r->ctx = NULL;
     if (mono_ms() >= budget_end(r, deadline))
-      return kb_error_set(err, KB_ECONN, "lost connection to redis at %s", r->addr);
+      return kb_error_set(err, KB_ECONN, "lost connection to redis at %s: %s", r->addr, why);
     /* a server that accepts and drops at once must not make this a busy loop */
     long wait = (long)(rand_r(&r->rng) % (unsigned)delay) + 1;
     kb_sleep_ms(wait < budget_end(r, deadline) - mono_ms() ? wait : 1);

@@ -26,6 +26,7 @@ cleanup() {
   fi
   for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   if [ -n "$REDIS_PID" ]; then
+    kill -CONT "$REDIS_PID" 2>/dev/null || true # a test that stopped it (SIGSTOP) and failed
     redis-cli -s "$T/redis/redis.sock" shutdown nosave > /dev/null 2>&1 || kill -9 "$REDIS_PID" 2>/dev/null || true
   fi
   wait 2>/dev/null || true

@@ -39,7 +39,9 @@ extern char *const kb_redis_server_settings[];
 struct kb_redis_opts {
   const char *addr;      /* see above; NULL = $KB_REDIS or 127.0.0.1:6379 (borrowed) */
   int connect_timeout_ms; /* per connection attempt; 0 = 2000 */
-  int command_timeout_ms; /* per command; 0 = none (blocking reads need none) */
+  int reply_timeout_ms;  /* how long a command waits for its reply before the connection counts
+                            as lost (then reconnect and resend, within retry_ms); 0 =
+                            $KB_REDIS_REPLY_TIMEOUT_MS or KB_REDIS_REPLY_TIMEOUT_MS */
   int retry_ms;          /* total reconnect budget for one command; 0 = 10000 */
   int no_credentials;    /* 1: ignore KB_REDIS_USER, KB_REDIS_PASSWORD(_FILE) (a redis-server
                             started without a password, as kb-launch --local starts its own) */
@@ -54,6 +56,16 @@ struct kb_redis_opts {
  * expire by themselves anyway, and the scheduler one, before exiting. */
 #define KB_REDIS_STOP_WAIT_MS 2000
 
+/* How long a command waits for its reply by default, ms: a server that keeps the connection open
+ * and answers nothing (SIGSTOP, a hung or frozen host) is then treated as lost (reconnect and
+ * resend within the retry budget, as after a connection lost mid-command: the queue's and the
+ * ledger's scripts are idempotent under a resend, tests/queue/test_queue_lost_reply.c; the plain
+ * commands a resend may apply twice are a generation-attempt count and an LLM request number).
+ * Redis answers in microseconds to milliseconds; the longest legitimate wait is a fork or an
+ * fsync stall of a second or two on a slow disk. $KB_REDIS_REPLY_TIMEOUT_MS (100 to 86400000)
+ * replaces it for every program. */
+#define KB_REDIS_REPLY_TIMEOUT_MS 15000
+
 /* Connects and authenticates. Sets SIGPIPE to ignored when it has its default action, so a
  * connection the server dropped is an error to handle, not the death of the process. Returns the connection in `*out` (new; kb_redis_free).
  * Every new connection (this one and each reconnect) starts with AUTH when a password is set and
@@ -62,7 +74,8 @@ struct kb_redis_opts {
  * server" (the peer answered something that is not RESP, e.g. an HTTP server), KB_EAUTH naming
  * the address: NOAUTH (a password is wanted and none was given) or a refused password, naming
  * where it came from ($KB_REDIS_PASSWORD or the file of $KB_REDIS_PASSWORD_FILE), KB_EREDIS (PING
- * refused otherwise), KB_EINVAL (bad address or an unsafe password file), KB_ENOMEM. */
+ * refused otherwise), KB_EINVAL (bad address, an unsafe password file or a bad
+ * $KB_REDIS_REPLY_TIMEOUT_MS), KB_ENOMEM. */
 int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
                      struct kb_error *err);
 void kb_redis_free(struct kb_redis *r);
