@@ -1341,12 +1341,7 @@ def reference(task, inputs, what):
     """The module's outputs on `inputs` (TF32 off), checked against the task's dtypes and
     shapes and for finiteness: new contiguous tensors. `what` names the inputs in reasons
     ("input set 2"). Raises Failure."""
-    tf32 = None
-    if DEV.type == "cuda":
-        tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-    try:
+    with no_tf32():
         try:
             random = getattr(task, "random", None)
             if random is not False:  # unknown (the first call) or random: the same draws
@@ -1365,9 +1360,6 @@ def reference(task, inputs, what):
                 outs = run_module(task.module, forward_args(task, inputs))
         except Exception as e:
             raise Failure("%s: %s: %s" % (what, type(e).__name__, e))
-    finally:
-        if tf32 is not None:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
     if len(outs) != len(task.outputs):
         raise Failure("the module returns %d outputs, the task lists %d"
                       % (len(outs), len(task.outputs)))
@@ -1388,15 +1380,32 @@ def reference(task, inputs, what):
             raise Failure('the oracle\'s output "%s" of %s is NaN in every element: there is '
                           'nothing to check a candidate against' % (spec["name"], what))
         refs.append(c)
-    # the module's own output tensors are zeroed unless they share memory with an input, a
-    # parameter or a buffer: no reference stays behind, unmasked, in memory the allocator hands
-    # out again (the caller masks or zeroes the copies)
-    keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
+    zero_own_outputs(outs, task.module, inputs)  # the caller masks or zeroes the copies
+    return refs
+
+
+def zero_own_outputs(outs, module, inputs):
+    """Zeroes the output tensors `outs` of a reference call of `module` on `inputs`, except those
+    sharing memory with an input, a parameter or a buffer: no reference stays behind, unmasked,
+    in memory the allocator hands out again."""
+    keep = list(inputs) + list(module.parameters()) + list(module.buffers())
     kept = set(storage_ptr(x) for x in keep)
     for t in outs:
         if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
             t.detach().zero_()
-    return refs
+
+
+def check_outputs_agree(task, outs, refs, mismatched, differs):
+    """Raises Failure when a reference call's outputs `outs` disagree with earlier references
+    `refs` of the same inputs: mismatched(o, spec, t, r) words an output of another type, shape
+    or dtype, differs(spec, first, got, expected, bad, n) one whose values differ beyond the
+    task's tolerance (NaN matching NaN; compare)."""
+    for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
+        if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
+            raise Failure(mismatched(o, spec, t, r))
+        bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol, task.rtol)
+        if bad:
+            raise Failure(differs(spec, first, g, e, bad, n))
 
 
 def drawn_alike(task, sums):
@@ -1445,24 +1454,16 @@ def reference_pure(task, inputs, before, refs):
         if len(outs) != len(refs):
             raise Failure("the module returns %d outputs on a second call on input set 0, %d on "
                           "the first" % (len(outs), len(refs)))
-        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
-            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
-                raise Failure('output "%s" (outputs[%d]) is %s on a second call on input set '
-                              '0, %s on the first' % (spec["name"], o, describe_tensor(t),
-                                                      describe_tensor(r)))
-            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
-                                                task.rtol)
-            if bad:
-                raise Failure('the reference is not deterministic: element %d of output "%s" '
-                              'is %s on a first call on input set 0 and %s on a second (%d of '
-                              '%d differ beyond the tolerance): state kept between calls?'
-                              % (first, spec["name"], fmt(e), fmt(g), bad, n))
-    finally:  # as reference() leaves them: no reference values behind in freed memory
-        keep = list(inputs) + list(task.module.parameters()) + list(task.module.buffers())
-        kept = set(storage_ptr(x) for x in keep)
-        for t in outs:
-            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
-                t.detach().zero_()
+        check_outputs_agree(
+            task, outs, refs,
+            lambda o, spec, t, r: 'output "%s" (outputs[%d]) is %s on a second call on input '
+            'set 0, %s on the first' % (spec["name"], o, describe_tensor(t), describe_tensor(r)),
+            lambda spec, first, g, e, bad, n: 'the reference is not deterministic: element %d '
+            'of output "%s" is %s on a first call on input set 0 and %s on a second (%d of %d '
+            'differ beyond the tolerance): state kept between calls?'
+            % (first, spec["name"], fmt(e), fmt(g), bad, n))
+    finally:  # as reference() leaves them
+        zero_own_outputs(outs, task.module, inputs)
 
 
 def reference_fresh(task, inputs, refs, k):
@@ -1485,25 +1486,17 @@ def reference_fresh(task, inputs, refs, k):
     except Exception as e:
         raise Failure("input set %d, a new Model's first call: %s: %s" % (k, type(e).__name__, e))
     try:
-        for o, (t, r, spec) in enumerate(zip(outs, refs, task.outputs)):
-            if not isinstance(t, torch.Tensor) or t.shape != r.shape or t.dtype != r.dtype:
-                raise Failure('output "%s" (outputs[%d]) of input set %d is %s from a new '
-                              'Model, %s after the earlier sets' % (spec["name"], o, k,
-                                                                    describe_tensor(t),
-                                                                    describe_tensor(r)))
-            bad, n, first, g, e, _, _ = compare(t.detach(), r, spec["dtype"], task.atol,
-                                                task.rtol)
-            if bad:
-                raise Failure('the reference depends on earlier calls: element %d of output "%s"'
-                              ' of input set %d is %s after the earlier sets and %s from a new '
-                              'Model (%d of %d differ): state kept between calls (a cache)?'
-                              % (first, spec["name"], k, fmt(e), fmt(g), bad, n))
+        check_outputs_agree(
+            task, outs, refs,
+            lambda o, spec, t, r: 'output "%s" (outputs[%d]) of input set %d is %s from a new '
+            'Model, %s after the earlier sets' % (spec["name"], o, k, describe_tensor(t),
+                                                  describe_tensor(r)),
+            lambda spec, first, g, e, bad, n: 'the reference depends on earlier calls: element '
+            '%d of output "%s" of input set %d is %s after the earlier sets and %s from a new '
+            'Model (%d of %d differ): state kept between calls (a cache)?'
+            % (first, spec["name"], k, fmt(e), fmt(g), bad, n))
     finally:
-        keep = list(inputs) + list(fresh.parameters()) + list(fresh.buffers())
-        kept = set(storage_ptr(x) for x in keep)
-        for t in outs:
-            if isinstance(t, torch.Tensor) and storage_ptr(t) not in kept:
-                t.detach().zero_()
+        zero_own_outputs(outs, fresh, inputs)
         del fresh
 
 
