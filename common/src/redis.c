@@ -275,9 +275,10 @@ static int reply_timeout_from_env(struct kb_redis *r, struct kb_error *err) {
   char *end = NULL;
   errno = 0;
   long ms = strtol(v, &end, 10);
-  if (errno || *end || ms < 100 || ms > 86400000)
+  if (errno || *end || ms < 1000 || ms > 86400000)
     return kb_error_set(err, KB_EINVAL, "$KB_REDIS_REPLY_TIMEOUT_MS is \"%s\": want a whole "
-                        "number of milliseconds from 100 to 86400000", v);
+                        "number of milliseconds from 1000 (the scheduler's reads of the results "
+                        "stream block for up to 500 ms) to 86400000", v);
   r->reply_timeout_ms = (int)ms;
   return KB_OK;
 }

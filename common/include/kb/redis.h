@@ -62,7 +62,7 @@ struct kb_redis_opts {
  * ledger's scripts are idempotent under a resend, tests/queue/test_queue_lost_reply.c; the plain
  * commands a resend may apply twice are a generation-attempt count and an LLM request number).
  * Redis answers in microseconds to milliseconds; the longest legitimate wait is a fork or an
- * fsync stall of a second or two on a slow disk. $KB_REDIS_REPLY_TIMEOUT_MS (100 to 86400000)
+ * fsync stall of a second or two on a slow disk. $KB_REDIS_REPLY_TIMEOUT_MS (1000 to 86400000)
  * replaces it for every program. */
 #define KB_REDIS_REPLY_TIMEOUT_MS 15000
 
