@@ -79,18 +79,17 @@ struct worker {
   char state[16];           /* campaign state as the last heartbeat saw it */
 };
 
-/* Extends every held lease about once a second, on its own connection. */
+/* Extends every held lease about once a second, on its own connection. A connection that
+ * cannot be made (redis unreachable, or at its maxclients) is tried again every beat: before,
+ * the thread ended at its first failed connect and the runner went on without heartbeats, its
+ * leases expiring under long evaluations (requeued, evaluated twice). */
 static void *heartbeat_main(void *arg) {
   struct worker *w = arg;
   struct kb_redis *r = NULL;
   struct kb_error err = {0};
   struct kb_redis_opts ro = {.addr = w->opts->redis, .retry_ms = 5000};
-  if (kb_redis_connect(&ro, &r, &err)) {
-    kb_warn("heartbeat: %s", err.msg);
-    return NULL;
-  }
   struct kb_queue q = w->q;
-  q.redis = r;
+  int connect_failures = 0;
   const long period_ms = 1000; /* leases last tens of seconds; one beat a second is ample */
   static struct kb_claim claims[MAX_AHEAD];
   for (;;) {
@@ -105,14 +104,21 @@ static void *heartbeat_main(void *arg) {
     char state[16] = "";
     int extended = 0;
     kb_error_clear(&err);
-    if (kb_queue_heartbeat(&q, w->name, claims, n, &extended, state, &err))
-      kb_warn("heartbeat: %s", err.msg);
-    else {
-      pthread_mutex_lock(&w->lock);
-      memcpy(w->state, state, sizeof w->state);
-      pthread_mutex_unlock(&w->lock);
-      if (extended < n)
-        kb_warn("%d of %d leases were lost", n - extended, n);
+    if (r == NULL && kb_redis_connect(&ro, &r, &err) != KB_OK) {
+      if (connect_failures++ % 30 == 0) /* the first, then every 30 s */
+        kb_warn("heartbeat: %s; trying again each second (%d held leases not extended)",
+                err.msg, n);
+    } else {
+      q.redis = r;
+      if (kb_queue_heartbeat(&q, w->name, claims, n, &extended, state, &err))
+        kb_warn("heartbeat: %s", err.msg);
+      else {
+        pthread_mutex_lock(&w->lock);
+        memcpy(w->state, state, sizeof w->state);
+        pthread_mutex_unlock(&w->lock);
+        if (extended < n)
+          kb_warn("%d of %d leases were lost", n - extended, n);
+      }
     }
     for (long slept = 0; slept < period_ms; slept += 100) {
       pthread_mutex_lock(&w->lock);

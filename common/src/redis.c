@@ -41,6 +41,8 @@ struct kb_redis {
   char cred_source[600];          /* where the password came from, for messages; "" for none */
   char shas[MAX_SCRIPTS][41];     /* SHA-1 of each embedded script, by table index */
   unsigned rng;                   /* jitter state */
+  int full;                       /* the last handshake met a server at its maxclients */
+  int dropped;                    /* the last handshake's connection was closed under it */
 };
 
 /* At most one "reconnecting" line per this many ms in a process (all its connections and
@@ -132,20 +134,34 @@ static void set_timeout(redisContext *c, int ms) {
 /* The first exchange on a new connection failed without a reply: a peer that answered
  * something that is not RESP is not a redis server (KB_ENOTREDIS); else the link failed
  * (KB_ECONN). */
-static int handshake_failed(const struct kb_redis *r, const redisContext *c, const char *what,
+static int handshake_failed(struct kb_redis *r, const redisContext *c, const char *what,
                             struct kb_error *err) {
   if (c->err == REDIS_ERR_PROTOCOL)
     return kb_error_set(err, KB_ENOTREDIS, "%s is not a redis server: its answer to %s is not "
                         "the redis protocol (%s)", r->addr, what, c->errstr);
   if (c->err == REDIS_ERR_OOM)
     return kb_error_set(err, KB_ENOMEM, "out of memory talking to redis");
+  r->dropped = 1; /* accepted, then closed: a server at its maxclients may close before the
+                     refusal is read (the write of the first command fails: EPIPE) */
   return kb_error_set(err, KB_ECONN, "lost connection to redis at %s during %s: %s", r->addr,
                       what, c->err ? c->errstr : "no reply");
 }
 
+/* A server at its maxclients answers a new connection's first command with this error and
+ * closes it: a transient refusal (clients leave), KB_ECONN, retried like a failed connect. */
+static int server_full(struct kb_redis *r, const redisReply *rep, struct kb_error *err) {
+  if (rep->type != REDIS_REPLY_ERROR || strstr(rep->str, "max number of clients") == NULL)
+    return 0;
+  r->full = 1;
+  kb_error_set(err, KB_ECONN, "redis at %s serves its maximum number of clients already (%s): "
+               "raise its maxclients and its open-file limit (ulimit -n; two connections per "
+               "runner), or run fewer runners on it", r->addr, rep->str);
+  return 1;
+}
+
 /* AUTH (when a password is set) and PING on a new connection, within the connect timeout: a
- * peer that is not redis, a missing password (NOAUTH) and a refused one (WRONGPASS) are told
- * apart here, at the first exchange. */
+ * peer that is not redis, a server at its maxclients, a missing password (NOAUTH) and a
+ * refused one (WRONGPASS) are told apart here, at the first exchange. */
 static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) {
   set_timeout(c, r->connect_timeout_ms);
   redisReply *rep = NULL;
@@ -154,6 +170,10 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
                   : redisCommand(c, "AUTH %s", r->password);
     if (rep == NULL)
       return handshake_failed(r, c, "AUTH", err);
+    if (server_full(r, rep, err)) {
+      freeReplyObject(rep);
+      return KB_ECONN;
+    }
     if (rep->type == REDIS_REPLY_ERROR) {
       kb_error_set(err, KB_EAUTH, "redis at %s refused the password%s%s from %s: %s", r->addr,
                    r->user ? " of user " : "", r->user ? r->user : "", r->cred_source, rep->str);
@@ -166,7 +186,9 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
   if (rep == NULL)
     return handshake_failed(r, c, "PING", err);
   int rc = KB_OK;
-  if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) == 0)
+  if (server_full(r, rep, err))
+    rc = KB_ECONN;
+  else if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) == 0)
     rc = kb_error_set(err, KB_EAUTH, "redis at %s wants a password (%s) and none was given: set "
                       "KB_REDIS_PASSWORD or KB_REDIS_PASSWORD_FILE (and KB_REDIS_USER for an "
                       "ACL user)", r->addr, rep->str);
@@ -191,6 +213,7 @@ static void bound_unacked(redisContext *c) {
 }
 
 static int connect_once(struct kb_redis *r, struct kb_error *err) {
+  r->full = r->dropped = 0;
   struct timeval tv = {r->connect_timeout_ms / 1000, (r->connect_timeout_ms % 1000) * 1000};
   redisContext *c = r->path[0] ? redisConnectUnixWithTimeout(r->path, tv)
                                : redisConnectWithTimeout(r->host, r->port, tv);
@@ -283,6 +306,8 @@ static int reply_timeout_from_env(struct kb_redis *r, struct kb_error *err) {
   return KB_OK;
 }
 
+static void warn_retry(const struct kb_redis *r, const char *why, const char *verb);
+
 int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
                      struct kb_error *err) {
   *out = NULL;
@@ -306,6 +331,15 @@ int kb_redis_connect(const struct kb_redis_opts *opts, struct kb_redis **out,
     rc = load_credentials(r, err);
   if (rc == KB_OK)
     rc = connect_once(r, err);
+  if (rc == KB_ECONN && (r->full || r->dropped)) {
+    /* at its maxclients (clients leave: a runner array starting beside the last one's end), or
+     * closing connections as it accepts them (the same, its refusal not read in time) */
+    warn_retry(r, r->full ? "at its maximum number of clients"
+                          : "closed the connection it accepted (at its maximum number of clients?)",
+               "retrying");
+    kb_error_clear(err);
+    rc = reconnect(r, mono_ms() + r->retry_ms, err);
+  }
   if (rc) {
     kb_redis_free(r);
     return rc;
