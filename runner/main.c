@@ -214,7 +214,9 @@ int main(int argc, char **argv) {
             "0-9, \"_\", \".\", \"-\", starting with a letter or digit)\n", o.campaign);
     return kb_cli_try_help("kb-runner");
   }
-  static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT};
+  /* SIGHUP: the terminal or ssh session it was started from went away; a clean leave (leases
+   * released) rather than dying mid-evaluation */
+  static const int sigs[] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   struct kb_error err = {0};
   int why = 0;

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
             "0-9, \"_\", \".\", \"-\", starting with a letter or digit)\n", o.campaign);
     return kb_cli_try_help("kb-scheduler");
   }
-  static const int sigs[] = {SIGTERM, SIGINT};
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP}; /* SIGHUP: its terminal went away */
   kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   int finished = 0;
   int rc = kb__sched_run(&o, &finished, &err);

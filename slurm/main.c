@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
     return KB_EXIT_FAILURE;
   }
   if (a.mode == KB_LAUNCH_LOCAL) {
-    static const int sigs[] = {SIGINT, SIGTERM};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP}; /* SIGHUP: its terminal went away */
     kb_signals_catch(&stop_requested, sigs, (int)(sizeof sigs / sizeof sigs[0]));
   }
   if (kb__launch_run(&a, dir, &stop_requested, &err))

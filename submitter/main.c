@@ -242,6 +242,17 @@ int main(int argc, char **argv) {
       usage(stdout);
     return KB_EXIT_OK;
   }
+  int known = 0; /* the first argument names a command */
+  for (size_t i = 0; optind < argc && i < sizeof commands / sizeof *commands; i++)
+    known |= strcmp(argv[optind], commands[i].name) == 0;
+  if (optind < argc && !known) {
+    if (strcmp(argv[optind], "archive") == 0)
+      fprintf(stderr, "kb-submit: archive takes its options after it (kb-submit archive "
+              "[options] ...)\n");
+    else
+      fprintf(stderr, "kb-submit: unknown command \"%s\"\n", argv[optind]);
+    return kb_cli_try_help("kb-submit");
+  }
   if (argc - optind != 2) {
     if (argc - optind == 0)
       fprintf(stderr, "kb-submit: missing the command and the campaign file\n");
@@ -256,6 +267,5 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (strcmp(cmd, commands[i].name) == 0)
       return commands[i].run(&o, arg);
-  fprintf(stderr, "kb-submit: unknown command \"%s\"\n", cmd);
-  return kb_cli_try_help("kb-submit");
+  return kb_cli_try_help("kb-submit"); /* not reached: the command is known */
 }

@@ -403,9 +403,14 @@ static int exchange(struct kb_redis *r, const char *cmd, size_t len, void **rep,
     return REDIS_ERR;
   long start = mono_ms(), end = start + r->reply_timeout_ms;
   int done = 0;
-  while (!done) /* the socket's send timeout (reply_timeout_ms) bounds each write */
+  while (!done) { /* the socket's send timeout (reply_timeout_ms) bounds each write */
     if (redisBufferWrite(c, &done) != REDIS_OK)
       return REDIS_ERR;
+    if (!done && mono_ms() >= budget_end(r, end)) { /* interrupted (EINTR) past the budget */
+      *waited_ms = mono_ms() - start;
+      return NO_REPLY_IN_TIME;
+    }
+  }
   for (;;) {
     if (redisGetReplyFromReader(c, rep) != REDIS_OK)
       return REDIS_ERR;

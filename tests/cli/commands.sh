@@ -48,6 +48,8 @@ check_usage "not a campaign id" kb-scheduler --campaign ""
 check_usage "missing the command" kb-submit
 check_usage "missing the campaign file" kb-submit status
 check_usage "unknown command" kb-submit frobnicate c.json
+check_usage 'unknown command "frobnicate"' kb-submit frobnicate
+check_usage "archive takes its options after it" kb-submit -q archive list
 check_usage "missing the command" kb-submit archive
 check_usage "--runners" kb-launch --local --runners x c.json
 # a campaign argument that is neither a file nor an id: bad input (3), before any connection
