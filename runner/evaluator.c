@@ -80,6 +80,8 @@ struct kb_evaluator {
   int sample_chunk;            /* kb__evaluator_set_sample_chunk(); 0: the sandbox's choice */
   int fresh;                   /* enum kb_fresh_mode */
   double mark_us;              /* kb__evaluator_set_mark(): < 0 not marked */
+  double cpu_median_us;        /* the last judged reply's samples in its thread's CPU time (a
+                                  host's kb-sandbox), for its witness; NAN when none */
   struct best bests[MAX_BASELINES];
   int next_best;               /* round-robin slot once all are used */
   struct baseline baselines[MAX_BASELINES];
@@ -161,6 +163,7 @@ int kb__evaluator_new(const struct kb_evaluator_opts *o, struct kb_evaluator **o
   b->stop = o->stop;
   b->ordinal = o->device;
   b->mark_us = -1;
+  b->cpu_median_us = NAN;
   b->torch_reuse_s = KB_TORCH_REUSE_S;
   /* the sandbox may read the build cache (candidates, oracles, task files) and nothing of the
    * runner's beyond it: the cache must exist before the child confines itself */
@@ -903,6 +906,7 @@ static void note_once(struct kb_evaluator *b, int level, const char *note) {
 static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
                   const struct kb__sb_call *call, struct kb_result *r) {
   char sbuf[32];
+  b->cpu_median_us = NAN;
   switch ((enum kb__sb_outcome)call->outcome) {
   case KB__SB_TIMEOUT:
     r->status = KB_STATUS_TIMEOUT;
@@ -1031,6 +1035,7 @@ static void judge(struct kb_evaluator *b, const struct kb_tier *tier,
     return;
   }
   r->timing = t;
+  b->cpu_median_us = num(rep, "cpu_median_us");
   json_t *m = json_object_get(rep, "metrics");
   if (json_is_object(m)) {
     r->kernel_us = num(m, "duration_ns") / 1000.0;
@@ -1295,9 +1300,12 @@ static double witness(struct kb_evaluator *b, const struct kb_task *task, int ti
     log_rounds(task, &o);
     if (rc || v.status != KB_STATUS_OK)
       break; /* a process's own verdict (outputs wrong, a crash) is not asked again */
-    kb__witness_judge(&o, r->timing.median_us, torch ? r->torch_eager_us : NAN,
-                      b->kind == KB_BACKEND_CUDA, torch ? KB__WITNESS_TORCH : KB__WITNESS_ORACLE,
-                      &v);
+    if (b->cpu_median_us > 0)
+      kb_debug("task %s: its samples' median %.1f us a call, %.1f us in its thread's CPU time",
+               task->id, r->timing.median_us, b->cpu_median_us);
+    kb__witness_judge(&o, r->timing.median_us, torch ? NAN : b->cpu_median_us,
+                      torch ? r->torch_eager_us : NAN, b->kind == KB_BACKEND_CUDA,
+                      torch ? KB__WITNESS_TORCH : KB__WITNESS_ORACLE, &v);
     if (v.status != KB_STATUS_REJECTED)
       break;
   }

@@ -86,8 +86,10 @@ int kb__witness_cpu_calls(double claimed_us, double oracle_us, int64_t input_ele
  * the limit: the identity timed out. `draw_s` 0 or NAN: unknown, `calls` as given. */
 int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double eager_us);
 
-/* Judges `o` against the confined worker's claims, `claimed_us` (the candidate's median) and
- * `eager_same_us` (torch eager timed in its process; NAN when none), into `v`. `cuda`: the
+/* Judges `o` against the confined worker's claims, `claimed_us` (the candidate's median),
+ * `claimed_cpu_us` (its samples' median CPU time of the calling thread, a host's kb-sandbox;
+ * NAN or 0 when none) and `eager_same_us` (torch eager timed in its process; NAN when none),
+ * into `v`. `cuda`: the
  * device's rule (a host's wall clock is the noisier); `o->cpu_clock`: the CPU-time rule (a
  * host's kb-sandbox, timed by the kernel's count of each process's CPU time); `kind` (enum
  * kb__witness_kind) names the reference in the reasons. The rules (docs/sandbox.md):
@@ -95,11 +97,16 @@ int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double ea
  *    and 20 us on a host's CPU-time clock, 2x and 30 us on a device, 3x and 100 us on a host's
  *    wall clock) plus the trusted process's time around each of its calls (a PyTorch worker:
  *    all of it; the CPU-time clock: a tenth, its noise): rejected (its samples were faster
- *    than its calls on fresh inputs);
+ *    than its calls on fresh inputs); on the CPU-time clock the same against `claimed_cpu_us`
+ *    (like with like: a host's wall-clock samples grow with the machine's load, and a forged
+ *    claim grown so passed the rule against the wall-clock claim);
+ *  - on the CPU-time clock, a wall-clock claim under 0.9x its CPU-time claim less 5 us:
+ *    rejected (a thread's CPU time in an interval never exceeds the interval: the timer's
+ *    state was changed from inside the process);
  *  - torch eager in its process over 3x the trusted worker's plus the same slack: rejected (the
  *    reference was slowed in its process); over 1.5x: eager_held, the trusted one is reported. */
-void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double eager_same_us,
-                       int cuda, int kind, struct kb__witness_verdict *v);
+void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double claimed_cpu_us,
+                       double eager_same_us, int cuda, int kind, struct kb__witness_verdict *v);
 
 /* What the witness compares with: the PyTorch workers' (the task's module, torch eager) or
  * kb-sandbox's (the task's C or CUDA oracle in a trusted kb-sandbox). */

@@ -835,6 +835,18 @@ static int sample_read(struct run *r, int batch, int flushed, int slot, double *
   return 0;
 }
 
+/* The same sample's CPU time of the calling thread per call (the device's busy clock, which the
+ * caller checked it has). Returns 0 or 1 with the verdict set. */
+static int busy_read(struct run *r, int batch, int flushed, int slot, double *us) {
+  double t = 0;
+  if (r->d->timer_read_busy(r->d, slot, flushed ? batch : 1, &t, &r->derr)) {
+    device_error(r, "cannot read the timed calls' CPU time");
+    return 1;
+  }
+  *us = t / batch;
+  return 0;
+}
+
 /* One sample (sample_queue), waited for: `*us` gets the mean time per call. Returns 0 or 1 with
  * the verdict set. */
 static int sample(struct run *r, forward_fn fn, int batch, int flushed, int *next,
@@ -1422,6 +1434,8 @@ struct evaluation {
   forward_fn fn, bfn;       /* their kb_forward; bfn NULL without a baseline */
   uint64_t bsum;            /* the baseline's code's and RELRO's checksum once loaded */
   double *samples, *bsamples; /* timed samples of the candidate and the baseline (owned) */
+  double *csamples;           /* the candidate's samples in the thread's CPU time where the
+                                 device has that clock, else NULL (owned) */
   struct fresh fr;
   uint32_t timed_mask;      /* sets whose timed outputs hold a timed call's results */
   int next;                 /* the set the next timed call uses */
@@ -1600,6 +1614,9 @@ static int phase_plan(struct evaluation *ev) {
   fr->cap_slack = !gpu ? FRESH_CAP_HOST : e->flush_l2 ? FRESH_CAP_FLUSHED : FRESH_CAP_GPU;
   ev->samples = kb_calloc((size_t)e->max_samples, sizeof *ev->samples);
   ev->bsamples = ev->bfn ? kb_calloc((size_t)e->max_samples, sizeof *ev->bsamples) : NULL;
+  ev->csamples = r->d->timer_read_busy != NULL
+                     ? kb_calloc((size_t)e->max_samples, sizeof *ev->csamples)
+                     : NULL;
   if (ev->samples == NULL || (ev->bfn != NULL && ev->bsamples == NULL) || fr->f == NULL ||
       fr->c == NULL || fr->pl == NULL) {
     r->v->status = KB_STATUS_INFRA_ERROR;
@@ -1772,6 +1789,8 @@ static int phase_samples(struct evaluation *ev) {
       double *bus = ev->bsamples ? &ev->bsamples[ev->n + i] : NULL;
       if (sample_read(r, ev->batch, ev->flushed, i * stride, &ev->samples[ev->n + i]) ||
           (bus != NULL && sample_read(r, ev->batch, ev->flushed, i * stride + per, bus)) ||
+          (ev->csamples != NULL &&
+           busy_read(r, ev->batch, ev->flushed, i * stride, &ev->csamples[ev->n + i])) ||
           (e->dump_samples && keep_calls(ev, i * stride, ev->samples[ev->n + i])))
         return 1;
     }
@@ -1890,6 +1909,11 @@ static int phase_metrics(struct evaluation *ev) {
   struct kb__verdict *v = r->v;
   double t0 = kb_now_mono();
   kb__timing_stats(ev->samples, ev->n, ev->warm, &v->timing);
+  if (ev->csamples != NULL && ev->n > 0) {
+    struct kb_timing cpu;
+    kb__timing_stats(ev->csamples, ev->n, ev->warm, &cpu);
+    v->cpu_median_us = cpu.median_us;
+  }
   if (ev->bsamples != NULL)
     kb__timing_stats(ev->bsamples, ev->n, ev->warm, &v->baseline);
   if (speed_of_light(r, ev->batch, ev->flushed))
@@ -1916,6 +1940,7 @@ static int phase_metrics(struct evaluation *ev) {
 /* A verdict made after timing keeps no timing: a rejected candidate's numbers are not reported. */
 static void clear_timing(struct evaluation *ev) {
   memset(&ev->r.v->timing, 0, sizeof ev->r.v->timing);
+  ev->r.v->cpu_median_us = NAN;
   memset(&ev->r.v->baseline, 0, sizeof ev->r.v->baseline);
 }
 
@@ -1951,6 +1976,7 @@ static void evaluation_end(struct evaluation *ev) {
   kb_free(ev->calls);
   kb_free(ev->samples);
   kb_free(ev->bsamples);
+  kb_free(ev->csamples);
   kb_free(ev->fr.f);
   kb_free(ev->fr.c);
   kb_free(ev->fr.pl);
@@ -1975,6 +2001,7 @@ int kb__evaluate(struct kb__dev *d, struct kb__prepared *p, const struct kb__eva
                  struct kb__verdict *v) {
   memset(v, 0, sizeof *v);
   v->status = KB_STATUS_OK;
+  v->cpu_median_us = NAN;
   v->max_abs_err = NAN;
   v->max_rel_err = NAN;
   v->batch = 1;

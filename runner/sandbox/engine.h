@@ -146,6 +146,9 @@ struct kb__verdict {
   double max_abs_err, max_rel_err; /* NAN when nothing was compared */
   struct kb_timing timing;  /* samples 0 when not timed */
   struct kb_timing baseline; /* the baseline's, samples 0 when none */
+  double cpu_median_us;     /* the timed samples' median CPU time of the calling thread per call,
+                               where the device has that clock (the host); NAN elsewhere: the
+                               witness compares its CPU-clock time with it (runner/witness.h) */
   int batch;                /* calls per sample: 1, or the batch size for short kernels */
   int batch_flushed;        /* 1: each call of a batch was flushed and timed on its own */
   int chunks;               /* waits of the host for the timed samples (one per chunk) */

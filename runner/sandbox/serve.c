@@ -381,6 +381,8 @@ static json_t *verdict_json(const struct kb__verdict *v, double seconds) {
     json_object_set_new(out, "max_rel_err", json_real(v->max_rel_err));
   if (out != NULL && v->timing.samples > 0)
     json_object_set_new(out, "timing", timing_json(&v->timing));
+  if (out != NULL && v->timing.samples > 0 && v->cpu_median_us > 0) /* NAN compares false */
+    json_object_set_new(out, "cpu_median_us", json_real(v->cpu_median_us));
   if (out != NULL && v->baseline.samples > 0)
     json_object_set_new(out, "baseline_timing", timing_json(&v->baseline));
   if (out != NULL && v->trace_note[0])

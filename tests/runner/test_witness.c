@@ -136,7 +136,7 @@ static void judges_the_table(void **state) {
     struct kb__witness_verdict v;
     memset(&v, 0, sizeof v);
     v.status = KB_STATUS_OK;
-    kb__witness_judge(&o, c->claimed_us, c->eager_same_us, c->cuda == 1,
+    kb__witness_judge(&o, c->claimed_us, NAN, c->eager_same_us, c->cuda == 1,
                       o.cpu_clock ? KB__WITNESS_ORACLE : KB__WITNESS_TORCH, &v);
     print_message("%s: %s %s\n", c->what, kb_status_name(v.status), v.reason);
     assert_int_equal(v.status, c->status);
@@ -155,7 +155,7 @@ static void keeps_a_workers_verdict(void **state) {
   struct kb__witness_verdict v;
   memset(&v, 0, sizeof v);
   v.status = KB_STATUS_REJECTED;
-  kb__witness_judge(&o, 100, 100, 1, KB__WITNESS_TORCH, &v);
+  kb__witness_judge(&o, 100, NAN, 100, 1, KB__WITNESS_TORCH, &v);
   assert_int_equal(v.status, KB_STATUS_REJECTED);
   assert_true(isnan(v.cand_us));
   o.calls = 8;
@@ -163,9 +163,51 @@ static void keeps_a_workers_verdict(void **state) {
   o.cand_s[0] = 0.008;
   o.ref_s[0] = 0.001;
   o.module_us[0] = 100;
-  kb__witness_judge(&o, 10, 100, 1, KB__WITNESS_TORCH, &v);
+  kb__witness_judge(&o, 10, NAN, 100, 1, KB__WITNESS_TORCH, &v);
   assert_int_equal(v.status, KB_STATUS_REJECTED);
   assert_true(fabs(v.cand_us - 975.0) < 1e-6);
+}
+
+/* One round on the host's CPU clock: the candidate's calls witnessed at `cand_us` a call (the
+ * trusted process's module at 500 us, 20 us around each call), judged against a wall-clock
+ * claim and a CPU-time claim. */
+static int judge_cpu(double cand_us, double wall_us, double cpu_us, char *reason) {
+  struct kb__witness_obs o;
+  memset(&o, 0, sizeof o);
+  o.calls = 10;
+  o.rounds = 1;
+  o.cpu_clock = 1;
+  o.module_us[0] = 500;
+  o.ref_s[0] = 10 * 520e-6;
+  o.cand_s[0] = o.ref_s[0] + 10 * (cand_us - 500) * 1e-6;
+  struct kb__witness_verdict v;
+  memset(&v, 0, sizeof v);
+  v.status = KB_STATUS_OK;
+  kb__witness_judge(&o, wall_us, cpu_us, NAN, 0, KB__WITNESS_ORACLE, &v);
+  print_message("witnessed %.0f us, wall claim %.0f, CPU claim %.0f: %s %s\n", cand_us, wall_us,
+                cpu_us, kb_status_name(v.status), v.reason);
+  strcpy(reason, v.reason);
+  return v.status;
+}
+
+static void judges_cpu_claims(void **state) {
+  (void)state;
+  char why[256];
+  /* honest, on a loaded host: wall time well over the CPU time, the witness near the latter */
+  assert_int_equal(judge_cpu(520, 900, 510, why), KB_STATUS_OK);
+  assert_int_equal(judge_cpu(520, 530, 515, why), KB_STATUS_OK);
+  /* a tiny call: the CPU clock's reads around the wall clock's may exceed it by a microsecond */
+  assert_int_equal(judge_cpu(4, 3.0, 4.0, why), KB_STATUS_OK);
+  /* forges_timer_state under load: both stamps moved by two thirds of each call (CPU claim
+   * 173 us), the wall-clock claim grown back to 480 us by the load's waits, which the rule
+   * against the wall-clock claim alone let through (2 x 480 + 20 + 2 > 520) */
+  assert_int_equal(judge_cpu(520, 480, 173, why), KB_STATUS_REJECTED);
+  assert_non_null(strstr(why, "in CPU time"));
+  /* no CPU-time claim (NAN): the wall-clock rule as before */
+  assert_int_equal(judge_cpu(520, 480, NAN, why), KB_STATUS_OK);
+  /* only the wall-clock stamps moved: its intervals shorter than its thread's CPU time */
+  assert_int_equal(judge_cpu(520, 173, 515, why), KB_STATUS_REJECTED);
+  assert_non_null(strstr(why, "cannot exceed the wall time"));
 }
 
 static void sizes_the_requests(void **state) {
@@ -208,6 +250,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(judges_the_table),
       cmocka_unit_test(keeps_a_workers_verdict),
+      cmocka_unit_test(judges_cpu_claims),
       cmocka_unit_test(sizes_the_requests),
       cmocka_unit_test(rounds_by_rank),
   };
