@@ -87,7 +87,8 @@ static void *heartbeat_main(void *arg) {
   struct worker *w = arg;
   struct kb_redis *r = NULL;
   struct kb_error err = {0};
-  struct kb_redis_opts ro = {.addr = w->opts->redis, .retry_ms = 5000};
+  /* asked to leave, its waits for a lost or hung redis end soon (the runner joins it) */
+  struct kb_redis_opts ro = {.addr = w->opts->redis, .retry_ms = 5000, .stop = w->opts->stop};
   struct kb_queue q = w->q;
   int connect_failures = 0;
   const long period_ms = 1000; /* leases last tens of seconds; one beat a second is ample */

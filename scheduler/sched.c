@@ -1098,6 +1098,7 @@ int kb__sched_run(const struct kb_sched_opts *opts, int *finished, struct kb_err
   int rc = kb_redis_connect(&ro, &s.redis, err);
   if (rc == KB_OK)
     rc = attach(&s, err);
+  s.lock.stop = opts->stop;
   if (rc == KB_OK) /* before anything of the campaign is read: the open charges, the stream */
     rc = kb__sched_lock_take(&s.lock, s.redis, &s.q, kb_redis_addr(s.redis), err);
   if (rc == KB_OK) {

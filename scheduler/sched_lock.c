@@ -72,7 +72,8 @@ static void *renew_main(void *arg) {
   struct kb__sched_lock *l = arg;
   struct kb_redis *r = NULL;
   struct kb_error err = {0};
-  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = KB_SCHED_LOCK_TTL_MS / 4};
+  struct kb_redis_opts ro = {.addr = l->addr, .retry_ms = KB_SCHED_LOCK_TTL_MS / 4,
+                             .stop = l->stop};
   for (;;) {
     pthread_mutex_lock(&l->mu);
     int quit = l->quit;
@@ -117,7 +118,9 @@ static void *renew_main(void *arg) {
 
 int kb__sched_lock_take(struct kb__sched_lock *l, struct kb_redis *r, const struct kb_queue *q,
                         const char *addr, struct kb_error *err) {
+  volatile sig_atomic_t *stop = l->stop; /* the caller's, kept */
   memset(l, 0, sizeof *l);
+  l->stop = stop;
   pthread_mutex_init(&l->mu, NULL);
   kb_queue_key(q, l->key, sizeof l->key, KB_KEY_SCHED_LOCK);
   kb_queue_key(q, l->meta, sizeof l->meta, KB_KEY_META);

@@ -13,6 +13,7 @@
 #define KB_SCHED_SCHED_LOCK_H
 
 #include <pthread.h>
+#include <signal.h>
 
 struct kb_error;
 struct kb_queue;
@@ -31,6 +32,9 @@ struct kb__sched_lock {
   int quit;                 /* set to stop the thread */
   int lost;                 /* 1 once another scheduler holds the lock */
   char holder[200];         /* the value found in its place */
+  volatile sig_atomic_t *stop; /* the process's stop flag (borrowed; set by the caller before
+                                  kb__sched_lock_take, or NULL): the renewal thread's waits for a
+                                  lost or hung redis end KB_REDIS_STOP_WAIT_MS after it is set */
 };
 
 /* Takes the lock of `q`'s campaign over `r` (borrowed; `addr` its address, copied, for the

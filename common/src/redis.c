@@ -159,6 +159,28 @@ static int server_full(struct kb_redis *r, const redisReply *rep, struct kb_erro
   return 1;
 }
 
+#define NO_REPLY_IN_TIME 1
+static int exchange(struct kb_redis *r, redisContext *c, const char *cmd, size_t len,
+                    int timeout_ms, void **rep, long *waited_ms);
+
+/* One command of the handshake on `c` (printf-style, as redisCommand), its reply waited for
+ * within the connect timeout, or less once the process is asked to stop (exchange): the reply
+ * (new), or NULL (c->err set, or no reply in time). */
+static redisReply *handshake_ask(struct kb_redis *r, redisContext *c, const char *fmt, ...) {
+  char *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int len = redisvFormatCommand(&cmd, fmt, ap);
+  va_end(ap);
+  if (len < 0)
+    return NULL;
+  void *rep = NULL;
+  long waited = 0;
+  int got = exchange(r, c, cmd, (size_t)len, r->connect_timeout_ms, &rep, &waited);
+  redisFreeCommand(cmd);
+  return got == REDIS_OK ? rep : NULL;
+}
+
 /* AUTH (when a password is set) and PING on a new connection, within the connect timeout: a
  * peer that is not redis, a server at its maxclients, a missing password (NOAUTH) and a
  * refused one (WRONGPASS) are told apart here, at the first exchange. */
@@ -166,8 +188,8 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
   set_timeout(c, r->connect_timeout_ms);
   redisReply *rep = NULL;
   if (r->password) {
-    rep = r->user ? redisCommand(c, "AUTH %s %s", r->user, r->password)
-                  : redisCommand(c, "AUTH %s", r->password);
+    rep = r->user ? handshake_ask(r, c, "AUTH %s %s", r->user, r->password)
+                  : handshake_ask(r, c, "AUTH %s", r->password);
     if (rep == NULL)
       return handshake_failed(r, c, "AUTH", err);
     if (server_full(r, rep, err)) {
@@ -182,7 +204,7 @@ static int handshake(struct kb_redis *r, redisContext *c, struct kb_error *err) 
     }
     freeReplyObject(rep);
   }
-  rep = redisCommand(c, "PING");
+  rep = handshake_ask(r, c, "PING");
   if (rep == NULL)
     return handshake_failed(r, c, "PING", err);
   int rc = KB_OK;
@@ -386,22 +408,20 @@ static void warn_reconnect(const struct kb_redis *r, const char *why) {
   warn_retry(r, why, "reconnecting");
 }
 
-/* Sends one formatted command on the connection and waits for its reply: at most
- * reply_timeout_ms, and at most until budget_end once the process is asked to stop. The wait is
+/* Sends one formatted command on connection `c` and waits for its reply: at most `timeout_ms`,
+ * and at most until budget_end once the process is asked to stop. The wait is
  * poll(2) in slices, not a blocking read: hiredis's blocking read retries after EINTR, so a
  * server that holds the connection open and answers nothing (stopped with SIGSTOP, hung, its
  * host frozen) kept the process in read(2) for ever, SIGTERM included. Returns REDIS_OK with
  * `*rep` (new), REDIS_ERR with r->ctx->err set by hiredis, or NO_REPLY_IN_TIME with `*waited_ms`
  * (the connection is then unusable: the reply may still come). */
-#define NO_REPLY_IN_TIME 1
-static int exchange(struct kb_redis *r, const char *cmd, size_t len, void **rep,
-                    long *waited_ms) {
-  redisContext *c = r->ctx;
+static int exchange(struct kb_redis *r, redisContext *c, const char *cmd, size_t len,
+                    int timeout_ms, void **rep, long *waited_ms) {
   *rep = NULL;
   *waited_ms = 0;
   if (redisAppendFormattedCommand(c, cmd, len) != REDIS_OK)
     return REDIS_ERR;
-  long start = mono_ms(), end = start + r->reply_timeout_ms;
+  long start = mono_ms(), end = start + timeout_ms;
   int done = 0;
   while (!done) { /* the socket's send timeout (reply_timeout_ms) bounds each write */
     if (redisBufferWrite(c, &done) != REDIS_OK)
@@ -449,7 +469,7 @@ static int send_formatted(struct kb_redis *r, const char *cmd, size_t len, redis
     }
     void *rep = NULL;
     long waited = 0;
-    int got = exchange(r, cmd, len, &rep, &waited);
+    int got = exchange(r, r->ctx, cmd, len, r->reply_timeout_ms, &rep, &waited);
     if (got == REDIS_OK && rep != NULL) {
       redisReply *rr = rep;
       /* A restarted server answers LOADING while it replays its AOF: wait it out. */
