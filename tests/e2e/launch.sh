@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kb-launch --local end to end, as `make demo` runs it: its own redis-server, the scheduler and a
 # runner; the leaderboard and the HDF5 paths at the end; h5dump reads the files it names. Then
-# Ctrl-C mid-run stops everything with exit 130, and the same command resumes to the end; the
-# same for a terminal that hangs up (SIGHUP to the whole process group).
+# Ctrl-C mid-run stops everything with exit 130, and the same command resumes to the end; a
+# terminal that hangs up (SIGHUP to the whole process group) stops it the same way (exit 130,
+# nothing left running; its resume is the Ctrl-C case's).
 BIN=$1
 source "$(dirname "$0")/../lib/common.sh"
 unset KB_REDIS
@@ -65,7 +66,7 @@ grep -q '"state": "done"' "$T/resume.json" || fail "resumed campaign did not fin
 $KB_PY "$TESTS_DIR/e2e/check_results.py" "$T/results/launch" --campaign launch \
   --tasks sum matmul --min-evaluations 6 --baseline-tier 3 --all-ok
 
-note "the terminal hung up (SIGHUP to kb-launch's whole process group), then resume"
+note "the terminal hung up (SIGHUP to kb-launch's whole process group)"
 setsid "$BIN/kb-launch" --local --restart "$T/launch.json" > "$T/hup.txt" 2>&1 &
 L=$!; BG_PIDS+=($L) # setsid execs in place: $L leads its own session and process group
 for _ in $(seq 200); do
@@ -76,9 +77,7 @@ kill -HUP -- "-$L"
 rc=0; wait_pid $L 60 || rc=$?
 [ $rc -eq 130 ] || fail "hung-up kb-launch exit $rc, want 130 (stopped cleanly): $(cat "$T/hup.txt")"
 pgrep -f "$T/results/launch/" > /dev/null && fail "processes left running after SIGHUP"
-"$BIN/kb-launch" --local --json "$T/launch.json" > "$T/resume2.json" 2> "$T/resume2.err" ||
-  fail "resume after SIGHUP failed: $(tail -5 "$T/resume2.err")"
-grep -q '"state": "done"' "$T/resume2.json" || fail "resumed campaign did not finish"
+grep -q "interrupted" "$T/hup.txt" || fail "kb-launch did not say it was interrupted: $(cat "$T/hup.txt")"
 
 note "--gpus: checked before anything starts"
 expect_exit() { # WANT PATTERN ARGS...: kb-launch exits WANT and says PATTERN on stderr
