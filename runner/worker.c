@@ -106,7 +106,7 @@ static void *heartbeat_main(void *arg) {
     int extended = 0;
     kb_error_clear(&err);
     if (r == NULL && kb_redis_connect(&ro, &r, &err) != KB_OK) {
-      if (connect_failures++ % 30 == 0) /* the first, then every 30 s */
+      if (connect_failures++ % 30 == 0) /* the first failure, then every 30th */
         kb_warn("heartbeat: %s; trying again each second (%d held leases not extended)",
                 err.msg, n);
     } else {
