@@ -4622,15 +4622,48 @@ def torch_api():
             for name, owner in owners]
 
 
+# torch's own code that rebinds a public name the first time it is imported: the dynamo
+# disable wrapper (torch._disable_dynamo, torch._dynamo.disable). torch 2's torch._dynamo
+# wraps torch.manual_seed with it when first imported, which any task's code can cause (on an
+# H100, KernelBench's l1_35-l1_39, l3_3 and l3_45 were refused "reference.py replaces
+# torch.manual_seed at prepare"). The wrapper only keeps dynamo from compiling the function:
+# what it computes is the same.
+TORCH_OWN_WRAPPERS = ("_compile.py", "_dynamo" + os.sep)
+
+
+def torch_own_rebinding(old, new):
+    """Whether `new` is `old` wrapped by one of TORCH_OWN_WRAPPERS: its code in that file or
+    folder of the installed torch and `old` on its __wrapped__ chain. Any other wrapper
+    (torch.autocast's, which changes the dtype a function computes in, among them) or
+    replacement is a change of the task's."""
+    code = getattr(new, "__code__", None)
+    if code is None:
+        return False
+    root = os.path.dirname(os.path.realpath(torch.__file__)) + os.sep
+    path = os.path.realpath(code.co_filename)
+    if not any(path.startswith(root + w) for w in TORCH_OWN_WRAPPERS):
+        return False
+    for _ in range(8):
+        new = getattr(new, "__wrapped__", None)
+        if new is None:
+            return False
+        if new is old:
+            return True
+    return False
+
+
 def api_left(before):
     """Sets back every name of torch_api() `before` that a task's code replaced or added since
-    (a submodule imported meanwhile is not a change); returns the first as "replaces
+    (a submodule imported meanwhile is not a change, nor torch's own rebinding when it imports
+    one: torch_own_rebinding, kept); returns the first as "replaces
     torch.nn.functional.gelu", or None. A hand-written reference.py that replaced F.gelu at its
     top level changed the references of every task prepared after it in the same worker."""
     why = None
     for name, owner, names in before:
         for k, v in list(vars(owner).items()):
             if k.startswith("_") or (k in names and names[k] is v):
+                continue
+            if k in names and torch_own_rebinding(names[k], v):
                 continue
             if k not in names and isinstance(v, type(sys)):
                 continue

@@ -248,16 +248,18 @@ static herr_t read_rows(hid_t file, const char *name, hid_t mt, void *buf, int64
   return rc;
 }
 
+/* The description is cut to 157 characters: with ": " before it, it fits h5_reason's 160. */
+#define H5_DESC_MAX 158
 static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data) {
   if (n == 0 && e->desc != NULL)
-    snprintf(data, 160, "%s", e->desc);
+    snprintf(data, H5_DESC_MAX, "%s", e->desc);
   return 0;
 }
 
 /* HDF5's innermost error of the last failed call as ": <description>" into `out` (160 bytes),
  * "" when it said none: what a damaged file's read ran into ("incorrect metadata checksum ...") */
 static void h5_reason(char out[160]) {
-  char d[160] = "";
+  char d[H5_DESC_MAX] = "";
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, d);
   snprintf(out, 160, "%s%s", d[0] ? ": " : "", d);
 }

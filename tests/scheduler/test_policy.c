@@ -125,7 +125,7 @@ static void test_top_fraction(void **state) {
   add(x, "base", 1, KB_STATUS_OK, 1000, 0.01, 50);
   /* cohort of 6 with eta 3 keeps the 2 fastest: c1 (100) and c2 (200) */
   struct kb_member *c[5];
-  char name[8];
+  char name[16];
   for (int i = 0; i < 5; i++) {
     snprintf(name, sizeof name, "c%d", i + 1);
     c[i] = add(x, name, 1, KB_STATUS_OK, 100.0 * (i + 1), 0.01, 50);
@@ -143,7 +143,7 @@ static void test_confidence_bound(void **state) {
   struct fx *x = *state;
   add(x, "base", 2, KB_STATUS_OK, 1000, 0.01, 200);
   for (int i = 0; i < 6; i++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "f%d", i);
     add(x, name, 2, KB_STATUS_OK, 100 + i, 0.001, 200);
   }
@@ -204,7 +204,7 @@ static void test_reliable_eta(void **state) {
   x->policy.keep_top = 2;
   x->policy.baseline_gate = 0;
   /* a spread of log medians far above the noise: reliability near 1, eta near 6 */
-  char name[8];
+  char name[16];
   add(x, "base", 2, KB_STATUS_OK, 5000, 0.01, 200);
   for (int i = 0; i < 22; i++) {
     snprintf(name, sizeof name, "c%d", i);

@@ -392,6 +392,12 @@ def wide_sets(worker, tool, tmp, cache):
           % [(x["status"], x.get("reason")) for x in lines])
 
 
+OWN_WRAP = ("import functools\nimport os\n\n"
+            "_src = ('def _wrap(fn):\\n    @functools.wraps(fn)\\n'\n"
+            "        '    def inner(*a, **k):\\n        return fn(*a, **k)\\n    return inner\\n')\n"
+            "_ns = {'functools': functools}\n"
+            "exec(compile(_src, os.path.join(os.path.dirname(torch.__file__), '_compile.py'), "
+            "'exec'), _ns)\n_wrap = _ns['_wrap']\n")
 SETTING_REFERENCES = {
     "dtype": ("torch.set_default_dtype(torch.float64)\n", ""),
     "denormals": ("", "        torch.set_flush_denormal(True)\n"),
@@ -400,6 +406,19 @@ SETTING_REFERENCES = {
               ""),
     "uses_gelu": ("import torch.nn.functional as F\n\n"
                   "assert F.gelu(torch.ones(1)).item() < 0.9, \"F.gelu is replaced\"\n", ""),
+    # torch's own rebinding when it first imports a module (torch 2's torch._dynamo wraps
+    # torch.manual_seed with torch._disable_dynamo): a wrapper whose code is in torch's
+    # _compile.py, its __wrapped__ the function it replaces (torch 1.13 here has no dynamo:
+    # the wrapper's file name is torch's, its code the test's)
+    "own_wrap": (OWN_WRAP + "torch.manual_seed = _wrap(torch.manual_seed)\n", ""),
+    # the same wrapper around another function, and torch.autocast's wrapper (it changes the
+    # dtype F.gelu computes in): the task's changes
+    "own_wrap_other": (OWN_WRAP + "torch.manual_seed = _wrap(lambda seed: None)\n", ""),
+    "seed_kept": ("assert hasattr(torch.manual_seed, \"__wrapped__\"), \"unwrapped\"\n", ""),
+    "gelu_plain": ("import torch.nn.functional as F\n\n"
+                   "assert not hasattr(F.gelu, \"__wrapped__\"), \"F.gelu is wrapped\"\n", ""),
+    "autocast_wrap": ("import torch.nn.functional as F\n\n"
+                      "F.gelu = torch.autocast(\"cpu\", dtype=torch.bfloat16)(F.gelu)\n", ""),
     "mode": ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
              "class Passthrough(TorchDispatchMode):\n"
              "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
@@ -451,6 +470,19 @@ def task_settings(worker, task_dir, tmp, rw):
               "tasks in this process"), "settings: F.gelu replaced: refused, named: %s" % r)
         r = call(dict(relu, key="uses_gelu", oracle=files["uses_gelu"]))
         check(r.get("ok") is True, "settings: F.gelu set back for the next task: %s" % r)
+        r = call(dict(relu, key="own_wrap", oracle=files["own_wrap"]))
+        check(r.get("ok") is True, "settings: torch's own dynamo-disable wrapper around "
+              "torch.manual_seed (torch 2 imports torch._dynamo): prepared: %s" % r)
+        r = call(dict(relu, key="seed_kept", oracle=files["seed_kept"]))
+        check(r.get("ok") is True, "settings: torch's own wrapper kept for the next task: %s" % r)
+        for name, what in (("own_wrap_other", "replaces torch.manual_seed"),
+                           ("autocast_wrap", "replaces torch.nn.functional.gelu")):
+            r = call(dict(relu, key=name, oracle=files[name]))
+            check(r.get("ok") is False and r.get("reason", "").startswith(
+                  "reference.py %s at prepare" % what),
+                  "settings: %s: refused, named: %s" % (name, r))
+        r = call(dict(relu, key="gelu_plain", oracle=files["gelu_plain"]))
+        check(r.get("ok") is True, "settings: F.gelu set back after autocast's wrapper: %s" % r)
         r = call(dict(relu, key="threads", oracle=files["threads"]))
         check(r.get("ok") is True and threads.get("ok") is True,
               "settings: a reference setting torch's threads (speed only) prepared: %s" % r)
