@@ -31,9 +31,11 @@
 #include "proc.h"
 #include "sandbox/proto.h"
 #include "sandbox_client.h"
+#include "warmup_hold.h"
 #include "witness.h"
 
 #define MAX_ORACLES 8          /* oracle libraries remembered by task fingerprint */
+#define WARMUP_WAIT_S 120.0    /* at most, for the warm-up passes to end before a retry */
 #define BUDGET_SHARE 0.7       /* of the timeout, after which sampling stops past min_samples */
 #define PREPARE_TIMEOUT_S 300  /* drawing inputs and running the oracle on every set, at most */
 #define MAX_BASELINES 64       /* tasks whose baseline was set */
@@ -1501,6 +1503,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   struct kb__sandbox *sb = NULL;
   double used_s = 0;
   int room_asked = 0;
+  int warmup_fd = -1; /* the warm-up lock held for a retry (kb__warmup_hold) */
 again:;
   double t_prep = kb_now_mono();
   rc = prepare(b, task, 0, key, NULL, t_prep + KB_SETUP_LIMIT_S, err);
@@ -1553,8 +1556,12 @@ again:;
   }
   if (out_of_room(&call) && !room_asked && release_sibling(b, 0, NULL, 1)) {
     room_asked = 1; /* the worker replaced itself (fatal): prepared anew, with the room */
+    /* and with the compile tier's warm-up passes (a compile seed's forward pass on the task's
+     * inputs, built ahead) ended and held off until the retry is over (warmup_hold.h) */
+    warmup_fd = kb__warmup_hold(b->cc.cache_dir, WARMUP_WAIT_S, b->stop);
     kb_info("task %s: the evaluation ran out of device memory; once more with the trusted "
-            "worker's tasks released", task->id);
+            "worker's tasks released%s", task->id,
+            warmup_fd >= 0 ? " and the compile tier's warm-up passes held off" : "");
     kb_free(baseline);
     baseline = NULL;
     json_decref(req);
@@ -1596,6 +1603,7 @@ again:;
       (flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += time_torch(b, task, tier, tier_index, r);
 out:
+  kb__warmup_release(warmup_fd);
   r->cost_ms = (int64_t)ceil(used_s * 1000.0);
   kb_free(baseline);
   json_decref(req);
