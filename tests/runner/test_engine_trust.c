@@ -75,7 +75,15 @@ static void test_nondeterministic(void **state) {
            "not deterministic: two calls on input set 0 disagree");
 }
 
-/* Every seed of every built-in host task stays ok at smoke, screen and full. */
+/* Every seed of every built-in host task stays ok at smoke, screen and full. Under ASan (`make
+ * asan`, -O0) the full tier is evaluated for each task's first seed only: its timed samples
+ * run to max_seconds whatever the build, so the other seeds' full tiers add some 40 s of the
+ * sanitized pass and no code path (the plain pass evaluates every seed at full). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FULL_FOR_FIRST_SEED_ONLY 1
+#else
+#define FULL_FOR_FIRST_SEED_ONLY 0
+#endif
 static void test_honest_seeds(void **state) {
   (void)state;
   DIR *dir = opendir(KB_SOURCE_DIR "/tasks/host");
@@ -95,6 +103,8 @@ static void test_honest_seeds(void **state) {
       fail_msg("task %s: %s", path, err.msg);
     for (int i = 0; i < task.n_seeds; i++)
       for (int t = FX_TIER_SMOKE; t <= FX_TIER_FULL; t++) {
+        if (FULL_FOR_FIRST_SEED_ONLY && i > 0 && t == FX_TIER_FULL)
+          continue;
         struct kb_result r;
         double t0 = kb_now_mono();
         fixture_eval_file(&fx, &task, task.seeds[i].path, task.seeds[i].flags, t, &r);
@@ -116,7 +126,7 @@ static void test_honest_seeds(void **state) {
   print_message("%d honest evaluations, %d not ok; wall time smoke %.2f s, screen %.2f s, full "
                 "%.2f s\n",
                 evaluated, rejected, per_tier[1], per_tier[2], per_tier[3]);
-  assert_true(evaluated >= 3 * 15);
+  assert_true(evaluated >= (FULL_FOR_FIRST_SEED_ONLY ? 2 : 3) * 15);
   assert_int_equal(rejected, 0);
 }
 
