@@ -8,9 +8,9 @@
  * passes take turns among themselves through an flock on `<cache>/.gpu-warmup.lock`: shared for
  * small inputs, exclusive for a large one. An evaluation retried after running out of memory
  * takes the same lock exclusively, so that a pass under way ends (its memory freed) and no new
- * one starts until the retry is over. On an 80 GB H100 (296f880) KernelBench's l1_36-l1_39
- * (7-8 GiB tensors) ran out of memory at eval with the trusted worker released and 39 GiB held
- * by another process: the warm-up pass of the task's compile seed, built ahead.
+ * one starts until the retry is over. On an 80 GB H100 (296f880) the compile seeds of
+ * KernelBench's l1_35-l1_39 (7-8 GiB tensors) were built, each with such a pass, while the
+ * identities were evaluated, and l1_37's retry ran out of memory again then (docs/sandbox.md).
  */
 #ifndef KB_RUNNER_WARMUP_HOLD_H
 #define KB_RUNNER_WARMUP_HOLD_H
