@@ -108,17 +108,25 @@ static double sample_share(const struct kb_eta_in *in, const struct kb_eta_task 
   return cap > 0 ? n / cap : 1.0;
 }
 
+/* The drift is kept within [1/DRIFT_MAX, DRIFT_MAX]: one result can be far outside what the
+ * machine's load does to a kernel (eta_campaign21: the first full-tier result of a candidate
+ * timed at screen took 6x its screen time per call, the drift was 6.04 from it alone, and
+ * every open full-tier job was priced 3-4x: the ETA went from 23 s to 62 s with 20 s left). */
+#define DRIFT_MAX 2.0
+
 /* How a kernel's time per call moves from the tier below to tier k: over the campaign's timed
  * results at k whose candidate was timed at a lower tier before, their time per call over the
- * one before (sums: the slow kernels, which the cost is made of, weigh most); 1 before any.
- * Same input sets, yet on a loaded machine the same kernel's time per call moved 0.6-1.5x. */
+ * one before (sums: the slow kernels, which the cost is made of, weigh most), within
+ * DRIFT_MAX; 1 before any. Same input sets, yet on a loaded machine the same kernel's time per
+ * call moved 0.6-1.5x. */
 static double call_drift(const struct kb_eta_in *in, int k) {
   double to = 0, from = 0;
   for (int t = 0; t < in->n_tasks; t++) {
     to += in->tasks[t].pair_us[k];
     from += in->tasks[t].pair_from_us[k];
   }
-  return to > 0 && from > 0 ? to / from : 1.0;
+  double d = to > 0 && from > 0 ? to / from : 1.0;
+  return d > DRIFT_MAX ? DRIFT_MAX : d < 1.0 / DRIFT_MAX ? 1.0 / DRIFT_MAX : d;
 }
 
 /* Task x's baseline's time per call at tier k: at k where known, else at the highest tier
