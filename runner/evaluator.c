@@ -1599,6 +1599,10 @@ again:;
   replace_if_threads_left(task, &call, sb);
   if (flags & KB_EVAL_FULL)
     note_best(b, task->id, r);
+  /* the retry's evaluation and witness are over: builds waiting for a warm-up turn go on (not
+   * through torch.compile's timing below, which can take minutes of their time limit) */
+  kb__warmup_release(warmup_fd);
+  warmup_fd = -1;
   if ((task->oracle_kind == KB_ORACLE_PYTORCH || task->torch_ref_path != NULL) &&
       (flags & KB_EVAL_FULL) && timed && r->status == KB_STATUS_OK)
     used_s += time_torch(b, task, tier, tier_index, r);

@@ -8,7 +8,8 @@
  * passes take turns among themselves through an flock on `<cache>/.gpu-warmup.lock`: shared for
  * small inputs, exclusive for a large one. An evaluation retried after running out of memory
  * takes the same lock exclusively, so that a pass under way ends (its memory freed) and no new
- * one starts until the retry is over. On an 80 GB H100 (296f880) the compile seeds of
+ * one starts through the retry's evaluation and witness (the evaluator releases it before
+ * timing torch, which can take minutes of a waiting build's time limit). On an 80 GB H100 (296f880) the compile seeds of
  * KernelBench's l1_35-l1_39 (7-8 GiB tensors) were built, each with such a pass, while the
  * identities were evaluated, and l1_37's retry ran out of memory again then (docs/sandbox.md).
  */
