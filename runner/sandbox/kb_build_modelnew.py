@@ -354,7 +354,9 @@ class gpu_turn:
     in the cache folder (the build folder's parent), released when the pass ends or the process
     dies: shared for a pass whose inputs and parameters take at most SHARED_FRACTION of the
     device's memory (such passes run side by side: most of their time is the JIT compilers' on
-    the CPU), exclusive for a larger one (it runs alone)."""
+    the CPU), exclusive for a larger one (it runs alone). The runner takes the same lock, by
+    its file name, exclusively while it retries an evaluation that ran out of device memory
+    (runner/warmup_hold.c): a pass then waits for its turn."""
 
     SHARED_FRACTION = 1 / 128  # 1.1 GiB of an H200; 15 such passes at once stay under a fifth
 
