@@ -55,7 +55,12 @@ int kb__verify(int dtype, const void *got, const void *expected, int64_t n, doub
         rep->max_abs_err = abs_err;
       if (e != 0 && abs_err / fabs(e) > rep->max_rel_err)
         rep->max_rel_err = abs_err / fabs(e);
-      ok = abs_err <= atol + rtol * fabs(e);
+      double tol = atol + rtol * fabs(e);
+      double use = abs_err == 0 ? 0 : tol > 0 ? abs_err / tol : INFINITY;
+      if (use > rep->max_tol_use)
+        rep->max_tol_use = use;
+      rep->sum_sq_tol_use += use * use;
+      ok = abs_err <= tol;
       if (dtype == KB_BOOL && g != 0 && g != 1)
         ok = 0;
     }

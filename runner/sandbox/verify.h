@@ -23,6 +23,11 @@ struct kb_verify_report {
   double expected;    /* reference at first_bad */
   double max_abs_err; /* over the elements where both values are finite; 0 when none */
   double max_rel_err; /* |got - expected| / |expected| over those with expected != 0 */
+  double max_tol_use; /* the most of its tolerance a finite element used: |got - expected| /
+                         (atol + rtol |expected|), 0 where they are equal, INFINITY where they
+                         differ under a tolerance of 0; over 1 fails (a margin check's measure:
+                         tests/tasks/test_seed_margin.c) */
+  double sum_sq_tol_use; /* the sum of the squares of every finite element's use, as above */
 };
 
 /* Compares `n` elements of `dtype` at `got` against `expected` (both borrowed) and fills `rep`

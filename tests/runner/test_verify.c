@@ -21,6 +21,7 @@ static void test_f32_tolerance(void **state) {
   assert_int_equal(rep.bad, 0);
   assert_int_equal(rep.first_bad, -1);
   assert_true(rep.max_abs_err == 0);
+  assert_true(rep.max_tol_use == 0 && rep.sum_sq_tol_use == 0);
 
   /* atol + rtol * |ref|: 0.01 + 0.001 * 100 = 0.11 at element 2 */
   got[2] = 100.1f;
@@ -28,6 +29,9 @@ static void test_f32_tolerance(void **state) {
   assert_true(kb__verify(KB_F32, got, ref, 4, 0.01, 1e-3, &rep));
   assert_float_equal(rep.max_abs_err, 0.1, 1e-5);
   assert_float_equal(rep.max_rel_err, 1e-3, 1e-6);
+  /* the use of the tolerance: element 2 0.1 of 0.11, element 3 0.005 of 0.01 */
+  assert_float_equal(rep.max_tol_use, 0.1 / 0.11, 1e-4);
+  assert_float_equal(rep.sum_sq_tol_use, (0.1 / 0.11) * (0.1 / 0.11) + 0.25, 1e-4);
   got[2] = 100.2f;
   assert_false(kb__verify(KB_F32, got, ref, 4, 0.01, 1e-3, &rep));
   assert_int_equal(rep.first_bad, 2);
@@ -91,6 +95,7 @@ static void test_integers(void **state) {
   assert_false(kb__verify(KB_I32, gi, ri, 3, 0, 0, &rep));
   assert_int_equal(rep.first_bad, 1);
   assert_true(rep.max_abs_err == 1);
+  assert_true(isinf(rep.max_tol_use)); /* off at all under a tolerance of 0 */
   assert_true(kb__verify(KB_I32, gi, ri, 3, 1, 0, &rep));
 
   /* values beyond 2^53 that differ by one still differ */
