@@ -525,18 +525,22 @@ static int release_sibling(struct kb_evaluator *b, int trusted, const char *keep
  * (with `trusted`, the trusted PyTorch worker of a pytorch task, or of a task with a
  * torch_reference, which it prepares with that module), starting the sandbox first
  * when it does not run: all of it before `deadline` (monotonic seconds; the setup limit of
- * kb/ladder.h), each step given what is left. `key` gets the fingerprint. When the worker runs
- * out of device memory the other worker is released (release_sibling) and the prepare asked
+ * kb/ladder.h), each step given what is left. `key` gets the fingerprint. With `module_only`
+ * (the trusted PyTorch worker, for a witness) the worker keeps the task's module and none of
+ * its input sets: the witness's calls draw their own inputs, and the trusted worker's copy of a
+ * large task's sets beside the confined worker's did not fit an 80 GB device (docs/sandbox.md,
+ * "The witness"); a task prepared so is prepared again, whole, for a torch timing. When the
+ * worker runs out of device memory the other worker is released (release_sibling) and the prepare asked
  * once more: `sibling_keep`, when not NULL, is the other worker's task that must stay (the
  * witness's confined worker holds the candidate it is about to call). Errors (infra):
  * KB_EIO, KB_ECOMPILE, KB_EINTERNAL (the oracle fails in the sandbox, or the sandbox died while
  * preparing), KB_ETIMEOUT, KB_ECHILD (the sandbox does not start), KB_EINTERRUPTED,
  * KB_ENOMEM. */
-/* Kept whole (124 lines): one request and its reply's cases, read in the order the protocol
+/* Kept whole (162 lines): one request and its reply's cases, read in the order the protocol
  * (docs/sandbox.md) gives them. */
 static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trusted,
-                   char key[KB_CAND_ID_LEN + 1], const char *sibling_keep, double deadline,
-                   struct kb_error *err) {
+                   int module_only, char key[KB_CAND_ID_LEN + 1], const char *sibling_keep,
+                   double deadline, struct kb_error *err) {
   struct kb_buf src;
   struct kb__build build;
   struct kb__sb_call call;
@@ -610,6 +614,10 @@ static int prepare(struct kb_evaluator *b, const struct kb_task *task, int trust
     lib = o->lib;
   }
   req = prepare_request(task, key, lib);
+  if (req != NULL && module_only && json_object_set_new(req, "module_only", json_true()) != 0) {
+    json_decref(req);
+    req = NULL;
+  }
   if (req == NULL) {
     rc = kb_error_set(err, KB_ENOMEM, "cannot prepare task \"%s\": out of memory", task->id);
     goto out;
@@ -676,8 +684,9 @@ retry:;
                    ? "; kept above the share until the next prepare"
                    : "");
     else if (fresh)
-      kb_debug("task %s: prepared in the %s worker in %.3f s", task->id,
-               trusted ? "trusted" : "confined", call.seconds);
+      kb_debug("task %s: prepared in the %s worker in %.3f s%s", task->id,
+               trusted ? "trusted" : "confined", call.seconds,
+               module_only ? " (its module only, for the witness)" : "");
     /* fewer input sets than the task declares: they do not fit the device (sets_that_fit) */
     const char *sets_note = json_string_value(json_object_get(call.reply, "sets_note"));
     if (fresh && sets_note != NULL)
@@ -1083,7 +1092,7 @@ static int torch_request(struct kb_evaluator *b, const struct kb_task *task,
   struct kb__sandbox *sb = NULL;
   int timed_out = 0;
   double t0 = kb_now_mono();
-  int prc = prepare(b, task, 1, key, NULL, deadline, &err);
+  int prc = prepare(b, task, 1, 0, key, NULL, deadline, &err);
   b->prepare_s += kb_now_mono() - t0;
   if (prc == KB_OK)
     prc = sandbox_for(b, task, 1, &sb, &err);
@@ -1206,7 +1215,7 @@ static int witness_plan(struct kb_evaluator *b, const struct kb_task *task, cons
                         struct kb_error *err) {
   int rc = KB_OK;
   if (task->oracle_kind == KB_ORACLE_PYTORCH) {
-    rc = prepare(b, task, 1, tkey, key, deadline, err);
+    rc = prepare(b, task, 1, 1, tkey, key, deadline, err);
     if (rc == KB_OK)
       rc = sandbox_for(b, task, 1, &p->trusted, err);
     *cand_req = json_pack("{s:s}", "key", key);
@@ -1506,7 +1515,7 @@ static int evaluate(struct kb_evaluator *b, const struct kb_task *task, const st
   int warmup_fd = -1; /* the warm-up lock held for a retry (kb__warmup_hold) */
 again:;
   double t_prep = kb_now_mono();
-  rc = prepare(b, task, 0, key, NULL, t_prep + KB_SETUP_LIMIT_S, err);
+  rc = prepare(b, task, 0, 0, key, NULL, t_prep + KB_SETUP_LIMIT_S, err);
   double prep_s = kb_now_mono() - t_prep;
   used_s += prep_s;
   b->prepare_s += prep_s;

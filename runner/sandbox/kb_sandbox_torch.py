@@ -1737,7 +1737,14 @@ def prepare_task(req):
     task.inputs = tensors(req, "inputs")
     task.outputs = tensors(req, "outputs")
     task.sets = input_sets(req)
-    keep, task.sets_note = sets_plan(task)
+    # the witness's calls cycle over every set the task declares, in both workers alike, however
+    # many each keeps (a worker's kept sets depend on its own memory rule)
+    task.all_sets = list(task.sets)
+    # the trusted worker prepared for a witness only: its calls draw their own inputs, so no
+    # input set is kept (a second copy of a large task's sets beside the confined worker's did
+    # not fit an 80 GB device: docs/sandbox.md)
+    task.module_only = module_only(req)
+    keep, task.sets_note = (0, "") if task.module_only else sets_plan(task)
     task.sets = task.sets[:keep]
     task.atol = get(req, "atol", "num", lo=0, hi=1e300)
     task.rtol = get(req, "rtol", "num", lo=0, hi=1e300)
@@ -1759,6 +1766,9 @@ def prepare_task(req):
     task.secret = int.from_bytes(os.urandom(8), "little") >> 2
     task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
     task.draw_s = 0.0  # the slowest draw of one input set: the runner sizes the witness by it
+    if task.module_only:
+        prepare_module_only(task)
+        return task
     for k in range(len(task.sets)):
         try:
             t0 = CLOCK()
@@ -1800,6 +1810,45 @@ def prepare_task(req):
     task.compile_error = None
     task.fresh_seeds = set(s["seed"] for s in task.sets)
     return task
+
+
+def module_only(req):
+    """The prepare request's "module_only" (the trusted worker only: the witness's prepare)."""
+    only = get(req, "module_only", "bool", False, False)
+    if only and not (CONF is None or CONF.trusted):
+        raise BadRequest("module_only", '"module_only": only the trusted worker prepares a task '
+                         'without its input sets (for the witness)')
+    return only
+
+
+def prepare_module_only(task):
+    """The rest of a module-only prepare (the trusted worker, for a witness): the first set
+    drawn once, timed (draw_s), and the module called on it, which decides the task's random
+    (its references seeded alike before each call, as the confined worker's are) and what its
+    draws look like (task.params); then nothing of it kept. Such a task serves "witness"
+    requests only; a "torch" request needs it prepared again without module_only."""
+    try:
+        t0 = CLOCK()
+        inputs = draw(task, 0, task.all_sets[0])
+        sync()
+        task.draw_s = CLOCK() - t0
+    except Failure:
+        raise
+    except Exception as e:
+        raise Failure("input set 0: %s: %s" % (type(e).__name__, e))
+    refs = reference(task, inputs, "input set 0")
+    del inputs, refs
+    sync()
+    task.set_inputs = []
+    task.refs = []
+    task.in_sums = []
+    task.ref_sums = []
+    task.chk = task.tim = []
+    task.holds = []
+    task.damaged = False
+    task.compiled = None
+    task.compile_error = None
+    task.fresh_seeds = set()
 
 
 def describe_tensor(t):
@@ -3967,7 +4016,7 @@ def witness_spec(req):
 def witness_set(task, seed, i):
     """The description of witness call i's inputs: input set i's distribution (cycling) under a
     seed of the runner's, the same in both workers."""
-    s = dict(task.sets[i % len(task.sets)])
+    s = dict(task.all_sets[i % len(task.all_sets)])
     s["seed"] = (seed * 1000003 + 7919 * (i + 1)) % (2**62)
     return s
 
@@ -4285,7 +4334,8 @@ def handle(sock, nonce, op, req, device, prepared, used, use, touch):
     elif op == "prepare":
         key = get(req, "key", "str")
         t0 = time.monotonic()
-        if key in prepared:
+        # a task prepared for the witness only is prepared again, whole, for anything else
+        if key in prepared and (module_only(req) or not prepared[key].module_only):
             touch(key)
             send(sock, nonce, {"op": "prepare", "ok": True, "key": key,
                                "cached": True, "seconds": 0.0,
@@ -4340,6 +4390,9 @@ def handle(sock, nonce, op, req, device, prepared, used, use, touch):
                              'which this confined worker may not start')
         e = eval_spec(req, torch_op=True)
         task = use(e["key"])
+        if task.module_only:
+            raise BadRequest("key", '"key": that task was prepared for the witness only '
+                             '("module_only"): prepare it again without it to time torch')
         t0 = time.monotonic()
         reply = time_torch(task, e)
         reply["seconds"] = time.monotonic() - t0
@@ -4563,9 +4616,11 @@ def drop_if_large(prepared, key):
 
 def prepare_bytes(task):
     """Device bytes a task (its inputs, outputs and sets, as the prepare request gives them)
-    takes prepared and evaluated: every input set it will keep (sets_that_fit, set_bytes each)
-    and what an evaluation holds beside them at its peak (peak_bytes)."""
-    return sets_that_fit(task) * set_bytes(task) + peak_bytes(task)
+    takes prepared and evaluated: every input set it will keep (sets_that_fit, set_bytes each;
+    none when prepared for the witness only) and what an evaluation holds beside them at its
+    peak (peak_bytes)."""
+    kept = 0 if getattr(task, "module_only", False) else sets_that_fit(task)
+    return kept * set_bytes(task) + peak_bytes(task)
 
 
 def make_room(task, prepared, used):
@@ -4770,15 +4825,18 @@ def prepare_reply(req, prepared, used):
     plan.inputs = tensors(req, "inputs")
     plan.outputs = tensors(req, "outputs")
     plan.sets = input_sets(req)
+    plan.module_only = module_only(req)
     get(req, "oracle", "str")
     for k in ("atol", "rtol"):
         get(req, k, "num", lo=0, hi=1e300)
     get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
     try:
-        sets_plan(plan)  # a task that does not fit even alone drops no other task
+        if not plan.module_only:
+            sets_plan(plan)  # a task that does not fit even alone drops no other task
     except Failure as f:
         return {"op": "prepare", "ok": False, "reason": str(f)[:255], "fatal": False,
                 "oom": False}
+    prepared.pop(key, None)  # prepared for the witness only: replaced by the whole task
     while len(prepared) >= MAX_PREPARED:
         oldest = min(prepared, key=lambda k: used.get(k, 0))
         del prepared[oldest]

@@ -188,6 +188,9 @@ def protocol(worker, task_dir, rw):
                   "flush_l2": False})
         check(r.get("op") == "error" and r.get("field") == "op" and "trusted" in
               r.get("reason", ""), "the confined worker refuses torch: %s" % r)
+        r = call(dict(good, key="k5", module_only=True))
+        check(r.get("op") == "error" and r.get("field") == "module_only",
+              "the confined worker refuses a module-only prepare: %s" % r)
         r = call(dict(good, key="k4"))
         check(r.get("ok") is True, "a second task prepared: %s" % r)
         r = call({"op": "release", "keep": "k4"})
@@ -258,6 +261,7 @@ def trusted(worker, task_dir, rw):
         r = call({"op": "release"})
         check(r.get("dropped") == 1 and r.get("tasks_alive") == 0,
               "release of all after torch requests: no task alive: %s" % r)
+        module_only(call, task_dir, task, rw)
         check(call({"op": "quit"}) == {"op": "bye"}, "trusted: quit -> bye")
         check(p.wait(timeout=10) == 0, "trusted: exit status 0 after quit")
     finally:
@@ -265,6 +269,58 @@ def trusted(worker, task_dir, rw):
             p.kill()
             p.wait()
         a.close()
+
+
+def module_only(call, task_dir, task, rw):
+    """The trusted worker's prepare for a witness ("module_only"): the module, no input set
+    kept, a witness served with the same outputs as the task prepared whole gives (its calls
+    cycle over every set the task declares, whatever a worker keeps); a torch request on it
+    refused naming the key; a whole prepare of the same key done again (not "cached"), and a
+    module-only prepare of a task prepared whole is cached."""
+    prep = {"op": "prepare", "key": "m", "oracle": os.path.join(task_dir, "reference.py"),
+            "inputs": task["inputs"], "outputs": task["outputs"],
+            "sets": task["input_sets"], "atol": 1e-4, "rtol": 1e-4}
+    r = call(dict(prep, module_only=True))
+    check(r.get("ok") is True and r.get("cached") is False and r.get("sets") == 0 and
+          r.get("draw_s", 0) > 0, "a module-only prepare: no set kept, a draw timed: %s" % r)
+    r = call({"op": "release", "keep": "m"})
+    check(r.get("tasks_alive") == 1, "one task alive, holding no set: %s" % r)
+    mine = os.path.join(rw, "witness-reference.bin")
+    got = {}
+    for key in ("m", "w"):
+        if key == "w":
+            r = call(dict(prep, key="w"))
+            check(r.get("ok") is True and r.get("sets") == len(task["input_sets"]),
+                  "the same task prepared whole: %s" % r)
+        # 5 calls over the 3 sets' distributions: calls 4 and 5 cycle back to sets 1 and 2
+        r = call({"op": "witness", "key": key, "seed": 77, "calls": 5,
+                  "path": os.path.join(rw, "unused.bin")})
+        check(r.get("status") == "ok" and r.get("calls") == 5,
+              "a witness of the task prepared %s: %s" % (
+                  "for it only" if key == "m" else "whole", r))
+        with open(mine, "rb") as f:
+            got[key] = f.read()
+    check(len(got["m"]) > 0 and got["m"] == got["w"],
+          "the module-only task's witness outputs are the whole task's (%d and %d bytes)"
+          % (len(got["m"]), len(got["w"])))
+    r = call({"op": "torch", "key": "m", "sets": 1, "warmup": 0, "max_samples": 2,
+              "flush_l2": False})
+    check(r.get("op") == "error" and r.get("field") == "key" and "module_only" in
+          r.get("reason", ""), "a torch request on a module-only task is refused: %s" % r)
+    r = call(prep)
+    check(r.get("ok") is True and r.get("cached") is False and
+          r.get("sets") == len(task["input_sets"]),
+          "a whole prepare of a module-only task prepares it again: %s" % r)
+    r = call(dict(prep, module_only=True))
+    check(r.get("ok") is True and r.get("cached") is True,
+          "a module-only prepare of a task prepared whole is cached: %s" % r)
+    r = call({"op": "torch", "key": "m", "modes": ["eager"], "sets": 1, "warmup": 0,
+              "min_samples": 2, "max_samples": 2, "noise": 0, "max_seconds": 60,
+              "flush_l2": False})
+    check(r.get("op") == "torch" and r.get("torch_eager", {}).get("samples") == 2,
+          "and it times torch: %s" % r.get("torch_eager"))
+    r = call({"op": "release"})
+    check(r.get("tasks_alive") == 0, "all released: %s" % r)
 
 
 def no_library(worker, tmp):
