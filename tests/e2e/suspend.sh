@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A suspended job (Slurm's scontrol suspend, gang scheduling's time slices, preemption in
 # SUSPEND mode: SIGSTOP to every process of the job, SIGCONT at the resume; a frozen cgroup is
-# the same to the runner): the runner and its sandbox are stopped for 4 s, four times, each time
-# while the sandbox is busy with an evaluation, under tiers whose watchdog is 3 s. The stopped
+# the same to the runner): the runner and its sandbox are stopped for 12 s, four times, each time
+# while the sandbox is busy with an evaluation, under tiers whose watchdog is 10 s (each stop
+# longer than a whole watchdog; the watchdog itself twice what an honest evaluation here takes
+# under ASan beside another test, so that the test needs no machine of its own). The stopped
 # time is not counted against the watchdog (runner/watchdog.h): every honest seed is ok, no
 # `timeout` row, the campaign done and its ledger exact. Before, the watchdog's deadline was on
 # the monotonic clock alone, which goes on while the job is stopped, and each evaluation under
@@ -21,8 +23,8 @@ cat > "$T/su.json" <<JSON
   "budget": {"gpu_seconds": 600},
   "lease_seconds": 60,
   "results_dir": "$T/results",
-  "ladder": [{"name": "compile"}, {"name": "smoke", "timeout_seconds": 5},
-             {"name": "screen", "timeout_seconds": 5}, {"name": "full", "timeout_seconds": 5}]
+  "ladder": [{"name": "compile"}, {"name": "smoke", "timeout_seconds": 10},
+             {"name": "screen", "timeout_seconds": 10}, {"name": "full", "timeout_seconds": 10}]
 }
 JSON
 "$BIN/kb-submit" submit "$T/su.json" > /dev/null
@@ -52,9 +54,9 @@ for _ in 1 2 3 4; do
     sleep 0.01
   done
   [ -n "$sb" ] || break
-  note "job suspended for 8 s (sandbox $sb busy)"
+  note "job suspended for 12 s (sandbox $sb busy)"
   kill -STOP $RUNNER "$sb"
-  sleep 8
+  sleep 12
   kill -CONT "$sb" $RUNNER
   stops=$((stops + 1))
 done
