@@ -39,7 +39,9 @@ demo: deps build
 # under ASan in another test (test_cuda_pool, tasks_torch_oracle), and CI must stay under 30
 # minutes on two cores. Also left out: tasks_host_suite (a 13-task campaign, 170 s under ASan,
 # whose programs run under ASan in e2e_launch and scheduler_campaign_llm, its tasks in
-# tasks_host_sanity), and the benchmarks' smoke runs (label bench: 97 s under ASan; the queue
+# tasks_host_sanity), tasks_seed_margin (the host tasks' seeds against their tolerances: the
+# tasks' data; its draws and verify.c run under ASan in test_inputs and test_verify), and the
+# benchmarks' smoke runs (label bench: 97 s under ASan; the queue
 # scripts and the witness they drive run under ASan in the queue and runner tests).
 asan: deps
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DKB_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" \
