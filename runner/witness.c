@@ -311,6 +311,50 @@ static int not_ok(json_t *rep, struct kb__witness_verdict *v) {
   return 1;
 }
 
+int kb__witness_slow_machine(const struct kb__witness_obs *o, double cand_s, double ref_s,
+                             int ref_done) {
+  for (int r = 0; r < o->rounds && r < KB_WITNESS_ROUNDS; r++)
+    if (!(o->ref_s[r] > KB_WITNESS_SLOW_SHARE * o->cand_s[r]))
+      return 0;
+  return !ref_done || ref_s > KB_WITNESS_SLOW_SHARE * cand_s;
+}
+
+/* A confined request that ran past the witness's time (`v` says timeout; it ran `cand_s`
+ * seconds): the trusted process is sent the round's request `tq` (without "check": the
+ * confined file is incomplete), given as long, and kb__witness_slow_machine decides whose the
+ * overrun is; the machine's makes `v` infra_error. */
+static int overrun_whose(const struct kb__witness_plan *p, const struct kb__witness_obs *o,
+                         json_t *tq, struct positions *tpos, double cand_s,
+                         struct kb__witness_verdict *v, struct kb_error *err) {
+  if (!kb__witness_slow_machine(o, cand_s, 0, 1)) /* a round done already says it was its own */
+    return KB_OK;
+  double limit = cand_s > 1 ? cand_s : 1;
+  json_t *trep = NULL;
+  double ts = 0;
+  struct kb__witness_verdict tv = {.status = KB_STATUS_OK};
+  struct kb_error terr = {0};
+  int rc = ask(p->trusted, tq, tpos, kb_now_mono() + limit, 0, &trep, &ts, &tv, &terr);
+  int done = rc == KB_OK && trep != NULL && !not_ok(trep, &tv);
+  json_decref(trep);
+  if (rc != KB_OK && rc != KB_ETIMEOUT) /* the trusted process itself failed: no verdict */
+    return kb_error_set(err, rc, "%s", terr.msg);
+  kb_debug("the witness's candidate calls ran past its %.0f s (%.1f s); the trusted process on "
+           "the same inputs: %s %.1f s", KB_WITNESS_LIMIT_S, cand_s,
+           done ? "done in" : "not done in", done ? ts : limit);
+  if (kb__witness_slow_machine(o, cand_s, ts, done)) {
+    v->status = KB_STATUS_INFRA_ERROR;
+    if (done)
+      snprintf(v->reason, sizeof v->reason, "the witness ran out of its %.0f s on a slow "
+               "machine: the task's reference on the same inputs took %.1f s of the %.1f s the "
+               "candidate's calls ran", KB_WITNESS_LIMIT_S, ts, cand_s);
+    else
+      snprintf(v->reason, sizeof v->reason, "the witness ran out of its %.0f s on a slow "
+               "machine: the task's reference on the same inputs did not finish in the %.1f s "
+               "the candidate's calls ran either", KB_WITNESS_LIMIT_S, cand_s);
+  }
+  return KB_OK;
+}
+
 /* A process's CPU time in seconds (proc.h), or NAN. */
 static double cpu_s(struct kb__sandbox *sb) {
   unsigned long long ns = 0;
@@ -388,6 +432,13 @@ int kb__witness_run(const struct kb__witness_plan *p, double deadline, struct kb
     }
     double c0 = p->cpu_clock ? cpu_s(p->confined) : 0;
     rc = ask(p->confined, cq, &cpos, deadline, 1, &crep, &cs, v, err);
+    if (rc == KB_OK && crep == NULL && v->status == KB_STATUS_TIMEOUT) {
+      json_t *nq = round_req(p->ref_req, seed, p, path, 0);
+      rc = nq != NULL ? overrun_whose(p, o, nq, &tpos, cs, v, err)
+                      : kb_error_set(err, KB_ENOMEM, "out of memory");
+      json_decref(nq);
+      goto next;
+    }
     if (p->cpu_clock) /* read before any other process's turn: the kernel's count */
       cs = cpu_s(p->confined) - c0;
     if (rc || crep == NULL || not_ok(crep, v))

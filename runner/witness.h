@@ -108,6 +108,20 @@ int kb__witness_fit_calls(int calls, double draw_s, double claimed_us, double ea
 void kb__witness_judge(const struct kb__witness_obs *o, double claimed_us, double claimed_cpu_us,
                        double eager_same_us, int cuda, int kind, struct kb__witness_verdict *v);
 
+/* Whose fault a confined request's overrun of the witness's time is. The rounds completed
+ * before it (`o`) and the overrun round, whose request the trusted process was then sent for
+ * as long as the confined one ran (`cand_s` seconds; it took `ref_s`, `ref_done` 0 when it did
+ * not finish in that time either), each compare the two processes on the same inputs under the
+ * same load. 1: the machine's (in every one of them the trusted process, which runs the task's
+ * own reference, needed over KB_WITNESS_SLOW_SHARE of the confined one's time: other work on
+ * a loaded host slowed both; the verdict is then infra_error, not the candidate's timeout), 0:
+ * the candidate's (in one of them its calls alone were slow: the timeout stands). Seen on the
+ * development machine: an honest host candidate beside two memory-bound processes, under
+ * ASan, overran the 30 s with its calls sized for 1.25 s a request. */
+#define KB_WITNESS_SLOW_SHARE 0.5
+int kb__witness_slow_machine(const struct kb__witness_obs *o, double cand_s, double ref_s,
+                             int ref_done);
+
 /* What the witness compares with: the PyTorch workers' (the task's module, torch eager) or
  * kb-sandbox's (the task's C or CUDA oracle in a trusted kb-sandbox). */
 enum kb__witness_kind { KB__WITNESS_TORCH = 0, KB__WITNESS_ORACLE };

@@ -246,8 +246,31 @@ static void rounds_by_rank(void **state) {
   assert_int_equal(kb__witness_rounds(200, NAN), KB_WITNESS_ROUNDS);
 }
 
+/* A confined request past the witness's time: the machine's when the trusted process, given as
+ * long, needed over half of it or did not finish; the candidate's when it was quick. */
+static void overrun_whose(void **state) {
+  (void)state;
+  struct kb__witness_obs o = {.rounds = 0};
+  assert_int_equal(kb__witness_slow_machine(&o, 30, 1.2, 1), 0);  /* its calls alone slow */
+  assert_int_equal(kb__witness_slow_machine(&o, 30, 15, 1), 0);   /* half: still its own */
+  assert_int_equal(kb__witness_slow_machine(&o, 30, 15.5, 1), 1); /* the reference as slow */
+  assert_int_equal(kb__witness_slow_machine(&o, 30, 30, 0), 1);   /* nor did it finish */
+  assert_int_equal(kb__witness_slow_machine(&o, 30, NAN, 1), 0);  /* no time measured */
+  /* the rounds done before: each must have been as slow for the reference (seen on this
+   * machine: 915.7 ms a call against the reference's 14.3, then a round ran out) */
+  o.rounds = 2;
+  o.cand_s[0] = 2.0;
+  o.ref_s[0] = 1.5;
+  o.cand_s[1] = 9.2;
+  o.ref_s[1] = 0.14;
+  assert_int_equal(kb__witness_slow_machine(&o, 7.1, 7.1, 0), 0);
+  o.ref_s[1] = 8.0;
+  assert_int_equal(kb__witness_slow_machine(&o, 7.1, 7.1, 0), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(overrun_whose),
       cmocka_unit_test(judges_the_table),
       cmocka_unit_test(keeps_a_workers_verdict),
       cmocka_unit_test(judges_cpu_claims),
