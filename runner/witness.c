@@ -326,7 +326,8 @@ int kb__witness_slow_machine(const struct kb__witness_obs *o, double cand_s, dou
 static int overrun_whose(const struct kb__witness_plan *p, const struct kb__witness_obs *o,
                          json_t *tq, struct positions *tpos, double cand_s,
                          struct kb__witness_verdict *v, struct kb_error *err) {
-  if (!kb__witness_slow_machine(o, cand_s, 0, 1)) /* a round done already says it was its own */
+  /* a round done already says it was its own (the overrun round counted as the machine's) */
+  if (!kb__witness_slow_machine(o, cand_s, 0, 0))
     return KB_OK;
   double limit = cand_s > 1 ? cand_s : 1;
   json_t *trep = NULL;
