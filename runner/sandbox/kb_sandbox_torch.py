@@ -1767,18 +1767,9 @@ def prepare_task(req):
     task.sol_fraction = get(req, "sol_input_fraction", "num", False, 1.0, 0, 1)
     task.draw_s = 0.0  # the slowest draw of one input set: the runner sizes the witness by it
     if task.module_only:
-        prepare_module_only(task)
-        return task
+        prepare_module_only(task)  # task.sets is empty: the loop below keeps nothing
     for k in range(len(task.sets)):
-        try:
-            t0 = CLOCK()
-            inputs = draw(task, k)
-            sync()
-            task.draw_s = max(task.draw_s, CLOCK() - t0)
-        except Failure:
-            raise
-        except Exception as e:
-            raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
+        inputs = timed_draw(task, k, task.sets[k])
         before = [checksum(t) for t in inputs] if k == 0 else None
         if k == 0:
             drawn_alike(task, before)
@@ -1821,34 +1812,31 @@ def module_only(req):
     return only
 
 
-def prepare_module_only(task):
-    """The rest of a module-only prepare (the trusted worker, for a witness): the first set
-    drawn once, timed (draw_s), and the module called on it, which decides the task's random
-    (its references seeded alike before each call, as the confined worker's are) and what its
-    draws look like (task.params); then nothing of it kept. Such a task serves "witness"
-    requests only; a "torch" request needs it prepared again without module_only."""
+def timed_draw(task, k, s):
+    """The inputs of set k drawn from the set `s` (draw), the draw's time kept in task.draw_s
+    when it is the slowest yet. Raises Failure."""
     try:
         t0 = CLOCK()
-        inputs = draw(task, 0, task.all_sets[0])
+        inputs = draw(task, k, s)
         sync()
-        task.draw_s = CLOCK() - t0
+        task.draw_s = max(task.draw_s, CLOCK() - t0)
     except Failure:
         raise
     except Exception as e:
-        raise Failure("input set 0: %s: %s" % (type(e).__name__, e))
+        raise Failure("input set %d: %s: %s" % (k, type(e).__name__, e))
+    return inputs
+
+
+def prepare_module_only(task):
+    """What a module-only prepare (the trusted worker, for a witness) does with the inputs: the
+    first set drawn once, timed (draw_s), and the module called on it, which decides the
+    task's random (its references seeded alike before each call, as the confined worker's
+    are) and what its draws look like (task.params); then nothing of it kept. Such a task
+    serves "witness" requests only; a "torch" request needs it prepared again without
+    module_only."""
+    inputs = timed_draw(task, 0, task.all_sets[0])
     refs = reference(task, inputs, "input set 0")
     del inputs, refs
-    sync()
-    task.set_inputs = []
-    task.refs = []
-    task.in_sums = []
-    task.ref_sums = []
-    task.chk = task.tim = []
-    task.holds = []
-    task.damaged = False
-    task.compiled = None
-    task.compile_error = None
-    task.fresh_seeds = set()
 
 
 def describe_tensor(t):
